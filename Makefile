@@ -1,0 +1,108 @@
+# Switchyard: two-tier router for LLM inference traffic.
+#
+#   make run       the local stack (simulated GPU servers; see README)
+#   make test      every test, with the race detector, plus the generated-code check
+#   make bench     Go benchmarks and the routing-quality benchmarks
+#   make generate  regenerate protobuf code (committed)
+#   make lint      gofmt, go vet, golangci-lint, go mod tidy and generate leave no diff
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+MODULES := proto gossip cluster-gateway global-router tests
+GO      ?= go
+BIN     := $(CURDIR)/.bin
+export PATH := $(BIN):$(PATH)
+
+# Tool versions, pinned. Tools are built from source with `go install` (no prebuilt downloads).
+BUF_VERSION                := v1.75.0
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+PROTOC_GEN_CONNECT_VERSION := v1.21.1
+GOLANGCI_LINT_VERSION      := v2.15.0
+
+# TEST_FLAGS may add e.g. -count=1 or -run=...; TEST_TIMEOUT bounds each package's run.
+TEST_FLAGS   ?=
+TEST_TIMEOUT ?= 15m
+BENCH        ?= .
+BENCHTIME    ?= 1s
+
+PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
+
+.PHONY: all run test test-short bench generate check-generate lint tidy tools fmt fuzz clean
+
+all: test
+
+## run: the local stack on fixed ports (Ctrl-C stops it)
+run:
+	$(GO) run ./tests/cmd/devstack --config=deploy/local/devstack.yaml --data-dir=.devstack
+
+## test: every test in every module, with -race, and the generated-code check
+test: check-generate
+	$(GO) test -race -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
+
+test-short:
+	$(GO) test -short -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
+
+## bench: Go benchmarks across modules (figures in the README come from here and tests/bench)
+bench:
+	$(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem $(PKGS)
+
+## fuzz: run every fuzz target for FUZZTIME each
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-connect-go
+
+$(BIN)/buf: Makefile
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	@touch $@
+$(BIN)/protoc-gen-go: Makefile
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@touch $@
+$(BIN)/protoc-gen-go-grpc: Makefile
+	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	@touch $@
+$(BIN)/protoc-gen-connect-go: Makefile
+	GOBIN=$(BIN) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_VERSION)
+	@touch $@
+$(BIN)/golangci-lint: Makefile
+	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	@touch $@
+
+## generate: regenerate protobuf Go code under proto/gen
+generate: tools
+	cd proto && rm -rf gen && buf lint && buf generate
+
+## check-generate: fail when regenerating would change the generated code in the tree
+check-generate: tools
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	  (cd proto && buf lint && buf generate -o $$tmp); \
+	  mkdir -p $$tmp/gen proto/gen; \
+	  if ! diff -r $$tmp/gen proto/gen >/dev/null; then \
+	    echo "generated code is out of date; run 'make generate' and commit:"; \
+	    diff -rq $$tmp/gen proto/gen || true; exit 1; fi
+
+## tidy: go mod tidy in every module
+tidy:
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy); done
+
+## lint: formatting, vet, golangci-lint, tidy and generate leave no diff
+lint: $(BIN)/golangci-lint check-generate
+	@out=$$(gofmt -l $(MODULES) | grep -v '/gen/' || true); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@for m in $(MODULES); do (cd $$m && golangci-lint run ./...); done
+	@$(MAKE) --no-print-directory tidy
+	@if [ -n "$$(git status --porcelain -- '*/go.mod' '*/go.sum')" ]; then echo "go mod tidy changed:"; git status --porcelain -- '*/go.mod' '*/go.sum'; exit 1; fi
+
+fmt:
+	gofmt -w $(MODULES)
+
+clean:
+	rm -rf .devstack

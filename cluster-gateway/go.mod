@@ -1,0 +1,13 @@
+module github.com/switchyard-dev/switchyard/cluster-gateway
+
+go 1.26.0
+
+require (
+	github.com/switchyard-dev/switchyard/gossip v0.0.0
+	github.com/switchyard-dev/switchyard/proto v0.0.0
+)
+
+replace (
+	github.com/switchyard-dev/switchyard/gossip => ../gossip
+	github.com/switchyard-dev/switchyard/proto => ../proto
+)

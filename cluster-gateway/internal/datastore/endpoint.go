@@ -1,0 +1,134 @@
+// Package datastore is the gateway's live view of its model-server endpoints: identity from
+// discovery, the newest scraped metrics, the models each one serves, the gateway's own in-flight
+// requests to it, the prefill and decode speed learned from proxied responses, and passive health.
+// Readers on the scheduling hot path take lock-free snapshots.
+package datastore
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Engine names a model-server implementation; it selects the metric names scraped from the pod.
+type Engine string
+
+// Supported engines. The Kubernetes label inference.networking.k8s.io/engine-type carries these values.
+const (
+	EngineVLLM   Engine = "vllm"
+	EngineSGLang Engine = "sglang"
+	EngineTRTLLM Engine = "trtllm"
+)
+
+// Metrics is one scrape of a model server, normalised across engines. It is immutable once stored.
+type Metrics struct {
+	// WaitingQueue is the number of requests waiting to be scheduled by the engine.
+	WaitingQueue int
+	// Running is the number of requests in the engine's running batch.
+	Running int
+	// KVUsage is the fraction of KV-cache blocks in use, 0..1.
+	KVUsage float64
+	// KVBlockSize is tokens per KV block; KVTotalBlocks the block count (0 when not reported).
+	KVBlockSize   int
+	KVTotalBlocks int
+	// ActiveAdapters and WaitingAdapters are the LoRA adapters in use and waiting (vLLM only).
+	ActiveAdapters  []string
+	WaitingAdapters []string
+	// MaxLoRA is the number of adapter slots (0 when not reported).
+	MaxLoRA int
+	// PrefixHits and PrefixQueries are the engine's cumulative prefix-cache counters, in tokens,
+	// when it exports them.
+	PrefixHits, PrefixQueries float64
+	// ScrapedAt is when the scrape completed.
+	ScrapedAt time.Time
+}
+
+// KVTotalTokens is the KV capacity in tokens, or 0 when unknown.
+func (m *Metrics) KVTotalTokens() int { return m.KVBlockSize * m.KVTotalBlocks }
+
+// HasAdapter reports whether adapter is resident (active or waiting) on the pod per its metrics.
+func (m *Metrics) HasAdapter(adapter string) bool {
+	for _, a := range m.ActiveAdapters {
+		if a == adapter {
+			return true
+		}
+	}
+	for _, a := range m.WaitingAdapters {
+		if a == adapter {
+			return true
+		}
+	}
+	return false
+}
+
+// Models is what a pod serves, learned from its /v1/models. Immutable once stored.
+type Models struct {
+	// Base is the base model name (the entry whose parent/root is itself).
+	Base string
+	// Adapters are the LoRA adapters the pod has loaded or can serve.
+	Adapters []string
+	// FetchedAt is when the list was read.
+	FetchedAt time.Time
+}
+
+// Serves reports whether the pod serves model, either as its base model or as an adapter.
+func (m *Models) Serves(model string) bool {
+	if m == nil {
+		return false
+	}
+	if m.Base == model {
+		return true
+	}
+	for _, a := range m.Adapters {
+		if a == model {
+			return true
+		}
+	}
+	return false
+}
+
+// Endpoint is one model-server pod. Identity fields are set at creation and never change; the
+// rest is updated concurrently by the scraper and the proxy and read through the accessor methods,
+// all safe for concurrent use.
+type Endpoint struct {
+	// Address is "ip:port" of the model server; it is the endpoint's key.
+	Address string
+	// Name is a human name (pod name, or the address for static endpoints).
+	Name string
+	// Engine selects the metric names.
+	Engine Engine
+	// Labels are the pod's labels (empty for static endpoints).
+	Labels map[string]string
+
+	metrics  atomic.Pointer[Metrics]
+	models   atomic.Pointer[Models]
+	inFlight atomic.Int64
+}
+
+// NewEndpoint returns an endpoint with no metrics yet.
+func NewEndpoint(address, name string, engine Engine, labels map[string]string) *Endpoint {
+	if name == "" {
+		name = address
+	}
+	if engine == "" {
+		engine = EngineVLLM
+	}
+	return &Endpoint{Address: address, Name: name, Engine: engine, Labels: labels}
+}
+
+// Metrics returns the newest scrape, or nil if none succeeded yet.
+func (e *Endpoint) Metrics() *Metrics { return e.metrics.Load() }
+
+// SetMetrics stores a new scrape.
+func (e *Endpoint) SetMetrics(m *Metrics) { e.metrics.Store(m) }
+
+// Models returns what the pod serves, or nil if not known yet.
+func (e *Endpoint) Models() *Models { return e.models.Load() }
+
+// SetModels stores the pod's model list.
+func (e *Endpoint) SetModels(m *Models) { e.models.Store(m) }
+
+// InFlight is the number of requests the gateway has sent to the pod that have not finished.
+func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() }
+
+// AddInFlight adjusts the in-flight count by delta (+1 when a request is sent, -1 when it ends).
+func (e *Endpoint) AddInFlight(delta int64) { e.inFlight.Add(delta) }

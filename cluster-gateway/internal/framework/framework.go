@@ -1,0 +1,144 @@
+// Package framework defines the scheduler's plugin contracts, shaped like the Gateway API Inference
+// Extension's endpoint picker so its users recognise them: a request runs through Filters, then
+// weighted Scorers, then one Picker. Plugins are built by name from a GIE-style
+// EndpointPickerConfig (see the registry and loader in this package).
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+)
+
+// Request is what the scheduler knows about one inference request. It is built once per request by
+// the front door (HTTP proxy or ext_proc) after body-based routing and is read-only afterwards.
+type Request struct {
+	// ID identifies the request in logs.
+	ID string
+	// Model is the model named in the body: a base model or a LoRA adapter.
+	Model string
+	// BaseModel is the base model Model runs on (equal to Model when it is not an adapter).
+	BaseModel string
+	// Adapter is the LoRA adapter name, or "" when Model is a base model.
+	Adapter string
+	// PromptTokens is the estimated prompt length in tokens.
+	PromptTokens int
+	// MaxTokens is the requested output length, or 0 when not given.
+	MaxTokens int
+	// PrefixHashes are the prompt's chained block hashes (gossip/prefix), computed once.
+	PrefixHashes []uint64
+	// Priority is the request's priority band; < 0 is sheddable.
+	Priority int
+	// Tenant is the fairness key ("" for the default tenant).
+	Tenant string
+	// Headers are the request headers relevant to scheduling (lower-case names).
+	Headers map[string]string
+	// SubsetHint, when non-empty, restricts candidates to these addresses (Envoy's subset hint).
+	SubsetHint []string
+}
+
+// Plugin is the common part of every scheduler plugin.
+type Plugin interface {
+	// TypedName returns the plugin's type (e.g. "queue-scorer") and instance name.
+	TypedName() TypedName
+}
+
+// TypedName is a plugin's registered type and its instance name from the config.
+type TypedName struct {
+	Type string
+	Name string
+}
+
+// Filter removes endpoints that cannot serve the request. It returns the kept endpoints, which may
+// alias the input slice's backing array. Implementations must be safe for concurrent use.
+type Filter interface {
+	Plugin
+	Filter(ctx context.Context, cs *CycleState, req *Request, eps []*datastore.Endpoint) []*datastore.Endpoint
+}
+
+// Scorer rates each endpoint in [0,1], higher is better. It writes scores[i] for eps[i]; scores has
+// len(eps). Implementations must be safe for concurrent use.
+type Scorer interface {
+	Plugin
+	Score(ctx context.Context, cs *CycleState, req *Request, eps []*datastore.Endpoint, scores []float64)
+}
+
+// ScoredEndpoint is an endpoint with its weighted total score.
+type ScoredEndpoint struct {
+	Endpoint *datastore.Endpoint
+	Score    float64
+}
+
+// Picker chooses the target and ordered fallbacks from scored endpoints. It may reorder eps.
+// Implementations must be safe for concurrent use.
+type Picker interface {
+	Plugin
+	Pick(ctx context.Context, cs *CycleState, req *Request, eps []ScoredEndpoint) *Result
+}
+
+// Result is a scheduling decision: Targets[0] is the chosen endpoint, the rest are fallbacks in
+// order of preference.
+type Result struct {
+	Targets []*datastore.Endpoint
+}
+
+// PreRequest is an optional plugin hook called with the final decision before the request is sent
+// (e.g. the prefix-cache scorer records which pod now holds the prompt's blocks).
+type PreRequest interface {
+	Plugin
+	PreRequest(ctx context.Context, req *Request, res *Result)
+}
+
+// ResponseInfo is what the front door observed about a finished request.
+type ResponseInfo struct {
+	Endpoint *datastore.Endpoint
+	// Status is the HTTP status the pod answered with (0 on connection failure).
+	Status int
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens when reported, else -1.
+	CachedTokens int
+	// PromptTokens is usage.prompt_tokens when reported, else the estimate.
+	PromptTokens int
+}
+
+// PostResponse is an optional plugin hook called when a response completes.
+type PostResponse interface {
+	Plugin
+	PostResponse(ctx context.Context, req *Request, info *ResponseInfo)
+}
+
+// CycleState is per-request scratch space shared by the plugins of one scheduling cycle (for
+// example the prefix scorer stores its match lengths for the predicted-TTFT scorer).
+// It is safe for concurrent use.
+type CycleState struct {
+	mu   sync.Mutex
+	data map[string]any
+}
+
+// Read returns the value stored under key, if any.
+func (c *CycleState) Read(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.data[key]
+	return v, ok
+}
+
+// Write stores v under key.
+func (c *CycleState) Write(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.data == nil {
+		c.data = make(map[string]any, 4)
+	}
+	c.data[key] = v
+}
+
+// Handle gives plugin factories access to gateway-wide services.
+type Handle interface {
+	// Endpoints returns the current endpoints (a snapshot; do not modify the slice).
+	Endpoints() []*datastore.Endpoint
+}
+
+// Factory builds a plugin instance from its config parameters (raw JSON; nil when absent).
+type Factory func(name string, params json.RawMessage, h Handle) (Plugin, error)
