@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
@@ -100,6 +101,15 @@ type ResponseInfo struct {
 	CachedTokens int
 	// PromptTokens is usage.prompt_tokens when reported, else the estimate.
 	PromptTokens int
+	// OutputTokens is the number of output tokens received (usage.completion_tokens when reported).
+	OutputTokens int
+	// TTFT is the time from sending the request to the pod until its first token arrived (0 when
+	// no token arrived).
+	TTFT time.Duration
+	// MeanITL is the mean gap between output tokens after the first (0 with fewer than 2 tokens).
+	MeanITL time.Duration
+	// Err is the transport error, if the request failed without a status.
+	Err error
 }
 
 // PostResponse is an optional plugin hook called when a response completes.
