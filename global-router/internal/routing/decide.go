@@ -1,0 +1,242 @@
+package routing
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Fallback figures used when a summary does not carry them.
+const (
+	defaultPrefillTokensPerSec = 5000
+	defaultServiceTime         = time.Second
+)
+
+// Explanation says what Decide made of one cluster; ExplainRoute returns these.
+type Explanation struct {
+	Cluster, Region string
+	// Eligible is true when the cluster could take the request at all.
+	Eligible bool
+	// Chosen is true for the cluster the request goes to first.
+	Chosen bool
+	// Estimate is the estimated time to first token (0 when not eligible).
+	Estimate time.Duration
+	// Utilization is the cluster's load used against the overflow threshold.
+	Utilization float64
+	// Reason is a short human explanation of the outcome.
+	Reason string
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	// Route is local when the chosen cluster is in the router's region, else overflow.
+	Route Route
+	// Targets are indexes into the input clusters: the chosen one first, then fallbacks in order of
+	// preference (used for retries).
+	Targets []int
+	// Explain has one entry per input cluster, in input order.
+	Explain []Explanation
+}
+
+// Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
+// predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
+// plus the extra wait of this router's
+// requests sent since the summary, plus prefill of the prompt tokens the cluster does not cache.
+func Estimate(c *Cluster, req Request) time.Duration {
+	rate := c.PrefillTokensPerSec
+	if rate <= 0 {
+		rate = defaultPrefillTokensPerSec
+	}
+	svc := c.ServiceTime
+	if svc <= 0 {
+		svc = defaultServiceTime
+	}
+	pods := max(c.ReadyPods, 1)
+	extra := time.Duration(int64(svc) * int64(c.InFlight) / int64(pods))
+	wait := c.BaseTTFT
+	if wait <= 0 { // no prediction in the summary: the queue drains at one request per slot
+		wait = time.Duration(int64(svc) * int64(c.Queue) / int64(pods))
+	}
+	uncached := max(req.PromptTokens-c.CachedPrefixTokens, 0)
+	prefill := time.Duration(float64(uncached) / rate * float64(time.Second))
+	return c.RTT + wait + extra + prefill
+}
+
+// Decide chooses a cluster for req among clusters for a router in region. rng may be nil (the
+// global source is used then). It returns ErrNoCandidate, ErrNotAllowed or ErrNoRoom, with the
+// explanation still filled, when nothing can take the request.
+func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Options, rng *rand.Rand) (Decision, error) {
+	d := Decision{Explain: make([]Explanation, len(clusters))}
+	var eligible []int
+	serving, allowed := 0, 0
+	for i := range clusters {
+		c := &clusters[i]
+		e := &d.Explain[i]
+		e.Cluster, e.Region = c.Name, c.Region
+		e.Utilization = c.Utilization(req.AvgTokens)
+		e.Reason = ineligibleReason(c, pol, e.Utilization)
+		if c.Serves {
+			serving++
+			if regionAllowed(pol, c.Region) {
+				allowed++
+			}
+		}
+		if e.Reason != "" {
+			continue
+		}
+		e.Eligible = true
+		e.Estimate = Estimate(c, req)
+		eligible = append(eligible, i)
+	}
+	switch {
+	case serving == 0:
+		return d, ErrNoCandidate
+	case allowed == 0:
+		return d, ErrNotAllowed
+	case len(eligible) == 0:
+		return d, ErrNoRoom
+	}
+	pool, route := choosePool(region, clusters, pol, eligible, &d)
+	if len(pool) == 0 {
+		return d, ErrNoRoom
+	}
+	chosen := powerOfD(pool, d.Explain, opt, rng)
+	d.Explain[chosen].Chosen = true
+	d.Explain[chosen].Reason = fmt.Sprintf("chosen (%s)", route)
+	if clusters[chosen].Region == region {
+		d.Route = RouteLocal
+	} else {
+		d.Route = RouteOverflow
+	}
+	d.Targets = orderTargets(chosen, pool, eligible, d.Explain)
+	return d, nil
+}
+
+// ineligibleReason returns why c cannot take the request at all, or "".
+func ineligibleReason(c *Cluster, pol Policy, util float64) string {
+	switch {
+	case !c.Serves:
+		return "does not serve the model"
+	case !regionAllowed(pol, c.Region):
+		return "region not allowed by policy"
+	case c.Drained:
+		return "drained"
+	case c.Stale:
+		return "stale capacity summary"
+	case c.Unhealthy:
+		return "unhealthy (passive health)"
+	case c.ReadyPods <= 0:
+		return "no ready pods"
+	case util >= 1:
+		return "saturated"
+	}
+	return ""
+}
+
+func regionAllowed(pol Policy, region string) bool {
+	return len(pol.AllowedRegions) == 0 || slices.Contains(pol.AllowedRegions, region)
+}
+
+// choosePool returns the clusters the choice is made among: the router's own region's clusters
+// under the overflow threshold when there are any, else every eligible cluster within the
+// per-region overflow cap. It records why the others were passed over.
+func choosePool(region string, clusters []Cluster, pol Policy, eligible []int, d *Decision) ([]int, string) {
+	var local []int
+	for _, i := range eligible {
+		if clusters[i].Region == region && d.Explain[i].Utilization < pol.OverflowThreshold {
+			local = append(local, i)
+		}
+	}
+	if len(local) > 0 {
+		for _, i := range eligible {
+			if !slices.Contains(local, i) {
+				if clusters[i].Region == region {
+					d.Explain[i].Reason = "over the overflow threshold"
+				} else {
+					d.Explain[i].Reason = "a local cluster has room"
+				}
+			}
+		}
+		return local, "local first"
+	}
+	var pool []int
+	for _, i := range eligible {
+		c := &clusters[i]
+		if c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap {
+			d.Explain[i].Reason = "region overflow cap reached"
+			continue
+		}
+		pool = append(pool, i)
+	}
+	return pool, "overflow: local clusters over the threshold"
+}
+
+// powerOfD samples opt.D candidates among the near-best of pool and returns the one with the
+// lowest estimate. Near-best: within opt.NearBest of the best estimate, at most opt.MaxChoices.
+func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand) int {
+	sorted := slices.Clone(pool)
+	slices.SortStableFunc(sorted, func(a, b int) int { return cmpDuration(ex[a].Estimate, ex[b].Estimate) })
+	best := ex[sorted[0]].Estimate
+	limit := time.Duration(float64(best) * (1 + opt.NearBest))
+	near := sorted[:1]
+	for _, i := range sorted[1:] {
+		if ex[i].Estimate > limit || len(near) >= max(opt.MaxChoices, 1) {
+			break
+		}
+		near = append(near, i)
+	}
+	for _, i := range sorted[len(near):] {
+		ex[i].Reason = fmt.Sprintf("not near the best estimate (%v > %v)", ex[i].Estimate.Round(time.Millisecond), limit.Round(time.Millisecond))
+	}
+	pick := near[0]
+	if len(near) > 1 {
+		pick = -1
+		for n := 0; n < max(opt.D, 1); n++ {
+			i := near[intN(rng, len(near))]
+			if pick < 0 || ex[i].Estimate < ex[pick].Estimate {
+				pick = i
+			}
+		}
+	}
+	for _, i := range near {
+		if i != pick {
+			ex[i].Reason = "near the best, not drawn by power-of-d"
+		}
+	}
+	return pick
+}
+
+// orderTargets lists chosen first, then the rest of the pool, then other eligible clusters, each
+// group by estimate, so retries go to the next best.
+func orderTargets(chosen int, pool, eligible []int, ex []Explanation) []int {
+	byEstimate := func(a, b int) int { return cmpDuration(ex[a].Estimate, ex[b].Estimate) }
+	rest := slices.DeleteFunc(slices.Clone(pool), func(i int) bool { return i == chosen })
+	slices.SortStableFunc(rest, byEstimate)
+	var others []int
+	for _, i := range eligible {
+		if !slices.Contains(pool, i) {
+			others = append(others, i)
+		}
+	}
+	slices.SortStableFunc(others, byEstimate)
+	out := append([]int{chosen}, rest...)
+	return append(out, others...)
+}
+
+func cmpDuration(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func intN(rng *rand.Rand, n int) int {
+	if rng == nil {
+		return rand.IntN(n)
+	}
+	return rng.IntN(n)
+}

@@ -1,0 +1,243 @@
+package routing_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+)
+
+const ms = time.Millisecond
+
+// cluster returns a healthy cluster serving the model with the given utilization (KV) and RTT.
+func cluster(name, region string, kvUsed float64, rtt time.Duration) routing.Cluster {
+	return routing.Cluster{
+		Name: name, Region: region, Serves: true, RTT: rtt, ReadyPods: 4,
+		TotalKVTokens: 1_000_000, FreeKVTokens: int64((1 - kvUsed) * 1_000_000),
+		BaseTTFT: 20 * ms, PrefillTokensPerSec: 20_000, ServiceTime: time.Second,
+	}
+}
+
+// busy marks a cluster whose gateway predicts a long wait (its queue is building).
+func busy(c routing.Cluster, wait time.Duration) routing.Cluster {
+	c.BaseTTFT = wait
+	c.Queue = 12
+	return c
+}
+
+func names(cs []routing.Cluster, idx []int) []string {
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = cs[j].Name
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
+	tests := []struct {
+		name      string
+		clusters  func() []routing.Cluster
+		policy    routing.Policy
+		wantErr   error
+		wantFirst string
+		wantRoute routing.Route
+		reasonOf  map[string]string // cluster -> expected reason prefix
+	}{
+		{
+			name: "local first while under threshold",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{cluster("east-a", "us-east-1", 0.5, 2*ms), cluster("west", "us-west-2", 0.0, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), wantFirst: "east-a", wantRoute: routing.RouteLocal,
+			reasonOf: map[string]string{"west": "a local cluster has room"},
+		},
+		{
+			name: "overflow to the best remote when local is over threshold",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{
+					busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms),
+					cluster("west", "us-west-2", 0.1, 70*ms),
+					cluster("eu", "eu-west-1", 0.1, 400*ms),
+				}
+			},
+			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
+			reasonOf: map[string]string{"eu": "not near the best"},
+		},
+		{
+			name: "residency fails closed",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{cluster("east-a", "us-east-1", 0.1, 2*ms)}
+			},
+			policy:   routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}},
+			wantErr:  routing.ErrNotAllowed,
+			reasonOf: map[string]string{"east-a": "region not allowed"},
+		},
+		{
+			name: "residency keeps overflow inside allowed regions",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{
+					busy(cluster("east-a", "us-east-1", 0.95, 2*ms), 500*ms),
+					cluster("west", "us-west-2", 0.0, 70*ms),
+					cluster("eu", "eu-west-1", 0.5, 80*ms),
+				}
+			},
+			policy:    routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"us-east-1", "eu-west-1"}},
+			wantFirst: "eu", wantRoute: routing.RouteOverflow,
+		},
+		{
+			name: "drained, stale and unhealthy clusters are skipped",
+			clusters: func() []routing.Cluster {
+				a, b, c := cluster("a", "us-east-1", 0, 2*ms), cluster("b", "us-east-1", 0, 2*ms), cluster("c", "us-east-1", 0, 2*ms)
+				a.Drained, b.Stale, c.Unhealthy = true, true, true
+				return []routing.Cluster{a, b, c, cluster("d", "us-west-2", 0.3, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), wantFirst: "d", wantRoute: routing.RouteOverflow,
+			reasonOf: map[string]string{"a": "drained", "b": "stale", "c": "unhealthy"},
+		},
+		{
+			name: "no cluster serves the model",
+			clusters: func() []routing.Cluster {
+				c := cluster("a", "us-east-1", 0, 2*ms)
+				c.Serves = false
+				return []routing.Cluster{c}
+			},
+			policy: routing.DefaultPolicy(), wantErr: routing.ErrNoCandidate,
+		},
+		{
+			name: "all saturated means no room",
+			clusters: func() []routing.Cluster {
+				a := cluster("a", "us-east-1", 0.2, 2*ms)
+				a.SaturatedFraction = 1
+				return []routing.Cluster{a, cluster("b", "us-west-2", 1.0, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), wantErr: routing.ErrNoRoom,
+			reasonOf: map[string]string{"a": "saturated", "b": "saturated"},
+		},
+		{
+			name: "overflow cap excludes a capped region",
+			clusters: func() []routing.Cluster {
+				w := cluster("west", "us-west-2", 0.0, 70*ms)
+				w.RegionOverflowInFlight = 10
+				return []routing.Cluster{cluster("east", "us-east-1", 0.9, 2*ms), w, cluster("eu", "eu-west-1", 0.2, 80*ms)}
+			},
+			policy:    routing.Policy{OverflowThreshold: 0.8, OverflowCap: 10},
+			wantFirst: "east", wantRoute: routing.RouteLocal, // eu's 80 ms RTT loses to the busy local cluster
+			reasonOf: map[string]string{"west": "region overflow cap"},
+		},
+		{
+			name: "prefix cache makes a remote cluster the best",
+			clusters: func() []routing.Cluster {
+				w := cluster("west", "us-west-2", 0.1, 70*ms)
+				w.CachedPrefixTokens = 1000
+				e := cluster("eu", "eu-west-1", 0.1, 70*ms)
+				e.PrefillTokensPerSec = 2000 // slow GPUs: 500 ms of prefill
+				return []routing.Cluster{busy(cluster("east", "us-east-1", 0.85, 2*ms), 150*ms), w, e}
+			},
+			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := tt.clusters()
+			d, err := routing.Decide("us-east-1", cs, tt.policy, req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if len(d.Explain) != len(cs) {
+				t.Fatalf("explanations = %d, want %d", len(d.Explain), len(cs))
+			}
+			for _, e := range d.Explain {
+				if want, ok := tt.reasonOf[e.Cluster]; ok && !hasPrefix(e.Reason, want) {
+					t.Errorf("%s: reason %q, want prefix %q", e.Cluster, e.Reason, want)
+				}
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			if got := cs[d.Targets[0]].Name; got != tt.wantFirst {
+				t.Fatalf("first target = %s, want %s (targets %v, explain %+v)", got, tt.wantFirst, names(cs, d.Targets), d.Explain)
+			}
+			if d.Route != tt.wantRoute {
+				t.Fatalf("route = %s, want %s", d.Route, tt.wantRoute)
+			}
+			if !d.Explain[d.Targets[0]].Chosen {
+				t.Fatalf("chosen cluster not marked chosen in the explanation")
+			}
+		})
+	}
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// TestPowerOfDSpreadsAmongNearBest checks that overflow is spread among near-equal clusters but
+// never lands on one outside the 20% window.
+func TestPowerOfDSpreadsAmongNearBest(t *testing.T) {
+	cs := []routing.Cluster{
+		busy(cluster("east", "us-east-1", 0.95, 2*ms), time.Second),
+		cluster("w1", "us-west-2", 0.1, 70*ms),
+		cluster("w2", "us-west-2", 0.1, 72*ms),
+		cluster("w3", "us-west-2", 0.1, 74*ms),
+		cluster("far", "eu-west-1", 0.1, 300*ms),
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	counts := map[string]int{}
+	for range 3000 {
+		d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 500}, routing.DefaultOptions(), rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[cs[d.Targets[0]].Name]++
+	}
+	if counts["far"] != 0 || counts["east"] != 0 {
+		t.Fatalf("picked outside the near-best set: %v", counts)
+	}
+	// With d=2 over three near-equal clusters the best wins 5/9 of draws, the second 3/9, the third 1/9.
+	if counts["w1"] < counts["w2"] || counts["w2"] < counts["w3"] || counts["w3"] == 0 {
+		t.Fatalf("unexpected spread %v", counts)
+	}
+}
+
+// TestInFlightAvoidsHerding checks that the router's own in-flight requests since a summary move
+// the choice away from a cluster that looked free.
+func TestInFlightAvoidsHerding(t *testing.T) {
+	a, b := cluster("a", "us-west-2", 0.1, 70*ms), cluster("b", "us-west-2", 0.1, 75*ms)
+	cs := []routing.Cluster{busy(cluster("east", "us-east-1", 0.95, 2*ms), time.Second), a, b}
+	opts := routing.Options{NearBest: 0, MaxChoices: 1, D: 1} // deterministic: always the best
+	d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 100}, opts, nil)
+	if err != nil || cs[d.Targets[0]].Name != "a" {
+		t.Fatalf("first pick = %v (%v), want a", cs[d.Targets[0]].Name, err)
+	}
+	cs[1].InFlight = 8 // 8 requests of 1 s over 4 pods: +2 s of expected wait
+	d, err = routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 100}, opts, nil)
+	if err != nil || cs[d.Targets[0]].Name != "b" {
+		t.Fatalf("pick with in-flight = %v (%v), want b", cs[d.Targets[0]].Name, err)
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	c := cluster("a", "r", 0, 10*ms)
+	c.CachedPrefixTokens = 400
+	// 10 ms RTT + 20 ms base + (1000-400)/20000 s = 30 ms prefill.
+	if got, want := routing.Estimate(&c, routing.Request{PromptTokens: 1000}), 60*ms; got != want {
+		t.Fatalf("estimate = %v, want %v", got, want)
+	}
+}
+
+func BenchmarkDecide100Clusters(b *testing.B) {
+	cs := make([]routing.Cluster, 100)
+	regions := []string{"us-east-1", "us-west-2", "eu-west-1"}
+	for i := range cs {
+		cs[i] = cluster("c", regions[i%3], 0.85+float64(i%10)/100, time.Duration(i%7+1)*10*ms)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rng); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+// Package routing decides where the global router sends a request: it estimates each candidate
+// cluster's time to first token (network RTT + expected queue wait + prefill of the uncached
+// prompt), keeps traffic in the router's own region while a local cluster is under the policy's
+// overflow threshold, and otherwise overflows to the best cluster anywhere, choosing among the
+// near-best with power-of-d choices so routers do not herd onto one "free" cluster.
+//
+// The package is pure: it reads a snapshot of the cluster table and a policy and returns a
+// decision with an explanation for every cluster. It does no I/O and keeps no state.
+package routing
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// Route says why a cluster was chosen; it is the value of the x-switchyard-route header.
+type Route string
+
+// Routes.
+const (
+	RouteLocal    Route = "local"
+	RouteOverflow Route = "overflow"
+	RouteRetry    Route = "retry"
+)
+
+// Errors returned by Decide. Callers translate them at the edge (503 with the explanation).
+var (
+	// ErrNoCandidate means no fresh, healthy, undrained cluster serves the model.
+	ErrNoCandidate = errors.New("routing: no cluster serves the model")
+	// ErrNotAllowed means clusters serve the model, but none in a region the policy allows.
+	ErrNotAllowed = errors.New("routing: no cluster in an allowed region")
+	// ErrNoRoom means every allowed cluster is saturated or over its overflow cap.
+	ErrNoRoom = errors.New("routing: no cluster has room")
+)
+
+// Cluster is what the router knows about one cluster for one model at decision time.
+type Cluster struct {
+	// Name and Region identify the cluster.
+	Name, Region string
+	// Serves reports whether the cluster serves the requested model or adapter.
+	Serves bool
+	// Stale is true when the cluster's newest capacity summary is older than its TTL.
+	Stale bool
+	// Drained is true when an operator drained the cluster or its region.
+	Drained bool
+	// Unhealthy is true when the router's passive health checks have ejected the cluster.
+	Unhealthy bool
+	// RTT is the estimated round trip from this router to the cluster.
+	RTT time.Duration
+	// ReadyPods serving the model.
+	ReadyPods int
+	// TotalKVTokens and FreeKVTokens are the model's KV-cache capacity and headroom in the cluster.
+	TotalKVTokens, FreeKVTokens int64
+	// Queue and Running are requests waiting and running on the model's pods, per the summary.
+	Queue, Running int
+	// InFlight is the number of requests this router sent to the cluster since that summary.
+	InFlight int
+	// SaturatedFraction is the fraction of the model's pods that are saturated (0..1).
+	SaturatedFraction float64
+	// BaseTTFT is the gateway's predicted TTFT for its reference request (includes its queue).
+	BaseTTFT time.Duration
+	// PrefillTokensPerSec is the per-pod prefill speed (tokens/s); 0 when unknown.
+	PrefillTokensPerSec float64
+	// ServiceTime is the mean time a request occupies a pod slot; 0 when unknown.
+	ServiceTime time.Duration
+	// CachedPrefixTokens is how much of this request's prompt the cluster's prefix sketch says it
+	// holds.
+	CachedPrefixTokens int
+	// RegionOverflowInFlight is this router's in-flight overflow requests to the cluster's region.
+	RegionOverflowInFlight int
+}
+
+// Utilization is the cluster's load in [0,1] for the overflow threshold: the larger of its KV-cache
+// use (counting the router's in-flight requests at avgTokens each) and its saturated-pod fraction.
+func (c *Cluster) Utilization(avgTokens int) float64 {
+	if c.TotalKVTokens <= 0 || c.ReadyPods <= 0 {
+		return 1
+	}
+	used := float64(c.TotalKVTokens-c.FreeKVTokens) + float64(c.InFlight*avgTokens)
+	u := math.Max(used/float64(c.TotalKVTokens), c.SaturatedFraction)
+	return math.Min(math.Max(u, 0), 1)
+}
+
+// Policy is the routing policy for one model (stored in etcd under policies/<model>).
+type Policy struct {
+	// OverflowThreshold is the local utilization at or above which traffic may leave the region.
+	OverflowThreshold float64
+	// AllowedRegions restricts candidates (data residency); empty allows every region. Fails closed.
+	AllowedRegions []string
+	// OverflowCap bounds this router's in-flight overflow requests per remote region; 0 = no cap.
+	OverflowCap int
+	// TTFTSLO is the time-to-first-token objective; estimates above it are reported as misses.
+	TTFTSLO time.Duration
+}
+
+// DefaultPolicy is used for models with no stored policy: threshold 0.8, every region, no cap.
+func DefaultPolicy() Policy { return Policy{OverflowThreshold: 0.8} }
+
+// Request is what the router knows about the request being routed.
+type Request struct {
+	// PromptTokens is the estimated prompt length.
+	PromptTokens int
+	// AvgTokens is the KV footprint assumed for an in-flight request (prompt + expected output).
+	AvgTokens int
+}
+
+// Options tune the decision; the zero value is not valid, use DefaultOptions.
+type Options struct {
+	// NearBest is the relative window around the best estimate inside which power-of-d chooses.
+	NearBest float64
+	// MaxChoices caps how many near-best candidates power-of-d samples from.
+	MaxChoices int
+	// D is the number of random samples of power-of-d choices.
+	D int
+}
+
+// DefaultOptions: within 20% of the best, among the best three, two random samples.
+func DefaultOptions() Options { return Options{NearBest: 0.2, MaxChoices: 3, D: 2} }
