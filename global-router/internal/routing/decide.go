@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -32,7 +31,7 @@ type Explanation struct {
 type Decision struct {
 	// Route is local when the chosen cluster is in the router's region, else overflow.
 	Route Route
-	// Targets are indexes into the input clusters: the chosen one first, then fallbacks in order of
+	// Targets are indexes into the input clusters: the chosen one first, then up to three fallbacks in order of
 	// preference (used for retries).
 	Targets []int
 	// Explain has one entry per input cluster, in input order.
@@ -103,7 +102,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	}
 	chosen := powerOfD(pool, d.Explain, opt, rng)
 	d.Explain[chosen].Chosen = true
-	d.Explain[chosen].Reason = fmt.Sprintf("chosen (%s)", route)
+	d.Explain[chosen].Reason = route
 	if clusters[chosen].Region == region {
 		d.Route = RouteLocal
 	} else {
@@ -150,44 +149,39 @@ func choosePool(region string, clusters []Cluster, pol Policy, eligible []int, d
 	}
 	if len(local) > 0 {
 		for _, i := range eligible {
-			if !slices.Contains(local, i) {
-				if clusters[i].Region == region {
-					d.Explain[i].Reason = "over the overflow threshold"
-				} else {
-					d.Explain[i].Reason = "a local cluster has room"
-				}
+			switch {
+			case clusters[i].Region != region:
+				d.Explain[i].Reason = reasonLocalHasRoom
+			case d.Explain[i].Utilization >= pol.OverflowThreshold:
+				d.Explain[i].Reason = reasonOverThreshold
 			}
 		}
-		return local, "local first"
+		return local, reasonChosenLocal
 	}
 	var pool []int
 	for _, i := range eligible {
 		c := &clusters[i]
 		if c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap {
-			d.Explain[i].Reason = "region overflow cap reached"
+			d.Explain[i].Reason = reasonOverflowCap
 			continue
 		}
 		pool = append(pool, i)
 	}
-	return pool, "overflow: local clusters over the threshold"
+	return pool, reasonChosenOverflow
 }
 
 // powerOfD samples opt.D candidates among the near-best of pool and returns the one with the
 // lowest estimate. Near-best: within opt.NearBest of the best estimate, at most opt.MaxChoices.
 func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand) int {
-	sorted := slices.Clone(pool)
-	slices.SortStableFunc(sorted, func(a, b int) int { return cmpDuration(ex[a].Estimate, ex[b].Estimate) })
-	best := ex[sorted[0]].Estimate
-	limit := time.Duration(float64(best) * (1 + opt.NearBest))
-	near := sorted[:1]
-	for _, i := range sorted[1:] {
-		if ex[i].Estimate > limit || len(near) >= max(opt.MaxChoices, 1) {
-			break
-		}
-		near = append(near, i)
+	best := ex[pool[0]].Estimate
+	for _, i := range pool[1:] {
+		best = min(best, ex[i].Estimate)
 	}
-	for _, i := range sorted[len(near):] {
-		ex[i].Reason = fmt.Sprintf("not near the best estimate (%v > %v)", ex[i].Estimate.Round(time.Millisecond), limit.Round(time.Millisecond))
+	limit := time.Duration(float64(best) * (1 + opt.NearBest))
+	var buf [8]int
+	near := smallest(buf[:0], pool, ex, min(max(opt.MaxChoices, 1), len(buf)), func(i int) bool { return ex[i].Estimate <= limit })
+	for _, i := range pool {
+		ex[i].Reason = reasonNotNearBest
 	}
 	pick := near[0]
 	if len(near) > 1 {
@@ -200,39 +194,58 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand) int {
 		}
 	}
 	for _, i := range near {
-		if i != pick {
-			ex[i].Reason = "near the best, not drawn by power-of-d"
-		}
+		ex[i].Reason = reasonNotDrawn
 	}
 	return pick
 }
 
-// orderTargets lists chosen first, then the rest of the pool, then other eligible clusters, each
-// group by estimate, so retries go to the next best.
-func orderTargets(chosen int, pool, eligible []int, ex []Explanation) []int {
-	byEstimate := func(a, b int) int { return cmpDuration(ex[a].Estimate, ex[b].Estimate) }
-	rest := slices.DeleteFunc(slices.Clone(pool), func(i int) bool { return i == chosen })
-	slices.SortStableFunc(rest, byEstimate)
-	var others []int
-	for _, i := range eligible {
-		if !slices.Contains(pool, i) {
-			others = append(others, i)
+// smallest appends to dst up to k members of idx that pass keep, in increasing order of estimate
+// (ties by position), by repeated selection: O(len(idx)·k), with k small.
+func smallest(dst, idx []int, ex []Explanation, k int, keep func(int) bool) []int {
+	for len(dst) < k {
+		pick := -1
+		for _, i := range idx {
+			if keep(i) && !slices.Contains(dst, i) && (pick < 0 || ex[i].Estimate < ex[pick].Estimate) {
+				pick = i
+			}
 		}
+		if pick < 0 {
+			break
+		}
+		dst = append(dst, pick)
 	}
-	slices.SortStableFunc(others, byEstimate)
-	out := append([]int{chosen}, rest...)
-	return append(out, others...)
+	return dst
 }
 
-func cmpDuration(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// orderTargets lists chosen first, then up to maxTargets-1 fallbacks: the best of the rest of the
+// pool, then the best of the other eligible clusters (but not those over their region's overflow
+// cap), so retries go to the next best.
+func orderTargets(chosen int, pool, eligible []int, ex []Explanation) []int {
+	out := make([]int, 1, maxTargets)
+	out[0] = chosen
+	inPool := make([]bool, len(ex))
+	for _, i := range pool {
+		inPool[i] = true
 	}
-	return 0
+	out = smallest(out, pool, ex, maxTargets, func(i int) bool { return true })
+	return smallest(out, eligible, ex, maxTargets, func(i int) bool {
+		return !inPool[i] && ex[i].Reason != reasonOverflowCap
+	})
 }
+
+// maxTargets bounds the chosen cluster plus its fallbacks.
+const maxTargets = 4
+
+// Reasons reported in explanations.
+const (
+	reasonChosenLocal    = "chosen: local first, under the overflow threshold"
+	reasonChosenOverflow = "chosen: overflow, local clusters over the threshold"
+	reasonLocalHasRoom   = "a local cluster has room"
+	reasonOverThreshold  = "over the overflow threshold"
+	reasonOverflowCap    = "region overflow cap reached"
+	reasonNotNearBest    = "not near the best estimate"
+	reasonNotDrawn       = "near the best, not drawn by power-of-d"
+)
 
 func intN(rng *rand.Rand, n int) int {
 	if rng == nil {
