@@ -1,0 +1,286 @@
+// Package forward sends a routed request to a cluster gateway and streams the answer back: pooled
+// HTTP/2 connections (h2c inside a cluster network, TLS across regions), server-sent events passed
+// through chunk by chunk with no buffering, the client's cancellation propagated, and a retry on
+// the next candidate when a cluster refuses before its first byte (connect error, 503, or 429 with
+// x-switchyard-overflow) within a retry budget.
+package forward
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Response headers set or passed through by the router.
+const (
+	HeaderRoute    = "X-Switchyard-Route"
+	HeaderRegion   = "X-Switchyard-Region"
+	HeaderCluster  = "X-Switchyard-Cluster"
+	HeaderOverflow = "X-Switchyard-Overflow"
+)
+
+// Target is one cluster a request may go to.
+type Target struct {
+	// Cluster and Region name the target (for headers and observations).
+	Cluster, Region string
+	// URL is the gateway's base URL (scheme://host:port).
+	URL string
+	// Route is the x-switchyard-route value when this target answers first time.
+	Route string
+	// Delay is simulated network latency added before the request is sent (local stack and tests;
+	// zero in production).
+	Delay time.Duration
+}
+
+// Outcome is what happened on one attempt; the cluster table uses it for passive health and RTT.
+type Outcome struct {
+	Target Target
+	// Status is the HTTP status (0 on transport error).
+	Status int
+	// Err is the transport error, if any.
+	Err error
+	// TTFB is the time to the response headers.
+	TTFB time.Duration
+	// Retried is true when the attempt was refused and the next candidate tried.
+	Retried bool
+}
+
+// Observer receives every attempt's outcome. It must be safe for concurrent use.
+type Observer interface {
+	Observe(o Outcome)
+}
+
+// Config tunes the forwarder.
+type Config struct {
+	// MaxAttempts bounds the clusters tried for one request (the retry budget); default 3.
+	MaxAttempts int
+	// DialTimeout bounds a new connection; default 2 s.
+	DialTimeout time.Duration
+	// HeaderTimeout bounds the wait for a gateway's response headers; default 5 min (a long queue
+	// or a long prefill is legitimate).
+	HeaderTimeout time.Duration
+	// TLS, when set, is used for https:// gateway URLs (across regions).
+	TLS *tls.Config
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{MaxAttempts: 3, DialTimeout: 2 * time.Second, HeaderTimeout: 5 * time.Minute}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("forward: MaxAttempts %d must be >= 1", c.MaxAttempts)
+	case c.DialTimeout <= 0:
+		return fmt.Errorf("forward: DialTimeout must be > 0")
+	case c.HeaderTimeout <= 0:
+		return fmt.Errorf("forward: HeaderTimeout must be > 0")
+	}
+	return nil
+}
+
+// Forwarder forwards requests to gateways. It is safe for concurrent use.
+type Forwarder struct {
+	cfg    Config
+	client *http.Client
+	obs    Observer
+}
+
+// New returns a forwarder whose transport speaks HTTP/2 to every gateway: h2c for http:// URLs
+// (prior knowledge, no upgrade round trip) and TLS with ALPN for https:// URLs.
+func New(cfg Config, obs Observer) (*Forwarder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       cfg.TLS,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: cfg.HeaderTimeout,
+		DisableCompression:    true,
+	}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	tr.Protocols.SetHTTP2(true)
+	return &Forwarder{cfg: cfg, client: &http.Client{Transport: tr}, obs: obs}, nil
+}
+
+// Close releases idle connections.
+func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
+
+// ErrExhausted is returned when every attempt was refused; the last refusal is wrapped.
+var ErrExhausted = errors.New("forward: every candidate refused the request")
+
+// Forward sends r (whose body has been read into body) to targets in order and streams the first
+// accepted answer to w. It returns nil once an answer was written (whatever its status), or an
+// error wrapping ErrExhausted when nothing accepted it, in which case nothing was written to w.
+func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target) error {
+	var last error
+	for i, t := range targets {
+		if i >= f.cfg.MaxAttempts {
+			break
+		}
+		if i > 0 {
+			t.Route = "retry"
+		}
+		resp, err := f.attempt(r, body, t)
+		if err != nil {
+			last = err
+			continue
+		}
+		return f.stream(w, r, resp, t)
+	}
+	if last == nil {
+		last = errors.New("no candidate")
+	}
+	return fmt.Errorf("%w: %w", ErrExhausted, last)
+}
+
+// attempt sends one request; it returns the response only when it is an answer to pass on.
+func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Response, error) {
+	ctx := r.Context()
+	if t.Delay > 0 {
+		if err := sleep(ctx, t.Delay); err != nil {
+			return nil, err
+		}
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
+	}
+	copyRequestHeaders(out.Header, r.Header)
+	out.ContentLength = int64(len(body))
+	start := time.Now()
+	resp, err := f.client.Do(out)
+	o := Outcome{Target: t, Err: err, TTFB: time.Since(start)}
+	if err != nil {
+		o.Retried = true
+		f.observe(o)
+		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
+	}
+	o.Status = resp.StatusCode
+	if refused(resp) && ctx.Err() == nil {
+		o.Retried = true
+		f.observe(o)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, fmt.Errorf("cluster %s answered %d", t.Cluster, resp.StatusCode)
+	}
+	f.observe(o)
+	return resp, nil
+}
+
+// refused reports whether an answer means "try another cluster": 503, or 429 marked as overflow.
+func refused(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusServiceUnavailable, http.StatusBadGateway:
+		return true
+	case http.StatusTooManyRequests:
+		return resp.Header.Get(HeaderOverflow) == "1"
+	}
+	return false
+}
+
+func (f *Forwarder) observe(o Outcome) {
+	if f.obs != nil {
+		f.obs.Observe(o)
+	}
+}
+
+// stream copies the response to the client, flushing after every read so SSE events leave as
+// they arrive.
+func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target) error {
+	defer resp.Body.Close()
+	h := w.Header()
+	for k, vs := range resp.Header {
+		if !hopByHop(k) {
+			h[k] = vs
+		}
+	}
+	h.Set(HeaderRoute, t.Route)
+	if h.Get(HeaderCluster) == "" {
+		h.Set(HeaderCluster, t.Cluster)
+	}
+	if h.Get(HeaderRegion) == "" {
+		h.Set(HeaderRegion, t.Region)
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil // the client went away; its context cancels the upstream request
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			// EOF, the client's cancellation, or a stream broken after its first byte: in every
+			// case the answer has started and nothing more can be done for it.
+			return nil
+		}
+	}
+}
+
+// copyRequestHeaders passes the client's headers on, except hop-by-hop headers and the routing
+// headers only Switchyard may set (priority and tenant headers pass: the gateway's flow control
+// reads them).
+func copyRequestHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if hopByHop(k) || routingHeader(k) || strings.EqualFold(k, "Content-Length") {
+			continue
+		}
+		dst[k] = vs
+	}
+}
+
+// routingHeader reports whether k is a header that steers routing and that a client must not set.
+func routingHeader(k string) bool {
+	switch strings.ToLower(k) {
+	case "x-switchyard-route", "x-switchyard-region", "x-switchyard-cluster", "x-switchyard-endpoint",
+		"x-switchyard-overflow", "x-gateway-destination-endpoint", "x-gateway-destination-endpoint-subset":
+		return true
+	}
+	return false
+}
+
+func hopByHop(k string) bool {
+	switch strings.ToLower(k) {
+	case "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade":
+		return true
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RetryAfter parses a Retry-After header in seconds (0 when absent or invalid).
+func RetryAfter(h http.Header) time.Duration {
+	s, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || s < 0 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}

@@ -1,0 +1,261 @@
+package forward_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+)
+
+// gateway starts an h2c-capable HTTP server on loopback running h.
+func gateway(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	out []forward.Outcome
+}
+
+func (r *recorder) Observe(o forward.Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.out = append(r.out, o)
+}
+
+// router serves Forward over the given targets on a real loopback server and returns its URL.
+func router(t *testing.T, f *forward.Forwarder, targets []forward.Target) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := f.Forward(w, r, body, targets); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func newForwarder(t *testing.T, rec *recorder) *forward.Forwarder {
+	t.Helper()
+	f, err := forward.New(forward.DefaultConfig(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+func TestRetriesRefusalsBeforeFirstByte(t *testing.T) {
+	refuse503 := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	overflow := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Switchyard-Overflow", "1")
+		w.WriteHeader(429)
+	})
+	ok := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			t.Errorf("gateway got HTTP/%d, want HTTP/2 (h2c)", r.ProtoMajor)
+		}
+		w.Header().Set("X-Switchyard-Cluster", "c3")
+		w.Header().Set("X-Switchyard-Region", "eu-west-1")
+		fmt.Fprint(w, "hello")
+	})
+	dead := "http://" + closedAddr(t)
+	rec := &recorder{}
+	targets := []forward.Target{
+		{Cluster: "c0", Region: "us-east-1", URL: dead, Route: "local"},
+		{Cluster: "c1", Region: "us-east-1", URL: refuse503, Route: "local"},
+		{Cluster: "c2", Region: "us-west-2", URL: overflow, Route: "overflow"},
+		{Cluster: "c3", Region: "eu-west-1", URL: ok, Route: "overflow"},
+	}
+	cfg := forward.DefaultConfig()
+	cfg.MaxAttempts = 4
+	f, err := forward.New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(router(t, f, targets)+"/v1/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "hello" {
+		t.Fatalf("status %d body %q", resp.StatusCode, b)
+	}
+	if got := resp.Header.Get("X-Switchyard-Route"); got != "retry" {
+		t.Errorf("route = %q, want retry", got)
+	}
+	if got := resp.Header.Get("X-Switchyard-Cluster"); got != "c3" {
+		t.Errorf("cluster = %q, want c3", got)
+	}
+	if len(rec.out) != 4 || !rec.out[0].Retried || rec.out[0].Err == nil || rec.out[1].Status != 503 || rec.out[2].Status != 429 || rec.out[3].Retried {
+		t.Fatalf("outcomes = %+v", rec.out)
+	}
+}
+
+func TestPlain429AndClientErrorsAreNotRetried(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+	}{
+		{"429 without overflow marker", 429},
+		{"400", 400},
+		{"404", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			first := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(tt.status) })
+			second := gateway(t, func(w http.ResponseWriter, r *http.Request) { calls++ })
+			rec := &recorder{}
+			url := router(t, newForwarder(t, rec), []forward.Target{{Cluster: "a", URL: first, Route: "local"}, {Cluster: "b", URL: second}})
+			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || calls != 0 {
+				t.Fatalf("status %d (want %d), second cluster calls %d (want 0)", resp.StatusCode, tt.status, calls)
+			}
+			if resp.Header.Get("X-Switchyard-Route") != "local" {
+				t.Fatalf("route header %q", resp.Header.Get("X-Switchyard-Route"))
+			}
+		})
+	}
+}
+
+func TestExhaustedReturnsErrorAndWritesNothing(t *testing.T) {
+	refuse := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	f := newForwarder(t, &recorder{})
+	rw := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
+	err := f.Forward(rw, r, []byte("{}"), []forward.Target{{Cluster: "a", URL: refuse}, {Cluster: "b", URL: refuse}})
+	if !errors.Is(err, forward.ErrExhausted) {
+		t.Fatalf("err = %v, want ErrExhausted", err)
+	}
+	if rw.Body.Len() != 0 || len(rw.Header()) != 0 {
+		t.Fatalf("something was written: %v %q", rw.Header(), rw.Body.String())
+	}
+}
+
+// TestStreamsWithoutBuffering checks that each SSE event reaches the client before the gateway
+// sends the next one.
+func TestStreamsWithoutBuffering(t *testing.T) {
+	next := make(chan struct{})
+	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: {\"n\":%d}\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-next:
+			case <-time.After(10 * time.Second):
+				return
+			}
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+	url := router(t, newForwarder(t, &recorder{}), []forward.Target{{Cluster: "a", URL: gw, Route: "local"}})
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("data: {\"n\":%d}\n", i); line != want {
+			t.Fatalf("event %d = %q, want %q", i, line, want)
+		}
+		_, _ = br.ReadString('\n')
+		next <- struct{}{} // the gateway sends the next event only now
+	}
+}
+
+func TestClientCancelReachesGateway(t *testing.T) {
+	cancelled := make(chan struct{})
+	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(cancelled)
+	})
+	url := router(t, newForwarder(t, &recorder{}), []forward.Target{{Cluster: "a", URL: gw}})
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // the client goes away mid-stream
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway request was not cancelled after the client left")
+	}
+}
+
+func TestRoutingHeadersStripped(t *testing.T) {
+	got := make(chan http.Header, 1)
+	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() })
+	url := router(t, newForwarder(t, &recorder{}), []forward.Target{{Cluster: "a", URL: gw}})
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader("{}"))
+	req.Header.Set("X-Gateway-Destination-Endpoint", "10.0.0.1:8000")
+	req.Header.Set("X-Switchyard-Route", "local")
+	req.Header.Set("X-Switchyard-Priority", "2")
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-got
+	if h.Get("X-Gateway-Destination-Endpoint") != "" || h.Get("X-Switchyard-Route") != "" {
+		t.Fatalf("routing headers reached the gateway: %v", h)
+	}
+	if h.Get("X-Switchyard-Priority") != "2" || h.Get("Authorization") != "Bearer k" {
+		t.Fatalf("client headers lost: %v", h)
+	}
+}
+
+func TestDelayIsApplied(t *testing.T) {
+	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {})
+	rec := &recorder{}
+	f := newForwarder(t, rec)
+	r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
+	start := time.Now()
+	if err := f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw, Delay: 50 * time.Millisecond}}); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 50*time.Millisecond {
+		t.Fatalf("forward took %v, want at least the 50ms delay", el)
+	}
+}
+
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
