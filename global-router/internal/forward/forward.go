@@ -218,6 +218,7 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
+	_ = rc.Flush() // headers leave at once: the client sees the route before the first token
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
