@@ -1,0 +1,147 @@
+package clustertable_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/gossip"
+	"github.com/switchyard-dev/switchyard/gossip/prefix"
+	"github.com/switchyard-dev/switchyard/gossip/sketch"
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
+)
+
+type source []gossip.Summary
+
+func (s source) Snapshot() []gossip.Summary { return s }
+
+type drains map[string]bool
+
+func (d drains) Drained(cluster, region string) bool { return d[cluster] || d[region] }
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func summary(cluster, region, node, url string, gen time.Time, stale bool, models ...*gossipv1.ModelCapacity) gossip.Summary {
+	return gossip.Summary{
+		Node: node, Cluster: cluster, Region: region, Stale: stale, State: gossip.StateAlive,
+		Summary: &gossipv1.CapacitySummary{
+			Cluster: cluster, Region: region, Node: node, GatewayUrl: url,
+			GeneratedAtUnixNano: gen.UnixNano(), Models: models,
+		},
+	}
+}
+
+func model(name string, pods uint32, adapters ...string) *gossipv1.ModelCapacity {
+	m := &gossipv1.ModelCapacity{
+		Name: name, ReadyPods: pods, TotalKvTokens: 400_000, FreeKvTokens: 300_000, QueueDepth: 2,
+		PredictedTtftMs: 100, PrefillTokensPerSecond: 20_000 * float32(pods),
+	}
+	for _, a := range adapters {
+		m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: a, ResidentPods: 1})
+	}
+	return m
+}
+
+func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
+	now := time.Unix(1000, 0)
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", now.Add(-2*time.Second), false, model("llama", 4, "sql")),
+		summary("c1", "us-east-1", "gw-b", "http://b", now.Add(-time.Second), false, model("llama", 4, "sql")),
+		summary("c1", "us-east-1", "gw-c", "http://c", now.Add(-10*time.Second), true, model("llama", 4)),
+		summary("c2", "eu-west-1", "gw-d", "http://d", now.Add(-10*time.Second), true, model("llama", 2)),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"eu-west-1": 80 * time.Millisecond}, Now: func() time.Time { return now }}, src, drains{})
+	view := tb.View("sql", nil)
+	if len(view) != 2 {
+		t.Fatalf("view has %d clusters, want 2", len(view))
+	}
+	c1, c2 := view[0], view[1]
+	if got := c1.URLs; len(got) != 2 || got[0] != "http://b" || got[1] != "http://a" {
+		t.Errorf("c1 URLs = %v, want fresh replicas newest first [http://b http://a]", got)
+	}
+	if !c1.Cluster.Serves || c1.Cluster.Stale || c1.Cluster.ReadyPods != 4 || c1.Cluster.Queue != 2 {
+		t.Errorf("c1 figures wrong: %+v", c1.Cluster)
+	}
+	// 100 ms predicted for 1,000 tokens at 20,000 tok/s per pod: 50 ms of it is prefill.
+	if c1.Cluster.BaseTTFT != 50*time.Millisecond || c1.Cluster.PrefillTokensPerSec != 20_000 {
+		t.Errorf("c1 base TTFT %v prefill %v", c1.Cluster.BaseTTFT, c1.Cluster.PrefillTokensPerSec)
+	}
+	if !c2.Cluster.Stale || c2.Cluster.RTT != 80*time.Millisecond || c2.Cluster.Serves {
+		t.Errorf("c2 should be stale, 80ms away and not serve the adapter: %+v", c2.Cluster)
+	}
+}
+
+func TestDrainsAndPassiveHealth(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", clk.t, false, model("llama", 2)),
+		summary("c2", "us-west-2", "gw-b", "http://b", clk.t, false, model("llama", 2)),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, drains{"us-west-2": true})
+	if v := tb.View("llama", nil); v[0].Cluster.Drained || !v[1].Cluster.Drained {
+		t.Fatalf("drain by region not applied: %+v / %+v", v[0].Cluster, v[1].Cluster)
+	}
+	target := forward.Target{Cluster: "c1"}
+	tests := []struct {
+		name        string
+		outcome     forward.Outcome
+		advance     time.Duration
+		wantEjected bool
+	}{
+		{"connect error ejects at once", forward.Outcome{Target: target, Err: errors.New("refused")}, 0, true},
+		{"ejection ends after the base backoff", forward.Outcome{}, 1500 * time.Millisecond, false},
+		{"503 is not a health failure", forward.Outcome{Target: target, Status: 503}, 0, false},
+		{"one 500 is tolerated", forward.Outcome{Target: target, Status: 500}, 0, false},
+		{"two 500s are tolerated", forward.Outcome{Target: target, Status: 500}, 0, false},
+		{"three 500s in a row eject", forward.Outcome{Target: target, Status: 500}, 0, true},
+		{"second ejection lasts longer", forward.Outcome{}, 1500 * time.Millisecond, true},
+		{"and ends", forward.Outcome{}, time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk.t = clk.t.Add(tt.advance)
+			if tt.outcome.Target.Cluster != "" {
+				tb.Observe(tt.outcome)
+			}
+			if got := tb.View("llama", nil)[0].Cluster.Unhealthy; got != tt.wantEjected {
+				t.Fatalf("unhealthy = %v, want %v", got, tt.wantEjected)
+			}
+		})
+	}
+}
+
+func TestInFlightSinceSummaryAndPrefixSketch(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	prompt := make([]byte, 10*prefix.BlockSize)
+	for i := range prompt {
+		prompt[i] = byte('a' + i%26)
+	}
+	hashes := prefix.Hashes(nil, "llama", prompt, 0)
+	b, err := sketch.NewForCapacity(1000, 0.01, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hashes[:6] {
+		b.Add(h)
+	}
+	m := model("llama", 2)
+	m.PrefixSketch = b.Proto()
+	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, m)}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
+
+	tb.Sent("c1") // at the summary's own time: already counted by the gateway
+	clk.t = clk.t.Add(100 * time.Millisecond)
+	tb.Sent("c1")
+	tb.Sent("c1")
+	c := tb.View("llama", hashes)[0].Cluster
+	if c.InFlight != 2 {
+		t.Errorf("in-flight since summary = %d, want 2", c.InFlight)
+	}
+	if c.CachedPrefixTokens != 6*16 {
+		t.Errorf("cached prefix tokens = %d, want %d", c.CachedPrefixTokens, 6*16)
+	}
+}
