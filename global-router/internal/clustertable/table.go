@@ -188,6 +188,34 @@ func cachedTokens(ps *gossipv1.PrefixSketch, hashes []uint64) int {
 	return b.LongestPrefix(hashes) * tokensPerBlock
 }
 
+// Models returns every base model and adapter served by a cluster with a fresh summary.
+func (t *Table) Models() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, s := range t.src.Snapshot() {
+		if s.Stale {
+			continue
+		}
+		for _, m := range s.Summary.GetModels() {
+			if m.GetReadyPods() == 0 {
+				continue
+			}
+			add(m.GetName())
+			for _, a := range m.GetAdapters() {
+				add(a.GetName())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (t *Table) rtt(s gossip.Summary) time.Duration {
 	if d, ok := t.cfg.RTT[s.Region]; ok {
 		return d
@@ -201,11 +229,16 @@ func (t *Table) rtt(s gossip.Summary) time.Duration {
 	return 0
 }
 
-// Observe records a forwarded request's outcome (forward.Observer).
+// Observe records a forwarded request's outcome (forward.Observer): passive health, and, for an
+// accepted request, that it was sent (it is not in the cluster's summary yet).
 func (t *Table) Observe(o forward.Outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.healthOf(o.Target.Cluster).observe(o, t.cfg.Now(), t.cfg.Ejection)
+	now := t.cfg.Now()
+	t.healthOf(o.Target.Cluster).observe(o, now, t.cfg.Ejection)
+	if o.Status > 0 && !o.Retried {
+		t.sendsOf(o.Target.Cluster).add(now)
+	}
 }
 
 // Sent records that a request was sent to cluster now.

@@ -1,0 +1,101 @@
+package frontdoor
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+)
+
+// apiError is an OpenAI-style error answer.
+type apiError struct {
+	status     int
+	typ, code  string
+	message    string
+	param      string
+	retryAfter time.Duration
+	overflow   bool
+	candidates []routing.Explanation
+}
+
+func (e *apiError) write(w http.ResponseWriter) {
+	type explained struct {
+		Cluster  string `json:"cluster"`
+		Region   string `json:"region"`
+		Eligible bool   `json:"eligible"`
+		Reason   string `json:"reason"`
+	}
+	body := struct {
+		Error struct {
+			Message    string      `json:"message"`
+			Type       string      `json:"type"`
+			Param      *string     `json:"param"`
+			Code       string      `json:"code"`
+			Candidates []explained `json:"candidates,omitempty"`
+		} `json:"error"`
+	}{}
+	body.Error.Message, body.Error.Type, body.Error.Code = e.message, e.typ, e.code
+	if e.param != "" {
+		body.Error.Param = &e.param
+	}
+	for _, c := range e.candidates {
+		body.Error.Candidates = append(body.Error.Candidates, explained{c.Cluster, c.Region, c.Eligible, c.Reason})
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+	}
+	if e.overflow {
+		h.Set("X-Switchyard-Overflow", "1")
+	}
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func badRequest(msg, param string) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "bad_request", message: msg, param: param}
+}
+
+func tooLarge(limit int64) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+		message: fmt.Sprintf("request body exceeds %d bytes", limit)}
+}
+
+func modelNotFound(model string) *apiError {
+	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", param: "model",
+		message: fmt.Sprintf("The model `%s` does not exist or no cluster serves it.", model)}
+}
+
+// notAllowed is the answer when the model's residency policy allows no serving cluster: it fails
+// closed, with every candidate's reason so the operator can see why.
+func notAllowed(model string, d routing.Decision) *apiError {
+	var regions []string
+	for _, e := range d.Explain {
+		if e.Reason != "does not serve the model" {
+			regions = append(regions, e.Region)
+		}
+	}
+	return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "residency_policy",
+		message: fmt.Sprintf("no cluster serving `%s` is in a region its policy allows (serving regions: %s)",
+			model, strings.Join(regions, ", ")), candidates: d.Explain}
+}
+
+// noRoom is the 429 when every allowed cluster stayed full for the whole bounded wait.
+func noRoom(model string, waited time.Duration) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "no_capacity", retryAfter: time.Second,
+		overflow: true, message: fmt.Sprintf("every cluster serving `%s` is full (waited %v); retry later", model, waited)}
+}
+
+func outcomeOf(status int) string {
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	default:
+		return "bad_request"
+	}
+}

@@ -1,0 +1,189 @@
+// Package frontdoor is the global router's OpenAI-compatible HTTP endpoint: it reads a request's
+// model and prompt, asks the routing policy for a cluster among the cluster table's candidates,
+// forwards the request there (retrying on refusals), and answers OpenAI-style errors when no
+// cluster can take it: 404 for a model no cluster serves, 503 with the explanation when the
+// model's residency policy allows no serving cluster, 429 with Retry-After when every allowed
+// cluster is full after a bounded wait.
+package frontdoor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/gossip/prefix"
+)
+
+// Table is the cluster view the front door routes over. *clustertable.Table implements it.
+type Table interface {
+	View(model string, prefixHashes []uint64) []clustertable.Entry
+}
+
+// Policies returns the routing policy of a model (defaults when none is stored).
+type Policies interface {
+	Policy(model string) routing.Policy
+}
+
+// Forwarder sends a request to the first target that accepts it. *forward.Forwarder implements it.
+type Forwarder interface {
+	Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []forward.Target) error
+}
+
+// Config tunes the front door.
+type Config struct {
+	// Region is the router's region.
+	Region string
+	// MaxBodyBytes bounds a request body; larger ones get 413. Default 32 MiB.
+	MaxBodyBytes int64
+	// QueueWait bounds how long a request waits for room when every cluster is full before it is
+	// answered 429. Default 2 s.
+	QueueWait time.Duration
+	// RetryPoll is how often a waiting request looks for room again. Default 50 ms.
+	RetryPoll time.Duration
+	// Delay returns simulated latency to a region (local stack); nil means none.
+	Delay func(region string) time.Duration
+	// Options tune the routing decision.
+	Options routing.Options
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{MaxBodyBytes: 32 << 20, QueueWait: 2 * time.Second, RetryPoll: 50 * time.Millisecond, Options: routing.DefaultOptions()}
+}
+
+// Server is the front door's handler. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	table    Table
+	policies Policies
+	fwd      Forwarder
+	log      *slog.Logger
+	metrics  *Metrics
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+}
+
+// New returns a front door.
+// m may be nil (metrics kept but not registered).
+func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Logger, m *Metrics) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m,
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+// Handler returns the HTTP handler for the OpenAI endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", s.serveInference)
+	mux.HandleFunc("POST /v1/chat/completions", s.serveInference)
+	mux.HandleFunc("POST /v1/embeddings", s.serveInference)
+	mux.HandleFunc("GET /v1/models", s.serveModels)
+	return mux
+}
+
+// Decide runs the routing decision for a parsed request without sending it (ExplainRoute uses it).
+func (s *Server) Decide(model string, prompt []byte) ([]clustertable.Entry, routing.Decision, error) {
+	hashes := prefix.Hashes(nil, model, prompt, 0)
+	view := s.table.View(model, hashes)
+	cs := make([]routing.Cluster, len(view))
+	for i := range view {
+		cs[i] = view[i].Cluster
+	}
+	req := routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
+	s.rngMu.Lock()
+	d, err := routing.Decide(s.cfg.Region, cs, s.policies.Policy(model), req, s.cfg.Options, s.rng)
+	s.rngMu.Unlock()
+	return view, d, err
+}
+
+func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, perr := readBody(r, s.cfg.MaxBodyBytes)
+	if perr != nil {
+		perr.write(w)
+		s.metrics.request("", outcomeOf(perr.status))
+		return
+	}
+	model, prompt, perr := parseRequest(body)
+	if perr != nil {
+		perr.write(w)
+		s.metrics.request("", outcomeOf(perr.status))
+		return
+	}
+	outcome := s.route(w, r, body, model, prompt)
+	s.metrics.request(model, outcome)
+	s.metrics.duration.Observe(time.Since(start).Seconds())
+}
+
+// route decides and forwards, waiting up to QueueWait for room; it returns the outcome label.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) string {
+	deadline := time.Now().Add(s.cfg.QueueWait)
+	for {
+		view, d, err := s.Decide(model, prompt)
+		switch {
+		case errors.Is(err, routing.ErrNoCandidate):
+			modelNotFound(model).write(w)
+			return "not_found"
+		case errors.Is(err, routing.ErrNotAllowed):
+			notAllowed(model, d).write(w)
+			return "not_allowed"
+		case err == nil:
+			ferr := s.fwd.Forward(w, r, body, s.targets(view, d))
+			if ferr == nil {
+				return string(d.Route)
+			}
+			s.log.Debug("forward refused everywhere", "model", model, "err", ferr)
+		}
+		if r.Context().Err() != nil {
+			return "cancelled"
+		}
+		if !time.Now().Before(deadline) || !sleep(r.Context(), s.cfg.RetryPoll) {
+			noRoom(model, s.cfg.QueueWait).write(w)
+			return "no_room"
+		}
+	}
+}
+
+// targets turns a decision into forward targets, one per gateway replica URL, best first.
+func (s *Server) targets(view []clustertable.Entry, d routing.Decision) []forward.Target {
+	out := make([]forward.Target, 0, len(d.Targets)+1)
+	for _, i := range d.Targets {
+		e := view[i]
+		route := string(routing.RouteOverflow)
+		if e.Cluster.Region == s.cfg.Region {
+			route = string(routing.RouteLocal)
+		}
+		for _, u := range e.URLs {
+			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route}
+			if s.cfg.Delay != nil {
+				t.Delay = s.cfg.Delay(e.Cluster.Region)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

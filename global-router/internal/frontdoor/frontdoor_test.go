@@ -1,0 +1,211 @@
+package frontdoor_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/gossip"
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
+)
+
+// fleet is a set of fake gateways and the gossip view of them.
+type fleet struct {
+	summaries atomic.Pointer[[]gossip.Summary]
+	hits      map[string]*atomic.Int64
+}
+
+func (f *fleet) Snapshot() []gossip.Summary { return *f.summaries.Load() }
+
+type policies map[string]routing.Policy
+
+func (p policies) Policy(model string) routing.Policy {
+	if pol, ok := p[model]; ok {
+		return pol
+	}
+	return routing.DefaultPolicy()
+}
+
+type clusterSpec struct {
+	name, region string
+	kvUsed       float64
+	status       int // answer status; 0 = 200 stream
+}
+
+func newFleet(t *testing.T, specs ...clusterSpec) *fleet {
+	f := &fleet{hits: map[string]*atomic.Int64{}}
+	var sums []gossip.Summary
+	for _, c := range specs {
+		hits := &atomic.Int64{}
+		f.hits[c.name] = hits
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.Header().Set("X-Switchyard-Cluster", c.name)
+			w.Header().Set("X-Switchyard-Region", c.region)
+			if c.status != 0 {
+				if c.status == 429 {
+					w.Header().Set("X-Switchyard-Overflow", "1")
+				}
+				w.WriteHeader(c.status)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"hi\"}]}\n\ndata: [DONE]\n\n")
+		}))
+		srv.Config.Protocols = new(http.Protocols)
+		srv.Config.Protocols.SetHTTP1(true)
+		srv.Config.Protocols.SetUnencryptedHTTP2(true) // gateways accept h2c from routers
+		srv.Start()
+		t.Cleanup(srv.Close)
+		total := uint64(1_000_000)
+		sums = append(sums, gossip.Summary{
+			Node: c.name + "-gw", Cluster: c.name, Region: c.region, State: gossip.StateAlive,
+			Summary: &gossipv1.CapacitySummary{
+				Cluster: c.name, Region: c.region, GatewayUrl: srv.URL, GeneratedAtUnixNano: time.Now().UnixNano(),
+				Models: []*gossipv1.ModelCapacity{{
+					Name: "llama", ReadyPods: 4, TotalKvTokens: total, FreeKvTokens: uint64((1 - c.kvUsed) * float64(total)),
+					PredictedTtftMs: 60, PrefillTokensPerSecond: 80_000,
+					Adapters: []*gossipv1.AdapterCapacity{{Name: "sql-lora", ResidentPods: 1}},
+				}},
+			},
+		})
+	}
+	f.summaries.Store(&sums)
+	return f
+}
+
+func router(t *testing.T, f *fleet, pol policies) string {
+	t.Helper()
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
+		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond}}, f, nil)
+	fwd, err := forward.New(forward.DefaultConfig(), tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := frontdoor.DefaultConfig()
+	cfg.Region = "us-east-1"
+	cfg.QueueWait = 200 * time.Millisecond
+	srv := httptest.NewServer(frontdoor.New(cfg, tb, pol, fwd, nil, nil).Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const okBody = `{"model":"llama","prompt":"hello there","stream":true}`
+
+func TestRouting(t *testing.T) {
+	tests := []struct {
+		name        string
+		specs       []clusterSpec
+		pol         policies
+		body        string
+		wantStatus  int
+		wantCluster string
+		wantRoute   string
+		wantInBody  string
+	}{
+		{"local first", []clusterSpec{{"east", "us-east-1", 0.3, 0}, {"west", "us-west-2", 0, 0}}, nil, okBody, 200, "east", "local", "[DONE]"},
+		{"adapter routes to its base model's clusters", []clusterSpec{{"east", "us-east-1", 0.3, 0}}, nil,
+			`{"model":"sql-lora","messages":[{"role":"user","content":"hi"}]}`, 200, "east", "local", ""},
+		{"overflow when local is full", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0.1, 0}}, nil, okBody, 200, "west", "overflow", ""},
+		{"retry when a cluster refuses with 503", []clusterSpec{{"east", "us-east-1", 0.1, 503}, {"west", "us-west-2", 0.1, 0}}, nil, okBody, 200, "west", "retry", ""},
+		{"residency fails closed", []clusterSpec{{"east", "us-east-1", 0.1, 0}},
+			policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}}, okBody, 503, "", "", "residency_policy"},
+		{"unknown model is 404", []clusterSpec{{"east", "us-east-1", 0.1, 0}}, nil, `{"model":"nope","prompt":"x"}`, 404, "", "", "model_not_found"},
+		{"malformed JSON is 400", []clusterSpec{{"east", "us-east-1", 0.1, 0}}, nil, `{"model":`, 400, "", "", "malformed"},
+		{"missing model is 400", []clusterSpec{{"east", "us-east-1", 0.1, 0}}, nil, `{"prompt":"x"}`, 400, "", "", "model parameter"},
+		{"no room anywhere is 429 after a bounded wait", []clusterSpec{{"east", "us-east-1", 0.1, 429}, {"west", "us-west-2", 0.1, 429}}, nil, okBody, 429, "", "", "no_capacity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleet(t, tt.specs...)
+			resp, body := post(t, router(t, f, tt.pol), tt.body)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d (body %s)", resp.StatusCode, tt.wantStatus, body)
+			}
+			if got := resp.Header.Get("X-Switchyard-Cluster"); got != tt.wantCluster {
+				t.Errorf("cluster %q, want %q", got, tt.wantCluster)
+			}
+			if got := resp.Header.Get("X-Switchyard-Route"); got != tt.wantRoute {
+				t.Errorf("route %q, want %q", got, tt.wantRoute)
+			}
+			if !strings.Contains(body, tt.wantInBody) {
+				t.Errorf("body %q does not contain %q", body, tt.wantInBody)
+			}
+			if tt.wantStatus == 429 && (resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Switchyard-Overflow") != "1") {
+				t.Errorf("429 without Retry-After / overflow header: %v", resp.Header)
+			}
+		})
+	}
+}
+
+func TestResidencyNeverLeavesAllowedRegions(t *testing.T) {
+	f := newFleet(t, clusterSpec{"east", "us-east-1", 1, 0}, clusterSpec{"west", "us-west-2", 0, 0}, clusterSpec{"eu", "eu-west-1", 0.5, 0})
+	url := router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"us-east-1", "eu-west-1"}}})
+	for range 20 {
+		resp, _ := post(t, url, okBody)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Region") == "us-west-2" {
+			t.Fatalf("status %d region %s", resp.StatusCode, resp.Header.Get("X-Switchyard-Region"))
+		}
+	}
+	if n := f.hits["west"].Load(); n != 0 {
+		t.Fatalf("%d requests reached a region outside the policy", n)
+	}
+}
+
+func TestModelsUnionOverFreshClusters(t *testing.T) {
+	f := newFleet(t, clusterSpec{"east", "us-east-1", 0.1, 0})
+	resp, err := http.Get(router(t, f, nil) + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Data) != 2 || out.Data[0].ID != "llama" || out.Data[1].ID != "sql-lora" {
+		t.Fatalf("models = %+v", out.Data)
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	f.Add([]byte(okBody))
+	f.Add([]byte(`{"model":"m","messages":[{"content":[{"type":"text","text":"hi"}]}]}`))
+	f.Add([]byte(`{"model":"m","input":["a","b"]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(string(body)))
+		srv := frontdoor.New(frontdoor.DefaultConfig(), emptyTable{}, policies{}, nil, nil, nil)
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 400 && rec.Code != 404 {
+			t.Fatalf("status %d for %q", rec.Code, body)
+		}
+	})
+}
+
+type emptyTable struct{}
+
+func (emptyTable) View(string, []uint64) []clustertable.Entry { return nil }
