@@ -29,13 +29,20 @@ BENCHTIME    ?= 1s
 
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
-.PHONY: all run test test-short bench generate check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run test test-short bench generate check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
+BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/global-router \
+	./global-router/cmd/switchyardctl ./tests/cmd/modelsim ./tests/cmd/loadgen ./tests/cmd/devstack
+
+## build: every binary into .bin/
+build:
+	$(GO) build -o $(BIN)/ $(BINARIES)
+
 ## run: the local stack on fixed ports (Ctrl-C stops it)
-run:
-	$(GO) run ./tests/cmd/devstack --config=deploy/local/devstack.yaml --data-dir=.devstack
+run: build
+	$(BIN)/devstack --config=deploy/local/devstack.yaml --data-dir=.devstack --bin-dir=$(BIN)
 
 ## test: every test in every module, with -race, and the generated-code check
 test: check-generate

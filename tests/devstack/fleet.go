@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
 // fleetEntry is one simulated server in a modelsim fleet file (same names as modelsim's flags).
@@ -29,7 +31,7 @@ func (s *Stack) writeFleet(c Cluster) (string, []string, error) {
 	seed := uint64(1)
 	for _, ps := range c.Pods {
 		for range ps.Count {
-			addr, err := freePort()
+			addr, err := harness.FreePort()
 			if err != nil {
 				return "", nil, fmt.Errorf("fleet %s: %w", c.Name, err)
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
 // Options are the command-line settings of the stack.
@@ -24,13 +26,21 @@ type Options struct {
 	StopGrace time.Duration
 	// Out receives the human summary (addresses and commands to paste).
 	Out io.Writer
+	// Ready, when not nil, is closed once every component is up.
+	Ready chan<- struct{}
 }
 
 // Stack is a running local stack.
 type Stack struct {
 	cfg   *Config
 	opt   Options
-	procs []*process
+	procs []*harness.Process
+	// keyFile is the gossip keyring every node shares; tokenFile the routers' admin token.
+	keyFile, tokenFile string
+	// seed is the gossip address of the first gateway: every other node joins through it.
+	seed string
+	// etcd is the client URL of the etcd embedded in the first router.
+	etcd string
 	// Gateways maps cluster name to its gateway's OpenAI endpoint (http://host:port).
 	Gateways map[string]string
 	// Pods maps cluster name to its simulated pods' addresses.
@@ -47,12 +57,18 @@ func Run(ctx context.Context, cfg *Config, opt Options) error {
 	err := s.start(ctx)
 	if err == nil {
 		s.printSummary()
+		if opt.Ready != nil {
+			close(opt.Ready)
+		}
 		err = s.wait(ctx)
 	}
 	return errors.Join(err, s.stopAll())
 }
 
 func (s *Stack) start(ctx context.Context) error {
+	if err := s.writeSecrets(); err != nil {
+		return err
+	}
 	for _, r := range s.cfg.Regions {
 		for _, c := range r.Clusters {
 			if err := s.startCluster(ctx, r, c); err != nil {
@@ -60,7 +76,53 @@ func (s *Stack) start(ctx context.Context) error {
 			}
 		}
 	}
+	for i, r := range s.cfg.Regions {
+		if err := s.startRouter(ctx, i, r); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// startRouter starts a region's router on its fixed addresses. The first router embeds the
+// stack's etcd; the others use it, as production routers share one etcd cluster.
+func (s *Stack) startRouter(ctx context.Context, i int, r Region) error {
+	metrics, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	gossipAddr, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	args := []string{"--region=" + r.Name, "--listen=" + r.Router.Listen, "--admin-listen=" + r.Router.Admin,
+		"--metrics-listen=" + metrics, "--gossip-bind=" + gossipAddr, "--gossip-join=" + s.seed,
+		"--gossip-key-file=" + s.keyFile, "--gossip-profile=lan", "--admin-token-file=" + s.tokenFile,
+		"--node-name=router-" + r.Name, "--simulated-rtt=" + s.rttFlag(r.Name),
+		"--data-dir=" + filepath.Join(s.opt.DataDir, "router-"+r.Name)}
+	if i == 0 {
+		etcdAddr, err := harness.FreePort()
+		if err != nil {
+			return err
+		}
+		s.etcd = "http://" + etcdAddr
+		args = append(args, "--embedded-etcd-listen="+etcdAddr)
+	} else {
+		args = append(args, "--etcd-endpoints="+s.etcd)
+	}
+	_, err = s.launch(ctx, tierRouter, "router-"+r.Name, "global-router", "http://"+metrics+"/readyz", args...)
+	return err
+}
+
+// rttFlag renders the simulated round trips from region to every other region.
+func (s *Stack) rttFlag(region string) string {
+	var parts []string
+	for _, r := range s.cfg.Regions {
+		if d := s.cfg.RTT(region, r.Name); r.Name != region && d > 0 {
+			parts = append(parts, r.Name+"="+d.String())
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // startCluster starts a cluster's simulated pods (one modelsim --fleet process) and its gateway.
@@ -74,22 +136,31 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 		"--fleet="+fleetFile); err != nil {
 		return err
 	}
-	listen, err := freePort()
+	listen, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	metrics, err := freePort()
+	metrics, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	extProc, err := freePort()
+	extProc, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	if _, err := s.launch(ctx, tierGateway, "gateway-"+c.Name, "cluster-gateway", "http://"+metrics+"/healthz",
-		"--cluster="+c.Name, "--region="+r.Name, "--listen="+listen, "--metrics-listen="+metrics,
-		"--ext-proc-listen="+extProc, "--endpoints="+strings.Join(pods, ","),
-		"--profile="+s.cfg.Profile); err != nil {
+	gossipAddr, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	args := []string{"--cluster=" + c.Name, "--region=" + r.Name, "--listen=" + listen, "--metrics-listen=" + metrics,
+		"--ext-proc-listen=" + extProc, "--endpoints=" + strings.Join(pods, ","), "--profile=" + s.cfg.Profile,
+		"--gossip-bind=" + gossipAddr, "--gossip-key-file=" + s.keyFile, "--advertise-url=http://" + listen}
+	if s.seed == "" {
+		s.seed = gossipAddr // the first gateway starts the pool
+	} else {
+		args = append(args, "--gossip-join="+s.seed)
+	}
+	if _, err := s.launch(ctx, tierGateway, "gateway-"+c.Name, "cluster-gateway", "http://"+metrics+"/healthz", args...); err != nil {
 		return err
 	}
 	s.Gateways[c.Name] = "http://" + listen
@@ -97,18 +168,18 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 }
 
 // launch starts one binary and waits until its health URL answers.
-func (s *Stack) launch(ctx context.Context, tier int, name, binary, health string, args ...string) (*process, error) {
-	bin, err := findBinary(s.opt.BinDir, binary)
+func (s *Stack) launch(ctx context.Context, tier int, name, binary, health string, args ...string) (*harness.Process, error) {
+	bin, err := harness.FindBinary(s.opt.BinDir, binary)
 	if err != nil {
 		return nil, err
 	}
-	p := &process{tier: tier, name: name, bin: bin, args: args, health: health,
-		logPath: filepath.Join(s.opt.DataDir, "logs", name+".log")}
-	if err := p.start(); err != nil {
+	p := &harness.Process{Tier: tier, Name: name, Bin: bin, Args: args, Health: health,
+		LogPath: filepath.Join(s.opt.DataDir, "logs", name+".log")}
+	if err := p.Start(); err != nil {
 		return nil, err
 	}
 	s.procs = append(s.procs, p)
-	if err := p.waitHealthy(ctx, s.opt.ReadyTimeout); err != nil {
+	if err := p.WaitHealthy(ctx, s.opt.ReadyTimeout); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -120,8 +191,8 @@ func (s *Stack) wait(ctx context.Context) error {
 	for _, p := range s.procs {
 		go func() {
 			select {
-			case err := <-p.done:
-				exited <- fmt.Errorf("%s exited unexpectedly (%v); see %s", p.name, err, p.logPath)
+			case err := <-p.Done():
+				exited <- fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, err, p.LogPath)
 			case <-ctx.Done():
 			}
 		}()
@@ -145,13 +216,13 @@ func (s *Stack) stopAll() error {
 			wg sync.WaitGroup
 		)
 		for _, p := range s.procs {
-			if p.tier != tier {
+			if p.Tier != tier {
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := p.stop(s.opt.StopGrace); err != nil {
+				if err := p.Stop(s.opt.StopGrace); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

@@ -15,7 +15,7 @@ func (s *Stack) printSummary() {
 	fmt.Fprintf(w, "\nSwitchyard local stack is up (model %s). Logs: %s\n\n", s.cfg.Model, filepath.Join(s.opt.DataDir, "logs"))
 	var first string
 	for _, r := range s.cfg.Regions {
-		fmt.Fprintf(w, "region %s\n", r.Name)
+		fmt.Fprintf(w, "region %s: router http://%s (admin %s)\n", r.Name, r.Router.Listen, r.Router.Admin)
 		for _, c := range r.Clusters {
 			fmt.Fprintf(w, "  cluster %-8s gateway %s  pods %v\n", c.Name, s.Gateways[c.Name], s.Pods[c.Name])
 			if first == "" {
@@ -23,8 +23,12 @@ func (s *Stack) printSummary() {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nTry a streamed completion through a cluster gateway:\n\n")
-	fmt.Fprintf(w, "  curl -sN %s/v1/completions -H 'Content-Type: application/json' \\\n", first)
+	r0 := s.cfg.Regions[0]
+	fmt.Fprintf(w, "\nTry a streamed completion through the %s router (headers show the serving cluster and route):\n\n", r0.Name)
+	fmt.Fprintf(w, "  curl -sN http://%s/v1/completions -H 'Content-Type: application/json' \\\n", r0.Router.Listen)
 	fmt.Fprintf(w, "    -d '{\"model\":%q,\"prompt\":\"Say hello\",\"max_tokens\":20,\"stream\":true}' -D -\n\n", s.cfg.Model)
+	fmt.Fprintf(w, "or straight to a cluster gateway: %s/v1/completions\n\n", first)
+	fmt.Fprintf(w, "See the clusters as the router sees them:\n\n")
+	fmt.Fprintf(w, "  go run ./global-router/cmd/switchyardctl --addr=http://%s --token-file=%s clusters\n\n", r0.Router.Admin, s.tokenFile)
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything.\n")
 }

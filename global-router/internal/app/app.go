@@ -1,0 +1,230 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
+	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
+	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/gossip"
+)
+
+// Version is the router's version, carried in gossip metadata.
+var Version = "dev"
+
+// Router is a wired global router.
+type Router struct {
+	cfg    Config
+	log    *slog.Logger
+	reg    *prometheus.Registry
+	etcd   *embedetcd.Server // nil with external etcd
+	client *clientv3.Client
+	store  *configstore.Store
+	node   *gossip.Node
+	table  *clustertable.Table
+	fwd    *forward.Forwarder
+	front  *frontdoor.Server
+	token  string
+}
+
+// Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
+// streams finish (bounded), gossip leaves the pool, etcd stops.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	r, err := build(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	return r.run(ctx)
+}
+
+func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
+	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Router) buildEtcd(ctx context.Context) error {
+	endpoints := r.cfg.EtcdEndpoints
+	if len(endpoints) == 0 {
+		ecfg := embedetcd.DefaultConfig(filepath.Join(r.cfg.DataDir, "etcd"))
+		ecfg.ClientURL = "http://" + r.cfg.EmbeddedEtcdListen
+		srv, err := embedetcd.Start(ctx, ecfg, r.log)
+		if err != nil {
+			return fmt.Errorf("embedded etcd: %w", err)
+		}
+		r.etcd, endpoints = srv, srv.Endpoints()
+		r.log.Info("embedded etcd started", "endpoints", endpoints, "data_dir", ecfg.DataDir)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		Logger: embedetcd.NewZapLogger(r.log.With("component", "etcd-client"), slog.LevelWarn)})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	r.client = cli
+	return nil
+}
+
+func (r *Router) buildStore(context.Context) error {
+	s, err := configstore.New(r.client, r.log.With("component", "configstore"), r.reg)
+	if err != nil {
+		return err
+	}
+	r.store = s
+	return nil
+}
+
+func (r *Router) buildGossip(context.Context) error {
+	keys, err := gossip.LoadKeyFile(r.cfg.GossipKeyFile)
+	if err != nil {
+		return fmt.Errorf("--gossip-key-file: %w", err)
+	}
+	gc := gossip.DefaultWANConfig()
+	if r.cfg.GossipProfile == "lan" {
+		gc = gossip.DefaultLANConfig()
+	}
+	gc.NodeName = r.nodeName()
+	gc.Role, gc.Region, gc.Version = gossip.RoleRouter, r.cfg.Region, Version
+	if gc.BindAddr, gc.BindPort, err = splitHostPort(r.cfg.GossipBind); err != nil {
+		return fmt.Errorf("--gossip-bind: %w", err)
+	}
+	if r.cfg.GossipAdvertise != "" {
+		if gc.AdvertiseAddr, gc.AdvertisePort, err = splitHostPort(r.cfg.GossipAdvertise); err != nil {
+			return fmt.Errorf("--gossip-advertise: %w", err)
+		}
+	}
+	gc.Seeds, gc.Keys = r.cfg.GossipJoin, keys
+	gc.Logger, gc.Registerer = r.log.With("component", "gossip"), r.reg
+	r.node, err = gossip.New(gc)
+	return err
+}
+
+func (r *Router) nodeName() string {
+	if r.cfg.NodeName != "" {
+		return r.cfg.NodeName
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("router-%s-%s-%d", r.cfg.Region, host, os.Getpid())
+}
+
+func (r *Router) buildData(context.Context) error {
+	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT}, r.node, drainView{r.store})
+	fc := forward.DefaultConfig()
+	fc.MaxAttempts = r.cfg.MaxAttempts
+	fwd, err := forward.New(fc, r.table)
+	if err != nil {
+		return err
+	}
+	r.fwd = fwd
+	dc := frontdoor.DefaultConfig()
+	dc.Region, dc.MaxBodyBytes, dc.QueueWait = r.cfg.Region, r.cfg.MaxBodyBytes, r.cfg.QueueWait
+	if len(r.cfg.SimulatedRTT) > 0 {
+		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
+	}
+	r.front = frontdoor.New(dc, r.table, policyView{r.store}, fwd, r.log.With("component", "frontdoor"), frontdoor.NewMetrics(r.reg))
+	return nil
+}
+
+func (r *Router) buildToken(context.Context) error {
+	tok, path, err := adminToken(r.cfg)
+	if err != nil {
+		return err
+	}
+	r.token = tok
+	r.log.Info("admin API token", "file", path)
+	return nil
+}
+
+// run starts every component and waits for the first to fail or for ctx to end.
+func (r *Router) run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.store.Run(ctx) })
+	g.Go(func() error { return r.node.Run(ctx) })
+	if r.etcd != nil {
+		g.Go(func() error { return r.etcd.Run(ctx) })
+	}
+	g.Go(func() error { return serve(ctx, r.cfg.Listen, r.mainHandler(), r.log) })
+	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })
+	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen,
+		"admin", r.cfg.AdminListen, "metrics", r.cfg.MetricsListen)
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (r *Router) close() {
+	if r.fwd != nil {
+		r.fwd.Close()
+	}
+	if r.client != nil {
+		_ = r.client.Close()
+	}
+	if r.etcd != nil {
+		r.etcd.Close()
+	}
+}
+
+// ready reports whether the router can route somewhere: config loaded and a fresh cluster known.
+func (r *Router) ready() (bool, string) {
+	if !r.store.Snapshot().Loaded() {
+		return false, "configuration not loaded from etcd"
+	}
+	for _, s := range r.node.Snapshot() {
+		if !s.Stale {
+			return true, "ok"
+		}
+	}
+	return false, "no cluster with a fresh capacity summary"
+}
+
+// drainView reads drains from the newest config snapshot.
+type drainView struct{ s *configstore.Store }
+
+func (d drainView) Drained(cluster, region string) bool {
+	return d.s.Snapshot().Drained(cluster, region)
+}
+
+// policyView reads policies from the newest config snapshot.
+type policyView struct{ s *configstore.Store }
+
+func (p policyView) Policy(model string) routing.Policy { return p.s.Snapshot().Policy(model) }
+
+func splitHostPort(addr string) (string, int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", port, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, n, nil
+}

@@ -1,0 +1,120 @@
+// Package app wires the global router: configuration from flags and environment, the config
+// store on etcd (embedded or external), the gossip node, the cluster table, the front door, the
+// admin API and the metrics endpoint, run together until the context ends.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
+type Config struct {
+	// Region is the router's region (required).
+	Region string
+	// NodeName is the router's gossip node name. Default "router-<region>-<hostname>".
+	NodeName string
+	// Listen is the OpenAI-compatible endpoint. Default ":8080".
+	Listen string
+	// AdminListen is the admin API (gRPC, gRPC-Web and Connect). Default ":9090".
+	AdminListen string
+	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9100".
+	MetricsListen string
+	// DNSListen, when set, serves the built-in DNS responder. Default off.
+	DNSListen string
+	// EtcdEndpoints are the etcd client URLs; empty starts an embedded etcd in DataDir.
+	EtcdEndpoints []string
+	// DataDir holds the embedded etcd's data and the generated admin token. Default "switchyard-data".
+	DataDir string
+	// EmbeddedEtcdListen is the client address of the embedded etcd, so other routers can share it
+	// (the local stack does). Default "127.0.0.1:0": a free loopback port.
+	EmbeddedEtcdListen string
+	// GossipBind is the gossip address (host:port). Default ":7946".
+	GossipBind string
+	// GossipAdvertise is the address peers use to reach this node; empty: the bind address.
+	GossipAdvertise string
+	// GossipJoin are seed nodes to join.
+	GossipJoin []string
+	// GossipKeyFile holds the gossip keyring (base64 32-byte keys, one per line). Required.
+	GossipKeyFile string
+	// GossipProfile selects memberlist timings: "wan" (default, one pool across regions) or "lan".
+	GossipProfile string
+	// AdminTokenFile holds the admin bearer token; empty generates one in DataDir.
+	AdminTokenFile string
+	// MaxBodyBytes bounds a request body. Default 32 MiB.
+	MaxBodyBytes int64
+	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
+	QueueWait time.Duration
+	// MaxAttempts bounds the clusters tried per request. Default 3.
+	MaxAttempts int
+	// SimulatedRTT adds latency to requests forwarded to a region (local stack). Default none.
+	SimulatedRTT map[string]time.Duration
+	// LogFormat is "text" or "json". Default "text".
+	LogFormat string
+	// LogLevel is debug, info, warn or error. Default "info".
+	LogLevel string
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{
+		Listen:             ":8080",
+		AdminListen:        ":9090",
+		MetricsListen:      ":9100",
+		DataDir:            "switchyard-data",
+		EmbeddedEtcdListen: "127.0.0.1:0",
+		GossipBind:         ":7946",
+		GossipProfile:      "wan",
+		MaxBodyBytes:       32 << 20,
+		QueueWait:          2 * time.Second,
+		MaxAttempts:        3,
+		LogFormat:          "text",
+		LogLevel:           "info",
+	}
+}
+
+// Validate reports the first invalid field, named as its flag.
+func (c *Config) Validate() error {
+	if strings.TrimSpace(c.Region) == "" {
+		return errors.New("--region is required")
+	}
+	for flag, addr := range map[string]string{"--listen": c.Listen, "--admin-listen": c.AdminListen,
+		"--metrics-listen": c.MetricsListen, "--gossip-bind": c.GossipBind} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.EmbeddedEtcdListen); err != nil {
+		return fmt.Errorf("--embedded-etcd-listen: %w", err)
+	}
+	if c.DNSListen != "" {
+		if _, _, err := net.SplitHostPort(c.DNSListen); err != nil {
+			return fmt.Errorf("--dns-listen: %w", err)
+		}
+	}
+	switch {
+	case c.GossipKeyFile == "":
+		return errors.New("--gossip-key-file is required: gossip is always encrypted")
+	case c.GossipProfile != "wan" && c.GossipProfile != "lan":
+		return fmt.Errorf("--gossip-profile: %q must be wan or lan", c.GossipProfile)
+	case len(c.EtcdEndpoints) == 0 && c.DataDir == "":
+		return errors.New("--data-dir is required when no --etcd-endpoints are given")
+	case c.MaxBodyBytes < 1:
+		return fmt.Errorf("--max-body-bytes: %d must be >= 1", c.MaxBodyBytes)
+	case c.QueueWait < 0:
+		return fmt.Errorf("--queue-wait: %v must be >= 0", c.QueueWait)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("--max-attempts: %d must be >= 1", c.MaxAttempts)
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("--log-format: %q must be text or json", c.LogFormat)
+	}
+	for region, d := range c.SimulatedRTT {
+		if region == "" || d < 0 {
+			return fmt.Errorf("--simulated-rtt: invalid entry %q=%v", region, d)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// ErrHelp is returned by ParseFlags when --help was asked for (usage has been printed).
+var ErrHelp = flag.ErrHelp
+
+// ParseFlags binds the router's flags to a Config starting from DefaultConfig. Each flag may also
+// come from the environment variable SWITCHYARD_<FLAG> (dashes as underscores); the command line
+// wins.
+func ParseFlags(args []string, stderr io.Writer) (Config, error) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("global-router", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Region, "region", cfg.Region, "region of this router (required)")
+	fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "gossip node name (default router-<region>-<hostname>)")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "OpenAI-compatible endpoint address")
+	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin API address (gRPC, gRPC-Web, Connect)")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", cfg.MetricsListen, "address of /metrics, /healthz and /readyz")
+	fs.StringVar(&cfg.DNSListen, "dns-listen", cfg.DNSListen, "address of the built-in DNS responder (off when empty)")
+	fs.Func("etcd-endpoints", "comma-separated etcd client URLs (empty: embedded etcd in --data-dir)", listFlag(&cfg.EtcdEndpoints))
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd and the generated admin token")
+	fs.StringVar(&cfg.EmbeddedEtcdListen, "embedded-etcd-listen", cfg.EmbeddedEtcdListen, "client address of the embedded etcd (used without --etcd-endpoints)")
+	fs.StringVar(&cfg.GossipBind, "gossip-bind", cfg.GossipBind, "gossip address host:port")
+	fs.StringVar(&cfg.GossipAdvertise, "gossip-advertise", cfg.GossipAdvertise, "gossip address peers use (default: the bind address)")
+	fs.Func("gossip-join", "comma-separated gossip seed addresses", listFlag(&cfg.GossipJoin))
+	fs.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "gossip keyring file: base64 32-byte keys, one per line (required)")
+	fs.StringVar(&cfg.GossipProfile, "gossip-profile", cfg.GossipProfile, "gossip timings: wan or lan")
+	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", cfg.AdminTokenFile, "admin bearer token file (default: generated in --data-dir)")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted")
+	fs.DurationVar(&cfg.QueueWait, "queue-wait", cfg.QueueWait, "how long a request waits for room before 429")
+	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "clusters tried per request (retry budget)")
+	fs.Func("simulated-rtt", "region=duration,... latency added to forwarded requests (local stack)", rttFlag(&cfg.SimulatedRTT))
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	if err := applyEnv(fs); err != nil {
+		return cfg, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return cfg, cfg.Validate()
+}
+
+func listFlag(dst *[]string) func(string) error {
+	return func(s string) error {
+		*dst = nil
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				*dst = append(*dst, v)
+			}
+		}
+		return nil
+	}
+}
+
+func rttFlag(dst *map[string]time.Duration) func(string) error {
+	return func(s string) error {
+		m := map[string]time.Duration{}
+		for _, kv := range strings.Split(s, ",") {
+			if kv = strings.TrimSpace(kv); kv == "" {
+				continue
+			}
+			region, dur, ok := strings.Cut(kv, "=")
+			d, err := time.ParseDuration(dur)
+			if !ok || err != nil || region == "" {
+				return fmt.Errorf("want region=duration, got %q", kv)
+			}
+			m[region] = d
+		}
+		*dst = m
+		return nil
+	}
+}
+
+// applyEnv sets flags from SWITCHYARD_<FLAG> environment variables.
+func applyEnv(fs *flag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		key := "SWITCHYARD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(key); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}

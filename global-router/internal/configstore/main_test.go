@@ -1,0 +1,121 @@
+package configstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
+	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
+)
+
+// shared is one etcd member for the whole package; tests isolate themselves with namespaces.
+var shared *etcdtest.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "configstore-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	shared, err = etcdtest.New(ctx, dir, 1)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer shared.Close()
+	return m.Run()
+}
+
+var nsCounter atomic.Int64
+
+// nsClient returns a client of the etcd cluster c whose keys live in a namespace of their own, so
+// tests sharing one etcd do not see each other's keys.
+func nsClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
+	t.Helper()
+	return nsClientIn(t, c, newNamespace())
+}
+
+// newNamespace returns a key prefix no other test uses.
+func newNamespace() string { return fmt.Sprintf("/test-%d", nsCounter.Add(1)) }
+
+func nsClientIn(t *testing.T, c *etcdtest.Cluster, ns string) *clientv3.Client {
+	t.Helper()
+	return nsClientAt(t, c.Endpoints(), ns)
+}
+
+// nsClientAt returns a client of endpoints whose keys live under the namespace ns.
+func nsClientAt(t testing.TB, endpoints []string, ns string) *clientv3.Client {
+	t.Helper()
+	cli, err := etcdtest.NewClient(endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	cli.KV = namespace.NewKV(cli.KV, ns)
+	cli.Watcher = namespace.NewWatcher(cli.Watcher, ns)
+	cli.Lease = namespace.NewLease(cli.Lease, ns)
+	return cli
+}
+
+// newStore returns a store over cli.
+func newStore(t *testing.T, cli *clientv3.Client) *configstore.Store {
+	t.Helper()
+	s, err := configstore.New(cli, etcdtest.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runStore runs s until the test ends and waits for its first load.
+func runStore(t *testing.T, s *configstore.Store) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil after cancel", err)
+		}
+	})
+	waitFor(t, "first load", func() bool { return s.Snapshot().Loaded() })
+}
+
+// startCluster starts a three-member etcd cluster for the test.
+func startCluster(t *testing.T) *etcdtest.Cluster {
+	t.Helper()
+	return etcdtest.Start(t, 3)
+}
+
+// waitFor polls cond until it holds, failing the test after a generous bound.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,113 @@
+package configstore
+
+import (
+	"maps"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+)
+
+// View is an immutable snapshot of the configuration at one etcd revision. The data path reads it
+// without locks; values it returns must not be modified. A newer View replaces it when the
+// configuration changes; Replaced tells when.
+type View struct {
+	revision int64
+	policies map[string]policyEntry
+	clusters map[string]struct{} // drained clusters
+	regions  map[string]struct{} // drained regions
+	replaced chan struct{}
+}
+
+type policyEntry struct {
+	stored  *adminv1.Policy
+	routing routing.Policy
+}
+
+func emptyView() *View {
+	return &View{
+		policies: map[string]policyEntry{},
+		clusters: map[string]struct{}{},
+		regions:  map[string]struct{}{},
+		replaced: make(chan struct{}),
+	}
+}
+
+// clone returns a writable copy at revision rev for the next view.
+func (v *View) clone(rev int64) *View {
+	return &View{
+		revision: rev,
+		policies: maps.Clone(v.policies),
+		clusters: maps.Clone(v.clusters),
+		regions:  maps.Clone(v.regions),
+		replaced: make(chan struct{}),
+	}
+}
+
+// Revision is the etcd revision the view reflects; 0 until the configuration has been loaded.
+func (v *View) Revision() int64 { return v.revision }
+
+// Loaded reports whether the view reflects etcd (false for the empty view before the first load).
+func (v *View) Loaded() bool { return v.revision > 0 }
+
+// Replaced returns a channel closed when a newer view has replaced this one.
+func (v *View) Replaced() <-chan struct{} { return v.replaced }
+
+// Policy returns model's routing policy: the stored one with defaults for unset fields, or
+// routing.DefaultPolicy() when none is stored. Its AllowedRegions must not be modified.
+func (v *View) Policy(model string) routing.Policy {
+	if e, ok := v.policies[model]; ok {
+		return e.routing
+	}
+	return routing.DefaultPolicy()
+}
+
+// StoredPolicy returns a copy of model's stored policy with its revision, if one is stored.
+func (v *View) StoredPolicy(model string) (*adminv1.Policy, bool) {
+	e, ok := v.policies[model]
+	if !ok {
+		return nil, false
+	}
+	return proto.CloneOf(e.stored), true
+}
+
+// Models returns the models that have a stored policy, sorted.
+func (v *View) Models() []string { return slices.Sorted(maps.Keys(v.policies)) }
+
+// ClusterDrained reports whether the cluster itself is drained.
+func (v *View) ClusterDrained(cluster string) bool {
+	_, ok := v.clusters[cluster]
+	return ok
+}
+
+// RegionDrained reports whether the region is drained.
+func (v *View) RegionDrained(region string) bool {
+	_, ok := v.regions[region]
+	return ok
+}
+
+// Drained reports whether a cluster in region is drained, itself or through its region.
+func (v *View) Drained(cluster, region string) bool {
+	return v.ClusterDrained(cluster) || v.RegionDrained(region)
+}
+
+// DrainedClusters returns the drained clusters, sorted.
+func (v *View) DrainedClusters() []string { return slices.Sorted(maps.Keys(v.clusters)) }
+
+// DrainedRegions returns the drained regions, sorted.
+func (v *View) DrainedRegions() []string { return slices.Sorted(maps.Keys(v.regions)) }
+
+// Snapshot returns the current view. It never blocks and never returns nil.
+func (s *Store) Snapshot() *View { return s.view.Load() }
+
+// publish makes next the current view and wakes the waiters on the previous one. Only Run's
+// goroutine publishes.
+func (s *Store) publish(next *View) {
+	prev := s.view.Swap(next)
+	close(prev.replaced)
+	s.metrics.revision.Set(float64(next.revision))
+	s.metrics.policies.Set(float64(len(next.policies)))
+}

@@ -1,0 +1,141 @@
+package configstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Timing of the watch loop.
+const (
+	loadTimeout = 5 * time.Second
+	minBackoff  = 100 * time.Millisecond
+	maxBackoff  = 5 * time.Second
+)
+
+// Run loads the configuration, publishes it as a View, then watches the prefix and publishes each
+// change, resuming from the last revision it applied. On compaction or a watch error it loads
+// everything again, retrying with backoff while etcd is away; meanwhile Snapshot keeps returning
+// the last good view. Run returns nil when ctx is done.
+func (s *Store) Run(ctx context.Context) error {
+	backoff := minBackoff
+	for {
+		rev, err := s.load(ctx)
+		if err == nil {
+			backoff = minBackoff
+			err = s.watch(ctx, rev+1)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.metrics.reloads.Inc()
+		s.logger.Warn("config watch interrupted, reloading", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// load reads every key under the prefix, publishes the view and returns its revision.
+func (s *Store) load(ctx context.Context) (int64, error) {
+	lctx, cancel := context.WithTimeout(ctx, loadTimeout)
+	defer cancel()
+	resp, err := s.client.Get(lctx, Prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("configstore: load: %w", err)
+	}
+	prev := s.view.Load()
+	next := emptyView()
+	next.revision = resp.Header.Revision
+	for _, kv := range resp.Kvs {
+		s.put(next, prev, string(kv.Key), kv.Value, kv.ModRevision)
+	}
+	s.publish(next)
+	s.logger.Info("config loaded", "revision", next.revision, "policies", len(next.policies),
+		"drained_clusters", len(next.clusters), "drained_regions", len(next.regions))
+	return next.revision, nil
+}
+
+// watch applies changes from revision from on until the watch fails or ctx is done. A watch
+// that requires a leader is cancelled when its etcd member loses the quorum, so the client moves
+// to a member that has one.
+func (s *Store) watch(ctx context.Context, from int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := s.client.Watch(wctx, Prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
+	for resp := range wch {
+		if resp.CompactRevision != 0 {
+			return fmt.Errorf("configstore: watch compacted at revision %d", resp.CompactRevision)
+		}
+		if err := resp.Err(); err != nil {
+			return fmt.Errorf("configstore: watch: %w", err)
+		}
+		if len(resp.Events) > 0 {
+			s.apply(resp.Events, resp.Header.Revision)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("configstore: watch closed")
+}
+
+// apply publishes a new view with events applied on top of the current one.
+func (s *Store) apply(events []*clientv3.Event, rev int64) {
+	prev := s.view.Load()
+	next := prev.clone(rev)
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		if ev.Type == mvccpb.DELETE {
+			s.remove(next, key)
+			continue
+		}
+		s.put(next, prev, key, ev.Kv.Value, ev.Kv.ModRevision)
+	}
+	s.publish(next)
+	s.metrics.events.Add(float64(len(events)))
+	s.metrics.lastApplied.SetToCurrentTime()
+}
+
+// put applies one stored key to next. An invalid policy value leaves the model's previous policy
+// (from prev) in force.
+func (s *Store) put(next, prev *View, key string, value []byte, modRev int64) {
+	switch {
+	case strings.HasPrefix(key, PolicyPrefix):
+		model := strings.TrimPrefix(key, PolicyPrefix)
+		p, err := DecodePolicy(model, value, modRev)
+		if err != nil {
+			s.metrics.invalid.Inc()
+			s.logger.Warn("invalid stored policy ignored", "key", key, "err", err)
+			if old, ok := prev.policies[model]; ok {
+				next.policies[model] = old
+			}
+			return
+		}
+		next.policies[model] = policyEntry{stored: p, routing: RoutingPolicy(p)}
+	case strings.HasPrefix(key, ClusterDrainPrefix):
+		next.clusters[strings.TrimPrefix(key, ClusterDrainPrefix)] = struct{}{}
+	case strings.HasPrefix(key, RegionDrainPrefix):
+		next.regions[strings.TrimPrefix(key, RegionDrainPrefix)] = struct{}{}
+	}
+}
+
+// remove applies the deletion of one key to next.
+func (s *Store) remove(next *View, key string) {
+	switch {
+	case strings.HasPrefix(key, PolicyPrefix):
+		delete(next.policies, strings.TrimPrefix(key, PolicyPrefix))
+	case strings.HasPrefix(key, ClusterDrainPrefix):
+		delete(next.clusters, strings.TrimPrefix(key, ClusterDrainPrefix))
+	case strings.HasPrefix(key, RegionDrainPrefix):
+		delete(next.regions, strings.TrimPrefix(key, RegionDrainPrefix))
+	}
+}

@@ -1,0 +1,32 @@
+// Package e2e runs Switchyard's real binaries together on loopback: simulated GPU servers,
+// cluster gateways and global routers, and checks what a client and an operator see.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/switchyard-dev/switchyard/tests/harness"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if testing.Short() {
+		fmt.Println("e2e: skipped in -short mode")
+		return 0
+	}
+	dir, err := harness.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer harness.Cleanup()
+	binDir = dir
+	return m.Run()
+}
