@@ -5,6 +5,7 @@
 package datastore
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -102,6 +103,10 @@ type Endpoint struct {
 	metrics  atomic.Pointer[Metrics]
 	models   atomic.Pointer[Models]
 	inFlight atomic.Int64
+	// scrapeFailures counts consecutive failed scrapes (0 after a success).
+	scrapeFailures atomic.Int32
+	// health is the passive outlier detector fed by proxied results (health.go).
+	health health
 }
 
 // NewEndpoint returns an endpoint with no metrics yet.
@@ -118,8 +123,35 @@ func NewEndpoint(address, name string, engine Engine, labels map[string]string) 
 // Metrics returns the newest scrape, or nil if none succeeded yet.
 func (e *Endpoint) Metrics() *Metrics { return e.metrics.Load() }
 
-// SetMetrics stores a new scrape.
-func (e *Endpoint) SetMetrics(m *Metrics) { e.metrics.Store(m) }
+// SetMetrics stores a new successful scrape and clears the scrape-failure count.
+func (e *Endpoint) SetMetrics(m *Metrics) {
+	e.metrics.Store(m)
+	e.scrapeFailures.Store(0)
+}
+
+// MetricsAge is how old the newest successful scrape is at now, or NoMetricsAge when there is none.
+func (e *Endpoint) MetricsAge(now time.Time) time.Duration {
+	m := e.metrics.Load()
+	if m == nil {
+		return NoMetricsAge
+	}
+	return now.Sub(m.ScrapedAt)
+}
+
+// NoMetricsAge is the age MetricsAge reports for an endpoint never scraped successfully.
+const NoMetricsAge = time.Duration(math.MaxInt64)
+
+// RecordScrapeFailure notes that a scrape of the pod failed; metrics are left as they were.
+func (e *Endpoint) RecordScrapeFailure() { e.scrapeFailures.Add(1) }
+
+// ScrapeFailures is the number of consecutive failed scrapes (0 after a successful one).
+func (e *Endpoint) ScrapeFailures() int { return int(e.scrapeFailures.Load()) }
+
+// Stale reports whether the pod's metrics cannot be trusted at now: older than limit, never
+// scraped, or the latest scrape failed. The scheduler treats a stale pod as saturated.
+func (e *Endpoint) Stale(now time.Time, limit time.Duration) bool {
+	return e.scrapeFailures.Load() > 0 || e.MetricsAge(now) > limit
+}
 
 // Models returns what the pod serves, or nil if not known yet.
 func (e *Endpoint) Models() *Models { return e.models.Load() }

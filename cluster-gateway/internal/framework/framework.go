@@ -7,6 +7,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -83,6 +84,10 @@ type Picker interface {
 // order of preference.
 type Result struct {
 	Targets []*datastore.Endpoint
+	// State is the scheduling cycle's state, kept for the PreRequest hooks (e.g. the prefix match
+	// of the chosen endpoint). The scheduler clears it when its PreRequest returns; nil afterwards
+	// and for results not built by the scheduler.
+	State *CycleState
 }
 
 // PreRequest is an optional plugin hook called with the final decision before the request is sent
@@ -118,12 +123,45 @@ type PostResponse interface {
 	PostResponse(ctx context.Context, req *Request, info *ResponseInfo)
 }
 
+// FirstToken is an optional plugin hook called when a response's first token arrives, before
+// PostResponse, so latency learning does not wait for the whole generation. info carries the
+// endpoint, status and TTFT; token counts may still be estimates (CachedTokens -1).
+type FirstToken interface {
+	Plugin
+	FirstToken(ctx context.Context, req *Request, info *ResponseInfo)
+}
+
 // CycleState is per-request scratch space shared by the plugins of one scheduling cycle (for
 // example the prefix scorer stores its match lengths for the predicted-TTFT scorer).
 // It is safe for concurrent use.
 type CycleState struct {
+	// Now is the cycle's clock reading, set by the scheduler before any plugin runs and read-only
+	// afterwards, so every plugin of one decision sees the same instant.
+	Now time.Time
+	// Owner is opaque to plugins: whoever created the state keeps its bookkeeping here (the
+	// scheduler, its pooled scratch buffers). Reset leaves it alone.
+	Owner any
+
 	mu   sync.Mutex
 	data map[string]any
+}
+
+// Releaser is implemented by CycleState values that return pooled memory when the cycle ends.
+type Releaser interface {
+	Release()
+}
+
+// Reset empties the state for reuse, calling Release on stored values that implement Releaser.
+func (c *CycleState) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.data {
+		if r, ok := v.(Releaser); ok {
+			r.Release()
+		}
+		delete(c.data, k)
+	}
+	c.Now = time.Time{}
 }
 
 // Read returns the value stored under key, if any.
@@ -144,11 +182,36 @@ func (c *CycleState) Write(key string, v any) {
 	c.data[key] = v
 }
 
-// Handle gives plugin factories access to gateway-wide services.
+// Handle gives plugin factories access to gateway-wide services. Implementations must be safe for
+// concurrent use.
 type Handle interface {
 	// Endpoints returns the current endpoints (a snapshot; do not modify the slice).
 	Endpoints() []*datastore.Endpoint
+	// OnRemove registers f to be called with the address of every endpoint that leaves the set,
+	// so plugins holding per-endpoint state can drop it. f must not block.
+	OnRemove(f func(addr string))
+	// Now is the scheduler's clock (injected in tests).
+	Now() time.Time
+	// Logger is the scheduler's logger; plugins log configuration warnings through it.
+	Logger() *slog.Logger
 }
 
 // Factory builds a plugin instance from its config parameters (raw JSON; nil when absent).
 type Factory func(name string, params json.RawMessage, h Handle) (Plugin, error)
+
+// resultBuf lets a Result and a small Targets array share one allocation.
+type resultBuf struct {
+	r   Result
+	arr [4]*datastore.Endpoint
+}
+
+// NewResult returns an empty Result whose Targets has room for n endpoints, allocated together
+// with the Result when n is small.
+func NewResult(n int) *Result {
+	if n <= len(resultBuf{}.arr) {
+		b := &resultBuf{}
+		b.r.Targets = b.arr[:0:n]
+		return &b.r
+	}
+	return &Result{Targets: make([]*datastore.Endpoint, 0, n)}
+}

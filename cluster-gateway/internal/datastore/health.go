@@ -1,0 +1,144 @@
+package datastore
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Passive health (outlier detection). The proxy reports the outcome of every request it sent to a
+// pod through ObserveResult; a pod whose recent answers are mostly failures is ejected for a
+// backoff period, so a pod that fails fast does not look idle and attract traffic.
+//
+// The policy, chosen to be simple to reason about:
+//   - A failure is a connection error or a 5xx status. 429 and other 4xx are answers, not failures
+//     (429 is saturation, which the metrics already show).
+//   - The last HealthWindow results are kept. The pod is ejected when at least HealthMinResults of
+//     them are known and more than half are failures, or after HealthConsecutiveFailures failures
+//     in a row.
+//   - The first ejection lasts EjectionBase; each further ejection doubles it, up to EjectionMax.
+//     HealthRecoverySuccesses successes in a row after an ejection reset the backoff to EjectionBase.
+//   - An ejection clears the window, and results that arrive while the pod is ejected (requests that
+//     were already in flight) are ignored, so a returning pod starts with a clean slate.
+const (
+	// HealthWindow is the number of recent results the failure ratio is computed over.
+	HealthWindow = 10
+	// HealthMinResults is the number of results needed before the ratio rule applies.
+	HealthMinResults = 5
+	// HealthConsecutiveFailures ejects a pod after this many failures in a row.
+	HealthConsecutiveFailures = 5
+	// HealthRecoverySuccesses successes in a row reset the ejection backoff.
+	HealthRecoverySuccesses = 10
+	// EjectionBase is the length of a first ejection.
+	EjectionBase = 5 * time.Second
+	// EjectionMax caps the ejection backoff.
+	EjectionMax = 60 * time.Second
+)
+
+// health is the per-endpoint outlier detector. Ejected is lock-free; ObserveResult takes a mutex.
+type health struct {
+	mu           sync.Mutex
+	results      [HealthWindow]bool // true = failure; a ring
+	n, pos       int
+	consecutive  int
+	successes    int
+	level        int // ejections since the last recovery
+	ejectedUntil atomic.Int64
+	ejections    atomic.Int64
+	onEject      func()
+}
+
+// IsFailure reports whether a proxied result counts against the pod's health.
+func IsFailure(status int, err error) bool {
+	return err != nil || status >= 500
+}
+
+// ObserveResult records the outcome of a request proxied to the pod: status is the HTTP status
+// (0 when none arrived) and err the transport error, if any. It is safe for concurrent use.
+func (e *Endpoint) ObserveResult(status int, err error, now time.Time) {
+	h := &e.health
+	h.mu.Lock()
+	ejected := h.observe(IsFailure(status, err), now)
+	h.mu.Unlock()
+	if ejected && h.onEject != nil {
+		h.onEject()
+	}
+}
+
+// observe records one result and reports whether it caused an ejection. Callers hold mu.
+func (h *health) observe(failed bool, now time.Time) bool {
+	if now.UnixNano() < h.ejectedUntil.Load() {
+		return false
+	}
+	h.record(failed)
+	if !failed {
+		h.successes++
+		if h.successes >= HealthRecoverySuccesses {
+			h.level = 0
+		}
+		return false
+	}
+	h.successes = 0
+	if h.consecutive < HealthConsecutiveFailures && !h.mostlyFailing() {
+		return false
+	}
+	h.eject(now)
+	return true
+}
+
+// record appends one result to the window.
+func (h *health) record(failed bool) {
+	h.results[h.pos] = failed
+	h.pos = (h.pos + 1) % HealthWindow
+	if h.n < HealthWindow {
+		h.n++
+	}
+	if failed {
+		h.consecutive++
+	} else {
+		h.consecutive = 0
+	}
+}
+
+// mostlyFailing applies the ratio rule.
+func (h *health) mostlyFailing() bool {
+	if h.n < HealthMinResults {
+		return false
+	}
+	failures := 0
+	for i := range h.n {
+		if h.results[i] {
+			failures++
+		}
+	}
+	return failures*2 > h.n
+}
+
+// eject starts an ejection at now and resets the window.
+func (h *health) eject(now time.Time) {
+	d := EjectionBase << min(h.level, 8)
+	if d > EjectionMax {
+		d = EjectionMax
+	}
+	h.level++
+	h.ejectedUntil.Store(now.Add(d).UnixNano())
+	h.ejections.Add(1)
+	h.n, h.pos, h.consecutive, h.successes = 0, 0, 0, 0
+}
+
+// Ejected reports whether the pod is in an ejection backoff at now. It is lock-free.
+func (e *Endpoint) Ejected(now time.Time) bool {
+	return now.UnixNano() < e.health.ejectedUntil.Load()
+}
+
+// EjectedUntil is the end of the current or last ejection (zero time if never ejected).
+func (e *Endpoint) EjectedUntil() time.Time {
+	ns := e.health.ejectedUntil.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Ejections is the number of times the pod has been ejected.
+func (e *Endpoint) Ejections() int64 { return e.health.ejections.Load() }

@@ -1,0 +1,199 @@
+package datastore_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+)
+
+func addrs(eps []*datastore.Endpoint) []string {
+	out := make([]string, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.Address
+	}
+	return out
+}
+
+func TestStoreSync(t *testing.T) {
+	tests := []struct {
+		name        string
+		first, next []datastore.EndpointSpec
+		want        []string
+		wantRemoved []string
+		wantKept    []string // addresses whose *Endpoint survives the second Sync
+	}{
+		{
+			name:        "add and remove",
+			first:       []datastore.EndpointSpec{{Address: "10.0.0.1:80"}, {Address: "10.0.0.2:80"}},
+			next:        []datastore.EndpointSpec{{Address: "10.0.0.2:80"}, {Address: "10.0.0.3:80"}},
+			want:        []string{"10.0.0.2:80", "10.0.0.3:80"},
+			wantRemoved: []string{"10.0.0.1:80"},
+			wantKept:    []string{"10.0.0.2:80"},
+		},
+		{
+			name:     "sorted and deduplicated, empty address ignored",
+			next:     []datastore.EndpointSpec{{Address: "b:1"}, {Address: "a:1"}, {Address: ""}, {Address: "a:1"}},
+			want:     []string{"a:1", "b:1"},
+			wantKept: nil,
+		},
+		{
+			name:     "identity change replaces endpoint without removal",
+			first:    []datastore.EndpointSpec{{Address: "a:1", Engine: datastore.EngineVLLM}},
+			next:     []datastore.EndpointSpec{{Address: "a:1", Engine: datastore.EngineSGLang}},
+			want:     []string{"a:1"},
+			wantKept: nil,
+		},
+		{
+			name:     "defaults count as same identity",
+			first:    []datastore.EndpointSpec{{Address: "a:1"}},
+			next:     []datastore.EndpointSpec{{Address: "a:1", Name: "a:1", Engine: datastore.EngineVLLM}},
+			want:     []string{"a:1"},
+			wantKept: []string{"a:1"},
+		},
+		{
+			name:        "empty set",
+			first:       []datastore.EndpointSpec{{Address: "a:1"}},
+			next:        nil,
+			want:        []string{},
+			wantRemoved: []string{"a:1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := datastore.NewStore(nil, nil)
+			var mu sync.Mutex
+			var removed []string
+			s.OnRemove(func(addr string) { mu.Lock(); removed = append(removed, addr); mu.Unlock() })
+			s.Sync(tt.first)
+			before := map[string]*datastore.Endpoint{}
+			for _, ep := range s.Endpoints() {
+				before[ep.Address] = ep
+			}
+			s.Sync(tt.next)
+			if got := addrs(s.Endpoints()); !slices.Equal(got, tt.want) {
+				t.Fatalf("endpoints = %v, want %v", got, tt.want)
+			}
+			if !slices.Equal(removed, tt.wantRemoved) {
+				t.Fatalf("removed = %v, want %v", removed, tt.wantRemoved)
+			}
+			for addr, ep := range before {
+				kept := s.Get(addr) == ep
+				if kept != slices.Contains(tt.wantKept, addr) {
+					t.Errorf("%s kept = %v", addr, kept)
+				}
+			}
+		})
+	}
+}
+
+func TestStoreSnapshotIsImmutable(t *testing.T) {
+	s := datastore.NewStore(nil, nil)
+	s.Sync([]datastore.EndpointSpec{{Address: "a:1"}, {Address: "b:1"}})
+	snap := s.Endpoints()
+	s.Sync([]datastore.EndpointSpec{{Address: "c:1"}})
+	if got := addrs(snap); !slices.Equal(got, []string{"a:1", "b:1"}) {
+		t.Fatalf("old snapshot changed: %v", got)
+	}
+	if s.Get("a:1") != nil || s.Get("c:1") == nil {
+		t.Fatal("Get does not reflect the new set")
+	}
+}
+
+func TestStoreSubscribe(t *testing.T) {
+	s := datastore.NewStore(nil, nil)
+	ch, cancel := s.Subscribe()
+	s.Sync([]datastore.EndpointSpec{{Address: "a:1"}})
+	s.Sync([]datastore.EndpointSpec{{Address: "b:1"}}) // coalesced with the first
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no change signal after Sync")
+	}
+	select {
+	case <-ch:
+		t.Fatal("signals were not coalesced")
+	default:
+	}
+	cancel()
+	s.Sync(nil)
+	select {
+	case <-ch:
+		t.Fatal("signal after cancel")
+	default:
+	}
+}
+
+func TestStoreModels(t *testing.T) {
+	s := datastore.NewStore(nil, nil)
+	s.Sync([]datastore.EndpointSpec{{Address: "a:1"}, {Address: "b:1"}, {Address: "c:1"}})
+	s.Get("a:1").SetModels(&datastore.Models{Base: "llama", Adapters: []string{"sql", "chat"}})
+	s.Get("b:1").SetModels(&datastore.Models{Base: "qwen"})
+	// c:1 has no model list yet.
+	s.Get("b:1").ObserveResult(0, errTest, time.Now()) // health does not hide models
+	want := []string{"chat", "llama", "qwen", "sql"}
+	if got := s.Models(); !slices.Equal(got, want) {
+		t.Fatalf("Models() = %v, want %v", got, want)
+	}
+}
+
+func TestStoreMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := datastore.NewStore(nil, reg)
+	s.Sync([]datastore.EndpointSpec{{Address: "a:1"}, {Address: "b:1"}})
+	now := time.Now()
+	for range datastore.HealthConsecutiveFailures {
+		s.Get("a:1").ObserveResult(502, nil, now)
+	}
+	const want = `
+# HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier detection).
+# TYPE switchyard_gateway_endpoint_ejections_total counter
+switchyard_gateway_endpoint_ejections_total 1
+# HELP switchyard_gateway_endpoints Model-server endpoints currently discovered.
+# TYPE switchyard_gateway_endpoints gauge
+switchyard_gateway_endpoints 2
+# HELP switchyard_gateway_endpoints_ejected Endpoints currently in an ejection backoff.
+# TYPE switchyard_gateway_endpoints_ejected gauge
+switchyard_gateway_endpoints_ejected 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreConcurrentReaders(t *testing.T) {
+	s := datastore.NewStore(nil, nil)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, ep := range s.Endpoints() {
+					_ = ep.Metrics()
+					_ = s.Get(ep.Address)
+				}
+				_ = s.Models()
+			}
+		})
+	}
+	for i := range 200 {
+		specs := []datastore.EndpointSpec{{Address: "a:1"}}
+		if i%2 == 0 {
+			specs = append(specs, datastore.EndpointSpec{Address: "b:1"})
+		}
+		s.Sync(specs)
+	}
+	close(stop)
+	wg.Wait()
+}

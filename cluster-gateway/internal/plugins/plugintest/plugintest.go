@@ -1,0 +1,114 @@
+// Package plugintest provides a working fake framework.Handle with an injected clock and helpers
+// that build endpoints with given metrics, for the scheduler's plugin and scheduling tests.
+package plugintest
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
+
+// Epoch is the fixed start time of every fake clock.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Handle is an in-memory framework.Handle: a mutable endpoint set, a manual clock and OnRemove
+// callbacks fired by Remove. It is safe for concurrent use.
+type Handle struct {
+	mu       sync.Mutex
+	eps      []*datastore.Endpoint
+	now      time.Time
+	onRemove []func(string)
+}
+
+var _ framework.Handle = (*Handle)(nil)
+
+// NewHandle returns a handle holding eps with its clock at Epoch.
+func NewHandle(eps ...*datastore.Endpoint) *Handle {
+	return &Handle{eps: eps, now: Epoch}
+}
+
+// Endpoints returns the current endpoints.
+func (h *Handle) Endpoints() []*datastore.Endpoint {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.eps
+}
+
+// OnRemove registers f for Remove.
+func (h *Handle) OnRemove(f func(addr string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onRemove = append(h.onRemove, f)
+}
+
+// Now returns the fake clock's time.
+func (h *Handle) Now() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.now
+}
+
+// Logger discards everything.
+func (h *Handle) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Advance moves the clock forward by d.
+func (h *Handle) Advance(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = h.now.Add(d)
+}
+
+// Set replaces the endpoint set (without firing OnRemove).
+func (h *Handle) Set(eps ...*datastore.Endpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.eps = eps
+}
+
+// Remove drops the endpoint with addr and fires the OnRemove callbacks.
+func (h *Handle) Remove(addr string) {
+	h.mu.Lock()
+	kept := make([]*datastore.Endpoint, 0, len(h.eps))
+	for _, e := range h.eps {
+		if e.Address != addr {
+			kept = append(kept, e)
+		}
+	}
+	h.eps = kept
+	cbs := append([]func(string){}, h.onRemove...)
+	h.mu.Unlock()
+	for _, f := range cbs {
+		f(addr)
+	}
+}
+
+// Endpoint returns an endpoint serving model with the given queue, running count and KV use,
+// scraped at at.
+func Endpoint(addr, model string, queue, running int, kv float64, at time.Time) *datastore.Endpoint {
+	e := datastore.NewEndpoint(addr, "", datastore.EngineVLLM, nil)
+	e.SetModels(&datastore.Models{Base: model, FetchedAt: at})
+	e.SetMetrics(&datastore.Metrics{WaitingQueue: queue, Running: running, KVUsage: kv, ScrapedAt: at})
+	return e
+}
+
+// SetLoad replaces e's metrics with a new scrape of queue, running and kv at at, keeping the rest.
+func SetLoad(e *datastore.Endpoint, queue, running int, kv float64, at time.Time) {
+	m := datastore.Metrics{}
+	if old := e.Metrics(); old != nil {
+		m = *old
+	}
+	m.WaitingQueue, m.Running, m.KVUsage, m.ScrapedAt = queue, running, kv, at
+	e.SetMetrics(&m)
+}
+
+// Scored wraps endpoints with the given scores for picker tests.
+func Scored(eps []*datastore.Endpoint, scores ...float64) []framework.ScoredEndpoint {
+	out := make([]framework.ScoredEndpoint, len(eps))
+	for i, e := range eps {
+		out[i] = framework.ScoredEndpoint{Endpoint: e, Score: scores[i]}
+	}
+	return out
+}

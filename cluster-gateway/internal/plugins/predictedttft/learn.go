@@ -1,0 +1,129 @@
+package predictedttft
+
+import (
+	"context"
+	"math"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
+
+// minLearnTokens: responses with fewer uncached prompt tokens say too little about prefill speed.
+const minLearnTokens = 32
+
+// priorRefresh: the fleet prior is recomputed every priorRefresh learned responses.
+const priorRefresh = 32
+
+// FirstToken learns prefill speed as soon as the first token arrives: TTFT minus the predicted
+// wait, weighted down when requests were ahead (the wait was then uncertain).
+func (s *Scorer) FirstToken(_ context.Context, req *framework.Request, info *framework.ResponseInfo) {
+	d, ok := s.pending.Take(req)
+	if !ok {
+		return
+	}
+	s.firstTokens.Store(true)
+	s.prefillDone(&d)
+	if s.usable(d, info) && !d.prefillLearned {
+		s.learn(d, info, 0)
+		d.prefillLearned = true
+	}
+	s.pending.Put(req, d)
+}
+
+// PostResponse learns from a successful response: prefill speed (unless FirstToken did), ITL
+// from the observed mean, and the pod's typical uncached prompt size, using the reported cached
+// tokens when the server gives them.
+func (s *Scorer) PostResponse(_ context.Context, req *framework.Request, info *framework.ResponseInfo) {
+	d, ok := s.pending.Take(req)
+	if !ok {
+		return
+	}
+	s.prefillDone(&d)
+	if !s.usable(d, info) {
+		return
+	}
+	itl := 0.0
+	if info.MeanITL > 0 && info.OutputTokens >= 2 {
+		itl = info.MeanITL.Seconds()
+	}
+	s.learn(d, info, itl)
+}
+
+// usable reports whether info is a successful answer from the endpoint the request was routed to
+// (a retry on a fallback endpoint teaches nothing about either).
+func (s *Scorer) usable(d dispatch, info *framework.ResponseInfo) bool {
+	return info != nil && info.Status/100 == 2 && info.TTFT > 0 && (info.Endpoint == nil || info.Endpoint == d.ep)
+}
+
+// prefillDone removes the request from its pod's prefill backlog, once.
+func (s *Scorer) prefillDone(d *dispatch) {
+	if d.prefillDone {
+		return
+	}
+	d.prefillDone = true
+	s.mu.RLock()
+	st := s.pods[d.ep]
+	s.mu.RUnlock()
+	if st != nil {
+		st.queued(-1, d.uncached)
+	}
+}
+
+func (s *Scorer) learn(d dispatch, info *framework.ResponseInfo, itl float64) {
+	s.mu.RLock()
+	st := s.pods[d.ep]
+	s.mu.RUnlock()
+	if st == nil {
+		return
+	}
+	uncached := d.uncached
+	if info.CachedTokens >= 0 && info.PromptTokens > 0 {
+		uncached = float64(max(0, info.PromptTokens-info.CachedTokens))
+	}
+	sample := 0.0
+	if !d.prefillLearned {
+		sample = s.prefillSample(d, info, uncached)
+	} else {
+		uncached = -1 // already folded in at the first token
+	}
+	st.learn(s.cfg.Alpha, sample, 1/(1+d.ahead), itl, uncached)
+	if s.learned.Add(1)%priorRefresh == 1 {
+		s.refreshPrior()
+	}
+}
+
+func (s *Scorer) prefillSample(d dispatch, info *framework.ResponseInfo, uncached float64) float64 {
+	busy := info.TTFT.Seconds() - s.cfg.Overhead.Seconds()
+	if uncached < minLearnTokens || busy <= 0 {
+		return 0
+	}
+	prefill := max(busy-d.wait, 0.2*busy)
+	lo, hi := s.cfg.PriorPrefill/1000, s.cfg.PriorPrefill*1000
+	return min(hi, max(lo, uncached/prefill))
+}
+
+// refreshPrior sets the neutral prior to the geometric mean of the measured pods.
+func (s *Scorer) refreshPrior() {
+	var lp, li float64
+	var np, ni int
+	s.mu.RLock()
+	for _, st := range s.pods {
+		sp := st.snap.Load()
+		if sp.nPrefill > 0 {
+			lp += math.Log(sp.prefill)
+			np++
+		}
+		if sp.nITL > 0 {
+			li += math.Log(sp.itl)
+			ni++
+		}
+	}
+	s.mu.RUnlock()
+	p := speed{prefill: s.cfg.PriorPrefill, itl: s.cfg.PriorITL.Seconds()}
+	if np > 0 {
+		p.prefill = math.Exp(lp / float64(np))
+	}
+	if ni > 0 {
+		p.itl = math.Exp(li / float64(ni))
+	}
+	s.prior.Store(&p)
+}

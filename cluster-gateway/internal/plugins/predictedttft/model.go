@@ -1,0 +1,109 @@
+package predictedttft
+
+import (
+	"slices"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+)
+
+// Estimate is a predicted time to first token on one endpoint, in seconds, with its parts.
+type Estimate struct {
+	// Ahead is the number of requests expected to prefill before this one.
+	Ahead float64
+	// Wait is the expected wait before this request's prefill: the prefill of those ahead plus
+	// one engine step.
+	Wait float64
+	// Uncached is this request's prompt tokens not expected in the pod's prefix cache.
+	Uncached float64
+	// Total is Overhead + Wait + Uncached / prefill speed.
+	Total float64
+}
+
+// batchStep: each running request lengthens an engine step by about 1/batchStep of an ITL
+// (WORKLOADS.md profiles: ITL roughly doubles from batch 1 to batch 64).
+const batchStep = 64
+
+// defaultPromptTokens sizes queued requests when neither the pod's history nor the request
+// tells their length.
+const defaultPromptTokens = 256
+
+// estimate predicts the request's TTFT on e. Load is the larger of the scrape (waiting + running,
+// plus what this gateway sent since the scrape) and the gateway's own in-flight count, so a burst
+// is seen at once, before the next scrape; running requests are already past prefill, the rest
+// are ahead of this request. Once first-token reports arrive, this gateway's own requests ahead
+// are counted by their exact uncached tokens, and only the others by the pod's average.
+func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req request) Estimate {
+	sp := effective(st, prior)
+	m := e.Metrics()
+	avg := sp.avgUncached
+	if avg <= 0 {
+		avg = float64(max(req.prompt, defaultPromptTokens))
+	}
+	ahead, queuedTokens := s.backlog(e, st, m, avg)
+	running := 0
+	if m != nil {
+		running = m.Running
+	}
+	uncached := float64(max(0, req.prompt-req.cached))
+	step := sp.itl * (1 + float64(running)/batchStep)
+	wait := queuedTokens/sp.prefill + step + s.adapterWait(req.adapter, m)
+	return Estimate{Ahead: ahead, Wait: wait, Uncached: uncached, Total: s.cfg.Overhead.Seconds() + wait + uncached/sp.prefill}
+}
+
+// backlog returns the requests ahead of a new one on e and their prefill tokens; avg sizes the
+// requests whose size is unknown.
+func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, avg float64) (ahead, tokens float64) {
+	waiting, running, sent := 0, 0, 0
+	if m != nil {
+		waiting, running = m.WaitingQueue, m.Running
+		if st != nil {
+			sent = st.sentSince(m.ScrapedAt)
+		}
+	}
+	inFlight := e.InFlight()
+	if st != nil && inFlight <= 0 {
+		st.resetBacklog() // idle: heal any drift from requests whose hooks never came
+	}
+	if st != nil && s.firstTokens.Load() && inFlight > 0 {
+		ours := float64(min(max(0, st.prefillN.Load()), inFlight))
+		others := max(0, float64(waiting+sent)-ours)
+		return ours + others, float64(max(0, st.prefillTokens.Load())) + others*avg
+	}
+	load := max(waiting+running+sent, int(inFlight))
+	ahead = float64(load - min(running, load))
+	return ahead, ahead * avg
+}
+
+// request is what the model needs of the request being placed.
+type request struct {
+	prompt, cached int
+	adapter        string
+}
+
+// adapterWait is the expected LoRA load time on a pod where the adapter is not active: one load,
+// or two when every slot is taken (the request first waits for a slot to free).
+func (s *Scorer) adapterWait(adapter string, m *datastore.Metrics) float64 {
+	if adapter == "" || m == nil || slices.Contains(m.ActiveAdapters, adapter) {
+		return 0
+	}
+	load := s.cfg.AdapterLoad.Seconds()
+	if m.MaxLoRA > 0 && len(m.ActiveAdapters)+len(m.WaitingAdapters) >= m.MaxLoRA {
+		return 2 * load
+	}
+	return load
+}
+
+// effective fills what the pod has not measured yet from the neutral prior.
+func effective(st *pod, prior *speed) speed {
+	if st == nil {
+		return *prior
+	}
+	sp := *st.snap.Load()
+	if sp.nPrefill == 0 {
+		sp.prefill = prior.prefill
+	}
+	if sp.nITL == 0 {
+		sp.itl = prior.itl
+	}
+	return sp
+}

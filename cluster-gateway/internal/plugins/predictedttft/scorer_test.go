@@ -1,0 +1,191 @@
+package predictedttft_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/predictedttft"
+)
+
+type fixture struct {
+	h   *plugintest.Handle
+	s   *predictedttft.Scorer
+	eps []*datastore.Endpoint
+}
+
+func newFixture(t testing.TB, n int) *fixture {
+	t.Helper()
+	var eps []*datastore.Endpoint
+	for i := range n {
+		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch))
+	}
+	h := plugintest.NewHandle(eps...)
+	p, err := predictedttft.Factory("ttft", nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{h: h, s: p.(*predictedttft.Scorer), eps: eps}
+}
+
+func (f *fixture) scores(prompt int) []float64 {
+	out := make([]float64, len(f.eps))
+	f.s.Score(context.Background(), &framework.CycleState{Now: f.h.Now()}, &framework.Request{PromptTokens: prompt}, f.eps, out)
+	return out
+}
+
+// serve routes a request of prompt tokens to endpoint i and reports a response with ttft.
+func (f *fixture) serve(i, prompt int, ttft, itl time.Duration) {
+	req := &framework.Request{PromptTokens: prompt}
+	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: []*datastore.Endpoint{f.eps[i]}})
+	f.s.FirstToken(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[i], Status: 200, TTFT: ttft, CachedTokens: -1})
+	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{
+		Endpoint: f.eps[i], Status: 200, TTFT: ttft, MeanITL: itl, OutputTokens: 100, PromptTokens: prompt, CachedTokens: -1,
+	})
+}
+
+func TestNeutralPriorScoresIdlePodsEqually(t *testing.T) {
+	f := newFixture(t, 3)
+	for _, s := range f.scores(1000) {
+		if s != 1 {
+			t.Fatalf("scores %v, want all 1 before any measurement", f.scores(1000))
+		}
+	}
+}
+
+func TestLoadLowersScore(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(f *fixture)
+	}{
+		{"scraped queue", func(f *fixture) { plugintest.SetLoad(f.eps[0], 4, 0, 0, f.h.Now()) }},
+		{"in flight before any scrape shows it", func(f *fixture) { f.eps[0].AddInFlight(4) }},
+		{"dispatched since the scrape", func(f *fixture) {
+			f.h.Advance(time.Millisecond)
+			for range 4 {
+				f.s.PreRequest(context.Background(), &framework.Request{PromptTokens: 1000}, &framework.Result{Targets: f.eps[:1]})
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 2)
+			tt.setup(f)
+			s := f.scores(1000)
+			if !(s[0] < 0.5 && s[1] == 1) {
+				t.Fatalf("scores %v: the loaded pod must score well below the idle one", s)
+			}
+		})
+	}
+}
+
+func TestLearnsPerPodSpeed(t *testing.T) {
+	f := newFixture(t, 3)
+	// Pod 0 prefills 1,000 tokens in ~35ms, pod 1 in ~335ms; pod 2 is never measured.
+	for range 10 {
+		f.serve(0, 1000, 60*time.Millisecond, 10*time.Millisecond)
+		f.serve(1, 1000, 600*time.Millisecond, 40*time.Millisecond)
+	}
+	s := f.scores(1000)
+	if !(s[0] == 1 && s[1] < 0.2) {
+		t.Fatalf("scores %v: the slow pod must score far below the fast one", s)
+	}
+	if !(s[2] < s[0] && s[2] > s[1]) {
+		t.Fatalf("scores %v: an unmeasured pod must get the fleet's mean (between fast and slow)", s)
+	}
+	fast, slow := f.s.Predict(f.eps[0], 1000, 0), f.s.Predict(f.eps[1], 1000, 0)
+	if fast < 20*time.Millisecond || fast > 100*time.Millisecond || slow < 300*time.Millisecond || slow > 1200*time.Millisecond {
+		t.Fatalf("predicted TTFT fast %v slow %v, want near the observed 60ms and 600ms", fast, slow)
+	}
+}
+
+func TestFailedResponsesTeachNothing(t *testing.T) {
+	f := newFixture(t, 2)
+	req := &framework.Request{PromptTokens: 1000}
+	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: f.eps[:1]})
+	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 503, TTFT: 5 * time.Second})
+	f.h.Advance(time.Hour) // the dispatch no longer counts as load
+	plugintest.SetLoad(f.eps[0], 0, 0, 0, f.h.Now())
+	plugintest.SetLoad(f.eps[1], 0, 0, 0, f.h.Now())
+	if s := f.scores(1000); s[0] != 1 || s[1] != 1 {
+		t.Fatalf("scores %v after a 503, want no learning", s)
+	}
+}
+
+func TestRemovedEndpointForgotten(t *testing.T) {
+	f := newFixture(t, 2)
+	for range 5 {
+		f.serve(1, 1000, time.Second, 50*time.Millisecond)
+	}
+	gone := f.eps[1]
+	f.h.Remove(gone.Address)
+	if p := f.s.Predict(gone, 1000, 0); p > 500*time.Millisecond {
+		t.Fatalf("removed endpoint still predicted slow (%v): its learned state was kept", p)
+	}
+}
+
+func TestFactoryParameters(t *testing.T) {
+	tests := []struct{ params, wantErr string }{
+		{`{"overhead": "2ms", "priorPrefillTokensPerSecond": 20000, "priorITL": "15ms", "alpha": 0.3}`, ""},
+		{`{"alpha": 2}`, "alpha"},
+		{`{"priorITL": "-1ms"}`, "priorITL"},
+		{`{"overhead": 5}`, "duration"},
+		{`{"speed": 1}`, "unknown field"},
+	}
+	for _, tt := range tests {
+		_, err := predictedttft.Factory("p", json.RawMessage(tt.params), nil)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%s: err = %v, want %q", tt.params, err, tt.wantErr)
+		}
+	}
+}
+
+func TestScoresInUnitRange(t *testing.T) {
+	f := newFixture(t, 4)
+	for i, e := range f.eps {
+		plugintest.SetLoad(e, i*3, i*10, 0.2, f.h.Now())
+	}
+	for _, s := range f.scores(500) {
+		if s <= 0 || s > 1 || math.IsNaN(s) {
+			t.Fatalf("score %v outside (0,1]", s)
+		}
+	}
+}
+
+func TestPrefillBacklogFromFirstTokens(t *testing.T) {
+	f := newFixture(t, 2)
+	f.serve(0, 1000, 60*time.Millisecond, 10*time.Millisecond) // enables first-token accounting
+	f.serve(1, 1000, 60*time.Millisecond, 10*time.Millisecond)
+	// A 4,000-token request to pod 0 is in flight and has not produced its first token.
+	long := &framework.Request{PromptTokens: 4000}
+	f.s.PreRequest(context.Background(), long, &framework.Result{Targets: f.eps[:1]})
+	f.eps[0].AddInFlight(1)
+	before := f.s.Predict(f.eps[0], 1000, 0)
+	f.s.FirstToken(context.Background(), long, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 200 * time.Millisecond, CachedTokens: -1})
+	after := f.s.Predict(f.eps[0], 1000, 0)
+	if before-after < 50*time.Millisecond {
+		t.Fatalf("prediction %v before the long request's first token, %v after: its backlog was not counted", before, after)
+	}
+}
+
+func TestRetryOnFallbackTeachesNothing(t *testing.T) {
+	f := newFixture(t, 2)
+	req := &framework.Request{PromptTokens: 1000}
+	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: f.eps})
+	// The answer came from the fallback (eps[1]), not the endpoint the prediction was for.
+	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[1], Status: 200, TTFT: 5 * time.Second, PromptTokens: 1000, CachedTokens: -1})
+	f.h.Advance(time.Hour)
+	for _, e := range f.eps {
+		plugintest.SetLoad(e, 0, 0, 0, f.h.Now())
+	}
+	if s := f.scores(1000); s[0] != 1 || s[1] != 1 {
+		t.Fatalf("scores %v, want no learning from a fallback's answer", s)
+	}
+}

@@ -1,0 +1,167 @@
+package saturation_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/saturation"
+)
+
+var now = plugintest.Epoch.Add(10 * time.Second)
+
+// state builds an endpoint in a named condition.
+func state(name string) *datastore.Endpoint {
+	fresh := now.Add(-100 * time.Millisecond)
+	switch name {
+	case "idle":
+		return plugintest.Endpoint(name, "m", 0, 1, 0.1, fresh)
+	case "queue4":
+		return plugintest.Endpoint(name, "m", 4, 1, 0.1, fresh)
+	case "queue5":
+		return plugintest.Endpoint(name, "m", 5, 1, 0.1, fresh)
+	case "kv80":
+		return plugintest.Endpoint(name, "m", 0, 1, 0.8, fresh)
+	case "stale":
+		return plugintest.Endpoint(name, "m", 0, 1, 0.1, now.Add(-3*time.Second))
+	case "scrape-failing":
+		e := plugintest.Endpoint(name, "m", 0, 1, 0.1, fresh)
+		e.RecordScrapeFailure()
+		return e
+	case "no-metrics":
+		return datastore.NewEndpoint(name, "", "", nil)
+	case "ejected":
+		e := plugintest.Endpoint(name, "m", 0, 1, 0.1, fresh)
+		for range datastore.HealthConsecutiveFailures {
+			e.ObserveResult(500, nil, now)
+		}
+		return e
+	}
+	panic(name)
+}
+
+func run(f framework.Filter, names ...string) string {
+	eps := make([]*datastore.Endpoint, len(names))
+	for i, n := range names {
+		eps[i] = state(n)
+	}
+	got := f.Filter(context.Background(), &framework.CycleState{Now: now}, &framework.Request{}, eps)
+	var out []string
+	for _, e := range got {
+		out = append(out, e.Address)
+	}
+	return strings.Join(out, " ")
+}
+
+func newPlugin(t *testing.T, f framework.Factory, params string) framework.Plugin {
+	t.Helper()
+	var raw json.RawMessage
+	if params != "" {
+		raw = json.RawMessage(params)
+	}
+	p, err := f("x", raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSaturationFilter(t *testing.T) {
+	all := []string{"idle", "queue4", "queue5", "kv80", "stale", "scrape-failing", "no-metrics", "ejected"}
+	tests := []struct {
+		name, params string
+		in           []string
+		want         string
+	}{
+		{"defaults", "", all, "idle queue4"},
+		{"higher thresholds", `{"queueDepthThreshold": 6, "kvCacheUtilThreshold": 0.9}`, all, "idle queue4 queue5 kv80"},
+		{"headroom", `{"headroom": 0.25}`, all, "idle queue4 queue5 kv80"},
+		{"longer staleness", `{"metricsStalenessThreshold": "5s"}`, all, "idle queue4 stale"},
+		{"all saturated gives none", "", []string{"queue5", "ejected"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlugin(t, saturation.FilterFactory, tt.params).(framework.Filter)
+			if _, ok := f.(framework.SaturationFilter); !ok {
+				t.Fatal("saturation-filter is not marked as a SaturationFilter")
+			}
+			if got := run(f, tt.in...); got != tt.want {
+				t.Fatalf("kept %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUtilizationDetector(t *testing.T) {
+	d := newPlugin(t, saturation.UtilizationFactory, `{"queueDepthThreshold": 4}`)
+	f := d.(framework.Filter)
+	if got := run(f, "idle", "queue4", "kv80"); got != "idle" {
+		t.Fatalf("kept %q, want idle", got)
+	}
+	if got := run(f, "queue4", "kv80"); got != "queue4 kv80" {
+		t.Fatalf("all saturated: kept %q, want all (GIE semantics)", got)
+	}
+	tests := []struct {
+		names []string
+		want  float64
+	}{
+		{[]string{"idle"}, 0.125},           // max(0/4, 0.1/0.8)
+		{[]string{"queue4", "kv80"}, 1},     // 1 and 1
+		{[]string{"stale", "idle"}, 0.5625}, // 1 and 0.125
+		{nil, 1},
+	}
+	for _, tt := range tests {
+		eps := make([]*datastore.Endpoint, len(tt.names))
+		for i, n := range tt.names {
+			eps[i] = state(n)
+		}
+		got := d.(framework.SaturationDetector).Saturation(context.Background(), &framework.CycleState{Now: now}, eps)
+		if diff := got - tt.want; diff > 1e-9 || diff < -1e-9 {
+			t.Errorf("%v: saturation %v, want %v", tt.names, got, tt.want)
+		}
+	}
+}
+
+func TestConcurrencyDetector(t *testing.T) {
+	d := newPlugin(t, saturation.ConcurrencyFactory, `{"maxConcurrency": 2}`)
+	a, b := state("idle"), state("idle")
+	a.AddInFlight(2)
+	eps := []*datastore.Endpoint{a, b}
+	cs := &framework.CycleState{Now: now}
+	if got := d.(framework.Filter).Filter(context.Background(), cs, &framework.Request{}, eps); len(got) != 1 || got[0] != b {
+		t.Fatalf("kept %v, want only the endpoint under the limit", got)
+	}
+	if got := d.(framework.SaturationDetector).Saturation(context.Background(), cs, []*datastore.Endpoint{a, b}); got != 0.5 {
+		t.Fatalf("saturation = %v, want 0.5", got)
+	}
+}
+
+func TestFactoryErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		f       framework.Factory
+		params  string
+		wantErr string
+	}{
+		{"zero queue", saturation.FilterFactory, `{"queueDepthThreshold": 0}`, "queueDepthThreshold"},
+		{"kv over 1", saturation.UtilizationFactory, `{"kvCacheUtilThreshold": 1.5}`, "kvCacheUtilThreshold"},
+		{"bad duration", saturation.FilterFactory, `{"metricsStalenessThreshold": "soon"}`, "duration"},
+		{"negative headroom", saturation.UtilizationFactory, `{"headroom": -1}`, "headroom"},
+		{"unknown field", saturation.FilterFactory, `{"queueThreshold": 3}`, "unknown field"},
+		{"token mode", saturation.ConcurrencyFactory, `{"concurrencyMode": "tokens"}`, "tokens"},
+		{"zero concurrency", saturation.ConcurrencyFactory, `{"maxConcurrency": 0}`, "maxConcurrency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.f("x", json.RawMessage(tt.params), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+// Package scheduling is the gateway's endpoint picker: for each request it runs the configured
+// profile's filters, weighted scorers and picker over the endpoint store and returns the target
+// and ordered fallbacks. Profiles are built-in (default, gie-default and the baselines) or come
+// from a GIE EndpointPickerConfig file.
+package scheduling
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
+
+// Built-in profile names.
+const (
+	ProfileDefault      = "default"
+	ProfileGIEDefault   = "gie-default"
+	ProfileRoundRobin   = "round-robin"
+	ProfileLeastRequest = "least-request"
+	ProfileRandom       = "random"
+)
+
+// baselines behave like a plain Kubernetes Service: no saturation filter, no flow control.
+var baselines = []string{ProfileRoundRobin, ProfileLeastRequest, ProfileRandom}
+
+// Profiles lists the built-in profile names.
+func Profiles() []string {
+	return []string{ProfileDefault, ProfileGIEDefault, ProfileRoundRobin, ProfileLeastRequest, ProfileRandom}
+}
+
+//go:embed profiles/*.yaml
+var profileFS embed.FS
+
+// ProfileYAML returns the EndpointPickerConfig of a built-in profile.
+func ProfileYAML(name string) ([]byte, error) {
+	if !slices.Contains(Profiles(), name) {
+		return nil, fmt.Errorf("unknown profile %q (built-in: %v)", name, Profiles())
+	}
+	return profileFS.ReadFile("profiles/" + name + ".yaml")
+}
+
+// Config selects the scheduling profile.
+type Config struct {
+	// Profile names a built-in profile (default, gie-default, round-robin, least-request,
+	// random). It is used when ConfigFile is empty. Default "default".
+	Profile string
+	// ConfigFile is a GIE EndpointPickerConfig file; when set it replaces Profile.
+	ConfigFile string
+	// Now is the clock used for staleness, ejection and learning (time.Now when nil); tests
+	// inject a virtual clock.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the shipped default profile and the wall clock.
+func DefaultConfig() Config {
+	return Config{Profile: ProfileDefault, Now: time.Now}
+}
+
+// Validate returns an error naming the invalid field.
+func (c Config) Validate() error {
+	if c.ConfigFile == "" && !slices.Contains(Profiles(), c.Profile) {
+		return fmt.Errorf("scheduling: Profile %q is not a built-in profile %v (or set ConfigFile)", c.Profile, Profiles())
+	}
+	return nil
+}
+
+// load parses the selected profile and tells whether it is a baseline.
+func (c Config) load() (*framework.EndpointPickerConfig, bool, error) {
+	if c.ConfigFile != "" {
+		pc, err := framework.LoadConfigFile(c.ConfigFile)
+		return pc, false, err
+	}
+	data, err := ProfileYAML(c.Profile)
+	if err != nil {
+		return nil, false, err
+	}
+	pc, err := framework.ParseConfig(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("built-in profile %s: %w", c.Profile, err)
+	}
+	return pc, slices.Contains(baselines, c.Profile), nil
+}

@@ -1,0 +1,13 @@
+package scheduling
+
+import "errors"
+
+// Errors returned by Schedule; the front doors translate them once, at the edge.
+var (
+	// ErrUnknownModel: no endpoint serves the requested model or adapter (HTTP 404).
+	ErrUnknownModel = errors.New("scheduling: no endpoint serves the model")
+	// ErrNoEndpoints: the model is served but no endpoint is usable (HTTP 503).
+	ErrNoEndpoints = errors.New("scheduling: no usable endpoint")
+	// ErrSaturated: every candidate is saturated; flow control may queue the request, else 429.
+	ErrSaturated = errors.New("scheduling: all candidate endpoints are saturated")
+)

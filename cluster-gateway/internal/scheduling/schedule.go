@@ -1,0 +1,149 @@
+package scheduling
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
+
+// scratch is one decision's reusable memory, pooled across requests.
+type scratch struct {
+	cands  []*datastore.Endpoint
+	totals []float64
+	tmp    []float64
+	scored []framework.ScoredEndpoint
+	cs     framework.CycleState
+}
+
+func (s *Scheduler) acquire() *scratch {
+	if sc, ok := s.pool.Get().(*scratch); ok {
+		return sc
+	}
+	sc := &scratch{}
+	sc.cs.Owner = sc
+	return sc
+}
+
+func (s *Scheduler) release(sc *scratch) {
+	sc.cs.Reset()
+	clear(sc.cands[:cap(sc.cands)])
+	clear(sc.scored[:cap(sc.scored)])
+	s.pool.Put(sc)
+}
+
+// Schedule picks the endpoint for req: Targets[0] is the choice, the rest are fallbacks in order
+// of preference. Errors are ErrUnknownModel, ErrNoEndpoints and ErrSaturated. On success the
+// caller must pass the result to PreRequest before sending.
+func (s *Scheduler) Schedule(ctx context.Context, req *framework.Request) (*framework.Result, error) {
+	start := time.Now()
+	sc := s.acquire()
+	sc.cs.Now = s.now()
+	res, err := s.run(ctx, req, sc)
+	s.metrics.latency.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.release(sc)
+		s.metrics.outcomes[err].Inc()
+		return nil, err
+	}
+	res.State = &sc.cs
+	s.metrics.ok.Inc()
+	s.metrics.picks.WithLabelValues(res.Targets[0].Address).Inc()
+	return res, nil
+}
+
+func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch) (*framework.Result, error) {
+	cands, err := s.candidates(ctx, req, sc)
+	if err != nil {
+		return nil, err
+	}
+	sc.cands = cands
+	scored := s.score(ctx, req, sc, cands)
+	res := s.profile.Picker.Pick(ctx, &sc.cs, req, scored)
+	if res == nil || len(res.Targets) == 0 {
+		return nil, ErrNoEndpoints
+	}
+	return res, nil
+}
+
+// candidates runs the fixed pre-filters (model, subset hint, passive health) and the profile's
+// filters, mapping an empty result to the right error.
+func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *scratch) ([]*datastore.Endpoint, error) {
+	cs := &sc.cs
+	cands := append(sc.cands[:0], s.src.Endpoints()...)
+	sc.cands = cands
+	if cands = s.model.Filter(ctx, cs, req, cands); len(cands) == 0 {
+		return nil, ErrUnknownModel
+	}
+	if cands = s.subset.Filter(ctx, cs, req, cands); len(cands) == 0 {
+		return nil, ErrNoEndpoints
+	}
+	cands = dropEjected(cands, cs.Now)
+	if d := s.profile.Detector; d != nil && d.Saturation(ctx, cs, cands) >= 1 {
+		return nil, ErrSaturated
+	}
+	for _, f := range s.profile.Filters {
+		if cands = f.Filter(ctx, cs, req, cands); len(cands) == 0 {
+			if _, ok := f.(framework.SaturationFilter); ok {
+				return nil, ErrSaturated
+			}
+			return nil, ErrNoEndpoints
+		}
+	}
+	return cands, nil
+}
+
+// dropEjected removes endpoints in an ejection backoff unless every candidate is ejected, in
+// which case all are kept (Envoy's panic mode): a failing pool is still tried rather than
+// refused. Profiles with a saturation filter then treat ejected endpoints as saturated.
+func dropEjected(eps []*datastore.Endpoint, now time.Time) []*datastore.Endpoint {
+	n := 0
+	for _, e := range eps {
+		if !e.Ejected(now) {
+			n++
+		}
+	}
+	if n == 0 || n == len(eps) {
+		return eps
+	}
+	out := eps[:0]
+	for _, e := range eps {
+		if !e.Ejected(now) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// score sums weight·score over the profile's scorers into ScoredEndpoints.
+func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []*datastore.Endpoint) []framework.ScoredEndpoint {
+	n := len(cands)
+	sc.totals = grow(sc.totals, n)
+	sc.tmp = grow(sc.tmp, n)
+	clear(sc.totals)
+	for _, ws := range s.scorers {
+		ws.Score(ctx, &sc.cs, req, cands, sc.tmp)
+		if ws.Weight == 0 {
+			continue
+		}
+		for i, v := range sc.tmp {
+			sc.totals[i] += ws.Weight * v
+		}
+	}
+	if cap(sc.scored) < n {
+		sc.scored = make([]framework.ScoredEndpoint, n, n+n/4)
+	}
+	sc.scored = sc.scored[:n]
+	for i, e := range cands {
+		sc.scored[i] = framework.ScoredEndpoint{Endpoint: e, Score: sc.totals[i]}
+	}
+	return sc.scored
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n, n+n/4)
+	}
+	return s[:n]
+}

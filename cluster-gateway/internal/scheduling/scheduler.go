@@ -1,0 +1,174 @@
+package scheduling
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/modelfilter"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/subsethint"
+)
+
+// EndpointSource is what the scheduler needs from the endpoint store: a lock-free snapshot of the
+// endpoints (not modified by the scheduler) and removal notifications, so plugins can drop
+// per-endpoint state. datastore.Store satisfies it.
+type EndpointSource interface {
+	Endpoints() []*datastore.Endpoint
+	OnRemove(f func(addr string))
+}
+
+// Scheduler picks endpoints for requests. It is safe for concurrent use.
+type Scheduler struct {
+	name     string
+	profile  *framework.Profile
+	scorers  []framework.WeightedScorer
+	baseline bool
+	src      EndpointSource
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *metrics
+	model    *modelfilter.Filter
+	subset   *subsethint.Filter
+	ttft     ttftPredictor
+	pool     sync.Pool
+}
+
+// ttftPredictor is implemented by scorers that predict time to first token
+// (predicted-ttft-scorer).
+type ttftPredictor interface {
+	Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) time.Duration
+}
+
+// New builds the scheduler for cfg over src. logger may be nil (discard); reg may be nil (metrics
+// are kept but not registered).
+func New(cfg Config, src EndpointSource, logger *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	pc, baseline, err := cfg.load()
+	if err != nil {
+		return nil, fmt.Errorf("scheduling: %w", err)
+	}
+	s := &Scheduler{baseline: baseline, src: src, now: cfg.Now, log: logger}
+	opts := framework.BuildOptions{Handle: &handle{s: s}, Logger: logger}
+	if !baseline {
+		opts.DefaultDetector = "utilization-detector"
+	}
+	if s.profile, err = framework.Build(pc, opts); err != nil {
+		return nil, fmt.Errorf("scheduling: %w", err)
+	}
+	s.name = cmp.Or(cfg.ConfigFile, cfg.Profile)
+	s.setup()
+	s.metrics = newMetrics(reg, s.name)
+	src.OnRemove(s.metrics.forget)
+	return s, nil
+}
+
+// setup fixes the pipeline: model and subset-hint filtering always run first (so a profile need
+// not list them), producers of cycle state score first.
+func (s *Scheduler) setup() {
+	s.model = modelfilter.New(modelfilter.Type, true)
+	s.subset = subsethint.New(subsethint.Type)
+	filters := s.profile.Filters[:0]
+	for _, f := range s.profile.Filters {
+		switch pf := f.(type) {
+		case *modelfilter.Filter:
+			s.model = pf
+		case *subsethint.Filter:
+		default:
+			filters = append(filters, f)
+		}
+	}
+	s.profile.Filters = filters
+	for _, ws := range s.profile.Scorers {
+		if p, ok := ws.Scorer.(ttftPredictor); ok && s.ttft == nil {
+			s.ttft = p
+		}
+	}
+	s.scorers = slices.Clone(s.profile.Scorers)
+	slices.SortStableFunc(s.scorers, func(a, b framework.WeightedScorer) int {
+		_, pa := a.Scorer.(framework.CycleStateProducer)
+		_, pb := b.Scorer.(framework.CycleStateProducer)
+		switch {
+		case pa && !pb:
+			return -1
+		case pb && !pa:
+			return 1
+		}
+		return 0
+	})
+}
+
+// Profile returns the name of the running profile (a built-in name or the config file path).
+func (s *Scheduler) Profile() string { return s.name }
+
+// PredictTTFT predicts the time to first token of a request of promptTokens (none cached) on e
+// with the profile's predicted-ttft-scorer, e.g. for a reference request in the capacity summary;
+// ok is false when the profile has no such scorer.
+func (s *Scheduler) PredictTTFT(e *datastore.Endpoint, promptTokens int) (d time.Duration, ok bool) {
+	if s.ttft == nil {
+		return 0, false
+	}
+	return s.ttft.Predict(e, promptTokens, 0), true
+}
+
+// FlowControl reports whether the profile uses saturation (and so flow control): false for the
+// baseline profiles, which behave like a plain Kubernetes Service.
+func (s *Scheduler) FlowControl() bool {
+	return !s.baseline && (s.profile.Detector != nil || s.profile.HasSaturationFilter())
+}
+
+// PreRequest runs the plugins' PreRequest hooks for the decision res, whose Targets[0] must be the
+// endpoint the request is being sent to. Call it once per Schedule result, before sending; it
+// releases the result's cycle state.
+func (s *Scheduler) PreRequest(ctx context.Context, req *framework.Request, res *framework.Result) {
+	if res == nil {
+		return
+	}
+	for _, h := range s.profile.PreRequests {
+		h.PreRequest(ctx, req, res)
+	}
+	if st := res.State; st != nil {
+		res.State = nil
+		if sc, ok := st.Owner.(*scratch); ok {
+			s.release(sc)
+		}
+	}
+}
+
+// FirstToken runs the plugins' FirstToken hooks when a response's first token arrives (optional:
+// learning then starts before the generation ends). info.TTFT must be set.
+func (s *Scheduler) FirstToken(ctx context.Context, req *framework.Request, info *framework.ResponseInfo) {
+	for _, h := range s.profile.FirstTokens {
+		h.FirstToken(ctx, req, info)
+	}
+}
+
+// PostResponse runs the plugins' PostResponse hooks with what the front door observed.
+func (s *Scheduler) PostResponse(ctx context.Context, req *framework.Request, info *framework.ResponseInfo) {
+	for _, h := range s.profile.PostResponses {
+		h.PostResponse(ctx, req, info)
+	}
+}
+
+// handle is the framework.Handle given to plugin factories.
+type handle struct{ s *Scheduler }
+
+func (h *handle) Endpoints() []*datastore.Endpoint { return h.s.src.Endpoints() }
+func (h *handle) OnRemove(f func(addr string))     { h.s.src.OnRemove(f) }
+func (h *handle) Now() time.Time                   { return h.s.now() }
+func (h *handle) Logger() *slog.Logger             { return h.s.log }

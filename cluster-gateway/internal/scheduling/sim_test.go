@@ -1,0 +1,227 @@
+package scheduling_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+)
+
+// A tiny deterministic fleet simulator on a virtual clock: each pod prefills one request at a
+// time (FIFO) at its prefill rate, then decodes it concurrently with the others at an ITL that
+// grows with the batch. The gateway side schedules, counts in-flight and reports responses just
+// as the front doors do. No wall clock is involved.
+
+type simProfile struct {
+	prefill float64       // tokens per second
+	itl     time.Duration // at batch 1
+	kv      int           // KV capacity in tokens
+}
+
+var (
+	fastGPU = simProfile{prefill: 30000, itl: 8 * time.Millisecond, kv: 400000}
+	slowGPU = simProfile{prefill: 3000, itl: 30 * time.Millisecond, kv: 30000}
+)
+
+type simReq struct {
+	req      *framework.Request
+	res      *framework.Result
+	pod      *simPod
+	arrived  time.Duration
+	left     float64 // prefill tokens left
+	out      int
+	decoded  float64
+	ttft     time.Duration
+	finished bool
+}
+
+type simPod struct {
+	ep       *datastore.Endpoint
+	p        simProfile
+	queue    []*simReq
+	decoding []*simReq
+	served   int
+}
+
+type sim struct {
+	t      *testing.T
+	h      *plugintest.Handle
+	s      *scheduling.Scheduler
+	pods   []*simPod
+	byAddr map[string]*simPod
+	now    time.Duration
+	done   []*simReq
+	failed int
+}
+
+func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
+	t.Helper()
+	sm := &sim{t: t, h: plugintest.NewHandle(), byAddr: map[string]*simPod{}}
+	var eps []*datastore.Endpoint
+	for i, p := range fleet {
+		e := plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch)
+		pod := &simPod{ep: e, p: p}
+		sm.pods = append(sm.pods, pod)
+		sm.byAddr[e.Address] = pod
+		eps = append(eps, e)
+	}
+	sm.h.Set(eps...)
+	cfg := scheduling.DefaultConfig()
+	cfg.Profile = profile
+	cfg.Now = sm.h.Now
+	s, err := scheduling.New(cfg, sm.h, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm.s = s
+	return sm
+}
+
+// send schedules one request and hands it to the chosen pod.
+func (sm *sim) send(prompt, out int) {
+	req := &framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out}
+	res, err := sm.s.Schedule(context.Background(), req)
+	if err != nil {
+		sm.failed++
+		return
+	}
+	pod := sm.byAddr[res.Targets[0].Address]
+	sm.s.PreRequest(context.Background(), req, res)
+	pod.ep.AddInFlight(1)
+	pod.served++
+	pod.queue = append(pod.queue, &simReq{req: req, pod: pod, arrived: sm.now, left: float64(prompt), out: out})
+}
+
+// step advances the virtual clock by dt.
+func (sm *sim) step(dt time.Duration) {
+	sm.now += dt
+	sm.h.Advance(dt)
+	for _, p := range sm.pods {
+		sm.prefill(p, dt)
+		sm.decode(p, dt)
+	}
+}
+
+func (sm *sim) prefill(p *simPod, dt time.Duration) {
+	budget := p.p.prefill * dt.Seconds()
+	for budget > 0 && len(p.queue) > 0 {
+		r := p.queue[0]
+		use := math.Min(budget, r.left)
+		r.left -= use
+		budget -= use
+		if r.left <= 0 {
+			r.ttft = sm.now - r.arrived
+			p.queue = p.queue[1:]
+			p.decoding = append(p.decoding, r)
+			sm.s.FirstToken(context.Background(), r.req, &framework.ResponseInfo{
+				Endpoint: p.ep, Status: 200, CachedTokens: -1, PromptTokens: r.req.PromptTokens, TTFT: r.ttft,
+			})
+		}
+	}
+}
+
+func (sm *sim) decode(p *simPod, dt time.Duration) {
+	itl := time.Duration(float64(p.p.itl) * (1 + float64(len(p.decoding))/64))
+	kept := p.decoding[:0]
+	for _, r := range p.decoding {
+		r.decoded += float64(dt) / float64(itl)
+		if r.decoded < float64(r.out) {
+			kept = append(kept, r)
+			continue
+		}
+		sm.finish(r, itl)
+	}
+	p.decoding = kept
+}
+
+func (sm *sim) finish(r *simReq, itl time.Duration) {
+	r.pod.ep.AddInFlight(-1)
+	sm.s.PostResponse(context.Background(), r.req, &framework.ResponseInfo{
+		Endpoint: r.pod.ep, Status: 200, CachedTokens: -1, PromptTokens: r.req.PromptTokens,
+		OutputTokens: r.out, TTFT: r.ttft, MeanITL: itl,
+	})
+	sm.done = append(sm.done, r)
+}
+
+// scrape publishes every pod's current state as its metrics.
+func (sm *sim) scrape() {
+	for _, p := range sm.pods {
+		used := 0
+		for _, r := range p.decoding {
+			used += r.req.PromptTokens + int(r.decoded)
+		}
+		kv := math.Min(1, float64(used)/float64(p.p.kv))
+		// As vLLM counts them: the request being prefilled is running, the rest of the queue waits.
+		prefilling := min(1, len(p.queue))
+		plugintest.SetLoad(p.ep, len(p.queue)-prefilling, len(p.decoding)+prefilling, kv, sm.h.Now())
+	}
+}
+
+// run sends Poisson arrivals for dur at rate per second times shape(now) (nil: constant; shape
+// must stay within [0, peak]), then drains, scraping every 50ms.
+func (sm *sim) run(seed uint64, rate float64, dur time.Duration, shape func(time.Duration) float64, peak float64) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	const dt = 2 * time.Millisecond
+	if shape == nil {
+		shape, peak = func(time.Duration) float64 { return 1 }, 1
+	}
+	gap := func() time.Duration { return time.Duration(rng.ExpFloat64() / (rate * peak) * float64(time.Second)) }
+	next := gap()
+	for sm.now < dur+60*time.Second && (sm.now < dur || sm.inSystem() > 0) {
+		for sm.now < dur && next <= sm.now {
+			prompt := int(math.Min(4000, math.Max(50, 1000*math.Exp(0.5*rng.NormFloat64()-0.125))))
+			out := 100 + rng.IntN(200)
+			if rng.Float64()*peak < shape(next) {
+				sm.send(prompt, out)
+			}
+			next += gap()
+		}
+		sm.step(dt)
+		if sm.now%(50*time.Millisecond) == 0 {
+			sm.scrape()
+		}
+	}
+}
+
+func (sm *sim) inSystem() int {
+	n := 0
+	for _, p := range sm.pods {
+		n += len(p.queue) + len(p.decoding)
+	}
+	return n
+}
+
+func (sm *sim) ttftPercentile(q float64) time.Duration {
+	ts := make([]time.Duration, 0, len(sm.done))
+	for _, r := range sm.done {
+		ts = append(ts, r.ttft)
+	}
+	slices.Sort(ts)
+	if len(ts) == 0 {
+		return 0
+	}
+	return ts[int(q*float64(len(ts)-1))]
+}
+
+func mixedFleet() []simProfile {
+	return []simProfile{fastGPU, fastGPU, fastGPU, fastGPU, slowGPU, slowGPU, slowGPU, slowGPU}
+}
+
+// slowShare is the fraction of completed requests served by the slow pods.
+func (sm *sim) slowShare() float64 {
+	slow := 0
+	for _, r := range sm.done {
+		if r.pod.p.prefill < fastGPU.prefill {
+			slow++
+		}
+	}
+	return float64(slow) / float64(max(1, len(sm.done)))
+}
