@@ -1,0 +1,137 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(*options) bool
+		wantErr string
+	}{
+		{"flags", []string{"--listen=127.0.0.1:9001", "--profile=a10g", "--model=m", "--lora=a,b", "--max-loras=2", "--seed=9"},
+			nil, func(o *options) bool {
+				return o.cfg.Listen == "127.0.0.1:9001" && o.cfg.Profile == "a10g" && o.cfg.Model == "m" &&
+					slices.Equal(o.cfg.LoRAs, []string{"a", "b"}) && o.cfg.MaxLoras == 2 && o.cfg.Seed == 9
+			}, ""},
+		{"env fills unset flags", []string{"--model=m"},
+			map[string]string{"SWITCHYARD_TIME_SCALE": "0.1", "SWITCHYARD_MODEL": "ignored", "SWITCHYARD_MAX_MODEL_LEN": "4096"},
+			func(o *options) bool {
+				return o.cfg.TimeScale == 0.1 && o.cfg.Model == "m" && o.cfg.MaxModelLen == 4096
+			}, ""},
+		{"bad env value", nil, map[string]string{"SWITCHYARD_SEED": "x"}, nil, "SWITCHYARD_SEED"},
+		{"bad flag value", []string{"--max-loras=many"}, nil, nil, "max-loras"},
+		{"positional argument", []string{"serve"}, nil, nil, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(tt.args, env(tt.env), &bytes.Buffer{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(o) {
+				t.Fatalf("options %+v", o.cfg)
+			}
+		})
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleetFile, []byte("- {listen: '127.0.0.1:0', profile: h100}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"help", []string{"--help"}, 0},
+		{"unknown flag", []string{"--gpu=h100"}, 2},
+		{"bad profile", []string{"--profile=tpu"}, 1},
+		{"bad engine", []string{"--engine=tgi"}, 1},
+		{"bad log format", []string{"--log-format=xml"}, 1},
+		{"fleet with model flag", []string{"--fleet=" + fleetFile, "--model=x"}, 1},
+		{"missing fleet file", []string{"--fleet=" + fleetFile + ".missing"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if got := Run(context.Background(), tt.args, env(nil), &out); got != tt.want {
+				t.Fatalf("exit code %d, want %d; output:\n%s", got, tt.want, out.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's logging goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"--listen=127.0.0.1:0", "--log-format=json"},
+			env(map[string]string{"SWITCHYARD_TIME_SCALE": "0.05"}), &out)
+	}()
+	re := regexp.MustCompile(`"addr":"(127\.0\.0\.1:\d+)"`)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if addr == "" {
+		cancel()
+		t.Fatalf("server address never logged:\n%s", out.String())
+	}
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if code := <-done; code != 0 || resp.StatusCode != 200 {
+		t.Fatalf("exit %d, healthz %d", code, resp.StatusCode)
+	}
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
+)
+
+// Engine kinds: which inference server's metric names /metrics exports.
+const (
+	EngineVLLM   = "vllm"
+	EngineSGLang = "sglang"
+	EngineTRTLLM = "trtllm"
+)
+
+// Config configures one simulated model server. Flags and fleet files bind to the same fields.
+type Config struct {
+	// Listen is the address to serve on (host:port; port 0 picks a free port).
+	Listen string
+	// Profile names the simulated GPU (h100, a100, l40s, a10g).
+	Profile string
+	// Model is the base model name served.
+	Model string
+	// LoRAs are the adapter names served on top of the base model.
+	LoRAs []string
+	// MaxLoras is the number of adapter slots; negative selects the default: 1 when adapters are
+	// configured (vLLM's default), else 0.
+	MaxLoras int
+	// TimeScale multiplies every simulated duration (0.1 runs ten times faster than real time).
+	TimeScale float64
+	// Seed makes generated text and step-time jitter reproducible.
+	Seed uint64
+	// Engine selects the metric names: vllm, sglang or trtllm.
+	Engine string
+	// MaxModelLen is the context length: prompt plus output tokens may not exceed it.
+	MaxModelLen int
+	// DefaultMaxTokens bounds the output when a request sets no max_tokens.
+	DefaultMaxTokens int
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes int64
+	// DrainTimeout bounds how long shutdown waits for in-flight requests (real time).
+	DrainTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults of the modelsim command.
+func DefaultConfig() Config {
+	return Config{
+		Listen:           "127.0.0.1:8001", // the first port of a local fleet
+		Profile:          "h100",           // the fastest GPU
+		Model:            "meta-llama/Llama-3.1-8B-Instruct",
+		MaxLoras:         -1,  // 1 with adapters, else 0
+		TimeScale:        1.0, // real time
+		Seed:             1,   // reproducible runs
+		Engine:           EngineVLLM,
+		MaxModelLen:      131072,   // Llama-3.1's context length
+		DefaultMaxTokens: 256,      // output bound without max_tokens
+		MaxBodyBytes:     32 << 20, // 32 MiB, the gateway's limit
+		DrainTimeout:     30 * time.Second,
+	}
+}
+
+// EffectiveMaxLoras resolves the MaxLoras default.
+func (c Config) EffectiveMaxLoras() int {
+	switch {
+	case c.MaxLoras >= 0:
+		return c.MaxLoras
+	case len(c.LoRAs) > 0:
+		return 1
+	default:
+		return 0
+	}
+}
+
+// Validate reports the first unusable field by name.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen %q: %w", c.Listen, err)
+	}
+	if _, err := profile.Lookup(c.Profile); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	if strings.TrimSpace(c.Model) == "" {
+		return errors.New("model: must not be empty")
+	}
+	if err := c.validateAdapters(); err != nil {
+		return err
+	}
+	if !(c.TimeScale > 0) || c.TimeScale > 1000 {
+		return fmt.Errorf("time-scale: %v must be in (0, 1000]", c.TimeScale)
+	}
+	switch c.Engine {
+	case EngineVLLM, EngineSGLang, EngineTRTLLM:
+	default:
+		return fmt.Errorf("engine: %q must be vllm, sglang or trtllm", c.Engine)
+	}
+	switch {
+	case c.MaxModelLen < 1:
+		return fmt.Errorf("max-model-len: %d must be >= 1", c.MaxModelLen)
+	case c.DefaultMaxTokens < 1:
+		return fmt.Errorf("default max tokens: %d must be >= 1", c.DefaultMaxTokens)
+	case c.MaxBodyBytes < 1:
+		return fmt.Errorf("max body bytes: %d must be >= 1", c.MaxBodyBytes)
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("drain timeout: %v must be >= 0", c.DrainTimeout)
+	}
+	return nil
+}
+
+func (c Config) validateAdapters() error {
+	seen := map[string]bool{c.Model: true}
+	for _, a := range c.LoRAs {
+		if strings.TrimSpace(a) == "" || strings.Contains(a, ",") {
+			return fmt.Errorf("lora: invalid adapter name %q", a)
+		}
+		if seen[a] {
+			return fmt.Errorf("lora: %q listed twice or equal to the model name", a)
+		}
+		seen[a] = true
+	}
+	if c.MaxLoras > 0 && c.MaxLoras > 1024 {
+		return fmt.Errorf("max-loras: %d is too large", c.MaxLoras)
+	}
+	if len(c.LoRAs) > 0 && c.EffectiveMaxLoras() == 0 {
+		return errors.New("max-loras: must be >= 1 when adapters are configured")
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/textgen"
+)
+
+// minNaturalTokens is the shortest answer the simulated model gives before its end-of-sequence
+// token, when a request sets no max_tokens and does not ignore EOS.
+const minNaturalTokens = 16
+
+// handleGenerate serves /v1/completions (chat=false) and /v1/chat/completions (chat=true).
+func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, ereq, apiErr := s.prepare(w, r, chat)
+		if apiErr != nil {
+			writeError(w, apiErr)
+			return
+		}
+		arrival := s.clock.Now()
+		if err := s.clock.Sleep(r.Context(), s.prof.APIOverhead); err != nil {
+			return // client gone
+		}
+		h, err := s.engine.Submit(ereq, arrival)
+		if err != nil {
+			writeError(w, badRequest("", "%v", err))
+			return
+		}
+		out := s.newOutput(req, h)
+		s.log.Debug("request admitted", "id", out.id, "model", req.model,
+			"prompt_tokens", req.promptTokens, "max_tokens", ereq.MaxTokens, "stream", req.stream)
+		if req.stream {
+			s.stream(w, r, out)
+		} else {
+			s.respond(w, r, out)
+		}
+	}
+}
+
+// prepare reads and validates a request and builds the engine's view of it.
+func (s *Server) prepare(w http.ResponseWriter, r *http.Request, chat bool) (*genRequest, engine.Request, *apiError) {
+	body, apiErr := s.readBody(w, r)
+	if apiErr != nil {
+		return nil, engine.Request{}, apiErr
+	}
+	req, err := parseRequest(body, chat)
+	if err != nil {
+		return nil, engine.Request{}, err.(*apiError)
+	}
+	adapter := ""
+	if req.model != s.cfg.Model {
+		if !s.adapters[req.model] {
+			return nil, engine.Request{}, notFound(req.model)
+		}
+		adapter = req.model
+	}
+	maxTokens, reason, apiErr := s.outputLength(req)
+	if apiErr != nil {
+		return nil, engine.Request{}, apiErr
+	}
+	ereq := engine.Request{Model: req.model, Adapter: adapter, Prompt: []byte(req.prompt),
+		PromptTokens: req.promptTokens, MaxTokens: maxTokens, FinishReason: reason}
+	if err := s.engine.Check(ereq); err != nil {
+		return nil, engine.Request{}, badRequest("", "%v", err)
+	}
+	return req, ereq, nil
+}
+
+// readBody reads the request body up to Config.MaxBodyBytes (413 beyond).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, tooLarge(s.cfg.MaxBodyBytes)
+		}
+		return nil, badRequest("", "Cannot read the request body: %v", err)
+	}
+	return body, nil
+}
+
+// outputLength decides how many tokens to generate: max_tokens when set; otherwise the default
+// bound (ignore_eos) or a natural answer length drawn from the seed and prompt (finish "stop").
+func (s *Server) outputLength(req *genRequest) (int, string, *apiError) {
+	room := s.cfg.MaxModelLen - req.promptTokens
+	if req.maxTokens > 0 && req.maxTokens > room || room < 1 {
+		return 0, "", badRequest("", "This model's maximum context length is %d tokens. However, you "+
+			"requested %d tokens (%d in the messages, %d in the completion). Please reduce the length "+
+			"of the messages or completion.", s.cfg.MaxModelLen, req.promptTokens+max(req.maxTokens, 1),
+			req.promptTokens, max(req.maxTokens, 1))
+	}
+	if req.maxTokens > 0 {
+		return req.maxTokens, "length", nil
+	}
+	limit := min(s.cfg.DefaultMaxTokens, room)
+	if req.ignoreEOS {
+		return limit, "length", nil
+	}
+	g := textgen.NewGenerator(s.cfg.Seed, req.prompt)
+	return g.Length(min(minNaturalTokens, limit), limit), "stop", nil
+}
+
+// output renders one request's response.
+type output struct {
+	req     *genRequest
+	h       *engine.Handle
+	gen     textgen.Generator
+	id      string
+	created int64
+	head    []byte // the JSON chunk prefix up to the choices
+}
+
+func (s *Server) newOutput(req *genRequest, h *engine.Handle) *output {
+	o := &output{req: req, h: h, gen: textgen.NewGenerator(s.cfg.Seed, req.prompt), created: time.Now().Unix()}
+	prefix, object := "cmpl-", "text_completion"
+	if req.chat {
+		prefix, object = "chatcmpl-", "chat.completion.chunk"
+	}
+	o.id = prefix + strconv.FormatUint(s.cfg.Seed, 16) + "-" + strconv.FormatUint(s.ids.Add(1), 10)
+	model, _ := json.Marshal(req.model)
+	o.head = append(o.head, `{"id":"`+o.id+`","object":"`+object+`","created":`...)
+	o.head = strconv.AppendInt(o.head, o.created, 10)
+	o.head = append(o.head, `,"model":`...)
+	o.head = append(o.head, model...)
+	return o
+}
+
+// usage is the OpenAI usage object with vLLM's prompt_tokens_details.
+type usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func (o *output) usage(p engine.Progress) usage {
+	return usage{PromptTokens: o.req.promptTokens, CompletionTokens: p.Generated,
+		TotalTokens:         o.req.promptTokens + p.Generated,
+		PromptTokensDetails: promptDetails{CachedTokens: p.CachedTokens}}
+}
+
+// wait blocks until the request is done or the client went away (then it cancels the request).
+func (s *Server) wait(r *http.Request, h *engine.Handle) (engine.Progress, bool) {
+	for {
+		p := h.Progress()
+		if p.Done {
+			return p, true
+		}
+		select {
+		case <-h.Notify():
+		case <-r.Context().Done():
+			s.engine.Cancel(h)
+			return p, false
+		}
+	}
+}
