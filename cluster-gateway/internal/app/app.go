@@ -1,0 +1,263 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
+)
+
+// Run is the binary: it parses args and the environment, builds the gateway and runs it until ctx
+// ends (SIGTERM), draining in-flight streams. --help prints usage and returns nil.
+func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := ParseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := NewLogger(cfg, stderr)
+	g, err := New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("cluster-gateway started", "cluster", cfg.Cluster, "region", cfg.Region,
+		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "profile", g.sched.Profile())
+	err = g.Run(ctx)
+	logger.Info("cluster-gateway stopped")
+	return err
+}
+
+// Compile-time checks that the packages fit the consumer-side interfaces they are wired into.
+var (
+	_ flowcontrol.Scheduler = (*scheduling.Scheduler)(nil)
+	_ proxy.Hooks           = (*scheduling.Scheduler)(nil)
+	_ proxy.Admitter        = (*flowcontrol.Controller)(nil)
+	_ proxy.Store           = (*datastore.Store)(nil)
+	_ extproc.Endpoints     = (*datastore.Store)(nil)
+	_ bbr.EndpointSource    = (*datastore.Store)(nil)
+)
+
+// component is anything the gateway runs until ctx ends.
+type component interface {
+	Run(ctx context.Context) error
+}
+
+// Gateway is an assembled cluster-gateway with its listeners open.
+type Gateway struct {
+	cfg        Config
+	log        *slog.Logger
+	reg        *prometheus.Registry
+	store      *datastore.Store
+	sched      *scheduling.Scheduler
+	flow       *flowcontrol.Controller
+	components []component
+	httpLn     net.Listener
+	extLn      net.Listener
+	metricsLn  net.Listener
+	httpSrv    *proxy.Server
+	extSrv     *extproc.Server
+}
+
+// New builds every component and opens the listeners (so their addresses are known before Run).
+func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
+	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g.store = datastore.NewStore(logger, g.reg)
+	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.listen}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			g.closeListeners()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (g *Gateway) buildDiscovery() error {
+	var (
+		src component
+		err error
+	)
+	switch c := g.cfg; {
+	case c.Endpoints != "":
+		src, err = discovery.NewStatic(c.Endpoints, g.store)
+	case c.EndpointsFile != "":
+		fc := discovery.DefaultFileConfig()
+		fc.Path = c.EndpointsFile
+		src, err = discovery.NewFile(fc, g.store, g.log, g.reg)
+	default:
+		kube, inf, cerr := discovery.NewClients(c.Kubeconfig)
+		if cerr != nil {
+			return fmt.Errorf("kubernetes clients: %w", cerr)
+		}
+		pc := discovery.DefaultPoolConfig()
+		pc.Name, pc.Namespace = c.PoolName, c.PoolNamespace
+		src, err = discovery.NewPool(pc, kube, inf, g.store, g.log, g.reg)
+	}
+	if err != nil {
+		return fmt.Errorf("discovery: %w", err)
+	}
+	g.components = append(g.components, src)
+	return nil
+}
+
+func (g *Gateway) buildScraper() error {
+	sc := scrape.DefaultConfig()
+	sc.Interval = g.cfg.ScrapeInterval
+	sc.MaxInterval = max(sc.MaxInterval, sc.Interval)
+	s, err := scrape.New(sc, g.store, g.log, g.reg)
+	if err != nil {
+		return err
+	}
+	g.components = append(g.components, s)
+	return nil
+}
+
+func (g *Gateway) buildScheduling() error {
+	sc := scheduling.DefaultConfig()
+	sc.Profile, sc.ConfigFile = g.cfg.Profile, g.cfg.ConfigFile
+	s, err := scheduling.New(sc, g.store, g.log, g.reg)
+	if err != nil {
+		return err
+	}
+	g.sched = s
+	fc := flowcontrol.DefaultConfig()
+	fc.Enabled = s.FlowControl()
+	fc.MaxQueue, fc.TTL = g.cfg.QueueLimit, g.cfg.QueueTTL
+	fc.ObjectivePriorities, _ = flowcontrol.ParseObjectivePriorities(g.cfg.ObjectivePriorities) // validated
+	g.flow, err = flowcontrol.New(fc, s, flowcontrol.Options{
+		IsSaturated: func(err error) bool { return errors.Is(err, scheduling.ErrSaturated) },
+		Logger:      g.log, Registerer: g.reg,
+	})
+	if err != nil {
+		return err
+	}
+	g.components = append(g.components, g.flow)
+	return nil
+}
+
+// mapSchedulingError translates the scheduler's sentinels for clients.
+func mapSchedulingError(err error) *bbr.Error {
+	switch {
+	case errors.Is(err, scheduling.ErrUnknownModel):
+		return &bbr.Error{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
+	case errors.Is(err, scheduling.ErrNoEndpoints):
+		return bbr.Unavailable(err.Error(), 1)
+	case errors.Is(err, scheduling.ErrSaturated):
+		return bbr.Overloaded(err.Error(), 1)
+	}
+	return nil
+}
+
+func (g *Gateway) buildFrontDoors() error {
+	bc := bbr.DefaultConfig()
+	bc.MaxBodyBytes = g.cfg.MaxBodyBytes
+	bc.Adapters, _ = bbr.ParseAdapterMap(g.cfg.AdapterMap) // validated
+	router, err := bbr.NewRouter(bc, g.store)
+	if err != nil {
+		return err
+	}
+	m, err := proxy.NewMetrics(g.reg)
+	if err != nil {
+		return err
+	}
+	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: g.sched,
+		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m})
+	if err != nil {
+		return err
+	}
+	pc := proxy.DefaultConfig()
+	pc.Listen, pc.Cluster, pc.Region = g.cfg.Listen, g.cfg.Cluster, g.cfg.Region
+	pc.EndpointHeader, pc.MaxAttempts, pc.DrainTimeout, pc.Staleness = g.cfg.EndpointHeader, g.cfg.MaxAttempts, g.cfg.DrainTimeout, g.cfg.Staleness
+	if g.httpSrv, err = proxy.New(pc, pipe, g.store, g.log); err != nil {
+		return err
+	}
+	if g.cfg.ExtProcListen == "" {
+		return nil
+	}
+	ec := extproc.DefaultConfig()
+	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
+	ec.MaxBodyBytes, ec.DrainTimeout = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout
+	g.extSrv, err = extproc.New(ec, pipe, g.store, g.log)
+	return err
+}
+
+func (g *Gateway) listen() error {
+	var err error
+	if g.httpLn, err = net.Listen("tcp", g.cfg.Listen); err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	if g.metricsLn, err = net.Listen("tcp", g.cfg.MetricsListen); err != nil {
+		return fmt.Errorf("--metrics-listen: %w", err)
+	}
+	if g.extSrv != nil {
+		if g.extLn, err = net.Listen("tcp", g.cfg.ExtProcListen); err != nil {
+			return fmt.Errorf("--ext-proc-listen: %w", err)
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) closeListeners() {
+	for _, ln := range []net.Listener{g.httpLn, g.extLn, g.metricsLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// HTTPAddr is the bound address of the HTTP proxy.
+func (g *Gateway) HTTPAddr() string { return addrOf(g.httpLn) }
+
+// ExtProcAddr is the bound address of the ext_proc server ("" when disabled).
+func (g *Gateway) ExtProcAddr() string { return addrOf(g.extLn) }
+
+// MetricsAddr is the bound address of the metrics listener.
+func (g *Gateway) MetricsAddr() string { return addrOf(g.metricsLn) }
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// Run runs every component until ctx ends or one fails, then shuts everything down, letting
+// in-flight streams finish within DrainTimeout.
+func (g *Gateway) Run(ctx context.Context) error {
+	eg, ctx := errgroup.WithContext(ctx)
+	for _, c := range g.components {
+		eg.Go(func() error { return c.Run(ctx) })
+	}
+	eg.Go(func() error { return g.httpSrv.Serve(ctx, g.httpLn) })
+	if g.extSrv != nil {
+		eg.Go(func() error { return g.extSrv.Serve(ctx, g.extLn) })
+	}
+	eg.Go(func() error { return g.serveMetrics(ctx) })
+	return eg.Wait()
+}
+
+// Ready reports whether at least one endpoint has fresh metrics.
+func (g *Gateway) Ready() bool { return proxy.Ready(g.store, g.cfg.Staleness, time.Now()) }

@@ -1,0 +1,295 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
+)
+
+type gateway struct {
+	*app.Gateway
+	pods []*fakeVLLM
+	http string
+}
+
+// startGateway runs a gateway in-process on loopback ports in front of n fake vLLM servers and
+// waits until it is ready.
+func startGateway(t *testing.T, n int, extra ...string) *gateway {
+	t.Helper()
+	g := &gateway{}
+	var addrs []string
+	for range n {
+		p := newFakeVLLM(t)
+		g.pods = append(g.pods, p)
+		addrs = append(addrs, p.addr())
+	}
+	args := append([]string{"--cluster=c1", "--region=us-east-1", "--listen=127.0.0.1:0", "--ext-proc-listen=127.0.0.1:0",
+		"--metrics-listen=127.0.0.1:0", "--endpoints=" + strings.Join(addrs, ","), "--scrape-interval=20ms"}, extra...)
+	cfg, err := app.ParseConfig(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Gateway, g.http = gw, "http://"+gw.HTTPAddr()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	})
+	eventually(t, "gateway ready with models", func() bool {
+		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && strings.Contains(get(t, g.http+"/v1/models"), "sql-lora")
+	})
+	return g
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestHTTPFrontDoor(t *testing.T) {
+	g := startGateway(t, 3)
+	addrs := []string{g.pods[0].addr(), g.pods[1].addr(), g.pods[2].addr()}
+	tests := []struct {
+		name, path, body string
+		status           int
+		contains         string
+	}{
+		{"completion", "/v1/completions", `{"model":"llama","prompt":"hello"}`, 200, `"a b c"`},
+		{"streamed chat", "/v1/chat/completions", `{"model":"llama","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 200, "[DONE]"},
+		{"adapter", "/v1/completions", `{"model":"sql-lora","prompt":"select"}`, 200, `"sql-lora"`},
+		{"unknown model", "/v1/completions", `{"model":"gpt-x","prompt":"x"}`, 404, "model_not_found"},
+		{"malformed", "/v1/completions", `{"model":`, 400, "invalid_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := post(t, g.http+tt.path, tt.body)
+			if resp.StatusCode != tt.status || !strings.Contains(body, tt.contains) {
+				t.Fatalf("status %d body %s", resp.StatusCode, body)
+			}
+			if resp.Header.Get("X-Switchyard-Cluster") != "c1" || resp.Header.Get("X-Switchyard-Region") != "us-east-1" {
+				t.Fatalf("headers %v", resp.Header)
+			}
+			if tt.status == 200 && !slices.Contains(addrs, resp.Header.Get("X-Switchyard-Endpoint")) {
+				t.Fatalf("endpoint header %q", resp.Header.Get("X-Switchyard-Endpoint"))
+			}
+		})
+	}
+	metrics := get(t, "http://"+g.MetricsAddr()+"/metrics")
+	for _, m := range []string{`switchyard_gateway_requests_total{code="200",model="llama"}`, "switchyard_gateway_request_duration_seconds", "go_goroutines"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if s := status(t, g.http+p); s != 200 {
+			t.Errorf("%s = %d", p, s)
+		}
+	}
+}
+
+func TestStreamingArrivesInChunks(t *testing.T) {
+	g := startGateway(t, 1)
+	resp, err := http.Post(g.http+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events int
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: {") {
+			events++
+		}
+	}
+	if events != 3 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events = %d content-type %q", events, resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestSaturationAnswers429(t *testing.T) {
+	g := startGateway(t, 2, "--queue-ttl=200ms")
+	for _, p := range g.pods {
+		p.waiting.Store(50) // queue far beyond the saturation threshold
+	}
+	eventually(t, "saturation answered 429", func() bool {
+		resp, body := post(t, g.http+"/v1/completions", `{"model":"llama","prompt":"x"}`)
+		return resp.StatusCode == 429 && resp.Header.Get("X-Switchyard-Overflow") == "1" &&
+			resp.Header.Get("Retry-After") != "" && strings.Contains(body, "overloaded")
+	})
+	for _, p := range g.pods {
+		p.waiting.Store(0)
+	}
+	eventually(t, "capacity back", func() bool {
+		resp, _ := post(t, g.http+"/v1/completions", `{"model":"llama","prompt":"x"}`)
+		return resp.StatusCode == 200
+	})
+}
+
+func TestExtProcFrontDoor(t *testing.T) {
+	g := startGateway(t, 2)
+	conn, err := grpc.NewClient(g.ExtProcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := extprocv3.NewExternalProcessorClient(conn).Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"model":"llama","prompt":"hello through envoy"}`)
+	hdrs := &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+		{Key: ":method", RawValue: []byte("POST")}, {Key: ":path", RawValue: []byte("/v1/completions")},
+		{Key: "content-type", RawValue: []byte("application/json")},
+	}}
+	for _, m := range []*extprocv3.ProcessingRequest{
+		{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hdrs}}},
+		{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}},
+	} {
+		if err := s.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dest string
+	for _, h := range r.GetRequestHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {
+		if h.GetHeader().GetKey() == "x-gateway-destination-endpoint" {
+			dest = string(h.GetHeader().GetRawValue())
+		}
+	}
+	if dest != g.pods[0].addr() && dest != g.pods[1].addr() {
+		t.Fatalf("destination %q is not a pod", dest)
+	}
+	meta := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()["x-gateway-destination-endpoint"].GetStringValue()
+	if !strings.HasPrefix(meta, dest) {
+		t.Fatalf("metadata %q does not start with %q", meta, dest)
+	}
+	r, err = s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse(); string(got.GetBody()) != string(body) || !got.GetEndOfStream() {
+		t.Fatalf("body response %v", got)
+	}
+	_ = s.CloseSend()
+}
+
+func TestParseConfig(t *testing.T) {
+	base := []string{"--cluster=c", "--region=r", "--endpoints=127.0.0.1:8001"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(app.Config) bool
+		wantErr string
+	}{
+		{"defaults", base, nil, func(c app.Config) bool {
+			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20
+		}, ""},
+		{"env", []string{"--endpoints=127.0.0.1:1"}, map[string]string{"SWITCHYARD_CLUSTER": "c", "SWITCHYARD_REGION": "r", "SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
+			func(c app.Config) bool { return c.Cluster == "c" && c.ExtProcListen == ":7000" }, ""},
+		{"flag beats env", append(base, "--listen=:1234"), map[string]string{"SWITCHYARD_LISTEN": ":9999"},
+			func(c app.Config) bool { return c.Listen == ":1234" }, ""},
+		{"endpoint header off", append(base, "--endpoint-header=false", "--profile=round-robin"), nil,
+			func(c app.Config) bool { return !c.EndpointHeader && c.Profile == "round-robin" }, ""},
+		{"missing cluster", []string{"--region=r", "--endpoints=127.0.0.1:1"}, nil, nil, "--cluster"},
+		{"no discovery", []string{"--cluster=c", "--region=r"}, nil, nil, "exactly one"},
+		{"two discoveries", append(base, "--pool-name=p"), nil, nil, "exactly one"},
+		{"bad profile", append(base, "--profile=fastest"), nil, nil, "fastest"},
+		{"bad log format", append(base, "--log-format=xml"), nil, nil, "--log-format"},
+		{"bad adapter map", append(base, "--adapter-map=a="), nil, nil, "--adapter-map"},
+		{"join without bind", append(base, "--gossip-join=10.0.0.1:7946"), nil, nil, "--gossip-bind"},
+		{"bad advertise url", append(base, "--advertise-url=ftp://x"), nil, nil, "--advertise-url"},
+		{"missing key file", append(base, "--gossip-key-file=does-not-exist"), nil, nil, "--gossip-key-file"},
+		{"bad env value", base, map[string]string{"SWITCHYARD_QUEUE_LIMIT": "many"}, nil, "SWITCHYARD_QUEUE_LIMIT"},
+		{"stray argument", append(base, "serve"), nil, nil, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := app.ParseConfig(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want mention of %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("config %+v, err %v", c, err)
+			}
+		})
+	}
+	var out strings.Builder
+	if _, err := app.ParseConfig([]string{"--help"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-ext-proc-listen") {
+		t.Fatalf("--help: err %v output %q", err, out.String())
+	}
+}

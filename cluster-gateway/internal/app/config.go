@@ -1,0 +1,241 @@
+// Package app assembles the cluster-gateway binary: it reads flags (and SWITCHYARD_<FLAG>
+// environment variables) into one Config, builds discovery, metrics scraping, the scheduler, flow
+// control and both front doors (HTTP proxy and Envoy ext_proc) around one endpoint store, and runs
+// them under an errgroup until the context ends.
+package app
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+)
+
+// Config is every setting of the gateway; flags bind to it.
+type Config struct {
+	// Cluster and Region name this gateway's cluster (response headers, gossip). Required.
+	Cluster, Region string
+	// Listen is the HTTP proxy address. Default ":8080".
+	Listen string
+	// ExtProcListen is the Envoy ext_proc gRPC address; empty disables it. Default ":9002".
+	ExtProcListen string
+	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9090".
+	MetricsListen string
+	// Endpoints is a static "host:port,..." list; EndpointsFile a watched YAML list; PoolName and
+	// PoolNamespace an InferencePool to follow (Kubeconfig, when set, instead of in-cluster
+	// credentials). Exactly one source is required.
+	Endpoints, EndpointsFile, PoolName, PoolNamespace, Kubeconfig string
+	// ConfigFile is a GIE EndpointPickerConfig file; Profile a built-in profile used without it.
+	// Default profile "default".
+	ConfigFile, Profile string
+	// Gossip settings (validated; the publisher uses them).
+	GossipBind, GossipJoin, GossipKeyFile, AdvertiseURL string
+	// LogFormat is text or json; LogLevel debug, info, warn or error. Defaults text, info.
+	LogFormat, LogLevel string
+	// ScrapeInterval is the per-pod metrics scrape interval for small fleets. Default 50 ms.
+	ScrapeInterval time.Duration
+	// Staleness is the metrics age beyond which a pod is not counted for readiness. Default 2 s.
+	Staleness time.Duration
+	// MaxBodyBytes is the request body limit (413 beyond). Default 32 MiB.
+	MaxBodyBytes int64
+	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
+	AdapterMap string
+	// EndpointHeader adds x-switchyard-endpoint to responses. Default true.
+	EndpointHeader bool
+	// QueueLimit, QueueTTL and ObjectivePriorities configure flow control (defaults 1024, 10 s, "").
+	QueueLimit          int
+	QueueTTL            time.Duration
+	ObjectivePriorities string
+	// MaxAttempts bounds the endpoints the HTTP proxy tries per request. Default 3.
+	MaxAttempts int
+	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
+	DrainTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults documented on each field.
+func DefaultConfig() Config {
+	return Config{
+		Listen:         ":8080",
+		ExtProcListen:  ":9002",
+		MetricsListen:  ":9090",
+		PoolNamespace:  "default",
+		Profile:        scheduling.ProfileDefault,
+		LogFormat:      "text",
+		LogLevel:       "info",
+		ScrapeInterval: 50 * time.Millisecond,
+		Staleness:      2 * time.Second,
+		MaxBodyBytes:   bbr.DefaultConfig().MaxBodyBytes,
+		EndpointHeader: true,
+		QueueLimit:     flowcontrol.DefaultConfig().MaxQueue,
+		QueueTTL:       flowcontrol.DefaultConfig().TTL,
+		MaxAttempts:    3,
+		DrainTimeout:   30 * time.Second,
+	}
+}
+
+// Validate returns an error naming the first invalid flag.
+func (c Config) Validate() error {
+	checks := []func() error{c.validateIdentity, c.validateListeners, c.validateDiscovery, c.validateScheduling,
+		c.validateLimits, c.validateGossip, c.validateLogging}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c Config) validateIdentity() error {
+	if strings.TrimSpace(c.Cluster) == "" {
+		return errors.New("--cluster is required")
+	}
+	if strings.TrimSpace(c.Region) == "" {
+		return errors.New("--region is required")
+	}
+	return nil
+}
+
+func (c Config) validateListeners() error {
+	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen}, {"--ext-proc-listen", c.ExtProcListen}} {
+		if l.addr == "" && l.flag == "--ext-proc-listen" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			return fmt.Errorf("%s=%q: want host:port: %v", l.flag, l.addr, err)
+		}
+	}
+	return nil
+}
+
+func (c Config) validateDiscovery() error {
+	n := 0
+	for _, set := range []bool{c.Endpoints != "", c.EndpointsFile != "", c.PoolName != ""} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("exactly one of --endpoints, --endpoints-file or --pool-name is required")
+	}
+	if c.PoolName != "" && c.PoolNamespace == "" {
+		return errors.New("--pool-namespace must not be empty with --pool-name")
+	}
+	return nil
+}
+
+func (c Config) validateScheduling() error {
+	if c.ConfigFile != "" {
+		if _, err := os.Stat(c.ConfigFile); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		return nil
+	}
+	return scheduling.Config{Profile: c.Profile}.Validate()
+}
+
+func (c Config) validateLimits() error {
+	switch {
+	case c.ScrapeInterval <= 0:
+		return fmt.Errorf("--scrape-interval must be positive, got %v", c.ScrapeInterval)
+	case c.Staleness <= 0:
+		return fmt.Errorf("--staleness must be positive, got %v", c.Staleness)
+	case c.MaxBodyBytes <= 0:
+		return fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
+	case c.QueueLimit < 0:
+		return fmt.Errorf("--queue-limit must not be negative, got %d", c.QueueLimit)
+	case c.QueueTTL <= 0:
+		return fmt.Errorf("--queue-ttl must be positive, got %v", c.QueueTTL)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("--max-attempts must be at least 1, got %d", c.MaxAttempts)
+	case c.DrainTimeout <= 0:
+		return fmt.Errorf("--drain-timeout must be positive, got %v", c.DrainTimeout)
+	}
+	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
+		return fmt.Errorf("--adapter-map: %w", err)
+	}
+	if _, err := flowcontrol.ParseObjectivePriorities(c.ObjectivePriorities); err != nil {
+		return fmt.Errorf("--objective-priorities: %w", err)
+	}
+	return nil
+}
+
+func (c Config) validateGossip() error {
+	if c.GossipJoin != "" && c.GossipBind == "" {
+		return errors.New("--gossip-join needs --gossip-bind")
+	}
+	if c.GossipBind != "" {
+		if _, _, err := net.SplitHostPort(c.GossipBind); err != nil {
+			return fmt.Errorf("--gossip-bind=%q: want host:port: %v", c.GossipBind, err)
+		}
+	}
+	for _, peer := range splitList(c.GossipJoin) {
+		if _, _, err := net.SplitHostPort(peer); err != nil {
+			return fmt.Errorf("--gossip-join: %q: want host:port: %v", peer, err)
+		}
+	}
+	if c.AdvertiseURL != "" {
+		u, err := url.Parse(c.AdvertiseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--advertise-url=%q: want an http(s) URL", c.AdvertiseURL)
+		}
+	}
+	if c.GossipKeyFile != "" {
+		if _, err := ReadGossipKeys(c.GossipKeyFile); err != nil {
+			return fmt.Errorf("--gossip-key-file: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c Config) validateLogging() error {
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format=%q: want text or json", c.LogFormat)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	return nil
+}
+
+// ReadGossipKeys reads a gossip key file: one base64-encoded 32-byte key per line (surrounding
+// whitespace trimmed); the first is the sending key.
+func ReadGossipKeys(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, err := base64.StdEncoding.DecodeString(line)
+		if err != nil || len(k) != 32 {
+			return nil, fmt.Errorf("line %d: want a base64-encoded 32-byte key", i+1)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no key in file")
+	}
+	return keys, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// EnvPrefix prefixes the environment variable of every flag: --listen is SWITCHYARD_LISTEN,
+// --ext-proc-listen SWITCHYARD_EXT_PROC_LISTEN. Command-line flags win over the environment.
+const EnvPrefix = "SWITCHYARD_"
+
+// newFlagSet binds every flag to c.
+func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cluster-gateway", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "name of this cluster (required)")
+	fs.StringVar(&c.Region, "region", c.Region, "region of this cluster (required)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP proxy address (OpenAI API, /healthz, /readyz)")
+	fs.StringVar(&c.ExtProcListen, "ext-proc-listen", c.ExtProcListen, "Envoy ext_proc gRPC address (empty disables)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "address of /metrics, /healthz and /readyz")
+	fs.StringVar(&c.Endpoints, "endpoints", c.Endpoints, "static model servers: host:port,...")
+	fs.StringVar(&c.EndpointsFile, "endpoints-file", c.EndpointsFile, "YAML list of model servers (watched)")
+	fs.StringVar(&c.PoolName, "pool-name", c.PoolName, "InferencePool to follow")
+	fs.StringVar(&c.PoolNamespace, "pool-namespace", c.PoolNamespace, "namespace of the InferencePool")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig file (default: in-cluster credentials)")
+	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "GIE EndpointPickerConfig YAML file (replaces --profile)")
+	fs.StringVar(&c.Profile, "profile", c.Profile, "built-in profile: default, gie-default, round-robin, least-request, random")
+	fs.StringVar(&c.GossipBind, "gossip-bind", c.GossipBind, "gossip bind address host:port")
+	fs.StringVar(&c.GossipJoin, "gossip-join", c.GossipJoin, "gossip peers to join: host:port,...")
+	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", c.GossipKeyFile, "file of base64 32-byte gossip keys, one per line")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "URL routers use to reach this gateway")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", c.ScrapeInterval, "per-pod metrics scrape interval")
+	fs.DurationVar(&c.Staleness, "staleness", c.Staleness, "metrics age beyond which a pod counts as stale")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "request body limit in bytes (413 beyond)")
+	fs.StringVar(&c.AdapterMap, "adapter-map", c.AdapterMap, "LoRA adapters pods load on demand: adapter=base,... or a YAML file")
+	fs.BoolVar(&c.EndpointHeader, "endpoint-header", c.EndpointHeader, "add x-switchyard-endpoint to responses")
+	fs.IntVar(&c.QueueLimit, "queue-limit", c.QueueLimit, "most requests queued by flow control")
+	fs.DurationVar(&c.QueueTTL, "queue-ttl", c.QueueTTL, "longest wait in the flow-control queue before 429")
+	fs.StringVar(&c.ObjectivePriorities, "objective-priorities", c.ObjectivePriorities, "x-gateway-inference-objective to priority: name=int,...")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "endpoints tried per request before giving up")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "longest wait for in-flight streams at shutdown")
+	return fs
+}
+
+// EnvName is the environment variable of a flag.
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ParseConfig builds the Config from defaults, then the environment (getenv), then args. It
+// returns flag.ErrHelp after printing usage to out for --help, and a validation error otherwise.
+func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	c := DefaultConfig()
+	fs := newFlagSet(&c, out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: cluster-gateway --cluster=NAME --region=NAME (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]\n\n")
+		fmt.Fprintf(out, "Every flag may also be set with the environment variable %s<FLAG> (e.g. %s).\n\n", EnvPrefix, EnvName("listen"))
+		fs.PrintDefaults()
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(EnvName(f.Name)); v != "" && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.Validate()
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+// NewLogger returns the logger the flags ask for, writing to w.
+func NewLogger(c Config, w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel) // validated
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,121 @@
+package bbr
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		want   Body
+		prompt string
+	}{
+		{"completion string", `{"model":"m","prompt":"hello","max_tokens":7,"stream":true}`,
+			Body{Model: "m", Stream: true, MaxTokens: 7}, "hello"},
+		{"completion array", `{"prompt":["ab","cd"],"model":"m"}`, Body{Model: "m"}, "abcd"},
+		{"token ids", `{"model":"m","prompt":[1,2,3]}`, Body{Model: "m", PromptTokenIDs: 3}, ""},
+		{"batched token ids", `{"model":"m","prompt":[[1,2],[3]]}`, Body{Model: "m", PromptTokenIDs: 3}, ""},
+		{"chat strings", `{"model":"c","messages":[{"role":"system","content":"sys "},{"role":"user","content":"hi"}]}`,
+			Body{Model: "c"}, "sys hi"},
+		{"chat parts", `{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`,
+			Body{Model: "c"}, "ab"},
+		{"chat null content", `{"model":"c","messages":[{"role":"assistant","content":null,"tool_calls":[]}]}`, Body{Model: "c"}, ""},
+		{"embeddings", `{"model":"e","input":"text to embed"}`, Body{Model: "e"}, "text to embed"},
+		{"escapes", `{"model":"m\u0031","prompt":"a\nb\"c\u00e9\ud83d\ude00"}`, Body{Model: "m1"}, "a\nb\"cé😀"},
+		{"stream options", `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`,
+			Body{Model: "m", Stream: true, IncludeUsage: true}, ""},
+		{"max completion tokens and nulls", `{"model":"m","max_completion_tokens":9,"stream":null,"stream_options":null}`,
+			Body{Model: "m", MaxTokens: 9}, ""},
+		{"unknown fields skipped", `{"x":{"y":[1,2,{"z":"w"}],"t":true,"f":false,"n":null,"num":-1.5e3},"model":"m"}`, Body{Model: "m"}, ""},
+		{"whitespace", " \n{ \"model\" : \"m\" , \"prompt\" : \"p\" }\n", Body{Model: "m"}, "p"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Body
+			if err := Parse([]byte(tt.body), &b); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if string(b.Prompt) != tt.prompt {
+				t.Errorf("prompt = %q, want %q", b.Prompt, tt.prompt)
+			}
+			b.Prompt = nil
+			if !sameFields(b, tt.want) {
+				t.Errorf("body = %+v, want %+v", b, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		missing bool
+	}{
+		{"empty", ``, false},
+		{"not object", `["model"]`, false},
+		{"truncated", `{"model":"m"`, false},
+		{"trailing garbage", `{"model":"m"} x`, false},
+		{"trailing comma", `{"model":"m",}`, false},
+		{"bad escape", `{"model":"m","prompt":"\q"}`, false},
+		{"control char", "{\"model\":\"m\",\"prompt\":\"a\x01\"}", false},
+		{"bad number", `{"model":"m","x":01}`, false},
+		{"model not string", `{"model":5}`, false},
+		{"negative max_tokens", `{"model":"m","max_tokens":-1}`, false},
+		{"fractional max_tokens", `{"model":"m","max_tokens":1.5}`, false},
+		{"stream not bool", `{"model":"m","stream":"yes"}`, false},
+		{"deep nesting", `{"model":"m","x":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, false},
+		{"missing model", `{"prompt":"x"}`, true},
+		{"empty model", `{"model":""}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Body
+			err := Parse([]byte(tt.body), &b)
+			if err == nil {
+				t.Fatal("Parse succeeded, want error")
+			}
+			if got := errors.Is(err, ErrMissingModel); got != tt.missing {
+				t.Fatalf("errors.Is(ErrMissingModel) = %v, want %v (err %v)", got, tt.missing, err)
+			}
+		})
+	}
+}
+
+// FuzzParse checks the scanner against encoding/json: it must accept exactly the valid JSON
+// objects and agree on the fields it reads.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","prompt":"hello","stream":true,"max_tokens":3}`,
+		`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
+		`{"model":"\u00e9","input":["a","b"]}`, `{"model":"m","prompt":[[1,2],[3]]}`, `{}`, `[`, `{"a":1e5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b Body
+		err := Parse(data, &b)
+		var ref struct {
+			Model any `json:"model"`
+		}
+		refErr := json.Unmarshal(data, &ref)
+		if refErr != nil && err == nil {
+			t.Fatalf("Parse accepted invalid JSON %q (%v)", data, refErr)
+		}
+		if err != nil {
+			return
+		}
+		if s, _ := ref.Model.(string); s != b.Model {
+			t.Fatalf("model = %q, encoding/json says %q", b.Model, s)
+		}
+	})
+}
+
+func sameFields(a, b Body) bool {
+	return a.Model == b.Model && a.Stream == b.Stream && a.IncludeUsage == b.IncludeUsage &&
+		a.MaxTokens == b.MaxTokens && a.PromptTokenIDs == b.PromptTokenIDs
+}

@@ -1,0 +1,106 @@
+// Package bbr is body-based routing: it reads the model, streaming flags and prompt from an
+// OpenAI request body in one pass without copying the body, resolves a LoRA adapter to its base
+// model from what the endpoints serve (plus an optional adapter map), computes the prompt's
+// prefix-block hashes, and renders OpenAI-style errors. It also meters response bodies (SSE
+// token timing and usage) for both front doors.
+package bbr
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/gossip/prefix"
+)
+
+// Header names set on the request forwarded to the model server.
+const (
+	HeaderModel     = "X-Gateway-Model-Name"
+	HeaderBaseModel = "X-Gateway-Base-Model-Name"
+)
+
+// Config configures body-based routing.
+type Config struct {
+	// MaxBodyBytes is the largest accepted request body; larger bodies get 413. Default 32 MiB.
+	MaxBodyBytes int64
+	// MaxPrefixBlocks bounds the prefix hashes computed per prompt (64 bytes each). Default 4096.
+	MaxPrefixBlocks int
+	// Adapters maps adapter names to base models for adapters pods load on demand. Default empty.
+	Adapters map[string]string
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{MaxBodyBytes: 32 << 20, MaxPrefixBlocks: 4096, Adapters: map[string]string{}}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes <= 0 {
+		return fmt.Errorf("bbr: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxPrefixBlocks < 0 {
+		return fmt.Errorf("bbr: MaxPrefixBlocks must not be negative, got %d", c.MaxPrefixBlocks)
+	}
+	return nil
+}
+
+// Router turns request bodies into scheduling requests. It is safe for concurrent use.
+type Router struct {
+	cfg    Config
+	src    EndpointSource
+	bodies sync.Pool
+}
+
+// NewRouter returns a Router resolving models against src.
+func NewRouter(cfg Config, src EndpointSource) (*Router, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Router{cfg: cfg, src: src}
+	r.bodies.New = func() any { return new(Body) }
+	return r, nil
+}
+
+// MaxBodyBytes is the configured body limit.
+func (r *Router) MaxBodyBytes() int64 { return r.cfg.MaxBodyBytes }
+
+// Routed is the outcome of routing one body.
+type Routed struct {
+	// Stream and IncludeUsage echo the body's streaming settings.
+	Stream, IncludeUsage bool
+}
+
+// Route parses body and fills req's Model, BaseModel, Adapter, PromptTokens, MaxTokens and
+// PrefixHashes. Errors are *Error values ready for the client (400, 404 or 413).
+func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
+	if int64(len(body)) > r.cfg.MaxBodyBytes {
+		return Routed{}, TooLarge(r.cfg.MaxBodyBytes)
+	}
+	b := r.bodies.Get().(*Body)
+	defer r.release(b)
+	if err := Parse(body, b); err != nil {
+		if errors.Is(err, ErrMissingModel) {
+			return Routed{}, BadRequest("you must provide a model parameter", "model")
+		}
+		return Routed{}, BadRequest(fmt.Sprintf("invalid request body: %v", err), "")
+	}
+	res, ok := resolve(r.src.Endpoints(), r.cfg.Adapters, b.Model)
+	if !ok {
+		return Routed{}, ModelNotFound(b.Model)
+	}
+	req.Model, req.BaseModel, req.Adapter = b.Model, res.BaseModel, res.Adapter
+	req.PromptTokens = b.EstimatedPromptTokens()
+	req.MaxTokens = b.MaxTokens
+	req.PrefixHashes = prefix.Hashes(req.PrefixHashes[:0], b.Model, b.Prompt, r.cfg.MaxPrefixBlocks)
+	return Routed{Stream: b.Stream, IncludeUsage: b.IncludeUsage}, nil
+}
+
+// release returns b to the pool unless its prompt buffer grew very large.
+func (r *Router) release(b *Body) {
+	if cap(b.Prompt) > 4<<20 {
+		b.Prompt = nil
+	}
+	r.bodies.Put(b)
+}

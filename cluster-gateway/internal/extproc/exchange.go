@@ -1,0 +1,243 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+)
+
+// errDone ends a stream after an immediate response.
+var errDone = errors.New("extproc: immediate response sent")
+
+// exchange is the state of one ext_proc stream (one HTTP request). It is used by one goroutine.
+// ctx is the stream's context, held for the stream's lifetime only.
+type exchange struct {
+	s      *Server
+	stream extprocv3.ExternalProcessor_ProcessServer
+	ctx    context.Context
+
+	headers   map[string]string // request headers, lower-case names
+	subset    []string
+	hasSubset bool
+	body      []byte
+	decided   bool
+
+	target  string // the chosen endpoint's address
+	attempt *proxy.Attempt
+	status  int
+	ended   bool
+}
+
+// run receives messages until the stream ends.
+func (x *exchange) run() error {
+	for {
+		req, err := x.stream.Recv()
+		if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := x.handle(req); err != nil {
+			if errors.Is(err, errDone) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
+	switch v := req.Request.(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return x.requestHeaders(req, v.RequestHeaders)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return x.requestBody(v.RequestBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return x.requestTrailers()
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return x.responseHeaders(v.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return x.responseBody(v.ResponseBody)
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		x.finish()
+		return x.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
+			ResponseTrailers: &extprocv3.TrailersResponse{}}})
+	}
+	return nil
+}
+
+// requestHeaders stores the headers and the subset hint. The answer waits for the body.
+func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) error {
+	x.headers = make(map[string]string, len(h.GetHeaders().GetHeaders()))
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		v := string(hv.GetRawValue())
+		if v == "" {
+			v = hv.GetValue()
+		}
+		x.headers[strings.ToLower(hv.GetKey())] = v
+	}
+	x.subset, x.hasSubset = subsetHint(req)
+	if n, err := strconv.Atoi(x.headers["content-length"]); err == nil && n > 0 {
+		if n > x.s.cfg.MaxBodyBytes {
+			return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
+		}
+		x.body = make([]byte, 0, n)
+	}
+	if h.GetEndOfStream() {
+		return x.noBody()
+	}
+	return nil
+}
+
+// requestBody accumulates body chunks (one copy into a buffer sized from Content-Length) and
+// decides on the last one.
+func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
+	if x.decided {
+		return nil
+	}
+	if len(x.body)+len(b.GetBody()) > x.s.cfg.MaxBodyBytes {
+		return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
+	}
+	x.body = append(x.body, b.GetBody()...)
+	if !b.GetEndOfStream() {
+		return nil
+	}
+	return x.decide(true)
+}
+
+// requestTrailers ends a body that was not marked end_of_stream, then acknowledges the trailers.
+func (x *exchange) requestTrailers() error {
+	if !x.decided {
+		if err := x.decide(false); err != nil {
+			return err
+		}
+	}
+	return x.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
+		RequestTrailers: &extprocv3.TrailersResponse{}}})
+}
+
+// decide schedules the request and sends the request-headers answer followed by the body.
+func (x *exchange) decide(eos bool) error {
+	x.decided = true
+	if x.hasSubset && len(x.subset) == 0 {
+		return x.immediate(bbr.Unavailable("the subset hint lists no endpoint", 1))
+	}
+	var subset []string
+	if x.hasSubset {
+		subset = x.subset
+	}
+	d, apiErr := x.s.pipe.Decide(x.ctx, x.body, x.get, subset)
+	if apiErr != nil {
+		return x.immediate(apiErr)
+	}
+	targets := restrict(d.Result.Targets, subset)
+	if len(targets) == 0 {
+		return x.immediate(bbr.Unavailable("no endpoint in the subset hint is usable", 1))
+	}
+	x.target = targets[0].Address
+	x.attempt = x.s.pipe.Begin(d, targets[0])
+	if err := x.send(x.requestHeadersResponse(d, targets)); err != nil {
+		return err
+	}
+	for _, r := range bodyResponses(x.body, eos) {
+		if err := x.send(r); err != nil {
+			return err
+		}
+	}
+	x.body = nil // sent (Send marshals synchronously); do not hold it for the response phase
+	return nil
+}
+
+// responseHeaders notes the status and content type and tags the response.
+func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
+	sse := false
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		v := string(hv.GetRawValue())
+		if v == "" {
+			v = hv.GetValue()
+		}
+		switch strings.ToLower(hv.GetKey()) {
+		case ":status":
+			x.status, _ = strconv.Atoi(v)
+		case "content-type":
+			sse = strings.HasPrefix(v, "text/event-stream")
+		}
+	}
+	if x.attempt != nil {
+		x.attempt.Respond(x.status, sse)
+	}
+	resp := x.responseHeadersResponse()
+	if h.GetEndOfStream() {
+		x.finish()
+	}
+	return x.send(resp)
+}
+
+// responseBody meters a response chunk and passes it back unchanged.
+func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
+	if x.attempt != nil {
+		x.s.pipe.Observe(x.ctx, x.attempt, b.GetBody(), time.Now())
+	}
+	if b.GetEndOfStream() {
+		x.finish()
+	}
+	return x.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
+		ResponseBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: streamed(b.GetBody(), b.GetEndOfStream())}}}})
+}
+
+// finish ends the attempt once: in-flight count, passive health, PostResponse hooks. A stream
+// that ends without response headers (Envoy configured to skip response processing, or the
+// client gone) reports status 0 without blaming the pod.
+func (x *exchange) finish() {
+	if x.attempt == nil || x.ended {
+		return
+	}
+	x.ended = true
+	x.s.pipe.End(x.ctx, x.attempt, x.status, nil, true)
+}
+
+// immediate answers the client directly and ends the stream.
+func (x *exchange) immediate(e *bbr.Error) error {
+	if err := x.send(immediateResponse(e, x.s.cfg)); err != nil {
+		return err
+	}
+	return errDone
+}
+
+func (x *exchange) send(r *extprocv3.ProcessingResponse) error {
+	if err := x.stream.Send(r); err != nil {
+		return status.Errorf(codes.Unknown, "extproc: send to envoy: %v", err)
+	}
+	return nil
+}
+
+func (x *exchange) get(name string) string { return x.headers[name] }
+
+// subsetHint reads Envoy's subset hint; ok is false when the key is absent.
+func subsetHint(req *extprocv3.ProcessingRequest) (subset []string, ok bool) {
+	ns, found := req.GetMetadataContext().GetFilterMetadata()[SubsetNamespace]
+	if !found {
+		return nil, false
+	}
+	v, found := ns.GetFields()[SubsetKey]
+	if !found {
+		return nil, false
+	}
+	for _, e := range v.GetListValue().GetValues() {
+		if s := e.GetStringValue(); s != "" {
+			subset = append(subset, s)
+		}
+	}
+	return subset, true
+}

@@ -1,0 +1,169 @@
+package extproc
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+)
+
+// setHeader is a header mutation that replaces any value Envoy already has.
+func setHeader(key, value string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: key, RawValue: []byte(value)},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// requestHeadersResponse carries the decision: destination header, model headers, the body's
+// length, removal of client-supplied routing headers, and the envoy.lb dynamic metadata.
+func (x *exchange) requestHeadersResponse(d *proxy.Decision, targets []*datastore.Endpoint) *extprocv3.ProcessingResponse {
+	addrs := make([]string, len(targets))
+	for i, t := range targets {
+		addrs[i] = t.Address
+	}
+	set := []*corev3.HeaderValueOption{
+		setHeader(DestinationKey, targets[0].Address),
+		setHeader(strings.ToLower(bbr.HeaderModel), d.Request.Model),
+		setHeader(strings.ToLower(bbr.HeaderBaseModel), d.Request.BaseModel),
+	}
+	if len(x.body) > 0 {
+		set = append(set, setHeader("content-length", strconv.Itoa(len(x.body))))
+	}
+	var remove []string
+	for k := range x.headers {
+		if proxy.IsRoutingHeader(k) && k != DestinationKey && k != "x-gateway-model-name" && k != "x-gateway-base-model-name" {
+			remove = append(remove, k)
+		}
+	}
+	slices.Sort(remove)
+	return &extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
+			Response: &extprocv3.CommonResponse{
+				ClearRouteCache: true,
+				HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: set, RemoveHeaders: remove},
+			},
+		}},
+		DynamicMetadata: destinationMetadata(strings.Join(addrs, ",")),
+	}
+}
+
+// destinationMetadata is {"envoy.lb": {"x-gateway-destination-endpoint": value}}.
+func destinationMetadata(value string) *structpb.Struct {
+	inner := &structpb.Struct{Fields: map[string]*structpb.Value{DestinationKey: structpb.NewStringValue(value)}}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}}
+}
+
+// bodyResponses returns the body as streamed body mutations of at most ChunkLimit bytes; the last
+// carries end_of_stream when eos. An empty body is one empty chunk.
+func bodyResponses(body []byte, eos bool) []*extprocv3.ProcessingResponse {
+	var out []*extprocv3.ProcessingResponse
+	for start := 0; start < len(body) || len(out) == 0; start += ChunkLimit {
+		end := min(start+ChunkLimit, len(body))
+		out = append(out, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+			RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
+				BodyMutation: streamed(body[start:end], eos && end == len(body)),
+			}},
+		}})
+	}
+	return out
+}
+
+func streamed(body []byte, eos bool) *extprocv3.BodyMutation {
+	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
+		StreamedResponse: &extprocv3.StreamedBodyResponse{Body: body, EndOfStream: eos},
+	}}
+}
+
+// responseHeadersResponse tags the response with the serving cluster, region and endpoint.
+func (x *exchange) responseHeadersResponse() *extprocv3.ProcessingResponse {
+	var set []*corev3.HeaderValueOption
+	set = append(set, servedBy(x.s.cfg)...)
+	if x.target != "" && x.s.cfg.EndpointHeader {
+		set = append(set, setHeader(strings.ToLower(proxy.HeaderEndpoint), x.target))
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: set},
+		}},
+	}}
+}
+
+func servedBy(cfg Config) []*corev3.HeaderValueOption {
+	var set []*corev3.HeaderValueOption
+	if cfg.Cluster != "" {
+		set = append(set, setHeader(strings.ToLower(proxy.HeaderCluster), cfg.Cluster))
+	}
+	if cfg.Region != "" {
+		set = append(set, setHeader(strings.ToLower(proxy.HeaderRegion), cfg.Region))
+	}
+	return set
+}
+
+// immediateResponse renders e as an ext_proc immediate response.
+func immediateResponse(e *bbr.Error, cfg Config) *extprocv3.ProcessingResponse {
+	set := servedBy(cfg)
+	for k, vs := range e.Headers() {
+		set = append(set, setHeader(strings.ToLower(k), vs[0]))
+	}
+	slices.SortFunc(set, func(a, b *corev3.HeaderValueOption) int { return strings.Compare(a.Header.Key, b.Header.Key) })
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+		ImmediateResponse: &extprocv3.ImmediateResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(e.Status)},
+			Headers: &extprocv3.HeaderMutation{SetHeaders: set},
+			Body:    e.JSON(),
+			Details: e.Code,
+		},
+	}}
+}
+
+// restrict keeps the targets whose address is in subset (all of them when subset is nil).
+func restrict(targets []*datastore.Endpoint, subset []string) []*datastore.Endpoint {
+	if subset == nil {
+		return targets
+	}
+	var out []*datastore.Endpoint
+	for _, t := range targets {
+		if slices.Contains(subset, t.Address) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// noBody answers a request without a body (e.g. GET /v1/models through Envoy): it goes to the
+// usable endpoint with the fewest in-flight requests, as there is no model to schedule on.
+func (x *exchange) noBody() error {
+	x.decided = true
+	now := time.Now()
+	var best *datastore.Endpoint
+	for _, ep := range restrict(x.s.store.Endpoints(), x.subset) {
+		if ep.Ejected(now) || ep.Models() == nil {
+			continue
+		}
+		if best == nil || ep.InFlight() < best.InFlight() {
+			best = ep
+		}
+	}
+	if best == nil {
+		return x.immediate(bbr.Unavailable("no endpoint available", 1))
+	}
+	return x.send(&extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
+			Response: &extprocv3.CommonResponse{
+				ClearRouteCache: true,
+				HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(DestinationKey, best.Address)}},
+			},
+		}},
+		DynamicMetadata: destinationMetadata(best.Address),
+	})
+}

@@ -1,0 +1,147 @@
+// Package extproc is the gateway's Envoy front door: an ext_proc v3 ExternalProcessor speaking the
+// Gateway API Inference Extension's endpoint-picker protocol. Envoy streams the request headers and
+// body (FULL_DUPLEX_STREAMED); once the body's last chunk arrives the gateway schedules the request
+// and answers the request-headers message with the header x-gateway-destination-endpoint and the
+// dynamic metadata envoy.lb → x-gateway-destination-endpoint ("ip:port,fallback,..."), then streams
+// the body back unchanged. Refusals are immediate responses (400/404/413, 429 with
+// x-switchyard-overflow, 503). Response headers and body pass through while the gateway measures
+// time to first token and usage. A gRPC health service shares the port.
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+)
+
+// Protocol names (GIE's defaults).
+const (
+	// DestinationKey is the header and metadata key naming the chosen endpoint.
+	DestinationKey = "x-gateway-destination-endpoint"
+	// MetadataNamespace wraps the destination in the response's dynamic metadata.
+	MetadataNamespace = "envoy.lb"
+	// SubsetNamespace is the request metadata namespace of Envoy's subset hint.
+	SubsetNamespace = "envoy.lb.subset_hint"
+	// SubsetKey lists the endpoints the picker must choose from.
+	SubsetKey = "x-gateway-destination-endpoint-subset"
+	// ChunkLimit is the largest body chunk sent back to Envoy (GIE's limit, under Envoy's 64 KiB).
+	ChunkLimit = 62000
+)
+
+// Config configures the ext_proc server.
+type Config struct {
+	// Listen is the gRPC address, e.g. ":9002". Required.
+	Listen string
+	// Cluster and Region are added to responses as x-switchyard-cluster and x-switchyard-region.
+	Cluster, Region string
+	// EndpointHeader adds x-switchyard-endpoint to responses. Default true.
+	EndpointHeader bool
+	// MaxBodyBytes bounds the buffered request body; larger bodies get 413. Default 32 MiB.
+	MaxBodyBytes int
+	// DrainTimeout bounds how long shutdown waits for open streams. Default 30 s.
+	DrainTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Listen: ":9002", EndpointHeader: true, MaxBodyBytes: 32 << 20, DrainTimeout: 30 * time.Second}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.Listen == "":
+		return errors.New("extproc: Listen is required")
+	case c.MaxBodyBytes <= 0:
+		return fmt.Errorf("extproc: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
+	case c.DrainTimeout <= 0:
+		return fmt.Errorf("extproc: DrainTimeout must be positive, got %v", c.DrainTimeout)
+	}
+	return nil
+}
+
+// Endpoints lists the current endpoints (for requests without a body). The datastore's Store
+// satisfies it; it must be safe for concurrent use.
+type Endpoints interface {
+	Endpoints() []*datastore.Endpoint
+}
+
+// Server is the ExternalProcessor. It is safe for concurrent use.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+	cfg   Config
+	pipe  *proxy.Pipeline
+	store Endpoints
+	log   *slog.Logger
+}
+
+var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
+
+// New returns a Server deciding with pipe.
+func New(cfg Config, pipe *proxy.Pipeline, store Endpoints, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pipe == nil || store == nil {
+		return nil, errors.New("extproc: a pipeline and endpoints are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger}, nil
+}
+
+// Run listens on Config.Listen and serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("extproc: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves ext_proc and gRPC health on ln until ctx is done, then reports NOT_SERVING and
+// stops gracefully, closing streams still open after DrainTimeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	g := grpc.NewServer()
+	extprocv3.RegisterExternalProcessorServer(g, s)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(g, hs)
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("extproc: serve: %w", err)
+	case <-ctx.Done():
+	}
+	hs.Shutdown()
+	stopped := make(chan struct{})
+	go func() { g.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(s.cfg.DrainTimeout):
+		s.log.Warn("ext_proc drain timed out; closing streams")
+		g.Stop()
+	}
+	return nil
+}
+
+// Process handles one HTTP request's ext_proc stream.
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	x := &exchange{s: s, stream: stream, ctx: stream.Context()}
+	defer x.finish()
+	return x.run()
+}

@@ -1,0 +1,195 @@
+package flowcontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
+
+// ErrOverflow is wrapped by every refusal of flow control (queue full, evicted, expired, shut
+// down, or saturated with queueing off). Front doors answer it 429 with x-switchyard-overflow: 1.
+var ErrOverflow = errors.New("flowcontrol: overflow")
+
+// Scheduler places a request on an endpoint. It must be safe for concurrent use.
+type Scheduler interface {
+	Schedule(ctx context.Context, req *framework.Request) (*framework.Result, error)
+}
+
+// Clock tells the time; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Options are the Controller's collaborators.
+type Options struct {
+	// IsSaturated reports whether a scheduling error means "every candidate is saturated" (the
+	// only error that queues). Required.
+	IsSaturated func(error) bool
+	// Clock defaults to the system clock.
+	Clock Clock
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Controller admits requests: it schedules them at once when possible and queues them otherwise.
+// It is safe for concurrent use; Run must be running for queued requests to be retried on ticks.
+type Controller struct {
+	cfg     Config
+	sched   Scheduler
+	opts    Options
+	metrics *metrics
+	wake    chan struct{}
+
+	mu      sync.Mutex
+	q       queue
+	stopped bool
+}
+
+// New returns a Controller.
+func New(cfg Config, sched Scheduler, opts Options) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if sched == nil || opts.IsSaturated == nil {
+		return nil, errors.New("flowcontrol: a scheduler and IsSaturated are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, sched: sched, opts: opts, metrics: m, wake: make(chan struct{}, 1)}, nil
+}
+
+// Config returns the configuration.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Len is the number of queued requests.
+func (c *Controller) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.q.size
+}
+
+// Admit schedules req, waiting in the queue while every candidate is saturated. Errors other than
+// saturation come straight from the scheduler; refusals wrap ErrOverflow; a cancelled ctx returns
+// ctx.Err().
+func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framework.Result, error) {
+	res, err := c.sched.Schedule(ctx, req)
+	if err == nil || !c.opts.IsSaturated(err) {
+		return res, err
+	}
+	if !c.cfg.Enabled {
+		c.metrics.outcome("rejected")
+		return nil, fmt.Errorf("%w: every endpoint is saturated", ErrOverflow)
+	}
+	it, err := c.enqueue(req)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case out := <-it.done:
+		return out.res, out.err
+	case <-ctx.Done():
+		return nil, c.cancel(it, ctx.Err())
+	}
+}
+
+// enqueue adds req to the queue, evicting a lower-priority request when the queue is full.
+func (c *Controller) enqueue(req *framework.Request) (*item, error) {
+	now := c.opts.Clock.Now()
+	it := &item{req: req, enqueued: now, deadline: now.Add(c.cfg.TTL), done: make(chan outcome, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, fmt.Errorf("%w: shutting down", ErrOverflow)
+	}
+	if c.q.size >= c.cfg.MaxQueue {
+		v := c.q.victim(req.Priority)
+		if v == nil {
+			c.metrics.outcome("rejected")
+			return nil, fmt.Errorf("%w: queue full", ErrOverflow)
+		}
+		c.finish(v, outcome{err: fmt.Errorf("%w: evicted by a higher-priority request", ErrOverflow)}, "evicted", now)
+	}
+	c.q.push(it)
+	c.metrics.queued(req.Priority, 1)
+	return it, nil
+}
+
+// cancel removes it after its caller gave up. If it was dispatched meanwhile, the decision is
+// dropped (the request was never sent).
+func (c *Controller) cancel(it *item, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.q.remove(it) {
+		c.metrics.queued(it.req.Priority, -1)
+		c.metrics.outcome("cancelled")
+	}
+	return err
+}
+
+// finish removes it from the queue and delivers out. The caller holds c.mu.
+func (c *Controller) finish(it *item, out outcome, label string, now time.Time) {
+	if !c.q.remove(it) {
+		return
+	}
+	c.metrics.queued(it.req.Priority, -1)
+	c.metrics.outcome(label)
+	c.metrics.wait.Observe(now.Sub(it.enqueued).Seconds())
+	it.done <- out
+}
+
+// Notify signals that capacity may have freed (a request finished, metrics were refreshed). It
+// never blocks.
+func (c *Controller) Notify() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run retries queued requests on every Notify and every RetryInterval until ctx is done; then it
+// answers every queued request with ErrOverflow and returns nil.
+func (c *Controller) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.RetryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.stop()
+			return nil
+		case <-t.C:
+		case <-c.wake:
+		}
+		c.Dispatch(ctx)
+	}
+}
+
+func (c *Controller) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	now := c.opts.Clock.Now()
+	for _, it := range c.q.all() {
+		c.finish(it, outcome{err: fmt.Errorf("%w: shutting down", ErrOverflow)}, "rejected", now)
+	}
+}

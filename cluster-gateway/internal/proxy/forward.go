@@ -1,0 +1,166 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// serveInference handles POST /v1/completions, /v1/chat/completions and /v1/embeddings.
+func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		s.errorAnswer(w, r, bbr.Unavailable("the gateway is shutting down", 1))
+		return
+	}
+	body, apiErr := readBody(r, s.pipe.router.MaxBodyBytes())
+	if apiErr != nil {
+		s.errorAnswer(w, r, apiErr)
+		return
+	}
+	d, apiErr := s.pipe.Decide(r.Context(), body, headerGetter(r.Header), nil)
+	if apiErr != nil {
+		s.errorAnswer(w, r, apiErr)
+		return
+	}
+	s.forward(w, r, body, d)
+}
+
+// readBody reads the whole body into one buffer sized from Content-Length, refusing more than
+// limit bytes with 413.
+func readBody(r *http.Request, limit int64) ([]byte, *bbr.Error) {
+	if r.ContentLength > limit {
+		return nil, bbr.TooLarge(limit)
+	}
+	size := int64(512)
+	if r.ContentLength > 0 {
+		size = r.ContentLength + 1 // +1 so the final Read sees EOF without growing
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, bbr.BadRequest(fmt.Sprintf("reading request body: %v", err), "")
+	}
+	if n > limit {
+		return nil, bbr.TooLarge(limit)
+	}
+	return buf.Bytes(), nil
+}
+
+// forward tries the decision's targets in order, then asks the scheduler again, until one
+// answers with something other than a connect failure, 503 or 429, or MaxAttempts is reached.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d *Decision) {
+	tried := make(map[string]bool, s.cfg.MaxAttempts)
+	res := d.Result
+	for attempt := 1; ; attempt++ {
+		ep := nextTarget(res, tried)
+		if ep == nil {
+			var err error
+			if res, err = s.pipe.Reschedule(r.Context(), d); err != nil {
+				s.errorAnswer(w, r, s.pipe.Translate(err))
+				return
+			}
+			if ep = nextTarget(res, tried); ep == nil {
+				s.errorAnswer(w, r, bbr.Unavailable("every candidate endpoint failed", 1))
+				return
+			}
+		}
+		tried[ep.Address] = true
+		reason, done := s.try(w, r, body, d, ep, attempt >= s.cfg.MaxAttempts)
+		if done {
+			return
+		}
+		s.pipe.metrics.retry(reason)
+		s.log.Debug("retrying on another endpoint", "request", d.Request.ID, "endpoint", ep.Address, "reason", reason)
+	}
+}
+
+// nextTarget is the first target of res not tried yet.
+func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoint {
+	if res == nil {
+		return nil
+	}
+	for _, ep := range res.Targets {
+		if ep != nil && !tried[ep.Address] {
+			return ep
+		}
+	}
+	return nil
+}
+
+// try sends the request to ep. It returns done=false with a reason when the attempt failed before
+// any byte reached the client and may be retried elsewhere (never when last).
+func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, ep *datastore.Endpoint, last bool) (string, bool) {
+	ctx := r.Context()
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ep.Address+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		s.errorAnswer(w, r, bbr.BadRequest(err.Error(), ""))
+		return "", true
+	}
+	out.Header = upstreamHeader(r.Header, d)
+	out.ContentLength = int64(len(body))
+	a := s.pipe.Begin(d, ep)
+	resp, err := s.transport.RoundTrip(out)
+	if err != nil {
+		if ctx.Err() != nil {
+			s.pipe.End(ctx, a, 0, nil, true)
+			return "", true
+		}
+		s.pipe.End(ctx, a, 0, err, last)
+		if last {
+			s.errorAnswer(w, r, &bbr.Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Message: err.Error()})
+			return "", true
+		}
+		return "connect", false
+	}
+	if (resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests) && !last {
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		_ = resp.Body.Close()
+		s.pipe.End(ctx, a, resp.StatusCode, nil, false)
+		return fmt.Sprint(resp.StatusCode), false
+	}
+	s.stream(w, r, resp, a)
+	return "", true
+}
+
+// stream copies the response to the client, flushing after every chunk so SSE events are not
+// buffered, while metering tokens and usage.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, a *Attempt) {
+	defer resp.Body.Close()
+	copyResponseHeader(w.Header(), resp.Header)
+	s.setServedBy(w.Header(), a.ep)
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	a.Respond(resp.StatusCode, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var upErr error
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			s.pipe.Observe(r.Context(), a, buf[:n], time.Now())
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				break // the client went away; its context cancels the upstream request
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
+				upErr = err
+			}
+			break
+		}
+	}
+	s.pipe.End(r.Context(), a, resp.StatusCode, upErr, true)
+}

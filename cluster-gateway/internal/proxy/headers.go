@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+)
+
+// hopHeaders are connection-level headers that are never forwarded (RFC 9110 section 7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// IsRoutingHeader reports whether a client-supplied header would steer routing and must not reach
+// the scheduler or the model server: x-gateway-* (destination endpoint, model names, subset) and
+// x-switchyard-*. The priority and tenant headers are read before stripping.
+func IsRoutingHeader(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "x-gateway-") || strings.HasPrefix(n, "x-switchyard-")
+}
+
+// upstreamHeader builds the header sent to the model server from the client's.
+func upstreamHeader(in http.Header, d *Decision) http.Header {
+	out := make(http.Header, len(in)+2)
+	for k, v := range in {
+		if IsRoutingHeader(k) || k == "Content-Length" {
+			continue
+		}
+		out[k] = v
+	}
+	removeHop(out, in)
+	out.Set(bbr.HeaderModel, d.Request.Model)
+	out.Set(bbr.HeaderBaseModel, d.Request.BaseModel)
+	return out
+}
+
+// removeHop deletes hop-by-hop headers, including those named in the Connection header of src.
+func removeHop(h, src http.Header) {
+	for _, f := range src.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			h.Del(strings.TrimSpace(name))
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// copyResponseHeader copies the model server's response headers to the client's. Content-Length
+// is kept: the body passes through unchanged.
+func copyResponseHeader(dst, src http.Header) {
+	for k, v := range src {
+		if IsRoutingHeader(k) {
+			continue
+		}
+		dst[k] = v
+	}
+	removeHop(dst, src)
+}
+
+// setServedBy sets the cluster, region and (optionally) endpoint response headers.
+func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
+	if s.cfg.Cluster != "" {
+		h.Set(HeaderCluster, s.cfg.Cluster)
+	}
+	if s.cfg.Region != "" {
+		h.Set(HeaderRegion, s.cfg.Region)
+	}
+	if ep != nil && s.cfg.EndpointHeader {
+		h.Set(HeaderEndpoint, ep.Address)
+	}
+}
+
+// headerGetter returns a lookup of h by lower-case name.
+func headerGetter(h http.Header) func(string) string {
+	return func(name string) string { return h.Get(name) }
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// ModelList renders models as OpenAI's GET /v1/models answer.
+func ModelList(models []string) []byte {
+	list := struct {
+		Object string       `json:"object"`
+		Data   []modelEntry `json:"data"`
+	}{Object: "list", Data: make([]modelEntry, 0, len(models))}
+	for _, m := range models {
+		list.Data = append(list.Data, modelEntry{ID: m, Object: "model", OwnedBy: "switchyard"})
+	}
+	b, _ := json.Marshal(list) // cannot fail: strings only
+	return b
+}

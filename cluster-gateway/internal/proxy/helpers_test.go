@@ -1,0 +1,200 @@
+package proxy_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+)
+
+var errSaturated = errors.New("saturated")
+
+// orderScheduler returns the store's endpoints in a fixed address order (or saturation).
+type orderScheduler struct {
+	store     *datastore.Store
+	mu        sync.Mutex
+	order     []string
+	saturated bool
+	seen      []*framework.Request
+}
+
+func (o *orderScheduler) Schedule(_ context.Context, req *framework.Request) (*framework.Result, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, req)
+	if o.saturated {
+		return nil, errSaturated
+	}
+	res := &framework.Result{}
+	for _, a := range o.order {
+		if ep := o.store.Get(a); ep != nil {
+			res.Targets = append(res.Targets, ep)
+		}
+	}
+	return res, nil
+}
+
+// hooks records PreRequest and PostResponse calls.
+type hooks struct {
+	mu   sync.Mutex
+	pre  int
+	post []framework.ResponseInfo
+}
+
+func (h *hooks) PreRequest(context.Context, *framework.Request, *framework.Result) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pre++
+}
+
+func (h *hooks) PostResponse(_ context.Context, _ *framework.Request, info *framework.ResponseInfo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.post = append(h.post, *info)
+}
+
+func (h *hooks) posts() []framework.ResponseInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]framework.ResponseInfo(nil), h.post...)
+}
+
+type env struct {
+	store *datastore.Store
+	sched *orderScheduler
+	hooks *hooks
+	reg   *prometheus.Registry
+	flow  *flowcontrol.Controller
+	srv   *proxy.Server
+	url   string
+}
+
+// newEnv starts a gateway on 127.0.0.1:0 in front of the given upstream addresses, each
+// serving model "llama" (and adapter "lora-a").
+func newEnv(t testing.TB, mutate func(*proxy.Config), upstreams ...string) *env {
+	t.Helper()
+	return newEnvFlow(t, false, mutate, upstreams...)
+}
+
+// newEnvFlow is newEnv with flow-control queueing on or off.
+func newEnvFlow(t testing.TB, queueing bool, mutate func(*proxy.Config), upstreams ...string) *env {
+	t.Helper()
+	e := &env{store: datastore.NewStore(nil, nil), hooks: &hooks{}, reg: prometheus.NewRegistry()}
+	var specs []datastore.EndpointSpec
+	for _, a := range upstreams {
+		specs = append(specs, datastore.EndpointSpec{Address: a})
+	}
+	e.store.Sync(specs)
+	for _, ep := range e.store.Endpoints() {
+		ep.SetModels(&datastore.Models{Base: "llama", Adapters: []string{"lora-a"}})
+		ep.SetMetrics(&datastore.Metrics{ScrapedAt: time.Now().Add(time.Hour)})
+	}
+	e.sched = &orderScheduler{store: e.store, order: upstreams}
+	bcfg := bbr.DefaultConfig()
+	bcfg.MaxBodyBytes = 1 << 16
+	router, err := bbr.NewRouter(bcfg, e.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcfg := flowcontrol.DefaultConfig()
+	fcfg.Enabled = queueing
+	fcfg.RetryInterval = time.Hour // only Notify retries, so tests see what triggers them
+	flow, err := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.flow = flow
+	m, err := proxy.NewMetrics(e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := proxy.DefaultConfig()
+	cfg.Cluster, cfg.Region = "c1", "us-east-1"
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if e.srv, err = proxy.New(cfg, pipe, e.store, nil); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- e.srv.Serve(ctx, ln) }()
+	go func() { done <- flow.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	e.url = "http://" + ln.Addr().String()
+	return e
+}
+
+func upstream(t testing.TB, h http.HandlerFunc) string {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+// deadAddr is a loopback address nothing listens on.
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func post(t testing.TB, url, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

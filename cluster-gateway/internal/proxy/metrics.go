@@ -1,0 +1,61 @@
+package proxy
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+)
+
+// Metrics are the request metrics shared by both front doors.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	ttft     *prometheus.HistogramVec
+	retries  *prometheus.CounterVec
+}
+
+// NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_requests_total",
+			Help: "Inference requests by model and final HTTP status code.",
+		}, []string{"model", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchyard_gateway_request_duration_seconds",
+			Help:    "Time from a request's arrival to the end of its response, by model.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, []string{"model"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchyard_gateway_ttft_seconds",
+			Help:    "Time from sending a request to a model server until its first token, by model.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"model"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_retries_total",
+			Help: "Requests retried on another endpoint before the first response byte, by reason.",
+		}, []string{"reason"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) observe(d *Decision, status int, now time.Time, meas bbr.Measurement) {
+	model := d.Request.Model
+	m.requests.WithLabelValues(model, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(model).Observe(now.Sub(d.Started).Seconds())
+	if meas.TTFT > 0 {
+		m.ttft.WithLabelValues(model).Observe(meas.TTFT.Seconds())
+	}
+}
+
+func (m *Metrics) retry(reason string) { m.retries.WithLabelValues(reason).Inc() }

@@ -1,0 +1,361 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+)
+
+const chatBody = `{"model":"llama","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+
+func TestStreamingPassThrough(t *testing.T) {
+	release := make(chan struct{})
+	var gotHeader http.Header
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		gotHeader = r.Header.Clone()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-release // the client must see the first chunk before the upstream finishes
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n")
+	})
+	e := newEnv(t, nil, up)
+	resp := post(t, e.url+"/v1/chat/completions", chatBody, map[string]string{
+		"X-Gateway-Destination-Endpoint": "10.9.9.9:1", "X-Switchyard-Route": "x", "X-Gateway-Model-Name": "evil",
+		"X-Switchyard-Tenant": "team-a", "Authorization": "Bearer k",
+	})
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	first, err := rd.ReadString('\n')
+	if err != nil || !strings.Contains(first, `"a"`) {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	close(release)
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("rest = %q", rest)
+	}
+	for k, want := range map[string]string{proxy.HeaderCluster: "c1", proxy.HeaderRegion: "us-east-1", proxy.HeaderEndpoint: up, "Content-Type": "text/event-stream"} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("response %s = %q, want %q", k, got, want)
+		}
+	}
+	for k, want := range map[string]string{"X-Gateway-Destination-Endpoint": "", "X-Switchyard-Route": "", "X-Switchyard-Tenant": "",
+		"X-Gateway-Model-Name": "llama", "X-Gateway-Base-Model-Name": "llama", "Authorization": "Bearer k"} {
+		if got := gotHeader.Get(k); got != want {
+			t.Errorf("upstream %s = %q, want %q", k, got, want)
+		}
+	}
+	if req := e.sched.seen[0]; req.Tenant != "team-a" || req.Headers["x-gateway-destination-endpoint"] != "" {
+		t.Errorf("scheduled request = %+v", req)
+	}
+	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
+	info := e.hooks.posts()[0]
+	if info.Status != 200 || info.OutputTokens != 2 || info.CachedTokens != 3 || info.PromptTokens != 5 || info.TTFT <= 0 || info.MeanITL <= 0 {
+		t.Fatalf("response info = %+v", info)
+	}
+	if n := e.store.Get(up).InFlight(); n != 0 {
+		t.Fatalf("in-flight = %d after the stream ended", n)
+	}
+}
+
+func TestRetryBeforeFirstByte(t *testing.T) {
+	var busyHits atomic.Int32
+	busy := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		busyHits.Add(1)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	})
+	good := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"choices":[{"text":"ok"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	})
+	dead := deadAddr(t)
+	e := newEnv(t, nil, dead, busy, good)
+	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderEndpoint) != good || !strings.Contains(string(body), "ok") {
+		t.Fatalf("status %d endpoint %q body %s", resp.StatusCode, resp.Header.Get(proxy.HeaderEndpoint), body)
+	}
+	if busyHits.Load() != 1 {
+		t.Fatalf("busy endpoint hit %d times", busyHits.Load())
+	}
+	waitFor(t, "request counted", func() bool { return sumCounter(t, e.reg, "switchyard_gateway_requests_total") == 1 })
+	want := `
+# HELP switchyard_gateway_requests_total Inference requests by model and final HTTP status code.
+# TYPE switchyard_gateway_requests_total counter
+switchyard_gateway_requests_total{code="200",model="llama"} 1
+# HELP switchyard_gateway_retries_total Requests retried on another endpoint before the first response byte, by reason.
+# TYPE switchyard_gateway_retries_total counter
+switchyard_gateway_retries_total{reason="503"} 1
+switchyard_gateway_retries_total{reason="connect"} 1
+`
+	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "switchyard_gateway_requests_total", "switchyard_gateway_retries_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLastAttemptPassesStatusThrough(t *testing.T) {
+	busy := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		http.Error(w, "busy", http.StatusTooManyRequests)
+	})
+	e := newEnv(t, func(c *proxy.Config) { c.MaxAttempts = 1 }, busy)
+	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" {
+		t.Fatalf("status %d retry-after %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+func TestNoRetryAfterFirstByte(t *testing.T) {
+	var hits atomic.Int32
+	broken := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // the pod dies mid-stream
+		}
+	})
+	spare := upstream(t, func(w http.ResponseWriter, _ *http.Request) { hits.Add(100) })
+	e := newEnv(t, nil, broken, spare)
+	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x","stream":true}`, nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"a"`) {
+		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
+	if hits.Load() != 1 {
+		t.Fatalf("upstream hits = %d, want exactly one attempt", hits.Load())
+	}
+	if info := e.hooks.posts()[0]; info.Err == nil {
+		t.Fatalf("mid-stream failure not reported: %+v", info)
+	}
+}
+
+func TestEndpointHeaderOff(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "{}") })
+	e := newEnv(t, func(c *proxy.Config) { c.EndpointHeader = false }, up)
+	resp := post(t, e.url+"/v1/embeddings", `{"model":"llama","input":"x"}`, nil)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderEndpoint) != "" || resp.Header.Get(proxy.HeaderCluster) != "c1" {
+		t.Fatalf("status %d headers %v", resp.StatusCode, resp.Header)
+	}
+}
+
+func TestCancelPropagates(t *testing.T) {
+	cancelled := make(chan struct{})
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(cancelled)
+	})
+	e := newEnv(t, nil, up)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/completions", strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("upstream request was not cancelled")
+	}
+	waitFor(t, "in-flight back to zero", func() bool { return e.store.Get(up).InFlight() == 0 })
+}
+
+func TestErrors(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "{}") })
+	e := newEnv(t, nil, up)
+	tests := []struct {
+		name      string
+		body      string
+		hdr       map[string]string
+		saturated bool
+		status    int
+		code      string
+	}{
+		{"malformed", `{"model":`, nil, false, 400, "invalid_request"},
+		{"missing model", `{"prompt":"x"}`, nil, false, 400, "invalid_request"},
+		{"bad priority", `{"model":"llama"}`, map[string]string{"X-Switchyard-Priority": "urgent"}, false, 400, "invalid_request"},
+		{"unknown model", `{"model":"nope"}`, nil, false, 404, "model_not_found"},
+		{"too large", `{"model":"llama","prompt":"` + strings.Repeat("x", 1<<17) + `"}`, nil, false, 413, "request_too_large"},
+		{"saturated", `{"model":"llama"}`, nil, true, 429, "overloaded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.sched.mu.Lock()
+			e.sched.saturated = tt.saturated
+			e.sched.mu.Unlock()
+			resp := post(t, e.url+"/v1/completions", tt.body, tt.hdr)
+			defer resp.Body.Close()
+			var got struct {
+				Error struct{ Code, Message, Type string } `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.status || got.Error.Code != tt.code || got.Error.Message == "" {
+				t.Fatalf("status %d error %+v", resp.StatusCode, got.Error)
+			}
+			if overflow := resp.Header.Get("X-Switchyard-Overflow") == "1"; overflow != (tt.status == 429) {
+				t.Fatalf("overflow header = %v", overflow)
+			}
+			if tt.status == 429 && resp.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		})
+	}
+}
+
+func TestModelsHealthReady(t *testing.T) {
+	up := upstream(t, func(http.ResponseWriter, *http.Request) {})
+	e := newEnv(t, nil, up)
+	resp, err := http.Get(e.url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a","object":"model","created":0,"owned_by":"switchyard"}]}` {
+		t.Fatalf("models = %s", body)
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(e.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s = %d", p, resp.StatusCode)
+		}
+	}
+	e.store.Get(up).SetMetrics(nil)
+	resp, _ = http.Get(e.url + "/readyz")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz without fresh metrics = %d", resp.StatusCode)
+	}
+}
+
+func TestGracefulShutdownFinishesStreams(t *testing.T) {
+	release := make(chan struct{})
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+	e := newEnv(t, nil, up)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Serve(ctx, ln) }()
+	resp := post(t, "http://"+ln.Addr().String()+"/v1/completions", `{"model":"llama","prompt":"x","stream":true}`, nil)
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	// A request arriving while draining is refused with 503 (before draining, this unknown
+	// model would get 404).
+	var rec *httptest.ResponseRecorder
+	waitFor(t, "draining", func() bool {
+		rec = httptest.NewRecorder()
+		e.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"unknown"}`)))
+		return rec.Code == http.StatusServiceUnavailable
+	})
+	if rec.Header().Get("Retry-After") == "" {
+		t.Fatal("503 while draining without Retry-After")
+	}
+	close(release)
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("stream cut during shutdown: %q", rest)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQueuedRequestRunsWhenARequestFinishes(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"choices":[{"text":"ok"}]}`) })
+	e := newEnvFlow(t, true, nil, up)
+	e.sched.mu.Lock()
+	e.sched.saturated = true
+	e.sched.mu.Unlock()
+	queued := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		queued <- resp
+	}()
+	waitFor(t, "request queued", func() bool { return e.flow.Len() == 1 })
+	e.sched.mu.Lock()
+	e.sched.saturated = false
+	e.sched.mu.Unlock()
+	// A second request, placed at once now that capacity is back, finishes; its end wakes the queue
+	// (the retry tick is an hour, so nothing else can).
+	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"y"}`, nil)
+	resp.Body.Close()
+	select {
+	case r := <-queued:
+		if r == nil || r.StatusCode != 200 {
+			t.Fatalf("queued request answered %v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued request never ran")
+	}
+}
+
+func TestCleartextHTTP2(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
+	})
+	e := newEnv(t, nil, up)
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
+	resp, err := client.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || !strings.Contains(string(body), "[DONE]") {
+		t.Fatalf("proto %s status %d body %q", resp.Proto, resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,204 @@
+// Package proxy is the gateway's OpenAI-compatible HTTP front door. It reads the body once, lets
+// body-based routing, flow control and the scheduler pick a model server, and forwards the request,
+// streaming SSE responses chunk by chunk. It retries another endpoint on a connect failure or a
+// 503/429 before the first response byte, strips client-supplied routing headers, and tags every
+// answer with the serving cluster, region and endpoint. The decision Pipeline in this package is
+// shared with the Envoy ext_proc front door.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+)
+
+// Response headers naming who served a request.
+const (
+	HeaderCluster  = "X-Switchyard-Cluster"
+	HeaderRegion   = "X-Switchyard-Region"
+	HeaderEndpoint = "X-Switchyard-Endpoint"
+)
+
+// Config configures the HTTP front door.
+type Config struct {
+	// Listen is the address to serve on, e.g. ":8080". Required.
+	Listen string
+	// Cluster and Region are sent as x-switchyard-cluster and x-switchyard-region.
+	Cluster, Region string
+	// EndpointHeader adds x-switchyard-endpoint (the pod address) to responses. Default true.
+	EndpointHeader bool
+	// MaxAttempts bounds the endpoints tried per request (first try plus retries). Default 3.
+	MaxAttempts int
+	// DrainTimeout bounds how long shutdown waits for in-flight streams. Default 30 s.
+	DrainTimeout time.Duration
+	// Staleness is the metrics age under which an endpoint counts for readiness. Default 2 s.
+	Staleness time.Duration
+	// DialTimeout bounds connecting to a model server. Default 2 s.
+	DialTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:         ":8080",
+		EndpointHeader: true,
+		MaxAttempts:    3,
+		DrainTimeout:   30 * time.Second,
+		Staleness:      2 * time.Second,
+		DialTimeout:    2 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.Listen == "":
+		return errors.New("proxy: Listen is required")
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("proxy: MaxAttempts must be at least 1, got %d", c.MaxAttempts)
+	case c.DrainTimeout <= 0 || c.Staleness <= 0 || c.DialTimeout <= 0:
+		return errors.New("proxy: DrainTimeout, Staleness and DialTimeout must be positive")
+	}
+	return nil
+}
+
+// Store is the endpoint view the proxy reads: endpoints for readiness, models for /v1/models.
+// The datastore's Store satisfies it. Implementations must be safe for concurrent use.
+type Store interface {
+	Endpoints() []*datastore.Endpoint
+	Models() []string
+}
+
+// Server is the HTTP front door. It is safe for concurrent use.
+type Server struct {
+	cfg       Config
+	pipe      *Pipeline
+	store     Store
+	log       *slog.Logger
+	transport *http.Transport
+	draining  atomic.Bool
+}
+
+// New returns a Server.
+func New(cfg Config, pipe *Pipeline, store Store, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pipe == nil || store == nil {
+		return nil, errors.New("proxy: a pipeline and a store are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger, transport: NewTransport(cfg.DialTimeout)}, nil
+}
+
+// NewTransport returns the transport tuned for model servers: many idle keep-alive connections
+// per pod, no transparent compression (bytes pass through untouched), no response timeout (a
+// long prefill is legitimate; the client's cancellation bounds it).
+func NewTransport(dialTimeout time.Duration) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+		ExpectContinueTimeout: 0,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        32 << 10,
+	}
+}
+
+// Handler returns the front door's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"/v1/completions", "/v1/chat/completions", "/v1/embeddings"} {
+		mux.HandleFunc("POST "+p, s.serveInference)
+	}
+	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", s.ServeReady)
+	return mux
+}
+
+// Run listens on Config.Listen and serves until ctx is done, then drains.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("proxy: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done. Then it answers new requests 503 with Retry-After, stops
+// accepting, and waits up to DrainTimeout for in-flight streams before closing them.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// HTTP/1.1 and cleartext HTTP/2 (prior knowledge), so routers can multiplex over h2c.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, Protocols: &protocols}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("proxy: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(dctx); err != nil {
+		s.log.Warn("proxy drain timed out; closing streams", "err", err)
+		_ = srv.Close()
+	}
+	s.transport.CloseIdleConnections()
+	return nil
+}
+
+// ServeReady answers 200 when at least one endpoint has fresh metrics, else 503.
+func (s *Server) ServeReady(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	if !Ready(s.store, s.cfg.Staleness, time.Now()) {
+		http.Error(w, "no endpoint with fresh metrics", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// Ready reports whether at least one endpoint has metrics younger than staleness at now.
+func Ready(store Store, staleness time.Duration, now time.Time) bool {
+	for _, ep := range store.Endpoints() {
+		if ep.MetricsAge(now) <= staleness {
+			return true
+		}
+	}
+	return false
+}
+
+// serveModels answers the union of what ready endpoints serve, in OpenAI's list shape.
+func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(ModelList(s.store.Models()))
+}
+
+// errorAnswer writes e unless the client is gone.
+func (s *Server) errorAnswer(w http.ResponseWriter, r *http.Request, e *bbr.Error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	s.setServedBy(w.Header(), nil)
+	e.Write(w)
+}
