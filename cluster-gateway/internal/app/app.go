@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 )
@@ -69,6 +70,7 @@ type Gateway struct {
 	store      *datastore.Store
 	sched      *scheduling.Scheduler
 	flow       *flowcontrol.Controller
+	recent     *publish.RecentPrefixes // prompt prefixes routed recently, for the gossip summary
 	components []component
 	httpLn     net.Listener
 	extLn      net.Listener
@@ -85,7 +87,10 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g.store = datastore.NewStore(logger, g.reg)
-	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.listen}
+	if cfg.GossipBind != "" {
+		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
+	}
+	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.buildGossip, g.listen}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			g.closeListeners()
@@ -183,7 +188,7 @@ func (g *Gateway) buildFrontDoors() error {
 	if err != nil {
 		return err
 	}
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: g.sched,
+	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
 		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m})
 	if err != nil {
 		return err

@@ -89,6 +89,23 @@ func (c *Controller) Len() int {
 	return c.q.size
 }
 
+// Queued is the number of queued requests for model, as a base model or an adapter name.
+func (c *Controller) Queued(model string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, b := range c.q.bands {
+		for _, t := range b.tenants {
+			for _, it := range t.items {
+				if !it.removed && (it.req.BaseModel == model || it.req.Model == model) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // Admit schedules req, waiting in the queue while every candidate is saturated. Errors other than
 // saturation come straight from the scheduler; refusals wrap ErrOverflow; a cancelled ctx returns
 // ctx.Err().

@@ -126,6 +126,10 @@ func (s *Scheduler) PredictTTFT(e *datastore.Endpoint, promptTokens int) (d time
 	return s.ttft.Predict(e, promptTokens, 0), true
 }
 
+// TTFTModel returns the profile's predicted-TTFT plugin (for the capacity summary), or nil when
+// the profile has none.
+func (s *Scheduler) TTFTModel() any { return s.ttft }
+
 // FlowControl reports whether the profile uses saturation (and so flow control): false for the
 // baseline profiles, which behave like a plain Kubernetes Service.
 func (s *Scheduler) FlowControl() bool {

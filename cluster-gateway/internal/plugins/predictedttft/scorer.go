@@ -117,6 +117,19 @@ func (s *Scorer) Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) 
 	return time.Duration(est.Total * float64(time.Second))
 }
 
+// Speed returns the prefill speed (prompt tokens per second) and decode speed (output tokens per
+// second) the scorer assumes for e: measured where it has samples, the neutral prior elsewhere.
+func (s *Scorer) Speed(e *datastore.Endpoint) (prefill, decode float64, ok bool) {
+	s.mu.RLock()
+	st := s.pods[e]
+	s.mu.RUnlock()
+	sp := effective(st, s.prior.Load())
+	if sp.itl <= 0 {
+		return sp.prefill, 0, sp.prefill > 0
+	}
+	return sp.prefill, 1 / sp.itl, true
+}
+
 // PreRequest records the dispatch to Targets[0]: it counts toward the pod's load until its next
 // scrape, and its prediction is kept to learn from the response.
 func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *framework.Result) {

@@ -1,0 +1,109 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+	"github.com/switchyard-dev/switchyard/gossip"
+	"github.com/switchyard-dev/switchyard/gossip/prefix"
+)
+
+// Version is the gateway's version, carried in gossip metadata.
+var Version = "dev"
+
+// buildGossip joins the gossip pool and publishes the cluster's capacity summary, when
+// --gossip-bind is set; a standalone gateway runs without it.
+func (g *Gateway) buildGossip() error {
+	if g.cfg.GossipBind == "" {
+		return nil
+	}
+	keys, err := ReadGossipKeys(g.cfg.GossipKeyFile)
+	if err != nil {
+		return fmt.Errorf("--gossip-key-file: %w", err)
+	}
+	gc := gossip.DefaultWANConfig()
+	host, _ := os.Hostname()
+	gc.NodeName = fmt.Sprintf("gateway-%s-%s-%d", g.cfg.Cluster, host, os.Getpid())
+	gc.Role, gc.Cluster, gc.Region, gc.Version = gossip.RoleGateway, g.cfg.Cluster, g.cfg.Region, Version
+	gc.AdvertiseURL = g.advertiseURL()
+	if gc.BindAddr, gc.BindPort, err = splitHostPort(g.cfg.GossipBind); err != nil {
+		return fmt.Errorf("--gossip-bind: %w", err)
+	}
+	gc.Seeds, gc.Keys = splitList(g.cfg.GossipJoin), keys
+	gc.Logger, gc.Registerer = g.log.With("component", "gossip"), g.reg
+	node, err := gossip.New(gc)
+	if err != nil {
+		return fmt.Errorf("gossip: %w", err)
+	}
+	pub, err := g.newPublisher(node)
+	if err != nil {
+		return err
+	}
+	g.components = append(g.components, node, pub)
+	return nil
+}
+
+func (g *Gateway) newPublisher(node *gossip.Node) (*publish.Publisher, error) {
+	pc := publish.DefaultConfig()
+	pc.SketchSeed = prefix.Seed(g.cfg.Cluster)
+	pc.Saturation.Staleness = g.cfg.Staleness
+	opts := publish.Options{Prefixes: g.recent, Queue: g.flow, Logger: g.log.With("component", "publish"), Registerer: g.reg}
+	if m := g.sched.TTFTModel(); m != nil {
+		opts.Predictor, _ = m.(publish.TTFTPredictor)
+		opts.Speeds, _ = m.(publish.SpeedSource)
+	}
+	pub, err := publish.New(pc, g.store, node, opts)
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	return pub, nil
+}
+
+// advertiseURL is the URL routers forward to: --advertise-url, or the HTTP proxy's address (with
+// the host name when it listens on every interface).
+func (g *Gateway) advertiseURL() string {
+	if g.cfg.AdvertiseURL != "" {
+		return g.cfg.AdvertiseURL
+	}
+	host, port, _ := net.SplitHostPort(g.cfg.Listen)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host, _ = os.Hostname()
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// hooks are the scheduler's request hooks plus recording of routed prompt prefixes for the
+// capacity summary's prefix sketch.
+type hooks struct {
+	*scheduling.Scheduler
+	recent *publish.RecentPrefixes
+}
+
+// PreRequest records the request's prefix blocks, then runs the scheduler's hooks.
+func (h hooks) PreRequest(ctx context.Context, req *framework.Request, res *framework.Result) {
+	if h.recent != nil && res != nil && len(req.PrefixHashes) > 0 {
+		h.recent.Record(req.BaseModel, req.PrefixHashes)
+	}
+	h.Scheduler.PreRequest(ctx, req, res)
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", port, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, n, nil
+}

@@ -1,0 +1,154 @@
+package gossip_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/gossip"
+	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
+)
+
+// benchPool starts n nodes with the given timings and waits until every node sees every other.
+func benchPool(b *testing.B, n int, timings gossip.Timings) *gossiptest.Pool {
+	b.Helper()
+	p := gossiptest.Start(b, n, func(_ int, c *gossip.Config) {
+		c.Timings = timings
+		c.SummaryTTL = 3 * time.Second
+	})
+	gossiptest.Eventually(b, 3*time.Minute, func() bool { return gossiptest.AllMembersAlive(nodes(p), n) }, "pool never formed")
+	return p
+}
+
+// BenchmarkPropagation measures how long one published change takes to reach the nodes of a
+// 100-node pool: p50 and p99 over every (node, change) arrival, and the mean time until the last
+// node has it. Run with -benchtime=Nx (N changes).
+func BenchmarkPropagation(b *testing.B) {
+	profiles := []struct {
+		name    string
+		timings gossip.Timings
+	}{
+		{"LAN", gossip.LANTimings()},
+		{"WAN", gossip.WANTimings()},
+	}
+	for _, prof := range profiles {
+		b.Run(prof.name+"/nodes=100", func(b *testing.B) {
+			const n = 100
+			p := benchPool(b, n, prof.timings)
+			var arrivals, lasts []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				pub := p.Node(i % n)
+				sent, err := pub.Publish(testSummary(20, 10, 0, uint32(i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				at := time.Unix(0, sent.GetGeneratedAtUnixNano())
+				gossiptest.Eventually(b, time.Minute, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "change never reached every node")
+				var last time.Duration
+				for k := 0; k < n; k++ {
+					if s := summaryOf(p.Node(k), sent.GetNode()); s != nil && k != i%n {
+						d := s.ReceivedAt.Sub(at)
+						arrivals = append(arrivals, d)
+						last = max(last, d)
+					}
+				}
+				lasts = append(lasts, last)
+			}
+			b.StopTimer()
+			slices.Sort(arrivals)
+			b.ReportMetric(pct(arrivals, 0.50).Seconds()*1000, "p50-ms")
+			b.ReportMetric(pct(arrivals, 0.99).Seconds()*1000, "p99-ms")
+			b.ReportMetric(mean(lasts).Seconds()*1000, "all-nodes-ms")
+		})
+	}
+}
+
+// BenchmarkBandwidth measures bytes per node per second in a 100-node LAN pool while gateways
+// publish 20 models × 10 adapters every 250 ms with every figure changing. Each iteration is one
+// second of traffic; run with -benchtime=Nx.
+func BenchmarkBandwidth(b *testing.B) {
+	for _, gateways := range []int{10, 30} {
+		b.Run(fmt.Sprintf("nodes=100/gateways=%d", gateways), func(b *testing.B) {
+			const n = 100
+			p := benchPool(b, n, gossip.LANTimings())
+			before := totals(p)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				t := time.NewTicker(250 * time.Millisecond)
+				defer t.Stop()
+				for round := uint32(0); ; round++ {
+					for g := 0; g < gateways; g++ {
+						_, _ = p.Node(g).Publish(testSummary(20, 10, 0, round*7+uint32(g)))
+					}
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+					}
+				}
+			}()
+			start := time.Now()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				time.Sleep(time.Second)
+			}
+			b.StopTimer()
+			elapsed := time.Since(start).Seconds()
+			close(stop)
+			<-done
+			after := totals(p)
+			per := func(x uint64) float64 { return float64(x) / n / elapsed }
+			b.ReportMetric(per(after.PacketBytesSent+after.StreamBytesSent-before.PacketBytesSent-before.StreamBytesSent), "sent-B/s/node")
+			b.ReportMetric(per(after.OwnBroadcastBytes-before.OwnBroadcastBytes)*n/float64(gateways), "own-B/s/gateway")
+			b.ReportMetric(per(after.RelayedBroadcastBytes-before.RelayedBroadcastBytes), "relayed-B/s/node")
+			b.ReportMetric(meanAge(p).Seconds()*1000, "mean-age-ms")
+		})
+	}
+}
+
+func totals(p *gossiptest.Pool) gossip.Stats {
+	var t gossip.Stats
+	for i := 0; i < p.Len(); i++ {
+		s := p.Node(i).Stats()
+		t.PacketBytesSent += s.PacketBytesSent
+		t.StreamBytesSent += s.StreamBytesSent
+		t.OwnBroadcastBytes += s.OwnBroadcastBytes
+		t.RelayedBroadcastBytes += s.RelayedBroadcastBytes
+	}
+	return t
+}
+
+// meanAge is the mean age of the gateways' summaries as every node sees them.
+func meanAge(p *gossiptest.Pool) time.Duration {
+	var ages []time.Duration
+	for i := 0; i < p.Len(); i++ {
+		for _, s := range p.Node(i).Snapshot() {
+			if s.Node != p.Node(i).Name() {
+				ages = append(ages, s.Age)
+			}
+		}
+	}
+	return mean(ages)
+}
+
+func pct(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}

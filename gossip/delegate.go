@@ -1,0 +1,133 @@
+package gossip
+
+import (
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/switchyard-dev/switchyard/gossip/vivaldi"
+)
+
+// delegate receives memberlist's callbacks. memberlist calls them from its packet and state
+// goroutines, some (the event callbacks) with its node lock held: none of them may block or call
+// back into the memberlist.
+type delegate struct {
+	n *Node
+}
+
+var (
+	_ memberlist.Delegate      = (*delegate)(nil)
+	_ memberlist.EventDelegate = (*delegate)(nil)
+	_ memberlist.PingDelegate  = (*delegate)(nil)
+)
+
+// NodeMeta returns the node's encoded metadata.
+func (d *delegate) NodeMeta(limit int) []byte {
+	if len(d.n.meta) > limit {
+		d.n.log.Error("gossip metadata exceeds limit", "bytes", len(d.n.meta), "limit", limit)
+		return nil
+	}
+	return d.n.meta
+}
+
+// NotifyMsg handles a user message from a gossip packet.
+func (d *delegate) NotifyMsg(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	switch b[0] {
+	case msgChunk:
+		d.n.handleChunk(b)
+	case msgLeave:
+		d.n.handleLeave(b)
+	default:
+		d.n.metrics.decodeErrors.Inc()
+	}
+}
+
+// GetBroadcasts returns queued summary chunks that fit limit, counting own and relayed bytes.
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	msgs := d.n.queue.GetBroadcasts(overhead, limit)
+	for _, m := range msgs {
+		c, err := decodeChunk(m)
+		d.n.metrics.countBroadcast(err == nil && c.node == d.n.cfg.NodeName, len(m))
+	}
+	return msgs
+}
+
+// LocalState returns every summary this node holds, for push/pull anti-entropy.
+func (d *delegate) LocalState(join bool) []byte {
+	b, err := encodeState(d.n.store.all())
+	if err != nil {
+		d.n.log.Error("gossip encode state", "err", err)
+		return nil
+	}
+	return b
+}
+
+// MergeRemoteState applies a peer's summaries that are newer than ours.
+func (d *delegate) MergeRemoteState(buf []byte, join bool) {
+	if len(buf) == 0 {
+		return
+	}
+	sums, err := decodeState(buf, stateLimit(d.n.cfg.MaxSummaryBytes))
+	if err != nil {
+		d.n.metrics.decodeErrors.Inc()
+		d.n.log.Debug("gossip bad remote state", "err", err)
+		return
+	}
+	applied := false
+	now := d.n.now()
+	for _, s := range sums {
+		d.n.metrics.received.WithLabelValues("pushpull").Inc()
+		if s.GetNode() == d.n.cfg.NodeName {
+			d.n.seq.advancePast(s.GetSequence())
+			continue
+		}
+		if d.n.store.apply(s, now) {
+			d.n.recordApplied(s, "pushpull", now)
+			applied = true
+		} else {
+			d.n.metrics.stale.Inc()
+		}
+	}
+	if applied {
+		d.n.subs.notify()
+	}
+}
+
+// stateLimit bounds a decompressed push/pull state message.
+func stateLimit(summaryLimit int) int { return max(16*summaryLimit, 32<<20) }
+
+// NotifyJoin records a member that joined (or came back).
+func (d *delegate) NotifyJoin(node *memberlist.Node) { d.n.peers.update(d.n, node, StateAlive) }
+
+// NotifyUpdate records a member whose metadata changed.
+func (d *delegate) NotifyUpdate(node *memberlist.Node) { d.n.peers.update(d.n, node, StateAlive) }
+
+// NotifyLeave records a member that left or was declared dead.
+// memberlist does not say which (its Node.State is not kept current), so a node's own leave
+// message decides: a member that announced its departure is left, any other dead.
+func (d *delegate) NotifyLeave(node *memberlist.Node) {
+	st := StateDead
+	if d.n.peers.announcedLeave(node.Name) {
+		st = StateLeft
+	}
+	d.n.peers.update(d.n, node, st)
+}
+
+// AckPayload attaches this node's network coordinate to its ping acks.
+func (d *delegate) AckPayload() []byte {
+	b, _ := d.n.coords.Coordinate().MarshalBinary()
+	return b
+}
+
+// NotifyPingComplete refines this node's coordinate from a measured RTT to a peer.
+func (d *delegate) NotifyPingComplete(other *memberlist.Node, rtt time.Duration, payload []byte) {
+	var c vivaldi.Coordinate
+	if err := c.UnmarshalBinary(payload); err != nil {
+		return
+	}
+	d.n.coords.Update(c, rtt)
+	d.n.peers.observe(other.Name, c, rtt)
+}

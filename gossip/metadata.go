@@ -1,0 +1,90 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MaxMetadataBytes is the largest encoded node metadata (memberlist's limit is 512 bytes).
+const MaxMetadataBytes = 512
+
+// metadataVersion is the encoding version this package writes. Readers accept higher versions as
+// long as they start with the version-1 fields; anything after those is ignored.
+const metadataVersion = 1
+
+// ErrInvalidMetadata reports node metadata that cannot be decoded.
+var ErrInvalidMetadata = errors.New("gossip: invalid node metadata")
+
+// Metadata describes a node to its peers. It travels with memberlist's alive messages.
+type Metadata struct {
+	// Role is RoleGateway or RoleRouter.
+	Role Role
+	// Cluster is the cluster a gateway serves; routers may leave it empty.
+	Cluster string
+	// Region is the node's region.
+	Region string
+	// URL is the advertised URL of the node's HTTP front door.
+	URL string
+	// Version is the node's software version.
+	Version string
+}
+
+// roleCodes maps roles to their one-byte wire codes.
+var roleCodes = map[Role]byte{RoleGateway: 1, RoleRouter: 2}
+
+// encodeMetadata writes: version byte, role byte, then cluster, region, URL and version, each as a
+// one-byte length followed by UTF-8 bytes.
+func encodeMetadata(m Metadata) ([]byte, error) {
+	role, ok := roleCodes[m.Role]
+	if !ok {
+		return nil, fmt.Errorf("%w: role %q", ErrInvalidMetadata, m.Role)
+	}
+	b := make([]byte, 0, 6+len(m.Cluster)+len(m.Region)+len(m.URL)+len(m.Version))
+	b = append(b, metadataVersion, role)
+	for _, s := range []string{m.Cluster, m.Region, m.URL, m.Version} {
+		if len(s) > 255 || !utf8.ValidString(s) {
+			return nil, fmt.Errorf("%w: field %.20q is longer than 255 bytes or not UTF-8", ErrInvalidMetadata, s)
+		}
+		b = append(b, byte(len(s)))
+		b = append(b, s...)
+	}
+	if len(b) > MaxMetadataBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidMetadata, len(b), MaxMetadataBytes)
+	}
+	return b, nil
+}
+
+// DecodeMetadata parses node metadata received from a peer, validating every field.
+func DecodeMetadata(b []byte) (Metadata, error) {
+	if len(b) > MaxMetadataBytes {
+		return Metadata{}, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidMetadata, len(b), MaxMetadataBytes)
+	}
+	if len(b) < 2 || b[0] == 0 {
+		return Metadata{}, fmt.Errorf("%w: missing header", ErrInvalidMetadata)
+	}
+	var m Metadata
+	switch b[1] {
+	case roleCodes[RoleGateway]:
+		m.Role = RoleGateway
+	case roleCodes[RoleRouter]:
+		m.Role = RoleRouter
+	default:
+		return Metadata{}, fmt.Errorf("%w: role code %d", ErrInvalidMetadata, b[1])
+	}
+	rest := b[2:]
+	for _, dst := range []*string{&m.Cluster, &m.Region, &m.URL, &m.Version} {
+		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+			return Metadata{}, fmt.Errorf("%w: truncated", ErrInvalidMetadata)
+		}
+		s := string(rest[1 : 1+int(rest[0])])
+		if !utf8.ValidString(s) {
+			return Metadata{}, fmt.Errorf("%w: field is not UTF-8", ErrInvalidMetadata)
+		}
+		*dst, rest = s, rest[1+int(rest[0]):]
+	}
+	if len(rest) > 0 && b[0] == metadataVersion {
+		return Metadata{}, fmt.Errorf("%w: %d trailing bytes", ErrInvalidMetadata, len(rest))
+	}
+	return m, nil
+}

@@ -1,0 +1,114 @@
+package gossip
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats are a node's traffic counters since it was created.
+type Stats struct {
+	// PacketBytesSent and PacketBytesReceived count UDP payload bytes (all memberlist traffic).
+	PacketBytesSent, PacketBytesReceived uint64
+	// StreamBytesSent and StreamBytesReceived count TCP bytes (joins, push/pull).
+	StreamBytesSent, StreamBytesReceived uint64
+	// OwnBroadcastBytes counts summary chunks this node published and sent.
+	OwnBroadcastBytes uint64
+	// RelayedBroadcastBytes counts summary chunks of other nodes this node relayed.
+	RelayedBroadcastBytes uint64
+	// SummariesApplied counts summaries (own excluded) that replaced an older one.
+	SummariesApplied uint64
+}
+
+// metrics are the node's Prometheus collectors and plain counters.
+type metrics struct {
+	members        *prometheus.GaugeVec
+	summaryAge     *prometheus.GaugeVec
+	received       *prometheus.CounterVec
+	applied        *prometheus.CounterVec
+	stale          prometheus.Counter
+	decodeErrors   prometheus.Counter
+	invalidMeta    prometheus.Counter
+	propagation    prometheus.Histogram
+	bytes          *prometheus.CounterVec
+	broadcastBytes *prometheus.CounterVec
+	published      prometheus.Counter
+	keyChanges     prometheus.Counter
+	joinAttempts   *prometheus.CounterVec
+
+	packetSent, packetRecv, streamSent, streamRecv atomic.Uint64
+	ownBytes, relayedBytes, appliedCount           atomic.Uint64
+}
+
+func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics, error) {
+	const ns, sub = "switchyard", "gossip"
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
+	}
+	m := &metrics{
+		members:      prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("members", "Known members by state (alive, suspect, dead, left).")), []string{"state"}),
+		summaryAge:   prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("summary_age_seconds", "Age of the newest summary per publishing node.")), []string{"node", "cluster"}),
+		received:     prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_received_total", "Summary messages received (chunks on broadcast, summaries on push/pull).")), []string{"path"}),
+		applied:      prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_applied_total", "Summaries that replaced an older one from the same node.")), []string{"path"}),
+		stale:        prometheus.NewCounter(prometheus.CounterOpts(opts("summaries_stale_total", "Summary messages dropped because a newer sequence was already held."))),
+		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts(opts("decode_errors_total", "Gossip messages that could not be decoded."))),
+		invalidMeta:  prometheus.NewCounter(prometheus.CounterOpts(opts("invalid_metadata_total", "Member metadata that failed validation."))),
+		propagation: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "summary_propagation_seconds",
+			Help: "Time from a summary's generation to its application here.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
+		bytes:          prometheus.NewCounterVec(prometheus.CounterOpts(opts("transport_bytes_total", "Bytes on the gossip transport.")), []string{"direction", "kind"}),
+		broadcastBytes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("broadcast_sent_bytes_total", "Summary chunk bytes sent, own or relayed.")), []string{"origin"}),
+		published:      prometheus.NewCounter(prometheus.CounterOpts(opts("published_total", "Summaries published by this node."))),
+		keyChanges:     prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
+		joinAttempts:   prometheus.NewCounterVec(prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")), []string{"result"}),
+	}
+	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")), queueDepth)
+	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.decodeErrors,
+		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.keyChanges, m.joinAttempts, queue} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) countPacket(sent bool, n int) {
+	if sent {
+		m.packetSent.Add(uint64(n))
+		m.bytes.WithLabelValues("sent", "packet").Add(float64(n))
+		return
+	}
+	m.packetRecv.Add(uint64(n))
+	m.bytes.WithLabelValues("received", "packet").Add(float64(n))
+}
+
+func (m *metrics) countStream(sent bool, n int) {
+	if sent {
+		m.streamSent.Add(uint64(n))
+		m.bytes.WithLabelValues("sent", "stream").Add(float64(n))
+		return
+	}
+	m.streamRecv.Add(uint64(n))
+	m.bytes.WithLabelValues("received", "stream").Add(float64(n))
+}
+
+func (m *metrics) countBroadcast(own bool, n int) {
+	if own {
+		m.ownBytes.Add(uint64(n))
+		m.broadcastBytes.WithLabelValues("own").Add(float64(n))
+		return
+	}
+	m.relayedBytes.Add(uint64(n))
+	m.broadcastBytes.WithLabelValues("relayed").Add(float64(n))
+}
+
+func (m *metrics) stats() Stats {
+	return Stats{
+		PacketBytesSent:       m.packetSent.Load(),
+		PacketBytesReceived:   m.packetRecv.Load(),
+		StreamBytesSent:       m.streamSent.Load(),
+		StreamBytesReceived:   m.streamRecv.Load(),
+		OwnBroadcastBytes:     m.ownBytes.Load(),
+		RelayedBroadcastBytes: m.relayedBytes.Load(),
+		SummariesApplied:      m.appliedCount.Load(),
+	}
+}
