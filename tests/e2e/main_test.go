@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -17,6 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
 	if testing.Short() {
 		fmt.Println("e2e: skipped in -short mode")
 		return 0
