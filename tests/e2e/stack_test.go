@@ -3,8 +3,11 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,18 +37,19 @@ latency:
 
 // startStack runs the local stack from src until the test ends and returns it once every
 // component is ready.
-func startStack(t *testing.T, src string) *devstack.Config {
+func startStack(t *testing.T, src string) (*devstack.Config, string) {
 	t.Helper()
 	cfg, err := devstack.ParseConfig([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
+	dataDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		done <- devstack.Run(ctx, cfg, devstack.Options{
-			DataDir: t.TempDir(), BinDir: binDir, ReadyTimeout: 90 * time.Second,
+			DataDir: dataDir, BinDir: binDir, ReadyTimeout: 90 * time.Second,
 			StopGrace: 20 * time.Second, Out: io.Discard, Ready: ready,
 		})
 	}()
@@ -60,19 +64,15 @@ func startStack(t *testing.T, src string) *devstack.Config {
 	case err := <-done:
 		t.Fatalf("stack did not start: %v", err)
 	}
-	return cfg
+	return cfg, dataDir
 }
 
 func TestLocalStackServesThroughRouters(t *testing.T) {
 	ports := freePorts(t, 4)
-	cfg := startStack(t, sprintf(smallStack, ports...))
+	cfg, dataDir := startStack(t, sprintf(smallStack, ports...))
 	for _, r := range cfg.Regions {
 		t.Run(r.Name, func(t *testing.T) {
-			body := `{"model":"test-model","prompt":"Say hello to the world","max_tokens":8,"stream":true}`
-			resp, err := http.Post("http://"+r.Router.Listen+"/v1/completions", "application/json", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := complete(t, r.Router.Listen)
 			defer resp.Body.Close()
 			if resp.StatusCode != 200 {
 				b, _ := io.ReadAll(resp.Body)
@@ -101,5 +101,65 @@ func TestLocalStackServesThroughRouters(t *testing.T) {
 				t.Fatalf("stream had %d events, done=%v", events, done)
 			}
 		})
+	}
+	t.Run("operator drains a region", func(t *testing.T) { drainRegion(t, cfg, dataDir) })
+}
+
+// complete sends one short streamed completion to a router.
+func complete(t *testing.T, addr string) *http.Response {
+	t.Helper()
+	body := `{"model":"test-model","prompt":"Say hello to the world","max_tokens":8,"stream":true}`
+	resp, err := http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// drainRegion drains us-east-1 with switchyardctl and checks that its router sends traffic to the
+// other region (route overflow) within a generous bound, then undrains it and sees traffic return.
+func drainRegion(t *testing.T, cfg *devstack.Config, dataDir string) {
+	east, admin := cfg.Regions[0], cfg.Regions[0].Router.Admin
+	ctl := func(args ...string) string {
+		full := append([]string{"--addr=http://" + admin, "--token-file=" + filepath.Join(dataDir, "admin-token")}, args...)
+		out, err := exec.Command(filepath.Join(binDir, "switchyardctl"), full...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("switchyardctl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	var list struct {
+		Clusters []struct {
+			Name    string `json:"name"`
+			Region  string `json:"region"`
+			Healthy bool   `json:"healthy"`
+			Stale   bool   `json:"stale"`
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(ctl("clusters", "-o", "json")), &list); err != nil || len(list.Clusters) != 2 {
+		t.Fatalf("clusters -o json: %v, %+v", err, list)
+	}
+	ctl("drain-region", east.Name)
+	waitRoute(t, east.Router.Listen, "eu-west-1", "overflow")
+	ctl("undrain-region", east.Name)
+	waitRoute(t, east.Router.Listen, "us-east-1", "local")
+}
+
+// waitRoute sends requests until one is served in region with the given route, or fails after 10 s.
+func waitRoute(t *testing.T, addr, region, route string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := complete(t, addr)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		gotRegion, gotRoute := resp.Header.Get("X-Switchyard-Region"), resp.Header.Get("X-Switchyard-Route")
+		if resp.StatusCode == 200 && gotRegion == region && gotRoute == route {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still served by %s/%s (status %d), want %s/%s", gotRegion, gotRoute, resp.StatusCode, region, route)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

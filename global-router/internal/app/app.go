@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
@@ -40,6 +41,7 @@ type Router struct {
 	table  *clustertable.Table
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
+	admin  *admin.Server
 	token  string
 }
 
@@ -57,7 +59,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken}
+	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			r.close()
@@ -158,6 +160,18 @@ func (r *Router) buildToken(context.Context) error {
 	return nil
 }
 
+func (r *Router) buildAdmin(context.Context) error {
+	ac := admin.DefaultConfig()
+	ac.Token, ac.Region = r.token, r.cfg.Region
+	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
+		Clusters: r.table, Gossip: r.node, Explainer: r.front}, r.log.With("component", "admin"), r.reg)
+	if err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	r.admin = srv
+	return nil
+}
+
 // run starts every component and waits for the first to fail or for ctx to end.
 func (r *Router) run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
@@ -168,6 +182,7 @@ func (r *Router) run(ctx context.Context) error {
 	}
 	g.Go(func() error { return serve(ctx, r.cfg.Listen, r.mainHandler(), r.log) })
 	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })
+	g.Go(func() error { return serve(ctx, r.cfg.AdminListen, r.admin.Handler(), r.log) })
 	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen,
 		"admin", r.cfg.AdminListen, "metrics", r.cfg.MetricsListen)
 	err := g.Wait()
