@@ -1,6 +1,8 @@
 package datastore
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +14,8 @@ import (
 //
 // The policy, chosen to be simple to reason about:
 //   - A failure is a connection error or a 5xx status. 429 and other 4xx are answers, not failures
-//     (429 is saturation, which the metrics already show).
+//     (429 is saturation, which the metrics already show). A request the client cancelled
+//     (context.Canceled) says nothing about the pod and is not recorded.
 //   - The last HealthWindow results are kept. The pod is ejected when at least HealthMinResults of
 //     them are known and more than half are failures, or after HealthConsecutiveFailures failures
 //     in a row.
@@ -56,6 +59,9 @@ func IsFailure(status int, err error) bool {
 // ObserveResult records the outcome of a request proxied to the pod: status is the HTTP status
 // (0 when none arrived) and err the transport error, if any. It is safe for concurrent use.
 func (e *Endpoint) ObserveResult(status int, err error, now time.Time) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
 	h := &e.health
 	h.mu.Lock()
 	ejected := h.observe(IsFailure(status, err), now)

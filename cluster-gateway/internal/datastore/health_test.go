@@ -1,7 +1,9 @@
 package datastore_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -49,6 +51,23 @@ func TestEjection(t *testing.T) {
 				t.Fatalf("Ejected = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestClientCancelIsNotAFailure(t *testing.T) {
+	ep := datastore.NewEndpoint("a:1", "", "", nil)
+	now := time.Unix(1000, 0)
+	for range 2 * datastore.HealthConsecutiveFailures {
+		ep.ObserveResult(0, fmt.Errorf("copy body: %w", context.Canceled), now)
+	}
+	if ep.Ejected(now) {
+		t.Fatal("client cancellations ejected the pod")
+	}
+	for range datastore.HealthConsecutiveFailures {
+		ep.ObserveResult(0, context.DeadlineExceeded, now)
+	}
+	if !ep.Ejected(now) {
+		t.Fatal("timeouts did not eject the pod")
 	}
 }
 

@@ -26,7 +26,7 @@ var (
 // MaxLineBytes bounds one line of a metrics page.
 const MaxLineBytes = 1 << 20
 
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
 // Parse reads a Prometheus text-format page from r and returns the engine's signals. It streams:
 // lines of families the engine does not need are skipped after their name is read, so only a few
@@ -107,7 +107,8 @@ func (p *parser) line(b []byte) error {
 		return nil
 	}
 	var lbls []label
-	if b[i] == '{' {
+	if j := skipSpace(b, i); j < len(b) && b[j] == '{' {
+		i = j
 		var err error
 		if i, lbls, err = parseLabels(b, i, p.keep(f)); err != nil {
 			return err

@@ -63,6 +63,7 @@ func newTransport(cfg Config) *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: cfg.Timeout,
 		DisableCompression:    true,
+		WriteBufferSize:       1 << 10, // requests are a few hundred bytes
 	}
 }
 
