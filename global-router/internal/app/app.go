@@ -43,6 +43,7 @@ type Router struct {
 	front  *frontdoor.Server
 	admin  *admin.Server
 	token  string
+	extra  []component // optional: DNS responder, Route 53 sync
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -59,7 +60,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin}
+	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildDNS}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			r.close()
@@ -172,6 +173,12 @@ func (r *Router) buildAdmin(context.Context) error {
 	return nil
 }
 
+func (r *Router) buildDNS(ctx context.Context) error {
+	cs, err := r.dnsComponents(ctx)
+	r.extra = cs
+	return err
+}
+
 // run starts every component and waits for the first to fail or for ctx to end.
 func (r *Router) run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
@@ -179,6 +186,9 @@ func (r *Router) run(ctx context.Context) error {
 	g.Go(func() error { return r.node.Run(ctx) })
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })
+	}
+	for _, c := range r.extra {
+		g.Go(func() error { return c.Run(ctx) })
 	}
 	g.Go(func() error { return serve(ctx, r.cfg.Listen, r.mainHandler(), r.log) })
 	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })

@@ -23,8 +23,13 @@ type Config struct {
 	AdminListen string
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9100".
 	MetricsListen string
-	// DNSListen, when set, serves the built-in DNS responder. Default off.
+	// DNSListen, when set, serves the built-in DNS responder configured by DNSConfig. Default off.
 	DNSListen string
+	// DNSConfig is the DNS responder's file (zone, regional name, routers' addresses per region).
+	DNSConfig string
+	// DNSSyncConfig, when set, turns on the Route 53 sync (the etcd-elected leader reconciles the
+	// regional latency records with drains). Default off.
+	DNSSyncConfig string
 	// EtcdEndpoints are the etcd client URLs; empty starts an embedded etcd in DataDir.
 	EtcdEndpoints []string
 	// DataDir holds the embedded etcd's data and the generated admin token. Default "switchyard-data".
@@ -93,6 +98,9 @@ func (c *Config) Validate() error {
 	if c.DNSListen != "" {
 		if _, _, err := net.SplitHostPort(c.DNSListen); err != nil {
 			return fmt.Errorf("--dns-listen: %w", err)
+		}
+		if c.DNSConfig == "" {
+			return errors.New("--dns-config is required with --dns-listen")
 		}
 	}
 	switch {

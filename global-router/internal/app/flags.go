@@ -26,6 +26,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin API address (gRPC, gRPC-Web, Connect)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", cfg.MetricsListen, "address of /metrics, /healthz and /readyz")
 	fs.StringVar(&cfg.DNSListen, "dns-listen", cfg.DNSListen, "address of the built-in DNS responder (off when empty)")
+	fs.StringVar(&cfg.DNSConfig, "dns-config", cfg.DNSConfig, "DNS responder file (zone, name, routers per region); needed with --dns-listen")
+	fs.StringVar(&cfg.DNSSyncConfig, "dns-sync-config", cfg.DNSSyncConfig, "Route 53 sync file; turns on the leader-elected record sync")
 	fs.Func("etcd-endpoints", "comma-separated etcd client URLs (empty: embedded etcd in --data-dir)", listFlag(&cfg.EtcdEndpoints))
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd and the generated admin token")
 	fs.StringVar(&cfg.EmbeddedEtcdListen, "embedded-etcd-listen", cfg.EmbeddedEtcdListen, "client address of the embedded etcd (used without --etcd-endpoints)")

@@ -72,6 +72,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var lp loopState
+	defer s.metrics.leader.Set(0)
 	for {
 		select {
 		case <-ctx.Done():

@@ -233,3 +233,28 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name, kind string) float64
 	}
 	return 0
 }
+
+// TestNothingBeforeTheConfigIsLoaded: a leader whose config store has not loaded etcd yet (its
+// view would say nothing is drained) makes no call, so it cannot restore a drained region.
+func TestNothingBeforeTheConfigIsLoaded(t *testing.T) {
+	fake := route53test.New()
+	fake.AddZone(zone, foreign...)
+	ep := fake.Start(t)
+	cli := nsClient(t, newNamespace())
+	store, err := configstore.New(cli, etcdtest.Discard, nil) // never run: never loaded
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := newElector(t, cli, "dns-sync", "r1")
+	goRun(t, el.Run)
+	s, err := dnssync.New(testConfig(), newClient(ep.URL), store, el, etcdtest.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(t, s.Run)
+	waitFor(t, "leadership", el.IsLeader)
+	time.Sleep(500 * time.Millisecond) // a loaded config would have been reconciled twice by now
+	if n := ep.Calls(route53test.OpList) + ep.Calls(route53test.OpChange); n != 0 {
+		t.Fatalf("%d Route 53 calls before the config was loaded, want 0", n)
+	}
+}
