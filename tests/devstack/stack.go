@@ -62,7 +62,11 @@ func Run(ctx context.Context, cfg *Config, opt Options) error {
 		}
 		err = s.wait(ctx)
 	}
-	return errors.Join(err, s.stopAll())
+	err = errors.Join(err, s.stopAll())
+	if opt.Out != nil {
+		fmt.Fprintln(opt.Out, "Switchyard local stack stopped.")
+	}
+	return err
 }
 
 func (s *Stack) start(ctx context.Context) error {

@@ -29,6 +29,11 @@ func (s *Stack) printSummary() {
 	fmt.Fprintf(w, "    -d '{\"model\":%q,\"prompt\":\"Say hello\",\"max_tokens\":20,\"stream\":true}' -D -\n\n", s.cfg.Model)
 	fmt.Fprintf(w, "or straight to a cluster gateway: %s/v1/completions\n\n", first)
 	fmt.Fprintf(w, "See the clusters as the router sees them:\n\n")
-	fmt.Fprintf(w, "  go run ./global-router/cmd/switchyardctl --addr=http://%s --token-file=%s clusters\n\n", r0.Router.Admin, s.tokenFile)
+	ctl := "go run ./global-router/cmd/switchyardctl"
+	if s.opt.BinDir != "" {
+		ctl = filepath.Join(s.opt.BinDir, "switchyardctl")
+	}
+	fmt.Fprintf(w, "  %s --addr=http://%s --token-file=%s clusters\n", ctl, r0.Router.Admin, s.tokenFile)
+	fmt.Fprintf(w, "  %s --addr=http://%s --token-file=%s drain-region %s   # watch traffic overflow\n\n", ctl, r0.Router.Admin, s.tokenFile, r0.Name)
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything.\n")
 }
