@@ -18,11 +18,11 @@ const Dimensions = 8
 
 // Tuning constants of the algorithm.
 const (
-	errorCeiling  = 1.5     // initial and largest error estimate
-	errorGain     = 0.25    // c_e: weight of a new sample in the error estimate
-	positionGain  = 0.25    // c_c: fraction of the force applied per sample
-	minHeight     = 10e-6   // seconds; heights never reach zero
-	maxRTTSeconds = 10.0    // samples above this are discarded as bogus
+	errorCeiling  = 1.5   // initial and largest error estimate
+	errorGain     = 0.25  // c_e: weight of a new sample in the error estimate
+	positionGain  = 0.25  // c_c: fraction of the force applied per sample
+	minHeight     = 10e-6 // seconds; heights never reach zero
+	maxRTTSeconds = 10.0  // samples above this are discarded as bogus
 	encodedSize   = 2 + 8*(Dimensions+2)
 	zeroThreshold = 1.0e-12 // below this two coordinates are treated as equal
 )
