@@ -5,9 +5,6 @@
 package leastrequest
 
 import (
-	"context"
-	"encoding/json"
-
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -16,32 +13,13 @@ const Type = "least-request-picker"
 
 func init() { framework.Register(Type, Factory) }
 
-// Picker picks by fewest in-flight requests.
-type Picker struct {
-	name string
-	k    int
-}
+// Factory builds the picker; its one parameter is maxNumOfEndpoints.
+var Factory = framework.PickerFactory(Type, Pick)
 
-var _ framework.Picker = (*Picker)(nil)
-
-// Factory builds a Picker from framework.PickerParams.
-func Factory(name string, params json.RawMessage, _ framework.Handle) (framework.Plugin, error) {
-	k, err := framework.ParsePickerParams(params)
-	if err != nil {
-		return nil, err
-	}
-	return &Picker{name: name, k: k}, nil
-}
-
-// TypedName returns the plugin's type and name.
-func (p *Picker) TypedName() framework.TypedName {
-	return framework.TypedName{Type: Type, Name: p.name}
-}
-
-// Pick returns the endpoints with the fewest in-flight requests, fewest first.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+// Pick returns the k endpoints with the fewest in-flight requests, fewest first.
+func Pick(eps []framework.ScoredEndpoint, k int) *framework.Result {
 	for i := range eps {
 		eps[i].Score = -float64(eps[i].Endpoint.InFlight())
 	}
-	return framework.SelectTop(eps, p.k)
+	return framework.SelectTop(eps, k)
 }

@@ -3,9 +3,6 @@
 package maxscore
 
 import (
-	"context"
-	"encoding/json"
-
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -14,29 +11,10 @@ const Type = "max-score-picker"
 
 func init() { framework.Register(Type, Factory) }
 
-// Picker picks by maximum score.
-type Picker struct {
-	name string
-	k    int
-}
+// Factory builds the picker; its one parameter is maxNumOfEndpoints.
+var Factory = framework.PickerFactory(Type, Pick)
 
-var _ framework.Picker = (*Picker)(nil)
-
-// Factory builds a Picker from framework.PickerParams.
-func Factory(name string, params json.RawMessage, _ framework.Handle) (framework.Plugin, error) {
-	k, err := framework.ParsePickerParams(params)
-	if err != nil {
-		return nil, err
-	}
-	return &Picker{name: name, k: k}, nil
-}
-
-// TypedName returns the plugin's type and name.
-func (p *Picker) TypedName() framework.TypedName {
-	return framework.TypedName{Type: Type, Name: p.name}
-}
-
-// Pick returns up to maxNumOfEndpoints endpoints, best first.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
-	return framework.SelectTop(eps, p.k)
+// Pick returns up to k endpoints, best first.
+func Pick(eps []framework.ScoredEndpoint, k int) *framework.Result {
+	return framework.SelectTop(eps, k)
 }

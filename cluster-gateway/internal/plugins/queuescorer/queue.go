@@ -4,9 +4,6 @@
 package queuescorer
 
 import (
-	"context"
-	"encoding/json"
-
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
@@ -16,26 +13,11 @@ const Type = "queue-scorer"
 
 func init() { framework.Register(Type, Factory) }
 
-// Scorer scores by waiting queue. An endpoint with no metrics yet scores 0.
-type Scorer struct{ name string }
+// Factory builds the scorer; it takes no parameters.
+var Factory = framework.ScorerFactory(Type, Score)
 
-var _ framework.Scorer = (*Scorer)(nil)
-
-// Factory builds a Scorer; it takes no parameters.
-func Factory(name string, params json.RawMessage, _ framework.Handle) (framework.Plugin, error) {
-	if err := framework.NoParams(params); err != nil {
-		return nil, err
-	}
-	return &Scorer{name: name}, nil
-}
-
-// TypedName returns the plugin's type and name.
-func (s *Scorer) TypedName() framework.TypedName {
-	return framework.TypedName{Type: Type, Name: s.name}
-}
-
-// Score writes min-max normalised queue scores.
-func (s *Scorer) Score(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint, scores []float64) {
+// Score writes min-max normalised queue scores; an endpoint with no metrics yet scores 0.
+func Score(eps []*datastore.Endpoint, scores []float64) {
 	MinMaxLowIsBetter(eps, scores, func(m *datastore.Metrics) float64 { return float64(m.WaitingQueue) })
 }
 

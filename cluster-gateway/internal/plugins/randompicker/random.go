@@ -3,8 +3,6 @@
 package randompicker
 
 import (
-	"context"
-	"encoding/json"
 	"math/rand/v2"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
@@ -15,31 +13,12 @@ const Type = "random-picker"
 
 func init() { framework.Register(Type, Factory) }
 
-// Picker picks uniformly at random.
-type Picker struct {
-	name string
-	k    int
-}
+// Factory builds the picker; its one parameter is maxNumOfEndpoints.
+var Factory = framework.PickerFactory(Type, Pick)
 
-var _ framework.Picker = (*Picker)(nil)
-
-// Factory builds a Picker from framework.PickerParams.
-func Factory(name string, params json.RawMessage, _ framework.Handle) (framework.Plugin, error) {
-	k, err := framework.ParsePickerParams(params)
-	if err != nil {
-		return nil, err
-	}
-	return &Picker{name: name, k: k}, nil
-}
-
-// TypedName returns the plugin's type and name.
-func (p *Picker) TypedName() framework.TypedName {
-	return framework.TypedName{Type: Type, Name: p.name}
-}
-
-// Pick returns up to maxNumOfEndpoints distinct random endpoints (a partial Fisher-Yates shuffle).
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
-	return Shuffle(eps, p.k)
+// Pick returns up to k distinct random endpoints (a partial Fisher-Yates shuffle).
+func Pick(eps []framework.ScoredEndpoint, k int) *framework.Result {
+	return Shuffle(eps, k)
 }
 
 // Shuffle moves k uniformly chosen distinct endpoints to the front of eps and returns them.

@@ -5,8 +5,6 @@
 package weightedrandom
 
 import (
-	"context"
-	"encoding/json"
 	"math"
 	"math/rand/v2"
 
@@ -18,31 +16,12 @@ const Type = "weighted-random-picker"
 
 func init() { framework.Register(Type, Factory) }
 
-// Picker samples by score.
-type Picker struct {
-	name string
-	k    int
-}
-
-var _ framework.Picker = (*Picker)(nil)
-
-// Factory builds a Picker from framework.PickerParams.
-func Factory(name string, params json.RawMessage, _ framework.Handle) (framework.Plugin, error) {
-	k, err := framework.ParsePickerParams(params)
-	if err != nil {
-		return nil, err
-	}
-	return &Picker{name: name, k: k}, nil
-}
-
-// TypedName returns the plugin's type and name.
-func (p *Picker) TypedName() framework.TypedName {
-	return framework.TypedName{Type: Type, Name: p.name}
-}
+// Factory builds the picker; its one parameter is maxNumOfEndpoints.
+var Factory = framework.PickerFactory(Type, Pick)
 
 // Pick replaces each score by its A-Res key (log(u)/score, a monotone form of u^(1/score)) and
-// returns the top maxNumOfEndpoints keys.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+// returns the top k keys.
+func Pick(eps []framework.ScoredEndpoint, k int) *framework.Result {
 	for i := range eps {
 		u := 1 - rand.Float64() // (0,1]
 		if eps[i].Score > 0 {
@@ -52,5 +31,5 @@ func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.R
 			eps[i].Score = -math.MaxFloat64 / 2 * (1 + u)
 		}
 	}
-	return framework.SelectTop(eps, p.k)
+	return framework.SelectTop(eps, k)
 }
