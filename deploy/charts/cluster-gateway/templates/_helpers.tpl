@@ -1,0 +1,107 @@
+{{/* Chart name, truncated to the DNS label limit. */}}
+{{- define "cluster-gateway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: release-chart unless the release name already holds the chart name. */}}
+{{- define "cluster-gateway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "cluster-gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cluster-gateway.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "cluster-gateway.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "cluster-gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: endpoint-picker
+app.kubernetes.io/part-of: switchyard
+{{- end }}
+
+{{- define "cluster-gateway.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "cluster-gateway.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "cluster-gateway.poolNamespace" -}}
+{{- default .Release.Namespace .Values.pool.namespace }}
+{{- end }}
+
+{{- define "cluster-gateway.gossipSecretName" -}}
+{{- default (printf "%s-gossip" (include "cluster-gateway.fullname" .)) .Values.gossip.existingSecret }}
+{{- end }}
+
+{{- define "cluster-gateway.configMapName" -}}
+{{- default (printf "%s-epp" (include "cluster-gateway.fullname" .)) .Values.existingConfigMap }}
+{{- end }}
+
+{{- define "cluster-gateway.hasConfig" -}}
+{{- if or .Values.existingConfigMap .Values.endpointPickerConfig }}true{{ end }}
+{{- end }}
+
+{{/* Fails rendering on values that cannot work together. */}}
+{{- define "cluster-gateway.validate" -}}
+{{- if not .Values.cluster }}{{ fail "cluster is required" }}{{ end }}
+{{- if not .Values.region }}{{ fail "region is required" }}{{ end }}
+{{- if and .Values.pool.name .Values.endpoints }}{{ fail "set either pool.name or endpoints, not both" }}{{ end }}
+{{- if not (or .Values.pool.name .Values.endpoints) }}{{ fail "set pool.name (an InferencePool) or endpoints (static model servers)" }}{{ end }}
+{{- if not (has .Values.profile (list "default" "gie-default" "round-robin" "least-request" "random")) }}{{ fail (printf "profile %q is not one of default, gie-default, round-robin, least-request, random" .Values.profile) }}{{ end }}
+{{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
+{{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) (gt (int .Values.replicaCount) 1) }}{{ fail "podDisruptionBudget.minAvailable must be below replicaCount, or no node could ever be drained" }}{{ end }}
+{{- end }}
+
+{{/* The gateway's command-line flags, one per line. */}}
+{{- define "cluster-gateway.args" -}}
+- --cluster={{ .Values.cluster }}
+- --region={{ .Values.region }}
+- --listen=:{{ .Values.ports.http }}
+- --ext-proc-listen=:{{ .Values.ports.extProc }}
+- --metrics-listen=:{{ .Values.ports.metrics }}
+{{- if .Values.pool.name }}
+- --pool-name={{ .Values.pool.name }}
+- --pool-namespace={{ include "cluster-gateway.poolNamespace" . }}
+{{- else }}
+- --endpoints={{ join "," .Values.endpoints }}
+{{- end }}
+{{- if include "cluster-gateway.hasConfig" . }}
+- --config=/etc/switchyard/epp/config.yaml
+{{- else }}
+- --profile={{ .Values.profile }}
+{{- end }}
+{{- if .Values.adapterMap }}
+{{- $pairs := list }}
+{{- range $adapter, $base := .Values.adapterMap }}
+{{- $pairs = append $pairs (printf "%s=%s" $adapter $base) }}
+{{- end }}
+- --adapter-map={{ join "," $pairs }}
+{{- end }}
+{{- if .Values.gossip.enabled }}
+- --gossip-bind=$(POD_IP):{{ .Values.ports.gossip }}
+- --gossip-key-file=/etc/switchyard/gossip/{{ .Values.gossip.secretKey }}
+- --advertise-url=http://$(POD_IP):{{ .Values.ports.http }}
+{{- with .Values.gossip.join }}
+- --gossip-join={{ join "," . }}
+{{- end }}
+{{- end }}
+- --log-format={{ .Values.logFormat }}
+- --log-level={{ .Values.logLevel }}
+{{- range .Values.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,100 @@
+{{/* Chart name, truncated to the DNS label limit. */}}
+{{- define "global-router.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: release-chart unless the release name already holds the chart name. */}}
+{{- define "global-router.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "global-router.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "global-router.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "global-router.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "global-router.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: router
+app.kubernetes.io/part-of: switchyard
+{{- end }}
+
+{{- define "global-router.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "global-router.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "global-router.embeddedEtcd" -}}
+{{- if not .Values.etcd.endpoints }}true{{ end }}
+{{- end }}
+
+{{- define "global-router.gossipSecretName" -}}
+{{- default (printf "%s-gossip" (include "global-router.fullname" .)) .Values.gossip.existingSecret }}
+{{- end }}
+
+{{- define "global-router.adminSecretName" -}}
+{{- default (printf "%s-admin" (include "global-router.fullname" .)) .Values.admin.existingSecret }}
+{{- end }}
+
+{{- define "global-router.claimName" -}}
+{{- default (printf "%s-data" (include "global-router.fullname" .)) .Values.etcd.persistence.existingClaim }}
+{{- end }}
+
+{{/* Fails rendering on values that cannot work together. */}}
+{{- define "global-router.validate" -}}
+{{- if not .Values.region }}{{ fail "region is required" }}{{ end }}
+{{- if and (include "global-router.embeddedEtcd" .) (ne (int .Values.replicaCount) 1) }}
+{{- fail "the embedded etcd (etcd.endpoints empty) runs a single member: set replicaCount to 1, or give etcd.endpoints of an external etcd cluster" }}
+{{- end }}
+{{- if not (has .Values.gossip.profile (list "wan" "lan")) }}{{ fail "gossip.profile must be wan or lan" }}{{ end }}
+{{- if and .Values.dnsSync.enabled (not .Values.dnsSync.config) }}{{ fail "dnsSync.enabled needs dnsSync.config (hostedZoneID, recordName, regions)" }}{{ end }}
+{{- if not (has .Values.logFormat (list "text" "json")) }}{{ fail "logFormat must be text or json" }}{{ end }}
+{{- end }}
+
+{{/* The router's command-line flags, one per line. */}}
+{{- define "global-router.args" -}}
+- --region={{ .Values.region }}
+- --listen=:{{ .Values.ports.http }}
+- --admin-listen=:{{ .Values.ports.admin }}
+- --metrics-listen=:{{ .Values.ports.metrics }}
+{{- if include "global-router.embeddedEtcd" . }}
+- --data-dir=/var/lib/switchyard
+{{- else }}
+- --etcd-endpoints={{ join "," .Values.etcd.endpoints }}
+- --data-dir=/tmp/switchyard
+{{- end }}
+- --gossip-bind=0.0.0.0:{{ .Values.ports.gossip }}
+- --gossip-advertise=$(POD_IP):{{ .Values.ports.gossip }}
+- --gossip-key-file=/etc/switchyard/gossip/{{ .Values.gossip.secretKey }}
+- --gossip-profile={{ .Values.gossip.profile }}
+{{- with .Values.gossip.join }}
+- --gossip-join={{ join "," . }}
+{{- end }}
+- --admin-token-file=/etc/switchyard/admin/{{ .Values.admin.secretKey }}
+{{- if .Values.dnsSync.enabled }}
+- --dns-sync-config=/etc/switchyard/dns-sync/config.yaml
+{{- end }}
+{{- with .Values.dnsListen }}
+- --dns-listen={{ . }}
+{{- end }}
+- --log-format={{ .Values.logFormat }}
+- --log-level={{ .Values.logLevel }}
+{{- range .Values.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end }}

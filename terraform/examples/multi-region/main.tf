@@ -1,0 +1,50 @@
+# Three Switchyard regions wired into one fleet: each region's routers and gateways gossip with the
+# others' through VPC peering, and Route 53 sends clients to the nearest ready region.
+
+locals {
+  regions = {
+    "us-east-1" = { short = "use1", cidr = "10.10.0.0/16" }
+    "us-west-2" = { short = "usw2", cidr = "10.20.0.0/16" }
+    "eu-west-1" = { short = "euw1", cidr = "10.30.0.0/16" }
+  }
+  zone_suffix = join(".", slice(split(".", var.record_name), 1, length(split(".", var.record_name))))
+  # Every region joins the others' gossip through the seed records the global module keeps.
+  seeds       = { for r, _ in local.regions : r => "gossip-${r}.${local.zone_suffix}:7946" }
+  gossip_join = { for r, _ in local.regions : r => [for o, s in local.seeds : s if o != r] }
+  peer_cidrs  = { for r, _ in local.regions : r => [for o, v in local.regions : v.cidr if o != r] }
+  az_count    = 3
+  etcd        = length(var.etcd_endpoints) > 0 ? { region = "us-east-1", endpoints = var.etcd_endpoints } : null
+}
+
+provider "aws" {
+  region = "us-east-1"
+}
+
+provider "aws" {
+  alias  = "use1"
+  region = "us-east-1"
+}
+
+provider "aws" {
+  alias  = "usw2"
+  region = "us-west-2"
+}
+
+provider "aws" {
+  alias  = "euw1"
+  region = "eu-west-1"
+}
+
+module "global" {
+  source = "../../modules/global"
+
+  name        = var.name
+  zone_id     = var.zone_id
+  record_name = var.record_name
+  etcd        = local.etcd
+  regions = {
+    "us-east-1" = { lb_dns_name = module.us_east_1.router_lb_dns_name, lb_zone_id = module.us_east_1.router_lb_zone_id, gossip_lb_dns_name = module.us_east_1.gossip_lb_dns_name }
+    "us-west-2" = { lb_dns_name = module.us_west_2.router_lb_dns_name, lb_zone_id = module.us_west_2.router_lb_zone_id, gossip_lb_dns_name = module.us_west_2.gossip_lb_dns_name }
+    "eu-west-1" = { lb_dns_name = module.eu_west_1.router_lb_dns_name, lb_zone_id = module.eu_west_1.router_lb_zone_id, gossip_lb_dns_name = module.eu_west_1.gossip_lb_dns_name }
+  }
+}

@@ -1,0 +1,119 @@
+variable "name" {
+  description = "Name of the fleet: prefixes the secret and health checks."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,30}$", var.name))
+    error_message = "The name must be 2-31 lower-case letters, digits or dashes, starting with a letter."
+  }
+}
+
+variable "zone_id" {
+  description = "Route 53 hosted zone that holds the regional endpoint record."
+  type        = string
+
+  validation {
+    condition     = can(regex("^Z[A-Z0-9]+$", var.zone_id))
+    error_message = "The zone id must be a Route 53 hosted zone id (Z...)."
+  }
+}
+
+variable "record_name" {
+  description = "Fully qualified name clients use, e.g. api.example.com."
+  type        = string
+
+  validation {
+    condition     = can(regex("^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z]{2,}$", var.record_name))
+    error_message = "The record name must be a fully qualified lower-case DNS name."
+  }
+}
+
+variable "regions" {
+  description = "Every region's router load balancer, by Switchyard region name: the NLB's DNS name and canonical zone id, and the gossip load balancer's DNS name."
+  type = map(object({
+    lb_dns_name        = string
+    lb_zone_id         = string
+    gossip_lb_dns_name = string
+  }))
+
+  validation {
+    condition     = length(var.regions) > 0
+    error_message = "Give at least one region."
+  }
+}
+
+variable "health_check_path" {
+  description = "Path of the routers' readiness endpoint probed by Route 53."
+  type        = string
+  default     = "/readyz"
+
+  validation {
+    condition     = startswith(var.health_check_path, "/")
+    error_message = "The path must start with /."
+  }
+}
+
+variable "health_check_port" {
+  description = "Port of the router load balancer probed by Route 53."
+  type        = number
+  default     = 80
+
+  validation {
+    condition     = var.health_check_port > 0 && var.health_check_port < 65536
+    error_message = "The port must be between 1 and 65535."
+  }
+}
+
+variable "health_check_interval" {
+  description = "Seconds between Route 53 health checks: 10 (fast) or 30 (standard)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = contains([10, 30], var.health_check_interval)
+    error_message = "Route 53 supports 10 or 30 seconds."
+  }
+}
+
+variable "record_ttl" {
+  description = "TTL of the gossip seed records, in seconds (the latency records are aliases)."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.record_ttl >= 5 && var.record_ttl <= 3600
+    error_message = "The TTL must be between 5 and 3600 seconds."
+  }
+}
+
+variable "gossip_keys" {
+  description = "Gossip keyring to store (base64 32-byte keys, one per line, the sending key first). Empty: one key is generated."
+  type        = string
+  default     = ""
+  sensitive   = true
+
+  validation {
+    condition     = var.gossip_keys == "" || alltrue([for k in split("\n", trimspace(var.gossip_keys)) : length(try(base64decode(trimspace(k)), "")) == 32])
+    error_message = "Every line must be a base64-encoded 32-byte key."
+  }
+}
+
+variable "etcd" {
+  description = "Optional placement of the fleet's etcd cluster: the region that hosts it and its client URLs, shared by every router. Null: each region's router uses its own embedded etcd."
+  type = object({
+    region    = string
+    endpoints = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.etcd == null || try(length(var.etcd.endpoints) > 0 && alltrue([for e in var.etcd.endpoints : can(regex("^https?://", e))]), false)
+    error_message = "etcd.endpoints must be a non-empty list of http:// or https:// URLs."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every AWS resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,20 @@
+# Other regions' routers forward to this region's gateways (8080) and gossip with its pods (7946).
+locals {
+  peer_rules = merge([for cidr in var.peer_cidrs : {
+    "${cidr}-gossip-tcp" = { cidr = cidr, protocol = "tcp", port = 7946 }
+    "${cidr}-gossip-udp" = { cidr = cidr, protocol = "udp", port = 7946 }
+    "${cidr}-proxy"      = { cidr = cidr, protocol = "tcp", port = 8080 }
+  }]...)
+}
+
+resource "aws_vpc_security_group_ingress_rule" "peers" {
+  for_each = local.peer_rules
+
+  security_group_id = aws_eks_cluster.this.vpc_config[0].cluster_security_group_id
+  cidr_ipv4         = each.value.cidr
+  ip_protocol       = each.value.protocol
+  from_port         = each.value.port
+  to_port           = each.value.port
+  description       = "Switchyard ${each.value.protocol}/${each.value.port} from ${each.value.cidr}"
+  tags              = local.tags
+}

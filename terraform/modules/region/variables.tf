@@ -1,0 +1,222 @@
+variable "name" {
+  description = "Name of this region's deployment: prefixes the VPC, the EKS cluster and the load balancers (e.g. \"sy-use1\")."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,20}$", var.name))
+    error_message = "The name must be 2-21 lower-case letters, digits or dashes, starting with a letter (load balancer names are limited to 32 characters)."
+  }
+}
+
+variable "region" {
+  description = "AWS region of this deployment; also the Switchyard region name (--region)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", var.region))
+    error_message = "The region must be an AWS region name such as us-east-1."
+  }
+}
+
+variable "cluster_name" {
+  description = "Switchyard cluster name of this region's EKS cluster (--cluster); unique in the fleet. Empty: the deployment name."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.cluster_name == "" || can(regex("^[a-z0-9][a-z0-9-]{0,62}$", var.cluster_name))
+    error_message = "The cluster name must be a DNS label."
+  }
+}
+
+variable "vpc_cidr" {
+  description = "CIDR block of the VPC. Regions must not overlap: gossip reaches pods across regions by their VPC addresses."
+  type        = string
+  default     = "10.0.0.0/16"
+
+  validation {
+    condition     = can(cidrhost(var.vpc_cidr, 0)) && try(tonumber(split("/", var.vpc_cidr)[1]) <= 20, false)
+    error_message = "The VPC CIDR must be a valid IPv4 block of /20 or larger."
+  }
+}
+
+variable "availability_zone_count" {
+  description = "Availability zones used for subnets and nodes."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.availability_zone_count >= 2 && var.availability_zone_count <= 4
+    error_message = "Use between 2 and 4 availability zones (EKS needs two)."
+  }
+}
+
+variable "kubernetes_version" {
+  description = "EKS Kubernetes version."
+  type        = string
+  default     = "1.34"
+
+  validation {
+    condition     = can(regex("^1\\.[0-9]{2}$", var.kubernetes_version))
+    error_message = "The Kubernetes version must look like 1.34."
+  }
+}
+
+variable "system_instance_types" {
+  description = "Instance types of the node group that runs the gateways and routers."
+  type        = list(string)
+  default     = ["m6i.xlarge"]
+
+  validation {
+    condition     = length(var.system_instance_types) > 0
+    error_message = "Give at least one instance type."
+  }
+}
+
+variable "gpu_node_groups" {
+  description = "GPU node groups for the model servers, by name. Nodes are labelled switchyard.dev/gpu=<name> and tainted nvidia.com/gpu=true:NoSchedule."
+  type = map(object({
+    instance_types = list(string)
+    min_size       = number
+    desired_size   = number
+    max_size       = number
+    capacity_type  = optional(string, "ON_DEMAND")
+    disk_size_gb   = optional(number, 500)
+  }))
+  nullable = false
+  default = {
+    h100 = { instance_types = ["p5.48xlarge"], min_size = 0, desired_size = 1, max_size = 4 }
+    a10g = { instance_types = ["g5.12xlarge"], min_size = 0, desired_size = 2, max_size = 8 }
+  }
+
+  validation {
+    condition = alltrue([for g in values(var.gpu_node_groups) :
+      g.min_size >= 0 && g.min_size <= g.desired_size && g.desired_size <= g.max_size && length(g.instance_types) > 0 &&
+    contains(["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"], g.capacity_type)])
+    error_message = "Each GPU node group needs instance types, 0 <= min_size <= desired_size <= max_size, and capacity_type ON_DEMAND, SPOT or CAPACITY_BLOCK."
+  }
+}
+
+variable "chart_dir" {
+  description = "Directory holding the cluster-gateway and global-router charts. Empty: deploy/charts of this repository."
+  type        = string
+  default     = ""
+}
+
+variable "image_tag" {
+  description = "Tag of the Switchyard images. Empty: each chart's appVersion."
+  type        = string
+  default     = ""
+}
+
+variable "namespace" {
+  description = "Kubernetes namespace of the gateway and the router."
+  type        = string
+  default     = "switchyard"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", var.namespace))
+    error_message = "The namespace must be a DNS label."
+  }
+}
+
+variable "pool_name" {
+  description = "InferencePool the gateway follows (create it with your model-server deployment)."
+  type        = string
+  default     = "inference-pool"
+}
+
+variable "pool_namespace" {
+  description = "Namespace of the InferencePool."
+  type        = string
+  default     = "inference"
+}
+
+variable "gateway_profile" {
+  description = "Scheduling profile of the gateway."
+  type        = string
+  default     = "default"
+
+  validation {
+    condition     = contains(["default", "gie-default", "round-robin", "least-request", "random"], var.gateway_profile)
+    error_message = "The profile must be default, gie-default, round-robin, least-request or random."
+  }
+}
+
+variable "gossip_key" {
+  description = "Gossip keyring shared by the whole fleet: base64 32-byte keys, one per line (from the global module)."
+  type        = string
+  sensitive   = true
+
+  validation {
+    condition     = length(trimspace(var.gossip_key)) >= 44
+    error_message = "The gossip keyring must hold at least one base64-encoded 32-byte key."
+  }
+}
+
+variable "gossip_join" {
+  description = "Gossip seeds in other regions, host:port."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for s in var.gossip_join : can(regex("^[^:]+:[0-9]+$", s))])
+    error_message = "Each gossip seed must be host:port."
+  }
+}
+
+variable "etcd_endpoints" {
+  description = "Client URLs of the fleet's etcd cluster. Empty: the router runs an embedded etcd (one replica, this region only)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for e in var.etcd_endpoints : can(regex("^https?://", e))])
+    error_message = "etcd endpoints must be http:// or https:// URLs."
+  }
+}
+
+variable "router_replicas" {
+  description = "Router replicas; forced to 1 with the embedded etcd."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.router_replicas >= 1 && var.router_replicas <= 10
+    error_message = "Run between 1 and 10 routers."
+  }
+}
+
+variable "load_balancer_scheme" {
+  description = "Scheme of the router's Network Load Balancer."
+  type        = string
+  default     = "internet-facing"
+
+  validation {
+    condition     = contains(["internet-facing", "internal"], var.load_balancer_scheme)
+    error_message = "The scheme must be internet-facing or internal."
+  }
+}
+
+variable "lb_controller_chart_version" {
+  description = "Version of the AWS Load Balancer Controller chart (eks-charts), which creates the routers' NLBs."
+  type        = string
+  default     = "1.13.0"
+}
+
+variable "tags" {
+  description = "Tags added to every AWS resource."
+  type        = map(string)
+  default     = {}
+}
+
+variable "peer_cidrs" {
+  description = "VPC CIDRs of the other regions, allowed to reach gossip (7946) and the gateway proxy (8080) on this region's pods."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.peer_cidrs : can(cidrhost(c, 0))])
+    error_message = "Each peer CIDR must be a valid IPv4 block."
+  }
+}

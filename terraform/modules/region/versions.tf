@@ -1,0 +1,18 @@
+terraform {
+  required_version = ">= 1.6.0"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 6.0, < 7.0"
+    }
+    helm = {
+      source  = "hashicorp/helm"
+      version = ">= 3.0, < 4.0"
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.12, < 1.0"
+    }
+  }
+}

@@ -1,0 +1,208 @@
+package deploy_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// gatewayValueSets are value combinations of the cluster-gateway chart that must all render.
+var gatewayValueSets = map[string]map[string]any{
+	"defaults": nil,
+	"static endpoints, picker config, monitoring": {
+		"pool":      map[string]any{"name": ""},
+		"endpoints": []any{"10.0.0.11:8000", "10.0.0.12:8000"},
+		"endpointPickerConfig": map[string]any{
+			"apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+			"kind":       "EndpointPickerConfig",
+			"plugins":    []any{map[string]any{"type": "queue-scorer"}, map[string]any{"type": "max-score-picker"}},
+			"schedulingProfiles": []any{map[string]any{"name": "default", "plugins": []any{
+				map[string]any{"pluginRef": "queue-scorer", "weight": 1}, map[string]any{"pluginRef": "max-score-picker"}}}},
+		},
+		"adapterMap":      map[string]any{"sql-lora": "meta-llama/Llama-3.1-8B-Instruct"},
+		"serviceMonitor":  map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+		"podAntiAffinity": "hard",
+		"gossip": map[string]any{"existingSecret": "fleet-gossip",
+			"join": []any{"sy-global-router-gossip.switchyard.svc:7946"}},
+		"extraArgs": []any{"--queue-limit=2048"},
+	},
+	"standalone, other pool namespace": {
+		"gossip":          map[string]any{"enabled": false},
+		"pool":            map[string]any{"name": "llama", "namespace": "models"},
+		"profile":         "gie-default",
+		"replicaCount":    3,
+		"podAntiAffinity": "",
+		"serviceAccount":  map[string]any{"name": "epp", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/epp"}},
+	},
+}
+
+func TestGatewayChart(t *testing.T) {
+	for name, vals := range gatewayValueSets {
+		t.Run(name, func(t *testing.T) {
+			objs := renderObjects(t, "cluster-gateway", vals)
+			dep := find(objs, "Deployment")[0].typed.(*appsv1.Deployment)
+			checkGatewayDeployment(t, dep, vals)
+			checkGatewayService(t, find(objs, "Service")[0].typed.(*corev1.Service))
+			checkGatewayRBAC(t, objs, dep, vals)
+			if pdbs := find(objs, "PodDisruptionBudget"); len(pdbs) != 1 ||
+				pdbs[0].typed.(*policyv1.PodDisruptionBudget).Spec.MinAvailable.IntValue() != 1 {
+				t.Errorf("want a PodDisruptionBudget with minAvailable 1, got %v", pdbs)
+			}
+			args := dep.Spec.Template.Spec.Containers[0].Args
+			if hasConfig := vals["endpointPickerConfig"] != nil; hasConfig != (len(find(objs, "ConfigMap")) == 1) {
+				t.Errorf("ConfigMap present = %v, want %v", !hasConfig, hasConfig)
+			} else if hasConfig && (!slices.Contains(args, "--config=/etc/switchyard/epp/config.yaml") || argValue(args, "profile") != "") {
+				t.Errorf("a picker config must replace --profile: %v", args)
+			} else if hasConfig && dep.Spec.Template.Annotations["checksum/epp-config"] == "" {
+				t.Error("pods do not restart when the picker config changes (no checksum annotation)")
+			}
+			gossipOn := vals["gossip"] == nil || vals["gossip"].(map[string]any)["enabled"] != false
+			ownSecret := gossipOn && (vals["gossip"] == nil || vals["gossip"].(map[string]any)["existingSecret"] == nil)
+			if got := len(find(objs, "Secret")) == 1; got != ownSecret {
+				t.Errorf("gossip Secret rendered = %v, want %v", got, ownSecret)
+			}
+		})
+	}
+}
+
+func checkGatewayDeployment(t *testing.T, dep *appsv1.Deployment, vals map[string]any) {
+	t.Helper()
+	spec := dep.Spec.Template.Spec
+	want := int32(2)
+	if n, ok := vals["replicaCount"].(int); ok {
+		want = int32(n)
+	}
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != want {
+		t.Errorf("replicas = %v, want %d", dep.Spec.Replicas, want)
+	}
+	if aa, _ := vals["podAntiAffinity"].(string); aa != "" || vals["podAntiAffinity"] == nil {
+		if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+			t.Error("no pod anti-affinity")
+		}
+	}
+	c := spec.Containers[0]
+	checkProbes(t, c, "metrics")
+	checkSecure(t, spec, c)
+	args := c.Args
+	for _, f := range []string{"cluster", "region", "listen", "ext-proc-listen", "metrics-listen"} {
+		if argValue(args, f) == "" {
+			t.Errorf("missing --%s in %v", f, args)
+		}
+	}
+	if (argValue(args, "pool-name") == "") == (argValue(args, "endpoints") == "") {
+		t.Errorf("want exactly one of --pool-name and --endpoints: %v", args)
+	}
+	if argValue(args, "gossip-bind") != "" {
+		if !strings.HasPrefix(argValue(args, "gossip-bind"), "$(POD_IP):") || !strings.Contains(argValue(args, "advertise-url"), "$(POD_IP)") {
+			t.Errorf("gossip must bind and advertise the pod IP: %v", args)
+		}
+		if !hasDownwardPodIP(c) {
+			t.Error("POD_IP is not set from status.podIP")
+		}
+	}
+}
+
+func checkGatewayService(t *testing.T, svc *corev1.Service) {
+	t.Helper()
+	want := map[string]int32{"http": 8080, "grpc-ext-proc": 9002, "metrics": 9090}
+	for _, p := range svc.Spec.Ports {
+		if want[p.Name] != p.Port {
+			t.Errorf("service port %s = %d, want %d", p.Name, p.Port, want[p.Name])
+		}
+		if p.Name == "grpc-ext-proc" && (p.AppProtocol == nil || *p.AppProtocol != "kubernetes.io/h2c") {
+			t.Errorf("ext_proc port appProtocol = %v, want kubernetes.io/h2c", p.AppProtocol)
+		}
+		delete(want, p.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("service lacks ports %v", want)
+	}
+}
+
+func checkGatewayRBAC(t *testing.T, objs []object, dep *appsv1.Deployment, vals map[string]any) {
+	t.Helper()
+	roles := find(objs, "Role")
+	if argValue(dep.Spec.Template.Spec.Containers[0].Args, "pool-name") == "" {
+		if len(roles) != 0 {
+			t.Error("static endpoints need no Role")
+		}
+		return
+	}
+	if len(roles) != 1 || len(find(objs, "RoleBinding")) != 1 {
+		t.Fatalf("want one Role and RoleBinding, got %d, %d", len(roles), len(find(objs, "RoleBinding")))
+	}
+	role := roles[0].typed.(*rbacv1.Role)
+	ns := argValue(dep.Spec.Template.Spec.Containers[0].Args, "pool-namespace")
+	if role.Namespace != ns {
+		t.Errorf("Role in %q, pool in %q", role.Namespace, ns)
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if slices.Contains(r.Verbs, "watch") && slices.Contains(r.Verbs, "list") {
+					granted[g+"/"+res] = true
+				}
+			}
+		}
+	}
+	for _, need := range []string{"/pods", "inference.networking.k8s.io/inferencepools"} {
+		if !granted[need] {
+			t.Errorf("Role does not grant list/watch on %s", need)
+		}
+	}
+	rb := find(objs, "RoleBinding")[0].typed.(*rbacv1.RoleBinding)
+	if rb.Subjects[0].Name != dep.Spec.Template.Spec.ServiceAccountName || rb.RoleRef.Name != role.Name {
+		t.Errorf("RoleBinding %v does not bind the pods' ServiceAccount %q to the Role", rb, dep.Spec.Template.Spec.ServiceAccountName)
+	}
+}
+
+// checkProbes wants liveness on /healthz and readiness on /readyz of the named port.
+func checkProbes(t *testing.T, c corev1.Container, port string) {
+	t.Helper()
+	for name, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Port.String() != port {
+			t.Errorf("want a probe on %s of port %s, got %+v", name, port, p)
+		}
+	}
+}
+
+// checkSecure wants a non-root, read-only, unprivileged container with resources.
+func checkSecure(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	psc, sc := spec.SecurityContext, c.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Error("pod does not run as non-root")
+	}
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("container root filesystem is writable or privilege escalation allowed")
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Error("container has no resource requests")
+	}
+}
+
+func hasDownwardPodIP(c corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+			return true
+		}
+	}
+	return false
+}
+
+// argValue returns the value of --name=value in args, or "".
+func argValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,102 @@
+package deploy_test
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// routerValueSets are value combinations of the global-router chart that must all render.
+var routerValueSets = map[string]map[string]any{
+	"defaults: embedded etcd": nil,
+	"external etcd, three replicas": {
+		"replicaCount": 3,
+		"region":       "eu-west-1",
+		"etcd":         map[string]any{"endpoints": []any{"https://etcd-0:2379", "https://etcd-1:2379"}},
+		"gossip": map[string]any{"existingSecret": "fleet-gossip", "join": []any{"10.1.0.5:7946"},
+			"service": map[string]any{"type": "LoadBalancer", "annotations": map[string]any{
+				"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}}},
+		"admin":     map[string]any{"existingSecret": "router-admin"},
+		"dnsListen": ":5353",
+		"dnsSync": map[string]any{"enabled": true, "config": map[string]any{
+			"hostedZoneID": "Z0123456789ABCDEFGHIJ", "recordName": "api.example.com",
+			"regions": map[string]any{"eu-west-1": map[string]any{"aliasDNSName": "lb.elb.amazonaws.com", "aliasHostedZoneID": "Z35SXDOTRQ7X7K"}}}},
+		"serviceMonitor": map[string]any{"enabled": true},
+	},
+	"internal load balancer, existing claim": {
+		"service": map[string]any{"annotations": map[string]any{
+			"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"},
+			"loadBalancerSourceRanges": []any{"10.0.0.0/8"}},
+		"etcd": map[string]any{"persistence": map[string]any{"existingClaim": "router-data"}},
+	},
+}
+
+func TestRouterChart(t *testing.T) {
+	for name, vals := range routerValueSets {
+		t.Run(name, func(t *testing.T) {
+			objs := renderObjects(t, "global-router", vals)
+			dep := find(objs, "Deployment")[0].typed.(*appsv1.Deployment)
+			spec := dep.Spec.Template.Spec
+			c := spec.Containers[0]
+			checkProbes(t, c, "metrics")
+			checkSecure(t, spec, c)
+			args := c.Args
+			embedded := argValue(args, "etcd-endpoints") == ""
+			if embedded {
+				if *dep.Spec.Replicas != 1 || dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+					t.Errorf("embedded etcd: replicas %d strategy %s, want 1 and Recreate", *dep.Spec.Replicas, dep.Spec.Strategy.Type)
+				}
+				if !mountsClaim(spec) {
+					t.Error("embedded etcd without a PersistentVolumeClaim volume")
+				}
+			} else if mountsClaim(spec) || len(find(objs, "PersistentVolumeClaim")) != 0 {
+				t.Error("external etcd but a PersistentVolumeClaim is used")
+			}
+			for _, f := range []string{"region", "listen", "admin-listen", "metrics-listen", "gossip-key-file", "admin-token-file", "data-dir"} {
+				if argValue(args, f) == "" {
+					t.Errorf("missing --%s in %v", f, args)
+				}
+			}
+			if !hasDownwardPodIP(c) {
+				t.Error("POD_IP is not set from status.podIP")
+			}
+			checkRouterServices(t, objs)
+		})
+	}
+}
+
+func mountsClaim(spec corev1.PodSpec) bool {
+	for _, v := range spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func checkRouterServices(t *testing.T, objs []object) {
+	t.Helper()
+	byName := map[string]*corev1.Service{}
+	for _, o := range find(objs, "Service") {
+		byName[o.name()] = o.typed.(*corev1.Service)
+	}
+	public, admin, gossip := byName["sy-global-router"], byName["sy-global-router-admin"], byName["sy-global-router-gossip"]
+	if public == nil || admin == nil || gossip == nil {
+		t.Fatalf("want public, admin and gossip Services, got %v", byName)
+	}
+	if public.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		t.Errorf("public Service type %s, want LoadBalancer", public.Spec.Type)
+	}
+	for _, a := range []string{"service.beta.kubernetes.io/aws-load-balancer-type", "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"} {
+		if public.Annotations[a] == "" {
+			t.Errorf("public Service lacks annotation %s", a)
+		}
+	}
+	if admin.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("admin Service type %s, want ClusterIP", admin.Spec.Type)
+	}
+	if !gossip.Spec.PublishNotReadyAddresses {
+		t.Error("gossip Service must publish not-ready routers (they become ready only after gateways join)")
+	}
+}
