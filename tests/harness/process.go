@@ -96,8 +96,8 @@ func (p *Process) Stop(grace time.Duration) error {
 		return exitErr(p.Name, err)
 	case <-time.After(grace):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("%s did not stop within %v and was killed", p.Name, grace)
+		err := <-p.done
+		return fmt.Errorf("%s did not stop within %v and was killed (%v)", p.Name, grace, err)
 	}
 }
 

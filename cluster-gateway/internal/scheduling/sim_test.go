@@ -32,15 +32,13 @@ var (
 )
 
 type simReq struct {
-	req      *framework.Request
-	res      *framework.Result
-	pod      *simPod
-	arrived  time.Duration
-	left     float64 // prefill tokens left
-	out      int
-	decoded  float64
-	ttft     time.Duration
-	finished bool
+	req     *framework.Request
+	pod     *simPod
+	arrived time.Duration
+	left    float64 // prefill tokens left
+	out     int
+	decoded float64
+	ttft    time.Duration
 }
 
 type simPod struct {

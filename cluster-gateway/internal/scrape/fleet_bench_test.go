@@ -107,7 +107,12 @@ func BenchmarkScrapeFleet(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}()
 	time.Sleep(2 * time.Second) // connect to every pod and settle
 
 	scrapes0, cpu0, t0 := scrapeCount(reg), cpuTime(), time.Now()

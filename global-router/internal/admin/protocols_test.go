@@ -123,10 +123,13 @@ func TestReflectionAndHealthOverGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	//nolint:staticcheck // v1alpha is deprecated, and still what older clients (grpcurl, Postman) speak
 	if err := alpha.Send(&reflectionv1alpha.ServerReflectionRequest{MessageRequest: &reflectionv1alpha.ServerReflectionRequest_ListServices{}}); err != nil {
 		t.Fatal(err)
 	}
 	ga, err := alpha.Recv()
+	//nolint:staticcheck // as above
+	//nolint:staticcheck // as above
 	if err != nil || len(ga.GetListServicesResponse().GetService()) != 2 || ga.GetListServicesResponse().GetService()[0].GetName() != adminv1connect.AdminServiceName {
 		t.Fatalf("reflection v1alpha = %v, %v", ga, err)
 	}

@@ -172,7 +172,7 @@ func (inv *invocation) checkFlags() error {
 // operand returns the command's single operand, or the --model flag where one stands for it.
 func (inv *invocation) operand(what string, modelFlag bool) (string, error) {
 	switch {
-	case len(inv.operands) == 1 && !(modelFlag && inv.set["model"]):
+	case len(inv.operands) == 1 && (!modelFlag || !inv.set["model"]):
 		return inv.operands[0], nil
 	case len(inv.operands) == 0 && modelFlag && inv.model != "":
 		return inv.model, nil

@@ -139,7 +139,9 @@ func serveOne(ctx context.Context, srv *dns.Server) error {
 	if err := srv.ShutdownContext(sctx); err != nil {
 		return fmt.Errorf("dnsserver: shutdown: %w", err)
 	}
-	<-errc
+	if err := <-errc; err != nil {
+		return fmt.Errorf("dnsserver: serve: %w", err)
+	}
 	return nil
 }
 

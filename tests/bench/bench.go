@@ -1,0 +1,249 @@
+// Package bench is Tier 1's routing-quality benchmark: for one scenario it starts, per gateway
+// policy, an identical modelsim fleet (in process, same seeds) behind its own cluster-gateway
+// process with that --profile, sends every policy the same loadgen request sequence, interleaved,
+// and writes the loadgen report (JSON, markdown, TTFT CDF) plus per-pod figures and the scenario's
+// target verdict.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+// Config is one benchmark run's settings.
+type Config struct {
+	// Scenario is what to run (see Lookup).
+	Scenario Scenario
+	// Policies are the gateway profiles compared; each is one loadgen target of that name.
+	Policies []string
+	// Duration is how long arrivals are sent, in simulated time (0 = the workload's, 60 s).
+	Duration time.Duration
+	// Capacity is the fleet capacity in req/s (simulated time) of the workload's shape; 0 measures
+	// it with MeasureCapacity for every pool's profile.
+	Capacity float64
+	// TimeScale is modelsim's --time-scale: one simulated second lasts TimeScale real seconds.
+	// Arrival rates, burst timing and the gateway's scrape interval and staleness are scaled with it
+	// so the benchmark is the same in simulated time.
+	TimeScale float64
+	// ScrapeInterval is the gateway's metrics scrape interval in simulated time (the gateway's
+	// default, 50 ms).
+	ScrapeInterval time.Duration
+	// GatewayBin is the cluster-gateway executable (required).
+	GatewayBin string
+	// Out is the directory the reports go to; LogDir the gateway logs (default Out/logs).
+	Out, LogDir string
+	// Progress receives loadgen's progress lines (nil = none).
+	Progress io.Writer
+	// Logger receives the fleets' logs (step-lag warnings); default LogDir/NAME-modelsim.log.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the settings of `bench --scenario=NAME` with every default set.
+func DefaultConfig() Config {
+	return Config{
+		Policies:       Policies,
+		TimeScale:      1,                     // real time: the gateway's timers are real time too
+		ScrapeInterval: 50 * time.Millisecond, // the gateway's default
+		Out:            "bench-results",
+	}
+}
+
+// Validate reports the first unusable field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Scenario.Name == "" || c.Scenario.Workload == "" || c.Scenario.Pods() == 0:
+		return errors.New("bench: scenario: required (name, workload, pods)")
+	case len(c.Policies) == 0:
+		return errors.New("bench: policies: at least one required")
+	case !(c.TimeScale > 0):
+		return fmt.Errorf("bench: time scale: must be > 0, got %v", c.TimeScale)
+	case c.ScrapeInterval <= 0:
+		return fmt.Errorf("bench: scrape interval: must be > 0, got %v", c.ScrapeInterval)
+	case c.Duration < 0 || c.Capacity < 0:
+		return errors.New("bench: duration and capacity must be >= 0")
+	case c.GatewayBin == "":
+		return errors.New("bench: gateway binary: required")
+	case c.Out == "":
+		return errors.New("bench: out: required")
+	}
+	return nil
+}
+
+// Result is what one run measured.
+type Result struct {
+	Figures
+	// Capacity is the fleet capacity used (req/s, simulated time); PodCapacity per profile.
+	Capacity    float64            `json:"capacity_rps"`
+	PodCapacity map[string]float64 `json:"pod_capacity_rps,omitempty"`
+	// RateRPS is the mean arrival rate in simulated req/s; TimeScale modelsim's time scale.
+	RateRPS   float64 `json:"rate_rps"`
+	TimeScale float64 `json:"time_scale"`
+	// Target and Verdict state the scenario's target and whether the default profile met it.
+	Target  string   `json:"target,omitempty"`
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// LoadAvg is the machine's 1-minute load average at the start and at the end of the run
+	// (Linux; empty elsewhere): the figures are only as good as the CPU the simulation got.
+	LoadAvg [2]string `json:"load_avg"`
+	// Files are the report files written.
+	Files report.Files `json:"-"`
+}
+
+// Run executes cfg's scenario and writes its reports into cfg.Out.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.LogDir == "" {
+		cfg.LogDir = filepath.Join(cfg.Out, "logs")
+	}
+	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if cfg.Logger == nil {
+		f, err := os.Create(filepath.Join(cfg.LogDir, cfg.Scenario.Name+"-modelsim.log"))
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	res := &Result{TimeScale: cfg.TimeScale}
+	res.LoadAvg[0] = loadAvg()
+	w, err := prepareWorkload(ctx, &cfg, res)
+	if err != nil {
+		return nil, err
+	}
+	stacks, err := startStacks(ctx, &cfg, w)
+	defer closeStacks(stacks, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	lcfg := loadgen.DefaultConfig()
+	lcfg.Workload, lcfg.Progress = w, cfg.Progress
+	targets := make([]loadgen.Target, len(stacks))
+	for i, st := range stacks {
+		targets[i] = loadgen.Target{Name: st.policy, URL: st.url}
+	}
+	lres, err := loadgen.Run(ctx, lcfg, targets)
+	res.LoadAvg[1] = loadAvg()
+	if err != nil {
+		return nil, fmt.Errorf("bench: loadgen: %w", err)
+	}
+	rep, err := report.Summarize(lres, "")
+	if err != nil {
+		return nil, err
+	}
+	res.Report = rep
+	for i, st := range stacks {
+		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare))
+	}
+	if cfg.Scenario.Check != nil && res.has(Baseline) {
+		v := cfg.Scenario.Check(res.Figures)
+		res.Target, res.Verdict = cfg.Scenario.Target, &v
+	}
+	return res, writeReports(&cfg, res)
+}
+
+// prepareWorkload loads the scenario's workload, sets its rate from the fleet capacity and
+// scales its timing to real time.
+func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.Workload, error) {
+	w, err := workload.Load(cfg.Scenario.Workload)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Duration > 0 {
+		if w, err = w.WithDuration(cfg.Duration); err != nil {
+			return nil, err
+		}
+	}
+	res.Capacity = cfg.Capacity
+	if res.Capacity == 0 {
+		if res.Capacity, res.PodCapacity, err = FleetCapacity(ctx, cfg.Scenario, w); err != nil {
+			return nil, err
+		}
+	}
+	if w, err = w.WithCapacity(res.Capacity); err != nil {
+		return nil, err
+	}
+	res.RateRPS = w.MeanRate()
+	return scaleTime(w, cfg.TimeScale)
+}
+
+// FleetCapacity measures each pool profile's capacity for w's shape and sums it over the fleet.
+func FleetCapacity(ctx context.Context, sc Scenario, w *workload.Workload) (float64, map[string]float64, error) {
+	cc := DefaultCapacityConfig()
+	cc.MaxLoras = sc.MaxLoras
+	per := map[string]float64{}
+	var total float64
+	for _, p := range sc.Pools {
+		c, ok := per[p.Profile]
+		if !ok {
+			var err error
+			if c, _, err = MeasureCapacity(ctx, w, p.Profile, cc); err != nil {
+				return 0, nil, err
+			}
+			per[p.Profile] = c
+		}
+		total += float64(p.Count) * c
+	}
+	return total, per, nil
+}
+
+// scaleTime turns a workload in simulated time into the real-time one loadgen sends.
+func scaleTime(w *workload.Workload, ts float64) (*workload.Workload, error) {
+	if ts == 1 {
+		return w, nil
+	}
+	c := w.Clone()
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
+	c.Duration = scale(c.Duration)
+	if a := c.Arrival; a != nil {
+		a.Rate /= ts
+		a.BurstLength, a.Period = scale(a.BurstLength), scale(a.Period)
+	}
+	return c, c.Validate()
+}
+
+func startStacks(ctx context.Context, cfg *Config, w *workload.Workload) ([]*stack, error) {
+	var stacks []*stack
+	for _, p := range cfg.Policies {
+		st, err := startStack(ctx, cfg, cfg.Scenario, w, p)
+		if err != nil {
+			return stacks, fmt.Errorf("bench: start %s: %w", p, err)
+		}
+		stacks = append(stacks, st)
+	}
+	return stacks, nil
+}
+
+func closeStacks(stacks []*stack, logger *slog.Logger) {
+	for _, st := range stacks {
+		if err := st.close(); err != nil {
+			logger.Warn("stop stack", "policy", st.policy, "err", err)
+		}
+	}
+}
+
+// loadAvg returns the 1-minute load average from /proc/loadavg ("" when unavailable).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}

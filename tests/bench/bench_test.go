@@ -1,0 +1,138 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/bench"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+// TestSmoke runs the whole harness end to end on a tiny scenario: 2 pods, 2 policies, 3 s.
+func TestSmoke(t *testing.T) {
+	bin, cleanup, err := bench.GatewayBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out := t.TempDir()
+	cfg := bench.DefaultConfig()
+	cfg.Scenario = bench.Scenario{Name: "smoke", Workload: "uniform-steady", Pools: []bench.Pool{{Profile: "h100", Count: 2}}}
+	cfg.Policies = []string{"round-robin", "default"}
+	cfg.Duration, cfg.Capacity = 3*time.Second, 10 // 6 req/s
+	cfg.GatewayBin, cfg.Out = bin, out
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := os.Open(filepath.Join(out, "smoke.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := report.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Targets) != len(cfg.Policies) {
+		t.Fatalf("report has %d targets, want %d", len(rep.Targets), len(cfg.Policies))
+	}
+	for i, tg := range rep.Targets {
+		if tg.Name != cfg.Policies[i] {
+			t.Errorf("target %d is %q, want %q", i, tg.Name, cfg.Policies[i])
+		}
+		if tg.Requests == 0 || tg.OK != tg.Requests {
+			t.Errorf("%s: %d of %d requests ok (%v)", tg.Name, tg.OK, tg.Requests, tg.ErrorsByKind)
+		}
+		if len(tg.EndpointShare) == 0 {
+			t.Errorf("%s: no endpoint share", tg.Name)
+		}
+	}
+	// Round robin over two pods splits the requests evenly, and the pods saw them.
+	for _, pod := range res.Policies[0].Pods {
+		if pod.Share < 0.3 || pod.Finished == 0 {
+			t.Errorf("round-robin pod %s: share %.2f, finished %d", pod.Pod, pod.Share, pod.Finished)
+		}
+	}
+	// The gateway's scheduling outcomes are read (docs/scheduling.md names the metric).
+	if d := res.Policies[1].Decisions; d["ok"] == 0 {
+		t.Errorf("default: gateway decisions %v, want ok > 0", d)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "smoke.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", md)
+	for _, want := range append([]string{"| policy |", "h100-1"}, cfg.Policies...) {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	for _, name := range []string{"smoke-ttft.png", "smoke-pods.json"} {
+		if st, err := os.Stat(filepath.Join(out, name)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	var pods struct {
+		Policies []bench.PolicyStats `json:"policies"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "smoke-pods.json"))
+	if err := json.Unmarshal(b, &pods); err != nil || len(pods.Policies) != 2 {
+		t.Errorf("pods json: %v, %d policies", err, len(pods.Policies))
+	}
+}
+
+// TestScenarios checks the issue's scenario table: every scenario resolves and names its target.
+func TestScenarios(t *testing.T) {
+	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8}
+	for name, pods := range want {
+		t.Run(name, func(t *testing.T) {
+			sc, err := bench.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.Pods() != pods || sc.Check == nil || sc.Target == "" {
+				t.Errorf("%s: %d pods, check %v, target %q", name, sc.Pods(), sc.Check != nil, sc.Target)
+			}
+		})
+	}
+	if _, err := bench.Lookup("nope"); err == nil {
+		t.Error("unknown scenario accepted")
+	}
+}
+
+// TestMeasureCapacity checks the capacity search on the a10g profile (fast: a10g runs few steps):
+// the rate it returns is sustained and 20% more is not.
+func TestMeasureCapacity(t *testing.T) {
+	w, err := workload.Load("mixed-fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := bench.DefaultCapacityConfig()
+	c, probes, err := bench.MeasureCapacity(context.Background(), w, "a10g", cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c < 0.5 || c > 3 {
+		t.Fatalf("a10g capacity %.2f req/s, want 0.5..3 (prefill 3,000 tok/s, ~1,000-token prompts)", c)
+	}
+	var above bool
+	for _, p := range probes {
+		if p.Rate > 1.2*c && p.Sustained {
+			t.Errorf("rate %.2f above capacity %.2f sustained", p.Rate, c)
+		}
+		above = above || (p.Rate > c && !p.Sustained)
+	}
+	if !above {
+		t.Error("no probe above the capacity failed")
+	}
+}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+// Main runs the bench command with args (without the program name) and returns its exit code:
+// 0 when the run completed (a missed target is a measurement, not a failure), 2 for bad flags,
+// 1 for anything else.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := DefaultConfig()
+	scenario := fs.String("scenario", "", "scenario: "+strings.Join(names(), ", "))
+	fs.DurationVar(&cfg.Duration, "duration", 0, "arrivals in simulated time (default: the workload's, 60s)")
+	fs.Float64Var(&cfg.Capacity, "capacity", 0, "fleet capacity in req/s (default: measured with modelsim's simulator)")
+	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "modelsim --time-scale; rates, bursts and the gateway's scrape interval are scaled with it")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for the reports")
+	policies := fs.String("policies", strings.Join(cfg.Policies, ","), "gateway profiles compared, comma-separated")
+	binDir := fs.String("bin-dir", "", "directory holding cluster-gateway (default: build it)")
+	measure := fs.Bool("measure-capacity", false, "print each profile's capacity for the scenario's workload and exit")
+	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	sc, err := Lookup(*scenario)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg.Scenario, cfg.Policies = sc, strings.Split(*policies, ",")
+	if *measure {
+		return printCapacity(ctx, sc, stdout, stderr)
+	}
+	if *progress {
+		cfg.Progress = stderr
+	}
+	bin, cleanup, err := GatewayBinary(*binDir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer cleanup()
+	cfg.GatewayBin = bin
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	md, err := Markdown(&cfg, res)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	_, _ = stdout.Write(md)
+	return 0
+}
+
+func names() []string {
+	var out []string
+	for _, s := range scenarios {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// printCapacity measures and prints the capacity search of each profile in sc's fleet.
+func printCapacity(ctx context.Context, sc Scenario, stdout, stderr io.Writer) int {
+	w, err := workload.Load(sc.Workload)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	cc := DefaultCapacityConfig()
+	cc.MaxLoras = sc.MaxLoras
+	var total float64
+	for _, p := range sc.Pools {
+		start := time.Now()
+		c, probes, err := MeasureCapacity(ctx, w, p.Profile, cc)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		for _, pr := range probes {
+			fmt.Fprintf(stdout, "  %s %s rate %.3f req/s: mean waiting %.2f sustained=%v\n", sc.Workload, p.Profile, pr.Rate, pr.MeanWaiting, pr.Sustained)
+		}
+		fmt.Fprintf(stdout, "%s %s: %.2f req/s per pod (%d probes, %s)\n", sc.Workload, p.Profile, c, len(probes), time.Since(start).Round(time.Millisecond))
+		total += float64(p.Count) * c
+	}
+	fmt.Fprintf(stdout, "%s fleet (%s): %.2f req/s; load %.3f gives %.2f req/s\n", sc.Name, pools(sc), total, w.Load, w.Load*total)
+	return 0
+}

@@ -1,0 +1,69 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/bench"
+)
+
+// BenchmarkRouting runs the scenarios named in SWITCHYARD_BENCH_SCENARIOS (comma-separated, or
+// "all") for SWITCHYARD_BENCH_DURATION of arrivals (default 60s) and writes their reports into
+// SWITCHYARD_BENCH_OUT (default bench-results). Each scenario runs once whatever b.N is (it lasts
+// minutes, so the framework never asks for more); the default profile's TTFT ratios against round
+// robin are reported as metrics.
+func BenchmarkRouting(b *testing.B) {
+	list := os.Getenv("SWITCHYARD_BENCH_SCENARIOS")
+	if list == "" {
+		b.Skip("set SWITCHYARD_BENCH_SCENARIOS=all (or a list), or run `go run ./tests/cmd/bench --scenario=NAME`")
+	}
+	var scs []bench.Scenario
+	if list == "all" {
+		scs = bench.Scenarios()
+	} else {
+		for name := range strings.SplitSeq(list, ",") {
+			sc, err := bench.Lookup(strings.TrimSpace(name))
+			if err != nil {
+				b.Fatal(err)
+			}
+			scs = append(scs, sc)
+		}
+	}
+	bin, cleanup, err := bench.GatewayBinary("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cleanup()
+	for _, sc := range scs {
+		b.Run(sc.Name, func(b *testing.B) { runScenario(b, sc, bin) })
+	}
+}
+
+func runScenario(b *testing.B, sc bench.Scenario, bin string) {
+	cfg := bench.DefaultConfig()
+	cfg.Scenario, cfg.GatewayBin = sc, bin
+	if d := os.Getenv("SWITCHYARD_BENCH_DURATION"); d != "" {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Duration = dur
+	}
+	if out := os.Getenv("SWITCHYARD_BENCH_OUT"); out != "" {
+		cfg.Out = out
+	}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []int{50, 95, 99} {
+		b.ReportMetric(res.TTFT("default", p)/res.TTFT(bench.Baseline, p), "default/rr-ttft-p"+strconv.Itoa(p))
+	}
+	if res.Verdict != nil {
+		b.Logf("%s: target %s: met=%v: %s", sc.Name, res.Target, res.Verdict.Met, res.Verdict.Detail)
+	}
+}

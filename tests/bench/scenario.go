@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Pool is a group of identical pods in a scenario's fleet.
+type Pool struct {
+	// Profile is the simulated GPU (modelsim profile name).
+	Profile string
+	// Count is the number of pods.
+	Count int
+}
+
+// Scenario is one routing-quality benchmark: a fleet shape, a workload and the target the shipped
+// default profile must meet.
+type Scenario struct {
+	// Name selects the scenario (--scenario).
+	Name string
+	// Workload is the loadgen workload sent.
+	Workload string
+	// Pools make up each policy's fleet, in address order.
+	Pools []Pool
+	// MaxLoras is the adapter slots per pod; the workload's adapters are served when > 0.
+	MaxLoras int
+	// Target states the target in words; Check decides it from a run's figures.
+	Target string
+	Check  func(f Figures) Verdict
+}
+
+// Verdict is whether a scenario's target was met, with the figures that decided it.
+type Verdict struct {
+	Met    bool
+	Detail string
+}
+
+// Policies are the gateway profiles compared side by side; round-robin is the baseline.
+var Policies = []string{"round-robin", "least-request", "random", "gie-default", "default"}
+
+// Baseline is the policy ratios are taken against.
+const Baseline = "round-robin"
+
+var scenarios = []Scenario{
+	{
+		Name: "mixed-fleet", Workload: "mixed-fleet",
+		Pools:  []Pool{{"h100", 4}, {"a10g", 4}},
+		Target: "default P95 TTFT <= 3% of round robin's and <= gie-default's",
+		Check: func(f Figures) Verdict {
+			d, rr, gie := f.TTFT("default", 95), f.TTFT(Baseline, 95), f.TTFT("gie-default", 95)
+			return Verdict{d <= 0.03*rr && d <= gie,
+				fmt.Sprintf("P95: default %s, %.1f%% of round robin (%s), gie-default %s",
+					ms(d), 100*d/rr, ms(rr), ms(gie))}
+		},
+	},
+	{
+		Name: "bursty", Workload: "bursty",
+		Pools:  []Pool{{"h100", 4}, {"a10g", 4}},
+		Target: "default P99 TTFT <= 2% of round robin's",
+		Check: func(f Figures) Verdict {
+			d, rr := f.TTFT("default", 99), f.TTFT(Baseline, 99)
+			return Verdict{d <= 0.02*rr,
+				fmt.Sprintf("P99: default %s, %.1f%% of round robin (%s)", ms(d), 100*d/rr, ms(rr))}
+		},
+	},
+	{
+		Name: "shared-prefix", Workload: "shared-prefix",
+		Pools:  []Pool{{"h100", 8}},
+		Target: "default prefix-cache hit rate >= 2x round robin's and P95 TTFT <= gie-default's",
+		Check: func(f Figures) Verdict {
+			hd, hr := f.HitRate("default"), f.HitRate(Baseline)
+			d, gie := f.TTFT("default", 95), f.TTFT("gie-default", 95)
+			return Verdict{hd >= 2*hr && d <= gie,
+				fmt.Sprintf("hit rate: default %.1f%%, round robin %.1f%% (%.2fx); P95: default %s, gie-default %s",
+					100*hd, 100*hr, hd/hr, ms(d), ms(gie))}
+		},
+	},
+	{
+		Name: "multi-lora", Workload: "multi-lora",
+		Pools: []Pool{{"h100", 8}}, MaxLoras: 4,
+		Target: "default: fewer adapter loads and lower P95 TTFT than gie-default",
+		Check: func(f Figures) Verdict {
+			ld, lg := f.AdapterLoads("default"), f.AdapterLoads("gie-default")
+			d, gie := f.TTFT("default", 95), f.TTFT("gie-default", 95)
+			return Verdict{ld < lg && d < gie,
+				fmt.Sprintf("adapter loads: default %d, gie-default %d; P95: default %s, gie-default %s",
+					ld, lg, ms(d), ms(gie))}
+		},
+	},
+	{
+		Name: "uniform-steady", Workload: "uniform-steady",
+		Pools:  []Pool{{"h100", 8}},
+		Target: "default P50 and P95 TTFT within ±10% of round robin's",
+		Check: func(f Figures) Verdict {
+			r50 := f.TTFT("default", 50) / f.TTFT(Baseline, 50)
+			r95 := f.TTFT("default", 95) / f.TTFT(Baseline, 95)
+			return Verdict{within(r50, 0.1) && within(r95, 0.1),
+				fmt.Sprintf("default / round robin: P50 %.3f, P95 %.3f", r50, r95)}
+		},
+	},
+}
+
+func within(r, tol float64) bool { return r >= 1-tol && r <= 1+tol }
+
+func ms(v float64) string { return fmt.Sprintf("%.0f ms", v) }
+
+// Scenarios returns every scenario, in the order.
+func Scenarios() []Scenario { return slices.Clone(scenarios) }
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, error) {
+	for _, s := range scenarios {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.Name
+	}
+	return Scenario{}, fmt.Errorf("bench: unknown scenario %q (have %s)", name, strings.Join(names, ", "))
+}
+
+// Pods returns the number of pods in one policy's fleet.
+func (s Scenario) Pods() int {
+	n := 0
+	for _, p := range s.Pools {
+		n += p.Count
+	}
+	return n
+}

@@ -1,0 +1,229 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/harness"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/fleet"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/server"
+)
+
+// stack is one policy's system under test: an in-process modelsim fleet behind its own
+// cluster-gateway process.
+type stack struct {
+	policy  string
+	fleet   *fleet.Fleet
+	labels  []string // pod labels (profile-index), in fleet order
+	gateway *harness.Process
+	url     string
+	metrics string // the gateway's metrics address
+	stop    context.CancelFunc
+	done    chan error
+}
+
+// fleetConfigs returns the pods of one policy's fleet; every policy gets the same seeds.
+func fleetConfigs(sc Scenario, w *workload.Workload, timeScale float64) ([]server.Config, []string) {
+	var cfgs []server.Config
+	var labels []string
+	for _, pool := range sc.Pools {
+		for i := range pool.Count {
+			c := server.DefaultConfig()
+			c.Listen, c.Profile, c.Model, c.TimeScale = "127.0.0.1:0", pool.Profile, w.Model, timeScale
+			c.Seed = uint64(len(cfgs) + 1)
+			c.MaxLoras = sc.MaxLoras
+			if sc.MaxLoras > 0 {
+				for _, a := range w.Adapters {
+					c.LoRAs = append(c.LoRAs, a.Name)
+				}
+			}
+			cfgs = append(cfgs, c)
+			labels = append(labels, fmt.Sprintf("%s-%d", pool.Profile, i+1))
+		}
+	}
+	return cfgs, labels
+}
+
+// startStack starts the fleet, then the gateway, and waits until the gateway serves the model.
+func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workload, policy string) (*stack, error) {
+	cfgs, labels := fleetConfigs(sc, w, cfg.TimeScale)
+	f, err := fleet.New(cfgs, cfg.Logger.With("policy", policy))
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	st := &stack{policy: policy, fleet: f, labels: labels, stop: cancel, done: make(chan error, 1)}
+	go func() { st.done <- f.Run(fctx) }()
+	if err := f.Ready(ctx); err != nil {
+		st.close()
+		return nil, err
+	}
+	if err := st.startGateway(ctx, cfg, sc); err != nil {
+		st.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) error {
+	listen, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	metrics, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	scale := func(d time.Duration) string { return time.Duration(float64(d) * cfg.TimeScale).String() }
+	st.gateway = &harness.Process{
+		Name: "cluster-gateway/" + st.policy,
+		Bin:  cfg.GatewayBin,
+		Args: []string{
+			"--cluster=bench-" + st.policy, "--region=local",
+			"--listen=" + listen, "--metrics-listen=" + metrics, "--ext-proc-listen=",
+			"--endpoints=" + strings.Join(st.fleet.Addrs(), ","),
+			"--profile=" + st.policy,
+			"--scrape-interval=" + scale(cfg.ScrapeInterval),
+			"--staleness=" + scale(2*time.Second),
+			"--log-level=warn",
+		},
+		Health:  "http://" + metrics + "/readyz",
+		LogPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-gateway.log", sc.Name, st.policy)),
+	}
+	if err := st.gateway.Start(); err != nil {
+		return err
+	}
+	if err := st.gateway.WaitHealthy(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	st.url, st.metrics = "http://"+listen, metrics
+	return waitModel(ctx, st.url, 30*time.Second)
+}
+
+// waitModel polls the gateway's /v1/models until it lists a model (the pods' /v1/models have
+// been read), so that no policy starts the run answering 404.
+func waitModel(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/models", nil)
+		if resp, err := client.Do(req); err == nil {
+			var body struct {
+				Data []json.RawMessage `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK && len(body.Data) > 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: gateway %s lists no model after %v", url, timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// close stops the gateway, then the fleet.
+func (st *stack) close() error {
+	var errs []error
+	if st.gateway != nil {
+		if err := st.gateway.Stop(15 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	st.stop()
+	select {
+	case err := <-st.done:
+		if err != nil {
+			errs = append(errs, fmt.Errorf("fleet %s: %w", st.policy, err))
+		}
+	case <-time.After(40 * time.Second):
+		errs = append(errs, fmt.Errorf("fleet %s did not stop", st.policy))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bench: stop %s: %v", st.policy, errs)
+	}
+	return nil
+}
+
+// podStats reads every pod's engine counters.
+func (st *stack) podStats(share map[string]float64) PolicyStats {
+	ps := PolicyStats{Policy: st.policy}
+	addrs := st.fleet.Addrs()
+	for i, s := range st.fleet.Servers() {
+		snap := s.Snapshot()
+		var finished uint64
+		for _, n := range snap.Stats.Finished {
+			finished += n
+		}
+		pod := PodStats{
+			Pod: st.labels[i], Addr: addrs[i], Share: share[addrs[i]], Finished: finished,
+			AdapterLoads: snap.Stats.AdapterLoads, PrefixQueries: snap.Stats.PrefixQueries,
+			PrefixHits: snap.Stats.PrefixHits, Preemptions: snap.Stats.Preemptions,
+			StepLagP99Ms: 1000 * snap.Stats.Lag.Quantile(0.99),
+		}
+		ps.Pods = append(ps.Pods, pod)
+		ps.AdapterLoads += pod.AdapterLoads
+		ps.Preemptions += pod.Preemptions
+		ps.prefixQueries += pod.PrefixQueries
+		ps.prefixHits += pod.PrefixHits
+	}
+	ps.Decisions = st.decisions()
+	if ps.prefixQueries > 0 {
+		ps.EnginePrefixHitRate = float64(ps.prefixHits) / float64(ps.prefixQueries)
+	}
+	return ps
+}
+
+// decisions reads the gateway's scheduling outcomes (switchyard_gateway_scheduling_decisions_total
+// by outcome: ok, saturated, ...) and flow-control outcomes (switchyard_gateway_flow_outcomes_total,
+// keyed "flow_" + outcome); nil when the gateway exports neither.
+func (st *stack) decisions() map[string]float64 {
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + st.metrics + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	families := map[string]string{
+		"switchyard_gateway_scheduling_decisions_total{": "",
+		"switchyard_gateway_flow_outcomes_total{":        "flow_",
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		for family, prefix := range families {
+			if rest, ok := strings.CutPrefix(line, family); ok {
+				if outcome, v, ok := outcomeValue(rest); ok {
+					out[prefix+outcome] += v
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// outcomeValue parses `outcome="x"} 12` (other labels allowed before it).
+func outcomeValue(rest string) (string, float64, bool) {
+	labels, value, ok := strings.Cut(rest, "} ")
+	_, outcome, found := strings.Cut(labels, `outcome="`)
+	outcome, _, _ = strings.Cut(outcome, `"`)
+	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	return outcome, v, ok && found && err == nil
+}

@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+)
+
+// writeReports writes NAME.json (loadgen's report), NAME-pods.json (this package's figures),
+// NAME.md (both, with the verdict) and NAME-ttft.png (the TTFT CDF) into cfg.Out.
+func writeReports(cfg *Config, res *Result) error {
+	base := filepath.Join(cfg.Out, cfg.Scenario.Name)
+	res.Files = report.Files{JSON: base + ".json", Plot: base + "-ttft.png", Markdown: base + ".md"}
+	if err := report.WriteFiles(res.Report, report.Files{JSON: res.Files.JSON, Plot: res.Files.Plot}); err != nil {
+		return err
+	}
+	extra, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+"-pods.json", append(extra, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	md, err := Markdown(cfg, res)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(res.Files.Markdown, md, 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// Markdown renders a run: settings, the TTFT table with ratios, loadgen's full report, the pods'
+// figures and the verdict.
+func Markdown(cfg *Config, res *Result) ([]byte, error) {
+	var b strings.Builder
+	r := res.Report
+	fmt.Fprintf(&b, "# %s\n\n", cfg.Scenario.Name)
+	fmt.Fprintf(&b, "Fleet per policy: %s. Workload `%s`, seed %d, %.2f req/s (simulated) for %.0f s of arrivals "+
+		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		pools(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
+		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
+		res.LoadAvg[0], res.LoadAvg[1])
+	b.WriteString("| policy | TTFT P50 | P95 | P99 | P50 / RR | P95 / RR | P99 / RR | errors | hit rate | adapter loads |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %.1f%% | %d |\n", t.Name,
+			t.TTFTMs.P50, t.TTFTMs.P95, t.TTFTMs.P99,
+			t.Ratios["ttft_p50"], t.Ratios["ttft_p95"], t.Ratios["ttft_p99"],
+			t.Errors, 100*float64(t.PrefixCacheHitRate), res.AdapterLoads(t.Name))
+	}
+	if res.Verdict != nil {
+		met := "MISSED"
+		if res.Verdict.Met {
+			met = "MET"
+		}
+		fmt.Fprintf(&b, "\nTarget: %s. **%s**: %s.\n", res.Target, met, res.Verdict.Detail)
+	}
+	b.WriteString("\n## Per-pod figures\n\n")
+	writePods(&b, res.Policies)
+	b.WriteString("\n## loadgen report\n\n")
+	var lg bytes.Buffer
+	if err := report.WriteMarkdown(&lg, r); err != nil {
+		return nil, err
+	}
+	b.Write(lg.Bytes())
+	return []byte(b.String()), nil
+}
+
+func writePods(b *strings.Builder, policies []PolicyStats) {
+	if len(policies) == 0 {
+		return
+	}
+	b.WriteString("Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate and step-lag p99 over the fleet, and the gateway's scheduling outcomes.\n\n| policy |")
+	for _, p := range policies[0].Pods {
+		fmt.Fprintf(b, " %s |", p.Pod)
+	}
+	b.WriteString(" adapter loads | preemptions | engine hit rate | step lag p99 | gateway decisions |\n|---|")
+	b.WriteString(strings.Repeat("---|", len(policies[0].Pods)+5) + "\n")
+	for _, ps := range policies {
+		fmt.Fprintf(b, "| %s |", ps.Policy)
+		lag := 0.0
+		for _, p := range ps.Pods {
+			fmt.Fprintf(b, " %.1f%% |", 100*p.Share)
+			lag = max(lag, p.StepLagP99Ms)
+		}
+		fmt.Fprintf(b, " %d | %d | %.1f%% | %.0f ms | %s |\n", ps.AdapterLoads, ps.Preemptions, 100*ps.EnginePrefixHitRate, lag, counts(ps.Decisions))
+	}
+}
+
+func pools(sc Scenario) string {
+	parts := make([]string, len(sc.Pools))
+	for i, p := range sc.Pools {
+		parts[i] = fmt.Sprintf("%d × %s", p.Count, p.Profile)
+	}
+	s := strings.Join(parts, " + ")
+	if sc.MaxLoras > 0 {
+		s += fmt.Sprintf(" (max_loras %d)", sc.MaxLoras)
+	}
+	return s
+}
+
+func podCapacity(m map[string]float64) string {
+	if len(m) == 0 {
+		return ", given"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.2f", k, m[k])
+	}
+	return "; per pod: " + strings.Join(parts, ", ")
+}
+
+func timeNote(ts float64) string {
+	if ts == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (latencies below are real ms: %g × simulated)", ts)
+}
+
+func counts(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
