@@ -34,6 +34,7 @@ type metrics struct {
 	broadcastBytes *prometheus.CounterVec
 	published      prometheus.Counter
 	keyChanges     prometheus.Counter
+	keyErrors      prometheus.Counter
 	joinAttempts   *prometheus.CounterVec
 
 	packetSent, packetRecv, streamSent, streamRecv atomic.Uint64
@@ -59,11 +60,12 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		broadcastBytes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("broadcast_sent_bytes_total", "Summary chunk bytes sent, own or relayed.")), []string{"origin"}),
 		published:      prometheus.NewCounter(prometheus.CounterOpts(opts("published_total", "Summaries published by this node."))),
 		keyChanges:     prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
+		keyErrors:      prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."))),
 		joinAttempts:   prometheus.NewCounterVec(prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")), []string{"result"}),
 	}
 	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")), queueDepth)
 	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.decodeErrors,
-		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.keyChanges, m.joinAttempts, queue} {
+		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.keyChanges, m.keyErrors, m.joinAttempts, queue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -45,7 +45,8 @@ func (g *Gateway) buildGossip() error {
 	if err != nil {
 		return err
 	}
-	g.components = append(g.components, node, pub)
+	watch := gossip.KeyFileWatcher{Node: node, Path: g.cfg.GossipKeyFile} // rotation without restarts
+	g.components = append(g.components, node, pub, watch)
 	return nil
 }
 

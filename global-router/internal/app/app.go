@@ -184,6 +184,7 @@ func (r *Router) run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.store.Run(ctx) })
 	g.Go(func() error { return r.node.Run(ctx) })
+	g.Go(func() error { return gossip.KeyFileWatcher{Node: r.node, Path: r.cfg.GossipKeyFile}.Run(ctx) })
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })
 	}
