@@ -37,6 +37,9 @@ func (e *Engine) Run(ctx context.Context, clk Clock) error {
 		next = end
 		if lag > maxCatchUp {
 			next = clk.Now()
+			e.mu.Lock()
+			e.stats.Dropped += lag
+			e.mu.Unlock()
 		}
 	}
 }

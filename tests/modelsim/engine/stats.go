@@ -30,6 +30,10 @@ type Stats struct {
 	// schedule, and LastLag the most recent signed value (negative: early). Only Run observes them.
 	Lag     Histogram
 	LastLag time.Duration
+	// Dropped is the simulated time given up when the loop fell more than a second behind and
+	// restarted its schedule from the current time: how far the simulated clock has drifted behind
+	// real time for good. Late steps that are caught up do not count.
+	Dropped time.Duration
 }
 
 func newStats() Stats {
