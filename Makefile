@@ -29,7 +29,7 @@ BENCHTIME    ?= 1s
 
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
-.PHONY: all build run test test-short bench generate check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run bench-routing test test-short bench generate check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -54,6 +54,13 @@ test-short:
 ## bench: Go benchmarks across modules (figures in the README come from here and tests/bench)
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem $(PKGS)
+
+## bench-routing: Tier 1 routing quality, every policy side by side (docs/benchmarks.md)
+SCENARIOS      ?= mixed-fleet bursty shared-prefix multi-lora uniform-steady
+BENCH_DURATION ?= 60s
+BENCH_OUT      ?= bench-results
+bench-routing: build
+	for s in $(SCENARIOS); do $(GO) run ./tests/cmd/bench --scenario=$$s --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) --bin-dir=$(BIN) || exit 1; done
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 30s
