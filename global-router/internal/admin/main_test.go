@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -17,25 +16,7 @@ import (
 // namespace.
 var shared *etcdtest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "admin-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	shared, err = etcdtest.New(ctx, dir, 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer shared.Close()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, 1, &shared)) }
 
 func newEnv(t *testing.T) *admintest.Env {
 	t.Helper()

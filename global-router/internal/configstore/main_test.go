@@ -18,27 +18,7 @@ import (
 // shared is one etcd member for the whole package; tests isolate themselves with namespaces.
 var shared *etcdtest.Cluster
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "configstore-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	shared, err = etcdtest.New(ctx, dir, 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer shared.Close()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, 1, &shared)) }
 
 var nsCounter atomic.Int64
 

@@ -3,7 +3,6 @@ package ctl_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,25 +18,7 @@ import (
 // namespace.
 var shared *etcdtest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "ctl-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	shared, err = etcdtest.New(ctx, dir, 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer shared.Close()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, 1, &shared)) }
 
 // fixture is a running admin API and the flags that reach it.
 type fixture struct {

@@ -184,3 +184,25 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 
 // Discard is a logger that drops everything, for components under test.
 var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Main runs a test package with one n-member cluster shared by all its tests: call it from
+// TestMain as os.Exit(etcdtest.Main(m, 1, &shared)). The cluster is in *shared while the tests run
+// and is stopped and removed afterwards; tests isolate themselves with key namespaces.
+func Main(m *testing.M, n int, shared **Cluster) int {
+	dir, err := os.MkdirTemp("", "etcdtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := New(ctx, dir, n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
+	*shared = c
+	return m.Run()
+}
