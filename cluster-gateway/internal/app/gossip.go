@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
@@ -32,7 +31,7 @@ func (g *Gateway) buildGossip() error {
 	gc.NodeName = fmt.Sprintf("gateway-%s-%s-%d", g.cfg.Cluster, host, os.Getpid())
 	gc.Role, gc.Cluster, gc.Region, gc.Version = gossip.RoleGateway, g.cfg.Cluster, g.cfg.Region, Version
 	gc.AdvertiseURL = g.advertiseURL()
-	if gc.BindAddr, gc.BindPort, err = splitHostPort(g.cfg.GossipBind); err != nil {
+	if gc.BindAddr, gc.BindPort, err = gossip.ParseAddr(g.cfg.GossipBind); err != nil {
 		return fmt.Errorf("--gossip-bind: %w", err)
 	}
 	gc.Seeds, gc.Keys = splitList(g.cfg.GossipJoin), keys
@@ -92,19 +91,4 @@ func (h hooks) PreRequest(ctx context.Context, req *framework.Request, res *fram
 		h.recent.Record(req.BaseModel, req.PrefixHashes)
 	}
 	h.Scheduler.PreRequest(ctx, req, res)
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return "", 0, fmt.Errorf("port %q: %w", port, err)
-	}
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	return host, n, nil
 }

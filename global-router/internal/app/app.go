@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,11 +109,11 @@ func (r *Router) buildGossip(context.Context) error {
 	}
 	gc.NodeName = r.nodeName()
 	gc.Role, gc.Region, gc.Version = gossip.RoleRouter, r.cfg.Region, Version
-	if gc.BindAddr, gc.BindPort, err = splitHostPort(r.cfg.GossipBind); err != nil {
+	if gc.BindAddr, gc.BindPort, err = gossip.ParseAddr(r.cfg.GossipBind); err != nil {
 		return fmt.Errorf("--gossip-bind: %w", err)
 	}
 	if r.cfg.GossipAdvertise != "" {
-		if gc.AdvertiseAddr, gc.AdvertisePort, err = splitHostPort(r.cfg.GossipAdvertise); err != nil {
+		if gc.AdvertiseAddr, gc.AdvertisePort, err = gossip.ParseAddr(r.cfg.GossipAdvertise); err != nil {
 			return fmt.Errorf("--gossip-advertise: %w", err)
 		}
 	}
@@ -239,18 +237,3 @@ func (d drainView) Drained(cluster, region string) bool {
 type policyView struct{ s *configstore.Store }
 
 func (p policyView) Policy(model string) routing.Policy { return p.s.Snapshot().Policy(model) }
-
-func splitHostPort(addr string) (string, int, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return "", 0, fmt.Errorf("port %q: %w", port, err)
-	}
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	return host, n, nil
-}
