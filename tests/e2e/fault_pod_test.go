@@ -28,11 +28,17 @@ func TestPodKilledMidLoad(t *testing.T) {
 	if o.Lost != 0 {
 		t.Errorf("%d requests lost (failed before their first token); want 0\n%s", o.Lost, gw.Log())
 	}
+	if o.CutSilently != 0 {
+		t.Errorf("%d streams cut without an error event", o.CutSilently)
+	}
 	if o.OK < o.Total*8/10 {
 		t.Errorf("only %d of %d requests succeeded", o.OK, o.Total)
 	}
+	last := lastSentTo(samples, victim.Listen)
+	t.Logf("FIGURES pod-kill: %d requests at 15/s, %d lost, %d streams cut with an error event, %d cut silently, last request to the dead pod sent %s after the kill",
+		o.Total, o.Lost, o.Cut-o.CutSilently, o.CutSilently, max(0, last-killedAt).Round(time.Millisecond))
 	// Allow one scrape interval and the retry of a request already connecting.
-	if last := lastSentTo(samples, victim.Listen); last > killedAt+500*time.Millisecond {
+	if last > killedAt+500*time.Millisecond {
 		t.Errorf("killed pod still served a request sent at %s (killed at %s)", last, killedAt)
 	}
 	after := servedAfter(samples, killedAt+time.Second, "endpoint")

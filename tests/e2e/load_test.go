@@ -76,8 +76,10 @@ type outcomes struct {
 	// Lost failed without a single generated token: the router or gateway gave up on a request it
 	// could have sent elsewhere (or the client got no answer).
 	Lost int
-	// Cut started streaming and then ended with an error (an error event or a broken stream).
-	Cut int
+	// Cut started streaming and then ended with an error (an error event or a broken stream);
+	// CutSilently is the part of Cut that ended without an error event (a truncated stream the
+	// client could mistake for a whole answer).
+	Cut, CutSilently int
 	// Shed got 429 (overload) with the retryable contract.
 	Shed int
 	// Errors holds a few failure messages, for the test log.
@@ -104,6 +106,9 @@ func count(samples []loadgen.Sample) outcomes {
 			o.Shed++
 		case s.TTFT > 0 || s.Error == loadgen.ErrSSE || s.Error == loadgen.ErrStream:
 			o.Cut++
+			if s.Error != loadgen.ErrSSE {
+				o.CutSilently++
+			}
 		default:
 			o.Lost++
 		}
@@ -115,8 +120,8 @@ func count(samples []loadgen.Sample) outcomes {
 }
 
 func (o outcomes) String() string {
-	return fmt.Sprintf("%d requests: %d ok, %d lost, %d cut mid-stream, %d shed (429); clusters %v; errors: %s",
-		o.Total, o.OK, o.Lost, o.Cut, o.Shed, o.Clusters, strings.Join(o.Errors, "; "))
+	return fmt.Sprintf("%d requests: %d ok, %d lost, %d cut mid-stream (%d without an error event), %d shed (429); clusters %v; errors: %s",
+		o.Total, o.OK, o.Lost, o.Cut, o.CutSilently, o.Shed, o.Clusters, strings.Join(o.Errors, "; "))
 }
 
 // servedAfter returns, for requests sent at or after from (measured from the start of the run),

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,7 +146,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	var upErr error
+	var (
+		upErr    error
+		boundary = true // the bytes sent so far end between two SSE events
+	)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
@@ -153,6 +157,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				break // the client went away; its context cancels the upstream request
 			}
+			boundary = endsEvent(boundary, buf[:n])
 			_ = rc.Flush()
 		}
 		if err != nil {
@@ -162,5 +167,36 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			break
 		}
 	}
+	if upErr != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The pod died or the connection broke mid-stream: tell the client in the stream
+		// itself, so that it does not mistake a truncated answer for a complete one.
+		writeStreamError(w, boundary, "the model server's stream broke after it had started: "+upErr.Error())
+		_ = rc.Flush()
+	}
 	s.pipe.End(r.Context(), a, resp.StatusCode, upErr, true)
+}
+
+// endsEvent reports whether a stream ends between two SSE events after b, given whether it
+// did before b: after a blank line ("\n\n"), or still at the start.
+func endsEvent(prev bool, b []byte) bool {
+	switch {
+	case len(b) == 0:
+		return prev
+	case b[len(b)-1] != '\n':
+		return false
+	case len(b) == 1:
+		return prev // a lone newline: only the start of a stream is known to be a boundary
+	}
+	return b[len(b)-2] == '\n'
+}
+
+// writeStreamError ends a broken SSE stream with an OpenAI-style error event (and no [DONE]),
+// first closing an event left half-written.
+func writeStreamError(w io.Writer, boundary bool, msg string) {
+	if !boundary {
+		_, _ = io.WriteString(w, "\n\n")
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": msg, "type": "upstream_error", "code": http.StatusBadGateway}})
+	_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
 }

@@ -122,11 +122,20 @@ func TestLastAttemptPassesStatusThrough(t *testing.T) {
 }
 
 func TestNoRetryAfterFirstByte(t *testing.T) {
+	for _, tc := range []struct{ name, sent string }{
+		{"between events", "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"},
+		{"inside an event", "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"cho"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testNoRetryAfterFirstByte(t, tc.sent) })
+	}
+}
+
+func testNoRetryAfterFirstByte(t *testing.T, sent string) {
 	var hits atomic.Int32
 	broken := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		fmt.Fprint(w, sent)
 		w.(http.Flusher).Flush()
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
@@ -140,6 +149,12 @@ func TestNoRetryAfterFirstByte(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"a"`) {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	// The client learns in the stream that the answer is cut: a last, complete error event.
+	events := strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n")
+	last := events[len(events)-1]
+	if !strings.HasPrefix(last, `data: {"error":`) || !strings.Contains(last, "upstream_error") || strings.Contains(string(body), "[DONE]") {
+		t.Fatalf("stream does not end with an error event: %q", body)
 	}
 	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
 	if hits.Load() != 1 {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -220,20 +221,53 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	rc := http.NewResponseController(w)
 	_ = rc.Flush() // headers leave at once: the client sees the route before the first token
 	buf := make([]byte, 32<<10)
+	boundary := true // the bytes sent so far end between two SSE events
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return nil // the client went away; its context cancels the upstream request
 			}
+			boundary = endsEvent(boundary, buf[:n])
 			_ = rc.Flush()
 		}
 		if err != nil {
 			// EOF, the client's cancellation, or a stream broken after its first byte: in every
-			// case the answer has started and nothing more can be done for it.
+			// case the answer has started and cannot be retried. A broken event stream ends with
+			// an error event so the client does not mistake a truncated answer for a whole one.
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil &&
+				strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				writeStreamError(w, boundary, "cluster "+t.Cluster+": the stream broke after it had started: "+err.Error())
+				_ = rc.Flush()
+			}
 			return nil
 		}
 	}
+}
+
+// endsEvent reports whether a stream ends between two SSE events after b, given whether it
+// did before b: after a blank line ("\n\n"), or still at the start.
+func endsEvent(prev bool, b []byte) bool {
+	switch {
+	case len(b) == 0:
+		return prev
+	case b[len(b)-1] != '\n':
+		return false
+	case len(b) == 1:
+		return prev // a lone newline: only the start of a stream is known to be a boundary
+	}
+	return b[len(b)-2] == '\n'
+}
+
+// writeStreamError ends a broken SSE stream with an OpenAI-style error event (and no [DONE]),
+// first closing an event left half-written.
+func writeStreamError(w io.Writer, boundary bool, msg string) {
+	if !boundary {
+		_, _ = io.WriteString(w, "\n\n")
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": msg, "type": "upstream_error", "code": http.StatusBadGateway}})
+	_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
 }
 
 // copyRequestHeaders passes the client's headers on, except hop-by-hop headers and the routing

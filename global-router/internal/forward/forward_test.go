@@ -259,3 +259,33 @@ func closedAddr(t *testing.T) string {
 	l.Close()
 	return addr
 }
+
+func TestBrokenStreamEndsWithErrorEvent(t *testing.T) {
+	for _, tc := range []struct{ name, sent string }{
+		{"between events", "data: {\"n\":0}\n\n"},
+		{"inside an event", "data: {\"n\":0}\n\ndata: {\"n\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, tc.sent)
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the gateway dies mid-stream: the stream is reset
+
+			})
+			url := router(t, newForwarder(t, &recorder{}), []forward.Target{{Cluster: "a", URL: gw, Route: "local"}})
+			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"stream":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			events := strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n")
+			last := events[len(events)-1]
+			if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "data: {\"n\":0}") ||
+				!strings.HasPrefix(last, `data: {"error":`) || !strings.Contains(last, "cluster a") {
+				t.Fatalf("status %d, stream %q: want the events sent, then an error event", resp.StatusCode, body)
+			}
+		})
+	}
+}
