@@ -119,6 +119,7 @@ type Engine struct {
 	step     []stepEntry
 	prefill  int
 	loads    int
+	pcg      *rand.PCG // rng's source, kept so that Clone can copy its state
 	rng      *rand.Rand
 	stats    Stats
 	lastWarn time.Time
@@ -136,11 +137,13 @@ func New(cfg Config, logger *slog.Logger) (*Engine, error) {
 	if wm < 0 {
 		wm = cfg.Profile.NumBlocks() / 100
 	}
+	pcg := rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
 	return &Engine{
 		cfg: cfg, log: logger, watermark: wm, wake: make(chan struct{}, 1),
 		pool:  newBlockPool(cfg.Profile.NumBlocks()),
 		lora:  newLoRASlots(cfg.MaxLoras),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		pcg:   pcg,
+		rng:   rand.New(pcg),
 		stats: newStats(),
 	}, nil
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/switchyard-dev/switchyard/tests/modelsim/textgen"
 )
 
-// minNaturalTokens is the shortest answer the simulated model gives before its end-of-sequence
-// token, when a request sets no max_tokens and does not ignore EOS.
-const minNaturalTokens = 16
-
 // handleGenerate serves /v1/completions (chat=false) and /v1/chat/completions (chat=true).
 func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -50,23 +46,10 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, chat bool) (*ge
 	if apiErr != nil {
 		return nil, engine.Request{}, apiErr
 	}
-	req, err := parseRequest(body, chat)
-	if err != nil {
-		return nil, engine.Request{}, err.(*apiError)
-	}
-	adapter := ""
-	if req.model != s.cfg.Model {
-		if !s.adapters[req.model] {
-			return nil, engine.Request{}, notFound(req.model)
-		}
-		adapter = req.model
-	}
-	maxTokens, reason, apiErr := s.outputLength(req)
+	req, ereq, apiErr := s.cfg.engineRequest(body, chat)
 	if apiErr != nil {
 		return nil, engine.Request{}, apiErr
 	}
-	ereq := engine.Request{Model: req.model, Adapter: adapter, Prompt: []byte(req.prompt),
-		PromptTokens: req.promptTokens, MaxTokens: maxTokens, FinishReason: reason}
 	if err := s.engine.Check(ereq); err != nil {
 		return nil, engine.Request{}, badRequest("", "%v", err)
 	}
@@ -84,27 +67,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 		return nil, badRequest("", "Cannot read the request body: %v", err)
 	}
 	return body, nil
-}
-
-// outputLength decides how many tokens to generate: max_tokens when set; otherwise the default
-// bound (ignore_eos) or a natural answer length drawn from the seed and prompt (finish "stop").
-func (s *Server) outputLength(req *genRequest) (int, string, *apiError) {
-	room := s.cfg.MaxModelLen - req.promptTokens
-	if req.maxTokens > 0 && req.maxTokens > room || room < 1 {
-		return 0, "", badRequest("", "This model's maximum context length is %d tokens. However, you "+
-			"requested %d tokens (%d in the messages, %d in the completion). Please reduce the length "+
-			"of the messages or completion.", s.cfg.MaxModelLen, req.promptTokens+max(req.maxTokens, 1),
-			req.promptTokens, max(req.maxTokens, 1))
-	}
-	if req.maxTokens > 0 {
-		return req.maxTokens, "length", nil
-	}
-	limit := min(s.cfg.DefaultMaxTokens, room)
-	if req.ignoreEOS {
-		return limit, "length", nil
-	}
-	g := textgen.NewGenerator(s.cfg.Seed, req.prompt)
-	return g.Length(min(minNaturalTokens, limit), limit), "stop", nil
 }
 
 // output renders one request's response.

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// writeText prints the run, a TTFT table with each policy's ratio to the oracle, and the pods'
+// shares, as markdown.
+func writeText(w io.Writer, out *output, o *options) {
+	fmt.Fprintf(w, "oracle: workload %s (seed %d), %.2f req/s for %s, %d requests; fleet %s, max_loras %d; simulated on a virtual clock\n\n",
+		out.Workload, out.Seed, out.Rate, out.Duration, len(out.Policies[0].Report.Requests), o.fleet, out.MaxLoras)
+	fmt.Fprintln(w, "| policy | TTFT P50 | TTFT P95 | TTFT P99 | TTFT mean | E2E P50 | E2E P95 | hit rate | adapter loads | preemptions | profile share | replay time |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, p := range out.Policies {
+		s := p.Summary
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.1f%% | %d | %d | %s | %.1f s |\n", p.Policy,
+			ms(s.TTFT.P50), ms(s.TTFT.P95), ms(s.TTFT.P99), ms(s.TTFT.Mean), ms(s.E2E.P50), ms(s.E2E.P95),
+			100*s.HitRate, s.AdapterLoads, s.Preemptions, profileShare(s.ProfileShare), p.Wall.Seconds())
+	}
+	base := out.Policies[0].Summary.TTFT
+	for _, p := range out.Policies[1:] {
+		s := p.Summary.TTFT
+		fmt.Fprintf(w, "\noracle / %s TTFT: P50 %.3f, P95 %.3f, P99 %.3f\n", p.Policy,
+			ratio(base.P50, s.P50), ratio(base.P95, s.P95), ratio(base.P99, s.P99))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "| pod | profile |")
+	for _, p := range out.Policies {
+		fmt.Fprintf(w, " %s share |", p.Policy)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---|", len(out.Policies)))
+	for i, prof := range out.Fleet {
+		fmt.Fprintf(w, "| %d | %s |", i, prof)
+		for _, p := range out.Policies {
+			fmt.Fprintf(w, " %.1f%% |", 100*p.Summary.Share[i])
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func profileShare(m map[string]float64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %.1f%%", n, 100*m[n])
+	}
+	return strings.Join(parts, ", ")
+}
