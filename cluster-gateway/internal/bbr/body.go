@@ -3,6 +3,7 @@ package bbr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -19,23 +20,63 @@ type Body struct {
 	MaxTokens int
 	// Prompt is the prompt text as sent, JSON-decoded: "prompt" (strings concatenated) for
 	// completions, the concatenated message contents (strings or text parts) for chat, "input"
-	// for embeddings. Its backing array is reused by the next Parse.
+	// for embeddings; only its first MaxPrompt bytes when MaxPrompt is positive. A prompt that
+	// is one string without escapes aliases the parsed data (no copy); otherwise the text is
+	// decoded into a buffer that the next Parse reuses.
 	Prompt []byte
+	// PromptBytes is the length of the whole decoded prompt text, including any part past
+	// MaxPrompt.
+	PromptBytes int
 	// PromptTokenIDs counts prompt tokens given directly as token ids (arrays of integers).
 	PromptTokenIDs int
+	// MaxPrompt bounds the text kept in Prompt (0 keeps all of it), so that a huge prompt is not
+	// copied when only its first blocks are hashed. Reset and Parse keep it.
+	MaxPrompt int
+
+	buf   []byte // storage for Prompt when it does not alias the data
+	owned bool   // Prompt is in buf
 }
 
 // ErrMissingModel is returned by Parse when the body has no non-empty "model" string.
 var ErrMissingModel = errors.New("bbr: model is required")
 
-// Reset clears b, keeping the prompt buffer's capacity.
+// Reset clears b, keeping MaxPrompt and the prompt buffer's capacity.
 func (b *Body) Reset() {
-	*b = Body{Prompt: b.Prompt[:0]}
+	*b = Body{MaxPrompt: b.MaxPrompt, buf: b.buf[:0]}
 }
 
 // EstimatedPromptTokens estimates the prompt length in tokens (about four characters a token).
 func (b *Body) EstimatedPromptTokens() int {
-	return (len(b.Prompt)+3)/4 + b.PromptTokenIDs
+	return (b.PromptBytes+3)/4 + b.PromptTokenIDs
+}
+
+// resetPrompt forgets the prompt read so far (a repeated "prompt" or "messages" member wins).
+func (b *Body) resetPrompt() {
+	b.Prompt, b.PromptBytes, b.PromptTokenIDs, b.buf, b.owned = nil, 0, 0, b.buf[:0], false
+}
+
+// text adds the string at the cursor to the prompt. The first string aliases the data when it
+// has no escapes; later strings are decoded into buf, up to MaxPrompt bytes.
+func (b *Body) text(s *scanner) error {
+	limit := b.MaxPrompt
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
+	if b.PromptBytes == 0 && !b.owned {
+		if v, ok := s.plainStr(); ok {
+			b.Prompt, b.PromptBytes = v[:min(len(v), limit)], len(v)
+			return nil
+		}
+	}
+	if !b.owned {
+		b.buf, b.owned = append(b.buf[:0], b.Prompt...), true
+	}
+	var n int
+	var err error
+	b.buf, n, err = s.text(b.buf, limit)
+	b.Prompt = b.buf
+	b.PromptBytes += n
+	return err
 }
 
 // Parse reads the fields of Body from data in one pass, validating that data is one JSON object.
@@ -65,7 +106,7 @@ func (b *Body) member(s *scanner, key []byte) error {
 		if s.ws() != '"' {
 			return s.errorf("model must be a string")
 		}
-		v, err := s.str(nil, true)
+		v, err := s.str(nil)
 		b.Model = string(v)
 		return err
 	case "stream":
@@ -75,10 +116,10 @@ func (b *Body) member(s *scanner, key []byte) error {
 	case "max_tokens", "max_completion_tokens":
 		return s.count(&b.MaxTokens)
 	case "prompt", "input":
-		b.Prompt, b.PromptTokenIDs = b.Prompt[:0], 0
+		b.resetPrompt()
 		return b.promptValue(s, 0)
 	case "messages":
-		b.Prompt, b.PromptTokenIDs = b.Prompt[:0], 0
+		b.resetPrompt()
 		return s.arrayOrNull(func() error { return b.message(s) })
 	}
 	return s.skip(1)
@@ -101,9 +142,7 @@ func (b *Body) streamOptions(s *scanner) error {
 func (b *Body) promptValue(s *scanner, depth int) error {
 	switch c := s.ws(); {
 	case c == '"':
-		var err error
-		b.Prompt, err = s.str(b.Prompt, false)
-		return err
+		return b.text(s)
 	case c == '[' && depth < 2:
 		return s.array(func() error { return b.promptValue(s, depth+1) })
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -127,9 +166,7 @@ func (b *Body) message(s *scanner) error {
 		}
 		switch s.ws() {
 		case '"':
-			var err error
-			b.Prompt, err = s.str(b.Prompt, false)
-			return err
+			return b.text(s)
 		case '[':
 			return s.array(func() error { return b.contentPart(s) })
 		}
@@ -144,9 +181,7 @@ func (b *Body) contentPart(s *scanner) error {
 	}
 	return s.object(func(key []byte) error {
 		if string(key) == "text" && s.ws() == '"' {
-			var err error
-			b.Prompt, err = s.str(b.Prompt, false)
-			return err
+			return b.text(s)
 		}
 		return s.skip(5)
 	})

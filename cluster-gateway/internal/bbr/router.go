@@ -80,6 +80,7 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	}
 	b := r.bodies.Get().(*Body)
 	defer r.release(b)
+	b.MaxPrompt = r.cfg.MaxPrefixBlocks * prefix.BlockSize // the text past it is not hashed
 	if err := Parse(body, b); err != nil {
 		if errors.Is(err, ErrMissingModel) {
 			return Routed{}, BadRequest("you must provide a model parameter", "model")
@@ -93,14 +94,23 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	req.Model, req.BaseModel, req.Adapter = b.Model, res.BaseModel, res.Adapter
 	req.PromptTokens = b.EstimatedPromptTokens()
 	req.MaxTokens = b.MaxTokens
+	blocks := len(b.Prompt) / prefix.BlockSize
+	if r.cfg.MaxPrefixBlocks > 0 {
+		blocks = min(blocks, r.cfg.MaxPrefixBlocks)
+	}
+	if cap(req.PrefixHashes) < blocks {
+		req.PrefixHashes = make([]uint64, 0, blocks) // one allocation instead of append's growth
+	}
 	req.PrefixHashes = prefix.Hashes(req.PrefixHashes[:0], b.Model, b.Prompt, r.cfg.MaxPrefixBlocks)
 	return Routed{Stream: b.Stream, IncludeUsage: b.IncludeUsage}, nil
 }
 
-// release returns b to the pool unless its prompt buffer grew very large.
+// release returns b to the pool, dropping its reference to the request body and its prompt
+// buffer when that grew very large.
 func (r *Router) release(b *Body) {
-	if cap(b.Prompt) > 4<<20 {
-		b.Prompt = nil
+	b.Prompt = nil
+	if cap(b.buf) > 4<<20 {
+		b.buf = nil
 	}
 	r.bodies.Put(b)
 }

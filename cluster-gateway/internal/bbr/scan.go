@@ -1,8 +1,10 @@
 package bbr
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -69,55 +71,166 @@ func (s *scanner) literal(word string) error {
 	return nil
 }
 
-// str decodes the string at the cursor (the opening quote is next) and appends it to dst. When
-// raw is true and the string has no escapes, the returned slice aliases the input instead.
-func (s *scanner) str(dst []byte, raw bool) ([]byte, error) {
+// str returns the string at the cursor (the opening quote is next): a slice of the input when it
+// has no escapes, else the string decoded and appended to dst.
+func (s *scanner) str(dst []byte) ([]byte, error) {
 	if err := s.expect('"'); err != nil {
 		return dst, err
 	}
 	start := s.pos
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			seg := s.data[start:s.pos]
-			s.pos++
-			if raw {
-				return seg, nil
-			}
-			return append(dst, seg...), nil
-		case c == '\\':
-			s.decoded = true
-			return s.strEscaped(append(dst, s.data[start:s.pos]...))
-		case c < 0x20:
-			return dst, s.errorf("control character in string")
-		}
-		s.pos++
+	s.plain()
+	if s.pos >= len(s.data) {
+		return dst, errEOF
 	}
-	return dst, errEOF
+	switch s.data[s.pos] {
+	case '"':
+		s.pos++
+		return s.data[start : s.pos-1], nil
+	case '\\':
+		s.decoded = true
+		return s.strEscaped(append(dst, s.data[start:s.pos]...))
+	}
+	return dst, s.errorf("control character in string")
 }
 
-// strEscaped continues decoding a string after its first backslash.
+// strEscaped continues decoding a string at its first backslash.
 func (s *scanner) strEscaped(dst []byte) ([]byte, error) {
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
+	for {
+		start := s.pos
+		s.plain()
+		dst = append(dst, s.data[start:s.pos]...)
+		if s.pos >= len(s.data) {
+			return dst, errEOF
+		}
+		switch s.data[s.pos] {
+		case '"':
 			s.pos++
 			return dst, nil
-		case c == '\\':
+		case '\\':
 			var err error
 			if dst, err = s.escape(dst); err != nil {
 				return dst, err
 			}
-			continue
-		case c < 0x20:
+		default:
 			return dst, s.errorf("control character in string")
 		}
-		dst = append(dst, c)
-		s.pos++
 	}
-	return dst, errEOF
+}
+
+// plainStr returns the string at the cursor (the opening quote is next), aliasing the input, and
+// consumes it when it has no escapes; otherwise ok is false and the cursor has not moved.
+func (s *scanner) plainStr() (v []byte, ok bool) {
+	if s.ws() != '"' {
+		return nil, false
+	}
+	start := s.pos + 1
+	s.pos = start
+	s.plain()
+	if s.pos < len(s.data) && s.data[s.pos] == '"' {
+		s.pos++
+		return s.data[start : s.pos-1], true
+	}
+	s.pos = start - 1
+	return nil, false
+}
+
+// text decodes the string at the cursor (the opening quote is next), appending it to dst while
+// dst is shorter than limit, and returns dst and the string's whole decoded length.
+func (s *scanner) text(dst []byte, limit int) ([]byte, int, error) {
+	if err := s.expect('"'); err != nil {
+		return dst, 0, err
+	}
+	var esc [4]byte
+	n := 0
+	for {
+		start := s.pos
+		s.plain()
+		n += s.pos - start
+		dst = appendMax(dst, s.data[start:s.pos], limit)
+		if s.pos >= len(s.data) {
+			return dst, n, errEOF
+		}
+		switch s.data[s.pos] {
+		case '"':
+			s.pos++
+			return dst, n, nil
+		case '\\':
+			e, err := s.escape(esc[:0])
+			if err != nil {
+				return dst, n, err
+			}
+			n += len(e)
+			dst = appendMax(dst, e, limit)
+		default:
+			return dst, n, s.errorf("control character in string")
+		}
+	}
+}
+
+// appendMax appends as much of src to dst as keeps it within limit bytes.
+func appendMax(dst, src []byte, limit int) []byte {
+	if room := limit - len(dst); room < len(src) {
+		src = src[:max(room, 0)]
+	}
+	return append(dst, src...)
+}
+
+// skipStr validates the string at the cursor (the opening quote is next) without decoding it.
+func (s *scanner) skipStr() error {
+	if err := s.expect('"'); err != nil {
+		return err
+	}
+	var esc [4]byte
+	for {
+		s.plain()
+		if s.pos >= len(s.data) {
+			return errEOF
+		}
+		switch s.data[s.pos] {
+		case '"':
+			s.pos++
+			return nil
+		case '\\':
+			if _, err := s.escape(esc[:0]); err != nil {
+				return err
+			}
+		default:
+			return s.errorf("control character in string")
+		}
+	}
+}
+
+// Masks for plain: one bit or byte value in each of the eight bytes of a word.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// plain advances the cursor to the next byte that ends a run of plain string content: a quote,
+// a backslash or a control character (or the end of input). It tests eight bytes at a time.
+func (s *scanner) plain() {
+	d, i := s.data, s.pos
+	for ; i+8 <= len(d); i += 8 {
+		if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			s.pos = i + bits.TrailingZeros64(m)/8
+			return
+		}
+	}
+	for ; i < len(d); i++ {
+		if c := d[i]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	s.pos = i
+}
+
+// specialBytes flags (with the high bit) the bytes of the little-endian word x that are a quote,
+// a backslash or below 0x20. Borrows can flag a byte above a flagged one, never below, so the
+// lowest flag is exact.
+func specialBytes(x uint64) uint64 {
+	q := x ^ (lowBits * '"')
+	b := x ^ (lowBits * '\\')
+	return (((q - lowBits) &^ q) | ((b - lowBits) &^ b) | ((x - lowBits*0x20) &^ x)) & highBits
 }
 
 // escape decodes one escape sequence starting at the backslash.
@@ -228,8 +341,7 @@ func (s *scanner) skip(depth int) error {
 	}
 	switch c := s.ws(); c {
 	case '"':
-		_, err := s.str(nil, true)
-		return err
+		return s.skipStr()
 	case '{':
 		return s.object(func(_ []byte) error { return s.skip(depth + 1) })
 	case '[':
@@ -265,7 +377,7 @@ func (s *scanner) object(member func(key []byte) error) error {
 			return s.errorf("expected object key")
 		}
 		s.decoded = false
-		key, err := s.str(s.key[:0], true)
+		key, err := s.str(s.key[:0])
 		if s.decoded {
 			s.key = key // keep the grown buffer for the next escaped key
 		}

@@ -2,7 +2,6 @@ package bbr
 
 import (
 	"bytes"
-	"encoding/json"
 	"time"
 )
 
@@ -19,7 +18,7 @@ type Meter struct {
 	sse                bool
 	events             int
 	carry              []byte
-	usage              usageJSON
+	usage              usage
 	hasUsage           bool
 }
 
@@ -37,12 +36,10 @@ type Measurement struct {
 	CachedTokens int
 }
 
-type usageJSON struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens *int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
+// usage is the usage block of a response.
+type usage struct {
+	promptTokens, completionTokens, cachedTokens int
+	hasCached                                    bool
 }
 
 // Reset prepares m for a response to a request sent at start; sse selects SSE parsing
@@ -110,12 +107,57 @@ func (m *Meter) line(line []byte, now time.Time) {
 }
 
 func (m *Meter) parseUsage(payload []byte) {
-	var v struct {
-		Usage *usageJSON `json:"usage"`
+	if u, ok := parseUsage(payload); ok {
+		m.usage, m.hasUsage = u, true
 	}
-	if json.Unmarshal(payload, &v) == nil && v.Usage != nil {
-		m.usage, m.hasUsage = *v.Usage, true
+}
+
+// parseUsage reads the top-level "usage" object of a JSON response or SSE event with the body
+// scanner (one pass, skipping the rest without decoding it). ok is false when there is no usage
+// object or the payload is not valid JSON or a count is not a non-negative integer or null.
+func parseUsage(data []byte) (u usage, ok bool) {
+	s := scanner{data: data}
+	if s.ws() != '{' {
+		return usage{}, false
 	}
+	err := s.object(func(key []byte) error {
+		if string(key) != "usage" {
+			return s.skip(1)
+		}
+		if s.ws() == 'n' {
+			u, ok = usage{}, false
+			return s.literal("null")
+		}
+		u, ok = usage{}, true
+		return s.object(func(key []byte) error { return u.member(&s, key) })
+	})
+	if err != nil || s.end() != nil {
+		return usage{}, false
+	}
+	return u, ok
+}
+
+// member reads one member of the usage object.
+func (u *usage) member(s *scanner, key []byte) error {
+	switch string(key) {
+	case "prompt_tokens":
+		return s.count(&u.promptTokens)
+	case "completion_tokens":
+		return s.count(&u.completionTokens)
+	case "prompt_tokens_details":
+		if s.ws() == 'n' {
+			u.hasCached = false
+			return s.literal("null")
+		}
+		return s.object(func(key []byte) error {
+			if string(key) != "cached_tokens" {
+				return s.skip(3)
+			}
+			u.hasCached = s.ws() != 'n'
+			return s.count(&u.cachedTokens)
+		})
+	}
+	return s.skip(2)
 }
 
 // Tokens is the number of token events seen so far (1 once a JSON body started).
@@ -147,9 +189,9 @@ func (m *Meter) Finish() Measurement {
 		}
 	}
 	if m.hasUsage {
-		out.PromptTokens, out.OutputTokens = m.usage.PromptTokens, m.usage.CompletionTokens
-		if d := m.usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
-			out.CachedTokens = *d.CachedTokens
+		out.PromptTokens, out.OutputTokens = m.usage.promptTokens, m.usage.completionTokens
+		if m.usage.hasCached {
+			out.CachedTokens = m.usage.cachedTokens
 		}
 	}
 	return out

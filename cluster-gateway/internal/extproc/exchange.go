@@ -29,8 +29,16 @@ type exchange struct {
 	headers   map[string]string // request headers, lower-case names
 	subset    []string
 	hasSubset bool
-	body      []byte
 	decided   bool
+
+	// The request body arrives in chunks. A body that arrives whole is used as it is; otherwise
+	// the chunks are copied once into buf, a pooled buffer sized from Content-Length (want) as
+	// they arrive, or, without a Content-Length, joined when the last one arrives.
+	chunks [][]byte
+	buf    *[]byte
+	want   int
+	size   int
+	body   []byte // the whole body, set once the last chunk arrived
 
 	target  string // the chosen endpoint's address
 	attempt *proxy.Attempt
@@ -92,7 +100,7 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 		if n > x.s.cfg.MaxBodyBytes {
 			return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
 		}
-		x.body = make([]byte, 0, n)
+		x.want = n
 	}
 	if h.GetEndOfStream() {
 		return x.noBody()
@@ -100,20 +108,62 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 	return nil
 }
 
-// requestBody accumulates body chunks (one copy into a buffer sized from Content-Length) and
-// decides on the last one.
+// requestBody accumulates body chunks and decides on the last one.
 func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 	if x.decided {
 		return nil
 	}
-	if len(x.body)+len(b.GetBody()) > x.s.cfg.MaxBodyBytes {
+	chunk := b.GetBody()
+	if x.size+len(chunk) > x.s.cfg.MaxBodyBytes {
 		return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
 	}
-	x.body = append(x.body, b.GetBody()...)
+	x.size += len(chunk)
+	x.addChunk(chunk, b.GetEndOfStream())
 	if !b.GetEndOfStream() {
 		return nil
 	}
 	return x.decide(true)
+}
+
+// addChunk adds a body chunk (which the exchange owns: gRPC decoded it into its own memory).
+func (x *exchange) addChunk(chunk []byte, last bool) {
+	switch {
+	case x.buf != nil:
+		*x.buf = append(*x.buf, chunk...)
+	case x.want > 0 && !(last && len(x.chunks) == 0):
+		x.buf = x.s.pool.Get(max(x.want, len(chunk)))
+		*x.buf = append((*x.buf)[:0], chunk...)
+	default:
+		x.chunks = append(x.chunks, chunk)
+	}
+}
+
+// assemble sets x.body from the chunks received.
+func (x *exchange) assemble() {
+	switch {
+	case x.buf != nil:
+		x.body = *x.buf
+	case len(x.chunks) == 1:
+		x.body = x.chunks[0]
+	case len(x.chunks) > 1:
+		x.buf = x.s.pool.Get(x.size)
+		b := (*x.buf)[:0]
+		for _, c := range x.chunks {
+			b = append(b, c...)
+		}
+		*x.buf, x.body = b, b
+	}
+	x.chunks = nil
+}
+
+// releaseBody drops the body once it was sent back; Send marshals synchronously, and nothing
+// else keeps a reference, so a pooled buffer can be reused at once.
+func (x *exchange) releaseBody() {
+	if x.buf != nil {
+		x.s.pool.Put(x.buf)
+		x.buf = nil
+	}
+	x.body, x.chunks = nil, nil
 }
 
 // requestTrailers ends a body that was not marked end_of_stream, then acknowledges the trailers.
@@ -130,6 +180,8 @@ func (x *exchange) requestTrailers() error {
 // decide schedules the request and sends the request-headers answer followed by the body.
 func (x *exchange) decide(eos bool) error {
 	x.decided = true
+	x.assemble()
+	defer x.releaseBody()
 	if x.hasSubset && len(x.subset) == 0 {
 		return x.immediate(bbr.Unavailable("the subset hint lists no endpoint", 1))
 	}
@@ -155,7 +207,6 @@ func (x *exchange) decide(eos bool) error {
 			return err
 		}
 	}
-	x.body = nil // sent (Send marshals synchronously); do not hold it for the response phase
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -84,6 +85,7 @@ type Server struct {
 	pipe  *proxy.Pipeline
 	store Endpoints
 	log   *slog.Logger
+	pool  *bufferPool // gRPC's buffers and request bodies assembled from chunks
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -99,7 +101,7 @@ func New(cfg Config, pipe *proxy.Pipeline, store Endpoints, logger *slog.Logger)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger}, nil
+	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger, pool: newBufferPool()}, nil
 }
 
 // Run listens on Config.Listen and serves until ctx is done.
@@ -114,7 +116,7 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve serves ext_proc and gRPC health on ln until ctx is done, then reports NOT_SERVING and
 // stops gracefully, closing streams still open after DrainTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	g := grpc.NewServer()
+	g := grpc.NewServer(experimental.BufferPool(s.pool), grpc.ForceServerCodecV2(codec{pool: s.pool}))
 	extprocv3.RegisterExternalProcessorServer(g, s)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

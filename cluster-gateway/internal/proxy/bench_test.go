@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkProxyOverhead compares a non-streaming completion sent directly to a loopback model
 // server with the same request sent through the gateway; the difference is the proxy's overhead.
+// cpu-us/op is the process's CPU time per request (client, gateway and model server together),
+// the steadier figure on a shared machine.
 func BenchmarkProxyOverhead(b *testing.B) {
 	answer := `{"choices":[{"text":"ok"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`
 	up := upstream(b, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, answer) })
@@ -19,6 +22,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	for _, target := range []struct{ name, url string }{{"direct", "http://" + up}, {"gateway", e.url}} {
 		b.Run(target.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := cpuTime()
+			defer func() {
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+			}()
 			for b.Loop() {
 				resp, err := client.Post(target.url+"/v1/completions", "application/json", strings.NewReader(body))
 				if err != nil {

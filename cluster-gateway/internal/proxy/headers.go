@@ -19,8 +19,12 @@ var hopHeaders = []string{
 // the scheduler or the model server: x-gateway-* (destination endpoint, model names, subset) and
 // x-switchyard-*. The priority and tenant headers are read before stripping.
 func IsRoutingHeader(name string) bool {
-	n := strings.ToLower(name)
-	return strings.HasPrefix(n, "x-gateway-") || strings.HasPrefix(n, "x-switchyard-")
+	return hasPrefixFold(name, "x-gateway-") || hasPrefixFold(name, "x-switchyard-")
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring ASCII case, without allocating.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // upstreamHeader builds the header sent to the model server from the client's.
@@ -46,7 +50,7 @@ func removeHop(h, src http.Header) {
 		}
 	}
 	for _, k := range hopHeaders {
-		h.Del(k)
+		delete(h, k) // already canonical
 	}
 }
 
