@@ -32,8 +32,10 @@ func unauthenticated(msg string) *connect.Error {
 // toConnect translates an error of the service or its dependencies to a connect error. It is the
 // one place where codes are chosen: invalid arguments (the request's or the config store's) are
 // InvalidArgument, a missing policy NotFound, a stale revision FailedPrecondition, and etcd's own
-// gRPC codes (Unavailable, DeadlineExceeded...) pass through.
-func toConnect(err error) error {
+// gRPC codes pass through. A deadline that expired while the caller's own context is still live
+// is the config store's timeout: etcd could not be reached, which is Unavailable (retryable), not
+// the caller's DeadlineExceeded.
+func toConnect(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -41,7 +43,11 @@ func toConnect(err error) error {
 	if errors.As(err, &ce) {
 		return err
 	}
-	return connect.NewError(codeOf(err), err)
+	code := codeOf(err)
+	if code == connect.CodeDeadlineExceeded && ctx.Err() == nil {
+		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("config store unreachable: %w", err))
+	}
+	return connect.NewError(code, err)
 }
 
 func codeOf(err error) connect.Code {
@@ -79,7 +85,7 @@ type errorInterceptor struct{ s *Server }
 func (e *errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		resp, err := next(ctx, req)
-		return resp, e.translate(req.Spec().Procedure, err)
+		return resp, e.translate(ctx, req.Spec().Procedure, err)
 	}
 }
 
@@ -89,12 +95,12 @@ func (e *errorInterceptor) WrapStreamingClient(next connect.StreamingClientFunc)
 
 func (e *errorInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		return e.translate(conn.Spec().Procedure, next(ctx, conn))
+		return e.translate(ctx, conn.Spec().Procedure, next(ctx, conn))
 	}
 }
 
-func (e *errorInterceptor) translate(procedure string, err error) error {
-	err = toConnect(err)
+func (e *errorInterceptor) translate(ctx context.Context, procedure string, err error) error {
+	err = toConnect(ctx, err)
 	switch connect.CodeOf(err) {
 	case connect.CodeInternal, connect.CodeUnknown, connect.CodeUnavailable, connect.CodeDataLoss:
 		e.s.log.Warn("admin call failed", "procedure", procedure, "err", err)
