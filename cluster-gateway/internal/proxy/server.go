@@ -85,6 +85,7 @@ type Server struct {
 	log       *slog.Logger
 	transport *http.Transport
 	draining  atomic.Bool
+	active    atomic.Int64 // requests admitted before the drain began, still running
 }
 
 // New returns a Server.
@@ -127,7 +128,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.ServeReady)
-	return mux
+	return s.countActive(mux)
 }
 
 // Run listens on Config.Listen and serves until ctx is done, then drains.
@@ -139,8 +140,9 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves on ln until ctx is done. Then it answers new requests 503 with Retry-After, stops
-// accepting, and waits up to DrainTimeout for in-flight streams before closing them.
+// Serve serves on ln until ctx is done. Then it answers new requests 503 with Retry-After (and
+// Connection: close) while in-flight streams finish, stops accepting once they have, and closes
+// whatever still runs after DrainTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// HTTP/1.1 and cleartext HTTP/2 (prior knowledge), so routers can multiplex over h2c.
 	var protocols http.Protocols
@@ -157,6 +159,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.draining.Store(true)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
 	defer cancel()
+	s.waitIdle(dctx) // keep answering 503 on the open listener until the last stream ends
 	if err := srv.Shutdown(dctx); err != nil {
 		s.log.Warn("proxy drain timed out; closing streams", "err", err)
 		_ = srv.Close()
