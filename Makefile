@@ -1,8 +1,10 @@
 # Switchyard: two-tier router for LLM inference traffic.
 #
 #   make run       the local stack (simulated GPU servers; see README)
-#   make test      every test, with the race detector, plus the generated-code check
+#   make test      every test, with the race detector, the generated-code check and a brief fuzzing pass
+#   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
+#   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
 #   make generate  regenerate protobuf code (committed)
 #   make lint      gofmt, go vet, golangci-lint, go mod tidy and generate leave no diff
 
@@ -26,6 +28,13 @@ TEST_FLAGS   ?=
 TEST_TIMEOUT ?= 15m
 BENCH        ?= .
 BENCHTIME    ?= 1s
+# Fuzzing (scripts/fuzz.sh): `make fuzz` fuzzes each target for FUZZTIME; `make test` for
+# TEST_FUZZTIME each, starting no target after TEST_FUZZ_BUDGET seconds (the rest still run their
+# seed corpus in go test). TEST_FUZZTIME=0 skips the pass; FUZZ_BUDGET=0 means no limit.
+FUZZTIME         ?= 30s
+FUZZ_BUDGET      ?= 0
+TEST_FUZZTIME    ?= 3s
+TEST_FUZZ_BUDGET ?= 200
 
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
@@ -44,9 +53,10 @@ build:
 run: build
 	$(BIN)/devstack --config=deploy/local/devstack.yaml --data-dir=.devstack --bin-dir=$(BIN)
 
-## test: every test in every module, with -race, and the generated-code check
+## test: every test in every module, with -race, the generated-code check, then brief fuzzing
 test: check-generate
 	$(GO) test -race -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
+	@if [ "$(TEST_FUZZTIME)" != 0 ]; then GO="$(GO)" FUZZTIME=$(TEST_FUZZTIME) FUZZ_BUDGET=$(TEST_FUZZ_BUDGET) ./scripts/fuzz.sh $(MODULES); fi
 
 test-short:
 	$(GO) test -short -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
@@ -62,15 +72,16 @@ BENCH_OUT      ?= bench-results
 bench-routing: build
 	for s in $(SCENARIOS); do $(GO) run ./tests/cmd/bench --scenario=$$s --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) --bin-dir=$(BIN) || exit 1; done
 
+## soak: SOAK_DURATION of load on the local stack (free ports), sampling every gateway's and router's
+## heap and goroutines; fails on growth (docs/reliability.md). Not part of `make test`.
+SOAK_DURATION ?= 10m
+.PHONY: soak
+soak: build
+	$(GO) run ./tests/cmd/soak --config=deploy/local/devstack.yaml --duration=$(SOAK_DURATION) --bin-dir=$(BIN)
+
 ## fuzz: run every fuzz target for FUZZTIME each
-FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list $(PKGS)); do \
-	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
-	  done; \
-	done
+	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZ_BUDGET=$(FUZZ_BUDGET) ./scripts/fuzz.sh $(MODULES)
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-connect-go
 

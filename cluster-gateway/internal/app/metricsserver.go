@@ -21,7 +21,7 @@ func (g *Gateway) serveMetrics(ctx context.Context) error {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newMetricsServer(mux, defaultMetricsLimits())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(g.metricsLn) }()
 	select {
@@ -33,4 +33,42 @@ func (g *Gateway) serveMetrics(ctx context.Context) error {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// metricsLimits bound what one client (a scraper, a probe) can hold on the metrics port. Its
+// answers are small and quick, so unlike the proxy the whole request and response are bounded.
+type metricsLimits struct {
+	// ReadHeaderTimeout bounds reading a request's headers. Default 5 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request. Default 10 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response. Default 30 s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this long. Default 2 min.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's header block (431 beyond). Default 16 KiB.
+	MaxHeaderBytes int
+}
+
+// defaultMetricsLimits returns the defaults documented on metricsLimits.
+func defaultMetricsLimits() metricsLimits {
+	return metricsLimits{
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+	}
+}
+
+// newMetricsServer returns an HTTP/1.1 server for h within l.
+func newMetricsServer(h http.Handler, l metricsLimits) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+	}
 }

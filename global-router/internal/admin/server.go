@@ -13,11 +13,11 @@ package admin
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -113,7 +113,8 @@ func (d Deps) validate() error {
 
 // Config configures the admin service.
 type Config struct {
-	// Token is the bearer token every AdminService call must carry. Required.
+	// Token is the bearer token every AdminService call must carry. Required. Server.SetTokens
+	// replaces it while serving.
 	Token string
 	// Region is the router's region; ExplainRoute decides for it. Required.
 	Region string
@@ -170,7 +171,7 @@ type Server struct {
 	deps    Deps
 	log     *slog.Logger
 	metrics *metrics
-	token   [sha256.Size]byte
+	tokens  atomic.Pointer[tokenSet] // never nil after New
 }
 
 var _ adminv1connect.AdminServiceHandler = (*Server)(nil)
@@ -191,7 +192,13 @@ func New(cfg Config, deps Deps, logger *slog.Logger, reg prometheus.Registerer) 
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, deps: deps, log: logger, metrics: m, token: sha256.Sum256([]byte(cfg.Token))}, nil
+	ts, err := newTokenSet([]string{cfg.Token})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, deps: deps, log: logger, metrics: m}
+	s.tokens.Store(ts)
+	return s, nil
 }
 
 // Handler returns the HTTP handler that serves AdminService (behind the bearer token), gRPC
@@ -199,10 +206,11 @@ func New(cfg Config, deps Deps, logger *slog.Logger, reg prometheus.Registerer) 
 // gRPC, gRPC-Web and Connect clients all work on one port.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(adminv1connect.NewAdminServiceHandler(s,
+	path, service := adminv1connect.NewAdminServiceHandler(s,
 		connect.WithInterceptors(s.metrics.interceptor(), s.authInterceptor(), s.errorInterceptor()),
 		connect.WithReadMaxBytes(s.cfg.MaxRequestBytes),
-	))
+	)
+	mux.Handle(path, s.requireToken(service))
 	reflector := grpcreflect.NewStaticReflector(adminv1connect.AdminServiceName, grpchealth.HealthV1ServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))

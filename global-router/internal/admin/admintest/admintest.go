@@ -58,6 +58,8 @@ type Env struct {
 	Table *clustertable.Table
 	Front *frontdoor.Server
 	Reg   *prometheus.Registry
+	// Admin is the admin service (SetTokens rotates its token).
+	Admin *admin.Server
 	// Handler is the admin API's handler, served by Server.
 	Handler http.Handler
 	Server  *httptest.Server
@@ -89,7 +91,7 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Handler = srv.Handler()
+	e.Admin, e.Handler = srv, srv.Handler()
 	e.Server = Serve(t, e.Handler)
 	e.Client = adminv1connect.NewAdminServiceClient(e.Server.Client(), e.Server.URL, connect.WithInterceptors(WithToken(Token)))
 	for _, g := range Gateways {
