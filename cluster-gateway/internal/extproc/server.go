@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/keepalive"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -113,10 +114,31 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
+// Connection limits of the ext_proc listener.
+const (
+	// maxConcurrentStreams bounds the exchanges (requests) in flight on one connection.
+	maxConcurrentStreams = 10000
+	// maxConnectionIdle closes a connection without a stream for this long.
+	maxConnectionIdle = 10 * time.Minute
+	// minPingInterval is the shortest keepalive ping interval a client may use.
+	minPingInterval = 10 * time.Second
+	// handshakeTimeout bounds a new connection's HTTP/2 handshake.
+	handshakeTimeout = 10 * time.Second
+)
+
 // Serve serves ext_proc and gRPC health on ln until ctx is done, then reports NOT_SERVING and
 // stops gracefully, closing streams still open after DrainTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	g := grpc.NewServer(experimental.BufferPool(s.pool), grpc.ForceServerCodecV2(codec{pool: s.pool}))
+	g := grpc.NewServer(experimental.BufferPool(s.pool), grpc.ForceServerCodecV2(codec{pool: s.pool}),
+		// Envoy multiplexes every request's exchange over a few connections: bound the streams
+		// one connection may hold far above what a proxy needs, close connections idle for long,
+		// accept Envoy's keepalive pings (grpc-go's default would disconnect a client pinging
+		// more often than every 5 minutes) and cut off a client that never finishes the
+		// HTTP/2 handshake.
+		grpc.MaxConcurrentStreams(maxConcurrentStreams),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnectionIdle}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true}),
+		grpc.ConnectionTimeout(handshakeTimeout))
 	extprocv3.RegisterExternalProcessorServer(g, s)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -24,9 +24,12 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		s.errorAnswer(w, r, bbr.Unavailable("the gateway is shutting down", 1))
 		return
 	}
-	body, apiErr := readBody(r, s.pipe.router.MaxBodyBytes())
+	body, apiErr := s.readBody(w, r)
 	if apiErr != nil {
-		s.errorAnswer(w, r, apiErr)
+		// Answered even when the request's context has ended: a body cut off by its read
+		// deadline cancels the context, and the client still deserves to know why.
+		s.setServedBy(w.Header(), nil)
+		apiErr.Write(w)
 		return
 	}
 	d, apiErr := s.pipe.Decide(r.Context(), body, headerGetter(r.Header), nil)
@@ -35,6 +38,27 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.forward(w, r, body, d)
+}
+
+// readBody reads the request body within BodyReadTimeout, then lifts the read deadline so the
+// answer may stream for as long as it needs. A body that does not arrive in time is a 400 (and
+// the connection is not reused: its deadline is kept).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *bbr.Error) {
+	if s.cfg.BodyReadTimeout <= 0 {
+		return readBody(r, s.pipe.router.MaxBodyBytes())
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) != nil {
+		return readBody(r, s.pipe.router.MaxBodyBytes()) // the connection has no deadlines
+	}
+	body, apiErr := readBody(r, s.pipe.router.MaxBodyBytes())
+	switch {
+	case apiErr == nil:
+		_ = rc.SetReadDeadline(time.Time{})
+	case r.Context().Err() != nil:
+		apiErr = bbr.BadRequest(fmt.Sprintf("the request body did not arrive within %s", s.cfg.BodyReadTimeout), "")
+	}
+	return body, apiErr
 }
 
 // readBody reads the whole body into one buffer sized from Content-Length, refusing more than

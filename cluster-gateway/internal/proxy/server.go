@@ -43,7 +43,25 @@ type Config struct {
 	Staleness time.Duration
 	// DialTimeout bounds connecting to a model server. Default 2 s.
 	DialTimeout time.Duration
+	// BodyReadTimeout bounds reading a request body, from the end of its headers: a client that
+	// trickles its body is answered 400 instead of holding a request slot forever. The deadline
+	// is lifted once the body is in, so the streamed answer is not bounded. Default 60 s;
+	// 0 means no bound.
+	BodyReadTimeout time.Duration
 }
+
+// Connection limits of the proxy's listener (the same as the router's front door).
+const (
+	// readHeaderTimeout cuts off a client that trickles its headers.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout closes a keep-alive or h2c connection without a request for this long.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds a request's header block: HTTP/1.1 answers 431 beyond it and h2c
+	// advertises it as SETTINGS_MAX_HEADER_LIST_SIZE (about Envoy's 60 KiB default).
+	maxHeaderBytes = 64 << 10
+	// maxConcurrentStreams bounds the concurrent requests of one h2c connection.
+	maxConcurrentStreams = 250
+)
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -54,6 +72,8 @@ func DefaultConfig() Config {
 		DrainTimeout:   30 * time.Second,
 		Staleness:      2 * time.Second,
 		DialTimeout:    2 * time.Second,
+
+		BodyReadTimeout: time.Minute,
 	}
 }
 
@@ -66,6 +86,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("proxy: MaxAttempts must be at least 1, got %d", c.MaxAttempts)
 	case c.DrainTimeout <= 0 || c.Staleness <= 0 || c.DialTimeout <= 0:
 		return errors.New("proxy: DrainTimeout, Staleness and DialTimeout must be positive")
+	case c.BodyReadTimeout < 0:
+		return fmt.Errorf("proxy: BodyReadTimeout must not be negative, got %s", c.BodyReadTimeout)
 	}
 	return nil
 }
@@ -148,7 +170,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, Protocols: &protocols}
+	srv := &http.Server{Handler: s.Handler(), Protocols: &protocols,
+		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams}}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
