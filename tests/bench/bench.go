@@ -25,7 +25,8 @@ import (
 type Config struct {
 	// Scenario is what to run (see Lookup).
 	Scenario Scenario
-	// Policies are the gateway profiles compared; each is one loadgen target of that name.
+	// Policies are the gateway profiles compared; each is one loadgen target of that name. Tier 2
+	// scenarios compare global-router modes (RouterModes) instead.
 	Policies []string
 	// Duration is how long arrivals are sent, in simulated time (0 = the workload's, 60 s).
 	Duration time.Duration
@@ -41,6 +42,8 @@ type Config struct {
 	ScrapeInterval time.Duration
 	// GatewayBin is the cluster-gateway executable (required).
 	GatewayBin string
+	// RouterBin is the global-router executable (required by Tier 2 scenarios).
+	RouterBin string
 	// Out is the directory the reports go to; LogDir the gateway logs (default Out/logs).
 	Out, LogDir string
 	// Progress receives loadgen's progress lines (nil = none).
@@ -74,6 +77,8 @@ func (c *Config) Validate() error {
 		return errors.New("bench: duration and capacity must be >= 0")
 	case c.GatewayBin == "":
 		return errors.New("bench: gateway binary: required")
+	case c.Scenario.Regional() && c.RouterBin == "":
+		return errors.New("bench: router binary: required by a Tier 2 scenario")
 	case c.Out == "":
 		return errors.New("bench: out: required")
 	}
@@ -123,6 +128,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	w, err := prepareWorkload(ctx, &cfg, res)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Scenario.Regional() {
+		if err := runRegional(ctx, &cfg, w, res); err != nil {
+			return nil, err
+		}
+		if cfg.Scenario.Check != nil {
+			v := cfg.Scenario.Check(res.Figures)
+			res.Target, res.Verdict = cfg.Scenario.Target, &v
+		}
+		return res, writeReports(&cfg, res)
 	}
 	stacks, err := startStacks(ctx, &cfg, w)
 	defer closeStacks(stacks, cfg.Logger)
@@ -186,7 +201,7 @@ func FleetCapacity(ctx context.Context, sc Scenario, w *workload.Workload) (floa
 	cc.MaxLoras = sc.MaxLoras
 	per := map[string]float64{}
 	var total float64
-	for _, p := range sc.Pools {
+	for _, p := range sc.allPools() {
 		c, ok := per[p.Profile]
 		if !ok {
 			var err error
@@ -208,9 +223,15 @@ func scaleTime(w *workload.Workload, ts float64) (*workload.Workload, error) {
 	c := w.Clone()
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
 	c.Duration = scale(c.Duration)
-	if a := c.Arrival; a != nil {
+	scaleArrival := func(a *workload.Arrival) {
 		a.Rate /= ts
 		a.BurstLength, a.Period = scale(a.BurstLength), scale(a.Period)
+	}
+	if c.Arrival != nil {
+		scaleArrival(c.Arrival)
+	}
+	for i := range c.Regions { // Clone copied the regions: changing them leaves w alone
+		scaleArrival(&c.Regions[i].Arrival)
 	}
 	return c, c.Validate()
 }

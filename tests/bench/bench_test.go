@@ -93,7 +93,7 @@ func TestSmoke(t *testing.T) {
 
 // TestScenarios checks the scenario table: every scenario resolves and names its target.
 func TestScenarios(t *testing.T) {
-	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8}
+	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8, "region-burst": 6}
 	for name, pods := range want {
 		t.Run(name, func(t *testing.T) {
 			sc, err := bench.Lookup(name)
@@ -107,6 +107,55 @@ func TestScenarios(t *testing.T) {
 	}
 	if _, err := bench.Lookup("nope"); err == nil {
 		t.Error("unknown scenario accepted")
+	}
+}
+
+// TestRegionalSmoke runs a Tier 2 scenario end to end on a tiny stack: three regions of one h100
+// pod each, both router modes, 4 s of region-burst arrivals.
+func TestRegionalSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 6 gateways and 6 routers")
+	}
+	gw, cleanGW, err := bench.GatewayBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanGW()
+	rt, cleanRT, err := bench.RouterBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanRT()
+	sc, err := bench.Lookup("region-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sc.Regions {
+		sc.Regions[i].Clusters = []bench.Cluster{{Name: sc.Regions[i].Clusters[0].Name, Pools: []bench.Pool{{Profile: "h100", Count: 1}}}}
+	}
+	cfg := bench.DefaultConfig()
+	cfg.Scenario, cfg.Policies = sc, bench.RouterModes
+	cfg.Duration, cfg.Capacity = 4*time.Second, 8 // 4 req/s mean, bursts at 8 req/s
+	cfg.GatewayBin, cfg.RouterBin, cfg.Out = gw, rt, t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Regional == nil || len(res.Regional.Modes) != 2 || res.Regional.BurstRegion != "us-east-1" || res.Verdict == nil {
+		t.Fatalf("regional figures %+v, verdict %v", res.Regional, res.Verdict)
+	}
+	for i, tg := range res.Report.Targets {
+		if tg.Requests == 0 || tg.OK != tg.Requests {
+			t.Errorf("%s: %d of %d requests ok (%v)", tg.Name, tg.OK, tg.Requests, tg.ErrorsByKind)
+		}
+		if m := res.Regional.Modes[i]; m.BurstRequests+m.SteadyRequests != tg.Requests {
+			t.Errorf("%s: %d burst + %d steady requests, report has %d", m.Mode, m.BurstRequests, m.SteadyRequests, tg.Requests)
+		}
+	}
+	if lo := res.Regional.Mode(bench.RegionalBaseline); lo.BurstLeft != 0 || lo.SteadyLeft != 0 || lo.OverflowAnswered.Total() != 0 {
+		t.Errorf("local-only: %d burst and %d steady requests left their region, %d overflow counted", lo.BurstLeft, lo.SteadyLeft, lo.OverflowAnswered.Total())
 	}
 }
 

@@ -13,11 +13,20 @@ import (
 // SWITCHYARD_BIN_DIR), else freshly built from this workspace into a temporary directory that
 // cleanup removes.
 func GatewayBinary(binDir string) (path string, cleanup func(), err error) {
+	return binary(binDir, "cluster-gateway", "./cluster-gateway/cmd/cluster-gateway")
+}
+
+// RouterBinary returns a global-router executable, found or built like GatewayBinary.
+func RouterBinary(binDir string) (path string, cleanup func(), err error) {
+	return binary(binDir, "global-router", "./global-router/cmd/global-router")
+}
+
+func binary(binDir, name, pkg string) (path string, cleanup func(), err error) {
 	if binDir == "" {
 		binDir = os.Getenv("SWITCHYARD_BIN_DIR")
 	}
 	if binDir != "" {
-		p, err := harness.FindBinary(binDir, "cluster-gateway")
+		p, err := harness.FindBinary(binDir, name)
 		return p, func() {}, err
 	}
 	root, err := harness.WorkspaceRoot()
@@ -29,14 +38,14 @@ func GatewayBinary(binDir string) (path string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cluster-gateway/cmd/cluster-gateway")
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), pkg)
 	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("bench: go build cluster-gateway: %w\n%s", err, out.String())
+		return "", nil, fmt.Errorf("bench: go build %s: %w\n%s", name, err, out.String())
 	}
-	p, err := harness.FindBinary(dir, "cluster-gateway")
+	p, err := harness.FindBinary(dir, name)
 	return p, cleanup, err
 }

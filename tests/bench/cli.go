@@ -24,7 +24,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Capacity, "capacity", 0, "fleet capacity in req/s (default: measured with modelsim's simulator)")
 	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "modelsim --time-scale; rates, bursts and the gateway's scrape interval are scaled with it")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for the reports")
-	policies := fs.String("policies", strings.Join(cfg.Policies, ","), "gateway profiles compared, comma-separated")
+	policies := fs.String("policies", strings.Join(cfg.Policies, ","), "gateway profiles compared, comma-separated (Tier 2 scenarios: router modes, default "+strings.Join(RouterModes, ",")+")")
 	binDir := fs.String("bin-dir", "", "directory holding cluster-gateway (default: build it)")
 	measure := fs.Bool("measure-capacity", false, "print each profile's capacity for the scenario's workload and exit")
 	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
@@ -37,6 +37,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Scenario, cfg.Policies = sc, strings.Split(*policies, ",")
+	if sc.Regional() && !flagSet(fs, "policies") {
+		cfg.Policies = RouterModes
+	}
 	if *measure {
 		return printCapacity(ctx, sc, stdout, stderr)
 	}
@@ -50,6 +53,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer cleanup()
 	cfg.GatewayBin = bin
+	if sc.Regional() {
+		rbin, rcleanup, err := RouterBinary(*binDir)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer rcleanup()
+		cfg.RouterBin = rbin
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -66,6 +78,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	_, _ = stdout.Write(md)
 	return 0
+}
+
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func names() []string {
@@ -86,7 +105,7 @@ func printCapacity(ctx context.Context, sc Scenario, stdout, stderr io.Writer) i
 	cc := DefaultCapacityConfig()
 	cc.MaxLoras = sc.MaxLoras
 	var total float64
-	for _, p := range sc.Pools {
+	for _, p := range sc.allPools() {
 		start := time.Now()
 		c, probes, err := MeasureCapacity(ctx, w, p.Profile, cc)
 		if err != nil {

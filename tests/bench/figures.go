@@ -48,6 +48,8 @@ type PolicyStats struct {
 type Figures struct {
 	Report   *report.Report `json:"-"`
 	Policies []PolicyStats  `json:"policies"`
+	// Regional holds a Tier 2 scenario's figures (nil for Tier 1 ones).
+	Regional *RegionalFigures `json:"regional,omitempty"`
 }
 
 func (f Figures) target(policy string) *report.Target {

@@ -15,7 +15,8 @@ import (
 // "all") for SWITCHYARD_BENCH_DURATION of arrivals (default 60s) and writes their reports into
 // SWITCHYARD_BENCH_OUT (default bench-results). Each scenario runs once whatever b.N is (it lasts
 // minutes, so the framework never asks for more); the default profile's TTFT ratios against round
-// robin are reported as metrics.
+// robin are reported as metrics, and for Tier 2 scenarios the global mode's figures against
+// local-only.
 func BenchmarkRouting(b *testing.B) {
 	list := os.Getenv("SWITCHYARD_BENCH_SCENARIOS")
 	if list == "" {
@@ -38,14 +39,22 @@ func BenchmarkRouting(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cleanup()
+	router, cleanupRouter, err := bench.RouterBinary("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cleanupRouter()
 	for _, sc := range scs {
-		b.Run(sc.Name, func(b *testing.B) { runScenario(b, sc, bin) })
+		b.Run(sc.Name, func(b *testing.B) { runScenario(b, sc, bin, router) })
 	}
 }
 
-func runScenario(b *testing.B, sc bench.Scenario, bin string) {
+func runScenario(b *testing.B, sc bench.Scenario, bin, router string) {
 	cfg := bench.DefaultConfig()
-	cfg.Scenario, cfg.GatewayBin = sc, bin
+	cfg.Scenario, cfg.GatewayBin, cfg.RouterBin = sc, bin, router
+	if sc.Regional() {
+		cfg.Policies = bench.RouterModes
+	}
 	if d := os.Getenv("SWITCHYARD_BENCH_DURATION"); d != "" {
 		dur, err := time.ParseDuration(d)
 		if err != nil {
@@ -60,8 +69,15 @@ func runScenario(b *testing.B, sc bench.Scenario, bin string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, p := range []int{50, 95, 99} {
-		b.ReportMetric(res.TTFT("default", p)/res.TTFT(bench.Baseline, p), "default/rr-ttft-p"+strconv.Itoa(p))
+	if r := res.Regional; r != nil {
+		g, lo := r.Mode("global"), r.Mode(bench.RegionalBaseline)
+		b.ReportMetric(float64(g.BurstTTFTMs.P99)/float64(lo.BurstTTFTMs.P99), "global/local-only-burst-ttft-p99")
+		b.ReportMetric(g.BestShare(), "overflow-on-best")
+		b.ReportMetric(g.SteadyLeftShare(), "steady-left-region")
+	} else {
+		for _, p := range []int{50, 95, 99} {
+			b.ReportMetric(res.TTFT("default", p)/res.TTFT(bench.Baseline, p), "default/rr-ttft-p"+strconv.Itoa(p))
+		}
 	}
 	if res.Verdict != nil {
 		b.Logf("%s: target %s: met=%v: %s", sc.Name, res.Target, res.Verdict.Met, res.Verdict.Detail)

@@ -36,3 +36,24 @@ func TestScaleTime(t *testing.T) {
 		})
 	}
 }
+
+// TestScaleTimeRegions checks that every region's arrivals are scaled too, and the original kept.
+func TestScaleTimeRegions(t *testing.T) {
+	w, err := workload.Load("region-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := scaleTime(w, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got.Regions {
+		orig := w.Regions[i].Arrival
+		if r.Arrival.Rate != orig.Rate/2 || r.Arrival.Period != 2*orig.Period || r.Arrival.BurstLength != 2*orig.BurstLength {
+			t.Errorf("%s: scaled arrival %+v from %+v", r.Name, r.Arrival, orig)
+		}
+	}
+	if got.MeanRate() != w.MeanRate()/2 {
+		t.Errorf("mean rate %v, want %v", got.MeanRate(), w.MeanRate()/2)
+	}
+}

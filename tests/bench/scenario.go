@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Pool is a group of identical pods in a scenario's fleet.
@@ -25,9 +26,33 @@ type Scenario struct {
 	Pools []Pool
 	// MaxLoras is the adapter slots per pod; the workload's adapters are served when > 0.
 	MaxLoras int
+	// Regions, when set, make the scenario a Tier 2 one: each region's clusters (gateways with
+	// their pods) and a global router per region, compared across RouterModes instead of gateway
+	// policies. Pools is unused then.
+	Regions []Region
+	// Links are the simulated round trips between regions (Tier 2 scenarios).
+	Links []Link
 	// Target states the target in words; Check decides it from a run's figures.
 	Target string
 	Check  func(f Figures) Verdict
+}
+
+// Region is one region of a Tier 2 scenario.
+type Region struct {
+	Name     string
+	Clusters []Cluster
+}
+
+// Cluster is one cluster of a Tier 2 scenario: a gateway in front of its pods.
+type Cluster struct {
+	Name  string
+	Pools []Pool
+}
+
+// Link is the simulated round trip between two regions.
+type Link struct {
+	A, B string
+	RTT  time.Duration
 }
 
 // Verdict is whether a scenario's target was met, with the figures that decided it.
@@ -88,6 +113,7 @@ var scenarios = []Scenario{
 					ld, lg, ms(d), ms(gie))}
 		},
 	},
+	regionBurst,
 	{
 		Name: "uniform-steady", Workload: "uniform-steady",
 		Pools:  []Pool{{"h100", 8}},
@@ -125,8 +151,32 @@ func Lookup(name string) (Scenario, error) {
 // Pods returns the number of pods in one policy's fleet.
 func (s Scenario) Pods() int {
 	n := 0
-	for _, p := range s.Pools {
+	for _, p := range s.allPools() {
 		n += p.Count
 	}
 	return n
+}
+
+// Regional reports whether the scenario compares global-router modes over several regions.
+func (s Scenario) Regional() bool { return len(s.Regions) > 0 }
+
+// allPools returns every pool of the fleet, the regions' clusters' included, in order.
+func (s Scenario) allPools() []Pool {
+	out := slices.Clone(s.Pools)
+	for _, r := range s.Regions {
+		for _, c := range r.Clusters {
+			out = append(out, c.Pools...)
+		}
+	}
+	return out
+}
+
+// RTT returns the simulated round trip between regions a and b (0 within a region).
+func (s Scenario) RTT(a, b string) time.Duration {
+	for _, l := range s.Links {
+		if (l.A == a && l.B == b) || (l.A == b && l.B == a) {
+			return l.RTT
+		}
+	}
+	return 0
 }

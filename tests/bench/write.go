@@ -43,18 +43,10 @@ func Markdown(cfg *Config, res *Result) ([]byte, error) {
 	var b strings.Builder
 	r := res.Report
 	fmt.Fprintf(&b, "# %s\n\n", cfg.Scenario.Name)
-	fmt.Fprintf(&b, "Fleet per policy: %s. Workload `%s`, seed %d, %.2f req/s (simulated) for %.0f s of arrivals "+
-		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
-		pools(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
-		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
-		res.LoadAvg[0], res.LoadAvg[1])
-	b.WriteString("| policy | TTFT P50 | P95 | P99 | P50 / RR | P95 / RR | P99 / RR | errors | hit rate | adapter loads |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, t := range r.Targets {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %.1f%% | %d |\n", t.Name,
-			t.TTFTMs.P50, t.TTFTMs.P95, t.TTFTMs.P99,
-			t.Ratios["ttft_p50"], t.Ratios["ttft_p95"], t.Ratios["ttft_p99"],
-			t.Errors, 100*float64(t.PrefixCacheHitRate), res.AdapterLoads(t.Name))
+	if res.Regional != nil {
+		regionalHeader(&b, cfg, res)
+	} else {
+		tier1Table(&b, cfg, res)
 	}
 	if res.Verdict != nil {
 		met := "MISSED"
@@ -63,8 +55,10 @@ func Markdown(cfg *Config, res *Result) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "\nTarget: %s. **%s**: %s.\n", res.Target, met, res.Verdict.Detail)
 	}
-	b.WriteString("\n## Per-pod figures\n\n")
-	writePods(&b, res.Policies)
+	if res.Regional == nil {
+		b.WriteString("\n## Per-pod figures\n\n")
+		writePods(&b, res.Policies)
+	}
 	b.WriteString("\n## loadgen report\n\n")
 	var lg bytes.Buffer
 	if err := report.WriteMarkdown(&lg, r); err != nil {
@@ -72,6 +66,33 @@ func Markdown(cfg *Config, res *Result) ([]byte, error) {
 	}
 	b.Write(lg.Bytes())
 	return []byte(b.String()), nil
+}
+
+func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
+	r := res.Report
+	fmt.Fprintf(b, "Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals "+
+		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		regionsLine(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
+		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
+		res.LoadAvg[0], res.LoadAvg[1])
+	regionalMarkdown(b, cfg.Scenario, r, res.Regional)
+}
+
+func tier1Table(b *strings.Builder, cfg *Config, res *Result) {
+	r := res.Report
+	fmt.Fprintf(b, "Fleet per policy: %s. Workload `%s`, seed %d, %.2f req/s (simulated) for %.0f s of arrivals "+
+		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		pools(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
+		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
+		res.LoadAvg[0], res.LoadAvg[1])
+	b.WriteString("| policy | TTFT P50 | P95 | P99 | P50 / RR | P95 / RR | P99 / RR | errors | hit rate | adapter loads |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d | %.1f%% | %d |\n", t.Name,
+			t.TTFTMs.P50, t.TTFTMs.P95, t.TTFTMs.P99,
+			t.Ratios["ttft_p50"], t.Ratios["ttft_p95"], t.Ratios["ttft_p99"],
+			t.Errors, 100*float64(t.PrefixCacheHitRate), res.AdapterLoads(t.Name))
+	}
 }
 
 func writePods(b *strings.Builder, policies []PolicyStats) {
@@ -96,8 +117,9 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 }
 
 func pools(sc Scenario) string {
-	parts := make([]string, len(sc.Pools))
-	for i, p := range sc.Pools {
+	all := sc.allPools()
+	parts := make([]string, len(all))
+	for i, p := range all {
 		parts[i] = fmt.Sprintf("%d × %s", p.Count, p.Profile)
 	}
 	s := strings.Join(parts, " + ")

@@ -40,7 +40,7 @@ type Router struct {
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
 	admin  *admin.Server
-	token  string
+	tokens []string
 	extra  []component // optional: DNS responder, Route 53 sync
 }
 
@@ -142,6 +142,7 @@ func (r *Router) buildData(context.Context) error {
 	r.fwd = fwd
 	dc := frontdoor.DefaultConfig()
 	dc.Region, dc.MaxBodyBytes, dc.QueueWait = r.cfg.Region, r.cfg.MaxBodyBytes, r.cfg.QueueWait
+	dc.Options.LocalOnly = r.cfg.RoutingMode == RoutingLocalOnly
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
@@ -150,20 +151,23 @@ func (r *Router) buildData(context.Context) error {
 }
 
 func (r *Router) buildToken(context.Context) error {
-	tok, path, err := adminToken(r.cfg)
+	tokens, path, err := adminToken(r.cfg)
 	if err != nil {
 		return err
 	}
-	r.token = tok
+	r.tokens = tokens
 	r.log.Info("admin API token", "file", path)
 	return nil
 }
 
 func (r *Router) buildAdmin(context.Context) error {
 	ac := admin.DefaultConfig()
-	ac.Token, ac.Region = r.token, r.cfg.Region
+	ac.Token, ac.Region = r.tokens[0], r.cfg.Region
 	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
 		Clusters: r.table, Gossip: r.node, Explainer: r.front}, r.log.With("component", "admin"), r.reg)
+	if err == nil {
+		err = srv.SetTokens(r.tokens)
+	}
 	if err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}
@@ -183,6 +187,7 @@ func (r *Router) run(ctx context.Context) error {
 	g.Go(func() error { return r.store.Run(ctx) })
 	g.Go(func() error { return r.node.Run(ctx) })
 	g.Go(func() error { return gossip.KeyFileWatcher{Node: r.node, Path: r.cfg.GossipKeyFile}.Run(ctx) })
+	g.Go(func() error { return r.tokenWatcher().Run(ctx) })
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })
 	}

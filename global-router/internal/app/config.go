@@ -55,6 +55,9 @@ type Config struct {
 	QueueWait time.Duration
 	// MaxAttempts bounds the clusters tried per request. Default 3.
 	MaxAttempts int
+	// RoutingMode is "global" (default: local first, overflow to the best cluster anywhere) or
+	// "local-only" (never leaves the router's region: the baseline Tier 2 is measured against).
+	RoutingMode string
 	// SimulatedRTT adds latency to requests forwarded to a region (local stack). Default none.
 	SimulatedRTT map[string]time.Duration
 	// LogFormat is "text" or "json". Default "text".
@@ -62,6 +65,15 @@ type Config struct {
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string
 }
+
+// Routing modes (--routing-mode).
+const (
+	// RoutingGlobal keeps requests local while the region has room and overflows the rest to the
+	// cluster expected to answer first, anywhere.
+	RoutingGlobal = "global"
+	// RoutingLocalOnly never forwards outside the router's region.
+	RoutingLocalOnly = "local-only"
+)
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
@@ -76,6 +88,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:       32 << 20,
 		QueueWait:          2 * time.Second,
 		MaxAttempts:        3,
+		RoutingMode:        RoutingGlobal,
 		LogFormat:          "text",
 		LogLevel:           "info",
 	}
@@ -116,6 +129,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--queue-wait: %v must be >= 0", c.QueueWait)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts: %d must be >= 1", c.MaxAttempts)
+	case c.RoutingMode != RoutingGlobal && c.RoutingMode != RoutingLocalOnly:
+		return fmt.Errorf("--routing-mode: %q must be %s or %s", c.RoutingMode, RoutingGlobal, RoutingLocalOnly)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("--log-format: %q must be text or json", c.LogFormat)
 	}

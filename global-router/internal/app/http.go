@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,17 +18,16 @@ import (
 // shutdownGrace bounds how long in-flight streams may take to finish at shutdown.
 const shutdownGrace = 30 * time.Second
 
-// serve runs an HTTP server (HTTP/1.1 and h2c) on addr until ctx ends, then shuts it down,
-// letting in-flight requests finish within shutdownGrace.
+// serve runs an HTTP server (HTTP/1.1 and h2c) on addr until ctx ends, then drains it: new
+// requests get 503 with Retry-After on the still open listener while in-flight requests finish
+// (within shutdownGrace), and the server shuts down once they have.
 func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
+	gate := &drainGate{}
+	srv := newHTTPServer(gate.wrap(h), defaultHTTPLimits())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -40,6 +37,7 @@ func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	gate.drain(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown incomplete", "addr", addr, "err", err)
 	}
@@ -54,7 +52,7 @@ func (r *Router) mainHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", r.front.Handler())
 	r.health(mux)
-	return mux
+	return withBodyDeadline(mux, defaultHTTPLimits().BodyReadTimeout)
 }
 
 func (r *Router) metricsHandler() http.Handler {
@@ -75,34 +73,37 @@ func (r *Router) health(mux *http.ServeMux) {
 	})
 }
 
-// adminToken returns the admin bearer token: read from cfg.AdminTokenFile (whitespace trimmed),
-// or generated once into <data-dir>/admin-token with mode 0600 and reused afterwards.
-func adminToken(cfg Config) (token, path string, err error) {
+// adminToken returns the admin bearer tokens and the file they came from: cfg.AdminTokenFile
+// (one token per line, whitespace trimmed; every one is accepted), or a token generated once
+// into <data-dir>/admin-token with mode 0600 and reused afterwards.
+func adminToken(cfg Config) (tokens []string, path string, err error) {
 	if cfg.AdminTokenFile != "" {
 		b, err := os.ReadFile(cfg.AdminTokenFile)
 		if err != nil {
-			return "", "", fmt.Errorf("--admin-token-file: %w", err)
+			return nil, "", fmt.Errorf("--admin-token-file: %w", err)
 		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
-			return "", "", fmt.Errorf("--admin-token-file %s is empty", cfg.AdminTokenFile)
+		tokens, err := parseTokens(b)
+		if err != nil {
+			return nil, "", fmt.Errorf("--admin-token-file %s: %w", cfg.AdminTokenFile, err)
 		}
-		return tok, cfg.AdminTokenFile, nil
+		return tokens, cfg.AdminTokenFile, nil
 	}
-	path = filepath.Join(cfg.DataDir, "admin-token")
-	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
-		return strings.TrimSpace(string(b)), path, nil
+	path = adminTokenPath(cfg)
+	if b, err := os.ReadFile(path); err == nil {
+		if tokens, err := parseTokens(b); err == nil {
+			return tokens, path, nil
+		}
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return "", "", err
+		return nil, "", err
 	}
 	tok := hex.EncodeToString(raw)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("--data-dir: %w", err)
+		return nil, "", fmt.Errorf("--data-dir: %w", err)
 	}
 	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", "", fmt.Errorf("admin token: %w", err)
+		return nil, "", fmt.Errorf("admin token: %w", err)
 	}
-	return tok, path, nil
+	return []string{tok}, path, nil
 }

@@ -143,6 +143,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 		case err == nil:
 			ferr := s.fwd.Forward(w, r, body, s.targets(view, d))
 			if ferr == nil {
+				s.observeOverflow(w.Header(), d)
 				return string(d.Route)
 			}
 			s.log.Debug("forward refused everywhere", "model", model, "err", ferr)
@@ -176,6 +177,36 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision) []forwar
 	}
 	return out
 }
+
+// observeOverflow counts a request answered outside the router's region by how the cluster that
+// answered ranked in the decision's estimates: the best, near the best, or other (which only a
+// retry reaches).
+func (s *Server) observeOverflow(h http.Header, d routing.Decision) {
+	served := h.Get(forward.HeaderCluster)
+	if h.Get(forward.HeaderRegion) == s.cfg.Region || served == "" || d.Best < 0 {
+		return
+	}
+	choice := landedOther
+	for i, e := range d.Explain {
+		if e.Cluster != served || !e.Eligible {
+			continue
+		}
+		switch {
+		case i == d.Best:
+			choice = landedBest
+		case e.Estimate <= d.NearBest:
+			choice = landedNearBest
+		}
+	}
+	s.metrics.overflow.WithLabelValues(choice).Inc()
+}
+
+// Values of the overflow counter's choice label.
+const (
+	landedBest     = "best"
+	landedNearBest = "near_best"
+	landedOther    = "other"
+)
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

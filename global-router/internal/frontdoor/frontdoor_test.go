@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
@@ -86,6 +89,13 @@ func newFleet(t *testing.T, specs ...clusterSpec) *fleet {
 
 func router(t *testing.T, f *fleet, pol policies) string {
 	t.Helper()
+	return routerWith(t, f, pol, frontdoor.DefaultConfig().Options, nil)
+}
+
+// routerWith starts a us-east-1 front door over f with the given routing options, registering its
+// metrics on reg (nil: not registered).
+func routerWith(t *testing.T, f *fleet, pol policies, opt routing.Options, reg prometheus.Registerer) string {
+	t.Helper()
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
 		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond}}, f, nil)
 	fwd, err := forward.New(forward.DefaultConfig(), tb)
@@ -95,7 +105,8 @@ func router(t *testing.T, f *fleet, pol policies) string {
 	cfg := frontdoor.DefaultConfig()
 	cfg.Region = "us-east-1"
 	cfg.QueueWait = 200 * time.Millisecond
-	srv := httptest.NewServer(frontdoor.New(cfg, tb, pol, fwd, nil, nil).Handler())
+	cfg.Options = opt
+	srv := httptest.NewServer(frontdoor.New(cfg, tb, pol, fwd, nil, frontdoor.NewMetrics(reg)).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -170,6 +181,81 @@ func TestResidencyNeverLeavesAllowedRegions(t *testing.T) {
 	}
 	if n := f.hits["west"].Load(); n != 0 {
 		t.Fatalf("%d requests reached a region outside the policy", n)
+	}
+}
+
+func TestLocalOnlyNeverOverflows(t *testing.T) {
+	opt := frontdoor.DefaultConfig().Options
+	opt.LocalOnly = true
+	tests := []struct {
+		name       string
+		east       clusterSpec
+		wantStatus int
+	}{
+		{"over the threshold stays local", clusterSpec{"east", "us-east-1", 0.9, 0}, 200},
+		{"refused locally waits then 429", clusterSpec{"east", "us-east-1", 0.1, 429}, 429},
+		{"saturated locally waits then 429", clusterSpec{"east", "us-east-1", 1, 0}, 429},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleet(t, tt.east, clusterSpec{"west", "us-west-2", 0, 0})
+			url := routerWith(t, f, nil, opt, nil)
+			for range 5 {
+				resp, body := post(t, url, okBody)
+				if resp.StatusCode != tt.wantStatus {
+					t.Fatalf("status %d, want %d (body %s)", resp.StatusCode, tt.wantStatus, body)
+				}
+			}
+			if n := f.hits["west"].Load(); n != 0 {
+				t.Fatalf("%d requests left the region in local-only mode", n)
+			}
+		})
+	}
+}
+
+func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
+	tests := []struct {
+		name  string
+		specs []clusterSpec
+		want  string
+	}{
+		{"local answers: not counted", []clusterSpec{{"east", "us-east-1", 0.1, 0}, {"west", "us-west-2", 0, 0}}, ""},
+		{"overflow to the best estimate", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0.95, 0}}, "best"},
+		{"retry after the best refused", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 503}, {"eu", "eu-west-1", 0.95, 0}}, "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			opt := frontdoor.DefaultConfig().Options
+			opt.NearBest = 0 // the best only: the outcome does not depend on power-of-d's draws
+			url := routerWith(t, newFleet(t, tt.specs...), nil, opt, reg)
+			const n = 4
+			for range n {
+				if resp, body := post(t, url, okBody); resp.StatusCode != 200 {
+					t.Fatalf("status %d (body %s)", resp.StatusCode, body)
+				}
+			}
+			counts := map[string]int{"best": 0, "near_best": 0, "other": 0}
+			if tt.want != "" {
+				counts[tt.want] = n
+			}
+			want := "# HELP switchyard_router_overflow_answered_total Requests answered by a cluster outside the router's region, by how that cluster ranked in the router's estimates at decision time: best (lowest estimated TTFT), near_best (within the near-best window) or other.\n# TYPE switchyard_router_overflow_answered_total counter\n"
+			for _, c := range []string{"best", "near_best", "other"} {
+				want += fmt.Sprintf("switchyard_router_overflow_answered_total{choice=%q} %d\n", c, counts[c])
+			}
+			// The handler counts after the answer's last byte has left: poll.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_overflow_answered_total")
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration prometheus.Histogram
+	overflow *prometheus.CounterVec
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -20,9 +21,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from a request's arrival to the end of its answer.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
+		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_overflow_answered_total",
+			Help: "Requests answered by a cluster outside the router's region, by how that cluster ranked in the router's estimates at decision time: best (lowest estimated TTFT), near_best (within the near-best window) or other.",
+		}, []string{"choice"}),
+	}
+	for _, c := range []string{landedBest, landedNearBest, landedOther} {
+		m.overflow.WithLabelValues(c)
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration)
+		reg.MustRegister(m.requests, m.duration, m.overflow)
 	}
 	return m
 }

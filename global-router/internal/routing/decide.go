@@ -36,12 +36,19 @@ type Decision struct {
 	Targets []int
 	// Explain has one entry per input cluster, in input order.
 	Explain []Explanation
+	// Best is the index of the lowest estimate among the clusters the choice was made from (power-of-d
+	// may choose a near-best one instead); -1 when there was no choice.
+	Best int
+	// NearBest is the highest estimate that counted as near the best.
+	NearBest time.Duration
 }
 
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
-// plus the extra wait of this router's
-// requests sent since the summary, plus prefill of the prompt tokens the cluster does not cache.
+// plus the extra wait of this router's requests sent since the summary, plus prefill of the prompt
+// tokens the cluster does not cache. Each request sent since the summary is counted as one more
+// prompt like this one to prefill, spread over the pods; on a saturated cluster (new requests
+// queue) as one more service time instead.
 func Estimate(c *Cluster, req Request) time.Duration {
 	rate := c.PrefillTokensPerSec
 	if rate <= 0 {
@@ -52,13 +59,17 @@ func Estimate(c *Cluster, req Request) time.Duration {
 		svc = defaultServiceTime
 	}
 	pods := max(c.ReadyPods, 1)
-	extra := time.Duration(int64(svc) * int64(c.InFlight) / int64(pods))
 	wait := c.BaseTTFT
 	if wait <= 0 { // no prediction in the summary: the queue drains at one request per slot
 		wait = time.Duration(int64(svc) * int64(c.Queue) / int64(pods))
 	}
 	uncached := max(req.PromptTokens-c.CachedPrefixTokens, 0)
 	prefill := time.Duration(float64(uncached) / rate * float64(time.Second))
+	each := time.Duration(float64(req.PromptTokens) / rate * float64(time.Second))
+	if c.SaturatedFraction >= 1 {
+		each = svc
+	}
+	extra := time.Duration(int64(each) * int64(c.InFlight) / int64(pods))
 	return c.RTT + wait + extra + prefill
 }
 
@@ -66,7 +77,7 @@ func Estimate(c *Cluster, req Request) time.Duration {
 // global source is used then). It returns ErrNoCandidate, ErrNotAllowed or ErrNoRoom, with the
 // explanation still filled, when nothing can take the request.
 func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Options, rng *rand.Rand) (Decision, error) {
-	d := Decision{Explain: make([]Explanation, len(clusters))}
+	d := Decision{Explain: make([]Explanation, len(clusters)), Best: -1}
 	var eligible []int
 	serving, allowed := 0, 0
 	for i := range clusters {
@@ -75,6 +86,9 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 		e.Cluster, e.Region = c.Name, c.Region
 		e.Utilization = c.Utilization(req.AvgTokens)
 		e.Reason = ineligibleReason(c, pol, e.Utilization)
+		if opt.LocalOnly && c.Region != region && e.Reason == "" {
+			e.Reason = reasonLocalOnly
+		}
 		if c.Serves {
 			serving++
 			if regionAllowed(pol, c.Region) {
@@ -96,11 +110,11 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	case len(eligible) == 0:
 		return d, ErrNoRoom
 	}
-	pool, route := choosePool(region, clusters, pol, eligible, &d)
+	pool, route := choosePool(region, clusters, pol, opt, eligible, &d)
 	if len(pool) == 0 {
 		return d, ErrNoRoom
 	}
-	chosen := powerOfD(pool, d.Explain, opt, rng)
+	chosen := powerOfD(pool, d.Explain, opt, rng, &d)
 	d.Explain[chosen].Chosen = true
 	d.Explain[chosen].Reason = route
 	if clusters[chosen].Region == region {
@@ -138,30 +152,45 @@ func regionAllowed(pol Policy, region string) bool {
 }
 
 // choosePool returns the clusters the choice is made among: the router's own region's clusters
-// under the overflow threshold when there are any, else every eligible cluster within the
-// per-region overflow cap. It records why the others were passed over.
-func choosePool(region string, clusters []Cluster, pol Policy, eligible []int, d *Decision) ([]int, string) {
+// that have room when there are any, else every eligible cluster within the per-region overflow
+// cap. A local cluster has room while it is under the overflow threshold and no cluster elsewhere
+// is estimated to answer opt.LocalPreference times sooner. It records why the others were passed
+// over.
+func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible []int, d *Decision) ([]int, string) {
+	capped := func(i int) bool {
+		c := &clusters[i]
+		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
+	}
+	remote := time.Duration(-1) // the best estimate outside the region
+	for _, i := range eligible {
+		if e := d.Explain[i].Estimate; clusters[i].Region != region && !capped(i) && (remote < 0 || e < remote) {
+			remote = e
+		}
+	}
 	var local []int
 	for _, i := range eligible {
-		if clusters[i].Region == region && d.Explain[i].Utilization < pol.OverflowThreshold {
+		e := &d.Explain[i]
+		switch {
+		case clusters[i].Region != region:
+		case e.Utilization >= pol.OverflowThreshold:
+			e.Reason = reasonOverThreshold
+		case remote >= 0 && float64(e.Estimate) > float64(remote)*max(opt.LocalPreference, 1):
+			e.Reason = reasonRemoteSooner
+		default:
 			local = append(local, i)
 		}
 	}
 	if len(local) > 0 {
 		for _, i := range eligible {
-			switch {
-			case clusters[i].Region != region:
+			if clusters[i].Region != region {
 				d.Explain[i].Reason = reasonLocalHasRoom
-			case d.Explain[i].Utilization >= pol.OverflowThreshold:
-				d.Explain[i].Reason = reasonOverThreshold
 			}
 		}
 		return local, reasonChosenLocal
 	}
 	var pool []int
 	for _, i := range eligible {
-		c := &clusters[i]
-		if c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap {
+		if capped(i) {
 			d.Explain[i].Reason = reasonOverflowCap
 			continue
 		}
@@ -172,12 +201,15 @@ func choosePool(region string, clusters []Cluster, pol Policy, eligible []int, d
 
 // powerOfD samples opt.D candidates among the near-best of pool and returns the one with the
 // lowest estimate. Near-best: within opt.NearBest of the best estimate, at most opt.MaxChoices.
-func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand) int {
-	best := ex[pool[0]].Estimate
+func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Decision) int {
+	d.Best = pool[0]
 	for _, i := range pool[1:] {
-		best = min(best, ex[i].Estimate)
+		if ex[i].Estimate < ex[d.Best].Estimate {
+			d.Best = i
+		}
 	}
-	limit := time.Duration(float64(best) * (1 + opt.NearBest))
+	limit := time.Duration(float64(ex[d.Best].Estimate) * (1 + opt.NearBest))
+	d.NearBest = limit
 	var buf [8]int
 	near := smallest(buf[:0], pool, ex, min(max(opt.MaxChoices, 1), len(buf)), func(i int) bool { return ex[i].Estimate <= limit })
 	for _, i := range pool {
@@ -239,12 +271,14 @@ const maxTargets = 4
 // Reasons reported in explanations.
 const (
 	reasonChosenLocal    = "chosen: local first, under the overflow threshold"
-	reasonChosenOverflow = "chosen: overflow, local clusters over the threshold"
+	reasonChosenOverflow = "chosen: overflow, no local cluster has room"
 	reasonLocalHasRoom   = "a local cluster has room"
 	reasonOverThreshold  = "over the overflow threshold"
+	reasonRemoteSooner   = "a cluster elsewhere is estimated to answer several times sooner"
 	reasonOverflowCap    = "region overflow cap reached"
 	reasonNotNearBest    = "not near the best estimate"
 	reasonNotDrawn       = "near the best, not drawn by power-of-d"
+	reasonLocalOnly      = "outside the router's region (local-only routing mode)"
 )
 
 func intN(rng *rand.Rand, n int) int {

@@ -41,6 +41,7 @@ func TestDecide(t *testing.T) {
 		name      string
 		clusters  func() []routing.Cluster
 		policy    routing.Policy
+		localOnly bool
 		wantErr   error
 		wantFirst string
 		wantRoute routing.Route
@@ -138,11 +139,59 @@ func TestDecide(t *testing.T) {
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
 		},
+		{
+			name: "overflow when a remote cluster answers more than twice as fast",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 400*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
+			reasonOf: map[string]string{"east-a": "not near the best"}, // in the overflow pool, too slow
+		},
+		{
+			name: "stay local when a remote cluster is less than twice as fast",
+			clusters: func() []routing.Cluster {
+				// east 2 + 200 + 50 = 252 ms; west 70 + 20 + 50 = 140 ms.
+				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 200*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), wantFirst: "east-a", wantRoute: routing.RouteLocal,
+			reasonOf: map[string]string{"west": "a local cluster has room"},
+		},
+		{
+			name: "local-only keeps a busy region's traffic at home",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{
+					busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms),
+					cluster("west", "us-west-2", 0.1, 70*ms),
+				}
+			},
+			policy: routing.DefaultPolicy(), localOnly: true, wantFirst: "east-a", wantRoute: routing.RouteLocal,
+			reasonOf: map[string]string{"west": "outside the router's region"},
+		},
+		{
+			name: "local-only with no local cluster serving has no room",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{cluster("west", "us-west-2", 0.1, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), localOnly: true, wantErr: routing.ErrNoRoom,
+			reasonOf: map[string]string{"west": "outside the router's region"},
+		},
+		{
+			name: "local-only with a saturated local cluster has no room",
+			clusters: func() []routing.Cluster {
+				a := cluster("east-a", "us-east-1", 0.2, 2*ms)
+				a.SaturatedFraction = 1
+				return []routing.Cluster{a, cluster("west", "us-west-2", 0.1, 70*ms)}
+			},
+			policy: routing.DefaultPolicy(), localOnly: true, wantErr: routing.ErrNoRoom,
+			reasonOf: map[string]string{"east-a": "saturated", "west": "outside the router's region"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := tt.clusters()
-			d, err := routing.Decide("us-east-1", cs, tt.policy, req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			opt := routing.DefaultOptions()
+			opt.LocalOnly = tt.localOnly
+			d, err := routing.Decide("us-east-1", cs, tt.policy, req, opt, rand.New(rand.NewPCG(1, 2)))
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -190,6 +239,9 @@ func TestPowerOfDSpreadsAmongNearBest(t *testing.T) {
 			t.Fatal(err)
 		}
 		counts[cs[d.Targets[0]].Name]++
+		if d.Best != 1 || d.Explain[d.Targets[0]].Estimate > d.NearBest {
+			t.Fatalf("best = %d, chosen estimate %v over the near-best bound %v; want best 1 (w1) and chosen within", d.Best, d.Explain[d.Targets[0]].Estimate, d.NearBest)
+		}
 	}
 	if counts["far"] != 0 || counts["east"] != 0 {
 		t.Fatalf("picked outside the near-best set: %v", counts)
@@ -210,7 +262,7 @@ func TestInFlightAvoidsHerding(t *testing.T) {
 	if err != nil || cs[d.Targets[0]].Name != "a" {
 		t.Fatalf("first pick = %v (%v), want a", cs[d.Targets[0]].Name, err)
 	}
-	cs[1].InFlight = 8 // 8 requests of 1 s over 4 pods: +2 s of expected wait
+	cs[1].InFlight = 8 // 8 more 100-token prompts at 20,000 tokens/s over 4 pods: +10 ms of expected wait
 	d, err = routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 100}, opts, nil)
 	if err != nil || cs[d.Targets[0]].Name != "b" {
 		t.Fatalf("pick with in-flight = %v (%v), want b", cs[d.Targets[0]].Name, err)
@@ -218,11 +270,29 @@ func TestInFlightAvoidsHerding(t *testing.T) {
 }
 
 func TestEstimate(t *testing.T) {
-	c := cluster("a", "r", 0, 10*ms)
-	c.CachedPrefixTokens = 400
-	// 10 ms RTT + 20 ms base + (1000-400)/20000 s = 30 ms prefill.
-	if got, want := routing.Estimate(&c, routing.Request{PromptTokens: 1000}), 60*ms; got != want {
-		t.Fatalf("estimate = %v, want %v", got, want)
+	req := routing.Request{PromptTokens: 1000}
+	tests := []struct {
+		name   string
+		modify func(c *routing.Cluster)
+		want   time.Duration
+	}{
+		// 10 ms RTT + 20 ms base + (1000-400)/20000 s = 30 ms prefill.
+		{"cached prefix skips prefill", func(c *routing.Cluster) { c.CachedPrefixTokens = 400 }, 60 * ms},
+		// + 8 × 1000/20000 s / 4 pods = 100 ms for the router's requests since the summary.
+		{"in-flight prompts to prefill", func(c *routing.Cluster) { c.InFlight = 8 }, 180 * ms},
+		// + 8 × 1 s / 4 pods when new requests queue.
+		{"in-flight on a saturated cluster", func(c *routing.Cluster) { c.InFlight, c.SaturatedFraction = 8, 1 }, 2080 * ms},
+		// no prediction: 12 queued × 1 s / 4 pods.
+		{"queue without a prediction", func(c *routing.Cluster) { c.BaseTTFT, c.Queue = 0, 12 }, 3060 * ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster("a", "r", 0, 10*ms)
+			tt.modify(&c)
+			if got := routing.Estimate(&c, req); got != tt.want {
+				t.Fatalf("estimate = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -113,7 +113,15 @@ type Options struct {
 	MaxChoices int
 	// D is the number of random samples of power-of-d choices.
 	D int
+	// LocalPreference is how many times sooner a cluster elsewhere must be estimated to answer
+	// before a local cluster under the overflow threshold is passed over (>= 1; 1 = latency only).
+	LocalPreference float64
+	// LocalOnly keeps every request in the router's region: clusters elsewhere are not
+	// candidates, so nothing overflows. It is the baseline Tier 2 is measured against (what one
+	// router per region without cross-region overflow gives), not a production setting.
+	LocalOnly bool
 }
 
-// DefaultOptions: within 20% of the best, among the best three, two random samples.
-func DefaultOptions() Options { return Options{NearBest: 0.2, MaxChoices: 3, D: 2} }
+// DefaultOptions: within 20% of the best, among the best three, two random samples, a local
+// cluster kept unless elsewhere is estimated twice as fast, overflow on.
+func DefaultOptions() Options { return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 2} }

@@ -1,0 +1,200 @@
+package app_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
+	"github.com/switchyard-dev/switchyard/global-router/internal/app"
+	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
+	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
+	"github.com/switchyard-dev/switchyard/gossip"
+	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
+)
+
+// shared is one etcd member for the package: every router of a test uses it, as production routers
+// share one etcd cluster. Tests keep apart by naming their clusters uniquely.
+var shared *etcdtest.Cluster
+
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, 1, &shared)) }
+
+const (
+	region = "us-east-1"
+	model  = "llama"
+	token  = "app-test-token"
+)
+
+var testCounter atomic.Int64
+
+// env is a gossip pool of two gateways (a preferred cluster and a slow one, both in region) and
+// the files routers need to join it.
+type env struct {
+	pool               *gossiptest.Pool
+	preferred, slow    string
+	keyFile, tokenFile string
+}
+
+// newEnv starts two gateway nodes publishing a heartbeat every 300 ms until the test ends.
+func newEnv(tb testing.TB) *env {
+	tb.Helper()
+	n := testCounter.Add(1)
+	e := &env{preferred: fmt.Sprintf("fast-%d", n), slow: fmt.Sprintf("slow-%d", n)}
+	dir := tb.TempDir()
+	e.keyFile, e.tokenFile = filepath.Join(dir, "gossip.key"), filepath.Join(dir, "admin-token")
+	if err := os.WriteFile(e.keyFile, []byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(e.tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	names := []string{e.preferred, e.slow}
+	e.pool = gossiptest.Start(tb, 2, func(i int, c *gossip.Config) {
+		c.Timings = gossiptest.RelaxedTimings()
+		c.NodeName, c.Cluster, c.Region = "gw-"+names[i], names[i], region
+		c.AdvertiseURL = "http://" + names[i] + ".test:8080"
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	tb.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for i, ttft := range []float32{50, 5000} { // the slow cluster is never near the best
+				m := &gossipv1.ModelCapacity{Name: model, ReadyPods: 4, TotalKvTokens: 400_000, FreeKvTokens: 300_000,
+					PredictedTtftMs: ttft, PrefillTokensPerSecond: 40_000}
+				if _, err := e.pool.Node(i).Publish(&gossipv1.CapacitySummary{Models: []*gossipv1.ModelCapacity{m}}); err != nil {
+					tb.Errorf("publish: %v", err)
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	return e
+}
+
+// router is one global router run in process by app.Run.
+type router struct {
+	cfg    app.Config
+	admin  adminv1connect.AdminServiceClient
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startRouter runs a router of region on loopback free ports, on the shared etcd, joined to e's
+// pool; it stops when the test ends (and the test fails unless Run returned nil).
+func startRouter(tb testing.TB, e *env, name string) *router {
+	tb.Helper()
+	cfg := app.DefaultConfig()
+	cfg.Region, cfg.NodeName, cfg.DataDir = region, name, tb.TempDir()
+	cfg.EtcdEndpoints = shared.Endpoints()
+	cfg.GossipKeyFile, cfg.GossipProfile, cfg.GossipJoin = e.keyFile, "lan", []string{e.pool.Seed()}
+	cfg.AdminTokenFile, cfg.LogLevel = e.tokenFile, "warn"
+	for _, addr := range []*string{&cfg.Listen, &cfg.AdminListen, &cfg.MetricsListen, &cfg.GossipBind} {
+		port, err := embedetcd.FreePort("127.0.0.1")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		*addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &router{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() { r.done <- app.Run(ctx, cfg, log) }()
+	tb.Cleanup(func() { r.stop(tb) })
+	r.admin = adminv1connect.NewAdminServiceClient(http.DefaultClient, "http://"+cfg.AdminListen,
+		connect.WithInterceptors(admintest.WithToken(token)))
+	waitHTTP(tb, "http://"+cfg.MetricsListen+"/readyz", http.StatusOK, r.done)
+	return r
+}
+
+// stop cancels the router and waits for Run to return; a non-nil error fails the test.
+func (r *router) stop(tb testing.TB) {
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			tb.Errorf("router %s: Run = %v", r.cfg.NodeName, err)
+		}
+		r.done <- err // later stops see it too
+	case <-time.After(60 * time.Second):
+		tb.Errorf("router %s did not stop", r.cfg.NodeName)
+	}
+}
+
+// waitHTTP polls url until it answers status, failing the test if done delivers first or 60 s pass.
+func waitHTTP(tb testing.TB, url string, status int, done chan error) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == status {
+				return
+			}
+		}
+		select {
+		case err := <-done:
+			done <- err
+			tb.Fatalf("router stopped while waiting for %s: %v", url, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s never answered %d", url, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// chosen returns the cluster r would send a request for model to ("" when none or on error).
+func (r *router) chosen(ctx context.Context) string {
+	resp, err := r.admin.ExplainRoute(ctx, connect.NewRequest(&adminv1.ExplainRouteRequest{Model: model, PromptTokens: 1000}))
+	if err != nil {
+		return ""
+	}
+	return resp.Msg.GetChosenCluster()
+}
+
+// waitChosen polls r until it chooses cluster, and returns how long that took from start.
+func (r *router) waitChosen(ctx context.Context, cluster string, start time.Time) (time.Duration, error) {
+	for {
+		if r.chosen(ctx) == cluster {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("router %s: never chose %s: %w", r.cfg.NodeName, cluster, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// setDrain drains (or undrains) cluster through r's admin API.
+func setDrain(ctx context.Context, r *router, cluster string, drain bool) error {
+	_, err := r.admin.DrainCluster(ctx, connect.NewRequest(&adminv1.DrainClusterRequest{Cluster: cluster, Drain: drain}))
+	if err != nil {
+		return fmt.Errorf("drain %s=%v: %w", cluster, drain, err)
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+// RouterModes are the global-router --routing-mode values a Tier 2 scenario compares; local-only
+// is the baseline (one router per region that never forwards elsewhere).
+var RouterModes = []string{"local-only", "global"}
+
+// RegionalBaseline is the router mode Tier 2 ratios are taken against.
+const RegionalBaseline = "local-only"
+
+// regionBurst is Tier 2's overflow scenario: three regions of equal capacity (one cluster of two
+// l40s pods each, the cheapest shape to simulate on a small machine); us-east-1's clients send
+// everything in 2 s bursts at 4× their mean, which with the workload's rates is 3× the region's
+// capacity, while the other two regions stay steady at 37.5% of theirs. Round trips are the local
+// stack's.
+var regionBurst = Scenario{
+	Name: "region-burst", Workload: "region-burst",
+	Regions: []Region{
+		{Name: "us-east-1", Clusters: []Cluster{{Name: "use1-a", Pools: []Pool{{"l40s", 2}}}}},
+		{Name: "us-west-2", Clusters: []Cluster{{Name: "usw2-a", Pools: []Pool{{"l40s", 2}}}}},
+		{Name: "eu-west-1", Clusters: []Cluster{{Name: "euw1-a", Pools: []Pool{{"l40s", 2}}}}},
+	},
+	Links: []Link{
+		{"us-east-1", "us-west-2", 70 * time.Millisecond},
+		{"us-east-1", "eu-west-1", 80 * time.Millisecond},
+		{"us-west-2", "eu-west-1", 140 * time.Millisecond},
+	},
+	Target: "global: the burst region's P99 TTFT <= 25% of local-only's; >= 90% of overflow answered by the " +
+		"cluster with the lowest estimated TTFT; < 2% of the steady regions' requests leave their region",
+	Check: func(f Figures) Verdict {
+		r := f.Regional
+		if r == nil {
+			return Verdict{Detail: "no regional figures"}
+		}
+		g, l := r.Mode("global"), r.Mode(RegionalBaseline)
+		if g == nil || l == nil {
+			return Verdict{Detail: "global and local-only must both run"}
+		}
+		ratio := float64(g.BurstTTFTMs.P99) / float64(l.BurstTTFTMs.P99)
+		best := g.BestShare()
+		leave := g.SteadyLeftShare()
+		return Verdict{ratio <= 0.25 && best >= 0.9 && leave < 0.02,
+			fmt.Sprintf("burst-region P99: global %s, %.1f%% of local-only's (%s); overflow answered by the best "+
+				"estimate %.1f%% (best or within 20%% of it %.1f%%; %d answered elsewhere); steady regions' requests "+
+				"leaving their region %.2f%% (%.2f%% between bursts)",
+				ms(float64(g.BurstTTFTMs.P99)), 100*ratio, ms(float64(l.BurstTTFTMs.P99)),
+				100*best, 100*g.NearBestShare(), g.OverflowAnswered.Total(), 100*leave, 100*g.QuietLeftShare())}
+	},
+}
+
+// RegionalFigures are a Tier 2 run's measurements, one entry per router mode.
+type RegionalFigures struct {
+	// BurstRegion is the client region whose arrivals burst (the workload's on/off region).
+	BurstRegion string `json:"burst_region"`
+	// Modes are in the order run.
+	Modes []ModeFigures `json:"modes"`
+}
+
+// Mode returns the figures of router mode name, or nil.
+func (r *RegionalFigures) Mode(name string) *ModeFigures {
+	i := slices.IndexFunc(r.Modes, func(m ModeFigures) bool { return m.Mode == name })
+	if i < 0 {
+		return nil
+	}
+	return &r.Modes[i]
+}
+
+// ModeFigures are one router mode's Tier 2 figures.
+type ModeFigures struct {
+	Mode string `json:"mode"`
+	// BurstTTFTMs are the TTFT percentiles of the burst region's clients (failures infinite).
+	BurstTTFTMs Percentiles `json:"burst_region_ttft_ms"`
+	// BurstRequests counts the burst region's requests; BurstLeft those answered in another region,
+	// by answering cluster in LeftByCluster.
+	BurstRequests int            `json:"burst_region_requests"`
+	BurstLeft     int            `json:"burst_region_left"`
+	LeftByCluster map[string]int `json:"burst_region_left_by_cluster"`
+	// SteadyRequests counts the other regions' requests (their load stays under their capacity);
+	// SteadyLeft those answered outside the client's region.
+	SteadyRequests int `json:"steady_requests"`
+	SteadyLeft     int `json:"steady_left"`
+	// QuietRequests and QuietLeft are the same, restricted to requests sent between bursts (at
+	// least 3 s, simulated, after a burst ended), when no overflow is in the air.
+	QuietRequests int `json:"quiet_requests"`
+	QuietLeft     int `json:"quiet_left"`
+	// OverflowAnswered sums the routers' switchyard_router_overflow_answered_total by choice:
+	// how the cluster that answered outside the router's region ranked in the router's own
+	// estimates when it decided (best, near_best, other).
+	OverflowAnswered ChoiceCounts `json:"overflow_answered"`
+}
+
+// Percentiles are TTFT percentiles in ms (+Inf when failures reach them; JSON "inf").
+type Percentiles struct {
+	P50 report.Num `json:"p50"`
+	P95 report.Num `json:"p95"`
+	P99 report.Num `json:"p99"`
+}
+
+// ChoiceCounts are overflow answers by choice label (best, near_best, other).
+type ChoiceCounts map[string]float64
+
+// Total is the number of overflow answers.
+func (c ChoiceCounts) Total() int {
+	var n float64
+	for _, v := range c {
+		n += v
+	}
+	return int(n)
+}
+
+// BestShare is the fraction of overflow answered by the cluster with the lowest estimate (NaN
+// with no overflow).
+func (m *ModeFigures) BestShare() float64 {
+	return m.OverflowAnswered["best"] / float64(m.OverflowAnswered.Total())
+}
+
+// NearBestShare is the fraction answered by the best or a near-best cluster.
+func (m *ModeFigures) NearBestShare() float64 {
+	return (m.OverflowAnswered["best"] + m.OverflowAnswered["near_best"]) / float64(m.OverflowAnswered.Total())
+}
+
+// SteadyLeftShare is the fraction of the steady regions' requests answered in another region.
+func (m *ModeFigures) SteadyLeftShare() float64 { return share(m.SteadyLeft, m.SteadyRequests) }
+
+// QuietLeftShare is SteadyLeftShare between bursts.
+func (m *ModeFigures) QuietLeftShare() float64 { return share(m.QuietLeft, m.QuietRequests) }
+
+func share(n, of int) float64 {
+	if of == 0 {
+		return math.NaN()
+	}
+	return float64(n) / float64(of)
+}
+
+// burstRegion returns the workload's bursting region (the first on/off one) and its arrivals.
+func burstRegion(w *workload.Workload) (string, workload.Arrival, error) {
+	for _, r := range w.Regions {
+		if r.Arrival.Process == workload.OnOff {
+			return r.Name, r.Arrival, nil
+		}
+	}
+	return "", workload.Arrival{}, fmt.Errorf("bench: workload %s has no bursting (onoff) region", w.Name)
+}
+
+// countSamples fills m's request counts from one mode's samples. a is the burst region's arrival
+// process in real time; settle is how long after a burst a request still counts as in it.
+func countSamples(m *ModeFigures, samples []loadgen.Sample, burst string, a workload.Arrival, settle time.Duration) {
+	m.LeftByCluster = map[string]int{}
+	for i := range samples {
+		s := &samples[i]
+		left := s.OK() && s.ServedRegion != "" && s.ServedRegion != s.Region
+		if s.Region == burst {
+			m.BurstRequests++
+			if left {
+				m.BurstLeft++
+				m.LeftByCluster[s.Cluster]++
+			}
+			continue
+		}
+		m.SteadyRequests++
+		quiet := s.Scheduled%a.Period >= a.BurstLength+settle
+		if quiet {
+			m.QuietRequests++
+		}
+		if left {
+			m.SteadyLeft++
+			if quiet {
+				m.QuietLeft++
+			}
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+func TestCountSamples(t *testing.T) {
+	a := workload.Arrival{Process: workload.OnOff, BurstLength: 2 * time.Second, Period: 8 * time.Second}
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	samples := []loadgen.Sample{
+		{Region: "east", ServedRegion: "east", Cluster: "e1", Scheduled: sec(0.5)},
+		{Region: "east", ServedRegion: "west", Cluster: "w1", Scheduled: sec(1)},
+		{Region: "east", Error: loadgen.ErrHTTP429, Scheduled: sec(1.5)},
+		{Region: "west", ServedRegion: "east", Cluster: "e1", Scheduled: sec(3)},  // leaves, in the settle window
+		{Region: "west", ServedRegion: "west", Cluster: "w1", Scheduled: sec(6)},  // quiet
+		{Region: "eu", ServedRegion: "west", Cluster: "w1", Scheduled: sec(13.5)}, // leaves, quiet (13.5 mod 8 = 5.5)
+		{Region: "eu", Error: loadgen.ErrTransport, Scheduled: sec(7)},            // quiet, failed: not counted as leaving
+		{Region: "eu", ServedRegion: "eu", Cluster: "u1", Scheduled: sec(8.5)},    // in the next burst
+	}
+	var m ModeFigures
+	countSamples(&m, samples, "east", a, 3*time.Second)
+	want := ModeFigures{BurstRequests: 3, BurstLeft: 1, SteadyRequests: 5, SteadyLeft: 2, QuietRequests: 3, QuietLeft: 1}
+	if m.BurstRequests != want.BurstRequests || m.BurstLeft != want.BurstLeft || m.SteadyRequests != want.SteadyRequests ||
+		m.SteadyLeft != want.SteadyLeft || m.QuietRequests != want.QuietRequests || m.QuietLeft != want.QuietLeft {
+		t.Fatalf("counts %+v, want %+v", m, want)
+	}
+	if m.LeftByCluster["w1"] != 1 || len(m.LeftByCluster) != 1 {
+		t.Errorf("left by cluster %v, want w1: 1", m.LeftByCluster)
+	}
+}
+
+func TestRegionBurstCheck(t *testing.T) {
+	figures := func(globalP99 report.Num, best, near, other float64, steadyLeft int) Figures {
+		return Figures{Regional: &RegionalFigures{BurstRegion: "us-east-1", Modes: []ModeFigures{
+			{Mode: "local-only", BurstTTFTMs: Percentiles{P99: 1000}},
+			{Mode: "global", BurstTTFTMs: Percentiles{P99: globalP99}, SteadyRequests: 100, SteadyLeft: steadyLeft,
+				OverflowAnswered: ChoiceCounts{"best": best, "near_best": near, "other": other}},
+		}}}
+	}
+	tests := []struct {
+		name string
+		f    Figures
+		met  bool
+	}{
+		{"every figure met", figures(200, 95, 5, 0, 1), true},
+		{"tail not cut enough", figures(300, 95, 5, 0, 1), false},
+		{"overflow not on the best", figures(200, 80, 20, 0, 1), false},
+		{"steady traffic leaves", figures(200, 95, 5, 0, 2), false},
+		{"global failed its tail", figures(report.Num(math.Inf(1)), 95, 5, 0, 0), false},
+		{"no regional figures", Figures{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if v := regionBurst.Check(tt.f); v.Met != tt.met || v.Detail == "" {
+				t.Fatalf("verdict %+v, want met=%v", v, tt.met)
+			}
+		})
+	}
+}
+
+func TestRegionalScenarioShape(t *testing.T) {
+	sc, err := Lookup("region-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Regional() || sc.Pods() != 6 || sc.RTT("us-west-2", "us-east-1") != 70*time.Millisecond || sc.RTT("us-east-1", "us-east-1") != 0 {
+		t.Fatalf("scenario %+v: regional %v, pods %d", sc, sc.Regional(), sc.Pods())
+	}
+	cfg := DefaultConfig()
+	cfg.Scenario, cfg.GatewayBin = sc, "gw"
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("a Tier 2 scenario without a router binary was accepted")
+	}
+	cfg.RouterBin = "router"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestModeFiguresJSONWithFailures checks that a failed tail (+Inf) survives the JSON report.
+func TestModeFiguresJSONWithFailures(t *testing.T) {
+	m := ModeFigures{Mode: "local-only", BurstTTFTMs: Percentiles{P50: 10, P95: 20, P99: report.Num(math.Inf(1))}}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back ModeFigures
+	if err := json.Unmarshal(b, &back); err != nil || !math.IsInf(float64(back.BurstTTFTMs.P99), 1) || back.BurstTTFTMs.P50 != 10 {
+		t.Fatalf("round trip of %s: %+v, %v", b, back, err)
+	}
+}

@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+// quietSettle is how long (simulated) after a burst ends a request still counts as in it when
+// the steady regions' requests between bursts are counted.
+const quietSettle = 3 * time.Second
+
+// runRegional runs a Tier 2 scenario: one regional stack per router mode, the same request
+// sequence to each (interleaved, every region's clients to their own region's router).
+func runRegional(ctx context.Context, cfg *Config, w *workload.Workload, res *Result) error {
+	burst, arrival, err := burstRegion(w)
+	if err != nil {
+		return err
+	}
+	stacks, err := startRegionalStacks(ctx, cfg, w)
+	defer closeRegionalStacks(stacks, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	lcfg := loadgen.DefaultConfig()
+	lcfg.Workload, lcfg.Progress = w, cfg.Progress
+	targets := make([]loadgen.Target, len(stacks))
+	for i, st := range stacks {
+		targets[i] = st.target()
+	}
+	lres, err := loadgen.Run(ctx, lcfg, targets)
+	res.LoadAvg[1] = loadAvg()
+	if err != nil {
+		return fmt.Errorf("bench: loadgen: %w", err)
+	}
+	if res.Report, err = report.Summarize(lres, RegionalBaseline); err != nil {
+		return err
+	}
+	rf := &RegionalFigures{BurstRegion: burst}
+	settle := time.Duration(float64(quietSettle) * cfg.TimeScale)
+	for i, st := range stacks {
+		m := ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered()}
+		if p, ok := res.Report.Targets[i].ByClientRegion[burst]; ok {
+			m.BurstTTFTMs = Percentiles{p.P50, p.P95, p.P99}
+		}
+		countSamples(&m, lres.Targets[i].Samples, burst, arrival, settle)
+		rf.Modes = append(rf.Modes, m)
+	}
+	res.Regional = rf
+	return nil
+}
+
+func startRegionalStacks(ctx context.Context, cfg *Config, w *workload.Workload) ([]*regionalStack, error) {
+	var stacks []*regionalStack
+	for _, mode := range cfg.Policies {
+		st, err := startRegionalStack(ctx, cfg, w, mode)
+		if err != nil {
+			return stacks, fmt.Errorf("bench: start %s: %w", mode, err)
+		}
+		stacks = append(stacks, st)
+	}
+	return stacks, nil
+}
+
+func closeRegionalStacks(stacks []*regionalStack, logger *slog.Logger) {
+	for _, st := range stacks {
+		if err := st.close(); err != nil {
+			logger.Warn("stop stack", "mode", st.mode, "err", err)
+		}
+	}
+}
+
+// waitClusters polls a router's admin API (Connect protocol, JSON) until it lists want clusters,
+// none of them stale.
+func waitClusters(ctx context.Context, admin, token string, want int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	fresh := 0
+	for {
+		fresh = freshClusters(ctx, client, admin, token)
+		if fresh >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d clusters fresh after %v", fresh, want, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func freshClusters(ctx context.Context, client *http.Client, admin, token string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		admin+"/switchyard.admin.v1.AdminService/ListClusters", bytes.NewReader([]byte("{}")))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Clusters []struct {
+			Stale bool `json:"stale"`
+		} `json:"clusters"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return 0
+	}
+	n := 0
+	for _, c := range body.Clusters {
+		if !c.Stale {
+			n++
+		}
+	}
+	return n
+}
+
+// metricByLabel reads a counter family (given as `name{`) from addr's /metrics and sums it by the
+// value of label; nil when unreadable.
+func metricByLabel(addr, family, label string) map[string]float64 {
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), family)
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		_, v, found := strings.Cut(labels, label+`="`)
+		v, _, _ = strings.Cut(v, `"`)
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if ok && found && err == nil {
+			out[v] += f
+		}
+	}
+	return out
+}
+
+// regionalMarkdown renders a Tier 2 run's figures table.
+func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *RegionalFigures) {
+	fmt.Fprintf(b, "Burst region: %s. TTFT of its clients (ms), then where requests went.\n\n", rf.BurstRegion)
+	b.WriteString("| mode | burst TTFT P50 | P95 | P99 | P99 / local-only | all P99 | errors | burst requests answered elsewhere | by cluster | overflow answered by best / near-best / other | steady regions leaving | between bursts |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|\n")
+	base := rf.Mode(RegionalBaseline)
+	for i, m := range rf.Modes {
+		t := r.Targets[i]
+		ratio := "—"
+		if base != nil {
+			ratio = fmt.Sprintf("%.3f", float64(m.BurstTTFTMs.P99)/float64(base.BurstTTFTMs.P99))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %d of %d (%.1f%%) | %s | %.0f / %.0f / %.0f | %d of %d (%.2f%%) | %d of %d (%.2f%%) |\n",
+			m.Mode, m.BurstTTFTMs.P50, m.BurstTTFTMs.P95, m.BurstTTFTMs.P99, ratio, t.TTFTMs.P99, t.Errors,
+			m.BurstLeft, m.BurstRequests, 100*share(m.BurstLeft, m.BurstRequests), intCounts(m.LeftByCluster),
+			m.OverflowAnswered["best"], m.OverflowAnswered["near_best"], m.OverflowAnswered["other"],
+			m.SteadyLeft, m.SteadyRequests, 100*m.SteadyLeftShare(), m.QuietLeft, m.QuietRequests, 100*m.QuietLeftShare())
+	}
+	fmt.Fprintf(b, "\nRegions: %s; round trips: %s.\n", regionsLine(sc), linksLine(sc))
+}
+
+func intCounts(m map[string]int) string {
+	f := make(map[string]float64, len(m))
+	for k, v := range m {
+		f[k] = float64(v)
+	}
+	return counts(f)
+}
+
+func regionsLine(sc Scenario) string {
+	var parts []string
+	for _, r := range sc.Regions {
+		for _, c := range r.Clusters {
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", r.Name, c.Name, pools(Scenario{Pools: c.Pools})))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func linksLine(sc Scenario) string {
+	parts := make([]string, len(sc.Links))
+	for i, l := range sc.Links {
+		parts[i] = fmt.Sprintf("%s–%s %v", l.A, l.B, l.RTT)
+	}
+	return strings.Join(parts, ", ")
+}
