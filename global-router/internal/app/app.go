@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -81,7 +83,13 @@ func (r *Router) buildEtcd(ctx context.Context) error {
 		r.log.Info("embedded etcd started", "endpoints", endpoints, "data_dir", ecfg.DataDir)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		Logger: embedetcd.NewZapLogger(r.log.With("component", "etcd-client"), slog.LevelWarn)})
+		Logger: embedetcd.NewZapLogger(r.log.With("component", "etcd-client"), slog.LevelWarn),
+		// Reconnect within a second of etcd coming back (grpc-go's default backoff grows to
+		// 2 minutes): admin writes work again soon after an outage ends.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		})}})
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
