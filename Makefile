@@ -65,8 +65,8 @@ test-short:
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem $(PKGS)
 
-## bench-routing: Tier 1 routing quality, every policy side by side (docs/benchmarks.md)
-SCENARIOS      ?= mixed-fleet bursty shared-prefix multi-lora uniform-steady
+## bench-routing: routing quality, every policy (Tier 1) or router mode (Tier 2) side by side (docs/benchmarks.md)
+SCENARIOS      ?= mixed-fleet bursty shared-prefix multi-lora uniform-steady region-burst
 BENCH_DURATION ?= 60s
 BENCH_OUT      ?= bench-results
 bench-routing: build
