@@ -130,7 +130,7 @@ func (x *exchange) addChunk(chunk []byte, last bool) {
 	switch {
 	case x.buf != nil:
 		*x.buf = append(*x.buf, chunk...)
-	case x.want > 0 && !(last && len(x.chunks) == 0):
+	case x.want > 0 && (!last || len(x.chunks) > 0): // more to come, or chunks to join
 		x.buf = x.s.pool.Get(max(x.want, len(chunk)))
 		*x.buf = append((*x.buf)[:0], chunk...)
 	default:

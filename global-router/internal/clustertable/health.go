@@ -10,7 +10,9 @@ import (
 // EjectionConfig is the passive-health policy: a cluster whose gateway cannot be reached is
 // ejected at once (gossip would take tens of seconds to notice on WAN timings); one answering
 // server errors is ejected after Consecutive of them in a row. Ejection lasts Base, doubling on
-// each repeat up to Max, and a success resets it.
+// each repeat up to Max. A success resets the doubling only once the cluster has gone Probation
+// without an ejection: a cluster that flaps (fails, answers for a moment, fails again) is kept out
+// longer each time instead of taking a full share of the traffic whenever it is briefly up.
 type EjectionConfig struct {
 	// Consecutive server errors (500, 502, 504) that eject a cluster; default 3.
 	Consecutive int
@@ -18,22 +20,46 @@ type EjectionConfig struct {
 	Base time.Duration
 	// Max caps the ejection length; default 30 s.
 	Max time.Duration
+	// Probation is how long after its last ejection ended a cluster must keep answering before a
+	// success forgets its ejections; default 30 s. 0 forgets them at the first success.
+	Probation time.Duration
+	// SlowStart is how long a cluster takes to get its whole share of traffic back once its
+	// ejection ends, or once a restarted gateway's summary arrives after the cluster went stale;
+	// see slowstart.go. Default 5 s; 0 turns slow start off.
+	SlowStart time.Duration
 }
 
 // DefaultEjectionConfig returns the defaults documented on EjectionConfig.
 func DefaultEjectionConfig() EjectionConfig {
-	return EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second}
+	return EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second, Probation: 30 * time.Second,
+		SlowStart: 5 * time.Second}
 }
 
 type health struct {
 	failures int
 	ejects   int
 	until    time.Time
+	// back is when the cluster last came back: its ejection ended or its summary turned fresh.
+	back time.Time
+	// proven is set by an answer since the last ejection; until then the cluster is half open
+	// and offered to one probe request at a time, the next one not before probeUntil.
+	proven     bool
+	probeUntil time.Time
+	// node is the gateway replica whose summary was last chosen fresh; staleSince is when the
+	// cluster's summaries went stale (zero while fresh).
+	node       string
+	staleSince time.Time
 }
 
 func (h *health) ejected(now time.Time) bool { return now.Before(h.until) }
 
 func (h *health) observe(o forward.Outcome, now time.Time, cfg EjectionConfig) {
+	if h.ejected(now) && (o.Err != nil || o.Status >= 500) {
+		// Requests sent before the ejection failing one after the other are one incident: they
+		// must not lengthen the ejection or escalate its backoff.
+		return
+	}
+	h.noteAnswer(o, now)
 	switch {
 	case o.Err != nil && o.Status == 0:
 		h.eject(now, cfg)
@@ -45,7 +71,10 @@ func (h *health) observe(o forward.Outcome, now time.Time, cfg EjectionConfig) {
 	case o.Status == http.StatusServiceUnavailable, o.Status == http.StatusTooManyRequests:
 		// A full cluster is healthy: the routing estimate, not ejection, steers away from it.
 	default:
-		h.failures, h.ejects = 0, 0
+		h.failures = 0
+		if now.Sub(h.until) >= cfg.Probation {
+			h.ejects = 0
+		}
 	}
 }
 
@@ -55,6 +84,7 @@ func (h *health) eject(now time.Time, cfg EjectionConfig) {
 		d = cfg.Max
 	}
 	h.until = now.Add(d)
+	h.back, h.proven = h.until, false
 	h.ejects++
 	h.failures = 0
 }

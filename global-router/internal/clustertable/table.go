@@ -6,6 +6,7 @@
 package clustertable
 
 import (
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type Config struct {
 	Ejection EjectionConfig
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Rand returns a uniform number in [0,1) for slow start's admissions (default
+	// math/rand/v2.Float64). It must be safe for concurrent use.
+	Rand func() float64
 }
 
 // Table is safe for concurrent use.
@@ -56,6 +60,9 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
 	if cfg.Ejection == (EjectionConfig{}) {
 		cfg.Ejection = DefaultEjectionConfig()
 	}
@@ -71,6 +78,10 @@ type Entry struct {
 	Summary *gossipv1.CapacitySummary
 	// Age of that summary.
 	Age time.Duration
+	// Share is the fraction of requests the cluster is offered while in slow start (1 outside
+	// it); Withheld is true when slow start left it out of this view (it is then Unhealthy).
+	Share    float64
+	Withheld bool
 }
 
 // View returns every known cluster as a routing candidate for model (a base model or an adapter)
@@ -93,6 +104,7 @@ func (t *Table) View(model string, prefixHashes []uint64) []Entry {
 	for _, name := range names {
 		out = append(out, t.entry(name, byCluster[name], model, prefixHashes, now))
 	}
+	t.withhold(out, now)
 	return out
 }
 
@@ -110,7 +122,10 @@ func (t *Table) entry(name string, reps []gossip.Summary, model string, hashes [
 	c.Name, c.Region = name, best.Region
 	c.Stale = best.Stale || len(e.URLs) == 0
 	c.Drained = t.drains != nil && t.drains.Drained(name, best.Region)
-	c.Unhealthy = t.healthOf(name).ejected(now)
+	h := t.healthOf(name)
+	h.noteSignal(c.Stale, best.Node, now)
+	c.Unhealthy = h.ejected(now)
+	e.Share = h.share(now, t.cfg.Ejection.SlowStart)
 	c.RTT = t.rtt(best)
 	mc := findModel(best.Summary, model)
 	if mc == nil {

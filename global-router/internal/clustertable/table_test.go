@@ -145,3 +145,42 @@ func TestInFlightSinceSummaryAndPrefixSketch(t *testing.T) {
 		t.Errorf("cached prefix tokens = %d, want %d", c.CachedPrefixTokens, 6*16)
 	}
 }
+
+func TestFlappingClusterEjectedLongerEachTime(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	src := source{summary("c1", "us-east-1", "gw-a", "http://a", clk.t, false, model("llama", 2))}
+	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now}
+	cfg.Ejection = clustertable.DefaultEjectionConfig()
+	tb := clustertable.New(cfg, src, nil)
+	refused := forward.Outcome{Target: forward.Target{Cluster: "c1"}, Err: errors.New("refused")}
+	ok := forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 200}
+	tests := []struct {
+		name        string
+		advance     time.Duration
+		outcome     *forward.Outcome
+		wantEjected bool
+	}{
+		{"down: ejected for 1 s", 0, &refused, true},
+		{"back after 1 s", 1100 * time.Millisecond, &ok, false},
+		{"down again soon after: ejected for 2 s", 500 * time.Millisecond, &refused, true},
+		{"still out after 1.5 s", 1500 * time.Millisecond, nil, true},
+		{"back after 2 s", 600 * time.Millisecond, &ok, false},
+		{"third flap: 4 s", 500 * time.Millisecond, &refused, true},
+		{"still out after 3.5 s", 3500 * time.Millisecond, nil, true},
+		{"back after 4 s", 600 * time.Millisecond, &ok, false},
+		{"stable through probation: success forgets the flaps", 31 * time.Second, &ok, false},
+		{"a new failure starts over at 1 s", 0, &refused, true},
+		{"and ends after 1 s", 1100 * time.Millisecond, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk.t = clk.t.Add(tt.advance)
+			if tt.outcome != nil {
+				tb.Observe(*tt.outcome)
+			}
+			if got := tb.View("llama", nil)[0].Cluster.Unhealthy; got != tt.wantEjected {
+				t.Fatalf("unhealthy = %v, want %v", got, tt.wantEjected)
+			}
+		})
+	}
+}

@@ -70,11 +70,19 @@ type Config struct {
 	HeaderTimeout time.Duration
 	// TLS, when set, is used for https:// gateway URLs (across regions).
 	TLS *tls.Config
+	// PingInterval is how long a connection may stay silent before the router sends it an HTTP/2
+	// PING, and PingTimeout how long it waits for the answer before it closes the connection and
+	// fails its requests (those without a first byte are retried elsewhere). This is what finds a
+	// partitioned gateway, whose connections stay open but carry nothing: without it a request
+	// would wait for HeaderTimeout. A gateway queueing a request still answers pings at once.
+	// Defaults 1 s and 1 s.
+	PingInterval, PingTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{MaxAttempts: 3, DialTimeout: 2 * time.Second, HeaderTimeout: 5 * time.Minute}
+	return Config{MaxAttempts: 3, DialTimeout: 2 * time.Second, HeaderTimeout: 5 * time.Minute,
+		PingInterval: time.Second, PingTimeout: time.Second}
 }
 
 // Validate reports the first invalid field.
@@ -86,6 +94,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("forward: DialTimeout must be > 0")
 	case c.HeaderTimeout <= 0:
 		return fmt.Errorf("forward: HeaderTimeout must be > 0")
+	case c.PingInterval <= 0 || c.PingTimeout <= 0:
+		return fmt.Errorf("forward: PingInterval and PingTimeout must be > 0")
 	}
 	return nil
 }
@@ -115,6 +125,7 @@ func New(cfg Config, obs Observer) (*Forwarder, error) {
 	tr.Protocols = new(http.Protocols)
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	tr.Protocols.SetHTTP2(true)
+	tr.HTTP2 = &http.HTTP2Config{SendPingTimeout: cfg.PingInterval, PingTimeout: cfg.PingTimeout}
 	return &Forwarder{cfg: cfg, client: &http.Client{Transport: tr}, obs: obs}, nil
 }
 

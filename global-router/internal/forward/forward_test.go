@@ -289,3 +289,85 @@ func TestBrokenStreamEndsWithErrorEvent(t *testing.T) {
 		})
 	}
 }
+
+// blackhole accepts TCP connections and reads them without ever answering, as a gateway behind a
+// network partition looks from the router.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	return l.Addr().String()
+}
+
+func TestSilentGatewayIsAbandonedByPing(t *testing.T) {
+	ok := gateway(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") })
+	rec := &recorder{}
+	cfg := forward.DefaultConfig()
+	cfg.PingInterval, cfg.PingTimeout = 200*time.Millisecond, 200*time.Millisecond
+	f, err := forward.New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	url := router(t, f, []forward.Target{
+		{Cluster: "cut", URL: "http://" + blackhole(t), Route: "overflow"},
+		{Cluster: "ok", URL: ok, Route: "overflow"},
+	})
+	start := time.Now()
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(start)
+	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get(forward.HeaderRoute) != "retry" {
+		t.Fatalf("status %d, route %q, body %q: want the retry's answer", resp.StatusCode, resp.Header.Get(forward.HeaderRoute), body)
+	}
+	// The default HeaderTimeout is minutes: only the ping can end the first attempt this soon.
+	if took > 10*time.Second {
+		t.Errorf("took %s to give up on the silent gateway", took)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.out) == 0 || rec.out[0].Target.Cluster != "cut" || rec.out[0].Err == nil || !rec.out[0].Retried {
+		t.Errorf("outcomes %+v: want the silent gateway's attempt first, failed and retried", rec.out)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*forward.Config)
+		ok   bool
+	}{
+		{"defaults", func(*forward.Config) {}, true},
+		{"no attempts", func(c *forward.Config) { c.MaxAttempts = 0 }, false},
+		{"no dial timeout", func(c *forward.Config) { c.DialTimeout = 0 }, false},
+		{"no header timeout", func(c *forward.Config) { c.HeaderTimeout = 0 }, false},
+		{"no ping interval", func(c *forward.Config) { c.PingInterval = 0 }, false},
+		{"no ping timeout", func(c *forward.Config) { c.PingTimeout = -time.Second }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := forward.DefaultConfig()
+			tt.edit(&c)
+			if err := c.Validate(); (err == nil) != tt.ok {
+				t.Errorf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}

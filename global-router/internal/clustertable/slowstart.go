@@ -1,0 +1,108 @@
+package clustertable
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+)
+
+// Slow start: a cluster that comes back (its ejection ended, or a restarted gateway's summary
+// arrived after the cluster went stale) is offered a share of the requests that rises linearly from
+// minSlowStartShare to all of them over EjectionConfig.SlowStart. Its traffic returns gradually
+// instead of in one burst onto the emptiest cluster.
+//
+// After an ejection the cluster is first half open: it is offered to one request at a time (at
+// most one every probeWait) until one is answered. A cluster behind a partition, whose gossip
+// still arrives but whose requests hang until the forwarder's ping gives up on them, then costs
+// one delayed request per ejection, not a share of all the traffic.
+
+// minSlowStartShare is the share of requests a cluster is offered as soon as it comes back.
+const minSlowStartShare = 0.1
+
+// probeWait is how long a half-open cluster's probe may take before another request is offered
+// to it: about the forwarder's default silence-plus-ping-timeout.
+const probeWait = 2 * time.Second
+
+// share is the fraction of requests the cluster is offered at now: all of them, unless it came
+// back less than slowStart ago.
+func (h *health) share(now time.Time, slowStart time.Duration) float64 {
+	if slowStart <= 0 || h.back.IsZero() {
+		return 1
+	}
+	since := now.Sub(h.back)
+	if since >= slowStart {
+		return 1
+	}
+	return max(minSlowStartShare, float64(since)/float64(slowStart))
+}
+
+// halfOpen reports whether the cluster was ejected and has not answered since.
+func (h *health) halfOpen() bool { return h.ejects > 0 && !h.proven }
+
+// noteAnswer records that the cluster answered (any status but a server error): a half-open
+// cluster is proven, and its slow start begins now.
+func (h *health) noteAnswer(o forward.Outcome, now time.Time) {
+	if o.Err != nil || o.Status == 0 || (o.Status >= 500 && o.Status != http.StatusServiceUnavailable) {
+		return
+	}
+	if h.halfOpen() {
+		h.back = now
+	}
+	h.proven, h.probeUntil = true, time.Time{}
+}
+
+// noteSignal records whether the cluster's summary is stale at now and, when fresh, which gateway
+// replica sent it. A fresh summary from another replica after a stale spell is a restarted or
+// replaced gateway: its slow start begins now, and it is no longer half open (its summary is as
+// good a sign of life as a probe). A summary that was only late (the same replica, fresh again)
+// changes nothing.
+func (h *health) noteSignal(stale bool, node string, now time.Time) {
+	if stale {
+		if h.staleSince.IsZero() {
+			h.staleSince = now
+		}
+		return
+	}
+	if !h.staleSince.IsZero() && h.node != "" && node != h.node {
+		h.back, h.proven, h.probeUntil = now, true, time.Time{}
+	}
+	h.node, h.staleSince = node, time.Time{}
+}
+
+// offer decides whether a cluster in slow start takes part in this view.
+func (t *Table) offer(h *health, share float64, now time.Time) bool {
+	if h.halfOpen() {
+		if now.Before(h.probeUntil) {
+			return false
+		}
+		h.probeUntil = now.Add(probeWait)
+		return true
+	}
+	return share >= 1 || t.cfg.Rand() < share
+}
+
+// withhold leaves each cluster in slow start out of the view unless offer lets it in, and unless
+// no other cluster could take the request: slow start delays a returning cluster's traffic, it
+// never leaves a request with nowhere to go.
+func (t *Table) withhold(out []Entry, now time.Time) {
+	var held []int
+	open := false
+	for i := range out {
+		c := &out[i].Cluster
+		if !c.Serves || c.Stale || c.Drained || c.Unhealthy || c.ReadyPods <= 0 {
+			continue
+		}
+		if out[i].Share < 1 && !t.offer(t.healthOf(c.Name), out[i].Share, now) {
+			held = append(held, i)
+			continue
+		}
+		open = true
+	}
+	if !open {
+		return
+	}
+	for _, i := range held {
+		out[i].Cluster.Unhealthy, out[i].Withheld = true, true
+	}
+}

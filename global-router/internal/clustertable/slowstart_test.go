@@ -1,0 +1,156 @@
+package clustertable_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/gossip"
+)
+
+// swappable is a summary source whose summaries a test replaces.
+type swappable struct{ s []gossip.Summary }
+
+func (s *swappable) Snapshot() []gossip.Summary { return s.s }
+
+var refused = forward.Outcome{Target: forward.Target{Cluster: "c1"}, Err: errors.New("connection refused")}
+
+func TestSlowStartAfterEjection(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	draw := 0.0
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return draw }}, src, nil)
+	tb.Observe(refused) // ejected for 1 s, then half open
+	answered := forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 200}
+	tests := []struct {
+		name          string
+		at            time.Duration
+		outcome       *forward.Outcome
+		draw          float64
+		wantUnhealthy bool
+		wantWithheld  bool
+	}{
+		{"ejected", 500 * time.Millisecond, nil, 0, true, false},
+		{"half open: one probe offered whatever the draw", 1200 * time.Millisecond, nil, 0.99, false, false},
+		{"half open: no second probe while the first may be running", 1300 * time.Millisecond, nil, 0, true, true},
+		{"half open: another probe once the first had its time", 3300 * time.Millisecond, nil, 0.99, false, false},
+		{"answered: slow start from 10%, drawn", 3400 * time.Millisecond, &answered, 0.05, false, false},
+		{"answered: slow start from 10%, not drawn", 3400 * time.Millisecond, nil, 0.5, true, true},
+		{"half way: 50% offered, drawn", 5900 * time.Millisecond, nil, 0.45, false, false},
+		{"half way: 50% offered, not drawn", 5900 * time.Millisecond, nil, 0.55, true, true},
+		{"slow start over", 8400 * time.Millisecond, nil, 0.99, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk.t, draw = t0.Add(tt.at), tt.draw
+			if tt.outcome != nil {
+				tb.Observe(*tt.outcome)
+			}
+			e := tb.View("llama", nil)[0]
+			if e.Cluster.Unhealthy != tt.wantUnhealthy || e.Withheld != tt.wantWithheld {
+				t.Fatalf("share %.2f: unhealthy %v withheld %v, want %v %v", e.Share, e.Cluster.Unhealthy, e.Withheld, tt.wantUnhealthy, tt.wantWithheld)
+			}
+		})
+	}
+}
+
+func TestSlowStartNeverLeavesNowhereToGo(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, drains{"c2": true})
+	tb.Observe(refused)
+	clk.t = t0.Add(1200 * time.Millisecond)
+	tb.View("llama", nil) // the half-open cluster's probe
+	clk.t = t0.Add(1300 * time.Millisecond)
+	if e := tb.View("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld || e.Share >= 1 {
+		t.Fatalf("c1 in slow start with c2 drained: %+v, want it offered (share < 1, not withheld)", e)
+	}
+}
+
+func TestSlowStartWhenAGatewayIsReplaced(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c2 := summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2))
+	c1 := func(node string, stale bool) gossip.Summary {
+		return summary("c1", "us-east-1", node, "http://a", t0, stale, model("llama", 2))
+	}
+	tests := []struct {
+		name       string
+		ejectFirst bool   // ejected (then half open) before its gateway went quiet
+		after      string // the node whose fresh summary ends the stale spell
+		wantShare  []float64
+	}{
+		// A new gateway process (a new gossip member): slow start over 5 s, and no longer half
+		// open (Rand returns 0 and every view is offered it, even two at the same moment).
+		{"restarted gateway", true, "gw-a2", []float64{0.1, 0.1, 0.5, 1}},
+		// The same gateway's summary was only late: nothing to ramp.
+		{"late summary", false, "gw-a", []float64{1, 1, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &clock{t: t0.Add(-10 * time.Second)}
+			src := &swappable{s: []gossip.Summary{c1("gw-a", false), c2}}
+			tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }}, src, nil)
+			tb.View("llama", nil)
+			if tt.ejectFirst {
+				clk.t = t0.Add(-5 * time.Second)
+				tb.Observe(refused)
+			}
+			src.s = []gossip.Summary{c1("gw-a", true), c2}
+			clk.t = t0
+			if e := tb.View("llama", nil)[0]; !e.Cluster.Stale {
+				t.Fatalf("c1 should be stale: %+v", e.Cluster)
+			}
+			src.s = []gossip.Summary{c1(tt.after, false), c2}
+			for i, at := range []time.Duration{0, 0, 2500 * time.Millisecond, 5 * time.Second} {
+				clk.t = t0.Add(at)
+				if e := tb.View("llama", nil)[0]; e.Share != tt.wantShare[i] || e.Withheld {
+					t.Errorf("view %d, %v after the fresh summary: share %.2f withheld %v, want %.2f offered", i, at, e.Share, e.Withheld, tt.wantShare[i])
+				}
+			}
+		})
+	}
+}
+
+func TestFailuresDuringEjectionAreOneIncident(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	src := source{summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2))}
+	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now,
+		Ejection: clustertable.EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second}}
+	tb := clustertable.New(cfg, src, nil)
+	for range 20 { // every request in flight on a connection that broke
+		tb.Observe(refused)
+	}
+	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 502})
+	steps := []struct {
+		name    string
+		at      time.Duration
+		fail    bool
+		ejected bool
+	}{
+		{"ejected", 900 * time.Millisecond, false, true},
+		{"one ejection of 1 s, not twenty", 1100 * time.Millisecond, false, false},
+		{"a new failure is the second ejection: 2 s", 1100 * time.Millisecond, true, true},
+		{"still out", 3000 * time.Millisecond, false, true},
+		{"back", 3200 * time.Millisecond, false, false},
+	}
+	for _, s := range steps {
+		clk.t = t0.Add(s.at)
+		if s.fail {
+			tb.Observe(refused)
+		}
+		if got := tb.View("llama", nil)[0].Cluster.Unhealthy; got != s.ejected {
+			t.Fatalf("%s: unhealthy %v, want %v", s.name, got, s.ejected)
+		}
+	}
+}
