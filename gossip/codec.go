@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -19,14 +20,19 @@ import (
 //	chunk:  0x01 | uvarint len(node) | node | uvarint sequence | uvarint index | uvarint count | payload
 //	state:  0x02 | blob                      (push/pull anti-entropy)
 //	leave:  0x03 | uvarint len(node) | node | uvarint sequence   (graceful departure)
+//	delta:  0x04 | same layout as chunk      (payloads form a SummaryDelta blob)
+//	want:   0x05 | uvarint len(node) | node  (sent to a publisher: "send a full summary")
 //
-// A summary is encoded as a blob and cut into chunk payloads of at most one packet each; the
-// concatenated payloads of chunks 0..count-1 are the blob. A blob is a codec byte followed by a
-// protobuf message: 0x00 raw, 0x01 DEFLATE-compressed (whichever is smaller).
+// A summary (or delta) is encoded as a blob and cut into chunk payloads of at most one packet
+// each; the concatenated payloads of chunks 0..count-1 are the blob. A blob is a codec byte
+// followed by a protobuf message: 0x00 raw, 0x01 DEFLATE-compressed (whichever is smaller).
+// Nodes that predate deltas count 0x04 and 0x05 as undecodable and drop them.
 const (
-	msgChunk byte = 0x01
-	msgState byte = 0x02
-	msgLeave byte = 0x03
+	msgChunk    byte = 0x01
+	msgState    byte = 0x02
+	msgLeave    byte = 0x03
+	msgDelta    byte = 0x04
+	msgWantFull byte = 0x05
 
 	codecRaw     byte = 0x00
 	codecDeflate byte = 0x01
@@ -45,8 +51,22 @@ var (
 		w, _ := flate.NewWriter(nil, flate.BestCompression)
 		return w
 	}}
-	inflaters = sync.Pool{New: func() any { return flate.NewReader(nil) }}
+	inflaters = sync.Pool{New: func() any { return &inflater{r: flate.NewReader(nil)} }}
+	// inflated holds decompressed blobs until they are unmarshalled (which copies what it keeps).
+	inflated = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
+
+// inflater is a reusable DEFLATE reader with its source and limit, so that inflating allocates
+// nothing once warm.
+type inflater struct {
+	r     io.ReadCloser
+	src   bytes.Reader
+	limit io.LimitedReader
+}
+
+// maxPooledBuffer bounds the buffers kept for reuse, so that one huge state message does not pin
+// its memory.
+const maxPooledBuffer = 256 << 10
 
 // encodeBlob marshals m and compresses it when that makes it smaller.
 func encodeBlob(m proto.Message) ([]byte, error) {
@@ -54,6 +74,11 @@ func encodeBlob(m proto.Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gossip: marshal: %w", err)
 	}
+	return compressBlob(raw), nil
+}
+
+// compressBlob returns the blob of a marshalled message: DEFLATE-compressed when that is smaller.
+func compressBlob(raw []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(raw)/2 + 16)
 	buf.WriteByte(codecDeflate)
@@ -63,9 +88,9 @@ func encodeBlob(m proto.Message) ([]byte, error) {
 	_ = w.Close()
 	deflaters.Put(w)
 	if buf.Len() < len(raw)+1 {
-		return buf.Bytes(), nil
+		return buf.Bytes()
 	}
-	return append([]byte{codecRaw}, raw...), nil
+	return append([]byte{codecRaw}, raw...)
 }
 
 // decodeBlob decompresses (up to limit bytes) and unmarshals a blob into m.
@@ -80,10 +105,17 @@ func decodeBlob(b []byte, m proto.Message, limit int) error {
 			return fmt.Errorf("%w: %d bytes, limit %d", ErrMalformed, len(raw), limit)
 		}
 	case codecDeflate:
-		var err error
-		if raw, err = inflate(raw, limit); err != nil {
+		buf := inflated.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= maxPooledBuffer {
+				inflated.Put(buf)
+			}
+		}()
+		buf.Reset()
+		if err := inflate(buf, raw, limit); err != nil {
 			return err
 		}
+		raw = buf.Bytes()
 	default:
 		return fmt.Errorf("%w: codec %d", ErrMalformed, b[0])
 	}
@@ -93,20 +125,23 @@ func decodeBlob(b []byte, m proto.Message, limit int) error {
 	return nil
 }
 
-func inflate(b []byte, limit int) ([]byte, error) {
-	r := inflaters.Get().(io.ReadCloser)
-	defer inflaters.Put(r)
-	if err := r.(flate.Resetter).Reset(bytes.NewReader(b), nil); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+// inflate decompresses b into buf, refusing more than limit bytes.
+func inflate(buf *bytes.Buffer, b []byte, limit int) error {
+	in := inflaters.Get().(*inflater)
+	defer inflaters.Put(in)
+	in.src.Reset(b)
+	if err := in.r.(flate.Resetter).Reset(&in.src, nil); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: inflate: %v", ErrMalformed, err)
+	in.limit = io.LimitedReader{R: in.r, N: int64(limit) + 1}
+	buf.Grow(min(4*len(b), limit+1))
+	if _, err := buf.ReadFrom(&in.limit); err != nil {
+		return fmt.Errorf("%w: inflate: %v", ErrMalformed, err)
 	}
-	if len(out) > limit {
-		return nil, fmt.Errorf("%w: inflates beyond %d bytes", ErrMalformed, limit)
+	if buf.Len() > limit {
+		return fmt.Errorf("%w: inflates beyond %d bytes", ErrMalformed, limit)
 	}
-	return out, nil
+	return nil
 }
 
 // EncodeSummary encodes a summary as a blob (codec byte + protobuf), compressed when smaller.
@@ -134,17 +169,23 @@ func checkSummary(s *gossipv1.CapacitySummary) error {
 	return nil
 }
 
-// chunk is one piece of an encoded summary.
+// chunk is one piece of an encoded summary or delta.
 type chunk struct {
 	node    string
 	seq     uint64
 	index   int
 	count   int
+	delta   bool // the payloads form a SummaryDelta blob
 	payload []byte
 }
 
-// encodeChunks cuts blob into chunk messages of at most maxMsg bytes each.
+// encodeChunks cuts a summary blob into chunk messages of at most maxMsg bytes each.
 func encodeChunks(node string, seq uint64, blob []byte, maxMsg int) ([][]byte, error) {
+	return encodeParts(msgChunk, node, seq, blob, maxMsg)
+}
+
+// encodeParts cuts blob into messages of type kind (msgChunk or msgDelta) of at most maxMsg bytes.
+func encodeParts(kind byte, node string, seq uint64, blob []byte, maxMsg int) ([][]byte, error) {
 	header := 1 + binary.MaxVarintLen64*4 + len(node)
 	room := maxMsg - header
 	if room < 64 {
@@ -158,7 +199,7 @@ func encodeChunks(node string, seq uint64, blob []byte, maxMsg int) ([][]byte, e
 	for i := 0; i < count; i++ {
 		part := blob[i*room : min((i+1)*room, len(blob))]
 		m := make([]byte, 0, header+len(part))
-		m = append(m, msgChunk)
+		m = append(m, kind)
 		m = binary.AppendUvarint(m, uint64(len(node)))
 		m = append(m, node...)
 		m = binary.AppendUvarint(m, seq)
@@ -169,9 +210,9 @@ func encodeChunks(node string, seq uint64, blob []byte, maxMsg int) ([][]byte, e
 	return msgs, nil
 }
 
-// decodeChunk parses a chunk message (type byte included). The payload aliases b.
+// decodeChunk parses a chunk or delta message (type byte included). The payload aliases b.
 func decodeChunk(b []byte) (chunk, error) {
-	if len(b) < 1 || b[0] != msgChunk {
+	if len(b) < 1 || (b[0] != msgChunk && b[0] != msgDelta) {
 		return chunk{}, fmt.Errorf("%w: not a chunk", ErrMalformed)
 	}
 	r := b[1:]
@@ -187,7 +228,7 @@ func decodeChunk(b []byte) (chunk, error) {
 	if !ok || nameLen == 0 || nameLen > maxNodeName || nameLen > uint64(len(r)) {
 		return chunk{}, fmt.Errorf("%w: chunk node name", ErrMalformed)
 	}
-	c := chunk{node: string(r[:nameLen])}
+	c := chunk{node: string(r[:nameLen]), delta: b[0] == msgDelta}
 	r = r[nameLen:]
 	seq, ok1 := next()
 	idx, ok2 := next()
@@ -199,17 +240,32 @@ func decodeChunk(b []byte) (chunk, error) {
 	return c, nil
 }
 
-// encodeState encodes the push/pull state message.
-func encodeState(summaries []*gossipv1.CapacitySummary) ([]byte, error) {
-	blob, err := encodeBlob(&gossipv1.NodeState{Summaries: summaries})
-	if err != nil {
-		return nil, err
+// encodeState encodes the push/pull state message: a NodeState whose bases are interleaved with
+// the summaries on the wire (each right after its node's summary), so that DEFLATE, whose window
+// is 32 KiB, finds a base's repetition of its summary.
+func encodeState(held []heldSummary) ([]byte, error) {
+	opts := proto.MarshalOptions{Deterministic: true}
+	var raw []byte
+	for _, h := range held {
+		for field, s := range []*gossipv1.CapacitySummary{h.summary, h.base} {
+			if s == nil {
+				continue
+			}
+			raw = protowire.AppendTag(raw, protowire.Number(field+1), protowire.BytesType)
+			raw = protowire.AppendVarint(raw, uint64(opts.Size(s)))
+			var err error
+			if raw, err = opts.MarshalAppend(raw, s); err != nil {
+				return nil, fmt.Errorf("gossip: marshal state: %w", err)
+			}
+		}
 	}
-	return append([]byte{msgState}, blob...), nil
+	return append([]byte{msgState}, compressBlob(raw)...), nil
 }
 
-// decodeState decodes a push/pull state message; summaries without node or sequence are dropped.
-func decodeState(b []byte, limit int) ([]*gossipv1.CapacitySummary, error) {
+// decodeState decodes a push/pull state message into the newest summary of each node and, when
+// it was rebuilt from a delta, its base. Summaries without node or sequence are dropped, and so
+// are bases without a summary of their node or not older than it.
+func decodeState(b []byte, limit int) ([]heldSummary, error) {
 	if len(b) < 1 || b[0] != msgState {
 		return nil, fmt.Errorf("%w: not a state message", ErrMalformed)
 	}
@@ -217,13 +273,60 @@ func decodeState(b []byte, limit int) ([]*gossipv1.CapacitySummary, error) {
 	if err := decodeBlob(b[1:], &st, limit); err != nil {
 		return nil, err
 	}
-	out := st.GetSummaries()[:0]
-	for _, s := range st.GetSummaries() {
+	bases := make(map[string]*gossipv1.CapacitySummary, len(st.GetBases()))
+	for _, s := range st.GetBases() {
 		if checkSummary(s) == nil {
-			out = append(out, s)
+			bases[s.GetNode()] = s
 		}
 	}
+	out := make([]heldSummary, 0, len(st.GetSummaries()))
+	for _, s := range st.GetSummaries() {
+		if checkSummary(s) != nil {
+			continue
+		}
+		h := heldSummary{summary: s}
+		if b := bases[s.GetNode()]; b != nil && b.GetSequence() < s.GetSequence() {
+			h.base = b
+		}
+		out = append(out, h)
+	}
 	return out, nil
+}
+
+// encodeDelta encodes a delta as a blob, compressed when smaller.
+func encodeDelta(d *gossipv1.SummaryDelta) ([]byte, error) {
+	return encodeBlob(d)
+}
+
+// decodeDelta decodes a delta blob, refusing anything that inflates beyond limit bytes or lacks
+// the node name, the sequence or a base sequence below it.
+func decodeDelta(b []byte, limit int) (*gossipv1.SummaryDelta, error) {
+	d := new(gossipv1.SummaryDelta)
+	if err := decodeBlob(b, d, limit); err != nil {
+		return nil, err
+	}
+	if d.GetNode() == "" || len(d.GetNode()) > maxNodeName || d.GetBaseSequence() == 0 || d.GetSequence() <= d.GetBaseSequence() {
+		return nil, fmt.Errorf("%w: delta without node name, or sequence not above its base", ErrMalformed)
+	}
+	return d, nil
+}
+
+// encodeWantFull encodes a request to node for a full summary.
+func encodeWantFull(node string) []byte {
+	m := append([]byte{msgWantFull}, binary.AppendUvarint(nil, uint64(len(node)))...)
+	return append(m, node...)
+}
+
+// decodeWantFull parses a full-summary request and returns the node it is addressed to.
+func decodeWantFull(b []byte) (string, error) {
+	if len(b) < 1 || b[0] != msgWantFull {
+		return "", fmt.Errorf("%w: not a full-summary request", ErrMalformed)
+	}
+	l, n := binary.Uvarint(b[1:])
+	if n <= 0 || l == 0 || l > maxNodeName || l != uint64(len(b)-1-n) {
+		return "", fmt.Errorf("%w: full-summary request node name", ErrMalformed)
+	}
+	return string(b[1+n:]), nil
 }
 
 // encodeLeave encodes the message a node gossips when it leaves gracefully; seq is above every

@@ -144,7 +144,19 @@ func FuzzDecodeChunk(f *testing.F) {
 	for _, m := range msgs {
 		f.Add(m)
 	}
+	base := deltaBase(2, 3, 2)
+	next := edit(base, 3, func(s *gossipv1.CapacitySummary) { s.Models[1].QueueDepth = 5 })
+	fb, _ := EncodeSummary(base)
+	db, _ := encodeDelta(diffSummary(base, next))
+	for _, m := range []struct {
+		kind byte
+		blob []byte
+	}{{msgChunk, fb}, {msgDelta, db}} {
+		msgs, _ := encodeParts(m.kind, "gw", 3, m.blob, 1336)
+		f.Add(msgs[0])
+	}
 	f.Add(encodeLeave("x", 1))
+	f.Add(encodeWantFull("x"))
 	f.Add([]byte{msgChunk, 1, 'a', 1, 0, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := newStore(1 << 16)
@@ -155,6 +167,7 @@ func FuzzDecodeChunk(f *testing.F) {
 			_, _, _ = st.addChunk(c, time.Time{})
 		}
 		_, _, _ = decodeLeave(b)
+		_, _ = decodeWantFull(b)
 		_, _ = decodeState(b, 1<<16)
 	})
 }

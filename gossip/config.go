@@ -31,6 +31,10 @@ type Timings struct {
 	GossipNodes int
 	// RetransmitMult: each broadcast is sent RetransmitMult·⌈log10(N+1)⌉ times by every node.
 	RetransmitMult int
+	// DeltaRetransmitMult is RetransmitMult for summary deltas. A delta is superseded by the
+	// publisher's next one (every 250 ms under load), so it needs less redundancy than a full
+	// summary, the base every later delta depends on.
+	DeltaRetransmitMult int
 	// ProbeInterval is the failure-detector period (one peer probed per period).
 	ProbeInterval time.Duration
 	// ProbeTimeout is how long a probe waits for an ack before indirect probes.
@@ -53,6 +57,7 @@ func LANTimings() Timings {
 		GossipInterval:      100 * time.Millisecond, // 10 rounds a second: sub-second spread
 		GossipNodes:         4,                      // fan-out 4: ~log4(N) rounds to reach all
 		RetransmitMult:      3,                      // 3·⌈log10(N+1)⌉ sends per node per message
+		DeltaRetransmitMult: 1,                      // ⌈log10(N+1)⌉ sends: the next delta repairs a miss
 		ProbeInterval:       time.Second,            // one peer probed per second
 		ProbeTimeout:        500 * time.Millisecond, // a LAN round trip is far below this
 		SuspicionMult:       4,                      // suspect → dead after ~4·log(N) probe periods
@@ -70,6 +75,7 @@ func WANTimings() Timings {
 		GossipInterval:      200 * time.Millisecond, // inter-region RTTs are 50-250 ms
 		GossipNodes:         4,                      // fan-out 4
 		RetransmitMult:      3,                      // as LAN
+		DeltaRetransmitMult: 1,                      // as LAN
 		ProbeInterval:       5 * time.Second,        // probes cross oceans: probe less often
 		ProbeTimeout:        3 * time.Second,        // tolerate high and variable RTT
 		SuspicionMult:       6,                      // more patience before declaring death
@@ -129,6 +135,13 @@ type Config struct {
 	SkipLeave bool
 	// MaxSummaryBytes bounds an encoded summary, decompressed. Default 1 MiB.
 	MaxSummaryBytes int
+	// FullSummaryInterval is the longest a publisher sends deltas against one full summary before
+	// it sends a new full one. It also sends one when the delta would be more than half the size
+	// of the full summary, when the models or the summary's header change, and soon after a peer
+	// that lacks the base asks for it. Default 30 s.
+	FullSummaryInterval time.Duration
+	// Precision is how finely published figures are rounded. Default DefaultPrecision().
+	Precision Precision
 	// Timings are the memberlist protocol periods. Default LANTimings or WANTimings.
 	Timings Timings
 
@@ -153,6 +166,9 @@ func DefaultLANConfig() Config {
 		LeaveTimeout:    2 * time.Second,
 		MaxSummaryBytes: 1 << 20,
 		Timings:         LANTimings(),
+
+		FullSummaryInterval: 30 * time.Second,
+		Precision:           DefaultPrecision(),
 	}
 }
 
@@ -197,6 +213,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateKeys()...)
 	errs = append(errs, c.validateDurations()...)
 	errs = append(errs, c.Timings.validate()...)
+	if err := c.Precision.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -241,6 +260,7 @@ func (c *Config) validateDurations() []error {
 	pos("JoinBackoffMin", c.JoinBackoffMin)
 	pos("JoinBackoffMax", c.JoinBackoffMax)
 	pos("LeaveTimeout", c.LeaveTimeout)
+	pos("FullSummaryInterval", c.FullSummaryInterval)
 	if c.JoinBackoffMax < c.JoinBackoffMin {
 		errs = append(errs, fmt.Errorf("gossip: JoinBackoffMax %v below JoinBackoffMin %v", c.JoinBackoffMax, c.JoinBackoffMin))
 	}
@@ -260,6 +280,7 @@ func (t Timings) validate() []error {
 	pos("GossipInterval", int64(t.GossipInterval))
 	pos("GossipNodes", int64(t.GossipNodes))
 	pos("RetransmitMult", int64(t.RetransmitMult))
+	pos("DeltaRetransmitMult", int64(t.DeltaRetransmitMult))
 	pos("ProbeInterval", int64(t.ProbeInterval))
 	pos("ProbeTimeout", int64(t.ProbeTimeout))
 	pos("SuspicionMult", int64(t.SuspicionMult))

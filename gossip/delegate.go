@@ -38,16 +38,26 @@ func (d *delegate) NotifyMsg(b []byte) {
 	switch b[0] {
 	case msgChunk:
 		d.n.handleChunk(b)
+	case msgDelta:
+		d.n.handleChunk(b)
 	case msgLeave:
 		d.n.handleLeave(b)
+	case msgWantFull:
+		d.n.handleWantFull(b)
 	default:
 		d.n.metrics.decodeErrors.Inc()
 	}
 }
 
-// GetBroadcasts returns queued summary chunks that fit limit, counting own and relayed bytes.
+// GetBroadcasts returns queued summary chunks that fit limit, counting own and relayed bytes:
+// full summaries and leaves first, then deltas in the room left.
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	msgs := d.n.queue.GetBroadcasts(overhead, limit)
+	used := 0
+	for _, m := range msgs {
+		used += overhead + len(m)
+	}
+	msgs = append(msgs, d.n.deltaQueue.GetBroadcasts(overhead, limit-used)...)
 	for _, m := range msgs {
 		c, err := decodeChunk(m)
 		d.n.metrics.countBroadcast(err == nil && c.node == d.n.cfg.NodeName, len(m))
@@ -70,7 +80,7 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	if len(buf) == 0 {
 		return
 	}
-	sums, err := decodeState(buf, stateLimit(d.n.cfg.MaxSummaryBytes))
+	held, err := decodeState(buf, stateLimit(d.n.cfg.MaxSummaryBytes))
 	if err != nil {
 		d.n.metrics.decodeErrors.Inc()
 		d.n.log.Debug("gossip bad remote state", "err", err)
@@ -78,13 +88,14 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	}
 	applied := false
 	now := d.n.now()
-	for _, s := range sums {
+	for _, h := range held {
+		s := h.summary
 		d.n.metrics.received.WithLabelValues("pushpull").Inc()
 		if s.GetNode() == d.n.cfg.NodeName {
 			d.n.seq.advancePast(s.GetSequence())
 			continue
 		}
-		if d.n.store.apply(s, now) {
+		if d.n.store.applyHeld(h, now) {
 			d.n.recordApplied(s, "pushpull", now)
 			applied = true
 		} else {

@@ -33,6 +33,7 @@ type metrics struct {
 	bytes          *prometheus.CounterVec
 	broadcastBytes *prometheus.CounterVec
 	published      prometheus.Counter
+	deltas         *prometheus.CounterVec
 	keyChanges     prometheus.Counter
 	keyErrors      prometheus.Counter
 	joinAttempts   *prometheus.CounterVec
@@ -59,13 +60,15 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		bytes:          prometheus.NewCounterVec(prometheus.CounterOpts(opts("transport_bytes_total", "Bytes on the gossip transport.")), []string{"direction", "kind"}),
 		broadcastBytes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("broadcast_sent_bytes_total", "Summary chunk bytes sent, own or relayed.")), []string{"origin"}),
 		published:      prometheus.NewCounter(prometheus.CounterOpts(opts("published_total", "Summaries published by this node."))),
-		keyChanges:     prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
-		keyErrors:      prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."))),
-		joinAttempts:   prometheus.NewCounterVec(prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")), []string{"result"}),
+		deltas: prometheus.NewCounterVec(prometheus.CounterOpts(opts("deltas_total",
+			"Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher.")), []string{"event"}),
+		keyChanges:   prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
+		keyErrors:    prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."))),
+		joinAttempts: prometheus.NewCounterVec(prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")), []string{"result"}),
 	}
 	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")), queueDepth)
 	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.decodeErrors,
-		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.keyChanges, m.keyErrors, m.joinAttempts, queue} {
+		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges, m.keyErrors, m.joinAttempts, queue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

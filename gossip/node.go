@@ -31,13 +31,17 @@ type Node struct {
 	now     func() time.Time
 	meta    []byte
 	keyring *memberlist.Keyring
-	queue   *memberlist.TransmitLimitedQueue
-	store   *store
-	metrics *metrics
-	coords  *vivaldi.Client
-	seq     sequencer
-	subs    subscribers
-	peers   peers
+	queue   *memberlist.TransmitLimitedQueue // full summaries, leaves
+	// deltaQueue holds summary deltas, sent fewer times (Timings.DeltaRetransmitMult).
+	deltaQueue *memberlist.TransmitLimitedQueue
+	pub        publisher
+	wanted     fullRequests
+	store      *store
+	metrics    *metrics
+	coords     *vivaldi.Client
+	seq        sequencer
+	subs       subscribers
+	peers      peers
 
 	running atomic.Bool
 	ready   chan struct{}
@@ -69,11 +73,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.seq.last = uint64(n.now().UnixNano())
 	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount, RetransmitMult: cfg.Timings.RetransmitMult}
+	n.deltaQueue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount, RetransmitMult: cfg.Timings.DeltaRetransmitMult}
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(reg, func() float64 { return float64(n.queue.NumQueued()) })
+	m, err := newMetrics(reg, func() float64 { return float64(n.queue.NumQueued() + n.deltaQueue.NumQueued()) })
 	if err != nil {
 		return nil, fmt.Errorf("gossip: register metrics: %w", err)
 	}

@@ -3,6 +3,8 @@ package gossip
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 
@@ -32,35 +34,95 @@ func (s *sequencer) next(nowNanos uint64) uint64 {
 	return s.last
 }
 
-// Publish spreads a capacity summary to the pool. The node copies s and fills in the node name,
-// sequence number, schema version, and (when empty) cluster, region, gateway URL and generation
-// time from its configuration and clock. Summaries that fit one packet travel as one broadcast;
-// larger ones are split into chunks; a newer summary replaces queued chunks of an older one.
-// Publish does not throttle: callers publish on a significant change at most every 250 ms and
-// otherwise every 2 s (see Publisher). It returns the copy that was sent.
+// minFullGap is the least time between two full summaries sent because peers asked for one.
+const minFullGap = time.Second
+
+// publisher is a node's publishing state: the last full summary, which its deltas are against.
+type publisher struct {
+	mu        sync.Mutex // serialises Publish
+	base      *gossipv1.CapacitySummary
+	baseBytes int // encoded size of base
+	baseAt    time.Time
+	wantFull  atomic.Bool // a peer lacking the base asked for a full summary
+}
+
+// Publish spreads a capacity summary to the pool. The node copies s, rounds its figures to the
+// configured Precision, and fills in the node name, sequence number, schema version, and (when
+// empty) cluster, region, gateway URL and generation time from its configuration and clock. It
+// sends either the full summary or, when it can, a much smaller delta against the last full one
+// (see Config.FullSummaryInterval); receivers rebuild the complete summary either way. Messages
+// that do not fit one packet are split into chunks; a newer summary replaces queued chunks of an
+// older one. Publish does not throttle: callers publish on a significant change at most every
+// 250 ms and otherwise every 2 s (see Publisher). It returns the copy that was sent, as receivers
+// rebuild it.
 func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, error) {
 	if s == nil {
 		return nil, fmt.Errorf("gossip: publish: nil summary")
 	}
+	n.pub.mu.Lock()
+	defer n.pub.mu.Unlock()
 	out := n.stamp(s)
-	blob, err := EncodeSummary(out)
+	n.cfg.Precision.apply(out)
+	now := n.now()
+	kind, base, blob := msgDelta, n.pub.base, n.deltaBlob(out, now)
+	if blob == nil {
+		var err error
+		kind, base = msgChunk, nil
+		if blob, err = EncodeSummary(out); err != nil {
+			return nil, fmt.Errorf("gossip: publish: %w", err)
+		}
+		if len(blob) > n.cfg.MaxSummaryBytes {
+			return nil, fmt.Errorf("gossip: publish: summary is %d bytes, limit %d", len(blob), n.cfg.MaxSummaryBytes)
+		}
+	}
+	msgs, err := encodeParts(kind, out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: publish: %w", err)
 	}
-	if len(blob) > n.cfg.MaxSummaryBytes {
-		return nil, fmt.Errorf("gossip: publish: summary is %d bytes, limit %d", len(blob), n.cfg.MaxSummaryBytes)
+	if kind == msgChunk {
+		n.pub.base, n.pub.baseBytes, n.pub.baseAt = out, len(blob), now
+		n.pub.wantFull.Store(false)
 	}
-	msgs, err := encodeChunks(out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve)
-	if err != nil {
-		return nil, fmt.Errorf("gossip: publish: %w", err)
-	}
-	n.store.apply(out, n.now())
+	n.store.applyHeld(heldSummary{summary: out, base: base}, now)
+	q := n.queueFor(kind == msgDelta)
 	for i, m := range msgs {
-		n.queue.QueueBroadcast(&chunkBroadcast{node: out.GetNode(), seq: out.GetSequence(), index: i, msg: m})
+		q.QueueBroadcast(&chunkBroadcast{node: out.GetNode(), seq: out.GetSequence(), index: i, msg: m})
 	}
 	n.metrics.published.Inc()
+	if kind == msgDelta {
+		n.metrics.deltas.WithLabelValues("published").Inc()
+	}
 	n.subs.notify()
 	return out, nil
+}
+
+// deltaBlob returns the encoded delta of out against the last full summary, or nil when a full
+// summary is due: there is no base yet, the base is older than FullSummaryInterval, a peer asked
+// for a full one, the delta cannot express out, or it would be more than half the full size.
+// Called with n.pub.mu held.
+func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
+	p := &n.pub
+	age := now.Sub(p.baseAt)
+	if p.base == nil || age >= n.cfg.FullSummaryInterval || (p.wantFull.Load() && age >= minFullGap) {
+		return nil
+	}
+	d := diffSummary(p.base, out)
+	if d == nil {
+		return nil
+	}
+	blob, err := encodeDelta(d)
+	if err != nil || 2*len(blob) > p.baseBytes {
+		return nil
+	}
+	return blob
+}
+
+// queueFor returns the broadcast queue for deltas or for everything else.
+func (n *Node) queueFor(delta bool) *memberlist.TransmitLimitedQueue {
+	if delta {
+		return n.deltaQueue
+	}
+	return n.queue
 }
 
 // stamp returns a copy of s carrying this node's identity, a fresh sequence and the current time.

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -35,11 +36,70 @@ func (n *Node) handleChunk(b []byte) {
 		}
 		return
 	case chunkApplied:
+		if c.delta {
+			n.metrics.deltas.WithLabelValues("applied").Inc()
+		}
 		n.recordApplied(sum, "broadcast", now)
 		n.subs.notify()
+	case chunkParked:
+		n.metrics.deltas.WithLabelValues("parked").Inc()
+	case chunkBaseMissed:
+		n.metrics.deltas.WithLabelValues("parked").Inc()
+		n.requestFull(c.node, now)
 	}
 	relay := append([]byte(nil), b...)
-	n.queue.QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay})
+	n.queueFor(c.delta).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay})
+}
+
+// fullRequests limits how often this node asks each publisher for a full summary.
+type fullRequests struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// allow reports whether node may be asked at now, and if so records it.
+func (f *fullRequests) allow(node string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.last[node]; ok && now.Sub(t) < baseGrace {
+		return false
+	}
+	if f.last == nil || len(f.last) > 1024 {
+		f.last = map[string]time.Time{} // forget: at worst one extra request per publisher
+	}
+	f.last[node] = now
+	return true
+}
+
+// requestFull asks publisher, directly and at most once per baseGrace, for a full summary: this
+// node holds a delta it cannot apply whose base it should have received by now.
+func (n *Node) requestFull(publisher string, now time.Time) {
+	ml := n.memberlist()
+	if ml == nil || !n.wanted.allow(publisher, now) {
+		return
+	}
+	for _, m := range ml.Members() {
+		if m.Name == publisher {
+			if err := ml.SendBestEffort(m, encodeWantFull(publisher)); err != nil {
+				n.log.Debug("gossip full-summary request", "to", publisher, "err", err)
+				return
+			}
+			n.metrics.deltas.WithLabelValues("full_requested").Inc()
+			return
+		}
+	}
+}
+
+// handleWantFull notes a peer's request for this node's full summary; the next Publish sends one.
+func (n *Node) handleWantFull(b []byte) {
+	node, err := decodeWantFull(b)
+	if err != nil {
+		n.metrics.decodeErrors.Inc()
+		return
+	}
+	if node == n.cfg.NodeName {
+		n.pub.wantFull.Store(true)
+	}
 }
 
 // recordApplied counts an applied summary and its propagation delay.

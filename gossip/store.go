@@ -11,7 +11,11 @@ import (
 
 // entry is the newest summary known from one publishing node.
 type entry struct {
-	summary    *gossipv1.CapacitySummary
+	summary *gossipv1.CapacitySummary
+	// base is the complete summary the node's deltas are expected against: the newest one known
+	// to have been published in full (or summary itself). A delta applies when its base sequence
+	// is that of base or summary.
+	base       *gossipv1.CapacitySummary
 	receivedAt time.Time
 	departedAt time.Time // zero while the node is a live member
 	stale      bool      // last staleness reported to subscribers
@@ -26,27 +30,54 @@ type assembly struct {
 	started time.Time
 }
 
+// heldSummary is a node's newest summary and, when it was rebuilt from a delta, the base it was
+// rebuilt from (nil otherwise).
+type heldSummary struct {
+	summary, base *gossipv1.CapacitySummary
+}
+
+// parkedDelta is a node's newest delta whose base this node does not hold (yet).
+type parkedDelta struct {
+	delta *gossipv1.SummaryDelta
+	at    time.Time
+}
+
+// pendingKey names an assembly: full summaries and deltas of a node assemble apart, because a
+// delta's base may still be in flight.
+type pendingKey struct {
+	node  string
+	delta bool
+}
+
 // outcome says what a chunk did to the store.
 type outcome int
 
 const (
-	chunkStale     outcome = iota // older than what the store holds: dropped
-	chunkDuplicate                // already held: dropped, not relayed
-	chunkPartial                  // new piece of an incomplete summary: relay it
-	chunkApplied                  // completed a newer summary: relay it
+	chunkStale      outcome = iota // older than what the store holds: dropped
+	chunkDuplicate                 // already held: dropped, not relayed
+	chunkPartial                   // new piece of an incomplete summary: relay it
+	chunkApplied                   // completed a newer summary: relay it
+	chunkParked                    // completed a delta whose base is not held (yet): relay it
+	chunkBaseMissed                // as chunkParked, and the base is overdue: ask for a full summary
 )
 
-// store keeps the newest summary per node (newest sequence wins) and reassembles chunks. It is
-// safe for concurrent use.
+// baseGrace is how long after a full summary (by its publisher's sequence clock) a receiver may
+// still be waiting for it to arrive; a delta whose base is older than that and not held means the
+// receiver missed the full summary.
+const baseGrace = 3 * time.Second
+
+// store keeps the newest summary per node (newest sequence wins), reassembles chunks and applies
+// deltas. It is safe for concurrent use.
 type store struct {
 	mu      sync.Mutex
 	limit   int
 	entries map[string]*entry
-	pending map[string]*assembly
+	pending map[pendingKey]*assembly
+	parked  map[string]parkedDelta
 }
 
 func newStore(limit int) *store {
-	return &store{limit: limit, entries: map[string]*entry{}, pending: map[string]*assembly{}}
+	return &store{limit: limit, entries: map[string]*entry{}, pending: map[pendingKey]*assembly{}, parked: map[string]parkedDelta{}}
 }
 
 // addChunk records a chunk received at now. When it completes a summary, the decoded summary is
@@ -57,11 +88,18 @@ func (s *store) addChunk(c chunk, now time.Time) (outcome, *gossipv1.CapacitySum
 	if e := s.entries[c.node]; e != nil && c.seq <= e.summary.GetSequence() {
 		return chunkStale, nil, nil
 	}
-	a := s.pending[c.node]
+	if p, ok := s.parked[c.node]; ok && c.delta && c.seq <= p.delta.GetSequence() {
+		if c.seq == p.delta.GetSequence() {
+			return chunkDuplicate, nil, nil
+		}
+		return chunkStale, nil, nil
+	}
+	key := pendingKey{node: c.node, delta: c.delta}
+	a := s.pending[key]
 	switch {
 	case a == nil || c.seq > a.seq:
 		a = &assembly{seq: c.seq, parts: make([][]byte, c.count), started: now}
-		s.pending[c.node] = a
+		s.pending[key] = a
 	case c.seq < a.seq:
 		return chunkStale, nil, nil
 	}
@@ -72,7 +110,7 @@ func (s *store) addChunk(c chunk, now time.Time) (outcome, *gossipv1.CapacitySum
 		return chunkDuplicate, nil, nil
 	}
 	if a.bytes+len(c.payload) > s.limit {
-		delete(s.pending, c.node)
+		delete(s.pending, key)
 		return chunkStale, nil, fmt.Errorf("%w: node %s summary exceeds %d bytes", ErrMalformed, c.node, s.limit)
 	}
 	a.parts[c.index] = append([]byte(nil), c.payload...)
@@ -81,48 +119,146 @@ func (s *store) addChunk(c chunk, now time.Time) (outcome, *gossipv1.CapacitySum
 	if a.got < len(a.parts) {
 		return chunkPartial, nil, nil
 	}
-	delete(s.pending, c.node)
+	delete(s.pending, key)
+	if c.delta {
+		return s.completeDelta(c.node, a, now)
+	}
 	return s.complete(c.node, a, now)
 }
 
-// complete decodes an assembled summary and applies it. Called with s.mu held.
-func (s *store) complete(node string, a *assembly, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
+// joined returns the assembled blob: the single part itself, or the parts concatenated.
+func (a *assembly) joined() []byte {
+	if len(a.parts) == 1 {
+		return a.parts[0]
+	}
 	blob := make([]byte, 0, a.bytes)
 	for _, p := range a.parts {
 		blob = append(blob, p...)
 	}
-	sum, err := DecodeSummary(blob, s.limit)
+	return blob
+}
+
+// complete decodes an assembled summary and applies it. Called with s.mu held.
+func (s *store) complete(node string, a *assembly, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
+	sum, err := DecodeSummary(a.joined(), s.limit)
 	if err != nil {
 		return chunkPartial, nil, fmt.Errorf("node %s sequence %d: %w", node, a.seq, err)
 	}
 	if sum.GetNode() != node || sum.GetSequence() != a.seq {
 		return chunkPartial, nil, fmt.Errorf("%w: chunk header says %s/%d, summary %s/%d", ErrMalformed, node, a.seq, sum.GetNode(), sum.GetSequence())
 	}
-	s.applyLocked(sum, now)
-	return chunkApplied, sum, nil
+	s.applyLocked(heldSummary{summary: sum}, now)
+	return chunkApplied, s.entries[node].summary, nil
 }
 
-// apply stores sum when it is newer than what the store holds and reports whether it did.
+// completeDelta decodes an assembled delta and applies it, or parks it until its base arrives.
+// Called with s.mu held.
+func (s *store) completeDelta(node string, a *assembly, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
+	d, err := decodeDelta(a.joined(), s.limit)
+	if err != nil {
+		return chunkPartial, nil, fmt.Errorf("node %s delta %d: %w", node, a.seq, err)
+	}
+	if d.GetNode() != node || d.GetSequence() != a.seq {
+		return chunkPartial, nil, fmt.Errorf("%w: chunk header says %s/%d, delta %s/%d", ErrMalformed, node, a.seq, d.GetNode(), d.GetSequence())
+	}
+	e := s.entries[node]
+	if base := e.deltaBase(d.GetBaseSequence()); base != nil {
+		sum, err := applyDelta(base, d)
+		if err != nil {
+			return chunkPartial, nil, fmt.Errorf("node %s delta %d: %w", node, a.seq, err)
+		}
+		s.applyLocked(heldSummary{summary: sum, base: base}, now)
+		return chunkApplied, sum, nil
+	}
+	if e != nil && e.base != nil && d.GetBaseSequence() < e.base.GetSequence() {
+		return chunkStale, nil, nil // against a base older than ours: we will never hold it
+	}
+	s.parked[node] = parkedDelta{delta: d, at: now}
+	if d.GetSequence()-d.GetBaseSequence() >= uint64(baseGrace) {
+		return chunkBaseMissed, nil, nil
+	}
+	return chunkParked, nil, nil
+}
+
+// deltaBase returns the complete summary with sequence seq that e holds, or nil.
+func (e *entry) deltaBase(seq uint64) *gossipv1.CapacitySummary {
+	switch {
+	case e == nil:
+		return nil
+	case e.base != nil && e.base.GetSequence() == seq:
+		return e.base
+	case e.summary.GetSequence() == seq:
+		return e.summary
+	}
+	return nil
+}
+
+// apply stores sum, a complete summary that is its own base, when it is newer than what the store
+// holds, and reports whether it did.
 func (s *store) apply(sum *gossipv1.CapacitySummary, now time.Time) bool {
+	return s.applyHeld(heldSummary{summary: sum}, now)
+}
+
+// applyHeld stores h.summary when it is newer than what the store holds, and h.base (nil: the
+// summary itself) as the base for the node's deltas when it is newer than the one held. It
+// reports whether the node's summary changed (a parked delta that now applies counts).
+func (s *store) applyHeld(h heldSummary, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.applyLocked(sum, now)
+	return s.applyLocked(h, now)
 }
 
-func (s *store) applyLocked(sum *gossipv1.CapacitySummary, now time.Time) bool {
-	node := sum.GetNode()
+func (s *store) applyLocked(h heldSummary, now time.Time) bool {
+	node := h.summary.GetNode()
+	base := h.base
+	if base == nil || base.GetSequence() >= h.summary.GetSequence() {
+		base = h.summary
+	}
 	e := s.entries[node]
-	if e != nil && sum.GetSequence() <= e.summary.GetSequence() {
+	applied := false
+	switch {
+	case e == nil || h.summary.GetSequence() > e.summary.GetSequence():
+		if e != nil && e.base != nil && e.base.GetSequence() > base.GetSequence() {
+			base = e.base
+		}
+		next := &entry{summary: h.summary, base: base, receivedAt: now}
+		if e != nil {
+			next.departedAt = e.departedAt
+		}
+		s.entries[node], e, applied = next, next, true
+		for _, delta := range []bool{false, true} {
+			if a := s.pending[pendingKey{node, delta}]; a != nil && a.seq <= h.summary.GetSequence() {
+				delete(s.pending, pendingKey{node, delta})
+			}
+		}
+	case e.base == nil || base.GetSequence() > e.base.GetSequence():
+		e.base = base // a newer base for a summary we already hold
+	}
+	return s.unparkLocked(e, now) || applied
+}
+
+// unparkLocked applies the node's parked delta when e now holds its base, and drops it when it is
+// no longer newer than e's summary. It reports whether it applied it.
+func (s *store) unparkLocked(e *entry, now time.Time) bool {
+	node := e.summary.GetNode()
+	p, ok := s.parked[node]
+	if !ok {
 		return false
 	}
-	if a := s.pending[node]; a != nil && a.seq <= sum.GetSequence() {
-		delete(s.pending, node)
+	if p.delta.GetSequence() <= e.summary.GetSequence() {
+		delete(s.parked, node)
+		return false
 	}
-	next := &entry{summary: sum, receivedAt: now}
-	if e != nil {
-		next.departedAt = e.departedAt
+	base := e.deltaBase(p.delta.GetBaseSequence())
+	if base == nil {
+		return false
 	}
-	s.entries[node] = next
+	delete(s.parked, node)
+	sum, err := applyDelta(base, p.delta)
+	if err != nil {
+		return false
+	}
+	e.summary, e.receivedAt = sum, now
 	return true
 }
 
@@ -136,15 +272,20 @@ func (s *store) newest(node string) uint64 {
 	return 0
 }
 
-// all returns the newest summary of every node, sorted by node name.
-func (s *store) all() []*gossipv1.CapacitySummary {
+// all returns the newest summary of every node, with its base when that differs, sorted by node
+// name.
+func (s *store) all() []heldSummary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*gossipv1.CapacitySummary, 0, len(s.entries))
+	out := make([]heldSummary, 0, len(s.entries))
 	for _, e := range s.entries {
-		out = append(out, e.summary)
+		h := heldSummary{summary: e.summary}
+		if e.base != nil && e.base.GetSequence() < e.summary.GetSequence() {
+			h.base = e.base
+		}
+		out = append(out, h)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetNode() < out[j].GetNode() })
+	sort.Slice(out, func(i, j int) bool { return out[i].summary.GetNode() < out[j].summary.GetNode() })
 	return out
 }
 
@@ -185,9 +326,14 @@ func (s *store) sweep(abandonBefore time.Time, forget, isStale func(entry) bool)
 			e.stale, changed = st, true
 		}
 	}
-	for node, a := range s.pending {
+	for key, a := range s.pending {
 		if a.started.Before(abandonBefore) {
-			delete(s.pending, node)
+			delete(s.pending, key)
+		}
+	}
+	for node, p := range s.parked {
+		if p.at.Before(abandonBefore) {
+			delete(s.parked, node)
 		}
 	}
 	return changed

@@ -37,6 +37,7 @@ func FastTimings() gossip.Timings {
 		GossipInterval:      50 * time.Millisecond,
 		GossipNodes:         4,
 		RetransmitMult:      3,
+		DeltaRetransmitMult: 1,
 		ProbeInterval:       300 * time.Millisecond,
 		ProbeTimeout:        200 * time.Millisecond,
 		SuspicionMult:       2,

@@ -462,8 +462,14 @@ func (x *PrefixSketch) GetNumItems() uint32 {
 // for every node it knows.
 type NodeState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Newest summaries, at most one per publishing node.
-	Summaries     []*CapacitySummary `protobuf:"bytes,1,rep,name=summaries,proto3" json:"summaries,omitempty"`
+	// Newest summaries, at most one per publishing node. Always complete, never deltas.
+	Summaries []*CapacitySummary `protobuf:"bytes,1,rep,name=summaries,proto3" json:"summaries,omitempty"`
+	// The full summaries (bases) that some of the summaries were rebuilt from with a SummaryDelta, at
+	// most one per node and only when its sequence differs from the summary's, so that a node brought
+	// up to date by push/pull can apply the publisher's next deltas. A writer may interleave bases
+	// with summaries on the wire (each base after its node's summary) so that compression finds the
+	// repetition; readers match them by node name.
+	Bases         []*CapacitySummary `protobuf:"bytes,2,rep,name=bases,proto3" json:"bases,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -501,6 +507,313 @@ func (*NodeState) Descriptor() ([]byte, []int) {
 func (x *NodeState) GetSummaries() []*CapacitySummary {
 	if x != nil {
 		return x.Summaries
+	}
+	return nil
+}
+
+func (x *NodeState) GetBases() []*CapacitySummary {
+	if x != nil {
+		return x.Bases
+	}
+	return nil
+}
+
+// SummaryDelta is a capacity summary expressed as its differences from the publisher's last full
+// summary (its base). A reader rebuilds the summary only on top of the complete summary it holds
+// with sequence base_sequence; without it, the delta is ignored until the next full summary or
+// push/pull. A delta exists only when the summary lists the same models, in the same order, as its
+// base and differs from it in nothing but models and the prefix sketches; otherwise the publisher
+// sends a full summary. Readers ignore a delta carrying fields they do not know (outside the
+// figures it copies), so that later versions can extend deltas without old readers misapplying them.
+type SummaryDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Gossip node name of the publishing gateway replica.
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// Sequence number of the summary the delta rebuilds.
+	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Sequence number of the full summary the delta applies to; below sequence.
+	BaseSequence uint64 `protobuf:"varint,3,opt,name=base_sequence,json=baseSequence,proto3" json:"base_sequence,omitempty"`
+	// Generation time of the rebuilt summary, in nanoseconds since the Unix epoch.
+	GeneratedAtUnixNano int64 `protobuf:"varint,4,opt,name=generated_at_unix_nano,json=generatedAtUnixNano,proto3" json:"generated_at_unix_nano,omitempty"`
+	// Models that differ from the base, in increasing index order.
+	Models []*ModelDelta `protobuf:"bytes,5,rep,name=models,proto3" json:"models,omitempty"`
+	// The cluster-wide sketch, when it differs from the base's.
+	PrefixSketch *PrefixSketch `protobuf:"bytes,6,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
+	// True when the base had a cluster-wide sketch and the summary has none.
+	PrefixSketchRemoved bool `protobuf:"varint,7,opt,name=prefix_sketch_removed,json=prefixSketchRemoved,proto3" json:"prefix_sketch_removed,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SummaryDelta) Reset() {
+	*x = SummaryDelta{}
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SummaryDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SummaryDelta) ProtoMessage() {}
+
+func (x *SummaryDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SummaryDelta.ProtoReflect.Descriptor instead.
+func (*SummaryDelta) Descriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SummaryDelta) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SummaryDelta) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *SummaryDelta) GetBaseSequence() uint64 {
+	if x != nil {
+		return x.BaseSequence
+	}
+	return 0
+}
+
+func (x *SummaryDelta) GetGeneratedAtUnixNano() int64 {
+	if x != nil {
+		return x.GeneratedAtUnixNano
+	}
+	return 0
+}
+
+func (x *SummaryDelta) GetModels() []*ModelDelta {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *SummaryDelta) GetPrefixSketch() *PrefixSketch {
+	if x != nil {
+		return x.PrefixSketch
+	}
+	return nil
+}
+
+func (x *SummaryDelta) GetPrefixSketchRemoved() bool {
+	if x != nil {
+		return x.PrefixSketchRemoved
+	}
+	return false
+}
+
+// ModelDelta is how one model differs from the same model in the base summary.
+type ModelDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Position of the model in the base's models (the same as in the rebuilt summary's).
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The model's figures, when any changed: every ModelCapacity field except name, adapters and
+	// prefix_sketch, which are left unset. Absent: the base's figures.
+	Figures *ModelCapacity `protobuf:"bytes,2,opt,name=figures,proto3" json:"figures,omitempty"`
+	// Adapters whose figures changed, when the model lists the same adapters in the same order as in
+	// the base. Absent when adapter_list is set.
+	Adapters []*AdapterDelta `protobuf:"bytes,3,rep,name=adapters,proto3" json:"adapters,omitempty"`
+	// The model's complete adapter list, when the adapters' names or order changed.
+	AdapterList *AdapterList `protobuf:"bytes,4,opt,name=adapter_list,json=adapterList,proto3" json:"adapter_list,omitempty"`
+	// The model's prefix sketch, when it differs from the base's.
+	PrefixSketch *PrefixSketch `protobuf:"bytes,5,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
+	// True when the base model had a prefix sketch and the rebuilt one has none.
+	PrefixSketchRemoved bool `protobuf:"varint,6,opt,name=prefix_sketch_removed,json=prefixSketchRemoved,proto3" json:"prefix_sketch_removed,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ModelDelta) Reset() {
+	*x = ModelDelta{}
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelDelta) ProtoMessage() {}
+
+func (x *ModelDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelDelta.ProtoReflect.Descriptor instead.
+func (*ModelDelta) Descriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ModelDelta) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ModelDelta) GetFigures() *ModelCapacity {
+	if x != nil {
+		return x.Figures
+	}
+	return nil
+}
+
+func (x *ModelDelta) GetAdapters() []*AdapterDelta {
+	if x != nil {
+		return x.Adapters
+	}
+	return nil
+}
+
+func (x *ModelDelta) GetAdapterList() *AdapterList {
+	if x != nil {
+		return x.AdapterList
+	}
+	return nil
+}
+
+func (x *ModelDelta) GetPrefixSketch() *PrefixSketch {
+	if x != nil {
+		return x.PrefixSketch
+	}
+	return nil
+}
+
+func (x *ModelDelta) GetPrefixSketchRemoved() bool {
+	if x != nil {
+		return x.PrefixSketchRemoved
+	}
+	return false
+}
+
+// AdapterDelta is one adapter's new figures.
+type AdapterDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Position of the adapter in the base model's adapters.
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Every AdapterCapacity field except name, which is left unset.
+	Figures       *AdapterCapacity `protobuf:"bytes,2,opt,name=figures,proto3" json:"figures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdapterDelta) Reset() {
+	*x = AdapterDelta{}
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdapterDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdapterDelta) ProtoMessage() {}
+
+func (x *AdapterDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdapterDelta.ProtoReflect.Descriptor instead.
+func (*AdapterDelta) Descriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AdapterDelta) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AdapterDelta) GetFigures() *AdapterCapacity {
+	if x != nil {
+		return x.Figures
+	}
+	return nil
+}
+
+// AdapterList is a complete list of a model's adapters.
+type AdapterList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Adapters in the order of the rebuilt summary.
+	Adapters      []*AdapterCapacity `protobuf:"bytes,1,rep,name=adapters,proto3" json:"adapters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdapterList) Reset() {
+	*x = AdapterList{}
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdapterList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdapterList) ProtoMessage() {}
+
+func (x *AdapterList) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdapterList.ProtoReflect.Descriptor instead.
+func (*AdapterList) Descriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AdapterList) GetAdapters() []*AdapterCapacity {
+	if x != nil {
+		return x.Adapters
 	}
 	return nil
 }
@@ -552,9 +865,31 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\n" +
 	"num_hashes\x18\x03 \x01(\rR\tnumHashes\x12\x12\n" +
 	"\x04seed\x18\x04 \x01(\x04R\x04seed\x12\x1b\n" +
-	"\tnum_items\x18\x05 \x01(\rR\bnumItems\"P\n" +
+	"\tnum_items\x18\x05 \x01(\rR\bnumItems\"\x8d\x01\n" +
 	"\tNodeState\x12C\n" +
-	"\tsummaries\x18\x01 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\tsummariesB\xe7\x01\n" +
+	"\tsummaries\x18\x01 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\tsummaries\x12;\n" +
+	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xcf\x02\n" +
+	"\fSummaryDelta\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12#\n" +
+	"\rbase_sequence\x18\x03 \x01(\x04R\fbaseSequence\x123\n" +
+	"\x16generated_at_unix_nano\x18\x04 \x01(\x03R\x13generatedAtUnixNano\x128\n" +
+	"\x06models\x18\x05 \x03(\v2 .switchyard.gossip.v1.ModelDeltaR\x06models\x12G\n" +
+	"\rprefix_sketch\x18\x06 \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x122\n" +
+	"\x15prefix_sketch_removed\x18\a \x01(\bR\x13prefixSketchRemoved\"\xe4\x02\n" +
+	"\n" +
+	"ModelDelta\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12=\n" +
+	"\afigures\x18\x02 \x01(\v2#.switchyard.gossip.v1.ModelCapacityR\afigures\x12>\n" +
+	"\badapters\x18\x03 \x03(\v2\".switchyard.gossip.v1.AdapterDeltaR\badapters\x12D\n" +
+	"\fadapter_list\x18\x04 \x01(\v2!.switchyard.gossip.v1.AdapterListR\vadapterList\x12G\n" +
+	"\rprefix_sketch\x18\x05 \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x122\n" +
+	"\x15prefix_sketch_removed\x18\x06 \x01(\bR\x13prefixSketchRemoved\"e\n" +
+	"\fAdapterDelta\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12?\n" +
+	"\afigures\x18\x02 \x01(\v2%.switchyard.gossip.v1.AdapterCapacityR\afigures\"P\n" +
+	"\vAdapterList\x12A\n" +
+	"\badapters\x18\x01 \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badaptersB\xe7\x01\n" +
 	"\x18com.switchyard.gossip.v1B\vGossipProtoP\x01ZLgithub.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1;gossipv1\xa2\x02\x03SGX\xaa\x02\x14Switchyard.Gossip.V1\xca\x02\x14Switchyard\\Gossip\\V1\xe2\x02 Switchyard\\Gossip\\V1\\GPBMetadata\xea\x02\x16Switchyard::Gossip::V1b\x06proto3"
 
 var (
@@ -569,25 +904,38 @@ func file_switchyard_gossip_v1_gossip_proto_rawDescGZIP() []byte {
 	return file_switchyard_gossip_v1_gossip_proto_rawDescData
 }
 
-var file_switchyard_gossip_v1_gossip_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_switchyard_gossip_v1_gossip_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_switchyard_gossip_v1_gossip_proto_goTypes = []any{
 	(*CapacitySummary)(nil), // 0: switchyard.gossip.v1.CapacitySummary
 	(*ModelCapacity)(nil),   // 1: switchyard.gossip.v1.ModelCapacity
 	(*AdapterCapacity)(nil), // 2: switchyard.gossip.v1.AdapterCapacity
 	(*PrefixSketch)(nil),    // 3: switchyard.gossip.v1.PrefixSketch
 	(*NodeState)(nil),       // 4: switchyard.gossip.v1.NodeState
+	(*SummaryDelta)(nil),    // 5: switchyard.gossip.v1.SummaryDelta
+	(*ModelDelta)(nil),      // 6: switchyard.gossip.v1.ModelDelta
+	(*AdapterDelta)(nil),    // 7: switchyard.gossip.v1.AdapterDelta
+	(*AdapterList)(nil),     // 8: switchyard.gossip.v1.AdapterList
 }
 var file_switchyard_gossip_v1_gossip_proto_depIdxs = []int32{
-	1, // 0: switchyard.gossip.v1.CapacitySummary.models:type_name -> switchyard.gossip.v1.ModelCapacity
-	3, // 1: switchyard.gossip.v1.CapacitySummary.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
-	2, // 2: switchyard.gossip.v1.ModelCapacity.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
-	3, // 3: switchyard.gossip.v1.ModelCapacity.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
-	0, // 4: switchyard.gossip.v1.NodeState.summaries:type_name -> switchyard.gossip.v1.CapacitySummary
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	1,  // 0: switchyard.gossip.v1.CapacitySummary.models:type_name -> switchyard.gossip.v1.ModelCapacity
+	3,  // 1: switchyard.gossip.v1.CapacitySummary.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	2,  // 2: switchyard.gossip.v1.ModelCapacity.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
+	3,  // 3: switchyard.gossip.v1.ModelCapacity.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	0,  // 4: switchyard.gossip.v1.NodeState.summaries:type_name -> switchyard.gossip.v1.CapacitySummary
+	0,  // 5: switchyard.gossip.v1.NodeState.bases:type_name -> switchyard.gossip.v1.CapacitySummary
+	6,  // 6: switchyard.gossip.v1.SummaryDelta.models:type_name -> switchyard.gossip.v1.ModelDelta
+	3,  // 7: switchyard.gossip.v1.SummaryDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	1,  // 8: switchyard.gossip.v1.ModelDelta.figures:type_name -> switchyard.gossip.v1.ModelCapacity
+	7,  // 9: switchyard.gossip.v1.ModelDelta.adapters:type_name -> switchyard.gossip.v1.AdapterDelta
+	8,  // 10: switchyard.gossip.v1.ModelDelta.adapter_list:type_name -> switchyard.gossip.v1.AdapterList
+	3,  // 11: switchyard.gossip.v1.ModelDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	2,  // 12: switchyard.gossip.v1.AdapterDelta.figures:type_name -> switchyard.gossip.v1.AdapterCapacity
+	2,  // 13: switchyard.gossip.v1.AdapterList.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_gossip_v1_gossip_proto_init() }
@@ -601,7 +949,7 @@ func file_switchyard_gossip_v1_gossip_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_gossip_v1_gossip_proto_rawDesc), len(file_switchyard_gossip_v1_gossip_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

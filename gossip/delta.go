@@ -1,0 +1,249 @@
+package gossip
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
+)
+
+// Deltas. A publisher sends a full summary now and then and, between fulls, a SummaryDelta against
+// its last full (the base): only the models, adapters and sketches that differ from the base.
+// Every delta is against the base, never against the previous delta, so a receiver that missed
+// some deltas applies the next one; a receiver that lacks the base ignores deltas until it has it.
+// Unchanged parts of a rebuilt summary are shared with the base (summaries are immutable once
+// stored), so applying a delta allocates only for what changed.
+
+// Fields a delta treats apart from the figures it copies wholesale.
+var (
+	summaryFields   = (&gossipv1.CapacitySummary{}).ProtoReflect().Descriptor().Fields()
+	fSummarySeq     = summaryFields.ByName("sequence")
+	fSummaryGen     = summaryFields.ByName("generated_at_unix_nano")
+	fSummaryModels  = summaryFields.ByName("models")
+	fSummarySketch  = summaryFields.ByName("prefix_sketch")
+	modelFields     = (&gossipv1.ModelCapacity{}).ProtoReflect().Descriptor().Fields()
+	fModelName      = modelFields.ByName("name")
+	fModelAdapters  = modelFields.ByName("adapters")
+	fModelSketch    = modelFields.ByName("prefix_sketch")
+	fAdapterName    = (&gossipv1.AdapterCapacity{}).ProtoReflect().Descriptor().Fields().ByName("name")
+	headerSkip      = []protoreflect.FieldDescriptor{fSummarySeq, fSummaryGen, fSummaryModels, fSummarySketch}
+	modelFigureSkip = []protoreflect.FieldDescriptor{fModelName, fModelAdapters, fModelSketch}
+)
+
+// diffSummary returns next as a delta against base, or nil when a delta cannot express it: next is
+// not a later summary of the same node, its models differ from base's in names or order, or a field
+// outside the models and sketches changed. Applying the delta to base with applyDelta rebuilds a
+// summary equal to next. The delta may share memory with next.
+func diffSummary(base, next *gossipv1.CapacitySummary) *gossipv1.SummaryDelta {
+	if base.GetNode() != next.GetNode() || base.GetSequence() == 0 || base.GetSequence() >= next.GetSequence() ||
+		len(base.GetModels()) != len(next.GetModels()) ||
+		!equalExcept(base.ProtoReflect(), next.ProtoReflect(), headerSkip) {
+		return nil
+	}
+	d := &gossipv1.SummaryDelta{
+		Node: next.GetNode(), Sequence: next.GetSequence(), BaseSequence: base.GetSequence(),
+		GeneratedAtUnixNano: next.GetGeneratedAtUnixNano(),
+	}
+	for i, nm := range next.GetModels() {
+		md, ok := diffModel(base.GetModels()[i], nm)
+		if !ok {
+			return nil
+		}
+		if md != nil {
+			md.Index = uint32(i)
+			d.Models = append(d.Models, md)
+		}
+	}
+	d.PrefixSketch, d.PrefixSketchRemoved = diffSketch(base.GetPrefixSketch(), next.GetPrefixSketch())
+	return d
+}
+
+// diffModel returns how n differs from b (nil when it does not); ok is false when they are not the
+// same model.
+func diffModel(b, n *gossipv1.ModelCapacity) (md *gossipv1.ModelDelta, ok bool) {
+	if b.GetName() != n.GetName() {
+		return nil, false
+	}
+	md = &gossipv1.ModelDelta{}
+	if !equalExcept(b.ProtoReflect(), n.ProtoReflect(), modelFigureSkip) {
+		md.Figures = modelFigures(n)
+	}
+	if sameAdapterNames(b.GetAdapters(), n.GetAdapters()) {
+		for j, na := range n.GetAdapters() {
+			if !equalExcept(b.GetAdapters()[j].ProtoReflect(), na.ProtoReflect(), []protoreflect.FieldDescriptor{fAdapterName}) {
+				md.Adapters = append(md.Adapters, &gossipv1.AdapterDelta{Index: uint32(j), Figures: adapterFigures(na)})
+			}
+		}
+	} else {
+		md.AdapterList = &gossipv1.AdapterList{Adapters: n.GetAdapters()}
+	}
+	md.PrefixSketch, md.PrefixSketchRemoved = diffSketch(b.GetPrefixSketch(), n.GetPrefixSketch())
+	if md.Figures == nil && len(md.Adapters) == 0 && md.AdapterList == nil && md.PrefixSketch == nil && !md.PrefixSketchRemoved {
+		return nil, true
+	}
+	return md, true
+}
+
+func sameAdapterNames(a, b []*gossipv1.AdapterCapacity) bool {
+	return slices.EqualFunc(a, b, func(x, y *gossipv1.AdapterCapacity) bool { return x.GetName() == y.GetName() })
+}
+
+// diffSketch returns the sketch to send (nil: unchanged) and whether the sketch was removed.
+func diffSketch(b, n *gossipv1.PrefixSketch) (*gossipv1.PrefixSketch, bool) {
+	switch {
+	case proto.Equal(b, n):
+		return nil, false
+	case n == nil:
+		return nil, true
+	}
+	return n, false
+}
+
+// applyDelta rebuilds the summary d describes on top of base, the complete summary with sequence
+// d's base sequence. The result shares unchanged models, adapters and sketches with base and
+// takes ownership of d's messages; neither may be modified afterwards. It refuses (ErrMalformed)
+// a delta of another node or base, one with out-of-range or unordered indices, and one carrying
+// fields this version does not know.
+func applyDelta(base *gossipv1.CapacitySummary, d *gossipv1.SummaryDelta) (*gossipv1.CapacitySummary, error) {
+	if d.GetNode() != base.GetNode() || d.GetBaseSequence() != base.GetSequence() || d.GetSequence() <= base.GetSequence() {
+		return nil, fmt.Errorf("%w: delta %s/%d against base %d does not apply to %s/%d", ErrMalformed,
+			d.GetNode(), d.GetSequence(), d.GetBaseSequence(), base.GetNode(), base.GetSequence())
+	}
+	if len(d.ProtoReflect().GetUnknown()) > 0 {
+		return nil, fmt.Errorf("%w: delta carries unknown fields", ErrMalformed)
+	}
+	out := &gossipv1.CapacitySummary{}
+	copyExcept(out.ProtoReflect(), base.ProtoReflect(), headerSkip)
+	out.Sequence, out.GeneratedAtUnixNano = d.GetSequence(), d.GetGeneratedAtUnixNano()
+	out.Models = slices.Clone(base.GetModels())
+	next := 0
+	for _, md := range d.GetModels() {
+		i := int(md.GetIndex())
+		if int64(md.GetIndex()) < int64(next) || i >= len(out.Models) {
+			return nil, fmt.Errorf("%w: delta model index %d out of order or range", ErrMalformed, md.GetIndex())
+		}
+		m, err := applyModel(base.GetModels()[i], md)
+		if err != nil {
+			return nil, err
+		}
+		out.Models[i], next = m, i+1
+	}
+	sk, err := applySketch(base.GetPrefixSketch(), d.GetPrefixSketch(), d.GetPrefixSketchRemoved())
+	if err != nil {
+		return nil, err
+	}
+	out.PrefixSketch = sk
+	return out, nil
+}
+
+// applyModel rebuilds one model from its base and its delta.
+func applyModel(b *gossipv1.ModelCapacity, md *gossipv1.ModelDelta) (*gossipv1.ModelCapacity, error) {
+	if len(md.ProtoReflect().GetUnknown()) > 0 || (md.GetAdapterList() != nil && len(md.GetAdapterList().ProtoReflect().GetUnknown()) > 0) {
+		return nil, fmt.Errorf("%w: model delta carries unknown fields", ErrMalformed)
+	}
+	m := md.GetFigures()
+	if m == nil {
+		m = modelFigures(b)
+	} else if m.GetName() != "" || len(m.GetAdapters()) > 0 || m.GetPrefixSketch() != nil {
+		return nil, fmt.Errorf("%w: model figures carry name, adapters or sketch", ErrMalformed)
+	}
+	m.Name = b.GetName()
+	adapters, err := applyAdapters(b.GetAdapters(), md)
+	if err != nil {
+		return nil, err
+	}
+	m.Adapters = adapters
+	if m.PrefixSketch, err = applySketch(b.GetPrefixSketch(), md.GetPrefixSketch(), md.GetPrefixSketchRemoved()); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// applyAdapters returns the model's adapter list after md.
+func applyAdapters(base []*gossipv1.AdapterCapacity, md *gossipv1.ModelDelta) ([]*gossipv1.AdapterCapacity, error) {
+	if md.GetAdapterList() != nil {
+		if len(md.GetAdapters()) > 0 {
+			return nil, fmt.Errorf("%w: model delta with both adapter list and adapter deltas", ErrMalformed)
+		}
+		return md.GetAdapterList().GetAdapters(), nil
+	}
+	if len(md.GetAdapters()) == 0 {
+		return base, nil
+	}
+	out := slices.Clone(base)
+	next := 0
+	for _, ad := range md.GetAdapters() {
+		j := int(ad.GetIndex())
+		a := ad.GetFigures()
+		switch {
+		case int64(ad.GetIndex()) < int64(next) || j >= len(out):
+			return nil, fmt.Errorf("%w: delta adapter index %d out of order or range", ErrMalformed, ad.GetIndex())
+		case a == nil || a.GetName() != "" || len(ad.ProtoReflect().GetUnknown()) > 0:
+			return nil, fmt.Errorf("%w: adapter delta %d without figures, with a name or unknown fields", ErrMalformed, j)
+		}
+		a.Name = base[j].GetName()
+		out[j], next = a, j+1
+	}
+	return out, nil
+}
+
+// applySketch returns the sketch after a delta that sent sk (nil: unchanged) or removed it.
+func applySketch(base, sk *gossipv1.PrefixSketch, removed bool) (*gossipv1.PrefixSketch, error) {
+	switch {
+	case removed && sk != nil:
+		return nil, fmt.Errorf("%w: sketch both sent and removed", ErrMalformed)
+	case removed:
+		return nil, nil
+	case sk != nil:
+		return sk, nil
+	}
+	return base, nil
+}
+
+// modelFigures returns a copy of m's figures: every field but name, adapters and sketch.
+func modelFigures(m *gossipv1.ModelCapacity) *gossipv1.ModelCapacity {
+	out := &gossipv1.ModelCapacity{}
+	copyExcept(out.ProtoReflect(), m.ProtoReflect(), modelFigureSkip)
+	return out
+}
+
+// adapterFigures returns a copy of a with its name cleared.
+func adapterFigures(a *gossipv1.AdapterCapacity) *gossipv1.AdapterCapacity {
+	out := &gossipv1.AdapterCapacity{}
+	copyExcept(out.ProtoReflect(), a.ProtoReflect(), []protoreflect.FieldDescriptor{fAdapterName})
+	return out
+}
+
+// copyExcept sets every populated field of src but skip, and src's unknown fields, on dst. Composite
+// values are shared, not copied.
+func copyExcept(dst, src protoreflect.Message, skip []protoreflect.FieldDescriptor) {
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if !slices.Contains(skip, fd) {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	if u := src.GetUnknown(); len(u) > 0 {
+		dst.SetUnknown(u)
+	}
+}
+
+// equalExcept reports whether a and b, of the same type, are equal in every field but skip,
+// unknown fields included.
+func equalExcept(a, b protoreflect.Message, skip []protoreflect.FieldDescriptor) bool {
+	fields := a.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if slices.Contains(skip, fd) {
+			continue
+		}
+		if a.Has(fd) != b.Has(fd) || !a.Get(fd).Equal(b.Get(fd)) {
+			return false
+		}
+	}
+	return bytes.Equal(a.GetUnknown(), b.GetUnknown())
+}

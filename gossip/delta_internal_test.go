@@ -1,0 +1,388 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
+)
+
+// deltaBase returns a summary of node "gw" with sequence seq: models × adapters, per-model
+// sketches on every third model and a cluster-wide sketch.
+func deltaBase(seq uint64, models, adapters int) *gossipv1.CapacitySummary {
+	s := &gossipv1.CapacitySummary{SchemaVersion: 1, Node: "gw", Sequence: seq, Cluster: "c1", Region: "r1",
+		GatewayUrl: "http://gw:8080", GeneratedAtUnixNano: int64(seq)}
+	for i := 0; i < models; i++ {
+		m := &gossipv1.ModelCapacity{Name: fmt.Sprintf("model-%02d", i), ReadyPods: 4, TotalKvTokens: 1 << 20,
+			FreeKvTokens: uint64(i) * 1000, QueueDepth: uint32(i), Running: 10, PredictedTtftMs: 80, DecodeTokensPerSecond: 9000}
+		for j := 0; j < adapters; j++ {
+			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: fmt.Sprintf("lora-%02d", j), ResidentPods: 1, Running: uint32(j)})
+		}
+		if i%3 == 0 {
+			m.PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{byte(i), 1, 2, 3}, NumBits: 32, NumHashes: 3, Seed: 7}
+		}
+		s.Models = append(s.Models, m)
+	}
+	s.PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{9, 9}, NumBits: 16, NumHashes: 2}
+	return s
+}
+
+// edit returns a copy of base as summary seq, changed by f.
+func edit(base *gossipv1.CapacitySummary, seq uint64, f func(s *gossipv1.CapacitySummary)) *gossipv1.CapacitySummary {
+	s := proto.Clone(base).(*gossipv1.CapacitySummary)
+	s.Sequence, s.GeneratedAtUnixNano = seq, int64(seq)
+	f(s)
+	return s
+}
+
+// roundTrip encodes d, decodes it and applies it to base, checking that base is left unchanged.
+func roundTrip(t *testing.T, base *gossipv1.CapacitySummary, d *gossipv1.SummaryDelta) *gossipv1.CapacitySummary {
+	t.Helper()
+	blob, err := encodeDelta(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeDelta(blob, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := proto.Clone(base)
+	out, err := applyDelta(base, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(before, base) {
+		t.Fatal("applying a delta modified its base")
+	}
+	return out
+}
+
+func TestDeltaRoundTrip(t *testing.T) {
+	base := deltaBase(10, 6, 4)
+	tests := []struct {
+		name     string
+		change   func(s *gossipv1.CapacitySummary)
+		models   int // models the delta carries
+		maxBytes int // bound on the encoded delta
+	}{
+		{"nothing changed", func(*gossipv1.CapacitySummary) {}, 0, 40},
+		{"one figure", func(s *gossipv1.CapacitySummary) { s.Models[2].QueueDepth = 7 }, 1, 80},
+		{"figures to zero", func(s *gossipv1.CapacitySummary) {
+			m := s.Models[1]
+			m.ReadyPods, m.TotalKvTokens, m.FreeKvTokens, m.QueueDepth, m.Running, m.PredictedTtftMs, m.DecodeTokensPerSecond = 0, 0, 0, 0, 0, 0, 0
+		}, 1, 80},
+		{"every model's figures", func(s *gossipv1.CapacitySummary) {
+			for _, m := range s.Models {
+				m.FreeKvTokens += 5000
+				m.Saturated = true
+			}
+		}, 6, 400},
+		{"one adapter's figures", func(s *gossipv1.CapacitySummary) { s.Models[4].Adapters[3].QueueDepth = 2 }, 1, 80},
+		{"adapter loaded", func(s *gossipv1.CapacitySummary) {
+			s.Models[0].Adapters = append(s.Models[0].Adapters, &gossipv1.AdapterCapacity{Name: "lora-new", ResidentPods: 1})
+		}, 1, 200},
+		{"adapter unloaded", func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters = s.Models[5].Adapters[1:] }, 1, 200},
+		{"every adapter unloaded", func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters = nil }, 1, 80},
+		{"adapters reordered", func(s *gossipv1.CapacitySummary) {
+			a := s.Models[2].Adapters
+			a[0], a[1] = a[1], a[0]
+		}, 1, 200},
+		{"model sketch changed", func(s *gossipv1.CapacitySummary) { s.Models[3].PrefixSketch.Bits[1] = 0xff }, 1, 80},
+		{"model sketch added", func(s *gossipv1.CapacitySummary) {
+			s.Models[1].PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{1}, NumBits: 8, NumHashes: 1}
+		}, 1, 80},
+		{"model sketch removed", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = nil }, 1, 80},
+		{"model sketch emptied", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = &gossipv1.PrefixSketch{} }, 1, 80},
+		{"cluster sketch changed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch.NumItems = 5 }, 0, 80},
+		{"cluster sketch removed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch = nil }, 0, 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := edit(base, 12, tt.change)
+			d := diffSummary(base, next)
+			if d == nil {
+				t.Fatal("no delta")
+			}
+			if len(d.GetModels()) != tt.models {
+				t.Errorf("delta carries %d models, want %d", len(d.GetModels()), tt.models)
+			}
+			if blob, _ := encodeDelta(d); len(blob) > tt.maxBytes {
+				t.Errorf("delta is %d bytes encoded, want at most %d", len(blob), tt.maxBytes)
+			}
+			if got := roundTrip(t, base, d); !proto.Equal(got, next) {
+				t.Errorf("rebuilt summary differs:\n got %v\nwant %v", got, next)
+			}
+		})
+	}
+}
+
+func TestDeltaNotPossible(t *testing.T) {
+	base := deltaBase(10, 3, 2)
+	tests := []struct {
+		name string
+		next *gossipv1.CapacitySummary
+	}{
+		{"other node", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Node = "gw-2" })},
+		{"not newer", edit(base, 10, func(*gossipv1.CapacitySummary) {})},
+		{"region changed", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Region = "r2" })},
+		{"schema changed", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.SchemaVersion = 2 })},
+		{"model added", edit(base, 11, func(s *gossipv1.CapacitySummary) {
+			s.Models = append(s.Models, &gossipv1.ModelCapacity{Name: "new"})
+		})},
+		{"model removed", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Models = s.Models[1:] })},
+		{"models reordered", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Models[0], s.Models[1] = s.Models[1], s.Models[0] })},
+		{"unknown header field", edit(base, 11, func(s *gossipv1.CapacitySummary) {
+			s.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := diffSummary(base, tt.next); d != nil {
+				t.Errorf("delta %v, want none (a full summary)", d)
+			}
+		})
+	}
+}
+
+// Unknown fields of a model travel in its figures, so a field added to ModelCapacity later is
+// carried by deltas of nodes that do not know it.
+func TestDeltaCarriesUnknownModelFields(t *testing.T) {
+	base := deltaBase(10, 2, 1)
+	next := edit(base, 11, func(s *gossipv1.CapacitySummary) {
+		s.Models[1].ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 42))
+	})
+	d := diffSummary(base, next)
+	if d == nil || len(d.GetModels()) != 1 {
+		t.Fatalf("delta %v, want one model", d)
+	}
+	if got := roundTrip(t, base, d); !proto.Equal(got, next) {
+		t.Error("unknown model field lost")
+	}
+}
+
+// Property: for random changes, every delta against the same base rebuilds exactly the
+// publisher's summary, and no delta exists only when the models or the header changed.
+func TestDeltaRoundTripRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 300; round++ {
+		base := deltaBase(100, 1+r.IntN(8), r.IntN(6))
+		seq := base.GetSequence()
+		for k := 0; k < 5; k++ {
+			seq += 1 + uint64(r.IntN(3))
+			structural := false
+			next := edit(base, seq, func(s *gossipv1.CapacitySummary) { structural = mutate(r, s) })
+			d := diffSummary(base, next)
+			if d == nil {
+				if !structural {
+					t.Fatalf("round %d: no delta for a change of figures only", round)
+				}
+				continue
+			}
+			if got := roundTrip(t, base, d); !proto.Equal(got, next) {
+				t.Fatalf("round %d delta %d: rebuilt summary differs:\n got %v\nwant %v", round, k, got, next)
+			}
+		}
+	}
+}
+
+// mutate changes s at random and reports whether it changed its models list or header, which
+// no delta can express.
+func mutate(r *rand.Rand, s *gossipv1.CapacitySummary) (structural bool) {
+	for range 1 + r.IntN(6) {
+		m := s.Models[r.IntN(len(s.Models))]
+		switch r.IntN(12) {
+		case 0:
+			m.FreeKvTokens = uint64(r.IntN(1 << 20))
+		case 1:
+			m.QueueDepth, m.Running = uint32(r.IntN(50)), uint32(r.IntN(3))
+		case 2:
+			m.PredictedTtftMs, m.Saturation, m.Saturated = r.Float32()*500, r.Float32(), r.IntN(2) == 0
+		case 3:
+			if len(m.Adapters) > 0 {
+				m.Adapters[r.IntN(len(m.Adapters))].QueueDepth = uint32(r.IntN(9))
+			}
+		case 4:
+			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: fmt.Sprintf("x-%d", r.IntN(1000)), Running: 1})
+		case 5:
+			if len(m.Adapters) > 0 {
+				i := r.IntN(len(m.Adapters))
+				m.Adapters = append(m.Adapters[:i:i], m.Adapters[i+1:]...)
+			}
+		case 6:
+			m.PrefixSketch = nil
+		case 7:
+			m.PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{byte(r.IntN(256))}, NumBits: 8, NumHashes: 1}
+		case 8:
+			s.PrefixSketch = nil
+			if r.IntN(2) == 0 {
+				s.PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{byte(r.IntN(256))}, NumBits: 8}
+			}
+		case 9:
+			s.Models = append(s.Models, &gossipv1.ModelCapacity{Name: fmt.Sprintf("new-%d", r.IntN(1000))})
+			structural = true
+		case 10:
+			s.GatewayUrl = fmt.Sprintf("http://gw-%d:8080", r.IntN(1000))
+			structural = true
+		case 11:
+			m.ReadyPods = uint32(r.IntN(3))
+		}
+	}
+	return structural
+}
+
+func TestApplyDeltaRejects(t *testing.T) {
+	base := deltaBase(10, 3, 2)
+	good := func() *gossipv1.SummaryDelta {
+		return &gossipv1.SummaryDelta{Node: "gw", Sequence: 11, BaseSequence: 10,
+			Models: []*gossipv1.ModelDelta{{Index: 1, Figures: &gossipv1.ModelCapacity{QueueDepth: 3}}}}
+	}
+	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1)
+	tests := []struct {
+		name   string
+		change func(d *gossipv1.SummaryDelta)
+	}{
+		{"other node", func(d *gossipv1.SummaryDelta) { d.Node = "gw-2" }},
+		{"other base", func(d *gossipv1.SummaryDelta) { d.BaseSequence = 9 }},
+		{"not above base", func(d *gossipv1.SummaryDelta) { d.Sequence = 10 }},
+		{"model index out of range", func(d *gossipv1.SummaryDelta) { d.Models[0].Index = 3 }},
+		{"model indices unordered", func(d *gossipv1.SummaryDelta) {
+			d.Models = append(d.Models, &gossipv1.ModelDelta{Index: 0, Figures: &gossipv1.ModelCapacity{}})
+		}},
+		{"model index repeated", func(d *gossipv1.SummaryDelta) {
+			d.Models = append(d.Models, &gossipv1.ModelDelta{Index: 1, Figures: &gossipv1.ModelCapacity{}})
+		}},
+		{"figures with a name", func(d *gossipv1.SummaryDelta) { d.Models[0].Figures.Name = "other" }},
+		{"figures with adapters", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Figures.Adapters = []*gossipv1.AdapterCapacity{{Name: "a"}}
+		}},
+		{"adapter list and adapter deltas", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].AdapterList = &gossipv1.AdapterList{}
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 0, Figures: &gossipv1.AdapterCapacity{}}}
+		}},
+		{"adapter index out of range", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 2, Figures: &gossipv1.AdapterCapacity{}}}
+		}},
+		{"adapter without figures", func(d *gossipv1.SummaryDelta) { d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 0}} }},
+		{"adapter figures with a name", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 0, Figures: &gossipv1.AdapterCapacity{Name: "x"}}}
+		}},
+		{"sketch sent and removed", func(d *gossipv1.SummaryDelta) {
+			d.PrefixSketch, d.PrefixSketchRemoved = &gossipv1.PrefixSketch{}, true
+		}},
+		{"unknown delta field", func(d *gossipv1.SummaryDelta) { d.ProtoReflect().SetUnknown(unknown) }},
+		{"unknown model delta field", func(d *gossipv1.SummaryDelta) { d.Models[0].ProtoReflect().SetUnknown(unknown) }},
+	}
+	if _, err := applyDelta(base, good()); err != nil {
+		t.Fatalf("valid delta refused: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := good()
+			tt.change(d)
+			if _, err := applyDelta(base, d); !errors.Is(err, ErrMalformed) {
+				t.Errorf("err = %v, want ErrMalformed", err)
+			}
+		})
+	}
+}
+
+func TestDecodeDeltaRejects(t *testing.T) {
+	enc := func(d *gossipv1.SummaryDelta) []byte {
+		b, err := encodeDelta(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"garbage", []byte{codecRaw, 0xff, 0xff}},
+		{"no node", enc(&gossipv1.SummaryDelta{Sequence: 2, BaseSequence: 1})},
+		{"no base", enc(&gossipv1.SummaryDelta{Node: "n", Sequence: 2})},
+		{"sequence not above base", enc(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 2})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := decodeDelta(tt.b, 1<<16); !errors.Is(err, ErrMalformed) {
+				t.Errorf("err = %v, want ErrMalformed", err)
+			}
+		})
+	}
+}
+
+func FuzzDecodeDelta(f *testing.F) {
+	base := deltaBase(10, 4, 3)
+	for _, change := range []func(s *gossipv1.CapacitySummary){
+		func(s *gossipv1.CapacitySummary) { s.Models[1].QueueDepth = 9 },
+		func(s *gossipv1.CapacitySummary) { s.Models[2].Adapters = s.Models[2].Adapters[1:] },
+		func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch, s.PrefixSketch = nil, nil },
+		func(s *gossipv1.CapacitySummary) { s.Models[3].Adapters[2].Running = 4 },
+	} {
+		b, _ := encodeDelta(diffSummary(base, edit(base, 11, change)))
+		f.Add(b)
+		raw, _ := proto.Marshal(diffSummary(base, edit(base, 12, change)))
+		f.Add(append([]byte{codecRaw}, raw...))
+	}
+	f.Add([]byte{codecDeflate})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := decodeDelta(b, 1<<16)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v is not ErrMalformed", err)
+			}
+			return
+		}
+		if d.GetNode() == "" || d.GetSequence() <= d.GetBaseSequence() {
+			t.Fatal("accepted a delta without node or with a sequence not above its base")
+		}
+		held := edit(base, d.GetBaseSequence(), func(s *gossipv1.CapacitySummary) { s.Node = d.GetNode() })
+		got, err := applyDelta(held, d)
+		if err != nil {
+			return
+		}
+		if got.GetSequence() != d.GetSequence() || len(got.GetModels()) != len(held.GetModels()) {
+			t.Fatalf("rebuilt %s/%d with %d models from base with %d", got.GetNode(), got.GetSequence(), len(got.GetModels()), len(held.GetModels()))
+		}
+		for i, m := range got.GetModels() {
+			if m.GetName() != held.GetModels()[i].GetName() {
+				t.Fatalf("model %d renamed %q", i, m.GetName())
+			}
+		}
+	})
+}
+
+// BenchmarkDeltaDecodeApply decodes and applies the worst-case delta of a 20 × 10 summary: every
+// model's figures changed, no adapter's.
+func BenchmarkDeltaDecodeApply(b *testing.B) {
+	base := deltaBase(10, 20, 10)
+	next := edit(base, 11, func(s *gossipv1.CapacitySummary) {
+		for _, m := range s.Models {
+			m.QueueDepth, m.Running, m.FreeKvTokens, m.PredictedTtftMs = m.QueueDepth+7, m.Running+7, m.FreeKvTokens+25_000, 96
+		}
+	})
+	blob, err := encodeDelta(diffSummary(base, next))
+	if err != nil {
+		b.Fatal(err)
+	}
+	full, _ := EncodeSummary(next)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := decodeDelta(blob, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := applyDelta(base, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(blob)), "bytes/delta")
+	b.ReportMetric(float64(len(full)), "bytes/full")
+}
