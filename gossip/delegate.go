@@ -50,14 +50,17 @@ func (d *delegate) NotifyMsg(b []byte) {
 }
 
 // GetBroadcasts returns queued summary chunks that fit limit, counting own and relayed bytes:
-// full summaries and leaves first, then deltas in the room left.
+// full summaries and leaves first, then heartbeat deltas, then other deltas in the room left.
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
-	msgs := d.n.queue.GetBroadcasts(overhead, limit)
+	var msgs [][]byte
 	used := 0
-	for _, m := range msgs {
-		used += overhead + len(m)
+	for _, q := range []*memberlist.TransmitLimitedQueue{d.n.queue, d.n.beatQueue, d.n.deltaQueue} {
+		got := q.GetBroadcasts(overhead, limit-used)
+		for _, m := range got {
+			used += overhead + len(m)
+		}
+		msgs = append(msgs, got...)
 	}
-	msgs = append(msgs, d.n.deltaQueue.GetBroadcasts(overhead, limit-used)...)
 	for _, m := range msgs {
 		c, err := decodeChunk(m)
 		d.n.metrics.countBroadcast(err == nil && c.node == d.n.cfg.NodeName, len(m))

@@ -139,6 +139,13 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 	n.subs.notify()
 }
 
+// beatPoolSize is the pool size the heartbeat queue sizes its retransmits by: the real one, but
+// at least 99. Memberlist sends a broadcast RetransmitMult·⌈log10(N+1)⌉ times per node, which in a
+// pool of under 10 nodes is RetransmitMult times: with 3, about one receiver in twenty misses a
+// given message, and a receiver that misses a heartbeat sees the summary age by one more
+// heartbeat interval. At 99 or more the count is at least 2·RetransmitMult (a miss in about 400).
+func (p *peers) beatPoolSize() int { return max(p.aliveCount(), 99) }
+
 // aliveCount is the broadcast queue's estimate of the pool size (at least 1: this node).
 func (p *peers) aliveCount() int {
 	p.mu.Lock()

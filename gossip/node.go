@@ -34,14 +34,19 @@ type Node struct {
 	queue   *memberlist.TransmitLimitedQueue // full summaries, leaves
 	// deltaQueue holds summary deltas, sent fewer times (Timings.DeltaRetransmitMult).
 	deltaQueue *memberlist.TransmitLimitedQueue
-	pub        publisher
-	wanted     fullRequests
-	store      *store
-	metrics    *metrics
-	coords     *vivaldi.Client
-	seq        sequencer
-	subs       subscribers
-	peers      peers
+	// beatQueue holds heartbeat deltas: deltas published after a gap of heartbeatGap or more,
+	// which no later delta repairs soon, so they are sent as many times as full summaries
+	// (Timings.RetransmitMult), and never fewer times than in a 100-node pool (see
+	// peers.beatPoolSize). Deltas are a few dozen bytes when nothing changed.
+	beatQueue *memberlist.TransmitLimitedQueue
+	pub       publisher
+	wanted    fullRequests
+	store     *store
+	metrics   *metrics
+	coords    *vivaldi.Client
+	seq       sequencer
+	subs      subscribers
+	peers     peers
 
 	running atomic.Bool
 	ready   chan struct{}
@@ -74,11 +79,14 @@ func New(cfg Config) (*Node, error) {
 	n.seq.last = uint64(n.now().UnixNano())
 	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount, RetransmitMult: cfg.Timings.RetransmitMult}
 	n.deltaQueue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount, RetransmitMult: cfg.Timings.DeltaRetransmitMult}
+	n.beatQueue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.beatPoolSize, RetransmitMult: cfg.Timings.RetransmitMult}
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(reg, func() float64 { return float64(n.queue.NumQueued() + n.deltaQueue.NumQueued()) })
+	m, err := newMetrics(reg, func() float64 {
+		return float64(n.queue.NumQueued() + n.beatQueue.NumQueued() + n.deltaQueue.NumQueued())
+	})
 	if err != nil {
 		return nil, fmt.Errorf("gossip: register metrics: %w", err)
 	}

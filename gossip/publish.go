@@ -43,8 +43,15 @@ type publisher struct {
 	base      *gossipv1.CapacitySummary
 	baseBytes int // encoded size of base
 	baseAt    time.Time
+	lastAt    time.Time   // when the previous summary or delta was published
 	wantFull  atomic.Bool // a peer lacking the base asked for a full summary
 }
+
+// heartbeatGap is the gap after which a delta counts as a heartbeat: a publisher that has been
+// quiet this long (the gateway publishes every 250 ms while its figures change, every 1 s when
+// they do not) will not repair a lost delta soon, and a receiver that misses two heartbeats sees
+// the summary go stale.
+const heartbeatGap = time.Second
 
 // Publish spreads a capacity summary to the pool. The node copies s, rounds its figures to the
 // configured Precision, and fills in the node name, sequence number, schema version, and (when
@@ -53,7 +60,7 @@ type publisher struct {
 // (see Config.FullSummaryInterval); receivers rebuild the complete summary either way. Messages
 // that do not fit one packet are split into chunks; a newer summary replaces queued chunks of an
 // older one. Publish does not throttle: callers publish on a significant change at most every
-// 250 ms and otherwise every 2 s (see Publisher). It returns the copy that was sent, as receivers
+// 250 ms and otherwise every 1 s (see Publisher). It returns the copy that was sent, as receivers
 // rebuild it.
 func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, error) {
 	if s == nil {
@@ -84,7 +91,8 @@ func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, 
 		n.pub.wantFull.Store(false)
 	}
 	n.store.applyHeld(heldSummary{summary: out, base: base}, now)
-	q := n.queueFor(kind == msgDelta)
+	q := n.queueFor(kind == msgDelta, now.Sub(n.pub.lastAt) >= heartbeatGap)
+	n.pub.lastAt = now
 	for i, m := range msgs {
 		q.QueueBroadcast(&chunkBroadcast{node: out.GetNode(), seq: out.GetSequence(), index: i, msg: m})
 	}
@@ -117,9 +125,13 @@ func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
 	return blob
 }
 
-// queueFor returns the broadcast queue for deltas or for everything else.
-func (n *Node) queueFor(delta bool) *memberlist.TransmitLimitedQueue {
-	if delta {
+// queueFor returns the broadcast queue for a delta (a heartbeat one after a quiet gap, or one a
+// later delta soon repairs) or for a full summary.
+func (n *Node) queueFor(delta, heartbeat bool) *memberlist.TransmitLimitedQueue {
+	switch {
+	case delta && heartbeat:
+		return n.beatQueue
+	case delta:
 		return n.deltaQueue
 	}
 	return n.queue

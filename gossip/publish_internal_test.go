@@ -57,7 +57,7 @@ func TestPublishChoosesFullOrDelta(t *testing.T) {
 		if st.wantFull {
 			n.handleWantFull(encodeWantFull("gw"))
 		}
-		deltasBefore := n.deltaQueue.NumQueued()
+		deltasBefore, beatsBefore := n.deltaQueue.NumQueued(), n.beatQueue.NumQueued()
 		out, err := n.Publish(cur)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
@@ -65,8 +65,13 @@ func TestPublishChoosesFullOrDelta(t *testing.T) {
 		if gotFull := n.pub.base == out; gotFull != st.full {
 			t.Errorf("%s: full = %v, want %v", st.name, gotFull, st.full)
 		}
-		if sentDelta := n.deltaQueue.NumQueued() > deltasBefore; sentDelta == st.full {
+		sentBeat := n.beatQueue.NumQueued() > beatsBefore
+		if sentDelta := n.deltaQueue.NumQueued() > deltasBefore || sentBeat; sentDelta == st.full {
 			t.Errorf("%s: delta queued = %v with full = %v", st.name, sentDelta, st.full)
+		}
+		// A delta after a quiet gap is a heartbeat, sent as often as a full summary.
+		if wantBeat := !st.full && st.advance >= heartbeatGap; sentBeat != wantBeat {
+			t.Errorf("%s: heartbeat queued = %v, want %v", st.name, sentBeat, wantBeat)
 		}
 		// What a receiver that saw every message rebuilds is what Publish returned.
 		deliverQueued(t, n, receiver)
@@ -79,7 +84,7 @@ func TestPublishChoosesFullOrDelta(t *testing.T) {
 // deliverQueued hands every chunk queued at n to st, as gossip would.
 func deliverQueued(t *testing.T, n *Node, st *store) {
 	t.Helper()
-	for _, q := range [][][]byte{n.queue.GetBroadcasts(0, 1<<20), n.deltaQueue.GetBroadcasts(0, 1<<20)} {
+	for _, q := range [][][]byte{n.queue.GetBroadcasts(0, 1<<20), n.beatQueue.GetBroadcasts(0, 1<<20), n.deltaQueue.GetBroadcasts(0, 1<<20)} {
 		for _, m := range q {
 			c, err := decodeChunk(m)
 			if err != nil {

@@ -23,6 +23,10 @@ func (n *Node) handleChunk(b []byte) {
 		return
 	}
 	now := n.now()
+	// Sequences are the publisher's clock in nanoseconds: the gap to the newest one held tells a
+	// heartbeat delta (relayed as often as full summaries) from one of a quick series.
+	prev := n.store.newest(c.node)
+	heartbeat := prev == 0 || c.seq <= prev || time.Duration(c.seq-prev) >= heartbeatGap
 	out, sum, err := n.store.addChunk(c, now)
 	if err != nil {
 		n.metrics.decodeErrors.Inc()
@@ -48,7 +52,7 @@ func (n *Node) handleChunk(b []byte) {
 		n.requestFull(c.node, now)
 	}
 	relay := append([]byte(nil), b...)
-	n.queueFor(c.delta).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay})
+	n.queueFor(c.delta, heartbeat).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay})
 }
 
 // fullRequests limits how often this node asks each publisher for a full summary.

@@ -20,7 +20,7 @@ type Config struct {
 	// MinInterval is the shortest gap between two publishes. Default 250 ms.
 	MinInterval time.Duration
 	// Heartbeat is the longest gap between two publishes: with no significant change the
-	// summary is republished this often so routers keep it fresh. Default 2 s.
+	// summary is republished this often so routers keep it fresh. Default 1 s.
 	Heartbeat time.Duration
 
 	// FreeKVChange: a model's free KV tokens moving by more than this fraction of its total KV
@@ -64,7 +64,7 @@ func DefaultConfig() Config {
 	return Config{
 		CheckInterval:               50 * time.Millisecond,  // as often as pods are scraped
 		MinInterval:                 250 * time.Millisecond, // at most 4 summaries a second
-		Heartbeat:                   2 * time.Second,        // well inside the 3 s summary TTL
+		Heartbeat:                   time.Second,            // a receiver that misses one is still inside the 3 s TTL
 		FreeKVChange:                0.05,                   // 5% of the model's KV capacity
 		QueueChange:                 2,                      // more than 2 requests
 		TTFTChange:                  0.25,                   // a quarter of the last prediction

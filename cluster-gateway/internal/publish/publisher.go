@@ -3,7 +3,7 @@
 // prefixes, flow-control queue) into the cluster's capacity summary
 // (switchyard.gossip.v1.CapacitySummary) and hands it to gossip: at once when a figure moves
 // significantly (free KV, queue, ready pods, saturation, predicted TTFT, adapters), at most once
-// per MinInterval (250 ms), and otherwise as a heartbeat every Heartbeat (2 s).
+// per MinInterval (250 ms), and otherwise as a heartbeat every Heartbeat (1 s).
 package publish
 
 import (

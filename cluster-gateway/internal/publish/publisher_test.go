@@ -123,10 +123,10 @@ func TestRateLimitAndHeartbeat(t *testing.T) {
 	h.step(t, false) // a large change, but within MinInterval of the last publish
 	h.clk.Advance(150 * time.Millisecond)
 	h.step(t, true) // 250 ms after the last publish: the change goes out
-	h.clk.Advance(1900 * time.Millisecond)
+	h.clk.Advance(900 * time.Millisecond)
 	h.step(t, false) // nothing moved, heartbeat not due
 	h.clk.Advance(100 * time.Millisecond)
-	h.step(t, true) // 2 s since the last publish: heartbeat
+	h.step(t, true) // 1 s since the last publish: heartbeat
 	h.clk.Advance(250 * time.Millisecond)
 	h.step(t, false)
 }
