@@ -352,7 +352,7 @@ func (m *etcdMember) Kill() {
 		return
 	}
 	_ = p.Signal(syscall.SIGKILL)
-	<-p.Done()
+	<-p.Exited() // the kill is the point; its exit status is not
 }
 
 func (m *etcdMember) running() bool {
@@ -363,7 +363,7 @@ func (m *etcdMember) running() bool {
 		return false
 	}
 	select {
-	case <-p.Done():
+	case <-p.Exited():
 		return false
 	default:
 		return true

@@ -211,7 +211,7 @@ func (n *node) Kill() {
 	p := n.proc
 	n.mu.Unlock()
 	_ = p.Signal(syscall.SIGKILL)
-	<-p.Done()
+	<-p.Exited()
 }
 
 // Stop sends SIGTERM and returns the exit error (nil for status 0) after at most grace.
@@ -252,7 +252,7 @@ func (w *world) stopAll() {
 				continue
 			}
 			select {
-			case <-p.Done():
+			case <-p.Exited():
 				continue
 			default:
 			}
@@ -265,7 +265,7 @@ func (w *world) stopAll() {
 		wg.Wait()
 	}
 	if w.toxic != nil {
-		w.toxic.Collection.Clear()
+		_ = w.toxic.Collection.Clear() // the proxies are closed; nothing to report at cleanup
 	}
 }
 

@@ -33,6 +33,9 @@ type Process struct {
 
 	cmd  *exec.Cmd
 	done chan error
+	// exited is closed once the process has exited; exitErr is its exit error.
+	exited  chan struct{}
+	exitErr error
 }
 
 // Start launches the process. It does not wait for health.
@@ -49,9 +52,12 @@ func (p *Process) Start() error {
 		return fmt.Errorf("%s: start %s: %w", p.Name, p.Bin, err)
 	}
 	p.done = make(chan error, 1)
+	p.exited = make(chan struct{})
 	go func() {
 		err := p.cmd.Wait()
 		logf.Close()
+		p.exitErr = err
+		close(p.exited)
 		p.done <- err
 		close(p.done)
 	}()
@@ -108,8 +114,18 @@ func exitErr(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-// Done is closed when the process has exited; the exit error is received first.
+// Done is closed when the process has exited; the exit error is received first (by one
+// receiver: use Wait when several may ask).
 func (p *Process) Done() <-chan error { return p.done }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Wait blocks until the process has exited and returns its exit error (nil for status 0).
+func (p *Process) Wait() error {
+	<-p.exited
+	return p.exitErr
+}
 
 // Signal sends sig to the process.
 func (p *Process) Signal(sig os.Signal) error {

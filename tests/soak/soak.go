@@ -170,7 +170,9 @@ func load(ctx context.Context, cfg Config, stack *devstack.Config) (*Report, err
 	}()
 	if err := sample(ctx, cfg, procs, start, done); err != nil {
 		cancel()
-		<-done
+		if lerr := <-done; lerr != nil && !errors.Is(lerr, context.Canceled) {
+			err = errors.Join(err, lerr)
+		}
 		return nil, err
 	}
 	rep := &Report{Processes: procs}
