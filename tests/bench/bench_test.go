@@ -50,7 +50,9 @@ func TestSmoke(t *testing.T) {
 		if tg.Name != cfg.Policies[i] {
 			t.Errorf("target %d is %q, want %q", i, tg.Name, cfg.Policies[i])
 		}
-		if tg.Requests == 0 || tg.OK != tg.Requests {
+		// A router with no room answers 429 after its bounded wait (the local-only baseline does
+		// in a burst, either mode may on a starved machine); any other failure is a bug.
+		if shed := tg.ErrorsByKind["http_429"]; tg.Requests == 0 || tg.OK+shed != tg.Requests || 2*tg.OK < tg.Requests {
 			t.Errorf("%s: %d of %d requests ok (%v)", tg.Name, tg.OK, tg.Requests, tg.ErrorsByKind)
 		}
 		if len(tg.EndpointShare) == 0 {
@@ -147,7 +149,9 @@ func TestRegionalSmoke(t *testing.T) {
 		t.Fatalf("regional figures %+v, verdict %v", res.Regional, res.Verdict)
 	}
 	for i, tg := range res.Report.Targets {
-		if tg.Requests == 0 || tg.OK != tg.Requests {
+		// A router with no room answers 429 after its bounded wait (the local-only baseline does
+		// in a burst, either mode may on a starved machine); any other failure is a bug.
+		if shed := tg.ErrorsByKind["http_429"]; tg.Requests == 0 || tg.OK+shed != tg.Requests || 2*tg.OK < tg.Requests {
 			t.Errorf("%s: %d of %d requests ok (%v)", tg.Name, tg.OK, tg.Requests, tg.ErrorsByKind)
 		}
 		if m := res.Regional.Modes[i]; m.BurstRequests+m.SteadyRequests != tg.Requests {
