@@ -60,8 +60,9 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// encodeRequest builds the JSON body of r.
-func encodeRequest(r *workload.Request, stream, ignoreEOS bool) ([]byte, error) {
+// EncodeRequest builds the JSON body loadgen sends for r (to the chat API unless r.Endpoint is
+// workload.Completions); stream asks for SSE with usage, ignoreEOS for exactly max_tokens tokens.
+func EncodeRequest(r *workload.Request, stream, ignoreEOS bool) ([]byte, error) {
 	b := requestBody{Model: r.Model, MaxTokens: r.MaxTokens, Stream: stream, IgnoreEOS: ignoreEOS}
 	if stream {
 		b.StreamOptions = &streamOptions{IncludeUsage: true}

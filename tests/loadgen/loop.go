@@ -67,7 +67,7 @@ func (r *runner) closedLoop(ctx context.Context) {
 
 // encode builds the request body once for every target.
 func (r *runner) encode(req *workload.Request) ([]byte, error) {
-	return encodeRequest(req, r.cfg.Workload.Stream, r.cfg.Workload.IgnoreEOS)
+	return EncodeRequest(req, r.cfg.Workload.Stream, r.cfg.Workload.IgnoreEOS)
 }
 
 // launch starts request req to target t in its own goroutine, or records it as overload.
