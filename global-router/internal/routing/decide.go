@@ -153,9 +153,14 @@ func regionAllowed(pol Policy, region string) bool {
 
 // choosePool returns the clusters the choice is made among: the router's own region's clusters
 // that have room when there are any, else every eligible cluster within the per-region overflow
-// cap. A local cluster has room while it is under the overflow threshold and no cluster elsewhere
-// is estimated to answer opt.LocalPreference times sooner. It records why the others were passed
-// over.
+// cap. A local cluster has room while it is under the overflow threshold and, once it is busy
+// (requests queued, or at least one in flight per pod), no cluster elsewhere is estimated to
+// answer opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a
+// faster GPU generation sits elsewhere. It records why the others were passed over.
+// busy reports whether c has work waiting: a queue, or as many requests in flight from this
+// router since its last summary as it has pods.
+func busy(c *Cluster) bool { return c.Queue > 0 || c.InFlight >= max(c.ReadyPods, 1) }
+
 func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible []int, d *Decision) ([]int, string) {
 	capped := func(i int) bool {
 		c := &clusters[i]
@@ -174,7 +179,7 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = reasonOverThreshold
-		case remote >= 0 && float64(e.Estimate) > float64(remote)*max(opt.LocalPreference, 1):
+		case remote >= 0 && busy(&clusters[i]) && float64(e.Estimate) > float64(remote)*max(opt.LocalPreference, 1):
 			e.Reason = reasonRemoteSooner
 		default:
 			local = append(local, i)

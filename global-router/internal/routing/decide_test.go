@@ -311,3 +311,37 @@ func BenchmarkDecide100Clusters(b *testing.B) {
 		}
 	}
 }
+
+// A local cluster under the overflow threshold keeps its traffic while it is idle, even when a
+// faster GPU generation elsewhere is estimated more than LocalPreference times sooner; once its
+// work waits (a queue, or a request in flight per pod) the much faster remote cluster wins.
+func TestLocalPreferenceOnlyWhenBusy(t *testing.T) {
+	req := routing.Request{PromptTokens: 4000, AvgTokens: 4200}
+	slow := cluster("east-slow", "us-east-1", 0.1, 1*ms)
+	slow.PrefillTokensPerSec, slow.BaseTTFT = 3_000, 60*ms // 1.4 s for this prompt
+	fast := cluster("west-fast", "us-west-2", 0.1, 2*ms)
+	fast.PrefillTokensPerSec = 30_000 // 0.15 s
+	inFlight := slow
+	inFlight.InFlight = slow.ReadyPods
+	for _, tc := range []struct {
+		name  string
+		local routing.Cluster
+		want  string
+		route routing.Route
+	}{
+		{"idle local keeps its traffic", slow, "east-slow", routing.RouteLocal},
+		{"queued local passes over", busy(slow, 500*ms), "west-fast", routing.RouteOverflow},
+		{"a request in flight per pod", inFlight, "west-fast", routing.RouteOverflow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := []routing.Cluster{tc.local, fast}
+			d, err := routing.Decide("us-east-1", cs, routing.Policy{OverflowThreshold: 0.8}, req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cs[d.Targets[0]].Name; got != tc.want || d.Route != tc.route {
+				t.Fatalf("chose %s (%s), want %s (%s): %+v", got, d.Route, tc.want, tc.route, d.Explain)
+			}
+		})
+	}
+}
