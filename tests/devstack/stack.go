@@ -195,8 +195,8 @@ func (s *Stack) wait(ctx context.Context) error {
 	for _, p := range s.procs {
 		go func() {
 			select {
-			case err := <-p.Done():
-				exited <- fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, err, p.LogPath)
+			case <-p.Exited():
+				exited <- fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, p.Wait(), p.LogPath)
 			case <-ctx.Done():
 			}
 		}()

@@ -91,8 +91,8 @@ func shutdownDuringStreams(t *testing.T, n *node) {
 		}
 	}
 	select {
-	case err := <-n.Proc().Done():
-		if err != nil {
+	case <-n.Proc().Exited():
+		if err := n.Proc().Wait(); err != nil {
 			t.Errorf("exit after SIGTERM: %v, want status 0\n%s", err, n.Log())
 		}
 		t.Logf("exited %v after SIGTERM", time.Since(signalled).Round(100*time.Millisecond))

@@ -31,8 +31,7 @@ type Process struct {
 	// Tier orders shutdown in the local stack (higher tiers stop first).
 	Tier int
 
-	cmd  *exec.Cmd
-	done chan error
+	cmd *exec.Cmd
 	// exited is closed once the process has exited; exitErr is its exit error.
 	exited  chan struct{}
 	exitErr error
@@ -51,15 +50,12 @@ func (p *Process) Start() error {
 		logf.Close()
 		return fmt.Errorf("%s: start %s: %w", p.Name, p.Bin, err)
 	}
-	p.done = make(chan error, 1)
 	p.exited = make(chan struct{})
 	go func() {
 		err := p.cmd.Wait()
 		logf.Close()
 		p.exitErr = err
 		close(p.exited)
-		p.done <- err
-		close(p.done)
 	}()
 	return nil
 }
@@ -81,8 +77,8 @@ func (p *Process) WaitHealthy(ctx context.Context, timeout time.Duration) error 
 			}
 		}
 		select {
-		case err := <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v); see %s", p.Name, err, p.LogPath)
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it was ready (%v); see %s", p.Name, p.exitErr, p.LogPath)
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready after %v; see %s", p.Name, timeout, p.LogPath)
 		case <-time.After(100 * time.Millisecond):
@@ -98,11 +94,11 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-p.done:
-		return exitErr(p.Name, err)
+	case <-p.exited:
+		return exitErr(p.Name, p.exitErr)
 	case <-time.After(grace):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		err := <-p.done
+		err := p.Wait()
 		return fmt.Errorf("%s did not stop within %v and was killed (%v)", p.Name, grace, err)
 	}
 }
@@ -113,10 +109,6 @@ func exitErr(name string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }
-
-// Done is closed when the process has exited; the exit error is received first (by one
-// receiver: use Wait when several may ask).
-func (p *Process) Done() <-chan error { return p.done }
 
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
