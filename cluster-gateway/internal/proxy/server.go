@@ -145,7 +145,7 @@ func NewTransport(dialTimeout time.Duration) *http.Transport {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"/v1/completions", "/v1/chat/completions", "/v1/embeddings"} {
-		mux.HandleFunc("POST "+p, s.serveInference)
+		mux.HandleFunc("POST "+p, withTiming(s.serveInference))
 	}
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -32,9 +32,14 @@ type DrainView interface {
 type Config struct {
 	// Region is the router's own region.
 	Region string
-	// RTT overrides the round trip to a region (simulated latency in the local stack, or a known
-	// figure); regions not listed use gossip's network-coordinate estimate.
+	// RTT sets the prior round trip to a region (simulated latency in the local stack, or a
+	// known figure); regions not listed use gossip's network-coordinate estimate, and the
+	// router's own region 0. Round trips measured on forwarded requests correct the prior
+	// (see MeasuredRTT).
 	RTT map[string]time.Duration
+	// MeasuredRTT tunes the round trips measured on forwarded requests; zero fields take the
+	// defaults of DefaultRTTConfig.
+	MeasuredRTT RTTConfig
 	// Ejection is the passive-health policy.
 	Ejection EjectionConfig
 	// Now is the clock (default time.Now).
@@ -53,6 +58,7 @@ type Table struct {
 	mu     sync.Mutex
 	health map[string]*health    // by cluster
 	sends  map[string]*sendTimes // by cluster
+	rtts   map[string]*rttMeter  // by cluster
 }
 
 // New returns a table over src. drains may be nil (nothing drained).
@@ -66,7 +72,9 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.Ejection == (EjectionConfig{}) {
 		cfg.Ejection = DefaultEjectionConfig()
 	}
-	return &Table{cfg: cfg, src: src, drains: drains, health: map[string]*health{}, sends: map[string]*sendTimes{}}
+	cfg.MeasuredRTT = cfg.MeasuredRTT.withDefaults()
+	return &Table{cfg: cfg, src: src, drains: drains, health: map[string]*health{}, sends: map[string]*sendTimes{},
+		rtts: map[string]*rttMeter{}}
 }
 
 // Entry is one cluster in a view: its routing figures for one model and where to forward.
@@ -126,7 +134,7 @@ func (t *Table) entry(name string, reps []gossip.Summary, model string, hashes [
 	h.noteSignal(c.Stale, best.Node, now)
 	c.Unhealthy = h.ejected(now)
 	e.Share = h.share(now, t.cfg.Ejection.SlowStart)
-	c.RTT = t.rtt(best)
+	c.RTT = t.rtt(name, best, now)
 	mc := findModel(best.Summary, model)
 	if mc == nil {
 		return e
@@ -231,7 +239,18 @@ func (t *Table) Models() []string {
 	return out
 }
 
-func (t *Table) rtt(s gossip.Summary) time.Duration {
+// rtt is the cluster's round trip: the prior, corrected by what forwarded requests measured.
+func (t *Table) rtt(cluster string, s gossip.Summary, now time.Time) time.Duration {
+	prior := t.priorRTT(s)
+	if t.cfg.MeasuredRTT.Off {
+		return prior
+	}
+	return t.rtts[cluster].estimate(prior, now, t.cfg.MeasuredRTT)
+}
+
+// priorRTT is the round trip known before any request is measured: configured for the region,
+// else 0 inside the router's region, else gossip's network-coordinate estimate.
+func (t *Table) priorRTT(s gossip.Summary) time.Duration {
 	if d, ok := t.cfg.RTT[s.Region]; ok {
 		return d
 	}
@@ -244,13 +263,22 @@ func (t *Table) rtt(s gossip.Summary) time.Duration {
 	return 0
 }
 
-// Observe records a forwarded request's outcome (forward.Observer): passive health, and, for an
-// accepted request, that it was sent (it is not in the cluster's summary yet).
+// Observe records a forwarded request's outcome (forward.Observer): passive health, the round
+// trip it measured, and, for an accepted request, that it was sent (it is not in the cluster's
+// summary yet).
 func (t *Table) Observe(o forward.Outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.healthOf(o.Target.Cluster).observe(o, now, t.cfg.Ejection)
+	if o.RTT > 0 {
+		m := t.rtts[o.Target.Cluster]
+		if m == nil {
+			m = &rttMeter{}
+			t.rtts[o.Target.Cluster] = m
+		}
+		m.add(o.RTT, now, t.cfg.MeasuredRTT)
+	}
 	if o.Status > 0 && !o.Retried {
 		t.sendsOf(o.Target.Cluster).add(now)
 	}

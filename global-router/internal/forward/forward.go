@@ -48,8 +48,13 @@ type Outcome struct {
 	Status int
 	// Err is the transport error, if any.
 	Err error
-	// TTFB is the time to the response headers.
+	// TTFB is the time to the response headers, from the moment the attempt began (simulated
+	// latency included).
 	TTFB time.Duration
+	// RTT is the network's part of TTFB: TTFB less the time the gateway reported in its
+	// Server-Timing header (see GatewayTime). 0 when the attempt got no answer or the answer
+	// reported no gateway time (a gateway behind Envoy, say).
+	RTT time.Duration
 	// Retried is true when the attempt was refused and the next candidate tried.
 	Retried bool
 }
@@ -163,6 +168,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 // attempt sends one request; it returns the response only when it is an answer to pass on.
 func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Response, error) {
 	ctx := r.Context()
+	start := time.Now()
 	if t.Delay > 0 {
 		if err := sleep(ctx, t.Delay); err != nil {
 			return nil, err
@@ -174,7 +180,6 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 	}
 	copyRequestHeaders(out.Header, r.Header)
 	out.ContentLength = int64(len(body))
-	start := time.Now()
 	resp, err := f.client.Do(out)
 	o := Outcome{Target: t, Err: err, TTFB: time.Since(start)}
 	if err != nil {
@@ -183,6 +188,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
 	}
 	o.Status = resp.StatusCode
+	o.RTT = networkTime(o.TTFB, resp.Header)
 	if refused(resp) && ctx.Err() == nil {
 		o.Retried = true
 		f.observe(o)

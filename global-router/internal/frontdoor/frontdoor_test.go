@@ -45,7 +45,11 @@ type clusterSpec struct {
 	status       int // answer status; 0 = 200 stream
 }
 
-func newFleet(t *testing.T, specs ...clusterSpec) *fleet {
+func newFleet(t *testing.T, specs ...clusterSpec) *fleet { return newFleetDelayed(t, nil, specs...) }
+
+// newFleetDelayed is newFleet whose gateways hold each answer back by netDelay[cluster] without
+// counting it in their Server-Timing: to the router it looks like a slow network path.
+func newFleetDelayed(t *testing.T, netDelay map[string]time.Duration, specs ...clusterSpec) *fleet {
 	f := &fleet{hits: map[string]*atomic.Int64{}}
 	var sums []gossip.Summary
 	for _, c := range specs {
@@ -53,6 +57,8 @@ func newFleet(t *testing.T, specs ...clusterSpec) *fleet {
 		f.hits[c.name] = hits
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
+			time.Sleep(netDelay[c.name])
+			w.Header().Set("Server-Timing", "gateway;dur=0.050")
 			w.Header().Set("X-Switchyard-Cluster", c.name)
 			w.Header().Set("X-Switchyard-Region", c.region)
 			if c.status != 0 {
