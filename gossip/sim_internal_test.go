@@ -28,13 +28,14 @@ type simPool struct {
 	clock    *fakeClock
 	nodes    []*Node
 	sent     []int
+	parts    map[string]int // bytes sent by every node, by part: full, delta, framing, pushpull
 	rng      *rand.Rand
 	pushPull []time.Duration // each node's push/pull phase
 }
 
 func newSimPool(tb testing.TB, n int, configure func(c *Config)) *simPool {
 	tb.Helper()
-	p := &simPool{clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}, sent: make([]int, n), rng: rand.New(rand.NewPCG(7, 9))}
+	p := &simPool{clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}, sent: make([]int, n), parts: map[string]int{}, rng: rand.New(rand.NewPCG(7, 9))}
 	for i := 0; i < n; i++ {
 		c := DefaultLANConfig()
 		c.NodeName, c.Role, c.Cluster, c.Region = fmt.Sprintf("node-%02d", i), RoleGateway, fmt.Sprintf("c%02d", i), "r1"
@@ -83,13 +84,15 @@ func (p *simPool) round(elapsed time.Duration) {
 				break
 			}
 			p.sent[i] += simPacketOverhead
+			p.parts["framing"] += simPacketOverhead + len(msgs)*simMsgOverhead
 			for _, m := range msgs {
 				p.sent[i] += simMsgOverhead + len(m)
+				p.parts[simPart(m)] += len(m)
 				(&delegate{n: p.nodes[j]}).NotifyMsg(m)
 			}
 		}
-		every := p.pushPullInterval()
-		if (elapsed+t.GossipInterval-p.pushPull[i])/every != (elapsed-p.pushPull[i])/every {
+		// Push/pull when this round reaches the node's phase plus a whole number of intervals.
+		if since := elapsed - p.pushPull[i]; since >= 0 && since%p.pushPullInterval() < t.GossipInterval {
 			p.exchange(i, p.peers(i, 1)[0])
 		}
 	}
@@ -102,8 +105,20 @@ func (p *simPool) exchange(i, j int) {
 	sa, sb := a.LocalState(false), b.LocalState(false)
 	p.sent[i] += len(sa)
 	p.sent[j] += len(sb)
+	p.parts["pushpull"] += len(sa) + len(sb)
 	b.MergeRemoteState(sa, false)
 	a.MergeRemoteState(sb, false)
+}
+
+// simPart names the part of the traffic a broadcast message belongs to.
+func simPart(m []byte) string {
+	switch m[0] {
+	case msgChunk:
+		return "full"
+	case msgDelta:
+		return "delta"
+	}
+	return "other"
 }
 
 // ages appends the age of every summary every node holds from another node.
@@ -147,7 +162,8 @@ func simSummary(changing int, load uint32) *gossipv1.CapacitySummary {
 // BenchmarkBandwidthSimulated runs the pool benchmark's workload (100 nodes, LAN timings, gateways
 // publishing 20 models × 10 adapters every 250 ms) in virtual time, side by side: "fulls" sends a
 // full summary every time with exact figures (the behaviour before deltas), "deltas" the defaults.
-// It reports broadcast and push/pull bytes sent per node per second (probes excluded) and the
+// It reports broadcast and push/pull bytes sent per node per second (probes excluded), split into
+// full-summary chunks, delta chunks, packet framing and push/pull states, and the
 // age of held summaries, sampled every round, over 8 s after 8 s of warm-up (the first full
 // summaries of every gateway take seconds to drain from the queues).
 func BenchmarkBandwidthSimulated(b *testing.B) {
@@ -192,6 +208,7 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 			for _, s := range p.sent {
 				before += s
 			}
+			clear(p.parts)
 		}
 		p.round(elapsed)
 		if elapsed >= warmup {
@@ -204,6 +221,9 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 	}
 	slices.Sort(ages)
 	b.ReportMetric(float64(total)/n/window.Seconds(), "sent-B/s/node")
+	for part, bytes := range p.parts {
+		b.ReportMetric(float64(bytes)/n/window.Seconds(), part+"-B/s/node")
+	}
 	b.ReportMetric(float64(ages[len(ages)/2].Milliseconds()), "p50-age-ms")
 	b.ReportMetric(float64(ages[len(ages)*99/100].Milliseconds()), "p99-age-ms")
 }
