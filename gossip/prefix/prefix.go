@@ -1,8 +1,9 @@
 // Package prefix is the prompt-prefix hashing contract shared by every Switchyard tier and by the
 // simulator: a prompt is cut into blocks of BlockSize bytes of its text as sent (about 16 tokens),
-// and block i's hash is xxhash64 over (hash of block i-1, block bytes), the chain seeded with a hash
-// of the model name. Two prompts share their first k block hashes exactly when they share their
-// first k·BlockSize bytes and the model, so a block hash names a cacheable prefix.
+// and block i's hash is xxhash64 (seed 0) of the 72 bytes made of the hash of block i-1 (8 bytes,
+// little-endian) followed by the block's bytes, the chain seeded with xxhash64 of the model name.
+// Two prompts share their first k block hashes exactly when they share their first k·BlockSize
+// bytes and the model, so a block hash names a cacheable prefix.
 package prefix
 
 import (
@@ -28,27 +29,44 @@ func Hashes(dst []uint64, model string, prompt []byte, maxBlocks int) []uint64 {
 	if maxBlocks > 0 && n > maxBlocks {
 		n = maxBlocks
 	}
+	dst = grow(dst, n)
+	// One one-shot hash per block over a stack buffer: the streaming Digest's buffering of the
+	// 8-byte link and of the block's unaligned tail cost more than hashing the 72 bytes.
+	var in [8 + BlockSize]byte
 	h := Seed(model)
-	var d xxhash.Digest
-	var buf [8]byte
-	for i := 0; i < n; i++ {
-		d.Reset()
-		binary.LittleEndian.PutUint64(buf[:], h)
-		_, _ = d.Write(buf[:])
-		_, _ = d.Write(prompt[i*BlockSize : (i+1)*BlockSize])
-		h = d.Sum64()
+	for i := range n {
+		binary.LittleEndian.PutUint64(in[:8], h)
+		copy(in[8:], prompt[i*BlockSize:(i+1)*BlockSize])
+		h = xxhash.Sum64(in[:])
 		dst = append(dst, h)
 	}
 	return dst
 }
 
-// Next returns the hash of the block that follows a block whose hash is prev.
+// Next returns the hash of the block that follows a block whose hash is prev. block is normally
+// BlockSize bytes long; other lengths hash the same way (the link, then the bytes).
 func Next(prev uint64, block []byte) uint64 {
+	if len(block) == BlockSize {
+		var in [8 + BlockSize]byte
+		binary.LittleEndian.PutUint64(in[:8], prev)
+		copy(in[8:], block)
+		return xxhash.Sum64(in[:])
+	}
 	var d xxhash.Digest
 	d.Reset()
-	var buf [8]byte
-	binary.LittleEndian.PutUint64(buf[:], prev)
-	_, _ = d.Write(buf[:])
+	var link [8]byte
+	binary.LittleEndian.PutUint64(link[:], prev)
+	_, _ = d.Write(link[:])
 	_, _ = d.Write(block)
 	return d.Sum64()
+}
+
+// grow makes room for n more hashes in dst with at most one allocation.
+func grow(dst []uint64, n int) []uint64 {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	out := make([]uint64, len(dst), len(dst)+n)
+	copy(out, dst)
+	return out
 }
