@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -34,6 +35,7 @@ var benchBody = `{"model":"llama","stream":true,"prompt":"` + benchPrompt + `"}`
 func streamingGateway(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Server-Timing", "gateway;dur=0.050") // as a gateway reports its own time
 	rc := http.NewResponseController(w)
 	for i := range 5 {
 		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"t%d\"}]}\n\n", i)
@@ -61,23 +63,32 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	gw.Start()
 	b.Cleanup(gw.Close)
 
-	src := newHeartbeatSource(gw.URL, 250*time.Millisecond)
-	table := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
-		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond}}, src, nil)
+	table := benchTable(gw.URL)
 	fwd, err := forward.New(forward.DefaultConfig(), table)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(fwd.Close)
-	cfg := frontdoor.DefaultConfig()
-	cfg.Region = "us-east-1"
-	front := httptest.NewUnstartedServer(frontdoor.New(cfg, table, policies{}, fwd, nil, nil).Handler())
+	front := httptest.NewUnstartedServer(benchFrontDoor(table, fwd).Handler())
 	front.Config.Protocols = new(http.Protocols)
 	front.Config.Protocols.SetHTTP1(true)
 	front.Config.Protocols.SetUnencryptedHTTP2(true)
 	front.Start()
 	b.Cleanup(front.Close)
 	return &benchEnv{gateway: gw.URL, router: front.URL}
+}
+
+// benchTable is a us-east-1 router's cluster table over six clusters, two in each of three
+// regions, whose gateways are all at url.
+func benchTable(url string) *clustertable.Table {
+	return clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
+		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond}}, newHeartbeatSource(url, 250*time.Millisecond), nil)
+}
+
+func benchFrontDoor(table *clustertable.Table, fwd frontdoor.Forwarder) *frontdoor.Server {
+	cfg := frontdoor.DefaultConfig()
+	cfg.Region = "us-east-1"
+	return frontdoor.New(cfg, table, policies{}, fwd, nil, frontdoor.NewMetrics(prometheus.NewRegistry()))
 }
 
 // heartbeatSource is a gossip source whose clusters publish a fresh summary every interval, as
@@ -187,4 +198,58 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkServeInference is the front door's own work on one request, with no network: reading
+// and parsing the body, the prefix hashes, the cluster table's view, the routing decision, the
+// forward targets and the metrics, in front of a forwarder that answers at once.
+func BenchmarkServeInference(b *testing.B) {
+	table := benchTable("http://127.0.0.1:1")
+	h := benchFrontDoor(table, answerAtOnce{table}).Handler()
+	body := strings.NewReader(benchBody)
+	r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		body.Reset(benchBody)
+		r.Body, r.ContentLength = io.NopCloser(body), int64(len(benchBody))
+		clear(w.h)
+		w.status = 0
+		h.ServeHTTP(w, r)
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d", w.status)
+		}
+	}
+}
+
+// answerAtOnce is a forwarder whose first target answers 200 with no body; it records the send
+// in the table as the real forwarder does.
+type answerAtOnce struct{ table *clustertable.Table }
+
+func (a answerAtOnce) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target) error {
+	t := targets[0]
+	a.table.Observe(forward.Outcome{Target: t, Status: http.StatusOK})
+	w.Header().Set(forward.HeaderRoute, t.Route)
+	w.Header().Set(forward.HeaderCluster, t.Cluster)
+	w.Header().Set(forward.HeaderRegion, t.Region)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// discardWriter is a ResponseWriter that keeps the status and drops the body.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
 }

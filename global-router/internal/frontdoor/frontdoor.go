@@ -10,9 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -66,9 +64,6 @@ type Server struct {
 	fwd      Forwarder
 	log      *slog.Logger
 	metrics  *Metrics
-
-	rngMu sync.Mutex
-	rng   *rand.Rand
 }
 
 // New returns a front door.
@@ -80,8 +75,7 @@ func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Lo
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m,
-		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	return &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m}
 }
 
 // Handler returns the HTTP handler for the OpenAI endpoints.
@@ -103,9 +97,9 @@ func (s *Server) Decide(model string, prompt []byte) ([]clustertable.Entry, rout
 		cs[i] = view[i].Cluster
 	}
 	req := routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
-	s.rngMu.Lock()
-	d, err := routing.Decide(s.cfg.Region, cs, s.policies.Policy(model), req, s.cfg.Options, s.rng)
-	s.rngMu.Unlock()
+	// power-of-d draws from math/rand/v2's global source: safe for concurrent use without a
+	// lock, so concurrent decisions do not queue behind one another.
+	d, err := routing.Decide(s.cfg.Region, cs, s.policies.Policy(model), req, s.cfg.Options, nil)
 	return view, d, err
 }
 

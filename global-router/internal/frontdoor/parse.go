@@ -9,15 +9,16 @@ import (
 	"net/http"
 )
 
-// readBody reads the whole body, refusing more than limit bytes with 413.
+// readBody reads the whole body, refusing more than limit bytes with 413. A body of known length
+// is read into one buffer of exactly its size.
 func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
+		return readKnown(r.Body, int(r.ContentLength))
 	}
+	var buf bytes.Buffer
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, badRequest("reading request body: "+err.Error(), "")
@@ -28,18 +29,31 @@ func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	return buf.Bytes(), nil
 }
 
-// request is the part of an OpenAI request body the router reads.
+// readKnown reads a body that declared n bytes. net/http refuses a body longer than its
+// Content-Length, so the read ends at n or with an error.
+func readKnown(body io.Reader, n int) ([]byte, *apiError) {
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, badRequest("reading request body: "+err.Error(), "")
+	}
+	return buf, nil
+}
+
+// request is the part of an OpenAI request body the router reads. The prompt fields decode
+// straight into text (see promptText), so the body is scanned twice (encoding/json validates,
+// then decodes) and a prompt that is one plain string is never copied.
 type request struct {
-	Model    *string         `json:"model"`
-	Prompt   json.RawMessage `json:"prompt"`
+	Model    *string    `json:"model"`
+	Prompt   promptText `json:"prompt"`
 	Messages []struct {
-		Content json.RawMessage `json:"content"`
+		Content promptText `json:"content"`
 	} `json:"messages"`
-	Input json.RawMessage `json:"input"`
+	Input promptText `json:"input"`
 }
 
 // parseRequest returns the model and the prompt text (completions' prompt, chat messages'
-// contents concatenated, or embeddings' input) of an OpenAI request body.
+// contents concatenated, or embeddings' input) of an OpenAI request body. The text may alias
+// body.
 func parseRequest(body []byte) (string, []byte, *apiError) {
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -52,36 +66,91 @@ func parseRequest(body []byte) (string, []byte, *apiError) {
 	if req.Model == nil || *req.Model == "" {
 		return "", nil, badRequest("you must provide a model parameter", "model")
 	}
-	var text []byte
-	text = appendText(text, req.Prompt)
+	var buf [8][]byte
+	parts := append(buf[:0], req.Prompt)
 	for _, m := range req.Messages {
-		text = appendText(text, m.Content)
+		parts = append(parts, m.Content)
 	}
-	text = appendText(text, req.Input)
-	return *req.Model, text, nil
+	parts = append(parts, req.Input)
+	return *req.Model, concat(parts), nil
 }
 
-// appendText appends the text of a JSON string, array of strings, or array of content parts.
-func appendText(dst []byte, raw json.RawMessage) []byte {
-	if len(raw) == 0 {
+// concat joins parts, returning the only non-empty one itself.
+func concat(parts [][]byte) []byte {
+	var only []byte
+	n, nonEmpty := 0, 0
+	for _, p := range parts {
+		if len(p) > 0 {
+			only, n, nonEmpty = p, n+len(p), nonEmpty+1
+		}
+	}
+	if nonEmpty <= 1 {
+		return only
+	}
+	out := make([]byte, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// promptText is the text of a prompt field: a JSON string, or an array of strings or of content
+// parts ({"type":"text","text":...}), concatenated; other values give no text. It never fails:
+// a prompt the router cannot read is the gateway's to refuse.
+type promptText []byte
+
+// UnmarshalJSON is called by encoding/json with data already validated and sliced from the
+// body: a string without escapes is kept as that slice, with no copy.
+func (t *promptText) UnmarshalJSON(data []byte) error {
+	*t = appendText(nil, data)
+	return nil
+}
+
+// appendText appends the text of a valid JSON value (a string, an array of strings, or an array
+// of content parts) to dst.
+func appendText(dst []byte, raw []byte) []byte {
+	switch {
+	case len(raw) == 0:
+		return dst
+	case raw[0] == '"':
+		return appendString(dst, raw)
+	case raw[0] != '[':
 		return dst
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return append(dst, s...)
-	}
 	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) == nil {
-		for _, p := range parts {
+	if json.Unmarshal(raw, &parts) != nil {
+		return dst
+	}
+	for _, p := range parts {
+		switch {
+		case len(p) > 0 && p[0] == '"':
+			dst = appendString(dst, p)
+		case len(p) > 0 && p[0] == '{':
 			var part struct {
-				Text string `json:"text"`
+				Text json.RawMessage `json:"text"`
 			}
-			if json.Unmarshal(p, &s) == nil {
-				dst = append(dst, s...)
-			} else if json.Unmarshal(p, &part) == nil {
-				dst = append(dst, part.Text...)
+			if json.Unmarshal(p, &part) == nil && len(part.Text) > 0 && part.Text[0] == '"' {
+				dst = appendString(dst, part.Text)
 			}
 		}
 	}
 	return dst
+}
+
+// appendString appends the JSON string s (quotes included) to dst, decoded. A string without
+// escapes is its bytes as sent (as the gateway reads it, so both tiers hash the same text); when
+// dst is empty it is returned as a slice of s itself, capped so that appending to it copies.
+func appendString(dst, s []byte) []byte {
+	inner := s[1 : len(s)-1 : len(s)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		if len(dst) == 0 {
+			return inner
+		}
+		return append(dst, inner...)
+	}
+	var str string
+	if json.Unmarshal(s, &str) != nil {
+		return dst
+	}
+	return append(dst, str...)
 }

@@ -78,7 +78,9 @@ func Estimate(c *Cluster, req Request) time.Duration {
 // explanation still filled, when nothing can take the request.
 func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Options, rng *rand.Rand) (Decision, error) {
 	d := Decision{Explain: make([]Explanation, len(clusters)), Best: -1}
-	var eligible []int
+	// One buffer for the eligible clusters and for the pool chosen among them: no growth.
+	idx := make([]int, 2*len(clusters))
+	eligible, scratch := idx[:0:len(clusters)], idx[len(clusters):len(clusters)]
 	serving, allowed := 0, 0
 	for i := range clusters {
 		c := &clusters[i]
@@ -110,7 +112,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	case len(eligible) == 0:
 		return d, ErrNoRoom
 	}
-	pool, route := choosePool(region, clusters, pol, opt, eligible, &d)
+	pool, route := choosePool(region, clusters, pol, opt, eligible, scratch, &d)
 	if len(pool) == 0 {
 		return d, ErrNoRoom
 	}
@@ -151,17 +153,18 @@ func regionAllowed(pol Policy, region string) bool {
 	return len(pol.AllowedRegions) == 0 || slices.Contains(pol.AllowedRegions, region)
 }
 
+// busy reports whether c has work waiting: a queue, or as many requests in flight from this
+// router since its last summary as it has pods.
+func busy(c *Cluster) bool { return c.Queue > 0 || c.InFlight >= max(c.ReadyPods, 1) }
+
 // choosePool returns the clusters the choice is made among: the router's own region's clusters
 // that have room when there are any, else every eligible cluster within the per-region overflow
 // cap. A local cluster has room while it is under the overflow threshold and, once it is busy
 // (requests queued, or at least one in flight per pod), no cluster elsewhere is estimated to
 // answer opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a
-// faster GPU generation sits elsewhere. It records why the others were passed over.
-// busy reports whether c has work waiting: a queue, or as many requests in flight from this
-// router since its last summary as it has pods.
-func busy(c *Cluster) bool { return c.Queue > 0 || c.InFlight >= max(c.ReadyPods, 1) }
-
-func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible []int, d *Decision) ([]int, string) {
+// faster GPU generation sits elsewhere. It records why the others were passed over. The pool is
+// built in buf (which needs room for every eligible cluster) in the order of eligible.
+func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible, buf []int, d *Decision) ([]int, string) {
 	capped := func(i int) bool {
 		c := &clusters[i]
 		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
@@ -172,7 +175,7 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 			remote = e
 		}
 	}
-	var local []int
+	local := buf[:0]
 	for _, i := range eligible {
 		e := &d.Explain[i]
 		switch {
@@ -193,7 +196,7 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		}
 		return local, reasonChosenLocal
 	}
-	var pool []int
+	pool := buf[:0]
 	for _, i := range eligible {
 		if capped(i) {
 			d.Explain[i].Reason = reasonOverflowCap
@@ -256,17 +259,14 @@ func smallest(dst, idx []int, ex []Explanation, k int, keep func(int) bool) []in
 
 // orderTargets lists chosen first, then up to maxTargets-1 fallbacks: the best of the rest of the
 // pool, then the best of the other eligible clusters (but not those over their region's overflow
-// cap), so retries go to the next best.
+// cap), so retries go to the next best. pool is in increasing order (a subsequence of eligible).
 func orderTargets(chosen int, pool, eligible []int, ex []Explanation) []int {
 	out := make([]int, 1, maxTargets)
 	out[0] = chosen
-	inPool := make([]bool, len(ex))
-	for _, i := range pool {
-		inPool[i] = true
-	}
 	out = smallest(out, pool, ex, maxTargets, func(i int) bool { return true })
 	return smallest(out, eligible, ex, maxTargets, func(i int) bool {
-		return !inPool[i] && ex[i].Reason != reasonOverflowCap
+		_, inPool := slices.BinarySearch(pool, i)
+		return !inPool && ex[i].Reason != reasonOverflowCap
 	})
 }
 
