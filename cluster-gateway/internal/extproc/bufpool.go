@@ -13,6 +13,9 @@ const (
 	maxClassShift = 22
 )
 
+// poisonByte fills buffers returned to a poisoning pool.
+const poisonByte = 0xEE
+
 // bufferPool is the gRPC buffer pool of the ext_proc server. gRPC's default pool zeroes every
 // buffer it hands out and has no class between 32 KiB and 1 MiB, so each ~64 KiB body chunk
 // Envoy streams (and each 62,000-byte chunk sent back) costs clearing 1 MiB: for a 100 KB body
@@ -21,6 +24,7 @@ const (
 // pooled. It is safe for concurrent use.
 type bufferPool struct {
 	classes [maxClassShift - minClassShift + 1]sync.Pool
+	poison  bool // tests: overwrite returned buffers so that a use after Put shows
 }
 
 var _ mem.BufferPool = (*bufferPool)(nil)
@@ -48,6 +52,11 @@ func (p *bufferPool) Put(b *[]byte) {
 	shift := bits.Len(uint(c)) - 1
 	if shift < minClassShift || shift > maxClassShift || c != 1<<shift {
 		return
+	}
+	if p.poison {
+		for i := range (*b)[:c] {
+			(*b)[:c][i] = poisonByte
+		}
 	}
 	p.classes[shift-minClassShift].Put(b)
 }

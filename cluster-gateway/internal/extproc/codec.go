@@ -39,8 +39,12 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, c.pool)}, nil
 }
 
-// Unmarshal decodes data into v. Bytes fields are copied, so v does not alias pooled memory.
+// Unmarshal decodes data into v. Bytes fields are copied, so v does not alias pooled memory,
+// except into a *received, whose body chunk aliases a buffer that it then holds.
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*received); ok {
+		return c.unmarshalReceived(data, r)
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("extproc: cannot unmarshal into %T: not a proto message", v)
@@ -52,3 +56,19 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 
 // Name is the content subtype the codec serves.
 func (codec) Name() string { return "proto" }
+
+// unmarshalReceived decodes a ProcessingRequest into r, keeping the buffer when the body
+// aliases it.
+func (c codec) unmarshalReceived(data mem.BufferSlice, r *received) error {
+	buf := data.MaterializeToBuffer(c.pool)
+	req, aliased, err := decodeRequest(buf.ReadOnlyData())
+	if err != nil || !aliased {
+		buf.Free()
+		buf = nil
+	}
+	if err != nil {
+		return err
+	}
+	r.req, r.buf = req, buf
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
@@ -31,10 +32,13 @@ type exchange struct {
 	hasSubset bool
 	decided   bool
 
-	// The request body arrives in chunks. A body that arrives whole is used as it is; otherwise
-	// the chunks are copied once into buf, a pooled buffer sized from Content-Length (want) as
-	// they arrive, or, without a Content-Length, joined when the last one arrives.
+	// The request body arrives in chunks, each aliasing the gRPC buffer it was received in
+	// (see received). A body that arrives whole is used where it lies; otherwise the chunks are
+	// copied once into buf, a pooled buffer sized from Content-Length (want) as they arrive, or,
+	// without a Content-Length, joined when the last one arrives. held are the received buffers
+	// that chunks (or body) alias.
 	chunks [][]byte
+	held   []mem.Buffer
 	buf    *[]byte
 	want   int
 	size   int
@@ -46,17 +50,21 @@ type exchange struct {
 	ended   bool
 }
 
-// run receives messages until the stream ends.
+// run receives messages until the stream ends. A message's received buffer is freed once it
+// was handled, unless the exchange kept it for the request body.
 func (x *exchange) run() error {
 	for {
-		req, err := x.stream.Recv()
+		var m received
+		err := x.stream.RecvMsg(&m)
 		if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := x.handle(req); err != nil {
+		err = x.handle(&m)
+		m.free()
+		if err != nil {
 			if errors.Is(err, errDone) {
 				return nil
 			}
@@ -65,12 +73,13 @@ func (x *exchange) run() error {
 	}
 }
 
-func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
+func (x *exchange) handle(m *received) error {
+	req := m.req
 	switch v := req.Request.(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		return x.requestHeaders(req, v.RequestHeaders)
 	case *extprocv3.ProcessingRequest_RequestBody:
-		return x.requestBody(v.RequestBody)
+		return x.requestBody(m, v.RequestBody)
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return x.requestTrailers()
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
@@ -109,7 +118,7 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 }
 
 // requestBody accumulates body chunks and decides on the last one.
-func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
+func (x *exchange) requestBody(m *received, b *extprocv3.HttpBody) error {
 	if x.decided {
 		return nil
 	}
@@ -118,15 +127,18 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 		return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
 	}
 	x.size += len(chunk)
-	x.addChunk(chunk, b.GetEndOfStream())
+	if x.addChunk(chunk, b.GetEndOfStream()) && m.buf != nil {
+		x.held = append(x.held, m.keep())
+	}
 	if !b.GetEndOfStream() {
 		return nil
 	}
 	return x.decide(true)
 }
 
-// addChunk adds a body chunk (which the exchange owns: gRPC decoded it into its own memory).
-func (x *exchange) addChunk(chunk []byte, last bool) {
+// addChunk adds a body chunk, copying it into buf or keeping it as it is; kept reports the
+// latter (the chunk's memory must then stay valid until the body is released).
+func (x *exchange) addChunk(chunk []byte, last bool) (kept bool) {
 	switch {
 	case x.buf != nil:
 		*x.buf = append(*x.buf, chunk...)
@@ -135,7 +147,9 @@ func (x *exchange) addChunk(chunk []byte, last bool) {
 		*x.buf = append((*x.buf)[:0], chunk...)
 	default:
 		x.chunks = append(x.chunks, chunk)
+		return true
 	}
+	return false
 }
 
 // assemble sets x.body from the chunks received.
@@ -152,17 +166,28 @@ func (x *exchange) assemble() {
 			b = append(b, c...)
 		}
 		*x.buf, x.body = b, b
+		x.freeHeld()
 	}
 	x.chunks = nil
 }
 
-// releaseBody drops the body once it was sent back; Send marshals synchronously, and nothing
-// else keeps a reference, so a pooled buffer can be reused at once.
+// freeHeld releases the received buffers kept for the body.
+func (x *exchange) freeHeld() {
+	for _, b := range x.held {
+		b.Free()
+	}
+	clear(x.held)
+	x.held = x.held[:0]
+}
+
+// releaseBody drops the body once it was sent back (or the stream ended first); Send marshals
+// synchronously, and nothing else keeps a reference, so pooled buffers can be reused at once.
 func (x *exchange) releaseBody() {
 	if x.buf != nil {
 		x.s.pool.Put(x.buf)
 		x.buf = nil
 	}
+	x.freeHeld()
 	x.body, x.chunks = nil, nil
 }
 
