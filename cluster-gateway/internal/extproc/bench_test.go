@@ -1,7 +1,6 @@
 package extproc_test
 
 import (
-	"context"
 	"slices"
 	"syscall"
 	"testing"
@@ -19,7 +18,12 @@ import (
 // decide-p99-us), and the process CPU time per exchange, client included (cpu-us/op). The client
 // stands in for Envoy; it uses the server's codec and non-zeroing buffer pool so that the Go
 // client's own buffer clearing (which Envoy does not have) is not counted against the gateway.
+// With -extproc.client-process the client runs in a child process (see benchmarkClientProcess).
 func BenchmarkDecision100KB(b *testing.B) {
+	if *clientProcess {
+		benchmarkClientProcess(b)
+		return
+	}
 	e := newEnv(b, grpc.WithDefaultCallOptions(grpc.ForceCodecV2(extproc.NewCodec())))
 	body := bigBody(100 << 10)
 	var lat, decide latencies
@@ -27,27 +31,11 @@ func BenchmarkDecision100KB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	cpu := cpuTime()
 	for b.Loop() {
-		start := time.Now()
-		s, err := e.client.Process(context.Background())
+		total, wait, err := exchangeOnce(e.client, body)
 		if err != nil {
 			b.Fatal(err)
 		}
-		sendRequest(b, s, body, nil)
-		sent := time.Now()
-		for first := true; ; first = false {
-			r, err := s.Recv()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if first {
-				decide = append(decide, time.Since(sent))
-			}
-			if r.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetEndOfStream() {
-				break
-			}
-		}
-		_ = s.CloseSend()
-		lat = append(lat, time.Since(start))
+		lat, decide = append(lat, total), append(decide, wait)
 	}
 	lat.report(b, "", cpuTime()-cpu)
 	decide.report(b, "decide-", -1)
