@@ -293,17 +293,39 @@ func decodeState(b []byte, limit int) ([]heldSummary, error) {
 	return out, nil
 }
 
-// encodeDelta encodes a delta as a blob, compressed when smaller.
+// encodeDelta encodes a delta as a blob, compressed when smaller, with the compact header: the
+// node name and sequence are left to the chunk header (encodeParts), the base sequence and the
+// generation time are given relative to the sequence.
 func encodeDelta(d *gossipv1.SummaryDelta) ([]byte, error) {
-	return encodeBlob(d)
+	if d.GetBaseSequence() == 0 || d.GetSequence() <= d.GetBaseSequence() {
+		return nil, fmt.Errorf("gossip: delta %d against base %d", d.GetSequence(), d.GetBaseSequence())
+	}
+	return encodeBlob(&gossipv1.SummaryDelta{
+		Models: d.GetModels(), PrefixSketch: d.GetPrefixSketch(), PrefixSketchRemoved: d.GetPrefixSketchRemoved(),
+		BaseDistance:      d.GetSequence() - d.GetBaseSequence(),
+		GeneratedAtOffset: int64(uint64(d.GetGeneratedAtUnixNano()) - d.GetSequence()), // wraps back in decodeDelta
+	})
 }
 
-// decodeDelta decodes a delta blob, refusing anything that inflates beyond limit bytes or lacks
-// the node name, the sequence or a base sequence below it.
-func decodeDelta(b []byte, limit int) (*gossipv1.SummaryDelta, error) {
+// decodeDelta decodes a delta blob that arrived in chunks of node's sequence seq, refusing
+// anything that inflates beyond limit bytes. It accepts both headers (see SummaryDelta) and
+// returns the delta with the long one: node name, sequence, a base sequence below it, and the
+// generation time. A long header must name node and seq; a compact one must not set any long field.
+func decodeDelta(b []byte, node string, seq uint64, limit int) (*gossipv1.SummaryDelta, error) {
 	d := new(gossipv1.SummaryDelta)
 	if err := decodeBlob(b, d, limit); err != nil {
 		return nil, err
+	}
+	long := d.GetNode() != "" || d.GetSequence() != 0 || d.GetBaseSequence() != 0 || d.GetGeneratedAtUnixNano() != 0
+	switch {
+	case d.GetBaseDistance() != 0 && !long && d.GetBaseDistance() < seq:
+		d.Node, d.Sequence, d.BaseSequence = node, seq, seq-d.GetBaseDistance()
+		d.GeneratedAtUnixNano = int64(seq + uint64(d.GetGeneratedAtOffset()))
+		d.BaseDistance, d.GeneratedAtOffset = 0, 0
+	case d.GetBaseDistance() != 0 || d.GetGeneratedAtOffset() != 0:
+		return nil, fmt.Errorf("%w: delta header both compact and long, or base not above zero", ErrMalformed)
+	case d.GetNode() != node || d.GetSequence() != seq:
+		return nil, fmt.Errorf("%w: chunk header says %s/%d, delta %s/%d", ErrMalformed, node, seq, d.GetNode(), d.GetSequence())
 	}
 	if d.GetNode() == "" || len(d.GetNode()) > maxNodeName || d.GetBaseSequence() == 0 || d.GetSequence() <= d.GetBaseSequence() {
 		return nil, fmt.Errorf("%w: delta without node name, or sequence not above its base", ErrMalformed)

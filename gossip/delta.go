@@ -32,6 +32,9 @@ var (
 	fAdapterName    = (&gossipv1.AdapterCapacity{}).ProtoReflect().Descriptor().Fields().ByName("name")
 	headerSkip      = []protoreflect.FieldDescriptor{fSummarySeq, fSummaryGen, fSummaryModels, fSummarySketch}
 	modelFigureSkip = []protoreflect.FieldDescriptor{fModelName, fModelAdapters, fModelSketch}
+	modelFigureSet  = newFigureSet(modelFields.ByName("name").ContainingMessage(), modelFigureSkip)
+	adapterSkip     = []protoreflect.FieldDescriptor{fAdapterName}
+	adapterSet      = newFigureSet(fAdapterName.ContainingMessage(), adapterSkip)
 )
 
 // diffSummary returns next as a delta against base, or nil when a delta cannot express it: next is
@@ -70,22 +73,38 @@ func diffModel(b, n *gossipv1.ModelCapacity) (md *gossipv1.ModelDelta, ok bool) 
 	}
 	md = &gossipv1.ModelDelta{}
 	if !equalExcept(b.ProtoReflect(), n.ProtoReflect(), modelFigureSkip) {
-		md.Figures = modelFigures(n)
+		var ok bool
+		if md.FigureMask, md.FigureValues, ok = modelFigureSet.diff(b.ProtoReflect(), n.ProtoReflect()); !ok {
+			md.Figures = modelFigures(n)
+		}
 	}
 	if sameAdapterNames(b.GetAdapters(), n.GetAdapters()) {
 		for j, na := range n.GetAdapters() {
-			if !equalExcept(b.GetAdapters()[j].ProtoReflect(), na.ProtoReflect(), []protoreflect.FieldDescriptor{fAdapterName}) {
-				md.Adapters = append(md.Adapters, &gossipv1.AdapterDelta{Index: uint32(j), Figures: adapterFigures(na)})
+			if ad := diffAdapter(b.GetAdapters()[j], na); ad != nil {
+				ad.Index = uint32(j)
+				md.Adapters = append(md.Adapters, ad)
 			}
 		}
 	} else {
 		md.AdapterList = &gossipv1.AdapterList{Adapters: n.GetAdapters()}
 	}
 	md.PrefixSketch, md.PrefixSketchRemoved = diffSketch(b.GetPrefixSketch(), n.GetPrefixSketch())
-	if md.Figures == nil && len(md.Adapters) == 0 && md.AdapterList == nil && md.PrefixSketch == nil && !md.PrefixSketchRemoved {
+	if md.Figures == nil && md.FigureMask == 0 && len(md.Adapters) == 0 && md.AdapterList == nil && md.PrefixSketch == nil && !md.PrefixSketchRemoved {
 		return nil, true
 	}
 	return md, true
+}
+
+// diffAdapter returns how adapter n differs from b in its figures (nil when it does not): the
+// changed figures one by one when a mask can name them, else all of them.
+func diffAdapter(b, n *gossipv1.AdapterCapacity) *gossipv1.AdapterDelta {
+	if equalExcept(b.ProtoReflect(), n.ProtoReflect(), adapterSkip) {
+		return nil
+	}
+	if mask, values, ok := adapterSet.diff(b.ProtoReflect(), n.ProtoReflect()); ok {
+		return &gossipv1.AdapterDelta{FigureMask: mask, FigureValues: values}
+	}
+	return &gossipv1.AdapterDelta{Figures: adapterFigures(n)}
 }
 
 func sameAdapterNames(a, b []*gossipv1.AdapterCapacity) bool {
@@ -145,11 +164,9 @@ func applyModel(b *gossipv1.ModelCapacity, md *gossipv1.ModelDelta) (*gossipv1.M
 	if len(md.ProtoReflect().GetUnknown()) > 0 || (md.GetAdapterList() != nil && len(md.GetAdapterList().ProtoReflect().GetUnknown()) > 0) {
 		return nil, fmt.Errorf("%w: model delta carries unknown fields", ErrMalformed)
 	}
-	m := md.GetFigures()
-	if m == nil {
-		m = modelFigures(b)
-	} else if m.GetName() != "" || len(m.GetAdapters()) > 0 || m.GetPrefixSketch() != nil {
-		return nil, fmt.Errorf("%w: model figures carry name, adapters or sketch", ErrMalformed)
+	m, err := modelAfter(b, md)
+	if err != nil {
+		return nil, err
 	}
 	m.Name = b.GetName()
 	adapters, err := applyAdapters(b.GetAdapters(), md)
@@ -159,6 +176,25 @@ func applyModel(b *gossipv1.ModelCapacity, md *gossipv1.ModelDelta) (*gossipv1.M
 	m.Adapters = adapters
 	if m.PrefixSketch, err = applySketch(b.GetPrefixSketch(), md.GetPrefixSketch(), md.GetPrefixSketchRemoved()); err != nil {
 		return nil, err
+	}
+	return m, nil
+}
+
+// modelAfter returns the model's figures after md: the figures it carries, or the base's with the
+// figures its mask names replaced.
+func modelAfter(b *gossipv1.ModelCapacity, md *gossipv1.ModelDelta) (*gossipv1.ModelCapacity, error) {
+	m := md.GetFigures()
+	switch {
+	case m != nil && (md.GetFigureMask() != 0 || len(md.GetFigureValues()) > 0):
+		return nil, fmt.Errorf("%w: model delta with both figures and a figure mask", ErrMalformed)
+	case m != nil && (m.GetName() != "" || len(m.GetAdapters()) > 0 || m.GetPrefixSketch() != nil):
+		return nil, fmt.Errorf("%w: model figures carry name, adapters or sketch", ErrMalformed)
+	case m != nil:
+		return m, nil
+	}
+	m = modelFigures(b)
+	if err := modelFigureSet.apply(m, md.GetFigureMask(), md.GetFigureValues()); err != nil {
+		return nil, fmt.Errorf("model %d: %w", md.GetIndex(), err)
 	}
 	return m, nil
 }
@@ -178,17 +214,34 @@ func applyAdapters(base []*gossipv1.AdapterCapacity, md *gossipv1.ModelDelta) ([
 	next := 0
 	for _, ad := range md.GetAdapters() {
 		j := int(ad.GetIndex())
-		a := ad.GetFigures()
-		switch {
-		case int64(ad.GetIndex()) < int64(next) || j >= len(out):
+		if int64(ad.GetIndex()) < int64(next) || j >= len(out) {
 			return nil, fmt.Errorf("%w: delta adapter index %d out of order or range", ErrMalformed, ad.GetIndex())
-		case a == nil || a.GetName() != "" || len(ad.ProtoReflect().GetUnknown()) > 0:
-			return nil, fmt.Errorf("%w: adapter delta %d without figures, with a name or unknown fields", ErrMalformed, j)
+		}
+		a, err := adapterAfter(base[j], ad)
+		if err != nil {
+			return nil, err
 		}
 		a.Name = base[j].GetName()
 		out[j], next = a, j+1
 	}
 	return out, nil
+}
+
+// adapterAfter returns an adapter's figures after ad: the figures it carries, or the base's with
+// the figures its mask names replaced.
+func adapterAfter(b *gossipv1.AdapterCapacity, ad *gossipv1.AdapterDelta) (*gossipv1.AdapterCapacity, error) {
+	a, masked := ad.GetFigures(), ad.GetFigureMask() != 0 || len(ad.GetFigureValues()) > 0
+	switch {
+	case (a == nil) == !masked || (a != nil && a.GetName() != "") || len(ad.ProtoReflect().GetUnknown()) > 0:
+		return nil, fmt.Errorf("%w: adapter delta %d without figures or mask, with both, with a name or unknown fields", ErrMalformed, ad.GetIndex())
+	case a != nil:
+		return a, nil
+	}
+	a = adapterFigures(b)
+	if err := adapterSet.apply(a, ad.GetFigureMask(), ad.GetFigureValues()); err != nil {
+		return nil, fmt.Errorf("adapter %d: %w", ad.GetIndex(), err)
+	}
+	return a, nil
 }
 
 // applySketch returns the sketch after a delta that sent sk (nil: unchanged) or removed it.
@@ -204,17 +257,29 @@ func applySketch(base, sk *gossipv1.PrefixSketch, removed bool) (*gossipv1.Prefi
 	return base, nil
 }
 
-// modelFigures returns a copy of m's figures: every field but name, adapters and sketch.
+// modelFigures returns a copy of m's figures: every field but name, adapters and sketch, and its
+// unknown fields. It copies field by field, not through reflection, because a receiver calls it
+// for every model of every delta; TestFiguresCopyEveryField fails when a field is added to
+// ModelCapacity and not here.
 func modelFigures(m *gossipv1.ModelCapacity) *gossipv1.ModelCapacity {
-	out := &gossipv1.ModelCapacity{}
-	copyExcept(out.ProtoReflect(), m.ProtoReflect(), modelFigureSkip)
+	out := &gossipv1.ModelCapacity{
+		ReadyPods: m.GetReadyPods(), TotalKvTokens: m.GetTotalKvTokens(), FreeKvTokens: m.GetFreeKvTokens(),
+		QueueDepth: m.GetQueueDepth(), Running: m.GetRunning(), Saturation: m.GetSaturation(), Saturated: m.GetSaturated(),
+		PredictedTtftMs: m.GetPredictedTtftMs(), PrefillTokensPerSecond: m.GetPrefillTokensPerSecond(),
+		DecodeTokensPerSecond: m.GetDecodeTokensPerSecond(),
+	}
+	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+		out.ProtoReflect().SetUnknown(u)
+	}
 	return out
 }
 
-// adapterFigures returns a copy of a with its name cleared.
+// adapterFigures returns a copy of a with its name cleared (see modelFigures).
 func adapterFigures(a *gossipv1.AdapterCapacity) *gossipv1.AdapterCapacity {
-	out := &gossipv1.AdapterCapacity{}
-	copyExcept(out.ProtoReflect(), a.ProtoReflect(), []protoreflect.FieldDescriptor{fAdapterName})
+	out := &gossipv1.AdapterCapacity{ResidentPods: a.GetResidentPods(), QueueDepth: a.GetQueueDepth(), Running: a.GetRunning()}
+	if u := a.ProtoReflect().GetUnknown(); len(u) > 0 {
+		out.ProtoReflect().SetUnknown(u)
+	}
 	return out
 }
 

@@ -3,11 +3,14 @@ package gossip
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
@@ -40,26 +43,44 @@ func edit(base *gossipv1.CapacitySummary, seq uint64, f func(s *gossipv1.Capacit
 	return s
 }
 
-// roundTrip encodes d, decodes it and applies it to base, checking that base is left unchanged.
+// roundTrip encodes d, decodes it and applies it to base, checking that base is left unchanged
+// and that d with the long header (as publishers before the compact header sent it) rebuilds the
+// same summary.
 func roundTrip(t *testing.T, base *gossipv1.CapacitySummary, d *gossipv1.SummaryDelta) *gossipv1.CapacitySummary {
 	t.Helper()
+	long, err := proto.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	blob, err := encodeDelta(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeDelta(blob, 1<<20)
-	if err != nil {
-		t.Fatal(err)
+	var outs []*gossipv1.CapacitySummary
+	for _, b := range [][]byte{blob, append([]byte{codecRaw}, long...)} {
+		got, err := decodeDelta(b, d.GetNode(), d.GetSequence(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetNode() != d.GetNode() || got.GetSequence() != d.GetSequence() || got.GetBaseSequence() != d.GetBaseSequence() ||
+			got.GetGeneratedAtUnixNano() != d.GetGeneratedAtUnixNano() {
+			t.Fatalf("decoded header %s/%d base %d at %d, want %s/%d base %d at %d", got.GetNode(), got.GetSequence(),
+				got.GetBaseSequence(), got.GetGeneratedAtUnixNano(), d.GetNode(), d.GetSequence(), d.GetBaseSequence(), d.GetGeneratedAtUnixNano())
+		}
+		before := proto.Clone(base)
+		out, err := applyDelta(base, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(before, base) {
+			t.Fatal("applying a delta modified its base")
+		}
+		outs = append(outs, out)
 	}
-	before := proto.Clone(base)
-	out, err := applyDelta(base, got)
-	if err != nil {
-		t.Fatal(err)
+	if !proto.Equal(outs[0], outs[1]) {
+		t.Fatalf("compact and long headers rebuild different summaries:\n%v\n%v", outs[0], outs[1])
 	}
-	if !proto.Equal(before, base) {
-		t.Fatal("applying a delta modified its base")
-	}
-	return out
+	return outs[0]
 }
 
 func TestDeltaRoundTrip(t *testing.T) {
@@ -68,38 +89,38 @@ func TestDeltaRoundTrip(t *testing.T) {
 		name     string
 		change   func(s *gossipv1.CapacitySummary)
 		models   int // models the delta carries
-		maxBytes int // bound on the encoded delta
+		maxBytes int // bound on the encoded delta (compact header, figure masks)
 	}{
-		{"nothing changed", func(*gossipv1.CapacitySummary) {}, 0, 40},
-		{"one figure", func(s *gossipv1.CapacitySummary) { s.Models[2].QueueDepth = 7 }, 1, 80},
+		{"nothing changed", func(*gossipv1.CapacitySummary) {}, 0, 8},
+		{"one figure", func(s *gossipv1.CapacitySummary) { s.Models[2].QueueDepth = 7 }, 1, 16},
 		{"figures to zero", func(s *gossipv1.CapacitySummary) {
 			m := s.Models[1]
 			m.ReadyPods, m.TotalKvTokens, m.FreeKvTokens, m.QueueDepth, m.Running, m.PredictedTtftMs, m.DecodeTokensPerSecond = 0, 0, 0, 0, 0, 0, 0
-		}, 1, 80},
+		}, 1, 24},
 		{"every model's figures", func(s *gossipv1.CapacitySummary) {
 			for _, m := range s.Models {
 				m.FreeKvTokens += 5000
 				m.Saturated = true
 			}
-		}, 6, 400},
-		{"one adapter's figures", func(s *gossipv1.CapacitySummary) { s.Models[4].Adapters[3].QueueDepth = 2 }, 1, 80},
+		}, 6, 64},
+		{"one adapter's figures", func(s *gossipv1.CapacitySummary) { s.Models[4].Adapters[3].QueueDepth = 2 }, 1, 20},
 		{"adapter loaded", func(s *gossipv1.CapacitySummary) {
 			s.Models[0].Adapters = append(s.Models[0].Adapters, &gossipv1.AdapterCapacity{Name: "lora-new", ResidentPods: 1})
-		}, 1, 200},
-		{"adapter unloaded", func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters = s.Models[5].Adapters[1:] }, 1, 200},
-		{"every adapter unloaded", func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters = nil }, 1, 80},
+		}, 1, 64},
+		{"adapter unloaded", func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters = s.Models[5].Adapters[1:] }, 1, 52},
+		{"every adapter unloaded", func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters = nil }, 1, 12},
 		{"adapters reordered", func(s *gossipv1.CapacitySummary) {
 			a := s.Models[2].Adapters
 			a[0], a[1] = a[1], a[0]
-		}, 1, 200},
-		{"model sketch changed", func(s *gossipv1.CapacitySummary) { s.Models[3].PrefixSketch.Bits[1] = 0xff }, 1, 80},
+		}, 1, 56},
+		{"model sketch changed", func(s *gossipv1.CapacitySummary) { s.Models[3].PrefixSketch.Bits[1] = 0xff }, 1, 24},
 		{"model sketch added", func(s *gossipv1.CapacitySummary) {
 			s.Models[1].PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{1}, NumBits: 8, NumHashes: 1}
-		}, 1, 80},
-		{"model sketch removed", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = nil }, 1, 80},
-		{"model sketch emptied", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = &gossipv1.PrefixSketch{} }, 1, 80},
-		{"cluster sketch changed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch.NumItems = 5 }, 0, 80},
-		{"cluster sketch removed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch = nil }, 0, 40},
+		}, 1, 20},
+		{"model sketch removed", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = nil }, 1, 10},
+		{"model sketch emptied", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = &gossipv1.PrefixSketch{} }, 1, 10},
+		{"cluster sketch changed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch.NumItems = 5 }, 0, 20},
+		{"cluster sketch removed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch = nil }, 0, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,7 +216,7 @@ func TestDeltaRoundTripRandom(t *testing.T) {
 func mutate(r *rand.Rand, s *gossipv1.CapacitySummary) (structural bool) {
 	for range 1 + r.IntN(6) {
 		m := s.Models[r.IntN(len(s.Models))]
-		switch r.IntN(12) {
+		switch r.IntN(16) {
 		case 0:
 			m.FreeKvTokens = uint64(r.IntN(1 << 20))
 		case 1:
@@ -230,6 +251,19 @@ func mutate(r *rand.Rand, s *gossipv1.CapacitySummary) (structural bool) {
 			structural = true
 		case 11:
 			m.ReadyPods = uint32(r.IntN(3))
+		case 12: // any float, NaN and negative zero included
+			m.Saturation, m.DecodeTokensPerSecond = math.Float32frombits(r.Uint32()), float32(math.Copysign(0, -1))
+		case 13:
+			for _, a := range m.Adapters {
+				a.ResidentPods, a.QueueDepth, a.Running = uint32(r.IntN(2)), 0, r.Uint32()
+			}
+		case 14: // a field a later version added: the model's figures travel whole
+			m.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), uint64(r.IntN(9))))
+		case 15:
+			if len(m.Adapters) > 0 {
+				a := m.Adapters[r.IntN(len(m.Adapters))]
+				a.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), uint64(r.IntN(9))))
+			}
 		}
 	}
 	return structural
@@ -274,11 +308,38 @@ func TestApplyDeltaRejects(t *testing.T) {
 		{"sketch sent and removed", func(d *gossipv1.SummaryDelta) {
 			d.PrefixSketch, d.PrefixSketchRemoved = &gossipv1.PrefixSketch{}, true
 		}},
+		{"figures and a figure mask", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].FigureMask, d.Models[0].FigureValues = 1<<1, []uint64{2}
+		}},
+		{"figure values without a mask", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Figures, d.Models[0].FigureValues = nil, []uint64{2}
+		}},
+		{"figure mask naming the model name", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Figures, d.Models[0].FigureMask, d.Models[0].FigureValues = nil, 1, []uint64{2}
+		}},
+		{"figure mask value out of range", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Figures, d.Models[0].FigureMask, d.Models[0].FigureValues = nil, 1<<1, []uint64{1 << 40}
+		}},
+		{"adapter figures and a mask", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Figures: &gossipv1.AdapterCapacity{}, FigureMask: 1 << 1, FigureValues: []uint64{1}}}
+		}},
+		{"adapter mask naming the adapter name", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{FigureMask: 1, FigureValues: []uint64{1}}}
+		}},
+		{"adapter mask without values", func(d *gossipv1.SummaryDelta) {
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{FigureMask: 1 << 2}}
+		}},
 		{"unknown delta field", func(d *gossipv1.SummaryDelta) { d.ProtoReflect().SetUnknown(unknown) }},
 		{"unknown model delta field", func(d *gossipv1.SummaryDelta) { d.Models[0].ProtoReflect().SetUnknown(unknown) }},
 	}
 	if _, err := applyDelta(base, good()); err != nil {
 		t.Fatalf("valid delta refused: %v", err)
+	}
+	masked := good()
+	masked.Models[0].Figures, masked.Models[0].FigureMask, masked.Models[0].FigureValues = nil, 1<<4, []uint64{3}
+	masked.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 1, FigureMask: 1 << 3, FigureValues: []uint64{5}}}
+	if got, err := applyDelta(base, masked); err != nil || got.GetModels()[1].GetQueueDepth() != 3 || got.GetModels()[1].GetAdapters()[1].GetRunning() != 5 {
+		t.Fatalf("valid masked delta: %v, %v", got.GetModels()[1], err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,29 +353,66 @@ func TestApplyDeltaRejects(t *testing.T) {
 }
 
 func TestDecodeDeltaRejects(t *testing.T) {
-	enc := func(d *gossipv1.SummaryDelta) []byte {
-		b, err := encodeDelta(d)
+	raw := func(d *gossipv1.SummaryDelta) []byte {
+		b, err := proto.Marshal(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b
+		return append([]byte{codecRaw}, b...)
 	}
+	// Every case arrives in chunks of node "n", sequence 2.
 	tests := []struct {
 		name string
 		b    []byte
 	}{
 		{"empty", nil},
 		{"garbage", []byte{codecRaw, 0xff, 0xff}},
-		{"no node", enc(&gossipv1.SummaryDelta{Sequence: 2, BaseSequence: 1})},
-		{"no base", enc(&gossipv1.SummaryDelta{Node: "n", Sequence: 2})},
-		{"sequence not above base", enc(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 2})},
+		{"no header", raw(&gossipv1.SummaryDelta{})},
+		{"long: no node", raw(&gossipv1.SummaryDelta{Sequence: 2, BaseSequence: 1})},
+		{"long: no base", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 2})},
+		{"long: sequence not above base", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 2})},
+		{"long: other node than the chunks", raw(&gossipv1.SummaryDelta{Node: "m", Sequence: 2, BaseSequence: 1})},
+		{"long: other sequence than the chunks", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 3, BaseSequence: 1})},
+		{"long with a generation offset", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 1, GeneratedAtOffset: 1})},
+		{"compact with a node", raw(&gossipv1.SummaryDelta{Node: "n", BaseDistance: 1})},
+		{"compact with a sequence", raw(&gossipv1.SummaryDelta{Sequence: 2, BaseDistance: 1})},
+		{"compact with a base sequence", raw(&gossipv1.SummaryDelta{BaseSequence: 1, BaseDistance: 1})},
+		{"compact with a generation time", raw(&gossipv1.SummaryDelta{GeneratedAtUnixNano: 5, BaseDistance: 1})},
+		{"compact: base at zero", raw(&gossipv1.SummaryDelta{BaseDistance: 2})},
+		{"compact: base below zero", raw(&gossipv1.SummaryDelta{BaseDistance: 3})},
+		{"generation offset alone", raw(&gossipv1.SummaryDelta{GeneratedAtOffset: -1})},
+	}
+	if _, err := decodeDelta(raw(&gossipv1.SummaryDelta{BaseDistance: 1}), "n", 2, 1<<16); err != nil {
+		t.Fatalf("valid compact delta refused: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := decodeDelta(tt.b, 1<<16); !errors.Is(err, ErrMalformed) {
+			if _, err := decodeDelta(tt.b, "n", 2, 1<<16); !errors.Is(err, ErrMalformed) {
 				t.Errorf("err = %v, want ErrMalformed", err)
 			}
 		})
+	}
+}
+
+// A reader that predates the compact header requires a node name and a base sequence in the
+// delta, and refuses model deltas with fields it does not know: it drops compact deltas and
+// figure masks rather than misapplying them.
+func TestCompactDeltaRefusedByOlderReaders(t *testing.T) {
+	base := deltaBase(10, 3, 2)
+	d := diffSummary(base, edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Models[1].QueueDepth = 9 }))
+	blob, err := encodeDelta(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got gossipv1.SummaryDelta
+	if err := decodeBlob(blob, &got, 1<<16); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetNode() != "" || got.GetBaseSequence() != 0 {
+		t.Errorf("compact delta carries node %q and base %d; older readers would accept it", got.GetNode(), got.GetBaseSequence())
+	}
+	if m := got.GetModels(); len(m) != 1 || m[0].GetFigures() != nil || m[0].GetFigureMask() == 0 {
+		t.Errorf("model deltas %v, want one with a figure mask and no figures", m)
 	}
 }
 
@@ -327,21 +425,29 @@ func FuzzDecodeDelta(f *testing.F) {
 		func(s *gossipv1.CapacitySummary) { s.Models[3].Adapters[2].Running = 4 },
 	} {
 		b, _ := encodeDelta(diffSummary(base, edit(base, 11, change)))
-		f.Add(b)
+		f.Add(b, uint64(11))
 		raw, _ := proto.Marshal(diffSummary(base, edit(base, 12, change)))
-		f.Add(append([]byte{codecRaw}, raw...))
+		f.Add(append([]byte{codecRaw}, raw...), uint64(12))
+		legacy := diffSummary(base, edit(base, 12, change))
+		for _, md := range legacy.GetModels() { // as publishers before figure masks sent it
+			if md.FigureMask != 0 {
+				md.Figures, md.FigureMask, md.FigureValues = modelFigures(base.GetModels()[md.GetIndex()]), 0, nil
+			}
+		}
+		raw, _ = proto.Marshal(legacy)
+		f.Add(append([]byte{codecRaw}, raw...), uint64(12))
 	}
-	f.Add([]byte{codecDeflate})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := decodeDelta(b, 1<<16)
+	f.Add([]byte{codecDeflate}, uint64(1))
+	f.Fuzz(func(t *testing.T, b []byte, seq uint64) {
+		d, err := decodeDelta(b, "gw", seq, 1<<16)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v is not ErrMalformed", err)
 			}
 			return
 		}
-		if d.GetNode() == "" || d.GetSequence() <= d.GetBaseSequence() {
-			t.Fatal("accepted a delta without node or with a sequence not above its base")
+		if d.GetNode() != "gw" || d.GetSequence() != seq || d.GetBaseSequence() == 0 || d.GetSequence() <= d.GetBaseSequence() {
+			t.Fatalf("accepted delta %s/%d base %d from chunks of gw/%d", d.GetNode(), d.GetSequence(), d.GetBaseSequence(), seq)
 		}
 		held := edit(base, d.GetBaseSequence(), func(s *gossipv1.CapacitySummary) { s.Node = d.GetNode() })
 		got, err := applyDelta(held, d)
@@ -375,7 +481,7 @@ func BenchmarkDeltaDecodeApply(b *testing.B) {
 	full, _ := EncodeSummary(next)
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := decodeDelta(blob, 1<<20)
+		d, err := decodeDelta(blob, "gw", 11, 1<<20)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -385,4 +491,68 @@ func BenchmarkDeltaDecodeApply(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(blob)), "bytes/delta")
 	b.ReportMetric(float64(len(full)), "bytes/full")
+}
+
+// modelFigures and adapterFigures copy field by field: every field but the ones a delta carries
+// apart must be copied, including fields added to the messages later.
+func TestFiguresCopyEveryField(t *testing.T) {
+	for _, tt := range []struct {
+		msg  proto.Message
+		copy func(proto.Message) proto.Message
+		skip []protoreflect.FieldDescriptor
+	}{
+		{&gossipv1.ModelCapacity{}, func(m proto.Message) proto.Message { return modelFigures(m.(*gossipv1.ModelCapacity)) }, modelFigureSkip},
+		{&gossipv1.AdapterCapacity{}, func(m proto.Message) proto.Message { return adapterFigures(m.(*gossipv1.AdapterCapacity)) }, adapterSkip},
+	} {
+		m := tt.msg.ProtoReflect()
+		want := m.New()
+		fields := m.Descriptor().Fields()
+		for i := 0; i < fields.Len(); i++ {
+			fd := fields.Get(i)
+			v := nonZero(m, fd)
+			m.Set(fd, v)
+			if !slices.Contains(tt.skip, fd) {
+				want.Set(fd, v)
+			}
+		}
+		unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1)
+		m.SetUnknown(unknown)
+		want.SetUnknown(unknown)
+		if got := tt.copy(tt.msg); !proto.Equal(got, want.Interface()) {
+			t.Errorf("%s figures:\n got %v\nwant %v", m.Descriptor().Name(), got, want.Interface())
+		}
+	}
+}
+
+// nonZero returns a value of field fd of m that is not the field's zero value.
+func nonZero(m protoreflect.Message, fd protoreflect.FieldDescriptor) protoreflect.Value {
+	switch {
+	case fd.IsList():
+		l := m.NewField(fd).List()
+		l.Append(l.NewElement())
+		return protoreflect.ValueOfList(l)
+	case fd.Message() != nil:
+		return m.NewField(fd)
+	}
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString("x")
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte{1})
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(float32(fd.Number()) + 0.5)
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(float64(fd.Number()) + 0.5)
+	case protoreflect.EnumKind:
+		return protoreflect.ValueOfEnum(1)
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(int32(fd.Number()))
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(int64(fd.Number()))
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(uint32(fd.Number()))
+	}
+	return protoreflect.ValueOfUint64(uint64(fd.Number()))
 }

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,10 +41,10 @@ func TestPublishChoosesFullOrDelta(t *testing.T) {
 		{"asked, a second later", time.Second, nil, false, true},
 		{"heartbeat", 2 * time.Second, nil, false, false},
 		{"interval passed", 10 * time.Second, nil, false, true},
-		{"every adapter list changed", 250 * time.Millisecond, func(s *gossipv1.CapacitySummary) {
-			for _, m := range s.Models {
-				if len(m.Adapters) > 1 {
-					m.Adapters[0], m.Adapters[1] = m.Adapters[1], m.Adapters[0]
+		{"every adapter replaced", 250 * time.Millisecond, func(s *gossipv1.CapacitySummary) {
+			for i, m := range s.Models {
+				for j, a := range m.Adapters {
+					a.Name = fmt.Sprintf("tenant-%d-adapter-%d", i, j)
 				}
 			}
 		}, false, true},

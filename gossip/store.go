@@ -154,12 +154,9 @@ func (s *store) complete(node string, a *assembly, now time.Time) (outcome, *gos
 // completeDelta decodes an assembled delta and applies it, or parks it until its base arrives.
 // Called with s.mu held.
 func (s *store) completeDelta(node string, a *assembly, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
-	d, err := decodeDelta(a.joined(), s.limit)
+	d, err := decodeDelta(a.joined(), node, a.seq, s.limit)
 	if err != nil {
 		return chunkPartial, nil, fmt.Errorf("node %s delta %d: %w", node, a.seq, err)
-	}
-	if d.GetNode() != node || d.GetSequence() != a.seq {
-		return chunkPartial, nil, fmt.Errorf("%w: chunk header says %s/%d, delta %s/%d", ErrMalformed, node, a.seq, d.GetNode(), d.GetSequence())
 	}
 	e := s.entries[node]
 	if base := e.deltaBase(d.GetBaseSequence()); base != nil {

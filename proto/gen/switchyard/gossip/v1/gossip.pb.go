@@ -525,15 +525,22 @@ func (x *NodeState) GetBases() []*CapacitySummary {
 // base and differs from it in nothing but models and the prefix sketches; otherwise the publisher
 // sends a full summary. Readers ignore a delta carrying fields they do not know (outside the
 // figures it copies), so that later versions can extend deltas without old readers misapplying them.
+//
+// A delta has one of two headers. The long one names the node and both sequences (fields 1-4).
+// The compact one (fields 8 and 9, with 1-4 unset) leaves the node name and sequence to the
+// message that carries the delta (the delta chunk's header), and gives the base and the generation
+// time relative to the sequence; readers that predate it find no node name and drop the delta.
 type SummaryDelta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Gossip node name of the publishing gateway replica.
+	// Gossip node name of the publishing gateway replica. Unset in the compact header.
 	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	// Sequence number of the summary the delta rebuilds.
+	// Sequence number of the summary the delta rebuilds. Unset in the compact header.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	// Sequence number of the full summary the delta applies to; below sequence.
+	// Sequence number of the full summary the delta applies to; below sequence. Unset in the
+	// compact header.
 	BaseSequence uint64 `protobuf:"varint,3,opt,name=base_sequence,json=baseSequence,proto3" json:"base_sequence,omitempty"`
-	// Generation time of the rebuilt summary, in nanoseconds since the Unix epoch.
+	// Generation time of the rebuilt summary, in nanoseconds since the Unix epoch. Unset in the
+	// compact header.
 	GeneratedAtUnixNano int64 `protobuf:"varint,4,opt,name=generated_at_unix_nano,json=generatedAtUnixNano,proto3" json:"generated_at_unix_nano,omitempty"`
 	// Models that differ from the base, in increasing index order.
 	Models []*ModelDelta `protobuf:"bytes,5,rep,name=models,proto3" json:"models,omitempty"`
@@ -541,8 +548,14 @@ type SummaryDelta struct {
 	PrefixSketch *PrefixSketch `protobuf:"bytes,6,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
 	// True when the base had a cluster-wide sketch and the summary has none.
 	PrefixSketchRemoved bool `protobuf:"varint,7,opt,name=prefix_sketch_removed,json=prefixSketchRemoved,proto3" json:"prefix_sketch_removed,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Compact header: sequence minus base_sequence (above zero). Set exactly when node, sequence and
+	// base_sequence are not.
+	BaseDistance uint64 `protobuf:"varint,8,opt,name=base_distance,json=baseDistance,proto3" json:"base_distance,omitempty"`
+	// Compact header: generated_at_unix_nano minus sequence (usually zero: a publisher stamps both
+	// from the same clock reading).
+	GeneratedAtOffset int64 `protobuf:"zigzag64,9,opt,name=generated_at_offset,json=generatedAtOffset,proto3" json:"generated_at_offset,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SummaryDelta) Reset() {
@@ -624,6 +637,20 @@ func (x *SummaryDelta) GetPrefixSketchRemoved() bool {
 	return false
 }
 
+func (x *SummaryDelta) GetBaseDistance() uint64 {
+	if x != nil {
+		return x.BaseDistance
+	}
+	return 0
+}
+
+func (x *SummaryDelta) GetGeneratedAtOffset() int64 {
+	if x != nil {
+		return x.GeneratedAtOffset
+	}
+	return 0
+}
+
 // ModelDelta is how one model differs from the same model in the base summary.
 type ModelDelta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -641,8 +668,17 @@ type ModelDelta struct {
 	PrefixSketch *PrefixSketch `protobuf:"bytes,5,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
 	// True when the base model had a prefix sketch and the rebuilt one has none.
 	PrefixSketchRemoved bool `protobuf:"varint,6,opt,name=prefix_sketch_removed,json=prefixSketchRemoved,proto3" json:"prefix_sketch_removed,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The figures that changed, when they are sent one by one rather than as figures: bit n-1 set
+	// means ModelCapacity field n (a scalar) has a new value, the next one in figure_values. Figures
+	// not listed, and the model's unknown fields, are the base's. Never with figures.
+	FigureMask uint64 `protobuf:"varint,7,opt,name=figure_mask,json=figureMask,proto3" json:"figure_mask,omitempty"`
+	// The new values of the figures in figure_mask, in increasing field number order: unsigned
+	// integers as themselves, signed ones and enums zig-zag encoded, bools as 0 or 1, floats as the
+	// bits of the float in reverse order (so that the zero low bits of a rounded figure make a short
+	// varint).
+	FigureValues  []uint64 `protobuf:"varint,8,rep,packed,name=figure_values,json=figureValues,proto3" json:"figure_values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModelDelta) Reset() {
@@ -717,13 +753,31 @@ func (x *ModelDelta) GetPrefixSketchRemoved() bool {
 	return false
 }
 
+func (x *ModelDelta) GetFigureMask() uint64 {
+	if x != nil {
+		return x.FigureMask
+	}
+	return 0
+}
+
+func (x *ModelDelta) GetFigureValues() []uint64 {
+	if x != nil {
+		return x.FigureValues
+	}
+	return nil
+}
+
 // AdapterDelta is one adapter's new figures.
 type AdapterDelta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Position of the adapter in the base model's adapters.
 	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	// Every AdapterCapacity field except name, which is left unset.
-	Figures       *AdapterCapacity `protobuf:"bytes,2,opt,name=figures,proto3" json:"figures,omitempty"`
+	// Every AdapterCapacity field except name, which is left unset. Absent when figure_mask is set.
+	Figures *AdapterCapacity `protobuf:"bytes,2,opt,name=figures,proto3" json:"figures,omitempty"`
+	// The figures that changed, one by one, as in ModelDelta (field numbers of AdapterCapacity).
+	FigureMask uint64 `protobuf:"varint,3,opt,name=figure_mask,json=figureMask,proto3" json:"figure_mask,omitempty"`
+	// The new values of the figures in figure_mask, as in ModelDelta.
+	FigureValues  []uint64 `protobuf:"varint,4,rep,packed,name=figure_values,json=figureValues,proto3" json:"figure_values,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -768,6 +822,20 @@ func (x *AdapterDelta) GetIndex() uint32 {
 func (x *AdapterDelta) GetFigures() *AdapterCapacity {
 	if x != nil {
 		return x.Figures
+	}
+	return nil
+}
+
+func (x *AdapterDelta) GetFigureMask() uint64 {
+	if x != nil {
+		return x.FigureMask
+	}
+	return 0
+}
+
+func (x *AdapterDelta) GetFigureValues() []uint64 {
+	if x != nil {
+		return x.FigureValues
 	}
 	return nil
 }
@@ -868,7 +936,7 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\tnum_items\x18\x05 \x01(\rR\bnumItems\"\x8d\x01\n" +
 	"\tNodeState\x12C\n" +
 	"\tsummaries\x18\x01 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\tsummaries\x12;\n" +
-	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xcf\x02\n" +
+	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xa4\x03\n" +
 	"\fSummaryDelta\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12#\n" +
@@ -876,7 +944,9 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\x16generated_at_unix_nano\x18\x04 \x01(\x03R\x13generatedAtUnixNano\x128\n" +
 	"\x06models\x18\x05 \x03(\v2 .switchyard.gossip.v1.ModelDeltaR\x06models\x12G\n" +
 	"\rprefix_sketch\x18\x06 \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x122\n" +
-	"\x15prefix_sketch_removed\x18\a \x01(\bR\x13prefixSketchRemoved\"\xe4\x02\n" +
+	"\x15prefix_sketch_removed\x18\a \x01(\bR\x13prefixSketchRemoved\x12#\n" +
+	"\rbase_distance\x18\b \x01(\x04R\fbaseDistance\x12.\n" +
+	"\x13generated_at_offset\x18\t \x01(\x12R\x11generatedAtOffset\"\xaa\x03\n" +
 	"\n" +
 	"ModelDelta\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12=\n" +
@@ -884,10 +954,16 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\badapters\x18\x03 \x03(\v2\".switchyard.gossip.v1.AdapterDeltaR\badapters\x12D\n" +
 	"\fadapter_list\x18\x04 \x01(\v2!.switchyard.gossip.v1.AdapterListR\vadapterList\x12G\n" +
 	"\rprefix_sketch\x18\x05 \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x122\n" +
-	"\x15prefix_sketch_removed\x18\x06 \x01(\bR\x13prefixSketchRemoved\"e\n" +
+	"\x15prefix_sketch_removed\x18\x06 \x01(\bR\x13prefixSketchRemoved\x12\x1f\n" +
+	"\vfigure_mask\x18\a \x01(\x04R\n" +
+	"figureMask\x12#\n" +
+	"\rfigure_values\x18\b \x03(\x04R\ffigureValues\"\xab\x01\n" +
 	"\fAdapterDelta\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12?\n" +
-	"\afigures\x18\x02 \x01(\v2%.switchyard.gossip.v1.AdapterCapacityR\afigures\"P\n" +
+	"\afigures\x18\x02 \x01(\v2%.switchyard.gossip.v1.AdapterCapacityR\afigures\x12\x1f\n" +
+	"\vfigure_mask\x18\x03 \x01(\x04R\n" +
+	"figureMask\x12#\n" +
+	"\rfigure_values\x18\x04 \x03(\x04R\ffigureValues\"P\n" +
 	"\vAdapterList\x12A\n" +
 	"\badapters\x18\x01 \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badaptersB\xe7\x01\n" +
 	"\x18com.switchyard.gossip.v1B\vGossipProtoP\x01ZLgithub.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1;gossipv1\xa2\x02\x03SGX\xaa\x02\x14Switchyard.Gossip.V1\xca\x02\x14Switchyard\\Gossip\\V1\xe2\x02 Switchyard\\Gossip\\V1\\GPBMetadata\xea\x02\x16Switchyard::Gossip::V1b\x06proto3"
