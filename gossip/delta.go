@@ -65,6 +65,24 @@ func diffSummary(base, next *gossipv1.CapacitySummary) *gossipv1.SummaryDelta {
 	return d
 }
 
+// legacyDelta rewrites d, a delta of next made by diffSummary, as nodes that predate figure masks
+// read it: every changed model and adapter with all its figures. Written with encodeBlob (not
+// encodeDelta), it keeps the long header. It modifies and returns d.
+func legacyDelta(d *gossipv1.SummaryDelta, next *gossipv1.CapacitySummary) *gossipv1.SummaryDelta {
+	for _, md := range d.GetModels() {
+		m := next.GetModels()[md.GetIndex()]
+		if md.FigureMask != 0 {
+			md.Figures, md.FigureMask, md.FigureValues = modelFigures(m), 0, nil
+		}
+		for _, ad := range md.GetAdapters() {
+			if ad.FigureMask != 0 {
+				ad.Figures, ad.FigureMask, ad.FigureValues = adapterFigures(m.GetAdapters()[ad.GetIndex()]), 0, nil
+			}
+		}
+	}
+	return d
+}
+
 // diffModel returns how n differs from b (nil when it does not); ok is false when they are not the
 // same model.
 func diffModel(b, n *gossipv1.ModelCapacity) (md *gossipv1.ModelDelta, ok bool) {

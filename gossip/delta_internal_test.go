@@ -80,7 +80,42 @@ func roundTrip(t *testing.T, base *gossipv1.CapacitySummary, d *gossipv1.Summary
 	if !proto.Equal(outs[0], outs[1]) {
 		t.Fatalf("compact and long headers rebuild different summaries:\n%v\n%v", outs[0], outs[1])
 	}
+	// As written for members that predate compact deltas: only fields they know, same summary.
+	legacy := legacyDelta(diffSummary(base, outs[0]), outs[0]) // not a proto.Clone of d, which drops -0 figures
+	if !knownToFirstDeltas(legacy) {
+		t.Fatalf("legacy delta %v carries fields readers of the first deltas do not know", legacy)
+	}
+	lb, err := encodeBlob(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeDelta(lb, d.GetNode(), d.GetSequence(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := applyDelta(base, got); err != nil || !proto.Equal(out, outs[0]) {
+		t.Fatalf("legacy delta rebuilds %v, %v; want %v", out, err, outs[0])
+	}
 	return outs[0]
+}
+
+// knownToFirstDeltas reports whether d sets only fields that readers of the first deltas (long
+// header, figures in full) know.
+func knownToFirstDeltas(d *gossipv1.SummaryDelta) bool {
+	if d.GetBaseDistance() != 0 || d.GetGeneratedAtOffset() != 0 {
+		return false
+	}
+	for _, md := range d.GetModels() {
+		if md.GetFigureMask() != 0 || len(md.GetFigureValues()) > 0 {
+			return false
+		}
+		for _, ad := range md.GetAdapters() {
+			if ad.GetFigureMask() != 0 || len(ad.GetFigureValues()) > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func TestDeltaRoundTrip(t *testing.T) {

@@ -63,6 +63,7 @@ type Member struct {
 // memberRecord is a member as the event callbacks last reported it.
 type memberRecord struct {
 	Member
+	features features // advertised in its metadata
 }
 
 // peers tracks members and their network coordinates. Safe for concurrent use; its methods never
@@ -74,6 +75,7 @@ type peers struct {
 	rtts    map[string]time.Duration
 	leaves  map[string]uint64 // announced departures: node → sequence of its leave message
 	alive   int
+	legacy  int // alive members that do not read compact deltas
 }
 
 // recordLeave notes node's leave announcement with sequence seq and reports whether it was new.
@@ -104,7 +106,7 @@ func (p *peers) announcedLeave(node string) bool {
 
 // update records a membership event for node.
 func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
-	meta, err := DecodeMetadata(node.Meta)
+	meta, feats, err := decodeMetadata(node.Meta)
 	if err != nil {
 		n.metrics.invalidMeta.Inc()
 		n.log.Warn("gossip member metadata rejected", "member", node.Name, "err", err)
@@ -124,10 +126,14 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 	}
 	rec.Member = Member{Name: node.Name, Addr: net.JoinHostPort(node.Addr.String(), strconv.Itoa(int(node.Port))),
 		State: st, Meta: meta, MetaErr: err, Since: rec.Since}
-	p.alive = 0
+	rec.features = feats
+	p.alive, p.legacy = 0, 0
 	for _, r := range p.members {
 		if r.State == StateAlive {
 			p.alive++
+			if r.features&featureCompactDeltas == 0 {
+				p.legacy++
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -151,6 +157,14 @@ func (p *peers) aliveCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return max(p.alive, 1)
+}
+
+// allReadCompactDeltas reports whether every alive member advertises featureCompactDeltas (a
+// member whose metadata does not decode counts as one that does not).
+func (p *peers) allReadCompactDeltas() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.legacy == 0
 }
 
 // observe records a peer's coordinate and a measured RTT to it.

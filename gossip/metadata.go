@@ -10,8 +10,19 @@ import (
 const MaxMetadataBytes = 512
 
 // metadataVersion is the encoding version this package writes. Readers accept higher versions as
-// long as they start with the version-1 fields; anything after those is ignored.
-const metadataVersion = 1
+// long as they start with the version-1 fields; anything after those is ignored. Version 2 appends
+// a byte of feature flags.
+const metadataVersion = 2
+
+// features are what a node's gossip code understands beyond the version-1 protocol; a node
+// advertises them in its metadata (version 2 on) so that publishers send what every member reads.
+type features byte
+
+// featureCompactDeltas: the node reads deltas with the compact header and figure masks.
+const featureCompactDeltas features = 1 << 0
+
+// ownFeatures are the features this package implements.
+const ownFeatures = featureCompactDeltas
 
 // ErrInvalidMetadata reports node metadata that cannot be decoded.
 var ErrInvalidMetadata = errors.New("gossip: invalid node metadata")
@@ -34,7 +45,7 @@ type Metadata struct {
 var roleCodes = map[Role]byte{RoleGateway: 1, RoleRouter: 2}
 
 // encodeMetadata writes: version byte, role byte, then cluster, region, URL and version, each as a
-// one-byte length followed by UTF-8 bytes.
+// one-byte length followed by UTF-8 bytes, then the feature byte (ownFeatures).
 func encodeMetadata(m Metadata) ([]byte, error) {
 	role, ok := roleCodes[m.Role]
 	if !ok {
@@ -49,6 +60,7 @@ func encodeMetadata(m Metadata) ([]byte, error) {
 		b = append(b, byte(len(s)))
 		b = append(b, s...)
 	}
+	b = append(b, byte(ownFeatures))
 	if len(b) > MaxMetadataBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidMetadata, len(b), MaxMetadataBytes)
 	}
@@ -57,11 +69,17 @@ func encodeMetadata(m Metadata) ([]byte, error) {
 
 // DecodeMetadata parses node metadata received from a peer, validating every field.
 func DecodeMetadata(b []byte) (Metadata, error) {
+	m, _, err := decodeMetadata(b)
+	return m, err
+}
+
+// decodeMetadata parses node metadata and the features it advertises (none before version 2).
+func decodeMetadata(b []byte) (Metadata, features, error) {
 	if len(b) > MaxMetadataBytes {
-		return Metadata{}, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidMetadata, len(b), MaxMetadataBytes)
+		return Metadata{}, 0, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidMetadata, len(b), MaxMetadataBytes)
 	}
 	if len(b) < 2 || b[0] == 0 {
-		return Metadata{}, fmt.Errorf("%w: missing header", ErrInvalidMetadata)
+		return Metadata{}, 0, fmt.Errorf("%w: missing header", ErrInvalidMetadata)
 	}
 	var m Metadata
 	switch b[1] {
@@ -70,21 +88,26 @@ func DecodeMetadata(b []byte) (Metadata, error) {
 	case roleCodes[RoleRouter]:
 		m.Role = RoleRouter
 	default:
-		return Metadata{}, fmt.Errorf("%w: role code %d", ErrInvalidMetadata, b[1])
+		return Metadata{}, 0, fmt.Errorf("%w: role code %d", ErrInvalidMetadata, b[1])
 	}
 	rest := b[2:]
 	for _, dst := range []*string{&m.Cluster, &m.Region, &m.URL, &m.Version} {
 		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
-			return Metadata{}, fmt.Errorf("%w: truncated", ErrInvalidMetadata)
+			return Metadata{}, 0, fmt.Errorf("%w: truncated", ErrInvalidMetadata)
 		}
 		s := string(rest[1 : 1+int(rest[0])])
 		if !utf8.ValidString(s) {
-			return Metadata{}, fmt.Errorf("%w: field is not UTF-8", ErrInvalidMetadata)
+			return Metadata{}, 0, fmt.Errorf("%w: field is not UTF-8", ErrInvalidMetadata)
 		}
 		*dst, rest = s, rest[1+int(rest[0]):]
 	}
-	if len(rest) > 0 && b[0] == metadataVersion {
-		return Metadata{}, fmt.Errorf("%w: %d trailing bytes", ErrInvalidMetadata, len(rest))
+	switch {
+	case b[0] == 1 && len(rest) > 0:
+		return Metadata{}, 0, fmt.Errorf("%w: %d trailing bytes", ErrInvalidMetadata, len(rest))
+	case b[0] == 2 && len(rest) != 1:
+		return Metadata{}, 0, fmt.Errorf("%w: version 2 with %d bytes after the fields, want the feature byte", ErrInvalidMetadata, len(rest))
+	case b[0] >= 2 && len(rest) > 0:
+		return m, features(rest[0]), nil
 	}
-	return m, nil
+	return m, 0, nil
 }

@@ -39,6 +39,8 @@ func TestDecodeMetadataRejects(t *testing.T) {
 		{"unknown role", []byte{1, 9, 0, 0, 0, 0}},
 		{"truncated", []byte{1, 1, 5, 'a'}},
 		{"trailing bytes", []byte{1, 1, 0, 0, 0, 0, 7}},
+		{"version 2 without the feature byte", []byte{2, 1, 0, 0, 0, 0}},
+		{"version 2 with bytes after the feature byte", []byte{2, 1, 0, 0, 0, 0, 1, 7}},
 		{"not UTF-8", []byte{1, 1, 1, 0xff, 0, 0, 0}},
 		{"over 512 bytes", long},
 	}

@@ -107,7 +107,8 @@ func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, 
 // deltaBlob returns the encoded delta of out against the last full summary, or nil when a full
 // summary is due: there is no base yet, the base is older than FullSummaryInterval, a peer asked
 // for a full one, the delta cannot express out, or it would be more than half the full size.
-// Called with n.pub.mu held.
+// The delta is compact unless a member does not read compact deltas (a node of an older version,
+// during a rolling upgrade); then it is written as those nodes read it. Called with n.pub.mu held.
 func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
 	p := &n.pub
 	age := now.Sub(p.baseAt)
@@ -118,7 +119,11 @@ func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
 	if d == nil {
 		return nil
 	}
-	blob, err := encodeDelta(d)
+	encode := encodeDelta
+	if !n.peers.allReadCompactDeltas() {
+		encode = func(d *gossipv1.SummaryDelta) ([]byte, error) { return encodeBlob(legacyDelta(d, out)) }
+	}
+	blob, err := encode(d)
 	if err != nil || 2*len(blob) > p.baseBytes {
 		return nil
 	}

@@ -2,9 +2,11 @@ package gossip
 
 import (
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"google.golang.org/protobuf/proto"
 
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -115,6 +117,81 @@ func TestFullRequestsRateLimited(t *testing.T) {
 	for i, st := range steps {
 		if got := f.allow(st.node, t0.Add(st.at)); got != st.want {
 			t.Errorf("step %d: allow(%s, +%v) = %v, want %v", i, st.node, st.at, got, st.want)
+		}
+	}
+}
+
+// While a member that predates compact deltas is alive, a publisher writes its deltas as that
+// member reads them (the long header, every figure of a changed model); once it is gone, compact.
+func TestPublishWritesDeltasEveryMemberReads(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	cfg := DefaultLANConfig()
+	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure = "gw", RoleGateway, "c1", "r1", "http://gw:8080", true
+	cfg.Now = clock.Now
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := []byte{1, 2, 0, 2, 'r', '1', 0, 0} // a router's version-1 metadata: no feature byte
+	old := &memberlist.Node{Name: "old", Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Meta: v1}
+	own := &memberlist.Node{Name: "gw", Addr: net.IPv4(127, 0, 0, 1), Port: 7947, Meta: n.meta}
+	cur := deltaBase(1, 4, 3)
+	cur.Node, cur.Sequence, cur.GeneratedAtUnixNano = "", 0, 0
+	receiver := newStore(1 << 20)
+	steps := []struct {
+		name    string
+		members map[*memberlist.Node]MemberState
+		compact bool
+	}{
+		{"only this node", map[*memberlist.Node]MemberState{own: StateAlive}, true},
+		{"an old member joined", map[*memberlist.Node]MemberState{old: StateAlive}, false},
+		{"the old member died", map[*memberlist.Node]MemberState{old: StateDead}, true},
+	}
+	if _, err := n.Publish(cur); err != nil { // the base
+		t.Fatal(err)
+	}
+	deliverQueued(t, n, receiver)
+	for i, st := range steps {
+		for m, state := range st.members {
+			n.peers.update(n, m, state)
+		}
+		clock.Advance(250 * time.Millisecond)
+		cur.Models[1].QueueDepth, cur.Models[2].Adapters[1].Running = uint32(10+i), uint32(20+i)
+		out, err := n.Publish(cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := n.deltaQueue.GetBroadcasts(0, 1<<20)
+		if len(msgs) != 1 {
+			t.Fatalf("%s: %d delta messages queued, want 1", st.name, len(msgs))
+		}
+		c, err := decodeChunk(msgs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d gossipv1.SummaryDelta
+		if err := decodeBlob(c.payload, &d, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		// What a reader of the previous version requires: node and base in the delta, figures in
+		// full, no field it does not know. Models 1 (figures) and 2 (an adapter) changed.
+		md := d.GetModels()
+		if len(md) != 2 || len(md[1].GetAdapters()) != 1 {
+			t.Fatalf("%s: delta %v, want models 1 and 2, an adapter of 2", st.name, &d)
+		}
+		legacy := d.GetNode() == "gw" && d.GetBaseSequence() != 0 && d.GetBaseDistance() == 0 &&
+			md[0].GetFigures() != nil && md[0].GetFigureMask() == 0 &&
+			md[1].GetAdapters()[0].GetFigures() != nil && md[1].GetAdapters()[0].GetFigureMask() == 0
+		compact := d.GetNode() == "" && d.GetBaseDistance() != 0 && md[0].GetFigures() == nil && md[0].GetFigureMask() != 0 &&
+			md[1].GetAdapters()[0].GetFigures() == nil && md[1].GetAdapters()[0].GetFigureMask() != 0
+		if legacy == st.compact || compact != st.compact {
+			t.Errorf("%s: delta %v, want compact = %v", st.name, &d, st.compact)
+		}
+		if _, _, err := receiver.addChunk(c, time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if got := receiver.entriesCopy()["gw"].summary; !proto.Equal(got, out) {
+			t.Fatalf("%s: receiver rebuilt a different summary", st.name)
 		}
 	}
 }
