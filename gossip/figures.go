@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -22,6 +23,9 @@ import (
 
 // maxMaskField is the highest field number a figure mask can name.
 const maxMaskField = 64
+
+// wireBuffers holds the buffers apply encodes figures into (at most 64 figures of 11 bytes).
+var wireBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
 
 // figureSet is the fields of a message type that figure masks may name, in field number order.
 type figureSet struct {
@@ -71,8 +75,10 @@ func (fs figureSet) apply(m proto.Message, mask uint64, values []uint64) error {
 		return fmt.Errorf("%w: figure mask names %d figures, %d values", ErrMalformed, bits.OnesCount64(mask), len(values))
 	}
 	fields := m.ProtoReflect().Descriptor().Fields()
-	var buf [128]byte
-	wire := buf[:0]
+	buf := wireBuffers.Get().(*[]byte)
+	defer wireBuffers.Put(buf)
+	wire := (*buf)[:0]
+	defer func() { *buf = wire[:0] }()
 	for i := 0; mask != 0; i++ {
 		num := bits.TrailingZeros64(mask) + 1
 		mask &= mask - 1
