@@ -143,7 +143,7 @@ func (r *Router) buildData(context.Context) error {
 	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT}, r.node, drainView{r.store})
 	fc := forward.DefaultConfig()
 	fc.MaxAttempts = r.cfg.MaxAttempts
-	fwd, err := forward.New(fc, r.table)
+	fwd, err := forward.New(fc, forward.Observers{r.table, forward.NewMetrics(r.reg)})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -237,7 +238,9 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush() // headers leave at once: the client sees the route before the first token
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	boundary := true // the bytes sent so far end between two SSE events
 	for {
 		n, err := resp.Body.Read(buf)
@@ -299,23 +302,30 @@ func copyRequestHeaders(dst, src http.Header) {
 	}
 }
 
+// routingHeaders are the headers that steer routing and that a client must not set.
+var routingHeaders = []string{"x-switchyard-route", "x-switchyard-region", "x-switchyard-cluster", "x-switchyard-endpoint",
+	"x-switchyard-overflow", "x-gateway-destination-endpoint", "x-gateway-destination-endpoint-subset"}
+
+// hopByHopHeaders are connection-level headers that are never forwarded.
+var hopByHopHeaders = []string{"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
+
 // routingHeader reports whether k is a header that steers routing and that a client must not set.
-func routingHeader(k string) bool {
-	switch strings.ToLower(k) {
-	case "x-switchyard-route", "x-switchyard-region", "x-switchyard-cluster", "x-switchyard-endpoint",
-		"x-switchyard-overflow", "x-gateway-destination-endpoint", "x-gateway-destination-endpoint-subset":
-		return true
+func routingHeader(k string) bool { return oneOfFold(k, routingHeaders) }
+
+func hopByHop(k string) bool { return oneOfFold(k, hopByHopHeaders) }
+
+// oneOfFold reports whether k equals one of names, ignoring case, without allocating.
+func oneOfFold(k string, names []string) bool {
+	for _, n := range names {
+		if len(k) == len(n) && strings.EqualFold(k, n) {
+			return true
+		}
 	}
 	return false
 }
 
-func hopByHop(k string) bool {
-	switch strings.ToLower(k) {
-	case "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade":
-		return true
-	}
-	return false
-}
+// copyBufs holds the buffers answers are streamed through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

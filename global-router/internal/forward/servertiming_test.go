@@ -3,8 +3,12 @@ package forward_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 )
@@ -98,5 +102,31 @@ func TestAttemptMeasuresRTT(t *testing.T) {
 	}
 	if silentOut.RTT != 0 {
 		t.Errorf("a gateway without Server-Timing measured RTT %v, want 0 (unknown)", silentOut.RTT)
+	}
+}
+
+func TestMetricsCountAttemptsByResult(t *testing.T) {
+	refuse := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	ok := gateway(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	reg := prometheus.NewPedanticRegistry()
+	f, err := forward.New(forward.DefaultConfig(), forward.Observers{&recorder{}, forward.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	targets := []forward.Target{{Cluster: "dead", URL: "http://" + closedAddr(t)}, {Cluster: "full", URL: refuse}, {Cluster: "ok", URL: ok}}
+	resp, err := http.Post(router(t, f, targets), "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	want := `# HELP switchyard_router_attempts_total Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer).
+# TYPE switchyard_router_attempts_total counter
+switchyard_router_attempts_total{cluster="dead",result="error"} 1
+switchyard_router_attempts_total{cluster="full",result="refused"} 1
+switchyard_router_attempts_total{cluster="ok",result="answered"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_attempts_total"); err != nil {
+		t.Error(err)
 	}
 }

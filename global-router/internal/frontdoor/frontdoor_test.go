@@ -47,8 +47,10 @@ type clusterSpec struct {
 
 func newFleet(t *testing.T, specs ...clusterSpec) *fleet { return newFleetDelayed(t, nil, specs...) }
 
-// newFleetDelayed is newFleet whose gateways hold each answer back by netDelay[cluster] without
-// counting it in their Server-Timing: to the router it looks like a slow network path.
+// newFleetDelayed is newFleet whose gateways send Server-Timing, so the router measures their
+// round trips, and hold each answer back by netDelay[cluster] without counting it there: to the
+// router it looks like a slow network path. newFleet's gateways send none (a gateway behind
+// Envoy): their loopback round trips would otherwise replace the configured ones.
 func newFleetDelayed(t *testing.T, netDelay map[string]time.Duration, specs ...clusterSpec) *fleet {
 	f := &fleet{hits: map[string]*atomic.Int64{}}
 	var sums []gossip.Summary
@@ -57,8 +59,10 @@ func newFleetDelayed(t *testing.T, netDelay map[string]time.Duration, specs ...c
 		f.hits[c.name] = hits
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
-			time.Sleep(netDelay[c.name])
-			w.Header().Set("Server-Timing", "gateway;dur=0.050")
+			if netDelay != nil { // measured: otherwise the configured RTTs hold
+				time.Sleep(netDelay[c.name])
+				w.Header().Set("Server-Timing", "gateway;dur=0.050")
+			}
 			w.Header().Set("X-Switchyard-Cluster", c.name)
 			w.Header().Set("X-Switchyard-Region", c.region)
 			if c.status != 0 {

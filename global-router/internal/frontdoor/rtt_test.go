@@ -10,7 +10,9 @@ import (
 // configured, the nearest) now takes 300 ms, and after its first slow answers the router sends
 // the overflow to eu-west-1 (80 ms configured) instead.
 func TestSlowPathSteeredAroundByMeasuredRTT(t *testing.T) {
-	f := newFleetDelayed(t, map[string]time.Duration{"west": 300 * time.Millisecond},
+	// Both remote paths have real delay (a loopback answer measured at ~0 would beat any
+	// configured figure): eu-west-1 its configured 80 ms, us-west-2 300 ms instead of 70.
+	f := newFleetDelayed(t, map[string]time.Duration{"west": 300 * time.Millisecond, "eu": 80 * time.Millisecond},
 		clusterSpec{name: "east", region: "us-east-1", kvUsed: 1}, // full: everything overflows
 		clusterSpec{name: "west", region: "us-west-2", kvUsed: 0.1},
 		clusterSpec{name: "eu", region: "eu-west-1", kvUsed: 0.1},

@@ -1,0 +1,50 @@
+package forward
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Attempt results counted by Metrics.
+const (
+	attemptAnswered = "answered" // an answer passed on to the client, whatever its status
+	attemptRefused  = "refused"  // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
+	attemptError    = "error"    // no answer: connect error, reset, ping timeout, cancellation
+)
+
+// Metrics counts the forwarder's attempts per cluster; it is an Observer, to be combined with the
+// cluster table's with Observers. Safe for concurrent use.
+type Metrics struct {
+	attempts *prometheus.CounterVec
+}
+
+// NewMetrics registers the forwarder's collectors on reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_router_attempts_total",
+		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer).",
+	}, []string{"cluster", "result"})}
+	if reg != nil {
+		reg.MustRegister(m.attempts)
+	}
+	return m
+}
+
+// Observe counts o.
+func (m *Metrics) Observe(o Outcome) {
+	result := attemptAnswered
+	switch {
+	case o.Status == 0:
+		result = attemptError
+	case o.Retried:
+		result = attemptRefused
+	}
+	m.attempts.WithLabelValues(o.Target.Cluster, result).Inc()
+}
+
+// Observers passes every outcome to each of its members in order.
+type Observers []Observer
+
+// Observe passes o on.
+func (os Observers) Observe(o Outcome) {
+	for _, x := range os {
+		x.Observe(o)
+	}
+}
