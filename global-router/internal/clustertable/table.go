@@ -272,12 +272,7 @@ func (t *Table) Observe(o forward.Outcome) {
 	now := t.cfg.Now()
 	t.healthOf(o.Target.Cluster).observe(o, now, t.cfg.Ejection)
 	if o.RTT > 0 {
-		m := t.rtts[o.Target.Cluster]
-		if m == nil {
-			m = &rttMeter{}
-			t.rtts[o.Target.Cluster] = m
-		}
-		m.add(o.RTT, now, t.cfg.MeasuredRTT)
+		t.rttOf(o.Target.Cluster).add(o.RTT, now, t.cfg.MeasuredRTT)
 	}
 	if o.Status > 0 && !o.Retried {
 		t.sendsOf(o.Target.Cluster).add(now)
@@ -307,4 +302,13 @@ func (t *Table) sendsOf(cluster string) *sendTimes {
 		t.sends[cluster] = s
 	}
 	return s
+}
+
+func (t *Table) rttOf(cluster string) *rttMeter {
+	m := t.rtts[cluster]
+	if m == nil {
+		m = &rttMeter{}
+		t.rtts[cluster] = m
+	}
+	return m
 }
