@@ -51,6 +51,7 @@ type Router struct {
 	cfg    Config
 	src    EndpointSource
 	bodies sync.Pool
+	hashes hashPool
 }
 
 // NewRouter returns a Router resolving models against src.
@@ -74,6 +75,10 @@ type Routed struct {
 
 // Route parses body and fills req's Model, BaseModel, Adapter, PromptTokens, MaxTokens and
 // PrefixHashes. Errors are *Error values ready for the client (400, 404 or 413).
+//
+// PrefixHashes is set to a slice from the router's pool (whatever it held before is dropped):
+// once nothing reads the request's hashes any more (the scheduler, its hooks, retries), hand it
+// back with Release. A request that is never released only costs an allocation.
 func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	if int64(len(body)) > r.cfg.MaxBodyBytes {
 		return Routed{}, TooLarge(r.cfg.MaxBodyBytes)
@@ -98,12 +103,23 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	if r.cfg.MaxPrefixBlocks > 0 {
 		blocks = min(blocks, r.cfg.MaxPrefixBlocks)
 	}
-	if cap(req.PrefixHashes) < blocks {
-		req.PrefixHashes = make([]uint64, 0, blocks) // one allocation instead of append's growth
-	}
-	req.PrefixHashes = prefix.Hashes(req.PrefixHashes[:0], b.Model, b.Prompt, r.cfg.MaxPrefixBlocks)
+	req.PrefixHashes = prefix.Hashes(r.hashes.get(blocks), b.Model, b.Prompt, r.cfg.MaxPrefixBlocks)
 	return Routed{Stream: b.Stream, IncludeUsage: b.IncludeUsage}, nil
 }
+
+// Release gives req's prefix hashes back to the router's pool and clears req.PrefixHashes.
+// Call it once per routed request, when nothing reads the hashes any more: the slice is
+// reused by the next request at once (and overwritten first in tests, see
+// PoisonReleasedHashes).
+func (r *Router) Release(req *framework.Request) {
+	r.hashes.put(req.PrefixHashes)
+	req.PrefixHashes = nil
+}
+
+// PoisonReleasedHashes makes Release overwrite every slice it gets back with PoisonHash, so a
+// request whose hashes are still read after their release sees them change. For tests; call
+// it before the router is used.
+func (r *Router) PoisonReleasedHashes() { r.hashes.poison = true }
 
 // release returns b to the pool, dropping its reference to the request body and its prompt
 // buffer when that grew very large.

@@ -163,6 +163,7 @@ func benchmarkRoute(b *testing.B, size int) {
 		if _, err := r.Route(body, &req); err != nil {
 			b.Fatal(err)
 		}
+		r.Release(&req)
 		lat = append(lat, time.Since(start))
 	}
 	reportPercentiles(b, lat, cpuTime()-cpu)

@@ -44,10 +44,11 @@ type exchange struct {
 	size   int
 	body   []byte // the whole body, set once the last chunk arrived
 
-	target  string // the chosen endpoint's address
-	attempt *proxy.Attempt
-	status  int
-	ended   bool
+	target   string          // the chosen endpoint's address
+	decision *proxy.Decision // released (Pipeline.Done) when the stream ends
+	attempt  *proxy.Attempt
+	status   int
+	ended    bool
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
@@ -218,6 +219,7 @@ func (x *exchange) decide(eos bool) error {
 	if apiErr != nil {
 		return x.immediate(apiErr)
 	}
+	x.decision = d
 	targets := restrict(d.Result.Targets, subset)
 	if len(targets) == 0 {
 		return x.immediate(bbr.Unavailable("no endpoint in the subset hint is usable", 1))
@@ -281,6 +283,16 @@ func (x *exchange) finish() {
 	}
 	x.ended = true
 	x.s.pipe.End(x.ctx, x.attempt, x.status, nil, true)
+}
+
+// close ends the exchange when its stream ends: the attempt (if the response did not finish
+// it), then the request body and the decision's pooled prefix hashes, which the attempt's
+// hooks read until then.
+func (x *exchange) close() {
+	x.finish()
+	x.releaseBody()
+	x.s.pipe.Done(x.decision)
+	x.decision = nil
 }
 
 // immediate answers the client directly and ends the stream.

@@ -51,16 +51,61 @@ func (f *fakeScheduler) Schedule(_ context.Context, req *framework.Request) (*fr
 	return res, nil
 }
 
+// recorder keeps the PostResponse infos. Unless in a benchmark it also checks that a request's
+// prefix hashes (pooled by the router, which then poisons released slices) are the same at
+// PostResponse, the last reader, as at PreRequest.
 type recorder struct {
-	mu    sync.Mutex
-	posts []framework.ResponseInfo
+	mu     sync.Mutex
+	posts  []framework.ResponseInfo
+	watch  bool
+	hashes map[*framework.Request][]uint64
+	bad    []string
+	reads  int
 }
 
-func (r *recorder) PreRequest(context.Context, *framework.Request, *framework.Result) {}
-func (r *recorder) PostResponse(_ context.Context, _ *framework.Request, info *framework.ResponseInfo) {
+func (r *recorder) PreRequest(_ context.Context, req *framework.Request, _ *framework.Result) {
+	if !r.watch {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hashes[req] = slices.Clone(req.PrefixHashes)
+}
+
+func (r *recorder) PostResponse(_ context.Context, req *framework.Request, info *framework.ResponseInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.posts = append(r.posts, *info)
+	if want, ok := r.hashes[req]; ok {
+		r.reads++
+		if !slices.Equal(req.PrefixHashes, want) {
+			r.bad = append(r.bad, req.ID)
+		}
+	}
+}
+
+// checkHashes fails t if a request's hashes changed before its PostResponse; it returns how
+// many requests were compared.
+func (r *recorder) checkHashes(t testing.TB) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range r.bad {
+		t.Errorf("request %s: prefix hashes changed before PostResponse (released too early)", id)
+	}
+	return r.reads
+}
+
+// waitPosts waits until r holds n PostResponse calls.
+func waitPosts(t *testing.T, r *recorder, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.all()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d post-response calls, want %d", len(r.all()), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func (r *recorder) all() []framework.ResponseInfo {
@@ -82,7 +127,8 @@ var addrs = []string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"}
 // newEnv starts the ext_proc server on 127.0.0.1:0 and a client dialled with opts.
 func newEnv(t testing.TB, opts ...grpc.DialOption) *env {
 	t.Helper()
-	e := &env{store: datastore.NewStore(nil, nil), hooks: &recorder{}}
+	_, bench := t.(*testing.B) // benchmarks measure the real pools
+	e := &env{store: datastore.NewStore(nil, nil), hooks: &recorder{watch: !bench, hashes: map[*framework.Request][]uint64{}}}
 	var specs []datastore.EndpointSpec
 	for _, a := range addrs {
 		specs = append(specs, datastore.EndpointSpec{Address: a})
@@ -95,6 +141,10 @@ func newEnv(t testing.TB, opts ...grpc.DialOption) *env {
 	bcfg := bbr.DefaultConfig()
 	bcfg.MaxBodyBytes = 4 << 20
 	router, _ := bbr.NewRouter(bcfg, e.store)
+	if !bench {
+		router.PoisonReleasedHashes()
+		t.Cleanup(func() { e.hooks.checkHashes(t) })
+	}
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = false
 	flow, _ := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
@@ -109,7 +159,7 @@ func newEnv(t testing.TB, opts ...grpc.DialOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, bench := t.(*testing.B); !bench { // benchmarks measure the real pool
+	if !bench {
 		extproc.PoisonFreedBuffers(srv)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -234,6 +284,10 @@ func TestFullExchange(t *testing.T) {
 	if n := e.store.Get(addrs[0]).InFlight(); n != 1 {
 		t.Fatalf("in-flight = %d during the response", n)
 	}
+	// Another request decided meanwhile takes pooled memory the first must still hold.
+	if _, _, err := exchangeOnce(e.client, bigBody(1<<20)); err != nil {
+		t.Fatal(err)
+	}
 	// 3. Response phases pass through and are measured.
 	respHeaders := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
 		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}, {Key: "content-type", RawValue: []byte("text/event-stream")}}}}}}
@@ -269,9 +323,11 @@ func TestFullExchange(t *testing.T) {
 		}
 	}
 	_ = s.CloseSend()
+	waitPosts(t, e.hooks, 2) // the other request's ends when the server sees its stream closed
 	posts := e.hooks.all()
-	if len(posts) != 1 {
-		t.Fatalf("post-response calls = %d", len(posts))
+	slices.SortFunc(posts, func(a, b framework.ResponseInfo) int { return b.Status - a.Status })
+	if n := e.hooks.checkHashes(t); n != 2 {
+		t.Fatalf("prefix hashes compared for %d requests, want 2", n)
 	}
 	if p := posts[0]; p.Status != 200 || p.OutputTokens != 2 || p.CachedTokens != 4 || p.TTFT <= 0 || p.MeanITL <= 0 {
 		t.Fatalf("response info = %+v", p)

@@ -166,7 +166,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Process handles one HTTP request's ext_proc stream.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	x := &exchange{s: s, stream: stream, ctx: stream.Context()}
-	defer x.releaseBody() // a stream that ends before its body is complete
-	defer x.finish()
+	defer x.close()
 	return x.run()
 }

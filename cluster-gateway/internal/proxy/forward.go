@@ -37,6 +37,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		s.errorAnswer(w, r, apiErr)
 		return
 	}
+	defer s.pipe.Done(d) // forward returns after the last attempt ended
 	s.forward(w, r, body, d)
 }
 

@@ -3,9 +3,11 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +31,11 @@ type orderScheduler struct {
 	order     []string
 	saturated bool
 	seen      []*framework.Request
+	watch     *hashWatch
 }
 
 func (o *orderScheduler) Schedule(_ context.Context, req *framework.Request) (*framework.Result, error) {
+	o.watch.see("schedule", req)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.seen = append(o.seen, req)
@@ -49,21 +53,68 @@ func (o *orderScheduler) Schedule(_ context.Context, req *framework.Request) (*f
 
 // hooks records PreRequest and PostResponse calls.
 type hooks struct {
-	mu   sync.Mutex
-	pre  int
-	post []framework.ResponseInfo
+	mu    sync.Mutex
+	pre   int
+	post  []framework.ResponseInfo
+	watch *hashWatch
 }
 
-func (h *hooks) PreRequest(context.Context, *framework.Request, *framework.Result) {
+func (h *hooks) PreRequest(_ context.Context, req *framework.Request, _ *framework.Result) {
+	h.watch.see("PreRequest", req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pre++
 }
 
-func (h *hooks) PostResponse(_ context.Context, _ *framework.Request, info *framework.ResponseInfo) {
+func (h *hooks) PostResponse(_ context.Context, req *framework.Request, info *framework.ResponseInfo) {
+	h.watch.see("PostResponse", req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.post = append(h.post, *info)
+}
+
+func (h *hooks) FirstToken(_ context.Context, req *framework.Request, _ *framework.ResponseInfo) {
+	h.watch.see("FirstToken", req)
+}
+
+// hashWatch checks that a request's prefix hashes, which the router pools, stay what the
+// scheduler first saw at every later reader: scheduling again (retries, the flow-control
+// queue) and the hooks. Hashes released too early come back poisoned (the tests' router
+// overwrites released slices) or reused by another request. A nil *hashWatch checks nothing.
+type hashWatch struct {
+	mu    sync.Mutex
+	first map[*framework.Request][]uint64
+	reads int // later reads compared
+	bad   []string
+}
+
+// see compares req's hashes at stage with the first ones seen.
+func (w *hashWatch) see(stage string, req *framework.Request) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	want, ok := w.first[req]
+	if !ok {
+		w.first[req] = slices.Clone(req.PrefixHashes)
+		return
+	}
+	w.reads++
+	if !slices.Equal(req.PrefixHashes, want) {
+		w.bad = append(w.bad, fmt.Sprintf("%s of request %s: %d hashes, want %d unchanged", stage, req.ID, len(req.PrefixHashes), len(want)))
+	}
+}
+
+// check fails t if a reader saw changed hashes; it returns how many later reads were compared.
+func (w *hashWatch) check(t testing.TB) int {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range w.bad {
+		t.Error("prefix hashes read after their release: " + b)
+	}
+	return w.reads
 }
 
 func (h *hooks) posts() []framework.ResponseInfo {
@@ -73,6 +124,7 @@ func (h *hooks) posts() []framework.ResponseInfo {
 }
 
 type env struct {
+	watch *hashWatch // nil in benchmarks
 	store *datastore.Store
 	sched *orderScheduler
 	hooks *hooks
@@ -93,6 +145,12 @@ func newEnv(t testing.TB, mutate func(*proxy.Config), upstreams ...string) *env 
 func newEnvFlow(t testing.TB, queueing bool, mutate func(*proxy.Config), upstreams ...string) *env {
 	t.Helper()
 	e := &env{store: datastore.NewStore(nil, nil), hooks: &hooks{}, reg: prometheus.NewRegistry()}
+	_, bench := t.(*testing.B) // benchmarks measure the real pool, unwatched
+	if !bench {
+		e.watch = &hashWatch{first: map[*framework.Request][]uint64{}}
+		e.hooks.watch = e.watch
+		t.Cleanup(func() { e.watch.check(t) })
+	}
 	var specs []datastore.EndpointSpec
 	for _, a := range upstreams {
 		specs = append(specs, datastore.EndpointSpec{Address: a})
@@ -102,12 +160,15 @@ func newEnvFlow(t testing.TB, queueing bool, mutate func(*proxy.Config), upstrea
 		ep.SetModels(&datastore.Models{Base: "llama", Adapters: []string{"lora-a"}})
 		ep.SetMetrics(&datastore.Metrics{ScrapedAt: time.Now().Add(time.Hour)})
 	}
-	e.sched = &orderScheduler{store: e.store, order: upstreams}
+	e.sched = &orderScheduler{store: e.store, order: upstreams, watch: e.watch}
 	bcfg := bbr.DefaultConfig()
 	bcfg.MaxBodyBytes = 1 << 16
 	router, err := bbr.NewRouter(bcfg, e.store)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bench {
+		router.PoisonReleasedHashes()
 	}
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = queueing

@@ -84,7 +84,8 @@ type Decision struct {
 
 // Decide routes body, classifies the request from its headers (get returns a value by
 // lower-case name), admits it and runs the PreRequest hooks. subset, when non-nil, restricts the
-// candidates (Envoy's subset hint). Errors are ready for the client.
+// candidates (Envoy's subset hint). Errors are ready for the client. A decision holds pooled
+// memory: the front door calls Done once the request is over.
 func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) string, subset []string) (*Decision, *bbr.Error) {
 	d := &Decision{Request: &framework.Request{SubsetHint: subset}, Started: p.now()}
 	req := d.Request
@@ -98,6 +99,7 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 	}
 	d.Routed = routed
 	if req.Priority, req.Tenant, err = p.classify.Classify(get); err != nil {
+		p.router.Release(req)
 		return nil, p.reject(req, bbr.BadRequest(err.Error(), ""))
 	}
 	req.Headers = map[string]string{
@@ -105,12 +107,23 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		flowcontrol.HeaderPriority: strconv.Itoa(req.Priority), flowcontrol.HeaderTenant: req.Tenant,
 	}
 	if d.Result, err = p.admit(ctx, req); err != nil {
+		p.router.Release(req) // flow control dropped req when Admit returned
 		return nil, p.reject(req, err)
 	}
 	if p.hooks != nil {
 		p.hooks.PreRequest(ctx, req, d.Result)
 	}
 	return d, nil
+}
+
+// Done releases what d holds: the prompt's prefix hashes go back to the router's pool, to be
+// overwritten by another request. Call it once per decision, after its last End and when no
+// Reschedule can follow: from then on nothing may read d.Request.PrefixHashes (the scheduler
+// and its hooks, including the gossip sketch, copy what they keep). A nil d is ignored.
+func (p *Pipeline) Done(d *Decision) {
+	if d != nil && d.Request != nil {
+		p.router.Release(d.Request)
+	}
 }
 
 // admit schedules req; an empty result counts as no endpoint.
