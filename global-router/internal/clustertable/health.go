@@ -2,6 +2,7 @@ package clustertable
 
 import (
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
@@ -89,24 +90,24 @@ func (h *health) eject(now time.Time, cfg EjectionConfig) {
 	h.failures = 0
 }
 
-// sendTimes remembers when recent requests were sent to a cluster, to count those sent since its
+// sendTimes remembers when recent requests were sent to a cluster (wall-clock Unix nanoseconds,
+// oldest first: they are added in order, under the table's lock), to count those sent since its
 // newest summary was generated (they are not in the summary's figures yet).
 type sendTimes struct {
-	ring [256]time.Time
+	ring [256]int64
 	next int
 }
 
 func (s *sendTimes) add(t time.Time) {
-	s.ring[s.next%len(s.ring)] = t
+	s.ring[s.next%len(s.ring)] = t.UnixNano()
 	s.next++
 }
 
-func (s *sendTimes) since(t time.Time) int {
-	n := 0
-	for _, x := range s.ring {
-		if x.After(t) {
-			n++
-		}
-	}
-	return n
+// since counts the remembered sends after t (Unix nanoseconds), at most the ring's size: a
+// binary search back from the newest send for the first one after t.
+func (s *sendTimes) since(t int64) int {
+	n := min(s.next, len(s.ring))
+	// The i-th newest send (i = 1..n) is at ring[(next-i) mod len]; sends after t are the newest k.
+	k := sort.Search(n, func(i int) bool { return s.ring[(s.next-1-i)%len(s.ring)] <= t })
+	return k
 }

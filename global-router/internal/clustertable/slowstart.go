@@ -70,9 +70,11 @@ func (h *health) noteSignal(stale bool, node string, now time.Time) {
 	h.node, h.staleSince = node, time.Time{}
 }
 
-// offer decides whether a cluster in slow start takes part in this view.
-func (t *Table) offer(h *health, share float64, now time.Time) bool {
-	if h.halfOpen() {
+// offer decides whether a cluster in slow start, or to be probed, takes part in this view. A
+// half-open cluster (after an ejection) and an unverified one (its slow round trip faded, see
+// RTTConfig.ProbeBelow) are offered to one request at a time.
+func (t *Table) offer(h *health, share float64, unverified bool, now time.Time) bool {
+	if h.halfOpen() || unverified {
 		if now.Before(h.probeUntil) {
 			return false
 		}
@@ -82,9 +84,9 @@ func (t *Table) offer(h *health, share float64, now time.Time) bool {
 	return share >= 1 || t.cfg.Rand() < share
 }
 
-// withhold leaves each cluster in slow start out of the view unless offer lets it in, and unless
-// no other cluster could take the request: slow start delays a returning cluster's traffic, it
-// never leaves a request with nowhere to go.
+// withhold leaves each cluster in slow start or to be probed out of the view unless offer lets it
+// in, and unless no other cluster could take the request: slow start and probes delay a returning
+// cluster's traffic, they never leave a request with nowhere to go.
 func (t *Table) withhold(out []Entry, now time.Time) {
 	var held []int
 	open := false
@@ -93,7 +95,7 @@ func (t *Table) withhold(out []Entry, now time.Time) {
 		if !c.Serves || c.Stale || c.Drained || c.Unhealthy || c.ReadyPods <= 0 {
 			continue
 		}
-		if out[i].Share < 1 && !t.offer(t.healthOf(c.Name), out[i].Share, now) {
+		if (out[i].Share < 1 || out[i].Unverified) && !t.offer(&out[i].state.health, out[i].Share, out[i].Unverified, now) {
 			held = append(held, i)
 			continue
 		}

@@ -56,9 +56,20 @@ type Table struct {
 	drains DrainView
 
 	mu     sync.Mutex
-	health map[string]*health    // by cluster
-	sends  map[string]*sendTimes // by cluster
-	rtts   map[string]*rttMeter  // by cluster
+	states map[string]*clusterState // by cluster
+	// seq numbers views; a cluster state remembers the last view that saw its cluster.
+	seq uint64
+	// sketchHolders counts the states holding decoded prefix sketches.
+	sketchHolders int
+}
+
+// clusterState is what the table keeps about one cluster between views; t.mu guards it.
+type clusterState struct {
+	health   health
+	sends    sendTimes
+	rtt      rttMeter
+	sketches sketchCache
+	seen     uint64 // the last view that saw the cluster
 }
 
 // New returns a table over src. drains may be nil (nothing drained).
@@ -73,8 +84,7 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 		cfg.Ejection = DefaultEjectionConfig()
 	}
 	cfg.MeasuredRTT = cfg.MeasuredRTT.withDefaults()
-	return &Table{cfg: cfg, src: src, drains: drains, health: map[string]*health{}, sends: map[string]*sendTimes{},
-		rtts: map[string]*rttMeter{}}
+	return &Table{cfg: cfg, src: src, drains: drains, states: map[string]*clusterState{}}
 }
 
 // Entry is one cluster in a view: its routing figures for one model and where to forward.
@@ -87,128 +97,125 @@ type Entry struct {
 	// Age of that summary.
 	Age time.Duration
 	// Share is the fraction of requests the cluster is offered while in slow start (1 outside
-	// it); Withheld is true when slow start left it out of this view (it is then Unhealthy).
+	// it); Withheld is true when slow start or probing left it out of this view (it is then
+	// Unhealthy).
 	Share    float64
 	Withheld bool
+	// Unverified is true while the cluster's round trip, measured slow, has mostly faded back
+	// into the prior without a new answer: it is offered to one probe request at a time (see
+	// RTTConfig.ProbeBelow).
+	Unverified bool
+
+	// Filled while the view is built.
+	best  *gossip.Summary         // the chosen replica's summary, in the snapshot
+	model *gossipv1.ModelCapacity // the summary's figures for the model; nil if it does not serve it
+	state *clusterState           // the table's state of the cluster
+	bloom *sketch.Bloom           // the model's decoded prefix sketch
+	known bool                    // the table had decoded the sketch (bloom nil: invalid)
 }
 
 // View returns every known cluster as a routing candidate for model (a base model or an adapter)
 // whose prompt has the given prefix-block hashes.
+//
+// The table's lock is held only while the cluster states are read and updated: the summaries'
+// figures are copied before, and the prompt is matched against the prefix sketches after.
 func (t *Table) View(model string, prefixHashes []uint64) []Entry {
-	snap := t.src.Snapshot()
 	now := t.cfg.Now()
-	byCluster := map[string][]gossip.Summary{}
-	for _, s := range snap {
-		byCluster[s.Cluster] = append(byCluster[s.Cluster], s)
+	out := t.candidates(t.src.Snapshot(), model)
+	misses := t.applyStates(out, len(prefixHashes) > 0, now)
+	if len(prefixHashes) > 0 {
+		t.matchSketches(out, prefixHashes, misses)
 	}
-	names := make([]string, 0, len(byCluster))
-	for n := range byCluster {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]Entry, 0, len(names))
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, name := range names {
-		out = append(out, t.entry(name, byCluster[name], model, prefixHashes, now))
-	}
-	t.withhold(out, now)
 	return out
 }
 
-// entry builds one cluster's candidate from its replicas' summaries.
-func (t *Table) entry(name string, reps []gossip.Summary, model string, hashes []uint64, now time.Time) Entry {
-	sort.SliceStable(reps, func(i, j int) bool { return fresher(reps[i], reps[j]) })
-	best := reps[0]
-	e := Entry{Summary: best.Summary, Age: best.Age}
-	for _, r := range reps {
-		if !r.Stale && r.Summary.GetGatewayUrl() != "" {
-			e.URLs = append(e.URLs, r.Summary.GetGatewayUrl())
-		}
-	}
-	c := &e.Cluster
-	c.Name, c.Region = name, best.Region
-	c.Stale = best.Stale || len(e.URLs) == 0
-	c.Drained = t.drains != nil && t.drains.Drained(name, best.Region)
-	h := t.healthOf(name)
-	h.noteSignal(c.Stale, best.Node, now)
-	c.Unhealthy = h.ejected(now)
-	e.Share = h.share(now, t.cfg.Ejection.SlowStart)
-	c.RTT = t.rtt(name, best, now)
-	mc := findModel(best.Summary, model)
-	if mc == nil {
-		return e
-	}
-	c.Serves = mc.GetReadyPods() > 0 // an adapter not resident yet is loaded on demand
-	fillCapacity(c, mc, hashes)
-	c.InFlight = t.sendsOf(name).since(time.Unix(0, best.Summary.GetGeneratedAtUnixNano()))
-	return e
-}
-
-// fresher orders replicas: fresh before stale, then newest first.
-func fresher(a, b gossip.Summary) bool {
-	if a.Stale != b.Stale {
-		return !a.Stale
-	}
-	return a.Summary.GetGeneratedAtUnixNano() > b.Summary.GetGeneratedAtUnixNano()
-}
-
-// findModel returns the summary's capacity for model: the base model itself, or the base model
-// of an adapter named model.
-func findModel(s *gossipv1.CapacitySummary, model string) *gossipv1.ModelCapacity {
-	for _, m := range s.GetModels() {
-		if m.GetName() == model {
-			return m
-		}
-	}
-	for _, m := range s.GetModels() {
-		for _, a := range m.GetAdapters() {
-			if a.GetName() == model {
-				return m
+// applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
+// health, slow start and probes, the measured round trip, requests sent since the summary, and
+// the cached prefix sketch (when wantSketch). It returns how many sketches must be decoded.
+func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	for i := range out {
+		e := &out[i]
+		st := t.stateOf(e.Cluster.Name)
+		st.seen, e.state = t.seq, st
+		t.applyState(e, st, now)
+		if wantSketch && e.model.GetPrefixSketch() != nil {
+			if e.bloom, e.known = st.sketches.get(e.Summary, e.model); !e.known {
+				misses++
 			}
 		}
 	}
-	return nil
+	t.withhold(out, now)
+	if t.sketchHolders > len(out) {
+		t.forgetSketches()
+	}
+	return misses
 }
 
-// referencePromptTokens is the prompt length of the reference request a summary's predicted TTFT
-// is for (see the gossip proto).
-const referencePromptTokens = 1000
-
-// fillCapacity copies a model's figures into the routing candidate.
-func fillCapacity(c *routing.Cluster, mc *gossipv1.ModelCapacity, hashes []uint64) {
-	c.ReadyPods = int(mc.GetReadyPods())
-	c.TotalKVTokens = int64(mc.GetTotalKvTokens())
-	c.FreeKVTokens = int64(mc.GetFreeKvTokens())
-	c.Queue = int(mc.GetQueueDepth())
-	c.Running = int(mc.GetRunning())
-	c.SaturatedFraction = float64(mc.GetSaturation())
-	if mc.GetSaturated() {
-		c.SaturatedFraction = 1
+// applyState fills in one cluster's health, round trip and requests sent since its summary.
+func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
+	c := &e.Cluster
+	h := &st.health
+	h.noteSignal(e.best.Stale, e.best.Node, now)
+	c.Unhealthy = h.ejected(now)
+	e.Share = h.share(now, t.cfg.Ejection.SlowStart)
+	if !t.cfg.MeasuredRTT.Off { // c.RTT holds the prior
+		c.RTT, e.Unverified = st.rtt.estimate(c.RTT, now, t.cfg.MeasuredRTT)
 	}
-	if c.ReadyPods > 0 && mc.GetPrefillTokensPerSecond() > 0 {
-		c.PrefillTokensPerSec = float64(mc.GetPrefillTokensPerSecond()) / float64(c.ReadyPods)
+	if e.model != nil {
+		c.InFlight = st.sends.since(e.Summary.GetGeneratedAtUnixNano())
 	}
-	ttft := time.Duration(float64(mc.GetPredictedTtftMs()) * float64(time.Millisecond))
-	if c.PrefillTokensPerSec > 0 { // the wait part of the prediction: remove the reference prefill
-		ttft -= time.Duration(referencePromptTokens / c.PrefillTokensPerSec * float64(time.Second))
-	}
-	c.BaseTTFT = max(ttft, 0)
-	c.CachedPrefixTokens = cachedTokens(mc.GetPrefixSketch(), hashes)
 }
 
-// tokensPerBlock is the prefix contract's block size in tokens (64 bytes at ~4 bytes a token).
-const tokensPerBlock = 16
+// forgetSketches drops the decoded sketches of clusters the last view did not see (gossip
+// forgot them).
+func (t *Table) forgetSketches() {
+	for _, st := range t.states {
+		if st.seen != t.seq && st.sketches.held() {
+			st.sketches.reset(nil)
+			t.sketchHolders--
+		}
+	}
+}
 
-func cachedTokens(ps *gossipv1.PrefixSketch, hashes []uint64) int {
-	if ps == nil || len(hashes) == 0 {
-		return 0
+// matchSketches sets each candidate's cached prompt tokens from its prefix sketch, decoding the
+// sketches the table did not hold yet (misses of them) and keeping them for the next views.
+func (t *Table) matchSketches(out []Entry, hashes []uint64, misses int) {
+	var decoded []int
+	if misses > 0 {
+		decoded = make([]int, 0, misses)
 	}
-	b, err := sketch.FromProto(ps)
-	if err != nil {
-		return 0
+	for i := range out {
+		e := &out[i]
+		ps := e.model.GetPrefixSketch()
+		if ps == nil {
+			continue
+		}
+		if !e.known {
+			e.bloom, _ = sketch.FromProto(ps) // nil when invalid: nothing of the prompt is cached
+			decoded = append(decoded, i)
+		}
+		if e.bloom != nil {
+			e.Cluster.CachedPrefixTokens = e.bloom.LongestPrefix(hashes) * tokensPerBlock
+		}
 	}
-	return b.LongestPrefix(hashes) * tokensPerBlock
+	if len(decoded) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, i := range decoded {
+		e := &out[i]
+		if t.states[e.Cluster.Name] != e.state { // defensive: states are never replaced
+			continue
+		}
+		if !e.state.sketches.held() {
+			t.sketchHolders++
+		}
+		e.state.sketches.put(e.Summary, e.model, e.bloom)
+	}
 }
 
 // Models returns every base model and adapter served by a cluster with a fresh summary.
@@ -239,30 +246,6 @@ func (t *Table) Models() []string {
 	return out
 }
 
-// rtt is the cluster's round trip: the prior, corrected by what forwarded requests measured.
-func (t *Table) rtt(cluster string, s gossip.Summary, now time.Time) time.Duration {
-	prior := t.priorRTT(s)
-	if t.cfg.MeasuredRTT.Off {
-		return prior
-	}
-	return t.rtts[cluster].estimate(prior, now, t.cfg.MeasuredRTT)
-}
-
-// priorRTT is the round trip known before any request is measured: configured for the region,
-// else 0 inside the router's region, else gossip's network-coordinate estimate.
-func (t *Table) priorRTT(s gossip.Summary) time.Duration {
-	if d, ok := t.cfg.RTT[s.Region]; ok {
-		return d
-	}
-	if s.Region == t.cfg.Region {
-		return 0
-	}
-	if s.RTTKnown {
-		return s.RTT
-	}
-	return 0
-}
-
 // Observe records a forwarded request's outcome (forward.Observer): passive health, the round
 // trip it measured, and, for an accepted request, that it was sent (it is not in the cluster's
 // summary yet).
@@ -270,12 +253,13 @@ func (t *Table) Observe(o forward.Outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
-	t.healthOf(o.Target.Cluster).observe(o, now, t.cfg.Ejection)
+	st := t.stateOf(o.Target.Cluster)
+	st.health.observe(o, now, t.cfg.Ejection)
 	if o.RTT > 0 {
-		t.rttOf(o.Target.Cluster).add(o.RTT, now, t.cfg.MeasuredRTT)
+		st.rtt.add(o.RTT, now, t.cfg.MeasuredRTT)
 	}
 	if o.Status > 0 && !o.Retried {
-		t.sendsOf(o.Target.Cluster).add(now)
+		st.sends.add(now)
 	}
 }
 
@@ -283,32 +267,15 @@ func (t *Table) Observe(o forward.Outcome) {
 func (t *Table) Sent(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sendsOf(cluster).add(t.cfg.Now())
+	t.stateOf(cluster).sends.add(t.cfg.Now())
 }
 
-func (t *Table) healthOf(cluster string) *health {
-	h := t.health[cluster]
-	if h == nil {
-		h = &health{}
-		t.health[cluster] = h
+// stateOf returns the cluster's state, creating it; t.mu must be held.
+func (t *Table) stateOf(cluster string) *clusterState {
+	st := t.states[cluster]
+	if st == nil {
+		st = &clusterState{}
+		t.states[cluster] = st
 	}
-	return h
-}
-
-func (t *Table) sendsOf(cluster string) *sendTimes {
-	s := t.sends[cluster]
-	if s == nil {
-		s = &sendTimes{}
-		t.sends[cluster] = s
-	}
-	return s
-}
-
-func (t *Table) rttOf(cluster string) *rttMeter {
-	m := t.rtts[cluster]
-	if m == nil {
-		m = &rttMeter{}
-		t.rtts[cluster] = m
-	}
-	return m
+	return st
 }
