@@ -70,6 +70,8 @@ type clusterState struct {
 	rtt      rttMeter
 	sketches sketchCache
 	seen     uint64 // the last view that saw the cluster
+	// waiting counts this router's accepted streams there without a first token yet.
+	waiting int
 }
 
 // New returns a table over src. drains may be nil (nothing drained).
@@ -154,7 +156,8 @@ func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses
 	return misses
 }
 
-// applyState fills in one cluster's health, round trip and requests sent since its summary.
+// applyState fills in one cluster's health, round trip, requests sent since its summary and
+// streams waiting there for a first token.
 func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	c := &e.Cluster
 	h := &st.health
@@ -166,6 +169,7 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	}
 	if e.model != nil {
 		c.InFlight = st.sends.since(e.Summary.GetGeneratedAtUnixNano())
+		c.Waiting = st.waiting
 	}
 }
 
@@ -248,7 +252,7 @@ func (t *Table) Models() []string {
 
 // Observe records a forwarded request's outcome (forward.Observer): passive health, the round
 // trip it measured, and, for an accepted request, that it was sent (it is not in the cluster's
-// summary yet).
+// summary yet) and, for a stream, that it waits for its first token.
 func (t *Table) Observe(o forward.Outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -260,6 +264,19 @@ func (t *Table) Observe(o forward.Outcome) {
 	}
 	if o.Status > 0 && !o.Retried {
 		st.sends.add(now)
+		if o.Streamed {
+			st.waiting++
+		}
+	}
+}
+
+// FirstToken records that a stream Observe counted as waiting has its first token, or ended
+// without one (forward.FirstTokener).
+func (t *Table) FirstToken(target forward.Target) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.states[target.Cluster]; st != nil && st.waiting > 0 {
+		st.waiting--
 	}
 }
 
@@ -269,6 +286,11 @@ func (t *Table) Sent(cluster string) {
 	defer t.mu.Unlock()
 	t.stateOf(cluster).sends.add(t.cfg.Now())
 }
+
+var (
+	_ forward.Observer     = (*Table)(nil)
+	_ forward.FirstTokener = (*Table)(nil)
+)
 
 // stateOf returns the cluster's state, creating it; t.mu must be held.
 func (t *Table) stateOf(cluster string) *clusterState {

@@ -184,3 +184,37 @@ func TestFlappingClusterEjectedLongerEachTime(t *testing.T) {
 		})
 	}
 }
+
+// Streams the cluster accepted count as waiting until their first token; plain answers, refusals
+// and extra first-token reports never make the count wrong.
+func TestWaitingForFirstToken(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
+	target := forward.Target{Cluster: "c1", URL: "http://a"}
+	waiting := func() int { return tb.View("llama", nil)[0].Cluster.Waiting }
+
+	steps := []struct {
+		name string
+		do   func()
+		want int
+	}{
+		{"two accepted streams", func() {
+			tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true})
+			tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true})
+		}, 2},
+		{"a plain answer and a refused stream", func() {
+			tb.Observe(forward.Outcome{Target: target, Status: 200})
+			tb.Observe(forward.Outcome{Target: target, Status: 503, Retried: true, Streamed: true})
+		}, 2},
+		{"one first token", func() { tb.FirstToken(target) }, 1},
+		{"the other, then one too many", func() { tb.FirstToken(target); tb.FirstToken(target) }, 0},
+		{"an unknown cluster's first token", func() { tb.FirstToken(forward.Target{Cluster: "zz"}) }, 0},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := waiting(); got != s.want {
+			t.Fatalf("after %s: waiting %d, want %d", s.name, got, s.want)
+		}
+	}
+}

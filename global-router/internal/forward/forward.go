@@ -58,6 +58,18 @@ type Outcome struct {
 	RTT time.Duration
 	// Retried is true when the attempt was refused and the next candidate tried.
 	Retried bool
+	// Streamed is true when the answer is an accepted event stream (Content-Type
+	// text/event-stream): its first body bytes carry the first token, and a FirstTokener
+	// observer hears of them.
+	Streamed bool
+}
+
+// FirstTokener is an Observer that also wants to know when a streamed answer's first token
+// arrives: FirstToken is called exactly once for every Outcome observed with Streamed set, when
+// its first body bytes arrive or, if none ever do, when the stream ends. It must be safe for
+// concurrent use.
+type FirstTokener interface {
+	FirstToken(t Target)
 }
 
 // Observer receives every attempt's outcome. It must be safe for concurrent use.
@@ -197,6 +209,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 		resp.Body.Close()
 		return nil, fmt.Errorf("cluster %s answered %d", t.Cluster, resp.StatusCode)
 	}
+	o.Streamed = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	f.observe(o)
 	return resp, nil
 }
@@ -218,10 +231,24 @@ func (f *Forwarder) observe(o Outcome) {
 	}
 }
 
+// firstToken tells the observer, if it wants to know, that t's stream has its first token (or
+// ended without one).
+func (f *Forwarder) firstToken(t Target) {
+	if ft, ok := f.obs.(FirstTokener); ok {
+		ft.FirstToken(t)
+	}
+}
+
 // stream copies the response to the client, flushing after every read so SSE events leave as
 // they arrive.
 func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target) error {
 	defer resp.Body.Close()
+	waiting := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") // for its first token
+	defer func() {
+		if waiting {
+			f.firstToken(t)
+		}
+	}()
 	h := w.Header()
 	for k, vs := range resp.Header {
 		if !hopByHop(k) {
@@ -244,6 +271,10 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	boundary := true // the bytes sent so far end between two SSE events
 	for {
 		n, err := resp.Body.Read(buf)
+		if n > 0 && waiting {
+			waiting = false
+			f.firstToken(t)
+		}
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return nil // the client went away; its context cancels the upstream request

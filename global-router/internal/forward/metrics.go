@@ -48,3 +48,14 @@ func (os Observers) Observe(o Outcome) {
 		x.Observe(o)
 	}
 }
+
+var _ FirstTokener = Observers(nil)
+
+// FirstToken passes the first token of t's stream on to the members that want it.
+func (os Observers) FirstToken(t Target) {
+	for _, x := range os {
+		if ft, ok := x.(FirstTokener); ok {
+			ft.FirstToken(t)
+		}
+	}
+}

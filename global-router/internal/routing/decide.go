@@ -48,7 +48,8 @@ type Decision struct {
 // plus the extra wait of this router's requests sent since the summary, plus prefill of the prompt
 // tokens the cluster does not cache. Each request sent since the summary is counted as one more
 // prompt like this one to prefill, spread over the pods; on a saturated cluster (new requests
-// queue) as one more service time instead.
+// queue) as one more service time instead. The wait is at least the prefill of this router's
+// requests still waiting there for their first token.
 func Estimate(c *Cluster, req Request) time.Duration {
 	rate := c.PrefillTokensPerSec
 	if rate <= 0 {
@@ -70,7 +71,10 @@ func Estimate(c *Cluster, req Request) time.Duration {
 		each = svc
 	}
 	extra := time.Duration(int64(each) * int64(c.InFlight) / int64(pods))
-	return c.RTT + wait + extra + prefill
+	// The requests this router has waiting there for a first token are a backlog the cluster
+	// must prefill first, whatever the summary (which may predate them) says.
+	backlog := time.Duration(int64(each) * int64(c.Waiting) / int64(pods))
+	return c.RTT + max(wait+extra, backlog) + prefill
 }
 
 // Decide chooses a cluster for req among clusters for a router in region. rng may be nil (the
@@ -157,13 +161,21 @@ func regionAllowed(pol Policy, region string) bool {
 // router since its last summary as it has pods.
 func busy(c *Cluster) bool { return c.Queue > 0 || c.InFlight >= max(c.ReadyPods, 1) }
 
+// backlogged reports whether this router's requests arrive at c faster than it prefills them:
+// at least perPod of them per ready pod wait there for their first token.
+func backlogged(c *Cluster, perPod float64) bool {
+	return perPod > 0 && float64(c.Waiting) >= perPod*float64(max(c.ReadyPods, 1))
+}
+
 // choosePool returns the clusters the choice is made among: the router's own region's clusters
 // that have room when there are any, else every eligible cluster within the per-region overflow
-// cap. A local cluster has room while it is under the overflow threshold and, once it is busy
-// (requests queued, or at least one in flight per pod), no cluster elsewhere is estimated to
-// answer opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a
-// faster GPU generation sits elsewhere. It records why the others were passed over. The pool is
-// built in buf (which needs room for every eligible cluster) in the order of eligible.
+// cap. A local cluster has room while it is under the overflow threshold, while it is not past
+// its throughput with a cluster elsewhere estimated sooner (opt.BacklogPerPod of this router's
+// requests per pod wait there for a first token), and, once it is busy (requests queued, or at
+// least one in flight per pod), while no cluster elsewhere is estimated to answer
+// opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a faster
+// GPU generation sits elsewhere. It records why the others were passed over. The pool is built in
+// buf (which needs room for every eligible cluster) in the order of eligible.
 func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible, buf []int, d *Decision) ([]int, string) {
 	capped := func(i int) bool {
 		c := &clusters[i]
@@ -182,6 +194,8 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = reasonOverThreshold
+		case remote >= 0 && backlogged(&clusters[i], opt.BacklogPerPod) && e.Estimate > remote:
+			e.Reason = reasonBacklogged
 		case remote >= 0 && busy(&clusters[i]) && float64(e.Estimate) > float64(remote)*max(opt.LocalPreference, 1):
 			e.Reason = reasonRemoteSooner
 		default:
@@ -280,6 +294,7 @@ const (
 	reasonLocalHasRoom   = "a local cluster has room"
 	reasonOverThreshold  = "over the overflow threshold"
 	reasonRemoteSooner   = "a cluster elsewhere is estimated to answer several times sooner"
+	reasonBacklogged     = "past its throughput (this router's requests queue there for a first token) and a cluster elsewhere is estimated sooner"
 	reasonOverflowCap    = "region overflow cap reached"
 	reasonNotNearBest    = "not near the best estimate"
 	reasonNotDrawn       = "near the best, not drawn by power-of-d"

@@ -140,7 +140,7 @@ func TestDecide(t *testing.T) {
 			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
 		},
 		{
-			name: "overflow when a remote cluster answers more than twice as fast",
+			name: "overflow when a remote cluster answers more than LocalPreference (3x) times as fast",
 			clusters: func() []routing.Cluster {
 				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 400*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
 			},
@@ -148,7 +148,7 @@ func TestDecide(t *testing.T) {
 			reasonOf: map[string]string{"east-a": "not near the best"}, // in the overflow pool, too slow
 		},
 		{
-			name: "stay local when a remote cluster is less than twice as fast",
+			name: "stay local when a remote cluster is less than LocalPreference times as fast",
 			clusters: func() []routing.Cluster {
 				// east 2 + 200 + 50 = 252 ms; west 70 + 20 + 50 = 140 ms.
 				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 200*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
@@ -284,6 +284,11 @@ func TestEstimate(t *testing.T) {
 		{"in-flight on a saturated cluster", func(c *routing.Cluster) { c.InFlight, c.SaturatedFraction = 8, 1 }, 2080 * ms},
 		// no prediction: 12 queued × 1 s / 4 pods.
 		{"queue without a prediction", func(c *routing.Cluster) { c.BaseTTFT, c.Queue = 0, 12 }, 3060 * ms},
+		// 8 of the router's requests wait for a first token: 8 × 50 ms / 4 pods = 100 ms of
+		// backlog, more than the summary's 20 ms.
+		{"waiting requests beyond the summary", func(c *routing.Cluster) { c.Waiting = 8 }, 160 * ms},
+		// the summary already predicts more than the waiting requests' backlog: no double count.
+		{"waiting requests within the summary", func(c *routing.Cluster) { c.Waiting, c.BaseTTFT = 2, 300*ms }, 360 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,6 +346,50 @@ func TestLocalPreferenceOnlyWhenBusy(t *testing.T) {
 			}
 			if got := cs[d.Targets[0]].Name; got != tc.want || d.Route != tc.route {
 				t.Fatalf("chose %s (%s), want %s (%s): %+v", got, d.Route, tc.want, tc.route, d.Explain)
+			}
+		})
+	}
+}
+
+// A local cluster where this router's requests queue for their first token (BacklogPerPod per
+// pod) is past its throughput: it is passed over as soon as a cluster elsewhere is estimated
+// sooner, without waiting for LocalPreference's margin; short of the backlog, or when elsewhere
+// is slower, it keeps its traffic.
+func TestBacklogPassesLocalOver(t *testing.T) {
+	req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
+	west := cluster("west", "us-west-2", 0.1, 70*ms) // 70 + 20 + 50 = 140 ms
+	local := func(waiting int, wait time.Duration) routing.Cluster {
+		c := busy(cluster("east", "us-east-1", 0.3, 2*ms), wait) // 4 pods, 50 ms per prompt
+		c.Waiting = waiting
+		return c
+	}
+	off := routing.DefaultOptions()
+	off.BacklogPerPod = 0
+	for _, tc := range []struct {
+		name   string
+		local  routing.Cluster
+		remote routing.Cluster
+		opt    routing.Options
+		want   string
+		reason string // the local cluster's reason when passed over
+	}{
+		// 2 + 200 + 50 = 252 ms against 140: 1.8×, under LocalPreference.
+		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", ""},
+		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate"},
+		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", ""},
+		{"rule turned off", local(12, 200*ms), west, off, "east", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := []routing.Cluster{tc.local, tc.remote}
+			d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, tc.opt, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cs[d.Targets[0]].Name; got != tc.want {
+				t.Fatalf("chose %s, want %s: %+v", got, tc.want, d.Explain)
+			}
+			if tc.reason != "" && d.Explain[0].Reason != tc.reason {
+				t.Fatalf("local reason %q, want %q", d.Explain[0].Reason, tc.reason)
 			}
 		})
 	}

@@ -56,6 +56,10 @@ type Cluster struct {
 	Queue, Running int
 	// InFlight is the number of requests this router sent to the cluster since that summary.
 	InFlight int
+	// Waiting is the number of this router's streamed requests the cluster has accepted that
+	// have not had their first token yet: what this router has queued there for prefill, known
+	// at once rather than at the next summary.
+	Waiting int
 	// SaturatedFraction is the fraction of the model's pods that are saturated (0..1).
 	SaturatedFraction float64
 	// BaseTTFT is the gateway's predicted TTFT for its reference request (includes its queue).
@@ -114,14 +118,24 @@ type Options struct {
 	// D is the number of random samples of power-of-d choices.
 	D int
 	// LocalPreference is how many times sooner a cluster elsewhere must be estimated to answer
-	// before a local cluster under the overflow threshold is passed over (>= 1; 1 = latency only).
+	// before a busy local cluster under the overflow threshold is passed over (>= 1; 1 = latency
+	// only).
 	LocalPreference float64
+	// BacklogPerPod is how many of this router's requests per ready pod may wait at a local
+	// cluster for their first token before the cluster counts as past its throughput: more
+	// arrive than it prefills. A local cluster past it is passed over as soon as a cluster
+	// elsewhere is estimated to answer sooner at all (0 turns the rule off).
+	BacklogPerPod float64
 	// LocalOnly keeps every request in the router's region: clusters elsewhere are not
 	// candidates, so nothing overflows. It is the baseline Tier 2 is measured against (what one
 	// router per region without cross-region overflow gives), not a production setting.
 	LocalOnly bool
 }
 
-// DefaultOptions: within 20% of the best, among the best three, two random samples, a local
-// cluster kept unless elsewhere is estimated twice as fast, overflow on.
-func DefaultOptions() Options { return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 2} }
+// DefaultOptions: within 20% of the best, among the best three, two random samples; a busy
+// local cluster kept unless elsewhere is estimated three times as fast, or unless two of this
+// router's requests per pod already wait there for their first token and elsewhere is sooner;
+// overflow on.
+func DefaultOptions() Options {
+	return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 3, BacklogPerPod: 2}
+}

@@ -1,0 +1,109 @@
+package forward_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+)
+
+// firstTokens records outcomes and first tokens in the order they arrive.
+type firstTokens struct {
+	mu     sync.Mutex
+	events []string // "observe streamed=<bool>" or "first"
+	first  chan struct{}
+}
+
+func (f *firstTokens) Observe(o forward.Outcome) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if o.Streamed {
+		f.events = append(f.events, "observe streamed")
+	} else {
+		f.events = append(f.events, "observe plain")
+	}
+}
+
+func (f *firstTokens) FirstToken(forward.Target) {
+	f.mu.Lock()
+	f.events = append(f.events, "first")
+	f.mu.Unlock()
+	f.first <- struct{}{}
+}
+
+func (f *firstTokens) seen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.events...)
+}
+
+// FirstToken follows the Outcome of every accepted stream exactly once: when its first body
+// bytes arrive (not with the headers), or when it ends without any. A plain answer gets none.
+func TestFirstTokenOfStreams(t *testing.T) {
+	release := make(chan struct{})
+	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/plain":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok":true}`)
+		case "/v1/empty":
+			w.Header().Set("Content-Type", "text/event-stream")
+		default: // headers at once, the first token when released
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.(http.Flusher).Flush()
+			<-release
+			_, _ = io.WriteString(w, "data: {\"n\":0}\n\ndata: [DONE]\n\n")
+		}
+	})
+	tests := []struct {
+		path    string
+		release bool
+		want    []string
+	}{
+		{"/v1/completions", true, []string{"observe streamed", "first"}},
+		{"/v1/empty", false, []string{"observe streamed", "first"}},
+		{"/v1/plain", false, []string{"observe plain"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			obs := &firstTokens{first: make(chan struct{}, 4)}
+			f, err := forward.New(forward.DefaultConfig(), forward.Observers{obs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Close)
+			done := make(chan error, 1)
+			go func() {
+				r := httptest.NewRequest(http.MethodPost, tt.path, nil)
+				done <- f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw}})
+			}()
+			if tt.release {
+				deadline := time.Now().Add(10 * time.Second)
+				for len(obs.seen()) == 0 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(20 * time.Millisecond) // headers are in; the first token is not
+				if got := obs.seen(); len(got) != 1 {
+					t.Fatalf("before the first token: %v, want only the outcome", got)
+				}
+				release <- struct{}{}
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			got := obs.seen()
+			if len(got) != len(tt.want) {
+				t.Fatalf("events %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("events %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
