@@ -49,21 +49,30 @@ type exchange struct {
 	attempt  *proxy.Attempt
 	status   int
 	ended    bool
+
+	chunk chunkAnswer // every body chunk sent back
+	recv  received    // every message received
+
+	// Room for the first chunks and held buffers without allocating: Envoy sends bodies in
+	// chunks of up to 64 KiB (two for a 100 KB body).
+	chunkRoom [2][]byte
+	heldRoom  [2]mem.Buffer
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
 // was handled, unless the exchange kept it for the request body.
 func (x *exchange) run() error {
 	for {
-		var m received
-		err := x.stream.RecvMsg(&m)
+		m := &x.recv
+		*m = received{}
+		err := x.stream.RecvMsg(m)
 		if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		err = x.handle(&m)
+		err = x.handle(m)
 		m.free()
 		if err != nil {
 			if errors.Is(err, errDone) {
@@ -106,7 +115,7 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 		x.headers[strings.ToLower(hv.GetKey())] = v
 	}
 	x.subset, x.hasSubset = subsetHint(req)
-	if n, err := strconv.Atoi(x.headers["content-length"]); err == nil && n > 0 {
+	if n := contentLength(x.headers["content-length"]); n > 0 {
 		if n > x.s.cfg.MaxBodyBytes {
 			return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
 		}
@@ -116,6 +125,19 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 		return x.noBody()
 	}
 	return nil
+}
+
+// contentLength parses a content-length value; it is 0 when absent or invalid (without
+// strconv's error, an allocation, for the usual absent header).
+func contentLength(v string) int {
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // requestBody accumulates body chunks and decides on the last one.
@@ -129,6 +151,9 @@ func (x *exchange) requestBody(m *received, b *extprocv3.HttpBody) error {
 	}
 	x.size += len(chunk)
 	if x.addChunk(chunk, b.GetEndOfStream()) && m.buf != nil {
+		if x.held == nil {
+			x.held = x.heldRoom[:0]
+		}
 		x.held = append(x.held, m.keep())
 	}
 	if !b.GetEndOfStream() {
@@ -147,6 +172,9 @@ func (x *exchange) addChunk(chunk []byte, last bool) (kept bool) {
 		x.buf = x.s.pool.Get(max(x.want, len(chunk)))
 		*x.buf = append((*x.buf)[:0], chunk...)
 	default:
+		if x.chunks == nil {
+			x.chunks = x.chunkRoom[:0]
+		}
 		x.chunks = append(x.chunks, chunk)
 		return true
 	}
@@ -190,6 +218,7 @@ func (x *exchange) releaseBody() {
 	}
 	x.freeHeld()
 	x.body, x.chunks = nil, nil
+	clear(x.chunkRoom[:])
 }
 
 // requestTrailers ends a body that was not marked end_of_stream, then acknowledges the trailers.
@@ -226,15 +255,13 @@ func (x *exchange) decide(eos bool) error {
 	}
 	x.target = targets[0].Address
 	x.attempt = x.s.pipe.Begin(d, targets[0])
-	if err := x.send(x.requestHeadersResponse(d, targets)); err != nil {
+	a := decisionAnswers.Get().(*decisionAnswer)
+	err := x.send(x.requestHeadersResponse(a, d, targets))
+	a.release()
+	if err != nil {
 		return err
 	}
-	for _, r := range bodyResponses(x.body, eos) {
-		if err := x.send(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.sendBody(x.body, eos)
 }
 
 // responseHeaders notes the status and content type and tags the response.
@@ -270,8 +297,7 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if b.GetEndOfStream() {
 		x.finish()
 	}
-	return x.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
-		ResponseBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: streamed(b.GetBody(), b.GetEndOfStream())}}}})
+	return x.send(x.chunk.set(false, b.GetBody(), b.GetEndOfStream()))
 }
 
 // finish ends the attempt once: in-flight count, passive health, PostResponse hooks. A stream

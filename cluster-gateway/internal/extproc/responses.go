@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,37 +23,18 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 	}
 }
 
-// requestHeadersResponse carries the decision: destination header, model headers, the body's
-// length, removal of client-supplied routing headers, and the envoy.lb dynamic metadata.
-func (x *exchange) requestHeadersResponse(d *proxy.Decision, targets []*datastore.Endpoint) *extprocv3.ProcessingResponse {
-	addrs := make([]string, len(targets))
-	for i, t := range targets {
-		addrs[i] = t.Address
-	}
-	set := []*corev3.HeaderValueOption{
-		setHeader(DestinationKey, targets[0].Address),
-		setHeader(strings.ToLower(bbr.HeaderModel), d.Request.Model),
-		setHeader(strings.ToLower(bbr.HeaderBaseModel), d.Request.BaseModel),
-	}
-	if len(x.body) > 0 {
-		set = append(set, setHeader("content-length", strconv.Itoa(len(x.body))))
-	}
+// requestHeadersResponse fills a, a pooled answer, with the decision: destination header,
+// model headers, the body's length, removal of client-supplied routing headers, and the
+// envoy.lb dynamic metadata.
+func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *proxy.Decision, targets []*datastore.Endpoint) *extprocv3.ProcessingResponse {
 	var remove []string
 	for k := range x.headers {
-		if proxy.IsRoutingHeader(k) && k != DestinationKey && k != "x-gateway-model-name" && k != "x-gateway-base-model-name" {
+		if proxy.IsRoutingHeader(k) && k != DestinationKey && k != headerModelLower && k != headerBaseModelLower {
 			remove = append(remove, k)
 		}
 	}
 	slices.Sort(remove)
-	return &extprocv3.ProcessingResponse{
-		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-			Response: &extprocv3.CommonResponse{
-				ClearRouteCache: true,
-				HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: set, RemoveHeaders: remove},
-			},
-		}},
-		DynamicMetadata: destinationMetadata(strings.Join(addrs, ",")),
-	}
+	return a.fill(targets, d.Request.Model, d.Request.BaseModel, len(x.body), remove)
 }
 
 // destinationMetadata is {"envoy.lb": {"x-gateway-destination-endpoint": value}}.
@@ -63,25 +43,16 @@ func destinationMetadata(value string) *structpb.Struct {
 	return &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}}
 }
 
-// bodyResponses returns the body as streamed body mutations of at most ChunkLimit bytes; the last
-// carries end_of_stream when eos. An empty body is one empty chunk.
-func bodyResponses(body []byte, eos bool) []*extprocv3.ProcessingResponse {
-	var out []*extprocv3.ProcessingResponse
-	for start := 0; start < len(body) || len(out) == 0; start += ChunkLimit {
+// sendBody sends the body back as streamed body mutations of at most ChunkLimit bytes; the
+// last carries end_of_stream when eos. An empty body is one empty chunk.
+func (x *exchange) sendBody(body []byte, eos bool) error {
+	for start := 0; start == 0 || start < len(body); start += ChunkLimit {
 		end := min(start+ChunkLimit, len(body))
-		out = append(out, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
-			RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
-				BodyMutation: streamed(body[start:end], eos && end == len(body)),
-			}},
-		}})
+		if err := x.send(x.chunk.set(true, body[start:end], eos && end == len(body))); err != nil {
+			return err
+		}
 	}
-	return out
-}
-
-func streamed(body []byte, eos bool) *extprocv3.BodyMutation {
-	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
-		StreamedResponse: &extprocv3.StreamedBodyResponse{Body: body, EndOfStream: eos},
-	}}
+	return nil
 }
 
 // responseHeadersResponse tags the response with the serving cluster, region and endpoint.
