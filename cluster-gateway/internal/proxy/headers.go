@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -81,7 +82,27 @@ func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
 
 // headerGetter returns a lookup of h by lower-case name.
 func headerGetter(h http.Header) func(string) string {
-	return func(name string) string { return h.Get(name) }
+	return func(name string) string {
+		if v := h[canonicalName(name)]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+}
+
+// canonicalNames caches the canonical form of the lower-case names the decision looks up
+// (a handful of constants): http.Header.Get allocates the canonical form of every such name
+// on every call.
+var canonicalNames sync.Map // lower-case name → canonical name
+
+// canonicalName returns http.CanonicalHeaderKey(name), cached.
+func canonicalName(name string) string {
+	if c, ok := canonicalNames.Load(name); ok {
+		return c.(string)
+	}
+	c := http.CanonicalHeaderKey(name)
+	canonicalNames.Store(name, c)
+	return c
 }
 
 type modelEntry struct {

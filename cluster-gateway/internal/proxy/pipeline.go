@@ -87,8 +87,12 @@ type Decision struct {
 // candidates (Envoy's subset hint). Errors are ready for the client. A decision holds pooled
 // memory: the front door calls Done once the request is over.
 func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) string, subset []string) (*Decision, *bbr.Error) {
-	d := &Decision{Request: &framework.Request{SubsetHint: subset}, Started: p.now()}
-	req := d.Request
+	both := &struct { // one allocation for the two
+		d   Decision
+		req framework.Request
+	}{}
+	d, req := &both.d, &both.req
+	d.Request, d.Started, req.SubsetHint = req, p.now(), subset
 	req.ID = get("x-request-id")
 	if req.ID == "" {
 		req.ID = strconv.FormatUint(p.ids.Add(1), 36)
