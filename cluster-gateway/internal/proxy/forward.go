@@ -164,6 +164,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	s.setServedBy(w.Header(), a.ep)
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
+	// The headers leave now, not with the first token: a client (or a global router) sees the
+	// answer start, and the time it waits for them is the time Server-Timing reports plus the
+	// network, not the prefill behind them.
+	_ = rc.Flush()
 	a.Respond(resp.StatusCode, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)

@@ -75,3 +75,34 @@ func TestServerTimingOnEveryAnswer(t *testing.T) {
 		t.Errorf("error answer gateway dur %v", d)
 	}
 }
+
+// A stream's headers leave the gateway as soon as the model server sends its own, not with the
+// first token: the client's wait for them is Server-Timing's dur plus the network, so a global
+// router measuring the round trip does not count the prefill as network time.
+func TestStreamHeadersBeforeFirstToken(t *testing.T) {
+	const prefill = 300 * time.Millisecond
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(prefill)
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n")
+	})
+	e := newEnv(t, nil, up)
+
+	start := time.Now()
+	resp := post(t, e.url+"/v1/chat/completions", chatBody, nil)
+	headers := time.Since(start)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	total := time.Since(start)
+	if !strings.Contains(string(body), "[DONE]") || total < prefill {
+		t.Fatalf("body %q after %v", body, total)
+	}
+	if headers >= prefill {
+		t.Errorf("headers after %v, want before the first token (%v)", headers, prefill)
+	}
+	if d := gatewayDur(t, resp.Header); d >= prefill {
+		t.Errorf("gateway dur %v counts the prefill (%v)", d, prefill)
+	}
+}
