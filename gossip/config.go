@@ -140,6 +140,15 @@ type Config struct {
 	// of the full summary, when the models or the summary's header change, and soon after a peer
 	// that lacks the base asks for it. Default 30 s.
 	FullSummaryInterval time.Duration
+	// BroadcastBudget is the summary bytes per second each node should send at most, for every
+	// publisher's deltas and full summaries together (counted as their messages; packet framing,
+	// push/pull and probes come on top). Every node relays every summary, so each gateway takes
+	// an equal share of it (the budget divided by the alive gateways), less what its periodic
+	// full summaries cost, and when its deltas would exceed that share it holds a delta back and
+	// sends the newest one later, at most 500 ms after the previous delta: changes are delayed,
+	// never lost. A small pool is never slowed. Default 18,000 (100 nodes stay under 20 KB/s
+	// with 20 busy gateways); 0 turns pacing off.
+	BroadcastBudget int
 	// Precision is how finely published figures are rounded. Default DefaultPrecision().
 	Precision Precision
 	// Timings are the memberlist protocol periods. Default LANTimings or WANTimings.
@@ -167,7 +176,8 @@ func DefaultLANConfig() Config {
 		MaxSummaryBytes: 1 << 20,
 		Timings:         LANTimings(),
 
-		FullSummaryInterval: 30 * time.Second,
+		FullSummaryInterval: 2 * time.Minute,
+		BroadcastBudget:     18_000,
 		Precision:           DefaultPrecision(),
 	}
 }
@@ -263,6 +273,9 @@ func (c *Config) validateDurations() []error {
 	pos("FullSummaryInterval", c.FullSummaryInterval)
 	if c.JoinBackoffMax < c.JoinBackoffMin {
 		errs = append(errs, fmt.Errorf("gossip: JoinBackoffMax %v below JoinBackoffMin %v", c.JoinBackoffMax, c.JoinBackoffMin))
+	}
+	if c.BroadcastBudget < 0 {
+		errs = append(errs, fmt.Errorf("gossip: BroadcastBudget %d bytes/s, want 0 (off) or more", c.BroadcastBudget))
 	}
 	if c.MaxSummaryBytes < 1024 {
 		errs = append(errs, fmt.Errorf("gossip: MaxSummaryBytes %d, want at least 1024", c.MaxSummaryBytes))

@@ -50,8 +50,10 @@ func (d *delegate) NotifyMsg(b []byte) {
 }
 
 // GetBroadcasts returns queued summary chunks that fit limit, counting own and relayed bytes:
-// full summaries and leaves first, then heartbeat deltas, then other deltas in the room left.
+// full summaries and leaves first, then heartbeat deltas, then other deltas in the room left. A
+// delta the broadcast budget held back is queued first once its time has come.
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	d.n.flushHeld()
 	var msgs [][]byte
 	used := 0
 	for _, q := range []*memberlist.TransmitLimitedQueue{d.n.queue, d.n.beatQueue, d.n.deltaQueue} {

@@ -69,13 +69,14 @@ type memberRecord struct {
 // peers tracks members and their network coordinates. Safe for concurrent use; its methods never
 // call into memberlist, so the event callbacks may use them with memberlist's lock held.
 type peers struct {
-	mu      sync.Mutex
-	members map[string]*memberRecord
-	coords  map[string]vivaldi.Coordinate
-	rtts    map[string]time.Duration
-	leaves  map[string]uint64 // announced departures: node → sequence of its leave message
-	alive   int
-	legacy  int // alive members that do not read compact deltas
+	mu       sync.Mutex
+	members  map[string]*memberRecord
+	coords   map[string]vivaldi.Coordinate
+	rtts     map[string]time.Duration
+	leaves   map[string]uint64 // announced departures: node → sequence of its leave message
+	alive    int
+	gateways int // alive members whose role is gateway: the publishers
+	legacy   int // alive members that do not read compact deltas
 }
 
 // recordLeave notes node's leave announcement with sequence seq and reports whether it was new.
@@ -127,10 +128,13 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 	rec.Member = Member{Name: node.Name, Addr: net.JoinHostPort(node.Addr.String(), strconv.Itoa(int(node.Port))),
 		State: st, Meta: meta, MetaErr: err, Since: rec.Since}
 	rec.features = feats
-	p.alive, p.legacy = 0, 0
+	p.alive, p.gateways, p.legacy = 0, 0, 0
 	for _, r := range p.members {
 		if r.State == StateAlive {
 			p.alive++
+			if r.Meta.Role == RoleGateway {
+				p.gateways++
+			}
 			if r.features&featureCompactDeltas == 0 {
 				p.legacy++
 			}
@@ -157,6 +161,14 @@ func (p *peers) aliveCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return max(p.alive, 1)
+}
+
+// gatewayCount is the number of alive gateways, the publishers that share the broadcast budget
+// (at least 1: this node, which publishes).
+func (p *peers) gatewayCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(p.gateways, 1)
 }
 
 // allReadCompactDeltas reports whether every alive member advertises featureCompactDeltas (a

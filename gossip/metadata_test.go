@@ -76,6 +76,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero gossip interval", func(c *gossip.Config) { c.Timings.GossipInterval = 0 }, "GossipInterval"},
 		{"metadata too long", func(c *gossip.Config) { c.Version = strings.Repeat("v", 300) }, "metadata"},
 		{"bad port", func(c *gossip.Config) { c.BindPort = 70000 }, "BindPort"},
+		{"budget off", func(c *gossip.Config) { c.BroadcastBudget = 0 }, ""},
+		{"negative budget", func(c *gossip.Config) { c.BroadcastBudget = -1 }, "BroadcastBudget"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,14 +37,19 @@ func (s *sequencer) next(nowNanos uint64) uint64 {
 // minFullGap is the least time between two full summaries sent because peers asked for one.
 const minFullGap = time.Second
 
-// publisher is a node's publishing state: the last full summary, which its deltas are against.
+// publisher is a node's publishing state: the last full summary, which its deltas are against,
+// the pacing of its deltas (Config.BroadcastBudget) and the publication it holds back.
 type publisher struct {
-	mu        sync.Mutex // serialises Publish
+	mu        sync.Mutex // serialises Publish and the sending of held publications
 	base      *gossipv1.CapacitySummary
 	baseBytes int // encoded size of base
+	baseMsgs  int // bytes of the messages that carried base, with their framing
 	baseAt    time.Time
-	lastAt    time.Time   // when the previous summary or delta was published
+	lastSeq   uint64      // sequence of the previous summary or delta sent
 	wantFull  atomic.Bool // a peer lacking the base asked for a full summary
+	pace      pacer
+	held      *heldDelta
+	heldUntil atomic.Int64 // when held may be sent, Unix nanoseconds; 0 when nothing is held
 }
 
 // heartbeatGap is the gap after which a delta counts as a heartbeat: a publisher that has been
@@ -59,9 +64,11 @@ const heartbeatGap = time.Second
 // sends either the full summary or, when it can, a much smaller delta against the last full one
 // (see Config.FullSummaryInterval); receivers rebuild the complete summary either way. Messages
 // that do not fit one packet are split into chunks; a newer summary replaces queued chunks of an
-// older one. Publish does not throttle: callers publish on a significant change at most every
-// 250 ms and otherwise every 1 s (see Publisher). It returns the copy that was sent, as receivers
-// rebuild it.
+// older one. Callers publish on a significant change at most every 250 ms and otherwise every
+// 1 s (see Publisher). When the pool's publishers would together exceed Config.BroadcastBudget,
+// the node holds a delta back (at most 500 ms after its previous one) and sends it at its next
+// gossip round after that, or the newer summary of a later Publish in its place: changes are
+// delayed, never lost. It returns the copy that was published, as receivers rebuild it.
 func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, error) {
 	if s == nil {
 		return nil, fmt.Errorf("gossip: publish: nil summary")
@@ -71,37 +78,59 @@ func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, 
 	out := n.stamp(s)
 	n.cfg.Precision.apply(out)
 	now := n.now()
-	kind, base, blob := msgDelta, n.pub.base, n.deltaBlob(out, now)
-	if blob == nil {
-		var err error
-		kind, base = msgChunk, nil
-		if blob, err = EncodeSummary(out); err != nil {
-			return nil, fmt.Errorf("gossip: publish: %w", err)
-		}
-		if len(blob) > n.cfg.MaxSummaryBytes {
-			return nil, fmt.Errorf("gossip: publish: summary is %d bytes, limit %d", len(blob), n.cfg.MaxSummaryBytes)
-		}
+	if blob := n.deltaBlob(out, now); blob != nil {
+		n.sendOrHold(&heldDelta{summary: out, blob: blob}, now)
+	} else if err := n.sendFull(out, now); err != nil {
+		return nil, err
 	}
-	msgs, err := encodeParts(kind, out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve)
+	n.metrics.published.Inc()
+	n.subs.notify()
+	return out, nil
+}
+
+// sendFull encodes out in full and queues it; a held delta is superseded. Called with n.pub.mu
+// held.
+func (n *Node) sendFull(out *gossipv1.CapacitySummary, now time.Time) error {
+	blob, err := EncodeSummary(out)
 	if err != nil {
-		return nil, fmt.Errorf("gossip: publish: %w", err)
+		return fmt.Errorf("gossip: publish: %w", err)
 	}
-	if kind == msgChunk {
-		n.pub.base, n.pub.baseBytes, n.pub.baseAt = out, len(blob), now
-		n.pub.wantFull.Store(false)
+	if len(blob) > n.cfg.MaxSummaryBytes {
+		return fmt.Errorf("gossip: publish: summary is %d bytes, limit %d", len(blob), n.cfg.MaxSummaryBytes)
 	}
-	n.store.applyHeld(heldSummary{summary: out, base: base}, now)
-	q := n.queueFor(kind == msgDelta, now.Sub(n.pub.lastAt) >= heartbeatGap)
-	n.pub.lastAt = now
+	msgs, err := encodeParts(msgChunk, out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve)
+	if err != nil {
+		return fmt.Errorf("gossip: publish: %w", err)
+	}
+	n.dropHeld()
+	p := &n.pub
+	p.base, p.baseBytes, p.baseMsgs, p.baseAt = out, len(blob), messageBytes(msgs), now
+	p.wantFull.Store(false)
+	n.store.applyHeld(heldSummary{summary: out}, now)
+	n.queueMsgs(n.queue, out, msgs)
+	return nil
+}
+
+// sendDelta queues the delta d. Called with n.pub.mu held.
+func (n *Node) sendDelta(d *heldDelta, now time.Time) {
+	msgs, err := encodeParts(msgDelta, d.summary.GetNode(), d.summary.GetSequence(), d.blob, n.cfg.Timings.UDPBufferSize-packetReserve)
+	if err != nil { // a delta is at most half a full summary, which encoded
+		n.log.Error("gossip encode delta", "err", err)
+		return
+	}
+	heartbeat := time.Duration(d.summary.GetSequence()-n.pub.lastSeq) >= heartbeatGap
+	q := n.queueFor(true, heartbeat)
+	n.queueMsgs(q, d.summary, msgs)
+	n.pub.pace.spend(now, float64(messageBytes(msgs)*n.sendsPerNode(q)), n.deltaRate())
+	n.metrics.deltas.WithLabelValues("published").Inc()
+}
+
+// queueMsgs queues the chunks of out and records it as the last summary sent.
+func (n *Node) queueMsgs(q *memberlist.TransmitLimitedQueue, out *gossipv1.CapacitySummary, msgs [][]byte) {
+	n.pub.lastSeq = out.GetSequence()
 	for i, m := range msgs {
 		q.QueueBroadcast(&chunkBroadcast{node: out.GetNode(), seq: out.GetSequence(), index: i, msg: m})
 	}
-	n.metrics.published.Inc()
-	if kind == msgDelta {
-		n.metrics.deltas.WithLabelValues("published").Inc()
-	}
-	n.subs.notify()
-	return out, nil
 }
 
 // deltaBlob returns the encoded delta of out against the last full summary, or nil when a full

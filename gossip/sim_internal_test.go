@@ -3,9 +3,13 @@ package gossip
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
@@ -30,24 +34,35 @@ type simPool struct {
 	sent     []int
 	parts    map[string]int // bytes sent by every node, by part: full, delta, framing, pushpull
 	rng      *rand.Rand
-	pushPull []time.Duration // each node's push/pull phase
+	pushPull []time.Duration    // each node's push/pull phase
+	events   map[string]float64 // the gateways' delta counters over the window
 }
 
-func newSimPool(tb testing.TB, n int, configure func(c *Config)) *simPool {
+// newSimPool returns a pool of n nodes, the first `gateways` of them gateways and the rest
+// routers, every node knowing every other as an alive member.
+func newSimPool(tb testing.TB, n, gateways int, configure func(c *Config)) *simPool {
 	tb.Helper()
 	p := &simPool{clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}, sent: make([]int, n), parts: map[string]int{}, rng: rand.New(rand.NewPCG(7, 9))}
+	members := make([]*memberlist.Node, n)
 	for i := 0; i < n; i++ {
 		c := DefaultLANConfig()
 		c.NodeName, c.Role, c.Cluster, c.Region = fmt.Sprintf("node-%02d", i), RoleGateway, fmt.Sprintf("c%02d", i), "r1"
+		if i >= gateways {
+			c.Role, c.Cluster = RoleRouter, ""
+		}
 		c.AdvertiseURL, c.Insecure, c.Now = fmt.Sprintf("http://node-%02d.test:8080", i), true, p.clock.Now
 		configure(&c)
 		node, err := New(c)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		node.queue.NumNodes = func() int { return n }
-		node.deltaQueue.NumNodes = func() int { return n }
 		p.nodes = append(p.nodes, node)
+		members[i] = &memberlist.Node{Name: c.NodeName, Addr: net.IPv4(10, 0, byte(i/250), byte(i%250)), Port: 7946, Meta: node.meta}
+	}
+	for _, node := range p.nodes {
+		for _, m := range members {
+			node.peers.update(node, m, StateAlive)
+		}
 		p.pushPull = append(p.pushPull, time.Duration(p.rng.Int64N(int64(p.pushPullInterval()))))
 	}
 	return p
@@ -161,18 +176,25 @@ func simSummary(changing int, load uint32) *gossipv1.CapacitySummary {
 
 // BenchmarkBandwidthSimulated runs the pool benchmark's workload (100 nodes, LAN timings, gateways
 // publishing 20 models × 10 adapters every 250 ms) in virtual time, side by side: "fulls" sends a
-// full summary every time with exact figures (the behaviour before deltas), "deltas" the defaults.
-// It reports broadcast and push/pull bytes sent per node per second (probes excluded), split into
-// full-summary chunks, delta chunks, packet framing and push/pull states, and the
-// age of held summaries, sampled every round, over 8 s after 8 s of warm-up (the first full
-// summaries of every gateway take seconds to drain from the queues).
+// full summary every time with exact figures (the behaviour before deltas), "deltas" sends deltas
+// without the broadcast budget (BroadcastBudget 0, the behaviour before it), "budget" the
+// defaults. It reports broadcast and push/pull bytes sent per node per second (probes excluded),
+// split into full-summary chunks, delta chunks, packet framing and push/pull states, the deltas
+// each gateway sent and held back per second, and the age of held summaries, sampled every
+// round, over one FullSummaryInterval (30 s) after 8 s of warm-up (the first full summaries of
+// every gateway take seconds to drain from the queues). The gateways' periodic full summaries
+// are spread over the window, as gateways started at different times would send them, so each
+// sends one in it.
 func BenchmarkBandwidthSimulated(b *testing.B) {
 	modes := []struct {
 		name      string
 		configure func(c *Config)
 	}{
-		{"fulls", func(c *Config) { c.FullSummaryInterval, c.Precision = time.Nanosecond, Precision{} }},
-		{"deltas", func(*Config) {}},
+		{"fulls", func(c *Config) {
+			c.FullSummaryInterval, c.Precision, c.BroadcastBudget = time.Nanosecond, Precision{}, 0
+		}},
+		{"deltas", func(c *Config) { c.FullSummaryInterval, c.BroadcastBudget = 30*time.Second, 0 }},
+		{"budget", func(*Config) {}},
 	}
 	for _, gateways := range []int{10, 20} {
 		for _, changing := range []int{20, 2} {
@@ -189,9 +211,10 @@ func BenchmarkBandwidthSimulated(b *testing.B) {
 }
 
 func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
-	const n, warmup, window = 100, 8 * time.Second, 8 * time.Second
-	p := newSimPool(b, n, configure)
-	interval := p.nodes[0].cfg.Timings.GossipInterval
+	const n, warmup = 100, 8 * time.Second
+	p := newSimPool(b, n, gateways, configure)
+	interval, fullEvery := p.nodes[0].cfg.Timings.GossipInterval, p.nodes[0].cfg.FullSummaryInterval
+	window := max(fullEvery, 8*time.Second)
 	var ages []time.Duration
 	var before int
 	next, round := time.Duration(0), uint32(0)
@@ -201,6 +224,9 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 				if _, err := p.nodes[g].Publish(simSummary(changing, round*7+uint32(g))); err != nil {
 					b.Fatal(err)
 				}
+				if round == 0 { // spread the periodic full summaries over the window
+					p.nodes[g].pub.baseAt = p.clock.Now().Add(warmup + fullEvery*time.Duration(2*g+1)/time.Duration(2*gateways) - fullEvery)
+				}
 			}
 			round++
 		}
@@ -209,6 +235,7 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 				before += s
 			}
 			clear(p.parts)
+			p.counts(-1, gateways)
 		}
 		p.round(elapsed)
 		if elapsed >= warmup {
@@ -224,6 +251,22 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 	for part, bytes := range p.parts {
 		b.ReportMetric(float64(bytes)/n/window.Seconds(), part+"-B/s/node")
 	}
+	for event, count := range p.counts(1, gateways) {
+		b.ReportMetric(count/float64(gateways)/window.Seconds(), event+"/s/gateway")
+	}
 	b.ReportMetric(float64(ages[len(ages)/2].Milliseconds()), "p50-age-ms")
 	b.ReportMetric(float64(ages[len(ages)*99/100].Milliseconds()), "p99-age-ms")
+}
+
+// counts adds sign times the gateways' delta counters (sent and held back) to p.events and
+// returns them.
+func (p *simPool) counts(sign float64, gateways int) map[string]float64 {
+	if p.events == nil {
+		p.events = map[string]float64{}
+	}
+	for _, n := range p.nodes[:gateways] {
+		p.events["deltas"] += sign * testutil.ToFloat64(n.metrics.deltas.WithLabelValues("published"))
+		p.events["held"] += sign * testutil.ToFloat64(n.metrics.deltas.WithLabelValues("held"))
+	}
+	return p.events
 }
