@@ -170,8 +170,10 @@ func backlogged(c *Cluster, perPod float64) bool {
 // choosePool returns the clusters the choice is made among: the router's own region's clusters
 // that have room when there are any, else every eligible cluster within the per-region overflow
 // cap. A local cluster has room while it is under the overflow threshold, while it is not past
-// its throughput with a cluster elsewhere estimated sooner (opt.BacklogPerPod of this router's
-// requests per pod wait there for a first token), and, once it is busy (requests queued, or at
+// its throughput with a cluster elsewhere estimated sooner beyond the near-best window
+// (opt.BacklogPerPod of this router's requests per pod wait there for a first token; a local
+// cluster still near the best keeps its traffic, so a fleet whose clusters an overflow has made
+// equally slow does not send a steady region's requests away on noise), and, once it is busy (requests queued, or at
 // least one in flight per pod), while no cluster elsewhere is estimated to answer
 // opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a faster
 // GPU generation sits elsewhere. It records why the others were passed over. The pool is built in
@@ -194,7 +196,7 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = reasonOverThreshold
-		case remote >= 0 && backlogged(&clusters[i], opt.BacklogPerPod) && e.Estimate > remote:
+		case remote >= 0 && backlogged(&clusters[i], opt.BacklogPerPod) && float64(e.Estimate) > float64(remote)*(1+opt.NearBest):
 			e.Reason = reasonBacklogged
 		case remote >= 0 && busy(&clusters[i]) && float64(e.Estimate) > float64(remote)*max(opt.LocalPreference, 1):
 			e.Reason = reasonRemoteSooner
@@ -294,7 +296,7 @@ const (
 	reasonLocalHasRoom   = "a local cluster has room"
 	reasonOverThreshold  = "over the overflow threshold"
 	reasonRemoteSooner   = "a cluster elsewhere is estimated to answer several times sooner"
-	reasonBacklogged     = "past its throughput (this router's requests queue there for a first token) and a cluster elsewhere is estimated sooner"
+	reasonBacklogged     = "past its throughput (this router's requests queue there for a first token) and a cluster elsewhere is estimated sooner beyond the near-best window"
 	reasonOverflowCap    = "region overflow cap reached"
 	reasonNotNearBest    = "not near the best estimate"
 	reasonNotDrawn       = "near the best, not drawn by power-of-d"

@@ -377,6 +377,10 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", ""},
 		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate"},
 		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", ""},
+		// eu: 190 + 20 + 50 = 260 ms, local 252 × 1.2 would be needed to pass over.
+		{"backlogged, elsewhere near-best", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 190*ms), routing.DefaultOptions(), "east", ""},
+		// eu: 145 + 20 + 50 = 215 ms: local 252 ms is within 20% of it.
+		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 145*ms), routing.DefaultOptions(), "east", ""},
 		{"rule turned off", local(12, 200*ms), west, off, "east", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

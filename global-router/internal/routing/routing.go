@@ -124,7 +124,8 @@ type Options struct {
 	// BacklogPerPod is how many of this router's requests per ready pod may wait at a local
 	// cluster for their first token before the cluster counts as past its throughput: more
 	// arrive than it prefills. A local cluster past it is passed over as soon as a cluster
-	// elsewhere is estimated to answer sooner at all (0 turns the rule off).
+	// elsewhere is estimated to answer sooner than the near-best window around the local
+	// estimate (0 turns the rule off).
 	BacklogPerPod float64
 	// LocalOnly keeps every request in the router's region: clusters elsewhere are not
 	// candidates, so nothing overflows. It is the baseline Tier 2 is measured against (what one
