@@ -72,22 +72,25 @@ func (h *health) noteSignal(stale bool, node string, now time.Time) {
 
 // offer decides whether a cluster in slow start, or to be probed, takes part in this view. A
 // half-open cluster (after an ejection) and an unverified one (its slow round trip faded, see
-// RTTConfig.ProbeBelow) are offered to one request at a time.
-func (t *Table) offer(h *health, share float64, unverified bool, now time.Time) bool {
+// RTTConfig.ProbeBelow) are offered to one request at a time. A view that routes nothing (route
+// false) only looks: a due probe turn is not taken, and slow start offers without a draw.
+func (t *Table) offer(h *health, share float64, unverified, route bool, now time.Time) bool {
 	if h.halfOpen() || unverified {
 		if now.Before(h.probeUntil) {
 			return false
 		}
-		h.probeUntil = now.Add(probeWait)
+		if route {
+			h.probeUntil = now.Add(probeWait)
+		}
 		return true
 	}
-	return share >= 1 || t.cfg.Rand() < share
+	return share >= 1 || !route || t.cfg.Rand() < share
 }
 
 // withhold leaves each cluster in slow start or to be probed out of the view unless offer lets it
 // in, and unless no other cluster could take the request: slow start and probes delay a returning
 // cluster's traffic, they never leave a request with nowhere to go.
-func (t *Table) withhold(out []Entry, now time.Time) {
+func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 	var held []int
 	open := false
 	for i := range out {
@@ -95,7 +98,7 @@ func (t *Table) withhold(out []Entry, now time.Time) {
 		if !c.Serves || c.Stale || c.Drained || c.Unhealthy || c.ReadyPods <= 0 {
 			continue
 		}
-		if (out[i].Share < 1 || out[i].Unverified) && !t.offer(&out[i].state.health, out[i].Share, out[i].Unverified, now) {
+		if (out[i].Share < 1 || out[i].Unverified) && !t.offer(&out[i].state.health, out[i].Share, out[i].Unverified, route, now) {
 			held = append(held, i)
 			continue
 		}

@@ -154,3 +154,36 @@ func TestFailuresDuringEjectionAreOneIncident(t *testing.T) {
 		}
 	}
 }
+
+// Inspect shows a half-open cluster's due probe turn and a slow-starting cluster without taking
+// the turn or drawing: however often an operator lists the clusters, the next request still
+// gets the probe.
+func TestInspectTakesNoProbeTurn(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, nil)
+	tb.Observe(refused) // ejected for 1 s, then half open
+	clk.t = t0.Add(1200 * time.Millisecond)
+	for range 5 {
+		if e := tb.Inspect("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld {
+			t.Fatalf("inspect: due probe shown unhealthy %v withheld %v", e.Cluster.Unhealthy, e.Withheld)
+		}
+	}
+	if e := tb.View("llama", nil)[0]; e.Cluster.Unhealthy {
+		t.Fatal("the request after the inspections did not get the probe turn")
+	}
+	if e := tb.Inspect("llama", nil)[0]; !e.Withheld {
+		t.Fatal("inspect after the probe was taken: want withheld until the next turn")
+	}
+	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 200}) // slow start from 10%
+	if e := tb.Inspect("llama", nil)[0]; e.Withheld || e.Share >= 1 {
+		t.Fatalf("inspect in slow start: withheld %v share %.2f, want offered with its share", e.Withheld, e.Share)
+	}
+	if e := tb.View("llama", nil)[0]; !e.Withheld {
+		t.Fatal("a request in slow start with a 0.99 draw: want withheld")
+	}
+}

@@ -122,9 +122,24 @@ type Entry struct {
 // The table's lock is held only while the cluster states are read and updated: the summaries'
 // figures are copied before, and the prompt is matched against the prefix sketches after.
 func (t *Table) View(model string, prefixHashes []uint64) []Entry {
+	return t.view(model, prefixHashes, true)
+}
+
+// Inspect returns the view View would return now without changing what the next request sees:
+// it takes no probe turn of a half-open or unverified cluster (one that is due shows as offered)
+// and draws no slow-start admission (a cluster in slow start shows as offered, with its Share).
+// It is for reads that route nothing: the admin API's cluster list and dry runs, which an
+// operator may poll without starving a returning cluster of its probes.
+func (t *Table) Inspect(model string, prefixHashes []uint64) []Entry {
+	return t.view(model, prefixHashes, false)
+}
+
+// view builds a view; route says whether it is for a request that will be sent (it then takes
+// probe turns and slow-start draws).
+func (t *Table) view(model string, prefixHashes []uint64, route bool) []Entry {
 	now := t.cfg.Now()
 	out := t.candidates(t.src.Snapshot(), model)
-	misses := t.applyStates(out, len(prefixHashes) > 0, now)
+	misses := t.applyStates(out, len(prefixHashes) > 0, route, now)
 	if len(prefixHashes) > 0 {
 		t.matchSketches(out, prefixHashes, misses)
 	}
@@ -134,7 +149,7 @@ func (t *Table) View(model string, prefixHashes []uint64) []Entry {
 // applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
 // health, slow start and probes, the measured round trip, requests sent since the summary, and
 // the cached prefix sketch (when wantSketch). It returns how many sketches must be decoded.
-func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses int) {
+func (t *Table) applyStates(out []Entry, wantSketch, route bool, now time.Time) (misses int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
@@ -149,7 +164,7 @@ func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses
 			}
 		}
 	}
-	t.withhold(out, now)
+	t.withhold(out, route, now)
 	if t.sketchHolders > len(out) {
 		t.forgetSketches()
 	}

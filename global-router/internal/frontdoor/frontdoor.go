@@ -21,7 +21,10 @@ import (
 
 // Table is the cluster view the front door routes over. *clustertable.Table implements it.
 type Table interface {
+	// View returns the view a request is routed over (it may take a returning cluster's probe
+	// turn); Inspect the same view for a dry run, changing nothing.
 	View(model string, prefixHashes []uint64) []clustertable.Entry
+	Inspect(model string, prefixHashes []uint64) []clustertable.Entry
 }
 
 // Policies returns the routing policy of a model (defaults when none is stored).
@@ -88,10 +91,22 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Decide runs the routing decision for a parsed request without sending it (ExplainRoute uses it).
+// Decide runs the routing decision for a parsed request without sending it (ExplainRoute uses
+// it): the same decision a request would get, over a view that changes nothing (no probe turn
+// taken, no slow-start draw).
 func (s *Server) Decide(model string, prompt []byte) ([]clustertable.Entry, routing.Decision, error) {
+	return s.decide(model, prompt, false)
+}
+
+// decide runs the routing decision; route says whether the request will be sent.
+func (s *Server) decide(model string, prompt []byte, route bool) ([]clustertable.Entry, routing.Decision, error) {
 	hashes := prefix.Hashes(nil, model, prompt, 0)
-	view := s.table.View(model, hashes)
+	var view []clustertable.Entry
+	if route {
+		view = s.table.View(model, hashes)
+	} else {
+		view = s.table.Inspect(model, hashes)
+	}
 	cs := make([]routing.Cluster, len(view))
 	for i := range view {
 		cs[i] = view[i].Cluster
@@ -126,7 +141,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) string {
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	for {
-		view, d, err := s.Decide(model, prompt)
+		view, d, err := s.decide(model, prompt, true)
 		switch {
 		case errors.Is(err, routing.ErrNoCandidate):
 			modelNotFound(model).write(w)

@@ -305,3 +305,4 @@ func FuzzParseRequest(f *testing.F) {
 type emptyTable struct{}
 
 func (emptyTable) View(string, []uint64) []clustertable.Entry { return nil }
+func (emptyTable) Inspect(string, []uint64) []clustertable.Entry { return nil }
