@@ -16,10 +16,10 @@ import (
 // divided by the alive gateways, which every node knows from the members' metadata), takes off
 // what its periodic full summaries cost (amortised over FullSummaryInterval), and paces its deltas
 // to the rest with a token bucket: a delta costs its messages' bytes times the sends per node of
-// its queue. A delta published while the bucket is in debt is held back and sent, or replaced by
-// the next publication, once the debt is paid: every delta is against the full summary, so the
-// newest one carries every change held back. Full summaries are never held; heartbeats are paced
-// like other deltas.
+// its queue. A delta published while the bucket is in debt is held back; once the debt is paid
+// the next publication goes out in its place, or, when the caller has fallen quiet, the held one
+// itself (holdUntil). Every delta is against the full summary, so the newest one carries every
+// change held back. Full summaries are never held; heartbeats are paced like other deltas.
 
 // maxHold bounds how long after the previous delta a held one waits, however many publishers
 // share the budget: beyond that the budget is exceeded rather than summaries aged. It is below
@@ -106,12 +106,27 @@ func (n *Node) sendOrHold(d *heldDelta, now time.Time) {
 	if now.Before(n.pub.pace.nextAt) {
 		n.dropHeld()
 		n.pub.held = d
-		n.pub.heldUntil.Store(n.pub.pace.nextAt.UnixNano())
+		n.pub.heldUntil.Store(n.holdUntil(now).UnixNano())
 		n.metrics.deltas.WithLabelValues("held").Inc()
 		return
 	}
 	n.dropHeld()
 	n.sendDelta(d, now)
+}
+
+// holdUntil returns when a delta held back at now is sent if no newer publication replaces it:
+// once the budget allows, or, when the caller publishes at a steady pace of less than maxHold,
+// a quarter of that pace after its next publication is due. The next publication then goes out
+// in its place, fresh, as soon as the budget allows; the held one only goes when the caller has
+// fallen quiet. Called with n.pub.mu held.
+func (n *Node) holdUntil(now time.Time) time.Time {
+	until := n.pub.pace.nextAt
+	if c := n.pub.cadence; c > 0 && c < maxHold {
+		if next := now.Add(c + c/4); next.After(until) {
+			until = next
+		}
+	}
+	return until
 }
 
 // dropHeld forgets the held delta, which a newer publication supersedes. Called with n.pub.mu
@@ -136,7 +151,7 @@ func (n *Node) flushHeld() {
 	defer n.pub.mu.Unlock()
 	now := n.now()
 	d := n.pub.held
-	if d == nil || now.Before(n.pub.pace.nextAt) {
+	if d == nil || now.UnixNano() < n.pub.heldUntil.Load() {
 		return
 	}
 	n.pub.held = nil

@@ -102,6 +102,7 @@ func TestBudgetPacesDeltas(t *testing.T) {
 			const publications, warmup = 80, 8 // 20 s at 4 a second, the first 2 s not counted
 			var last *gossipv1.CapacitySummary
 			var sentBytes, sent, heldBefore float64
+			stale := 0 // deltas sent after their publication: the caller publishes steadily, so none
 			for i := 0; i < publications; i++ {
 				out, err := n.Publish(simSummary(tt.changing, uint32(i*7)))
 				if err != nil {
@@ -110,10 +111,11 @@ func TestBudgetPacesDeltas(t *testing.T) {
 				last = out
 				for range 5 { // gossip rounds every 50 ms until the next publication
 					n.flushHeld()
-					deltas, bytes := drainTo(t, n, receiver)
+					deltas, bytes, late := drainStale(t, n, receiver)
 					if i >= warmup {
 						sent += float64(deltas)
 						sentBytes += float64(bytes)
+						stale += late
 					}
 					clock.Advance(50 * time.Millisecond)
 				}
@@ -139,6 +141,9 @@ func TestBudgetPacesDeltas(t *testing.T) {
 			perSecond := sent / secs
 			if held == 0 || perSecond > 3.5 || perSecond < 1/maxHold.Seconds()-0.1 {
 				t.Fatalf("%.2f deltas a second, %v held: want paced, at least %.1f a second", perSecond, held, 1/maxHold.Seconds())
+			}
+			if stale > 0 {
+				t.Errorf("%d held deltas sent late; with a steady caller each should give way to the next publication", stale)
 			}
 			if rate := sentBytes / secs; share > 0 && perSecond > 1/maxHold.Seconds()+0.1 && rate > share*1.05 {
 				t.Fatalf("deltas take %.0f B/s per node, share %.0f", rate, share)
@@ -201,6 +206,15 @@ func TestBudgetNeverHoldsFullsOrHeartbeats(t *testing.T) {
 // messages there were and the bytes every node sends for them.
 func drainTo(t *testing.T, n *Node, st *store) (deltas, bytes int) {
 	t.Helper()
+	deltas, bytes, _ = drainStale(t, n, st)
+	return deltas, bytes
+}
+
+// drainStale is drainTo that also counts the deltas that were not sent when they were published
+// (their sequence, the publisher's clock, is more than a millisecond old).
+func drainStale(t *testing.T, n *Node, st *store) (deltas, bytes, stale int) {
+	t.Helper()
+	now := uint64(n.now().UnixNano())
 	for _, q := range []*memberlist.TransmitLimitedQueue{n.queue, n.beatQueue, n.deltaQueue} {
 		sends := n.sendsPerNode(q)
 		msgs := q.GetBroadcasts(0, 1<<20)
@@ -215,11 +229,40 @@ func drainTo(t *testing.T, n *Node, st *store) (deltas, bytes int) {
 			if c.delta {
 				deltas++
 				bytes += sends * (len(m) + messageOverhead)
+				if c.seq+uint64(time.Millisecond) < now {
+					stale++
+				}
 			}
 			if _, _, err := st.addChunk(c, time.Unix(0, 0)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	return deltas, bytes
+	return deltas, bytes, stale
+}
+
+// A held delta waits for the caller's next publication when the caller publishes steadily faster
+// than maxHold, so that a fresh one goes out in its place; otherwise only for the budget.
+func TestHoldUntil(t *testing.T) {
+	now := time.Unix(1_000, 0)
+	tests := []struct {
+		name    string
+		cadence time.Duration
+		nextAt  time.Duration // from now
+		want    time.Duration
+	}{
+		{"steady caller, budget allows sooner", 250 * time.Millisecond, 100 * time.Millisecond, 312500 * time.Microsecond},
+		{"steady caller, budget allows later", 250 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond},
+		{"back to back: no pace to wait for", 0, 100 * time.Millisecond, 100 * time.Millisecond},
+		{"caller slower than maxHold", 600 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := &Node{}
+			n.pub.cadence, n.pub.pace.nextAt = tt.cadence, now.Add(tt.nextAt)
+			if got := n.holdUntil(now).Sub(now); got != tt.want {
+				t.Errorf("held until %v from now, want %v", got, tt.want)
+			}
+		})
+	}
 }

@@ -45,8 +45,10 @@ type publisher struct {
 	baseBytes int // encoded size of base
 	baseMsgs  int // bytes of the messages that carried base, with their framing
 	baseAt    time.Time
-	lastSeq   uint64      // sequence of the previous summary or delta sent
-	wantFull  atomic.Bool // a peer lacking the base asked for a full summary
+	lastSeq   uint64        // sequence of the previous summary or delta sent
+	lastCall  time.Time     // when Publish was last called
+	cadence   time.Duration // the gap between the last two calls of Publish
+	wantFull  atomic.Bool   // a peer lacking the base asked for a full summary
 	pace      pacer
 	held      *heldDelta
 	heldUntil atomic.Int64 // when held may be sent, Unix nanoseconds; 0 when nothing is held
@@ -66,9 +68,10 @@ const heartbeatGap = time.Second
 // that do not fit one packet are split into chunks; a newer summary replaces queued chunks of an
 // older one. Callers publish on a significant change at most every 250 ms and otherwise every
 // 1 s (see Publisher). When the pool's publishers would together exceed Config.BroadcastBudget,
-// the node holds a delta back (at most 500 ms after its previous one) and sends it at its next
-// gossip round after that, or the newer summary of a later Publish in its place: changes are
-// delayed, never lost. It returns the copy that was published, as receivers rebuild it.
+// the node holds a delta back and sends, once its share of the budget allows (at most 500 ms
+// after its previous delta), the summary of a later Publish in its place, or the held one when
+// no later Publish comes: changes are delayed, never lost. It returns the copy that was
+// published, as receivers rebuild it.
 func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, error) {
 	if s == nil {
 		return nil, fmt.Errorf("gossip: publish: nil summary")
@@ -78,6 +81,10 @@ func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, 
 	out := n.stamp(s)
 	n.cfg.Precision.apply(out)
 	now := n.now()
+	if p := &n.pub; !p.lastCall.IsZero() {
+		p.cadence = now.Sub(p.lastCall)
+	}
+	n.pub.lastCall = now
 	if blob := n.deltaBlob(out, now); blob != nil {
 		n.sendOrHold(&heldDelta{summary: out, blob: blob}, now)
 	} else if err := n.sendFull(out, now); err != nil {

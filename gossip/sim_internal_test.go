@@ -254,7 +254,13 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 	for event, count := range p.counts(1, gateways) {
 		b.ReportMetric(count/float64(gateways)/window.Seconds(), event+"/s/gateway")
 	}
+	var sum time.Duration
+	for _, a := range ages {
+		sum += a
+	}
+	b.ReportMetric(float64(sum.Milliseconds())/float64(len(ages)), "mean-age-ms")
 	b.ReportMetric(float64(ages[len(ages)/2].Milliseconds()), "p50-age-ms")
+	b.ReportMetric(float64(ages[len(ages)*9/10].Milliseconds()), "p90-age-ms")
 	b.ReportMetric(float64(ages[len(ages)*99/100].Milliseconds()), "p99-age-ms")
 }
 
