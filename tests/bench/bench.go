@@ -102,6 +102,8 @@ type Result struct {
 	LoadAvg [2]string `json:"load_avg"`
 	// Files are the report files written.
 	Files report.Files `json:"-"`
+	// Samples are loadgen's raw samples, written to NAME-samples.csv.
+	Samples *loadgen.Result `json:"-"`
 }
 
 // Run executes cfg's scenario and writes its reports into cfg.Out.
@@ -159,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Report = rep
+	res.Report, res.Samples = rep, lres
 	for i, st := range stacks {
 		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare))
 	}

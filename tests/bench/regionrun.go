@@ -47,6 +47,7 @@ func runRegional(ctx context.Context, cfg *Config, w *workload.Workload, res *Re
 	if res.Report, err = report.Summarize(lres, RegionalBaseline); err != nil {
 		return err
 	}
+	res.Samples = lres
 	rf := &RegionalFigures{BurstRegion: burst}
 	settle := time.Duration(float64(quietSettle) * cfg.TimeScale)
 	for i, st := range stacks {

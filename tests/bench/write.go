@@ -13,9 +13,15 @@ import (
 )
 
 // writeReports writes NAME.json (loadgen's report), NAME-pods.json (this package's figures),
-// NAME.md (both, with the verdict) and NAME-ttft.png (the TTFT CDF) into cfg.Out.
+// NAME.md (both, with the verdict), NAME-ttft.png (the TTFT CDF) and NAME-samples.csv (every
+// request) into cfg.Out.
 func writeReports(cfg *Config, res *Result) error {
 	base := filepath.Join(cfg.Out, cfg.Scenario.Name)
+	if res.Samples != nil {
+		if err := writeSamples(base+"-samples.csv", res.Samples); err != nil {
+			return err
+		}
+	}
 	res.Files = report.Files{JSON: base + ".json", Plot: base + "-ttft.png", Markdown: base + ".md"}
 	if err := report.WriteFiles(res.Report, report.Files{JSON: res.Files.JSON, Plot: res.Files.Plot}); err != nil {
 		return err
