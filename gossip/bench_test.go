@@ -1,6 +1,7 @@
 package gossip_test
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,12 +12,22 @@ import (
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
-// benchPool starts n nodes with the given timings and waits until every node sees every other.
-func benchPool(b *testing.B, n int, timings gossip.Timings) *gossiptest.Pool {
+// budgetFlag sets BroadcastBudget in BenchmarkBandwidth's pool; -1 keeps the default.
+var budgetFlag = flag.Int("gossip.budget", -1, "BenchmarkBandwidth: Config.BroadcastBudget of every node (-1: the default, 0: off)")
+
+// benchPool starts n nodes with the given timings, the first `gateways` of them gateways and the
+// rest routers, and waits until every node sees every other. A budget of -1 keeps the default.
+func benchPool(b *testing.B, n, gateways int, timings gossip.Timings, budget int) *gossiptest.Pool {
 	b.Helper()
-	p := gossiptest.Start(b, n, func(_ int, c *gossip.Config) {
+	p := gossiptest.Start(b, n, func(i int, c *gossip.Config) {
 		c.Timings = timings
 		c.SummaryTTL = 3 * time.Second
+		if i >= gateways {
+			c.Role, c.Cluster = gossip.RoleRouter, ""
+		}
+		if budget >= 0 {
+			c.BroadcastBudget = budget
+		}
 	})
 	gossiptest.Eventually(b, 5*time.Minute, func() bool { return gossiptest.AllMembersAlive(nodes(p), n) }, "pool never formed") // a loaded machine is slow to form it
 	return p
@@ -36,7 +47,7 @@ func BenchmarkPropagation(b *testing.B) {
 	for _, prof := range profiles {
 		b.Run(prof.name+"/nodes=100", func(b *testing.B) {
 			const n = 100
-			p := benchPool(b, n, prof.timings)
+			p := benchPool(b, n, n, prof.timings, -1)
 			var arrivals, lasts []time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -71,7 +82,8 @@ func BenchmarkPropagation(b *testing.B) {
 // changes in every publication (the worst case: a cluster whose queues all move all the time);
 // with changing=2, two busy models' figures change in every publication and the other 18 stay
 // steady. Each iteration is one second of traffic, measured after a warm-up; run with
-// -benchtime=Nx. BenchmarkBandwidthSimulated runs the same workload in virtual time.
+// -benchtime=Nx, and -gossip.budget=0 to turn the broadcast budget off. BenchmarkBandwidthSimulated
+// runs the same workload in virtual time.
 func BenchmarkBandwidth(b *testing.B) {
 	const warmup = 5 * time.Second
 	cases := []struct{ gateways, changing int }{{10, 20}, {20, 20}, {10, 2}, {20, 2}}
@@ -84,7 +96,7 @@ func BenchmarkBandwidth(b *testing.B) {
 			timings := gossip.LANTimings()
 			relaxed := gossiptest.RelaxedTimings()
 			timings.ProbeInterval, timings.ProbeTimeout, timings.SuspicionMult = relaxed.ProbeInterval, relaxed.ProbeTimeout, relaxed.SuspicionMult
-			p := benchPool(b, n, timings)
+			p := benchPool(b, n, gateways, timings, *budgetFlag)
 			stop := make(chan struct{})
 			done := make(chan struct{})
 			go func() {

@@ -140,8 +140,8 @@ func (n *Node) dropHeld() {
 	n.metrics.deltas.WithLabelValues("superseded").Inc()
 }
 
-// flushHeld sends the held delta once the budget allows. The delegate calls it before every
-// gossip packet, so a held delta goes out in the first gossip round after its time.
+// flushHeld sends the held delta once its time (holdUntil) has come. The delegate calls it before
+// every gossip packet, so a held delta goes out in the first gossip round after its time.
 func (n *Node) flushHeld() {
 	until := n.pub.heldUntil.Load()
 	if until == 0 || n.now().UnixNano() < until {
