@@ -72,6 +72,9 @@ type clusterState struct {
 	seen     uint64 // the last view that saw the cluster
 	// waiting counts this router's accepted streams there without a first token yet.
 	waiting int
+	// pending counts this router's attempts there that have begun and have no outcome yet
+	// (on their way, or waiting for their headers).
+	pending int
 }
 
 // New returns a table over src. drains may be nil (nothing drained).
@@ -171,8 +174,8 @@ func (t *Table) applyStates(out []Entry, wantSketch, route bool, now time.Time) 
 	return misses
 }
 
-// applyState fills in one cluster's health, round trip, requests sent since its summary and
-// streams waiting there for a first token.
+// applyState fills in one cluster's health, round trip, requests sent since its summary (and
+// those on their way) and streams waiting there for a first token (and those on their way).
 func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	c := &e.Cluster
 	h := &st.health
@@ -183,8 +186,8 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 		c.RTT, e.Unverified = st.rtt.estimate(c.RTT, now, t.cfg.MeasuredRTT)
 	}
 	if e.model != nil {
-		c.InFlight = st.sends.since(e.Summary.GetGeneratedAtUnixNano())
-		c.Waiting = st.waiting
+		c.InFlight = st.sends.since(e.Summary.GetGeneratedAtUnixNano()) + st.pending
+		c.Waiting = st.waiting + st.pending
 	}
 }
 
@@ -273,6 +276,10 @@ func (t *Table) Observe(o forward.Outcome) {
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	st := t.stateOf(o.Target.Cluster)
+	st.pending = max(st.pending-1, 0)
+	if o.Abandoned { // the client left: nothing learned of the cluster
+		return
+	}
 	st.health.observe(o, now, t.cfg.Ejection)
 	if o.RTT > 0 {
 		st.rtt.add(o.RTT, now, t.cfg.MeasuredRTT)
@@ -283,6 +290,15 @@ func (t *Table) Observe(o forward.Outcome) {
 			st.waiting++
 		}
 	}
+}
+
+// Dispatched records that an attempt to target begins (forward.Dispatcher): until its outcome
+// it counts as in flight and waiting for its first token, so that requests decided within one
+// round trip of each other do not all see the same cluster as free.
+func (t *Table) Dispatched(target forward.Target) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stateOf(target.Cluster).pending++
 }
 
 // FirstToken records that a stream Observe counted as waiting has its first token, or ended
@@ -305,6 +321,7 @@ func (t *Table) Sent(cluster string) {
 var (
 	_ forward.Observer     = (*Table)(nil)
 	_ forward.FirstTokener = (*Table)(nil)
+	_ forward.Dispatcher   = (*Table)(nil)
 )
 
 // stateOf returns the cluster's state, creating it; t.mu must be held.

@@ -1,6 +1,7 @@
 package clustertable_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -215,6 +216,44 @@ func TestWaitingForFirstToken(t *testing.T) {
 		s.do()
 		if got := waiting(); got != s.want {
 			t.Fatalf("after %s: waiting %d, want %d", s.name, got, s.want)
+		}
+	}
+}
+
+// An attempt counts as in flight and waiting from the moment it is dispatched, so requests
+// decided before the first one's answer arrives see it; its outcome ends that, and a client
+// that left (abandoned) neither ejects the cluster nor counts as sent.
+func TestDispatchedCountsUntilOutcome(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
+	target := forward.Target{Cluster: "c1", URL: "http://a"}
+	clk.t = clk.t.Add(10 * time.Millisecond)
+	view := func() (inFlight, waiting int, unhealthy bool) {
+		c := tb.View("llama", nil)[0].Cluster
+		return c.InFlight, c.Waiting, c.Unhealthy
+	}
+	steps := []struct {
+		name              string
+		do                func()
+		inFlight, waiting int
+		unhealthy         bool
+	}{
+		{"three dispatched", func() { tb.Dispatched(target); tb.Dispatched(target); tb.Dispatched(target) }, 3, 3, false},
+		{"one answered as a stream", func() { tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true}) }, 3, 3, false},
+		{"one abandoned by its client", func() {
+			tb.Observe(forward.Outcome{Target: target, Err: context.Canceled, Retried: true, Abandoned: true})
+		}, 2, 2, false},
+		{"the stream's first token", func() { tb.FirstToken(target) }, 2, 1, false},
+		{"one refused by a connection error", func() {
+			tb.Observe(forward.Outcome{Target: target, Err: errors.New("connection refused"), Retried: true})
+		}, 1, 0, true},
+	}
+	for _, s := range steps {
+		s.do()
+		inFlight, waiting, unhealthy := view()
+		if inFlight != s.inFlight || waiting != s.waiting || unhealthy != s.unhealthy {
+			t.Fatalf("after %s: in flight %d waiting %d unhealthy %v, want %d %d %v", s.name, inFlight, waiting, unhealthy, s.inFlight, s.waiting, s.unhealthy)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package forward_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -102,6 +104,79 @@ func TestFirstTokenOfStreams(t *testing.T) {
 			for i := range got {
 				if got[i] != tt.want[i] {
 					t.Fatalf("events %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// dispatches records attempts as they begin and end.
+type dispatches struct {
+	mu       sync.Mutex
+	begun    []string
+	outcomes []forward.Outcome
+}
+
+func (d *dispatches) Dispatched(t forward.Target) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.begun = append(d.begun, t.Cluster)
+}
+
+func (d *dispatches) Observe(o forward.Outcome) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.outcomes = append(d.outcomes, o)
+}
+
+// Every attempt is announced before it is sent and observed once after; a client that leaves
+// while the gateway has not answered abandons the attempt (not a failure of the cluster) and no
+// other cluster is tried for it.
+func TestDispatchedAndAbandoned(t *testing.T) {
+	slow := gateway(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	spare := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	refuse := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+
+	tests := []struct {
+		name      string
+		targets   []forward.Target
+		cancel    time.Duration // 0: the client stays
+		wantBegun []string
+		abandoned []bool
+	}{
+		{"refused, then answered", []forward.Target{{Cluster: "full", URL: refuse}, {Cluster: "ok", URL: spare}}, 0,
+			[]string{"full", "ok"}, []bool{false, false}},
+		{"client leaves while waiting", []forward.Target{{Cluster: "slow", URL: slow}, {Cluster: "ok", URL: spare}}, 50 * time.Millisecond,
+			[]string{"slow"}, []bool{true}},
+		{"client leaves during the delay", []forward.Target{{Cluster: "far", URL: spare, Delay: time.Minute}, {Cluster: "ok", URL: spare}}, 50 * time.Millisecond,
+			[]string{"far"}, []bool{true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &dispatches{}
+			f, err := forward.New(forward.DefaultConfig(), forward.Observers{rec, forward.NewMetrics(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Close)
+			r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
+			if tt.cancel > 0 {
+				ctx, cancel := context.WithTimeout(r.Context(), tt.cancel)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
+			ferr := f.Forward(httptest.NewRecorder(), r, nil, tt.targets)
+			if (ferr != nil) != (tt.cancel > 0) {
+				t.Fatalf("Forward: %v", ferr)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if fmt.Sprint(rec.begun) != fmt.Sprint(tt.wantBegun) || len(rec.outcomes) != len(tt.wantBegun) {
+				t.Fatalf("begun %v, %d outcomes; want %v, one outcome each", rec.begun, len(rec.outcomes), tt.wantBegun)
+			}
+			for i, o := range rec.outcomes {
+				if o.Target.Cluster != tt.wantBegun[i] || o.Abandoned != tt.abandoned[i] {
+					t.Errorf("outcome %d: %s abandoned %v, want %s %v", i, o.Target.Cluster, o.Abandoned, tt.wantBegun[i], tt.abandoned[i])
 				}
 			}
 		})

@@ -62,6 +62,17 @@ type Outcome struct {
 	// text/event-stream): its first body bytes carry the first token, and a FirstTokener
 	// observer hears of them.
 	Streamed bool
+	// Abandoned is true when the attempt ended without an answer because the client went away
+	// (during the simulated delay or while waiting for the headers): it says nothing of the
+	// cluster's health.
+	Abandoned bool
+}
+
+// Dispatcher is an Observer that also wants to know when an attempt begins, before anything
+// is sent: Dispatched is called once per attempt, and exactly one Observe of that attempt's
+// Outcome follows. It must be safe for concurrent use.
+type Dispatcher interface {
+	Dispatched(t Target)
 }
 
 // FirstTokener is an Observer that also wants to know when a streamed answer's first token
@@ -168,6 +179,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 		resp, err := f.attempt(r, body, t)
 		if err != nil {
 			last = err
+			if r.Context().Err() != nil {
+				break // the client went away: nothing to retry for
+			}
 			continue
 		}
 		return f.stream(w, r, resp, t)
@@ -182,13 +196,16 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Response, error) {
 	ctx := r.Context()
 	start := time.Now()
+	f.dispatched(t)
 	if t.Delay > 0 {
 		if err := sleep(ctx, t.Delay); err != nil {
+			f.observe(Outcome{Target: t, Err: err, Retried: true, Abandoned: true})
 			return nil, err
 		}
 	}
 	out, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
+	if err != nil { // a target URL that cannot be used: the cluster's entry is broken
+		f.observe(Outcome{Target: t, Err: err, Retried: true})
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
 	}
 	copyRequestHeaders(out.Header, r.Header)
@@ -196,7 +213,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 	resp, err := f.client.Do(out)
 	o := Outcome{Target: t, Err: err, TTFB: time.Since(start)}
 	if err != nil {
-		o.Retried = true
+		o.Retried, o.Abandoned = true, ctx.Err() != nil
 		f.observe(o)
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
 	}
@@ -228,6 +245,13 @@ func refused(resp *http.Response) bool {
 func (f *Forwarder) observe(o Outcome) {
 	if f.obs != nil {
 		f.obs.Observe(o)
+	}
+}
+
+// dispatched tells the observer, if it wants to know, that an attempt to t begins.
+func (f *Forwarder) dispatched(t Target) {
+	if d, ok := f.obs.(Dispatcher); ok {
+		d.Dispatched(t)
 	}
 }
 

@@ -4,9 +4,10 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Attempt results counted by Metrics.
 const (
-	attemptAnswered = "answered" // an answer passed on to the client, whatever its status
-	attemptRefused  = "refused"  // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
-	attemptError    = "error"    // no answer: connect error, reset, ping timeout, cancellation
+	attemptAnswered  = "answered"  // an answer passed on to the client, whatever its status
+	attemptRefused   = "refused"   // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
+	attemptError     = "error"     // no answer: connect error, reset, ping timeout
+	attemptAbandoned = "abandoned" // the client went away before the answer
 )
 
 // Metrics counts the forwarder's attempts per cluster; it is an Observer, to be combined with the
@@ -19,7 +20,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_router_attempts_total",
-		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer).",
+		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first).",
 	}, []string{"cluster", "result"})}
 	if reg != nil {
 		reg.MustRegister(m.attempts)
@@ -31,6 +32,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) Observe(o Outcome) {
 	result := attemptAnswered
 	switch {
+	case o.Abandoned:
+		result = attemptAbandoned
 	case o.Status == 0:
 		result = attemptError
 	case o.Retried:
@@ -49,7 +52,19 @@ func (os Observers) Observe(o Outcome) {
 	}
 }
 
-var _ FirstTokener = Observers(nil)
+var (
+	_ FirstTokener = Observers(nil)
+	_ Dispatcher   = Observers(nil)
+)
+
+// Dispatched passes the start of an attempt on to the members that want it.
+func (os Observers) Dispatched(t Target) {
+	for _, x := range os {
+		if d, ok := x.(Dispatcher); ok {
+			d.Dispatched(t)
+		}
+	}
+}
 
 // FirstToken passes the first token of t's stream on to the members that want it.
 func (os Observers) FirstToken(t Target) {
