@@ -97,6 +97,9 @@ type ModeFigures struct {
 	// how the cluster that answered outside the router's region ranked in the router's own
 	// estimates when it decided (best, near_best, other).
 	OverflowAnswered ChoiceCounts `json:"overflow_answered"`
+	// LeftBecause holds, per router region, its switchyard_router_overflow_reason_total by reason:
+	// why no local cluster kept the requests it sent out of its region.
+	LeftBecause map[string]ChoiceCounts `json:"left_because,omitempty"`
 }
 
 // Percentiles are TTFT percentiles in ms (+Inf when failures reach them; JSON "inf").

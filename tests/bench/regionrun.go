@@ -51,7 +51,7 @@ func runRegional(ctx context.Context, cfg *Config, w *workload.Workload, res *Re
 	rf := &RegionalFigures{BurstRegion: burst}
 	settle := time.Duration(float64(quietSettle) * cfg.TimeScale)
 	for i, st := range stacks {
-		m := ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered()}
+		m := ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause()}
 		if p, ok := res.Report.Targets[i].ByClientRegion[burst]; ok {
 			m.BurstTTFTMs = Percentiles{p.P50, p.P95, p.P99}
 		}

@@ -227,6 +227,15 @@ func (st *regionalStack) overflowAnswered() ChoiceCounts {
 	return out
 }
 
+// leftBecause returns each router's switchyard_router_overflow_reason_total by reason, by region.
+func (st *regionalStack) leftBecause() map[string]ChoiceCounts {
+	out := map[string]ChoiceCounts{}
+	for _, rr := range st.routers {
+		out[rr.region] = metricByLabel(rr.metrics, "switchyard_router_overflow_reason_total{", "reason")
+	}
+	return out
+}
+
 // scaled renders d (simulated time) in real time.
 func scaled(cfg *Config, d time.Duration) string {
 	return time.Duration(float64(d) * cfg.TimeScale).String()

@@ -150,6 +150,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			notAllowed(model, d).write(w)
 			return "not_allowed"
 		case err == nil:
+			if d.LeftBecause != "" {
+				s.metrics.left.WithLabelValues(d.LeftBecause).Inc()
+			}
 			ferr := s.fwd.Forward(w, r, body, s.targets(view, d))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)

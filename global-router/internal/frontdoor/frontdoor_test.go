@@ -232,6 +232,7 @@ func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 		{"local answers: not counted", []clusterSpec{{"east", "us-east-1", 0.1, 0}, {"west", "us-west-2", 0, 0}}, ""},
 		{"overflow to the best estimate", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0.95, 0}}, "best"},
 		{"retry after the best refused", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 503}, {"eu", "eu-west-1", 0.95, 0}}, "other"},
+		{"no local cluster", []clusterSpec{{"west", "us-west-2", 0, 0}}, "best"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,8 +266,44 @@ func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
+			// Why each request left: east is saturated (unavailable), or there is no east.
+			reasons := map[string]float64{}
+			if tt.want != "" {
+				reasons["unavailable"] = n
+				if len(tt.specs) == 1 {
+					reasons = map[string]float64{"no_local": n}
+				}
+			}
+			for _, r := range []string{"past_throughput", "remote_sooner", "over_threshold", "unavailable", "no_local"} {
+				if got := counterValue(t, reg, "switchyard_router_overflow_reason_total", "reason", r); got != reasons[r] {
+					t.Errorf("overflow reason %s = %v, want %v", r, got, reasons[r])
+				}
+			}
 		})
 	}
+}
+
+// counterValue returns the value of the counter name{label="value"} gathered from reg.
+func counterValue(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s=%q}", name, label, value)
+	return 0
 }
 
 func TestModelsUnionOverFreshClusters(t *testing.T) {
@@ -304,5 +341,5 @@ func FuzzParseRequest(f *testing.F) {
 
 type emptyTable struct{}
 
-func (emptyTable) View(string, []uint64) []clustertable.Entry { return nil }
+func (emptyTable) View(string, []uint64) []clustertable.Entry    { return nil }
 func (emptyTable) Inspect(string, []uint64) []clustertable.Entry { return nil }

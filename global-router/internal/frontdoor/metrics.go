@@ -1,12 +1,17 @@
 package frontdoor
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+)
 
 // Metrics are the front door's Prometheus collectors.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration prometheus.Histogram
 	overflow *prometheus.CounterVec
+	left     *prometheus.CounterVec
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -25,12 +30,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_router_overflow_answered_total",
 			Help: "Requests answered by a cluster outside the router's region, by how that cluster ranked in the router's estimates at decision time: best (lowest estimated TTFT), near_best (within the near-best window) or other.",
 		}, []string{"choice"}),
+		left: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_overflow_reason_total",
+			Help: "Routing decisions that sent a request out of the router's region, by why no local cluster kept them: past_throughput (this router's streams queue there for a first token), remote_sooner (busy, and elsewhere LocalPreference times sooner), over_threshold, unavailable (drained, stale, unhealthy, saturated), no_local (none serves the model).",
+		}, []string{"reason"}),
 	}
 	for _, c := range []string{landedBest, landedNearBest, landedOther} {
 		m.overflow.WithLabelValues(c)
 	}
+	for _, r := range []string{routing.LeftPastThroughput, routing.LeftRemoteSooner, routing.LeftOverThreshold, routing.LeftUnavailable, routing.LeftNoLocal} {
+		m.left.WithLabelValues(r)
+	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.overflow)
+		reg.MustRegister(m.requests, m.duration, m.overflow, m.left)
 	}
 	return m
 }

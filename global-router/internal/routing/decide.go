@@ -41,7 +41,20 @@ type Decision struct {
 	Best int
 	// NearBest is the highest estimate that counted as near the best.
 	NearBest time.Duration
+	// LeftBecause says, for a request routed out of the router's region, why no local cluster
+	// kept it (one of the Left* values); empty otherwise.
+	LeftBecause string
 }
+
+// Why a request left the router's region (Decision.LeftBecause): the reason of the local
+// cluster that came nearest to keeping it, in this order.
+const (
+	LeftPastThroughput = "past_throughput" // this router's streams queue for a first token there
+	LeftRemoteSooner   = "remote_sooner"   // busy, and elsewhere is LocalPreference times sooner
+	LeftOverThreshold  = "over_threshold"  // at or over the policy's overflow threshold
+	LeftUnavailable    = "unavailable"     // drained, stale, unhealthy, saturated or without ready pods
+	LeftNoLocal        = "no_local"        // no cluster of the region serves the model
+)
 
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
@@ -120,13 +133,17 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	if len(pool) == 0 {
 		return d, ErrNoRoom
 	}
+	left := ""
+	if route == reasonChosenOverflow {
+		left = leftBecause(region, clusters, d.Explain)
+	}
 	chosen := powerOfD(pool, d.Explain, opt, rng, &d)
 	d.Explain[chosen].Chosen = true
 	d.Explain[chosen].Reason = route
 	if clusters[chosen].Region == region {
 		d.Route = RouteLocal
 	} else {
-		d.Route = RouteOverflow
+		d.Route, d.LeftBecause = RouteOverflow, left
 	}
 	d.Targets = orderTargets(chosen, pool, eligible, d.Explain)
 	return d, nil
@@ -221,6 +238,29 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		pool = append(pool, i)
 	}
 	return pool, reasonChosenOverflow
+}
+
+// leftBecause names why no local cluster kept a request, from the local clusters' reasons as
+// choosePool left them: the one nearest to keeping it.
+func leftBecause(region string, clusters []Cluster, ex []Explanation) string {
+	order := [...]string{LeftNoLocal, LeftUnavailable, LeftOverThreshold, LeftRemoteSooner, LeftPastThroughput}
+	best := 0
+	for i := range clusters {
+		if clusters[i].Region != region || !clusters[i].Serves {
+			continue
+		}
+		r := 1 // unavailable
+		switch ex[i].Reason {
+		case reasonBacklogged:
+			r = 4
+		case reasonRemoteSooner:
+			r = 3
+		case reasonOverThreshold:
+			r = 2
+		}
+		best = max(best, r)
+	}
+	return order[best]
 }
 
 // powerOfD samples opt.D candidates among the near-best of pool and returns the one with the

@@ -395,6 +395,41 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 			if tc.reason != "" && d.Explain[0].Reason != tc.reason {
 				t.Fatalf("local reason %q, want %q", d.Explain[0].Reason, tc.reason)
 			}
+			if want := map[string]string{"west": routing.LeftPastThroughput}[tc.want]; d.LeftBecause != want {
+				t.Fatalf("left because %q, want %q", d.LeftBecause, want)
+			}
+		})
+	}
+}
+
+// LeftBecause names why a request left the region: the local cluster nearest to keeping it.
+func TestLeftBecause(t *testing.T) {
+	req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
+	west := cluster("west", "us-west-2", 0.1, 70*ms)
+	drained := cluster("east-d", "us-east-1", 0.1, 2*ms)
+	drained.Drained = true
+	remote := busy(cluster("east-b", "us-east-1", 0.3, 2*ms), 500*ms) // 552 ms: > 3 × 140
+	full := busy(cluster("east-f", "us-east-1", 0.9, 2*ms), 500*ms)
+	tests := []struct {
+		name     string
+		clusters []routing.Cluster
+		want     string
+	}{
+		{"no local cluster", []routing.Cluster{west}, routing.LeftNoLocal},
+		{"drained", []routing.Cluster{drained, west}, routing.LeftUnavailable},
+		{"over threshold beats drained", []routing.Cluster{drained, full, west}, routing.LeftOverThreshold},
+		{"remote sooner beats over threshold", []routing.Cluster{full, remote, west}, routing.LeftRemoteSooner},
+		{"kept local", []routing.Cluster{cluster("east", "us-east-1", 0.1, 2*ms), west}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := routing.Decide("us-east-1", tt.clusters, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.LeftBecause != tt.want {
+				t.Fatalf("left because %q, want %q: %+v", d.LeftBecause, tt.want, d.Explain)
+			}
 		})
 	}
 }
