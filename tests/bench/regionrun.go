@@ -82,8 +82,9 @@ func closeRegionalStacks(stacks []*regionalStack, logger *slog.Logger) {
 	}
 }
 
-// waitClusters polls a router's admin API (Connect protocol, JSON) until it lists want clusters,
-// none of them stale.
+// waitClusters polls a router's admin API (Connect protocol, JSON) until it lists want clusters
+// fresh and with ready pods: a gateway's first summaries, published before it has read what its
+// pods serve, list no model, and a run started then would send its first requests elsewhere.
 func waitClusters(ctx context.Context, admin, token string, want int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -96,7 +97,7 @@ func waitClusters(ctx context.Context, admin, token string, want int, timeout ti
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d clusters fresh after %v", fresh, want, timeout)
+			return fmt.Errorf("%d of %d clusters fresh and serving after %v", fresh, want, timeout)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -117,7 +118,11 @@ func freshClusters(ctx context.Context, client *http.Client, admin, token string
 	defer resp.Body.Close()
 	var body struct {
 		Clusters []struct {
-			Stale bool `json:"stale"`
+			Stale  bool `json:"stale"`
+			Models []struct {
+				ReadyPods      int `json:"readyPods"`
+				ReadyPodsSnake int `json:"ready_pods"`
+			} `json:"models"`
 		} `json:"clusters"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
@@ -125,7 +130,11 @@ func freshClusters(ctx context.Context, client *http.Client, admin, token string
 	}
 	n := 0
 	for _, c := range body.Clusters {
-		if !c.Stale {
+		serving := false
+		for _, m := range c.Models {
+			serving = serving || m.ReadyPods > 0 || m.ReadyPodsSnake > 0
+		}
+		if !c.Stale && serving {
 			n++
 		}
 	}
