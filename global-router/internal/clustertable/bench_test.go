@@ -2,43 +2,14 @@ package clustertable_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
-	"github.com/switchyard-dev/switchyard/gossip"
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable/clustertabletest"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 	"github.com/switchyard-dev/switchyard/gossip/sketch"
 )
-
-// republishing is a gossip source whose clusters publish a fresh summary every interval, as
-// gateways do (at most 4 a second), so a view sees each summary for a few thousand requests.
-type republishing struct {
-	interval time.Duration
-
-	mu   sync.Mutex
-	at   time.Time
-	sums []gossip.Summary
-}
-
-func (s *republishing) Snapshot() []gossip.Summary {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now := time.Now(); now.Sub(s.at) >= s.interval {
-		s.at = now
-		next := make([]gossip.Summary, len(s.sums))
-		for i, sum := range s.sums {
-			next[i] = sum
-			next[i].Summary = proto.CloneOf(sum.Summary)
-			next[i].Summary.GeneratedAtUnixNano = now.UnixNano()
-		}
-		s.sums = next
-	}
-	return s.sums
-}
 
 // BenchmarkView measures the cluster table's view for one request over 100 clusters in four
 // regions, each summary carrying a 1,024-hash prefix sketch (half of them holding the whole
@@ -47,7 +18,7 @@ func BenchmarkView(b *testing.B) {
 	prompt := []byte(fmt.Sprintf("%01200d", 7))
 	hashes := prefix.Hashes(nil, "llama", prompt, 0)
 	regions := []string{"us-east-1", "us-west-2", "eu-west-1", "ap-south-1"}
-	src := &republishing{interval: 250 * time.Millisecond}
+	src := &clustertabletest.Republishing{Interval: 250 * time.Millisecond}
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = fmt.Sprintf("c%03d", i)
@@ -63,7 +34,7 @@ func BenchmarkView(b *testing.B) {
 		m := model("llama", 8)
 		m.PrefixSketch = bl.Proto()
 		region := regions[i%len(regions)]
-		src.sums = append(src.sums, summary(names[i], region, names[i]+"-gw", "http://"+names[i], time.Now(), false, m))
+		src.Summaries = append(src.Summaries, summary(names[i], region, names[i]+"-gw", "http://"+names[i], time.Now(), false, m))
 	}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
 		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond, "ap-south-1": 200 * time.Millisecond}}, src, nil)

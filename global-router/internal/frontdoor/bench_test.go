@@ -6,15 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable/clustertabletest"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/gossip"
@@ -91,21 +90,12 @@ func benchFrontDoor(table *clustertable.Table, fwd frontdoor.Forwarder) *frontdo
 	return frontdoor.New(cfg, table, policies{}, fwd, nil, frontdoor.NewMetrics(prometheus.NewRegistry()))
 }
 
-// heartbeatSource is a gossip source whose clusters publish a fresh summary every interval, as
-// gateways do (at most 4 a second): the router's count of requests sent since a cluster's summary
-// restarts at each one instead of growing without bound. Each summary carries a 1,024-hash prefix
-// sketch holding the benchmark prompt's blocks, as a gateway's default sketch would.
-type heartbeatSource struct {
-	interval time.Duration
-
-	mu   sync.Mutex
-	at   time.Time
-	sums []gossip.Summary
-}
-
-func newHeartbeatSource(url string, interval time.Duration) *heartbeatSource {
+// newHeartbeatSource returns six clusters (two per region) whose gateways at url publish a fresh
+// summary every interval. Each summary carries a 1,024-hash prefix sketch holding the benchmark
+// prompt's blocks, as a gateway's default sketch would.
+func newHeartbeatSource(url string, interval time.Duration) *clustertabletest.Republishing {
 	hashes := prefix.Hashes(nil, "llama", []byte(benchPrompt), 0)
-	s := &heartbeatSource{interval: interval}
+	s := &clustertabletest.Republishing{Interval: interval}
 	for i, c := range []struct{ name, region string }{
 		{"east-a", "us-east-1"}, {"east-b", "us-east-1"}, {"west-a", "us-west-2"},
 		{"west-b", "us-west-2"}, {"eu-a", "eu-west-1"}, {"eu-b", "eu-west-1"},
@@ -120,7 +110,7 @@ func newHeartbeatSource(url string, interval time.Duration) *heartbeatSource {
 			}
 		}
 		total := uint64(1_000_000)
-		s.sums = append(s.sums, gossip.Summary{
+		s.Summaries = append(s.Summaries, gossip.Summary{
 			Node: c.name + "-gw", Cluster: c.name, Region: c.region, State: gossip.StateAlive,
 			Summary: &gossipv1.CapacitySummary{
 				Cluster: c.name, Region: c.region, GatewayUrl: url,
@@ -132,23 +122,6 @@ func newHeartbeatSource(url string, interval time.Duration) *heartbeatSource {
 		})
 	}
 	return s
-}
-
-// Snapshot returns the clusters' summaries, publishing new ones when the interval has passed.
-func (s *heartbeatSource) Snapshot() []gossip.Summary {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now := time.Now(); now.Sub(s.at) >= s.interval {
-		s.at = now
-		next := make([]gossip.Summary, len(s.sums))
-		for i, sum := range s.sums {
-			next[i] = sum
-			next[i].Summary = proto.CloneOf(sum.Summary)
-			next[i].Summary.GeneratedAtUnixNano = now.UnixNano()
-		}
-		s.sums = next
-	}
-	return s.sums
 }
 
 // BenchmarkForward sends one streaming completion at a time directly to a loopback gateway
