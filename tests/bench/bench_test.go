@@ -189,3 +189,53 @@ func TestMeasureCapacity(t *testing.T) {
 		t.Error("no probe above the capacity failed")
 	}
 }
+
+// TestSlowPodAvoided runs modelsim pods behind the real gateway: one h100 and one a10g (about 16
+// times less capacity) at a load round robin overloads the a10g with. Round robin sends it half
+// the requests and its queue builds; the default profile keeps requests off it, and their time
+// to first token shows it.
+func TestSlowPodAvoided(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway processes and a fleet for ~30 s")
+	}
+	bin, cleanup, err := bench.GatewayBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	cfg := bench.DefaultConfig()
+	cfg.Scenario = bench.Scenario{Name: "slow-pod", Workload: "mixed-fleet",
+		Pools: []bench.Pool{{Profile: "h100", Count: 1}, {Profile: "a10g", Count: 1}}}
+	cfg.Policies = []string{"round-robin", "default"}
+	// mixed-fleet sends 70% of the capacity given: 3.5 req/s, of which round robin gives the
+	// a10g 1.75 against the ~1 it sustains.
+	cfg.Duration, cfg.Capacity = 5*time.Second, 5
+	cfg.GatewayBin, cfg.Out = bin, t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowShare := func(p bench.PolicyStats) float64 {
+		for _, pod := range p.Pods {
+			if strings.HasPrefix(pod.Pod, "a10g") {
+				return pod.Share
+			}
+		}
+		t.Fatalf("%s: no a10g pod in %+v", p.Policy, p.Pods)
+		return 0
+	}
+	rr, def := res.Policies[0], res.Policies[1]
+	if s := slowShare(rr); s < 0.35 {
+		t.Errorf("round robin sent %.0f%% to the a10g, want about half", 100*s)
+	}
+	if s := slowShare(def); s > 0.15 {
+		t.Errorf("default sent %.0f%% to the saturated a10g, want it kept off", 100*s)
+	}
+	rrP95, defP95 := res.Report.Targets[0].TTFTMs.P95, res.Report.Targets[1].TTFTMs.P95
+	t.Logf("TTFT P95: round robin %v ms, default %v ms; a10g share %.2f vs %.2f", rrP95, defP95, slowShare(rr), slowShare(def))
+	if !(float64(defP95) < float64(rrP95)) {
+		t.Errorf("default's TTFT P95 %v ms is not below round robin's %v ms", defP95, rrP95)
+	}
+}
