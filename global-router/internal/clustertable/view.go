@@ -69,6 +69,7 @@ func (t *Table) candidate(e *Entry, reps []gossip.Summary, model string, urls []
 	if e.model == nil {
 		return urls
 	}
+	c.Lists = true
 	c.Serves = e.model.GetReadyPods() > 0 // an adapter not resident yet is loaded on demand
 	fillCapacity(c, e.model)
 	return urls

@@ -108,7 +108,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 		if opt.LocalOnly && c.Region != region && e.Reason == "" {
 			e.Reason = reasonLocalOnly
 		}
-		if c.Serves {
+		if c.Serves || c.Lists {
 			serving++
 			if regionAllowed(pol, c.Region) {
 				allowed++
@@ -152,6 +152,8 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 // ineligibleReason returns why c cannot take the request at all, or "".
 func ineligibleReason(c *Cluster, pol Policy, util float64) string {
 	switch {
+	case !c.Serves && c.Lists:
+		return "no ready pods"
 	case !c.Serves:
 		return "does not serve the model"
 	case !regionAllowed(pol, c.Region):
@@ -246,7 +248,7 @@ func leftBecause(region string, clusters []Cluster, ex []Explanation) string {
 	order := [...]string{LeftNoLocal, LeftUnavailable, LeftOverThreshold, LeftRemoteSooner, LeftPastThroughput}
 	best := 0
 	for i := range clusters {
-		if clusters[i].Region != region || !clusters[i].Serves {
+		if clusters[i].Region != region || !(clusters[i].Serves || clusters[i].Lists) {
 			continue
 		}
 		r := 1 // unavailable

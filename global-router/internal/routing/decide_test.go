@@ -99,6 +99,25 @@ func TestDecide(t *testing.T) {
 			reasonOf: map[string]string{"a": "drained", "b": "stale", "c": "unhealthy"},
 		},
 		{
+			name: "listed, but no ready pods anywhere for now: wait for room, not unknown",
+			clusters: func() []routing.Cluster {
+				c := cluster("a", "us-east-1", 0, 2*ms)
+				c.Serves, c.Lists, c.ReadyPods = false, true, 0
+				return []routing.Cluster{c}
+			},
+			policy: routing.DefaultPolicy(), wantErr: routing.ErrNoRoom,
+			reasonOf: map[string]string{"a": "no ready pods"},
+		},
+		{
+			name: "listed without ready pods only outside the allowed regions",
+			clusters: func() []routing.Cluster {
+				c := cluster("eu", "eu-west-1", 0, 80*ms)
+				c.Serves, c.Lists, c.ReadyPods = false, true, 0
+				return []routing.Cluster{c}
+			},
+			policy: routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"us-east-1"}}, wantErr: routing.ErrNotAllowed,
+		},
+		{
 			name: "no cluster serves the model",
 			clusters: func() []routing.Cluster {
 				c := cluster("a", "us-east-1", 0, 2*ms)

@@ -26,7 +26,7 @@ const (
 
 // Errors returned by Decide. Callers translate them at the edge (503 with the explanation).
 var (
-	// ErrNoCandidate means no fresh, healthy, undrained cluster serves the model.
+	// ErrNoCandidate means no cluster's summary lists the model: it is unknown here.
 	ErrNoCandidate = errors.New("routing: no cluster serves the model")
 	// ErrNotAllowed means clusters serve the model, but none in a region the policy allows.
 	ErrNotAllowed = errors.New("routing: no cluster in an allowed region")
@@ -38,8 +38,13 @@ var (
 type Cluster struct {
 	// Name and Region identify the cluster.
 	Name, Region string
-	// Serves reports whether the cluster serves the requested model or adapter.
+	// Serves reports whether the cluster serves the requested model or adapter (its summary
+	// lists the model with ready pods).
 	Serves bool
+	// Lists reports whether the cluster's summary lists the model at all, ready pods or not: a
+	// model whose clusters all lack ready pods for a moment is known, and a request for it waits
+	// for room (ErrNoRoom) instead of being told it does not exist (ErrNoCandidate).
+	Lists bool
 	// Stale is true when the cluster's newest capacity summary is older than its TTL.
 	Stale bool
 	// Drained is true when an operator drained the cluster or its region.
