@@ -248,7 +248,7 @@ func leftBecause(region string, clusters []Cluster, ex []Explanation) string {
 	order := [...]string{LeftNoLocal, LeftUnavailable, LeftOverThreshold, LeftRemoteSooner, LeftPastThroughput}
 	best := 0
 	for i := range clusters {
-		if clusters[i].Region != region || !(clusters[i].Serves || clusters[i].Lists) {
+		if clusters[i].Region != region || (!clusters[i].Serves && !clusters[i].Lists) {
 			continue
 		}
 		r := 1 // unavailable
