@@ -226,9 +226,14 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 		resp.Body.Close()
 		return nil, fmt.Errorf("cluster %s answered %d", t.Cluster, resp.StatusCode)
 	}
-	o.Streamed = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	o.Streamed = eventStream(resp)
 	f.observe(o)
 	return resp, nil
+}
+
+// eventStream reports whether an answer is a server-sent event stream.
+func eventStream(resp *http.Response) bool {
+	return strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 }
 
 // refused reports whether an answer means "try another cluster": 503, or 429 marked as overflow.
@@ -267,7 +272,8 @@ func (f *Forwarder) firstToken(t Target) {
 // they arrive.
 func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target) error {
 	defer resp.Body.Close()
-	waiting := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") // for its first token
+	sse := eventStream(resp)
+	waiting := sse // for its first token
 	defer func() {
 		if waiting {
 			f.firstToken(t)
@@ -311,7 +317,7 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 			// case the answer has started and cannot be retried. A broken event stream ends with
 			// an error event so the client does not mistake a truncated answer for a whole one.
 			if !errors.Is(err, io.EOF) && r.Context().Err() == nil &&
-				strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				sse {
 				writeStreamError(w, boundary, "cluster "+t.Cluster+": the stream broke after it had started: "+err.Error())
 				_ = rc.Flush()
 			}
