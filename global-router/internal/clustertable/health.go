@@ -91,23 +91,32 @@ func (h *health) eject(now time.Time, cfg EjectionConfig) {
 }
 
 // sendTimes remembers when recent requests were sent to a cluster (wall-clock Unix nanoseconds,
-// oldest first: they are added in order, under the table's lock), to count those sent since its
-// newest summary was generated (they are not in the summary's figures yet).
+// oldest first: they are added in order, under the table's lock) and their prompt tokens, to
+// count those sent since its newest summary was generated (they are not in the summary's
+// figures yet) and the prefill work they brought.
 type sendTimes struct {
 	ring [256]int64
-	next int
+	// before[i] is the running total of prompt tokens sent before the send in ring[i].
+	before [256]int64
+	total  int64
+	next   int
 }
 
-func (s *sendTimes) add(t time.Time) {
+func (s *sendTimes) add(t time.Time, tokens int) {
 	s.ring[s.next%len(s.ring)] = t.UnixNano()
+	s.before[s.next%len(s.ring)] = s.total
+	s.total += int64(max(tokens, 0))
 	s.next++
 }
 
-// since counts the remembered sends after t (Unix nanoseconds), at most the ring's size: a
-// binary search back from the newest send for the first one after t.
-func (s *sendTimes) since(t int64) int {
+// since counts the remembered sends after t (Unix nanoseconds), at most the ring's size, and
+// sums their prompt tokens: a binary search back from the newest send for the first one after t.
+func (s *sendTimes) since(t int64) (sends int, tokens int64) {
 	n := min(s.next, len(s.ring))
 	// The i-th newest send (i = 1..n) is at ring[(next-i) mod len]; sends after t are the newest k.
 	k := sort.Search(n, func(i int) bool { return s.ring[(s.next-1-i)%len(s.ring)] <= t })
-	return k
+	if k == 0 {
+		return 0, 0
+	}
+	return k, s.total - s.before[(s.next-k)%len(s.ring)]
 }

@@ -70,11 +70,14 @@ type clusterState struct {
 	rtt      rttMeter
 	sketches sketchCache
 	seen     uint64 // the last view that saw the cluster
-	// waiting counts this router's accepted streams there without a first token yet.
-	waiting int
+	// waiting counts this router's accepted streams there without a first token yet, and
+	// waitingTokens sums their prompt tokens.
+	waiting       int
+	waitingTokens int64
 	// pending counts this router's attempts there that have begun and have no outcome yet
-	// (on their way, or waiting for their headers).
-	pending int
+	// (on their way, or waiting for their headers), and pendingTokens sums their prompt tokens.
+	pending       int
+	pendingTokens int64
 }
 
 // New returns a table over src. drains may be nil (nothing drained).
@@ -186,8 +189,9 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 		c.RTT, e.Unverified = st.rtt.estimate(c.RTT, now, t.cfg.MeasuredRTT)
 	}
 	if e.model != nil {
-		c.InFlight = st.sends.since(e.Summary.GetGeneratedAtUnixNano()) + st.pending
-		c.Waiting = st.waiting + st.pending
+		sent, sentTokens := st.sends.since(e.Summary.GetGeneratedAtUnixNano())
+		c.InFlight, c.InFlightTokens = sent+st.pending, sentTokens+st.pendingTokens
+		c.Waiting, c.WaitingTokens = st.waiting+st.pending, st.waitingTokens+st.pendingTokens
 	}
 }
 
@@ -276,7 +280,9 @@ func (t *Table) Observe(o forward.Outcome) {
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	st := t.stateOf(o.Target.Cluster)
+	tokens := int64(max(o.Target.PromptTokens, 0))
 	st.pending = max(st.pending-1, 0)
+	st.pendingTokens = max(st.pendingTokens-tokens, 0)
 	if o.Abandoned { // the client left: nothing learned of the cluster
 		return
 	}
@@ -285,9 +291,10 @@ func (t *Table) Observe(o forward.Outcome) {
 		st.rtt.add(o.RTT, now, t.cfg.MeasuredRTT)
 	}
 	if o.Status > 0 && !o.Retried {
-		st.sends.add(now)
+		st.sends.add(now, o.Target.PromptTokens)
 		if o.Streamed {
 			st.waiting++
+			st.waitingTokens += tokens
 		}
 	}
 }
@@ -298,7 +305,9 @@ func (t *Table) Observe(o forward.Outcome) {
 func (t *Table) Dispatched(target forward.Target) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stateOf(target.Cluster).pending++
+	st := t.stateOf(target.Cluster)
+	st.pending++
+	st.pendingTokens += int64(max(target.PromptTokens, 0))
 }
 
 // FirstToken records that a stream Observe counted as waiting has its first token, or ended
@@ -308,6 +317,10 @@ func (t *Table) FirstToken(target forward.Target) {
 	defer t.mu.Unlock()
 	if st := t.states[target.Cluster]; st != nil && st.waiting > 0 {
 		st.waiting--
+		st.waitingTokens = max(st.waitingTokens-int64(max(target.PromptTokens, 0)), 0)
+		if st.waiting == 0 {
+			st.waitingTokens = 0
+		}
 	}
 }
 
@@ -315,7 +328,7 @@ func (t *Table) FirstToken(target forward.Target) {
 func (t *Table) Sent(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stateOf(cluster).sends.add(t.cfg.Now())
+	t.stateOf(cluster).sends.add(t.cfg.Now(), 0)
 }
 
 var (

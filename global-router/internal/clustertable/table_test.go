@@ -257,3 +257,37 @@ func TestDispatchedCountsUntilOutcome(t *testing.T) {
 		}
 	}
 }
+
+// The table sums the prompt tokens of what it counts: sends since the summary, attempts on their
+// way and streams waiting for a first token, so a cluster sent two long prompts looks busier than
+// one sent two short ones.
+func TestInFlightTokens(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
+	clk.t = clk.t.Add(10 * time.Millisecond)
+	long := forward.Target{Cluster: "c1", URL: "http://a", PromptTokens: 4000}
+	short := forward.Target{Cluster: "c1", URL: "http://a", PromptTokens: 300}
+	steps := []struct {
+		name                       string
+		do                         func()
+		inFlightTokens, waitingTok int64
+	}{
+		{"a long and a short dispatched", func() { tb.Dispatched(long); tb.Dispatched(short) }, 4300, 4300},
+		{"the long one accepted as a stream", func() { tb.Observe(forward.Outcome{Target: long, Status: 200, Streamed: true}) }, 4300, 4300},
+		{"the short one refused", func() { tb.Observe(forward.Outcome{Target: short, Status: 503, Retried: true}) }, 4000, 4000},
+		{"the long one's first token", func() { tb.FirstToken(long) }, 4000, 0},
+		{"a short plain answer", func() {
+			tb.Dispatched(short)
+			tb.Observe(forward.Outcome{Target: short, Status: 200})
+		}, 4300, 0},
+		{"a first token too many", func() { tb.FirstToken(long) }, 4300, 0},
+	}
+	for _, s := range steps {
+		s.do()
+		c := tb.View("llama", nil)[0].Cluster
+		if c.InFlightTokens != s.inFlightTokens || c.WaitingTokens != s.waitingTok {
+			t.Fatalf("after %s: in-flight tokens %d waiting tokens %d, want %d %d", s.name, c.InFlightTokens, c.WaitingTokens, s.inFlightTokens, s.waitingTok)
+		}
+	}
+}

@@ -40,6 +40,10 @@ type Target struct {
 	// Delay is simulated network latency added before the request is sent (local stack and tests;
 	// zero in production).
 	Delay time.Duration
+	// PromptTokens is the request's estimated prompt length: the prefill work the attempt puts
+	// on the cluster. The forwarder only passes it on to its observers (the cluster table weighs
+	// the requests it has in flight by it); 0 when unknown.
+	PromptTokens int
 }
 
 // Outcome is what happened on one attempt; the cluster table uses it for passive health and RTT.

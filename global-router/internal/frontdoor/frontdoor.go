@@ -111,11 +111,17 @@ func (s *Server) decide(model string, prompt []byte, route bool) ([]clustertable
 	for i := range view {
 		cs[i] = view[i].Cluster
 	}
-	req := routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
+	req := requestOf(prompt)
 	// power-of-d draws from math/rand/v2's global source: safe for concurrent use without a
 	// lock, so concurrent decisions do not queue behind one another.
 	d, err := routing.Decide(s.cfg.Region, cs, s.policies.Policy(model), req, s.cfg.Options, nil)
 	return view, d, err
+}
+
+// requestOf is what routing knows of a request from its prompt: about four bytes per token, and
+// 200 output tokens expected.
+func requestOf(prompt []byte) routing.Request {
+	return routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
 }
 
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
@@ -153,7 +159,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			if d.LeftBecause != "" {
 				s.metrics.left.WithLabelValues(d.LeftBecause).Inc()
 			}
-			ferr := s.fwd.Forward(w, r, body, s.targets(view, d))
+			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, requestOf(prompt).PromptTokens))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route)
@@ -170,8 +176,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 	}
 }
 
-// targets turns a decision into forward targets, one per gateway replica URL, best first.
-func (s *Server) targets(view []clustertable.Entry, d routing.Decision) []forward.Target {
+// targets turns a decision into forward targets, one per gateway replica URL, best first, each
+// carrying the request's estimated prompt tokens.
+func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTokens int) []forward.Target {
 	out := make([]forward.Target, 0, len(d.Targets)+1)
 	for _, i := range d.Targets {
 		e := view[i]
@@ -180,7 +187,7 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision) []forwar
 			route = string(routing.RouteLocal)
 		}
 		for _, u := range e.URLs {
-			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route}
+			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens}
 			if s.cfg.Delay != nil {
 				t.Delay = s.cfg.Delay(e.Cluster.Region)
 			}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -343,3 +344,52 @@ type emptyTable struct{}
 
 func (emptyTable) View(string, []uint64) []clustertable.Entry    { return nil }
 func (emptyTable) Inspect(string, []uint64) []clustertable.Entry { return nil }
+
+// recordTargets is a forwarder that answers 200 at once and keeps the targets it was given.
+type recordTargets struct {
+	mu      sync.Mutex
+	targets [][]forward.Target
+}
+
+func (f *recordTargets) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target) error {
+	f.mu.Lock()
+	f.targets = append(f.targets, targets)
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// Every forward target carries the request's estimated prompt length (about four bytes per
+// token), the work the cluster table weighs its in-flight requests by.
+func TestTargetsCarryPromptTokens(t *testing.T) {
+	fwd := &recordTargets{}
+	h := benchFrontDoor(benchTable("http://127.0.0.1:1"), fwd).Handler()
+	prompt := strings.Repeat("abcd", 750)
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions"} {
+		var body string
+		if path == "/v1/completions" {
+			body = `{"model":"llama","prompt":"` + prompt + `"}`
+		} else {
+			body = `{"model":"llama","messages":[{"role":"user","content":"` + prompt + `"}]}`
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", path, rec.Code, rec.Body)
+		}
+	}
+	if len(fwd.targets) != 2 {
+		t.Fatalf("forwarded %d requests, want 2", len(fwd.targets))
+	}
+	for i, ts := range fwd.targets {
+		if len(ts) == 0 {
+			t.Fatalf("request %d: no targets", i)
+		}
+		for _, tg := range ts {
+			// the chat prompt is the message text, perhaps with its role: at least the content's 750 tokens.
+			if tg.PromptTokens < 750 || tg.PromptTokens > 800 {
+				t.Errorf("request %d: target %s carries %d prompt tokens, want about 750", i, tg.Cluster, tg.PromptTokens)
+			}
+		}
+	}
+}

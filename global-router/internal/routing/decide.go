@@ -59,10 +59,11 @@ const (
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
 // plus the extra wait of this router's requests sent since the summary, plus prefill of the prompt
-// tokens the cluster does not cache. Each request sent since the summary is counted as one more
-// prompt like this one to prefill, spread over the pods; on a saturated cluster (new requests
-// queue) as one more service time instead. The wait is at least the prefill of this router's
-// requests still waiting there for their first token.
+// tokens the cluster does not cache. The requests sent since the summary add the prefill of their
+// prompt tokens, spread over the pods (each counts as one more prompt like this one when their
+// lengths are unknown); on a saturated cluster (new requests queue) each adds one more service
+// time instead. The wait is at least the prefill of this router's requests still waiting there
+// for their first token.
 func Estimate(c *Cluster, req Request) time.Duration {
 	rate := c.PrefillTokensPerSec
 	if rate <= 0 {
@@ -80,13 +81,19 @@ func Estimate(c *Cluster, req Request) time.Duration {
 	uncached := max(req.PromptTokens-c.CachedPrefixTokens, 0)
 	prefill := time.Duration(float64(uncached) / rate * float64(time.Second))
 	each := time.Duration(float64(req.PromptTokens) / rate * float64(time.Second))
-	if c.SaturatedFraction >= 1 {
-		each = svc
+	work := func(n int, tokens int64) time.Duration { // n requests of tokens prompt tokens, spread over the pods
+		switch {
+		case c.SaturatedFraction >= 1:
+			return time.Duration(int64(svc) * int64(n) / int64(pods))
+		case tokens > 0:
+			return time.Duration(float64(tokens) / rate / float64(pods) * float64(time.Second))
+		}
+		return time.Duration(int64(each) * int64(n) / int64(pods))
 	}
-	extra := time.Duration(int64(each) * int64(c.InFlight) / int64(pods))
+	extra := work(c.InFlight, c.InFlightTokens)
 	// The requests this router has waiting there for a first token are a backlog the cluster
 	// must prefill first, whatever the summary (which may predate them) says.
-	backlog := time.Duration(int64(each) * int64(c.Waiting) / int64(pods))
+	backlog := work(c.Waiting, c.WaitingTokens)
 	return c.RTT + max(wait+extra, backlog) + prefill
 }
 

@@ -308,6 +308,13 @@ func TestEstimate(t *testing.T) {
 		{"waiting requests beyond the summary", func(c *routing.Cluster) { c.Waiting = 8 }, 160 * ms},
 		// the summary already predicts more than the waiting requests' backlog: no double count.
 		{"waiting requests within the summary", func(c *routing.Cluster) { c.Waiting, c.BaseTTFT = 2, 300*ms }, 360 * ms},
+		// known lengths: 8 requests of 12,000 tokens in all at 20,000 tokens/s over 4 pods = 150 ms,
+		// whatever this request's own length.
+		{"in-flight prompts of known length", func(c *routing.Cluster) { c.InFlight, c.InFlightTokens = 8, 12000 }, 230 * ms},
+		// 2 waiting requests of 16,000 tokens: 200 ms of backlog, more than their count suggests.
+		{"waiting long prompts", func(c *routing.Cluster) { c.Waiting, c.WaitingTokens = 2, 16000 }, 260 * ms},
+		// a saturated cluster counts service times, not tokens.
+		{"known lengths on a saturated cluster", func(c *routing.Cluster) { c.InFlight, c.InFlightTokens, c.SaturatedFraction = 8, 12000, 1 }, 2080 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

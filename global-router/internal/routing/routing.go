@@ -65,6 +65,10 @@ type Cluster struct {
 	// have not had their first token yet: what this router has queued there for prefill, known
 	// at once rather than at the next summary.
 	Waiting int
+	// InFlightTokens and WaitingTokens are the prompt tokens of those requests: the prefill work
+	// they brought. 0 when the router did not know their lengths; Estimate then counts each of
+	// them as one more prompt like the one being routed.
+	InFlightTokens, WaitingTokens int64
 	// SaturatedFraction is the fraction of the model's pods that are saturated (0..1).
 	SaturatedFraction float64
 	// BaseTTFT is the gateway's predicted TTFT for its reference request (includes its queue).

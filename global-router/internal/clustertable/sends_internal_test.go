@@ -1,0 +1,52 @@
+package clustertable
+
+import (
+	"testing"
+	"time"
+)
+
+// since counts and sums the sends after a time, including once the ring has wrapped (the oldest
+// remembered send's running total is still known).
+func TestSendsSince(t *testing.T) {
+	var s sendTimes
+	base := time.Unix(1000, 0)
+	n := 3*len(s.ring) + 7
+	for i := range n {
+		s.add(base.Add(time.Duration(i)*time.Millisecond), i%10)
+	}
+	// tokens of sends lo..n-1
+	sum := func(lo int) int64 {
+		var t int64
+		for i := lo; i < n; i++ {
+			t += int64(i % 10)
+		}
+		return t
+	}
+	tests := []struct {
+		name      string
+		after     time.Time
+		wantSends int
+		wantTok   int64
+	}{
+		{"after the newest", base.Add(time.Duration(n) * time.Millisecond), 0, 0},
+		{"the newest ten", base.Add(time.Duration(n-11) * time.Millisecond), 10, sum(n - 10)},
+		{"every remembered send", base.Add(-time.Second), len(s.ring), sum(n - len(s.ring))},
+		{"all but the oldest remembered", base.Add(time.Duration(n-len(s.ring)) * time.Millisecond), len(s.ring) - 1, sum(n - len(s.ring) + 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sends, tok := s.since(tt.after.UnixNano())
+			if sends != tt.wantSends || tok != tt.wantTok {
+				t.Fatalf("since = %d sends, %d tokens; want %d, %d", sends, tok, tt.wantSends, tt.wantTok)
+			}
+		})
+	}
+	var empty sendTimes
+	if n, tok := empty.since(0); n != 0 || tok != 0 {
+		t.Fatalf("empty: %d, %d", n, tok)
+	}
+	empty.add(base, 5)
+	if n, tok := empty.since(0); n != 1 || tok != 5 {
+		t.Fatalf("one send: %d, %d; want 1, 5", n, tok)
+	}
+}
