@@ -100,6 +100,9 @@ func (e *errorInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFun
 }
 
 func (e *errorInterceptor) translate(ctx context.Context, procedure string, err error) error {
+	if err == nil { // connect.CodeOf(nil) is Unknown: a success must not be logged as a failure
+		return nil
+	}
 	err = toConnect(ctx, err)
 	switch connect.CodeOf(err) {
 	case connect.CodeInternal, connect.CodeUnknown, connect.CodeUnavailable, connect.CodeDataLoss:

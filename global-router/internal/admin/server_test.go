@@ -67,4 +67,23 @@ func TestEtcdAway(t *testing.T) {
 	if r := explain(t, e, &adminv1.ExplainRouteRequest{Model: admintest.Model}); r.GetChosenCluster() != "c1" {
 		t.Fatalf("explain with etcd away = %v", r)
 	}
+	if logs := e.Logs.String(); !strings.Contains(logs, "admin call failed") || !strings.Contains(logs, "DrainCluster") {
+		t.Fatalf("the failed write was not logged as the server's fault: %q", logs)
+	}
+}
+
+// Successful calls are not logged as failures (a handler's nil error has no code, which connect
+// reports as Unknown); a client's mistake is not the server's fault either.
+func TestSuccessNotLoggedAsFailure(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t)
+	listClusters(t, e, "")
+	if _, err := e.Client.ListPolicies(ctx, connect.NewRequest(&adminv1.ListPoliciesRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Client.GetPolicy(ctx, connect.NewRequest(&adminv1.GetPolicyRequest{Model: "no-such-model"}))
+	wantCode(t, err, connect.CodeNotFound)
+	if logs := e.Logs.String(); strings.Contains(logs, "admin call failed") {
+		t.Fatalf("logged a failure: %s", logs)
+	}
 }

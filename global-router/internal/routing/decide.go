@@ -25,6 +25,9 @@ type Explanation struct {
 	Utilization float64
 	// Reason is a short human explanation of the outcome.
 	Reason string
+
+	// prefill is the part of Estimate that is the prefill of this request's own uncached prompt.
+	prefill time.Duration
 }
 
 // Decision is the outcome of Decide.
@@ -65,6 +68,13 @@ const (
 // time instead. The wait is at least the prefill of this router's requests still waiting there
 // for their first token.
 func Estimate(c *Cluster, req Request) time.Duration {
+	start, prefill := estimate(c, req)
+	return start + prefill
+}
+
+// estimate returns Estimate in two parts: the time until the cluster starts on the request (round
+// trip and wait) and the prefill of its uncached prompt.
+func estimate(c *Cluster, req Request) (start, prefill time.Duration) {
 	rate := c.PrefillTokensPerSec
 	if rate <= 0 {
 		rate = defaultPrefillTokensPerSec
@@ -79,7 +89,7 @@ func Estimate(c *Cluster, req Request) time.Duration {
 		wait = time.Duration(int64(svc) * int64(c.Queue) / int64(pods))
 	}
 	uncached := max(req.PromptTokens-c.CachedPrefixTokens, 0)
-	prefill := time.Duration(float64(uncached) / rate * float64(time.Second))
+	prefill = time.Duration(float64(uncached) / rate * float64(time.Second))
 	each := time.Duration(float64(req.PromptTokens) / rate * float64(time.Second))
 	work := func(n int, tokens int64) time.Duration { // n requests of tokens prompt tokens, spread over the pods
 		switch {
@@ -94,7 +104,7 @@ func Estimate(c *Cluster, req Request) time.Duration {
 	// The requests this router has waiting there for a first token are a backlog the cluster
 	// must prefill first, whatever the summary (which may predate them) says.
 	backlog := work(c.Waiting, c.WaitingTokens)
-	return c.RTT + max(wait+extra, backlog) + prefill
+	return c.RTT + max(wait+extra, backlog), prefill
 }
 
 // Decide chooses a cluster for req among clusters for a router in region. rng may be nil (the
@@ -125,7 +135,8 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 			continue
 		}
 		e.Eligible = true
-		e.Estimate = Estimate(c, req)
+		start, prefill := estimate(c, req)
+		e.Estimate, e.prefill = start+prefill, prefill
 		eligible = append(eligible, i)
 	}
 	switch {
@@ -210,10 +221,21 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
 	}
 	remote := time.Duration(-1) // the best estimate outside the region
+	// The local-first rules compare clusters on what differs between them: the prefill of the
+	// prompt that every cluster would need (the least among them) is left out, so a long prompt,
+	// whose own prefill would dwarf any wait, is kept or sent away on the wait like a short one.
+	common := time.Duration(-1)
 	for _, i := range eligible {
-		if e := d.Explain[i].Estimate; clusters[i].Region != region && !capped(i) && (remote < 0 || e < remote) {
-			remote = e
+		e := &d.Explain[i]
+		if clusters[i].Region != region && !capped(i) && (remote < 0 || e.Estimate < remote) {
+			remote = e.Estimate
 		}
+		if common < 0 || e.prefill < common {
+			common = e.prefill
+		}
+	}
+	sooner := func(e *Explanation, factor float64) bool { // remote beats e by more than factor
+		return remote >= 0 && float64(e.Estimate-common) > float64(remote-common)*factor
 	}
 	local := buf[:0]
 	for _, i := range eligible {
@@ -222,9 +244,9 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = reasonOverThreshold
-		case remote >= 0 && backlogged(&clusters[i], opt.BacklogPerPod) && float64(e.Estimate) > float64(remote)*(1+opt.NearBest):
+		case backlogged(&clusters[i], opt.BacklogPerPod) && sooner(e, 1+opt.NearBest):
 			e.Reason = reasonBacklogged
-		case remote >= 0 && busy(&clusters[i]) && float64(e.Estimate) > float64(remote)*max(opt.LocalPreference, 1):
+		case busy(&clusters[i]) && sooner(e, max(opt.LocalPreference, 1)):
 			e.Reason = reasonRemoteSooner
 		default:
 			local = append(local, i)

@@ -2,6 +2,7 @@ package routing_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -399,14 +400,17 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		want   string
 		reason string // the local cluster's reason when passed over
 	}{
-		// 2 + 200 + 50 = 252 ms against 140: 1.8×, under LocalPreference.
+		// The rules compare the time to start (the 50 ms prefill is the same everywhere):
+		// 2 + 200 = 202 ms against 70 + 20 = 90: 2.2×, under LocalPreference.
 		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", ""},
 		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate"},
 		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", ""},
-		// eu: 190 + 20 + 50 = 260 ms, local 252 × 1.2 would be needed to pass over.
+		// eu: 190 + 20 = 210 ms to start, later than local's 202.
 		{"backlogged, elsewhere near-best", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 190*ms), routing.DefaultOptions(), "east", ""},
-		// eu: 145 + 20 + 50 = 215 ms: local 252 ms is within 20% of it.
-		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 145*ms), routing.DefaultOptions(), "east", ""},
+		// eu: 150 + 20 = 170 ms: local's 202 ms is within 20% of it.
+		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 150*ms), routing.DefaultOptions(), "east", ""},
+		// eu: 140 + 20 = 160 ms: local's 202 ms is beyond 20% of it.
+		{"backlogged, elsewhere sooner beyond the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 140*ms), routing.DefaultOptions(), "eu", ""},
 		{"rule turned off", local(12, 200*ms), west, off, "east", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -421,10 +425,40 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 			if tc.reason != "" && d.Explain[0].Reason != tc.reason {
 				t.Fatalf("local reason %q, want %q", d.Explain[0].Reason, tc.reason)
 			}
-			if want := map[string]string{"west": routing.LeftPastThroughput}[tc.want]; d.LeftBecause != want {
+			if want := map[string]string{"west": routing.LeftPastThroughput, "eu": routing.LeftPastThroughput}[tc.want]; d.LeftBecause != want {
 				t.Fatalf("left because %q, want %q", d.LeftBecause, want)
 			}
 		})
+	}
+}
+
+// The local-first rules weigh a cluster's wait, not the prompt's own prefill, which every cluster
+// would need: a long prompt leaves a busy local cluster (or stays) exactly when a short one does.
+func TestLocalRulesIgnoreCommonPrefill(t *testing.T) {
+	west := cluster("west", "us-west-2", 0.1, 70*ms) // 70 + 20 = 90 ms to start
+	for _, tc := range []struct {
+		name  string
+		local routing.Cluster
+		want  string
+	}{
+		// 302 ms to start against 90: 3.4×, beyond LocalPreference.
+		{"busy local, elsewhere three times sooner", busy(cluster("east", "us-east-1", 0.3, 2*ms), 300*ms), "west"},
+		// 202 ms against 90: 2.2×.
+		{"busy local, elsewhere twice as soon", busy(cluster("east", "us-east-1", 0.3, 2*ms), 200*ms), "east"},
+	} {
+		for _, tokens := range []int{200, 1000, 20000} { // 10 ms, 50 ms and 1 s of prefill
+			t.Run(fmt.Sprintf("%s/%d tokens", tc.name, tokens), func(t *testing.T) {
+				cs := []routing.Cluster{tc.local, west}
+				req := routing.Request{PromptTokens: tokens, AvgTokens: tokens + 200}
+				d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := cs[d.Targets[0]].Name; got != tc.want {
+					t.Fatalf("chose %s, want %s: %+v", got, tc.want, d.Explain)
+				}
+			})
+		}
 	}
 }
 

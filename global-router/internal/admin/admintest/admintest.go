@@ -5,10 +5,13 @@
 package admintest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,6 +68,27 @@ type Env struct {
 	Server  *httptest.Server
 	// Client calls the API with the Connect protocol and the right token.
 	Client adminv1connect.AdminServiceClient
+	// Logs holds what the admin service logged (text format).
+	Logs *Buffer
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Start runs an environment until the test ends. etcd is a running cluster to keep the config in
@@ -75,7 +99,7 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	if etcd == nil {
 		etcd = etcdtest.Start(t, 1)
 	}
-	e := &Env{Reg: prometheus.NewRegistry()}
+	e := &Env{Reg: prometheus.NewRegistry(), Logs: &Buffer{}}
 	e.Pool = gossiptest.Start(t, 1+len(Gateways), configureNode)
 	e.Store = newStore(t, etcd)
 	e.Table = clustertable.New(clustertable.Config{Region: Region}, e.Pool.Node(0), drainView{e.Store})
@@ -87,7 +111,7 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	srv, err := admin.New(cfg, admin.Deps{
 		Policies: e.Store, Drains: e.Store, Config: e.Store,
 		Clusters: e.Table, Gossip: e.Pool.Node(0), Explainer: e.Front,
-	}, etcdtest.Discard, e.Reg)
+	}, slog.New(slog.NewTextHandler(e.Logs, nil)), e.Reg)
 	if err != nil {
 		t.Fatal(err)
 	}
