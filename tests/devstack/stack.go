@@ -28,6 +28,9 @@ type Options struct {
 	Out io.Writer
 	// Ready, when not nil, is closed once every component is up.
 	Ready chan<- struct{}
+	// Pprof starts every gateway and router with --enable-pprof (Go's runtime profiles on their
+	// metrics ports).
+	Pprof bool
 }
 
 // Stack is a running local stack.
@@ -104,6 +107,9 @@ func (s *Stack) startRouter(ctx context.Context, i int, r Region) error {
 		"--gossip-key-file=" + s.keyFile, "--gossip-profile=lan", "--admin-token-file=" + s.tokenFile,
 		"--node-name=router-" + r.Name, "--simulated-rtt=" + s.rttFlag(r.Name),
 		"--data-dir=" + filepath.Join(s.opt.DataDir, "router-"+r.Name)}
+	if s.opt.Pprof {
+		args = append(args, "--enable-pprof")
+	}
 	if i == 0 {
 		etcdAddr, err := harness.FreePort()
 		if err != nil {
@@ -159,6 +165,9 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 	args := []string{"--cluster=" + c.Name, "--region=" + r.Name, "--listen=" + listen, "--metrics-listen=" + metrics,
 		"--ext-proc-listen=" + extProc, "--endpoints=" + strings.Join(pods, ","), "--profile=" + s.cfg.Profile,
 		"--gossip-bind=" + gossipAddr, "--gossip-key-file=" + s.keyFile, "--advertise-url=http://" + listen}
+	if s.opt.Pprof {
+		args = append(args, "--enable-pprof")
+	}
 	if s.seed == "" {
 		s.seed = gossipAddr // the first gateway starts the pool
 	} else {

@@ -126,3 +126,29 @@ func parseRuntime(r io.Reader) (heap, goroutines float64, err error) {
 	}
 	return heap, goroutines, nil
 }
+
+// HeapProfile writes the process's heap profile (pprof format, after a GC: the process's
+// /debug/pprof/heap?gc=1, served with --enable-pprof) to path.
+func (p *Process) HeapProfile(ctx context.Context, client *http.Client, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile of %s: %w", p.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile of %s: %s (started without --enable-pprof?)", p.Name, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile of %s: %w", p.Name, err)
+	}
+	return f.Close()
+}

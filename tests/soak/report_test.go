@@ -1,6 +1,10 @@
 package soak_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,4 +60,34 @@ func TestDiscover(t *testing.T) {
 
 func writeFile(dir, name, content string) error {
 	return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)
+}
+
+// HeapProfile saves a process's heap profile, and says what is wrong when the process serves none.
+func TestHeapProfile(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
+	on := httptest.NewServer(mux)
+	defer on.Close()
+	off := httptest.NewServer(http.NotFoundHandler())
+	defer off.Close()
+	dir := t.TempDir()
+
+	p := &soak.Process{Name: "gateway-a", Metrics: strings.TrimPrefix(on.URL, "http://")}
+	path := filepath.Join(dir, "a.pb.gz")
+	if err := p.HeapProfile(context.Background(), on.Client(), path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // pprof profiles are gzipped protobuf
+		t.Fatalf("profile is not gzipped: % x", b[:min(len(b), 8)])
+	}
+
+	p = &soak.Process{Name: "gateway-b", Metrics: strings.TrimPrefix(off.URL, "http://")}
+	err = p.HeapProfile(context.Background(), off.Client(), filepath.Join(dir, "b.pb.gz"))
+	if err == nil || !strings.Contains(err.Error(), "--enable-pprof") {
+		t.Fatalf("error without profiles = %v, want one naming --enable-pprof", err)
+	}
 }

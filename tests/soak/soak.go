@@ -45,6 +45,11 @@ type Config struct {
 	// MinSuccess is the fraction of requests that must succeed (default 0.9): a soak whose
 	// requests fail exercises error paths only.
 	MinSuccess float64
+	// ProfileDir, when set, starts the stack's processes with --enable-pprof and writes every
+	// gateway's and router's heap profile there twice: when the warm-up ends
+	// (NAME-heap-start.pb.gz) and when the load ends (NAME-heap-end.pb.gz), so `go tool pprof
+	// -diff_base=NAME-heap-start.pb.gz NAME-heap-end.pb.gz` names what grew.
+	ProfileDir string
 	// Out receives progress and the report.
 	Out io.Writer
 }
@@ -120,7 +125,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	ready, stopped := make(chan struct{}), make(chan error, 1)
 	go func() {
 		stopped <- devstack.Run(sctx, stack, devstack.Options{DataDir: cfg.DataDir, BinDir: cfg.BinDir,
-			ReadyTimeout: 2 * time.Minute, StopGrace: 45 * time.Second, Out: io.Discard, Ready: ready})
+			ReadyTimeout: 2 * time.Minute, StopGrace: 45 * time.Second, Out: io.Discard, Ready: ready,
+			Pprof: cfg.ProfileDir != ""})
 	}()
 	select {
 	case <-ready:
@@ -168,6 +174,13 @@ func load(ctx context.Context, cfg Config, stack *devstack.Config) (*Report, err
 		res, err = loadgen.Run(lctx, loadgen.Config{Workload: w, RequestTimeout: 2 * time.Minute}, []loadgen.Target{target})
 		done <- err
 	}()
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			cancel()
+			<-done
+			return nil, err
+		}
+	}
 	if err := sample(ctx, cfg, procs, start, done); err != nil {
 		cancel()
 		if lerr := <-done; lerr != nil && !errors.Is(lerr, context.Canceled) {
@@ -185,23 +198,31 @@ func load(ctx context.Context, cfg Config, stack *devstack.Config) (*Report, err
 	return rep, rep.judge(cfg)
 }
 
-// sample scrapes every process each Interval until the load ends.
+// sample scrapes every process each Interval until the load ends, and takes the heap profiles
+// (with cfg.ProfileDir) when the warm-up ends and at the last sample.
 func sample(ctx context.Context, cfg Config, procs []*Process, start time.Time, done <-chan error) error {
 	client := &http.Client{Timeout: 10 * time.Second}
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
+	profiled := false
 	for {
 		select {
 		case err := <-done:
 			if err != nil {
 				return fmt.Errorf("soak: load: %w", err)
 			}
-			return nil
+			return profiles(ctx, cfg, client, procs, "end")
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
 		}
 		at := time.Since(start)
+		if !profiled && at >= cfg.Warmup {
+			profiled = true
+			if err := profiles(ctx, cfg, client, procs, "start"); err != nil {
+				return err
+			}
+		}
 		for _, p := range procs {
 			if err := p.Sample(ctx, client, at); err != nil {
 				return err // a process that stops answering its metrics is a failed soak
@@ -290,5 +311,21 @@ func (r *Report) WriteSamples(w io.Writer) error {
 			}
 		}
 	}
+	return nil
+}
+
+// profiles writes every process's heap profile to cfg.ProfileDir as NAME-heap-WHEN.pb.gz (nothing
+// without a ProfileDir).
+func profiles(ctx context.Context, cfg Config, client *http.Client, procs []*Process, when string) error {
+	if cfg.ProfileDir == "" {
+		return nil
+	}
+	for _, p := range procs {
+		path := filepath.Join(cfg.ProfileDir, p.Name+"-heap-"+when+".pb.gz")
+		if err := p.HeapProfile(ctx, client, path); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cfg.Out, "soak: heap profiles (%s) in %s\n", when, cfg.ProfileDir)
 	return nil
 }

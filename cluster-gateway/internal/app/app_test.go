@@ -293,3 +293,17 @@ func TestParseConfig(t *testing.T) {
 		t.Fatalf("--help: err %v output %q", err, out.String())
 	}
 }
+
+// Go's runtime profiles are on the metrics port only with --enable-pprof.
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	off := startGateway(t, 1)
+	on := startGateway(t, 1, "--enable-pprof")
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine?debug=1"} {
+		if got := status(t, "http://"+off.MetricsAddr()+path); got != http.StatusNotFound {
+			t.Errorf("without --enable-pprof: GET %s = %d, want 404", path, got)
+		}
+		if got := status(t, "http://"+on.MetricsAddr()+path); got != http.StatusOK {
+			t.Errorf("with --enable-pprof: GET %s = %d, want 200", path, got)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type Config struct {
 	ExtProcListen string
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9090".
 	MetricsListen string
+	// EnablePprof also serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the
+	// metrics port. Default false.
+	EnablePprof bool
 	// Endpoints is a static "host:port,..." list; EndpointsFile a watched YAML list; PoolName and
 	// PoolNamespace an InferencePool to follow (Kubeconfig, when set, instead of in-cluster
 	// credentials). Exactly one source is required.

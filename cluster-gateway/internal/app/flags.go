@@ -21,6 +21,7 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP proxy address (OpenAI API, /healthz, /readyz)")
 	fs.StringVar(&c.ExtProcListen, "ext-proc-listen", c.ExtProcListen, "Envoy ext_proc gRPC address (empty disables)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "address of /metrics, /healthz and /readyz")
+	fs.BoolVar(&c.EnablePprof, "enable-pprof", c.EnablePprof, "serve Go's runtime profiles under /debug/pprof/ on the metrics port")
 	fs.StringVar(&c.Endpoints, "endpoints", c.Endpoints, "static model servers: host:port,...")
 	fs.StringVar(&c.EndpointsFile, "endpoints-file", c.EndpointsFile, "YAML list of model servers (watched)")
 	fs.StringVar(&c.PoolName, "pool-name", c.PoolName, "InferencePool to follow")

@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveMetrics serves /metrics (this process's registry), /healthz and /readyz until ctx ends.
+// serveMetrics serves /metrics (this process's registry), /healthz and /readyz, and with
+// --enable-pprof Go's runtime profiles, until ctx ends.
 func (g *Gateway) serveMetrics(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{Registry: g.reg}))
+	if g.cfg.EnablePprof {
+		mountPprof(mux)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if ctx.Err() != nil || !g.Ready() {
@@ -71,4 +76,14 @@ func newMetricsServer(h http.Handler, l metricsLimits) *http.Server {
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 	}
+}
+
+// mountPprof serves Go's runtime profiles under /debug/pprof/ (heap, goroutine, allocs, profile,
+// trace...). A CPU profile or trace must end within the port's write timeout (30 s).
+func mountPprof(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }

@@ -72,3 +72,4 @@ func TestMetricsServerLimits(t *testing.T) {
 		})
 	}
 }
+

@@ -23,6 +23,9 @@ type Config struct {
 	AdminListen string
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9100".
 	MetricsListen string
+	// EnablePprof also serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the
+	// metrics port. Default false.
+	EnablePprof bool
 	// DNSListen, when set, serves the built-in DNS responder configured by DNSConfig. Default off.
 	DNSListen string
 	// DNSConfig is the DNS responder's file (zone, regional name, routers' addresses per region).

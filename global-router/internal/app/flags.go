@@ -25,6 +25,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "OpenAI-compatible endpoint address")
 	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin API address (gRPC, gRPC-Web, Connect)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", cfg.MetricsListen, "address of /metrics, /healthz and /readyz")
+	fs.BoolVar(&cfg.EnablePprof, "enable-pprof", cfg.EnablePprof, "serve Go's runtime profiles under /debug/pprof/ on the metrics port")
 	fs.StringVar(&cfg.DNSListen, "dns-listen", cfg.DNSListen, "address of the built-in DNS responder (off when empty)")
 	fs.StringVar(&cfg.DNSConfig, "dns-config", cfg.DNSConfig, "DNS responder file (zone, name, routers per region); needed with --dns-listen")
 	fs.StringVar(&cfg.DNSSyncConfig, "dns-sync-config", cfg.DNSSyncConfig, "Route 53 sync file; turns on the leader-elected record sync")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -58,8 +59,21 @@ func (r *Router) mainHandler() http.Handler {
 func (r *Router) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg}))
+	if r.cfg.EnablePprof {
+		mountPprof(mux)
+	}
 	r.health(mux)
 	return mux
+}
+
+// mountPprof serves Go's runtime profiles under /debug/pprof/ (heap, goroutine, allocs, profile,
+// trace...) for --enable-pprof.
+func mountPprof(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 func (r *Router) health(mux *http.ServeMux) {

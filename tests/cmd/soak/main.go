@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string) int {
 	fs.Float64Var(&cfg.Heap.Ratio, "heap-tolerance", cfg.Heap.Ratio, "heap growth allowed, as a fraction")
 	fs.Float64Var(&cfg.Goroutine.Ratio, "goroutine-tolerance", cfg.Goroutine.Ratio, "goroutine growth allowed, as a fraction")
 	fs.Float64Var(&cfg.MinSuccess, "min-success", cfg.MinSuccess, "fraction of requests that must succeed")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", cfg.ProfileDir, "write every process's heap profile here when the warm-up ends and when the load ends")
 	samples := fs.String("samples", "", "also write every sample to this CSV file")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
