@@ -72,4 +72,3 @@ func TestMetricsServerLimits(t *testing.T) {
 		})
 	}
 }
-
