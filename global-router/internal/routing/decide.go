@@ -294,8 +294,8 @@ func leftBecause(region string, clusters []Cluster, ex []Explanation) string {
 	return order[best]
 }
 
-// powerOfD samples opt.D candidates among the near-best of pool and returns the one with the
-// lowest estimate. Near-best: within opt.NearBest of the best estimate, at most opt.MaxChoices.
+// powerOfD samples opt.D distinct candidates among the near-best of pool and returns the one with
+// the lowest estimate. Near-best: within opt.NearBest of the best estimate, at most opt.MaxChoices.
 func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Decision) int {
 	d.Best = pool[0]
 	for _, i := range pool[1:] {
@@ -312,10 +312,13 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 	}
 	pick := near[0]
 	if len(near) > 1 {
+		// D distinct samples (a partial Fisher-Yates shuffle of near), the lowest estimate wins:
+		// with as many samples as near-best candidates, the best is always taken.
 		pick = -1
-		for n := 0; n < max(opt.D, 1); n++ {
-			i := near[intN(rng, len(near))]
-			if pick < 0 || ex[i].Estimate < ex[pick].Estimate {
+		for n := range min(max(opt.D, 1), len(near)) {
+			k := n + intN(rng, len(near)-n)
+			near[n], near[k] = near[k], near[n]
+			if i := near[n]; pick < 0 || ex[i].Estimate < ex[pick].Estimate {
 				pick = i
 			}
 		}

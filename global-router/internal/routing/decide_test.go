@@ -266,8 +266,9 @@ func TestPowerOfDSpreadsAmongNearBest(t *testing.T) {
 	if counts["far"] != 0 || counts["east"] != 0 {
 		t.Fatalf("picked outside the near-best set: %v", counts)
 	}
-	// With d=2 over three near-equal clusters the best wins 5/9 of draws, the second 3/9, the third 1/9.
-	if counts["w1"] < counts["w2"] || counts["w2"] < counts["w3"] || counts["w3"] == 0 {
+	// With d=2 distinct samples over three near-equal clusters the best wins 2/3 of draws (it is
+	// one of the two samples), the second 1/3, the third never (never the lower of two).
+	if share := float64(counts["w1"]) / 3000; share < 0.6 || share > 0.73 || counts["w2"] == 0 || counts["w3"] != 0 {
 		t.Fatalf("unexpected spread %v", counts)
 	}
 }
