@@ -74,10 +74,12 @@ bench-routing: build
 
 ## soak: SOAK_DURATION of load on the local stack (free ports), sampling every gateway's and router's
 ## heap and goroutines; fails on growth (docs/reliability.md). Not part of `make test`.
+## SOAK_FLAGS adds flags, e.g. SOAK_FLAGS="--profile-dir=soak-profiles --samples=soak.csv".
 SOAK_DURATION ?= 10m
+SOAK_FLAGS    ?=
 .PHONY: soak
 soak: build
-	$(GO) run ./tests/cmd/soak --config=deploy/local/devstack.yaml --duration=$(SOAK_DURATION) --bin-dir=$(BIN)
+	$(GO) run ./tests/cmd/soak --config=deploy/local/devstack.yaml --duration=$(SOAK_DURATION) --bin-dir=$(BIN) $(SOAK_FLAGS)
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
