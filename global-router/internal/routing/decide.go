@@ -221,9 +221,10 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
 	}
 	remote := time.Duration(-1) // the best estimate outside the region
-	// The local-first rules compare clusters on what differs between them: the prefill of the
-	// prompt that every cluster would need (the least among them) is left out, so a long prompt,
-	// whose own prefill would dwarf any wait, is kept or sent away on the wait like a short one.
+	// The throughput rule compares clusters on what differs between them: the prefill of the
+	// prompt that every cluster would need (the least among them) is left out, so in a burst a
+	// long prompt, whose own prefill would dwarf any wait, leaves like a short one. The
+	// LocalPreference margin, the steady-state preference for home, compares whole estimates.
 	common := time.Duration(-1)
 	for _, i := range eligible {
 		e := &d.Explain[i]
@@ -234,8 +235,11 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 			common = e.prefill
 		}
 	}
-	sooner := func(e *Explanation, factor float64) bool { // remote beats e by more than factor
+	startsSooner := func(e *Explanation, factor float64) bool { // remote starts more than factor sooner
 		return remote >= 0 && float64(e.Estimate-common) > float64(remote-common)*factor
+	}
+	sooner := func(e *Explanation, factor float64) bool { // remote answers more than factor sooner
+		return remote >= 0 && float64(e.Estimate) > float64(remote)*factor
 	}
 	local := buf[:0]
 	for _, i := range eligible {
@@ -244,7 +248,7 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = reasonOverThreshold
-		case backlogged(&clusters[i], opt.BacklogPerPod) && sooner(e, 1+opt.NearBest):
+		case backlogged(&clusters[i], opt.BacklogPerPod) && startsSooner(e, 1+opt.NearBest):
 			e.Reason = reasonBacklogged
 		case busy(&clusters[i]) && sooner(e, max(opt.LocalPreference, 1)):
 			e.Reason = reasonRemoteSooner

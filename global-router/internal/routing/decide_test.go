@@ -2,7 +2,6 @@ package routing_test
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -401,8 +400,9 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		want   string
 		reason string // the local cluster's reason when passed over
 	}{
-		// The rules compare the time to start (the 50 ms prefill is the same everywhere):
-		// 2 + 200 = 202 ms against 70 + 20 = 90: 2.2×, under LocalPreference.
+		// Short of the backlog only LocalPreference applies, on whole estimates: 252 ms against
+		// 140 ms, 1.8×. The throughput rule compares the time to start (the 50 ms prefill is the
+		// same everywhere): 2 + 200 = 202 ms against 70 + 20 = 90 for west.
 		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", ""},
 		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate"},
 		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", ""},
@@ -433,33 +433,45 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 	}
 }
 
-// The local-first rules weigh a cluster's wait, not the prompt's own prefill, which every cluster
-// would need: a long prompt leaves a busy local cluster (or stays) exactly when a short one does.
-func TestLocalRulesIgnoreCommonPrefill(t *testing.T) {
+// The throughput rule weighs a cluster's wait, not the prompt's own prefill, which every cluster
+// would need: a long prompt leaves a backlogged local cluster (or stays) exactly when a short one
+// does. The LocalPreference margin weighs whole estimates: a long prompt's prefill makes a busy
+// home cluster's wait count for less.
+func TestLocalRulesAndPromptLength(t *testing.T) {
 	west := cluster("west", "us-west-2", 0.1, 70*ms) // 70 + 20 = 90 ms to start
+	backlogged := func(wait time.Duration) routing.Cluster {
+		c := busy(cluster("east", "us-east-1", 0.3, 2*ms), wait)
+		c.Waiting, c.WaitingTokens = 8, 8000 // 2 per pod, 100 ms of prefill over the 4 pods
+		return c
+	}
 	for _, tc := range []struct {
-		name  string
-		local routing.Cluster
-		want  string
+		name   string
+		local  routing.Cluster
+		tokens int
+		want   string
 	}{
-		// 302 ms to start against 90: 3.4×, beyond LocalPreference.
-		{"busy local, elsewhere three times sooner", busy(cluster("east", "us-east-1", 0.3, 2*ms), 300*ms), "west"},
-		// 202 ms against 90: 2.2×.
-		{"busy local, elsewhere twice as soon", busy(cluster("east", "us-east-1", 0.3, 2*ms), 200*ms), "east"},
+		// backlogged, 122 ms to start against 90: beyond the 20% window, whatever the prompt.
+		{"backlogged, short prompt", backlogged(120 * ms), 200, "west"},
+		{"backlogged, long prompt", backlogged(120 * ms), 20000, "west"},
+		// backlogged, 102 ms against 90: within the window, whatever the prompt.
+		{"backlogged within the window, short prompt", backlogged(100 * ms), 200, "east"},
+		{"backlogged within the window, long prompt", backlogged(100 * ms), 20000, "east"},
+		// busy, not backlogged: 302 + 10 ms against 90 + 10: 3.1×, beyond LocalPreference.
+		{"busy, short prompt", busy(cluster("east", "us-east-1", 0.3, 2*ms), 300*ms), 200, "west"},
+		// 302 + 1000 ms against 90 + 1000: 1.2×.
+		{"busy, long prompt", busy(cluster("east", "us-east-1", 0.3, 2*ms), 300*ms), 20000, "east"},
 	} {
-		for _, tokens := range []int{200, 1000, 20000} { // 10 ms, 50 ms and 1 s of prefill
-			t.Run(fmt.Sprintf("%s/%d tokens", tc.name, tokens), func(t *testing.T) {
-				cs := []routing.Cluster{tc.local, west}
-				req := routing.Request{PromptTokens: tokens, AvgTokens: tokens + 200}
-				d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := cs[d.Targets[0]].Name; got != tc.want {
-					t.Fatalf("chose %s, want %s: %+v", got, tc.want, d.Explain)
-				}
-			})
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			cs := []routing.Cluster{tc.local, west}
+			req := routing.Request{PromptTokens: tc.tokens, AvgTokens: tc.tokens + 200}
+			d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cs[d.Targets[0]].Name; got != tc.want {
+				t.Fatalf("chose %s, want %s: %+v", got, tc.want, d.Explain)
+			}
+		})
 	}
 }
 
