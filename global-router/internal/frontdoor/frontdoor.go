@@ -9,8 +9,10 @@ package frontdoor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -159,6 +161,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			if d.LeftBecause != "" {
 				s.metrics.left.WithLabelValues(d.LeftBecause).Inc()
 			}
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.logDecision(r.Context(), model, requestOf(prompt).PromptTokens, view, d)
+			}
 			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, requestOf(prompt).PromptTokens))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
@@ -236,4 +241,28 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// logDecision logs a routing decision at debug level: the chosen cluster and, per eligible
+// cluster, "name=estimate/waiting streams/in flight/RTT" in milliseconds.
+func (s *Server) logDecision(ctx context.Context, model string, promptTokens int, view []clustertable.Entry, d routing.Decision) {
+	var b strings.Builder
+	for i, e := range d.Explain {
+		if !e.Eligible {
+			continue
+		}
+		c := view[i].Cluster
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d/%d/%d/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds())
+	}
+	chosen := ""
+	if len(d.Targets) > 0 {
+		chosen = d.Explain[d.Targets[0]].Cluster
+	}
+	s.log.LogAttrs(ctx, slog.LevelDebug, "route decision", slog.String("model", model),
+		slog.Int("prompt_tokens", promptTokens),
+		slog.String("chosen", chosen), slog.String("route", string(d.Route)),
+		slog.String("left_because", d.LeftBecause), slog.String("estimates_ms", b.String()))
 }

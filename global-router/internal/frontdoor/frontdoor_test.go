@@ -1,9 +1,11 @@
 package frontdoor_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -389,6 +391,35 @@ func TestTargetsCarryPromptTokens(t *testing.T) {
 			// the chat prompt is the message text, perhaps with its role: at least the content's 750 tokens.
 			if tg.PromptTokens < 750 || tg.PromptTokens > 800 {
 				t.Errorf("request %d: target %s carries %d prompt tokens, want about 750", i, tg.Cluster, tg.PromptTokens)
+			}
+		}
+	}
+}
+
+// At debug level every decision is logged with the chosen cluster and each eligible cluster's
+// estimate; at info level nothing is.
+func TestDecisionLoggedAtDebug(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var buf bytes.Buffer
+		cfg := frontdoor.DefaultConfig()
+		cfg.Region = "us-east-1"
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))
+		h := frontdoor.New(cfg, benchTable("http://127.0.0.1:1"), policies{}, &recordTargets{}, log, nil).Handler()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"llama","prompt":"`+strings.Repeat("abcd", 100)+`"}`)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		got := buf.String()
+		if level == slog.LevelInfo {
+			if strings.Contains(got, "route decision") {
+				t.Fatalf("decision logged at info level: %s", got)
+			}
+			continue
+		}
+		for _, want := range []string{"route decision", "model=llama", "prompt_tokens=100", "chosen=east-", "route=local", "east-a=", "west-b="} {
+			if !strings.Contains(got, want) {
+				t.Errorf("log lacks %q: %s", want, got)
 			}
 		}
 	}
