@@ -46,6 +46,9 @@ type Config struct {
 	RouterBin string
 	// Out is the directory the reports go to; LogDir the gateway logs (default Out/logs).
 	Out, LogDir string
+	// LogLevel is the --log-level of the gateways and routers the bench starts (default warn;
+	// debug logs, among others, every router's routing decisions).
+	LogLevel string
 	// Progress receives loadgen's progress lines (nil = none).
 	Progress io.Writer
 	// Logger receives the fleets' logs (step-lag warnings); default LogDir/NAME-modelsim.log.
@@ -59,6 +62,7 @@ func DefaultConfig() Config {
 		TimeScale:      1,                     // real time: the gateway's timers are real time too
 		ScrapeInterval: 50 * time.Millisecond, // the gateway's default
 		Out:            "bench-results",
+		LogLevel:       "warn",
 	}
 }
 
@@ -269,4 +273,12 @@ func loadAvg() string {
 		return ""
 	}
 	return f[0]
+}
+
+// logLevel is LogLevel, or warn when unset (a Config built without DefaultConfig).
+func (c *Config) logLevel() string {
+	if c.LogLevel == "" {
+		return "warn"
+	}
+	return c.LogLevel
 }

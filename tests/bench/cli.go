@@ -28,6 +28,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	binDir := fs.String("bin-dir", "", "directory holding cluster-gateway (default: build it)")
 	measure := fs.Bool("measure-capacity", false, "print each profile's capacity for the scenario's workload and exit")
 	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "--log-level of the gateways and routers started (debug logs every routing decision)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

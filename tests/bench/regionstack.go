@@ -117,7 +117,7 @@ func (st *regionalStack) startCluster(ctx, fctx context.Context, cfg *Config, w 
 		"--profile=default", "--scrape-interval=" + scaled(cfg, cfg.ScrapeInterval),
 		"--staleness=" + scaled(cfg, 2*time.Second), "--queue-ttl=" + scaled(cfg, 10*time.Second),
 		"--gossip-bind=" + gossipAddr, "--gossip-key-file=" + st.keyFile, "--advertise-url=http://" + listen,
-		"--log-level=warn"}
+		"--log-level=" + cfg.logLevel()}
 	if st.seed == "" {
 		st.seed = gossipAddr
 	} else {
@@ -143,7 +143,7 @@ func (st *regionalStack) startRouter(ctx context.Context, cfg *Config, i int, re
 		"--gossip-key-file=" + st.keyFile, "--gossip-profile=lan",
 		"--admin-token-file=" + filepath.Join(st.dir, "admin-token"), "--node-name=router-" + region,
 		"--simulated-rtt=" + rttFlag(cfg, region), "--data-dir=" + filepath.Join(st.dir, "router-"+region),
-		"--routing-mode=" + st.mode, "--queue-wait=" + scaled(cfg, 2*time.Second), "--log-level=warn"}
+		"--routing-mode=" + st.mode, "--queue-wait=" + scaled(cfg, 2*time.Second), "--log-level=" + cfg.logLevel()}
 	if i == 0 {
 		st.etcd = addrs[4]
 		args = append(args, "--embedded-etcd-listen="+addrs[4])

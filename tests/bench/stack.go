@@ -93,7 +93,7 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 			"--profile=" + st.policy,
 			"--scrape-interval=" + scale(cfg.ScrapeInterval),
 			"--staleness=" + scale(2*time.Second),
-			"--log-level=warn",
+			"--log-level=" + cfg.logLevel(),
 		},
 		Health:  "http://" + metrics + "/readyz",
 		LogPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-gateway.log", sc.Name, st.policy)),
