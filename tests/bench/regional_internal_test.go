@@ -96,3 +96,20 @@ func TestModeFiguresJSONWithFailures(t *testing.T) {
 		t.Fatalf("round trip of %s: %+v, %v", b, back, err)
 	}
 }
+
+// A run without the local-only baseline (--policies=global) reports without ratios instead of
+// failing.
+func TestRegionalBaseline(t *testing.T) {
+	for _, tc := range []struct {
+		modes []string
+		want  string
+	}{
+		{[]string{"local-only", "global"}, RegionalBaseline},
+		{[]string{"global"}, ""},
+		{[]string{"global", "local-only"}, RegionalBaseline},
+	} {
+		if got := regionalBaseline(tc.modes); got != tc.want {
+			t.Errorf("regionalBaseline(%v) = %q, want %q", tc.modes, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,7 @@ func runRegional(ctx context.Context, cfg *Config, w *workload.Workload, res *Re
 	if err != nil {
 		return fmt.Errorf("bench: loadgen: %w", err)
 	}
-	if res.Report, err = report.Summarize(lres, RegionalBaseline); err != nil {
+	if res.Report, err = report.Summarize(lres, regionalBaseline(cfg.Policies)); err != nil {
 		return err
 	}
 	res.Samples = lres
@@ -214,4 +215,13 @@ func linksLine(sc Scenario) string {
 		parts[i] = fmt.Sprintf("%s–%s %v", l.A, l.B, l.RTT)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// regionalBaseline is the report's baseline for a run of modes: RegionalBaseline when it is one of
+// them, else none (a run of `--policies=global` alone has no ratios).
+func regionalBaseline(modes []string) string {
+	if slices.Contains(modes, RegionalBaseline) {
+		return RegionalBaseline
+	}
+	return ""
 }
