@@ -74,17 +74,21 @@ func (h *health) noteSignal(stale bool, node string, now time.Time) {
 // half-open cluster (after an ejection) and an unverified one (its slow round trip faded, see
 // RTTConfig.ProbeBelow) are offered to one request at a time. A view that routes nothing (route
 // false) only looks: a due probe turn is not taken, and slow start offers without a draw.
-func (t *Table) offer(h *health, share float64, unverified, route bool, now time.Time) bool {
+//
+// It returns the probe turn it took (zero when none): the request may still go elsewhere, and
+// Release then gives the turn back.
+func (t *Table) offer(h *health, share float64, unverified, route bool, now time.Time) (bool, time.Time) {
 	if h.halfOpen() || unverified {
 		if now.Before(h.probeUntil) {
-			return false
+			return false, time.Time{}
 		}
 		if route {
 			h.probeUntil = now.Add(probeWait)
+			return true, h.probeUntil
 		}
-		return true
+		return true, time.Time{}
 	}
-	return share >= 1 || !route || t.cfg.Rand() < share
+	return share >= 1 || !route || t.cfg.Rand() < share, time.Time{}
 }
 
 // withhold leaves each cluster in slow start or to be probed out of the view unless offer lets it
@@ -98,16 +102,40 @@ func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 		if !c.Serves || c.Stale || c.Drained || c.Unhealthy || c.ReadyPods <= 0 {
 			continue
 		}
-		if (out[i].Share < 1 || out[i].Unverified) && !t.offer(&out[i].state.health, out[i].Share, out[i].Unverified, route, now) {
-			held = append(held, i)
-			continue
+		if out[i].Share < 1 || out[i].Unverified {
+			ok, turn := t.offer(&out[i].state.health, out[i].Share, out[i].Unverified, route, now)
+			if !ok {
+				held = append(held, i)
+				continue
+			}
+			out[i].probeTurn = turn
 		}
-		open = true
+		// A cluster whose every pod is saturated takes nothing: it does not make the held ones
+		// unnecessary.
+		open = open || c.SaturatedFraction < 1
 	}
 	if !open {
 		return
 	}
 	for _, i := range held {
 		out[i].Cluster.Unhealthy, out[i].Withheld = true, true
+	}
+}
+
+// Release gives back the probe turns view took (Table.View) of every cluster but the one at index
+// used (-1: none), to which the request is sent: a half-open or unverified cluster offered to a
+// request that went elsewhere is offered to the next one, instead of waiting out probeWait
+// without a probe and, if it is never the best when its turn comes, never being probed at all.
+func (t *Table) Release(view []Entry, used int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range view {
+		e := &view[i]
+		if i == used || e.probeTurn.IsZero() || e.state == nil {
+			continue
+		}
+		if h := &e.state.health; h.probeUntil.Equal(e.probeTurn) { // not taken again since
+			h.probeUntil = time.Time{}
+		}
 	}
 }

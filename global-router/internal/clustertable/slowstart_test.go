@@ -187,3 +187,62 @@ func TestInspectTakesNoProbeTurn(t *testing.T) {
 		t.Fatal("a request in slow start with a 0.99 draw: want withheld")
 	}
 }
+
+// A half-open cluster's probe turn, taken by a view whose request then went elsewhere, is given
+// back: the next request is offered the cluster instead of it waiting out probeWait unprobed. A
+// turn the request used stays taken.
+func TestProbeTurnReleased(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, nil)
+	tb.Observe(refused) // c1 ejected for 1 s, then half open
+	clk.t = t0.Add(1200 * time.Millisecond)
+	offered := func() bool { e := tb.View("llama", nil)[0]; return !e.Withheld && !e.Cluster.Unhealthy }
+
+	view := tb.View("llama", nil)
+	if view[0].Withheld {
+		t.Fatal("half-open c1 not offered its probe")
+	}
+	if offered() {
+		t.Fatal("a second probe offered while the first turn is taken")
+	}
+	tb.Release(view, 1) // the request went to c2
+	view = tb.View("llama", nil)
+	if view[0].Withheld {
+		t.Fatal("c1's turn was not given back when the request went elsewhere")
+	}
+	tb.Release(view, 0) // this one went to c1: its probe
+	if offered() {
+		t.Fatal("a used probe turn was given back")
+	}
+	view = tb.Inspect("llama", nil) // a dry run takes no turn: nothing to give back
+	tb.Release(view, -1)
+	if offered() {
+		t.Fatal("releasing a dry run's view gave the used turn back")
+	}
+}
+
+// A cluster whose every pod is saturated takes nothing, so it does not make a returning
+// cluster's probe or slow-start share wait: the returning cluster is offered.
+func TestSaturatedClusterDoesNotHoldOthersBack(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	full := model("llama", 2)
+	full.Saturated = true
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, full),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, nil)
+	tb.Observe(refused)
+	clk.t = t0.Add(1200 * time.Millisecond)
+	tb.View("llama", nil) // c1's probe turn, kept (the request went there)
+	clk.t = t0.Add(1300 * time.Millisecond)
+	if e := tb.View("llama", nil)[0]; e.Withheld || e.Cluster.Unhealthy {
+		t.Fatalf("c1 withheld while the only other cluster is saturated: %+v", e.Cluster)
+	}
+}

@@ -115,11 +115,12 @@ type Entry struct {
 	Unverified bool
 
 	// Filled while the view is built.
-	best  *gossip.Summary         // the chosen replica's summary, in the snapshot
-	model *gossipv1.ModelCapacity // the summary's figures for the model; nil if it does not serve it
-	state *clusterState           // the table's state of the cluster
-	bloom *sketch.Bloom           // the model's decoded prefix sketch
-	known bool                    // the table had decoded the sketch (bloom nil: invalid)
+	probeTurn time.Time               // the probe turn this view took (zero: none), for Release
+	best      *gossip.Summary         // the chosen replica's summary, in the snapshot
+	model     *gossipv1.ModelCapacity // the summary's figures for the model; nil if it does not serve it
+	state     *clusterState           // the table's state of the cluster
+	bloom     *sketch.Bloom           // the model's decoded prefix sketch
+	known     bool                    // the table had decoded the sketch (bloom nil: invalid)
 }
 
 // View returns every known cluster as a routing candidate for model (a base model or an adapter)

@@ -24,8 +24,11 @@ import (
 // Table is the cluster view the front door routes over. *clustertable.Table implements it.
 type Table interface {
 	// View returns the view a request is routed over (it may take a returning cluster's probe
-	// turn); Inspect the same view for a dry run, changing nothing.
+	// turn); Release gives back the turns of the clusters the request does not go to (used is
+	// the index of the one it goes to, -1 for none). Inspect returns the same view for a dry
+	// run, changing nothing.
 	View(model string, prefixHashes []uint64) []clustertable.Entry
+	Release(view []clustertable.Entry, used int)
 	Inspect(model string, prefixHashes []uint64) []clustertable.Entry
 }
 
@@ -150,6 +153,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	for {
 		view, d, err := s.decide(model, prompt, true)
+		used := -1
+		if err == nil && len(d.Targets) > 0 {
+			used = d.Targets[0]
+		}
+		s.table.Release(view, used)
 		switch {
 		case errors.Is(err, routing.ErrNoCandidate):
 			modelNotFound(model).write(w)

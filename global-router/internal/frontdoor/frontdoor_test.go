@@ -346,6 +346,7 @@ type emptyTable struct{}
 
 func (emptyTable) View(string, []uint64) []clustertable.Entry    { return nil }
 func (emptyTable) Inspect(string, []uint64) []clustertable.Entry { return nil }
+func (emptyTable) Release([]clustertable.Entry, int)             {}
 
 // recordTargets is a forwarder that answers 200 at once and keeps the targets it was given.
 type recordTargets struct {
@@ -421,6 +422,49 @@ func TestDecisionLoggedAtDebug(t *testing.T) {
 			if !strings.Contains(got, want) {
 				t.Errorf("log lacks %q: %s", want, got)
 			}
+		}
+	}
+}
+
+// releaseRecorder is a table that records what each routed view's Release was told.
+type releaseRecorder struct {
+	*clustertable.Table
+	mu   sync.Mutex
+	used []string
+}
+
+func (r *releaseRecorder) Release(view []clustertable.Entry, used int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := ""
+	if used >= 0 {
+		name = view[used].Cluster.Name
+	}
+	r.used = append(r.used, name)
+	r.Table.Release(view, used)
+}
+
+// Every routed view is released, naming the cluster the request was sent to, so the probe turns
+// of the others are given back.
+func TestViewReleasedWithTheChosenCluster(t *testing.T) {
+	tb := &releaseRecorder{Table: benchTable("http://127.0.0.1:1")}
+	fwd := &recordTargets{}
+	cfg := frontdoor.DefaultConfig()
+	cfg.Region = "us-east-1"
+	h := frontdoor.New(cfg, tb, policies{}, fwd, nil, nil).Handler()
+	for range 3 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"llama","prompt":"hello"}`)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d", rec.Code)
+		}
+	}
+	if len(tb.used) != 3 || len(fwd.targets) != 3 {
+		t.Fatalf("released %d views for %d requests", len(tb.used), len(fwd.targets))
+	}
+	for i, name := range tb.used {
+		if name == "" || name != fwd.targets[i][0].Cluster {
+			t.Errorf("request %d: released naming %q, sent to %q", i, name, fwd.targets[i][0].Cluster)
 		}
 	}
 }
