@@ -1,8 +1,11 @@
 package scheduling_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +169,36 @@ func TestUniformFleetNoRegression(t *testing.T) {
 	}
 	if float64(p95["default"]) > 1.1*float64(p95["round-robin"])+float64(5*time.Millisecond) {
 		t.Errorf("default P95 %v is worse than round robin's %v on identical pods", p95["default"], p95["round-robin"])
+	}
+}
+
+// At debug level every decision is logged with the pick and each endpoint's score from every
+// scorer; at info level nothing is.
+func TestScheduleDecisionLoggedAtDebug(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		at := plugintest.Epoch
+		a := plugintest.Endpoint("10.0.0.1:8000", "m", 0, 2, 0.1, at)
+		b := plugintest.Endpoint("10.0.0.2:8000", "m", 4, 20, 0.6, at)
+		h := plugintest.NewHandle(a, b)
+		cfg := scheduling.DefaultConfig()
+		cfg.Now = h.Now
+		var buf bytes.Buffer
+		s, err := scheduling.New(cfg, h, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dispatch(t, s, 1)
+		got := buf.String()
+		if level == slog.LevelInfo {
+			if strings.Contains(got, "schedule decision") {
+				t.Fatalf("decision logged at info: %s", got)
+			}
+			continue
+		}
+		for _, want := range []string{"schedule decision", "prompt_tokens=1000", "picked=10.0.0.1:8000", "10.0.0.2:8000: ", "predicted-ttft-scorer=", "total="} {
+			if !strings.Contains(got, want) {
+				t.Errorf("log lacks %q: %s", want, got)
+			}
+		}
 	}
 }

@@ -2,6 +2,9 @@ package scheduling
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -59,10 +62,19 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 		return nil, err
 	}
 	sc.cands = cands
-	scored := s.score(ctx, req, sc, cands)
+	var dbg *strings.Builder
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		dbg = &strings.Builder{}
+	}
+	scored := s.score(ctx, req, sc, cands, dbg)
 	res := s.profile.Picker.Pick(ctx, &sc.cs, req, scored)
 	if res == nil || len(res.Targets) == 0 {
 		return nil, ErrNoEndpoints
+	}
+	if dbg != nil {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "schedule decision", slog.String("model", req.Model),
+			slog.Int("prompt_tokens", req.PromptTokens), slog.String("picked", res.Targets[0].Address),
+			slog.String("scores", dbg.String()))
 	}
 	return res, nil
 }
@@ -116,20 +128,33 @@ func dropEjected(eps []*datastore.Endpoint, now time.Time) []*datastore.Endpoint
 	return out
 }
 
-// score sums weight·score over the profile's scorers into ScoredEndpoints.
-func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []*datastore.Endpoint) []framework.ScoredEndpoint {
+// score sums weight·score over the profile's scorers into ScoredEndpoints. With dbg it also writes
+// every endpoint's score from every scorer there, "address: scorer=score ... total=sum; ...".
+func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []*datastore.Endpoint, dbg *strings.Builder) []framework.ScoredEndpoint {
 	n := len(cands)
 	sc.totals = grow(sc.totals, n)
 	sc.tmp = grow(sc.tmp, n)
 	clear(sc.totals)
+	var parts [][]string // with dbg: per endpoint, "scorer=score"
+	if dbg != nil {
+		parts = make([][]string, n)
+	}
 	for _, ws := range s.scorers {
 		ws.Score(ctx, &sc.cs, req, cands, sc.tmp)
-		if ws.Weight == 0 {
-			continue
-		}
 		for i, v := range sc.tmp {
-			sc.totals[i] += ws.Weight * v
+			if parts != nil {
+				parts[i] = append(parts[i], fmt.Sprintf("%s=%.3f", ws.TypedName().Type, v))
+			}
+			if ws.Weight != 0 {
+				sc.totals[i] += ws.Weight * v
+			}
 		}
+	}
+	for i, p := range parts {
+		if i > 0 {
+			dbg.WriteString("; ")
+		}
+		fmt.Fprintf(dbg, "%s: %s total=%.3f", cands[i].Address, strings.Join(p, " "), sc.totals[i])
 	}
 	if cap(sc.scored) < n {
 		sc.scored = make([]framework.ScoredEndpoint, n, n+n/4)
