@@ -1,6 +1,7 @@
 package prefixcache
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -32,6 +33,52 @@ func TestIndexMemoryIsBounded(t *testing.T) {
 	if len(x.owners) != 0 || len(x.pods) != 0 {
 		t.Fatalf("after dropping all: %d hashes, %d pods", len(x.owners), len(x.pods))
 	}
+}
+
+// The index's memory levels off once every pod's LRU is full: inserting four times its capacity
+// more of new blocks (evicting as many) leaves the heap where it was when the LRUs first filled.
+// This is the gateway heap growth a soak run sees: the index filling, not a leak.
+func TestIndexMemoryLevelsOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("inserts 400,000 blocks")
+	}
+	const capacity = DefaultLRUCapacityPerServer
+	x := newIndex()
+	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil)}
+	hashes := make([]uint64, 20) // a 320-token prompt: the soak's prompts
+	next := uint64(1)
+	fill := func(blocks int) {
+		for i := 0; i < blocks/len(hashes); i++ {
+			for j := range hashes {
+				hashes[j] = next
+				next++
+			}
+			x.insert(eps[i%2], capacity, hashes)
+		}
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	fill(2 * capacity)
+	full := heap()
+	fill(8 * capacity)
+	after := heap()
+	for _, e := range eps {
+		if n, _ := x.stats(e); n != capacity {
+			t.Fatalf("%s holds %d blocks, want %d", e.Address, n, capacity)
+		}
+	}
+	used := int64(full) - int64(before)
+	t.Logf("index full (2 pods x %d blocks): %d bytes, %.0f per block; after 4x more: %+d bytes",
+		capacity, used, float64(used)/float64(2*capacity), int64(after)-int64(full))
+	if grew := int64(after) - int64(full); grew > used/4+(1<<20) {
+		t.Fatalf("heap grew %d bytes after the LRUs were full (%d to fill them)", grew, used)
+	}
+	runtime.KeepAlive(x)
 }
 
 func TestLRUOrder(t *testing.T) {
