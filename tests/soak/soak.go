@@ -164,6 +164,11 @@ func load(ctx context.Context, cfg Config, stack *devstack.Config) (*Report, err
 	}
 	fmt.Fprintf(cfg.Out, "soak: %d processes, %g req/s per region for %v, a sample every %v\n",
 		len(procs), cfg.Rate, cfg.Duration, cfg.Interval)
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var res *loadgen.Result
@@ -174,13 +179,6 @@ func load(ctx context.Context, cfg Config, stack *devstack.Config) (*Report, err
 		res, err = loadgen.Run(lctx, loadgen.Config{Workload: w, RequestTimeout: 2 * time.Minute}, []loadgen.Target{target})
 		done <- err
 	}()
-	if cfg.ProfileDir != "" {
-		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
-			cancel()
-			<-done
-			return nil, err
-		}
-	}
 	if err := sample(ctx, cfg, procs, start, done); err != nil {
 		cancel()
 		if lerr := <-done; lerr != nil && !errors.Is(lerr, context.Canceled) {
