@@ -199,7 +199,7 @@ func TestWatch(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb admintest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- ctl.Run(ctx, []string{"clusters", "--watch", "--interval=10ms", "-o", "json", f.addr, f.tokenFile},
