@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Body is what body-based routing reads from an OpenAI request body (completions, chat
@@ -107,7 +108,7 @@ func (b *Body) member(s *scanner, key []byte) error {
 			return s.errorf("model must be a string")
 		}
 		v, err := s.str(nil)
-		b.Model = string(v)
+		b.Model = jsonString(v)
 		return err
 	case "stream":
 		return s.boolean(&b.Stream)
@@ -227,4 +228,23 @@ func (s *scanner) arrayOrNull(elem func() error) error {
 		return s.literal("null")
 	}
 	return s.array(elem)
+}
+
+// jsonString returns v as encoding/json decodes a string: each byte that is not part of valid
+// UTF-8 becomes U+FFFD, so the model name matches what a JSON decoder downstream sees.
+func jsonString(v []byte) string {
+	if utf8.Valid(v) {
+		return string(v)
+	}
+	out := make([]byte, 0, len(v)+8)
+	for len(v) > 0 {
+		r, n := utf8.DecodeRune(v)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, v[:n]...)
+		}
+		v = v[n:]
+	}
+	return string(out)
 }
