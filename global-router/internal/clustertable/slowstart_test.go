@@ -8,6 +8,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/gossip"
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
 // swappable is a summary source whose summaries a test replaces.
@@ -16,6 +17,25 @@ type swappable struct{ s []gossip.Summary }
 func (s *swappable) Snapshot() []gossip.Summary { return s.s }
 
 var refused = forward.Outcome{Target: forward.Target{Cluster: "c1"}, Err: errors.New("connection refused")}
+
+// halfOpenTable returns a us-east-1 table over c1 and c2 (c2's model capacity is second, nil
+// for a plain one) whose slow-start draws never admit, with c1 ejected by a refused connection at
+// t0 and now half open: its clock stands at t0 + 1.2 s.
+func halfOpenTable(second *gossipv1.ModelCapacity, drained drains) (*clustertable.Table, *clock, time.Time) {
+	t0 := time.Unix(1000, 0)
+	clk := &clock{t: t0}
+	if second == nil {
+		second = model("llama", 2)
+	}
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, second),
+	}
+	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, drained)
+	tb.Observe(refused) // ejected for 1 s, then half open
+	clk.t = t0.Add(1200 * time.Millisecond)
+	return tb, clk, t0
+}
 
 func TestSlowStartAfterEjection(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -61,15 +81,7 @@ func TestSlowStartAfterEjection(t *testing.T) {
 }
 
 func TestSlowStartNeverLeavesNowhereToGo(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	clk := &clock{t: t0}
-	src := source{
-		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
-		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
-	}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, drains{"c2": true})
-	tb.Observe(refused)
-	clk.t = t0.Add(1200 * time.Millisecond)
+	tb, clk, t0 := halfOpenTable(nil, drains{"c2": true})
 	tb.View("llama", nil) // the half-open cluster's probe
 	clk.t = t0.Add(1300 * time.Millisecond)
 	if e := tb.View("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld || e.Share >= 1 {
@@ -159,15 +171,7 @@ func TestFailuresDuringEjectionAreOneIncident(t *testing.T) {
 // the turn or drawing: however often an operator lists the clusters, the next request still
 // gets the probe.
 func TestInspectTakesNoProbeTurn(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	clk := &clock{t: t0}
-	src := source{
-		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
-		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
-	}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, nil)
-	tb.Observe(refused) // ejected for 1 s, then half open
-	clk.t = t0.Add(1200 * time.Millisecond)
+	tb, _, _ := halfOpenTable(nil, nil)
 	for range 5 {
 		if e := tb.Inspect("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld {
 			t.Fatalf("inspect: due probe shown unhealthy %v withheld %v", e.Cluster.Unhealthy, e.Withheld)
@@ -192,15 +196,7 @@ func TestInspectTakesNoProbeTurn(t *testing.T) {
 // back: the next request is offered the cluster instead of it waiting out probeWait unprobed. A
 // turn the request used stays taken.
 func TestProbeTurnReleased(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	clk := &clock{t: t0}
-	src := source{
-		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
-		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
-	}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, nil)
-	tb.Observe(refused) // c1 ejected for 1 s, then half open
-	clk.t = t0.Add(1200 * time.Millisecond)
+	tb, _, _ := halfOpenTable(nil, nil)
 	offered := func() bool { e := tb.View("llama", nil)[0]; return !e.Withheld && !e.Cluster.Unhealthy }
 
 	view := tb.View("llama", nil)
@@ -229,17 +225,9 @@ func TestProbeTurnReleased(t *testing.T) {
 // A cluster whose every pod is saturated takes nothing, so it does not make a returning
 // cluster's probe or slow-start share wait: the returning cluster is offered.
 func TestSaturatedClusterDoesNotHoldOthersBack(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	clk := &clock{t: t0}
 	full := model("llama", 2)
 	full.Saturated = true
-	src := source{
-		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
-		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, full),
-	}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, nil)
-	tb.Observe(refused)
-	clk.t = t0.Add(1200 * time.Millisecond)
+	tb, clk, t0 := halfOpenTable(full, nil)
 	tb.View("llama", nil) // c1's probe turn, kept (the request went there)
 	clk.t = t0.Add(1300 * time.Millisecond)
 	if e := tb.View("llama", nil)[0]; e.Withheld || e.Cluster.Unhealthy {

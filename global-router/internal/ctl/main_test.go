@@ -69,4 +69,3 @@ func (f *fixture) run(t *testing.T, args ...string) string {
 	}
 	return r.stdout
 }
-
