@@ -75,13 +75,18 @@ func findMetricsAddr(path string) (string, error) {
 	return "", fmt.Errorf("soak: no start line with a metrics address in %s", path)
 }
 
+// get requests path from the process's metrics port.
+func (p *Process) get(ctx context.Context, client *http.Client, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client.Do(req)
+}
+
 // Sample scrapes the process's heap in use and goroutine count.
 func (p *Process) Sample(ctx context.Context, client *http.Client, at time.Duration) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+"/metrics", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
+	resp, err := p.get(ctx, client, "/metrics")
 	if err != nil {
 		return fmt.Errorf("scrape %s: %w", p.Name, err)
 	}
@@ -130,11 +135,7 @@ func parseRuntime(r io.Reader) (heap, goroutines float64, err error) {
 // HeapProfile writes the process's heap profile (pprof format, after a GC: the process's
 // /debug/pprof/heap?gc=1, served with --enable-pprof) to path.
 func (p *Process) HeapProfile(ctx context.Context, client *http.Client, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+"/debug/pprof/heap?gc=1", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
+	resp, err := p.get(ctx, client, "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return fmt.Errorf("heap profile of %s: %w", p.Name, err)
 	}

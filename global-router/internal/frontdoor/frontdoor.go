@@ -100,12 +100,12 @@ func (s *Server) Handler() http.Handler {
 // it): the same decision a request would get, over a view that changes nothing (no probe turn
 // taken, no slow-start draw).
 func (s *Server) Decide(model string, prompt []byte) ([]clustertable.Entry, routing.Decision, error) {
-	return s.decide(model, prompt, false)
+	return s.decide(model, prefix.Hashes(nil, model, prompt, 0), requestOf(prompt), false)
 }
 
-// decide runs the routing decision; route says whether the request will be sent.
-func (s *Server) decide(model string, prompt []byte, route bool) ([]clustertable.Entry, routing.Decision, error) {
-	hashes := prefix.Hashes(nil, model, prompt, 0)
+// decide runs the routing decision for a request whose prompt has the given prefix-block hashes;
+// route says whether the request will be sent.
+func (s *Server) decide(model string, hashes []uint64, req routing.Request, route bool) ([]clustertable.Entry, routing.Decision, error) {
 	var view []clustertable.Entry
 	if route {
 		view = s.table.View(model, hashes)
@@ -116,7 +116,6 @@ func (s *Server) decide(model string, prompt []byte, route bool) ([]clustertable
 	for i := range view {
 		cs[i] = view[i].Cluster
 	}
-	req := requestOf(prompt)
 	// power-of-d draws from math/rand/v2's global source: safe for concurrent use without a
 	// lock, so concurrent decisions do not queue behind one another.
 	d, err := routing.Decide(s.cfg.Region, cs, s.policies.Policy(model), req, s.cfg.Options, nil)
@@ -151,8 +150,11 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 // route decides and forwards, waiting up to QueueWait for room; it returns the outcome label.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) string {
 	deadline := time.Now().Add(s.cfg.QueueWait)
+	// The prompt's hashes and length are computed once: a request waiting for room is decided
+	// again every RetryPoll.
+	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
 	for {
-		view, d, err := s.decide(model, prompt, true)
+		view, d, err := s.decide(model, hashes, req, true)
 		used := -1
 		if err == nil && len(d.Targets) > 0 {
 			used = d.Targets[0]
@@ -170,9 +172,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 				s.metrics.left.WithLabelValues(d.LeftBecause).Inc()
 			}
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
-				s.logDecision(r.Context(), model, requestOf(prompt).PromptTokens, view, d)
+				s.logDecision(r.Context(), model, req.PromptTokens, view, d)
 			}
-			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, requestOf(prompt).PromptTokens))
+			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route)
