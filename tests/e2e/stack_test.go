@@ -62,6 +62,7 @@ func startStack(t *testing.T, src string) (*devstack.Config, string) {
 	select {
 	case <-ready:
 	case err := <-done:
+		done <- err // the cleanup waits for the stack's end: give it back, or it waits forever
 		t.Fatalf("stack did not start: %v", err)
 	}
 	return cfg, dataDir
