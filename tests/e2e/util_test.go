@@ -3,24 +3,24 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
+
+	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
-// freePorts returns n loopback ports that were free a moment ago.
+// freePorts returns n loopback ports picked the way the harness picks its children's ports.
 func freePorts(t *testing.T, n int) []any {
 	t.Helper()
 	out := make([]any, 0, n)
-	var ls []net.Listener
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := harness.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		_, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		out = append(out, p)
 	}
 	return out
 }

@@ -8,11 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -78,7 +78,7 @@ func (p *Process) WaitHealthy(ctx context.Context, timeout time.Duration) error 
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready (%v); see %s", p.Name, p.exitErr, p.LogPath)
+			return fmt.Errorf("%s exited before it was ready (%v); see %s, which ends:\n%s", p.Name, p.exitErr, p.LogPath, p.LogTail(20))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready after %v; see %s", p.Name, timeout, p.LogPath)
 		case <-time.After(100 * time.Millisecond):
@@ -110,6 +110,20 @@ func exitErr(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
+// LogTail returns the last n lines of the process's log ("" when it cannot be read), so that an
+// error names its cause where only the test output is kept.
+func (p *Process) LogTail(n int) string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
@@ -125,16 +139,6 @@ func (p *Process) Signal(sig os.Signal) error {
 		return errors.New("harness: process not started")
 	}
 	return p.cmd.Process.Signal(sig)
-}
-
-// FreePort returns a loopback address with a port that was free a moment ago.
-func FreePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // FindBinary returns the path of a Switchyard binary: in binDir when given, else beside the
