@@ -22,10 +22,10 @@ const (
 )
 
 var ports struct {
-	once     sync.Once
-	lo, hi   int // [lo, hi) is the range picked from; hi == 0 means "ask the kernel"
-	mu       sync.Mutex
-	handed   map[int]bool
+	once   sync.Once
+	lo, hi int // [lo, hi) is the range picked from; hi == 0 means "ask the kernel"
+	mu     sync.Mutex
+	handed map[int]bool
 }
 
 func portRange() (lo, hi int) {
