@@ -24,6 +24,8 @@ type options struct {
 	capacity float64
 	maxLoras int
 	baseline string
+	regions  string
+	rtt      string
 	json     string
 }
 
@@ -41,7 +43,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.rate, "rate", 0, "mean arrival rate in req/s (0: the workload's)")
 	fs.Float64Var(&o.capacity, "capacity", 0, "fleet capacity in req/s; the rate becomes the workload's load x capacity")
 	fs.IntVar(&o.maxLoras, "max-loras", 0, "adapter slots per pod; > 0 serves the workload's adapters")
-	fs.StringVar(&o.baseline, "baseline", "round-robin", "simulated baseline beside the oracle: round-robin or none")
+	fs.StringVar(&o.baseline, "baseline", "round-robin", "simulated baseline beside the oracle: round-robin, local-oracle (the oracle kept in each client's region; needs --regions) or none")
+	fs.StringVar(&o.regions, "regions", "", "place the fleet's pods in regions, in order, as REGION=PODS items (e.g. us-east-1=2,us-west-2=2); requests then go to pods anywhere at --rtt's round trips")
+	fs.StringVar(&o.rtt, "rtt", "", "round trips between regions as REGION/REGION=DURATION items (e.g. us-east-1/us-west-2=70ms); every pair of --regions needs one")
 	fs.StringVar(&o.json, "json", "", "also write the full report (every request) as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
@@ -51,8 +55,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	case o.rate != 0 && o.capacity != 0:
 		return nil, fmt.Errorf("%w: --rate and --capacity are exclusive", errUsage)
-	case o.baseline != "round-robin" && o.baseline != "none":
-		return nil, fmt.Errorf("%w: --baseline=%q must be round-robin or none", errUsage, o.baseline)
+	case o.baseline != "round-robin" && o.baseline != "local-oracle" && o.baseline != "none":
+		return nil, fmt.Errorf("%w: --baseline=%q must be round-robin, local-oracle or none", errUsage, o.baseline)
+	case o.baseline == "local-oracle" && o.regions == "":
+		return nil, fmt.Errorf("%w: --baseline=local-oracle needs --regions", errUsage)
+	case o.rtt != "" && o.regions == "":
+		return nil, fmt.Errorf("%w: --rtt needs --regions", errUsage)
 	}
 	return o, nil
 }
@@ -124,8 +132,11 @@ type output struct {
 	Rate     float64       `json:"rate"`
 	Duration time.Duration `json:"duration_ns"`
 	Fleet    []string      `json:"fleet"`
-	MaxLoras int           `json:"max_loras"`
-	Policies []outcome     `json:"policies"`
+	// Regions and PodRegions place the fleet with --regions (each pod's region, in fleet order).
+	Regions    []string  `json:"regions,omitempty"`
+	PodRegions []string  `json:"pod_regions,omitempty"`
+	MaxLoras   int       `json:"max_loras"`
+	Policies   []outcome `json:"policies"`
 }
 
 func replayAndReport(ctx context.Context, o *options, stdout io.Writer) error {
@@ -140,7 +151,19 @@ func replayAndReport(ctx context.Context, o *options, stdout io.Writer) error {
 	if len(w.Adapters) > 0 && o.maxLoras == 0 {
 		return fmt.Errorf("%w: workload %s names adapters: set --max-loras", errUsage, w.Name)
 	}
+	var topo *topology
+	if o.regions != "" {
+		if topo, err = parseTopology(o.regions, o.rtt, len(pods)); err == nil {
+			err = topo.check(reqs)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
 	out := output{Workload: w.Name, Seed: seed, Rate: w.MeanRate(), Duration: w.Duration, Fleet: pods, MaxLoras: o.maxLoras}
+	if topo != nil {
+		out.Regions, out.PodRegions = topo.regions, topo.podRegion
+	}
 	policies := []string{"oracle"}
 	if o.baseline != "none" {
 		policies = append(policies, o.baseline)
@@ -148,8 +171,14 @@ func replayAndReport(ctx context.Context, o *options, stdout io.Writer) error {
 	for _, name := range policies {
 		cfg := oracle.DefaultConfig()
 		cfg.Profiles, cfg.MaxLoras = pods, o.maxLoras
-		if name == "round-robin" {
+		switch {
+		case name == "round-robin" && topo != nil:
+			cfg.Assign = topo.roundRobin(reqs)
+		case name == "round-robin":
 			cfg.Assign = func(i int) int { return i % len(pods) }
+		}
+		if topo != nil {
+			cfg.Network = topo.network(name != "oracle")
 		}
 		start := time.Now()
 		rep, err := oracle.Replay(ctx, cfg, w, reqs)

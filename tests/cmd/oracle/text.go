@@ -27,6 +27,9 @@ func writeText(w io.Writer, out *output, o *options) {
 		fmt.Fprintf(w, "\noracle / %s TTFT: P50 %.3f, P95 %.3f, P99 %.3f\n", p.Policy,
 			ratio(base.P50, s.P50), ratio(base.P95, s.P95), ratio(base.P99, s.P99))
 	}
+	if len(out.Regions) > 0 {
+		writeRegions(w, out)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| pod | profile |")
 	for _, p := range out.Policies {
@@ -63,4 +66,34 @@ func profileShare(m map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s %.1f%%", n, 100*m[n])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeRegions prints each policy's TTFT per client region, the share of each region's requests
+// served in another region, and each baseline's ratio to the oracle per region.
+func writeRegions(w io.Writer, out *output) {
+	fmt.Fprintln(w, "\nBy client region (round trips included):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| policy | client region | requests | TTFT P50 | TTFT P95 | TTFT P99 | served in another region |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, p := range out.Policies {
+		for _, region := range out.Regions {
+			s := p.Report.RegionSummary(region)
+			away := 0
+			for _, q := range p.Report.Requests {
+				if q.Region == region && out.PodRegions[q.Pod] != region {
+					away++
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %d (%.1f%%) |\n", p.Policy, region, s.Requests,
+				ms(s.TTFT.P50), ms(s.TTFT.P95), ms(s.TTFT.P99), away, 100*ratio(time.Duration(away), time.Duration(s.Requests)))
+		}
+	}
+	for _, p := range out.Policies[1:] {
+		for _, region := range out.Regions {
+			a, b := out.Policies[0].Report.RegionSummary(region).TTFT, p.Report.RegionSummary(region).TTFT
+			fmt.Fprintf(w, "\noracle / %s TTFT in %s: P50 %.3f, P95 %.3f, P99 %.3f", p.Policy, region,
+				ratio(a.P50, b.P50), ratio(a.P95, b.P95), ratio(a.P99, b.P99))
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -21,7 +21,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
@@ -36,6 +38,12 @@ type Config struct {
 	// Assign, when set, replaces the oracle's choice: request i (in arrival order) goes to pod
 	// Assign(i). It computes baselines such as round robin with the same simulator.
 	Assign func(i int) int
+	// Network, when set, spreads the fleet over regions: it returns the round trip between
+	// request r's client and pod, and whether r may go to that pod at all (a local-only baseline
+	// allows only pods of the client's region). The round trip is added to the request's times;
+	// the request still joins the pod at its arrival, so the one-way trip does not delay its place
+	// in the pod's queue: the bound stays a lower bound. nil: every pod, no round trip.
+	Network func(r *workload.Request, pod int) (rtt time.Duration, ok bool)
 	// Logger receives progress at debug level; nil discards it.
 	Logger *slog.Logger
 }
@@ -47,6 +55,7 @@ func DefaultConfig() Config {
 		Profiles: nil, // required
 		MaxLoras: 0,   // no adapters
 		Assign:   nil, // earliest first token
+		Network:  nil, // one place, no round trips
 		Logger:   nil, // discard
 	}
 }

@@ -100,6 +100,7 @@ type placement struct {
 	h            *engine.Handle
 	predicted    time.Duration // first token predicted at placement, from arrival (oracle only)
 	promptTokens int
+	rtt          time.Duration // round trip between the client and the pod (Config.Network)
 }
 
 // place converts request i, chooses its pod and submits it there.
@@ -108,12 +109,22 @@ func place(cfg Config, pods []*pod, w *workload.Workload, r *workload.Request, i
 	if err != nil {
 		return placement{}, err
 	}
+	reach := func(pod int) (time.Duration, bool) {
+		if cfg.Network == nil {
+			return 0, true
+		}
+		return cfg.Network(r, pod)
+	}
 	var pl placement
 	if cfg.Assign != nil {
 		if pl.pod = cfg.Assign(i); pl.pod < 0 || pl.pod >= len(pods) {
 			return placement{}, fmt.Errorf("oracle: assigned pod %d out of range [0, %d)", pl.pod, len(pods))
 		}
-	} else if pl.pod, pl.predicted, err = earliest(pods, r.At, ereqs); err != nil {
+		var ok bool
+		if pl.rtt, ok = reach(pl.pod); !ok {
+			return placement{}, fmt.Errorf("oracle: assigned pod %d is out of the request's reach", pl.pod)
+		}
+	} else if pl.pod, pl.predicted, pl.rtt, err = earliest(pods, r.At, ereqs, reach); err != nil {
 		return placement{}, err
 	}
 	p := pods[pl.pod]
@@ -146,12 +157,16 @@ func engineRequests(pods []*pod, w *workload.Workload, r *workload.Request) ([]e
 	return out, nil
 }
 
-// earliest advances every pod to the arrival at, simulates the request on a clone of each and
-// returns the pod with the earliest first token (the lowest index among equals) and the predicted
-// time to first token.
-func earliest(pods []*pod, at time.Duration, ereqs []engine.Request) (int, time.Duration, error) {
-	best, first := -1, time.Duration(math.MaxInt64)
+// earliest advances every pod the request may reach to the arrival at, simulates the request on a
+// clone of each and returns the pod whose first token reaches the client earliest (the lowest
+// index among equals), the predicted time to first token and the pod's round trip.
+func earliest(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(int) (time.Duration, bool)) (int, time.Duration, time.Duration, error) {
+	best, first, bestRTT := -1, time.Duration(math.MaxInt64), time.Duration(0)
 	for i, p := range pods {
+		rtt, ok := reach(i)
+		if !ok {
+			continue
+		}
 		p.advance(at)
 		c := p.sim.Clone()
 		h, err := c.Submit(at, ereqs[i])
@@ -159,17 +174,17 @@ func earliest(pods []*pod, at time.Duration, ereqs []engine.Request) (int, time.
 			continue
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("pod %d: %w", i, err)
+			return 0, 0, 0, fmt.Errorf("pod %d: %w", i, err)
 		}
 		if !c.RunUntilFirstToken(h) {
-			return 0, 0, fmt.Errorf("pod %d: simulation ended without a first token", i)
+			return 0, 0, 0, fmt.Errorf("pod %d: simulation ended without a first token", i)
 		}
-		if ft := h.Progress().FirstToken; ft < first {
-			best, first = i, ft
+		if ft := h.Progress().FirstToken + rtt; ft < first {
+			best, first, bestRTT = i, ft, rtt
 		}
 	}
 	if best < 0 {
-		return 0, 0, ErrNoPod
+		return 0, 0, 0, ErrNoPod
 	}
-	return best, first - at, nil
+	return best, first - at, bestRTT, nil
 }

@@ -21,8 +21,13 @@ type Result struct {
 	// Index is the request's index in the workload's sequence; At its arrival time.
 	Index int           `json:"index"`
 	At    time.Duration `json:"at_ns"`
+	// Region is the client region that sent it ("" without regions).
+	Region string `json:"region,omitempty"`
 	// Pod is the index of the pod that served the request.
 	Pod int `json:"pod"`
+	// RTT is the round trip between the client and the pod (Config.Network), included in TTFT
+	// and E2E.
+	RTT time.Duration `json:"rtt_ns,omitempty"`
 	// TTFT is the time from arrival to the first token, API overhead included; E2E to the last.
 	TTFT time.Duration `json:"ttft_ns"`
 	E2E  time.Duration `json:"e2e_ns"`
@@ -57,8 +62,8 @@ func newReport(pods []*pod, reqs []workload.Request, placed []placement) *Report
 	for i, pl := range placed {
 		p := pl.h.Progress()
 		rep.Requests[i] = Result{
-			Index: reqs[i].Index, At: reqs[i].At, Pod: pl.pod,
-			TTFT: p.FirstToken - p.Arrival, E2E: p.LastToken - p.Arrival, PredictedTTFT: pl.predicted,
+			Index: reqs[i].Index, At: reqs[i].At, Region: reqs[i].Region, Pod: pl.pod, RTT: pl.rtt,
+			TTFT: p.FirstToken - p.Arrival + pl.rtt, E2E: p.LastToken - p.Arrival + pl.rtt, PredictedTTFT: pl.predicted,
 			PromptTokens: pl.promptTokens, CachedTokens: p.CachedTokens, OutputTokens: p.Generated,
 			Preemptions: p.Preemptions,
 		}
@@ -101,15 +106,29 @@ type Percentiles struct {
 }
 
 // Summary computes the report's headline figures.
-func (r *Report) Summary() Summary {
-	s := Summary{Requests: len(r.Requests), Share: make([]float64, len(r.Pods)), ProfileShare: map[string]float64{}}
-	ttft := make([]time.Duration, len(r.Requests))
-	e2e := make([]time.Duration, len(r.Requests))
+func (r *Report) Summary() Summary { return r.summary(func(Result) bool { return true }) }
+
+// RegionSummary computes the headline figures of the requests sent by region's clients; its
+// shares are of those requests, and its engine counters are the whole fleet's.
+func (r *Report) RegionSummary(region string) Summary {
+	return r.summary(func(q Result) bool { return q.Region == region })
+}
+
+func (r *Report) summary(keep func(Result) bool) Summary {
+	s := Summary{Share: make([]float64, len(r.Pods)), ProfileShare: map[string]float64{}}
+	ttft := make([]time.Duration, 0, len(r.Requests))
+	e2e := make([]time.Duration, 0, len(r.Requests))
+	placed := make([]int, len(r.Pods))
 	var prompt, cached int
-	for i, q := range r.Requests {
-		ttft[i], e2e[i] = q.TTFT, q.E2E
+	for _, q := range r.Requests {
+		if !keep(q) {
+			continue
+		}
+		s.Requests++
+		ttft, e2e = append(ttft, q.TTFT), append(e2e, q.E2E)
 		prompt += q.PromptTokens
 		cached += q.CachedTokens
+		placed[q.Pod]++
 	}
 	s.TTFT, s.E2E = percentiles(ttft), percentiles(e2e)
 	if prompt > 0 {
@@ -117,7 +136,7 @@ func (r *Report) Summary() Summary {
 	}
 	for i, p := range r.Pods {
 		if s.Requests > 0 {
-			s.Share[i] = float64(p.Requests) / float64(s.Requests)
+			s.Share[i] = float64(placed[i]) / float64(s.Requests)
 			s.ProfileShare[p.Profile] += s.Share[i]
 		}
 		s.AdapterLoads += p.AdapterLoads
