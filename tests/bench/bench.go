@@ -131,12 +131,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{TimeScale: cfg.TimeScale}
 	res.LoadAvg[0] = loadAvg()
-	w, err := prepareWorkload(ctx, &cfg, res)
+	sim, err := prepareWorkload(ctx, &cfg, res)
+	if err != nil {
+		return nil, err
+	}
+	w, err := scaleTime(sim, cfg.TimeScale)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Scenario.Regional() {
-		if err := runRegional(ctx, &cfg, w, res); err != nil {
+		if err := runRegional(ctx, &cfg, sim, w, res); err != nil {
 			return nil, err
 		}
 		if cfg.Scenario.Check != nil {
@@ -176,8 +180,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, writeReports(&cfg, res)
 }
 
-// prepareWorkload loads the scenario's workload, sets its rate from the fleet capacity and
-// scales its timing to real time.
+// prepareWorkload loads the scenario's workload and sets its rate from the fleet capacity; its
+// timing is still simulated time (scaleTime gives the real-time one loadgen sends).
 func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.Workload, error) {
 	w, err := workload.Load(cfg.Scenario.Workload)
 	if err != nil {
@@ -198,7 +202,7 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 		return nil, err
 	}
 	res.RateRPS = w.MeanRate()
-	return scaleTime(w, cfg.TimeScale)
+	return w, nil
 }
 
 // FleetCapacity measures each pool profile's capacity for w's shape and sums it over the fleet.

@@ -49,11 +49,16 @@ var regionBurst = Scenario{
 		ratio := float64(g.BurstTTFTMs.P99) / float64(l.BurstTTFTMs.P99)
 		best := g.BestShare()
 		leave := g.SteadyLeftShare()
+		oracle := ""
+		if o := r.Oracle; o != nil {
+			oracle = fmt.Sprintf(" (the oracle's %s: %.1f%% of local-only's; global is %.2f× the oracle)", ms(float64(o.BurstTTFTMs.P99)),
+				100*float64(o.BurstTTFTMs.P99)/float64(l.BurstTTFTMs.P99), float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
+		}
 		return Verdict{ratio <= 0.25 && best >= 0.9 && leave < 0.02,
-			fmt.Sprintf("burst-region P99: global %s, %.1f%% of local-only's (%s); overflow answered by the best "+
+			fmt.Sprintf("burst-region P99: global %s, %.1f%% of local-only's (%s)%s; overflow answered by the best "+
 				"estimate %.1f%% (best or within 20%% of it %.1f%%; %d answered elsewhere); steady regions' requests "+
 				"leaving their region %.2f%% (%.2f%% between bursts)",
-				ms(float64(g.BurstTTFTMs.P99)), 100*ratio, ms(float64(l.BurstTTFTMs.P99)),
+				ms(float64(g.BurstTTFTMs.P99)), 100*ratio, ms(float64(l.BurstTTFTMs.P99)), oracle,
 				100*best, 100*g.NearBestShare(), g.OverflowAnswered.Total(), 100*leave, 100*g.QuietLeftShare())}
 	},
 }
@@ -64,6 +69,8 @@ type RegionalFigures struct {
 	BurstRegion string `json:"burst_region"`
 	// Modes are in the order run.
 	Modes []ModeFigures `json:"modes"`
+	// Oracle is the same request sequence replayed offline by the oracle (see regionalOracle).
+	Oracle *OracleFigures `json:"oracle,omitempty"`
 }
 
 // Mode returns the figures of router mode name, or nil.

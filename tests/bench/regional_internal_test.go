@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,60 @@ func TestRegionalBaseline(t *testing.T) {
 		if got := regionalBaseline(tc.modes); got != tc.want {
 			t.Errorf("regionalBaseline(%v) = %q, want %q", tc.modes, got, tc.want)
 		}
+	}
+}
+
+// The regional oracle replays the scenario's sequence on its fleet in its regions: the burst
+// region's clients overflow, within the scenario's round trips, and their tail is reported in real
+// time (the simulated times scaled).
+func TestRegionalOracle(t *testing.T) {
+	sc, err := Lookup("region-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workload.Load(sc.Workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithDuration(16 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithCapacity(25.5); err != nil { // 6 × l40s, as measured for this shape
+		t.Fatal(err)
+	}
+	at := func(ts float64) *OracleFigures {
+		f, err := regionalOracle(t.Context(), sc, w, "us-east-1", ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f1, f2 := at(1), at(2)
+	t.Logf("oracle: %+v", *f1)
+	if f1.BurstRequests == 0 || f1.SteadyRequests == 0 || f1.BurstLeft == 0 || f1.BurstLeft == f1.BurstRequests {
+		t.Fatalf("oracle figures %+v: want burst requests, some (not all) of them served elsewhere", *f1)
+	}
+	// 3× the region's capacity during bursts: the tail is more than a prefill, less than seconds.
+	if f1.BurstTTFTMs.P50 <= 0 || f1.BurstTTFTMs.P99 < f1.BurstTTFTMs.P50 || f1.BurstTTFTMs.P99 > 3000 {
+		t.Fatalf("oracle burst TTFT %+v", f1.BurstTTFTMs)
+	}
+	if f2.BurstTTFTMs.P99 != 2*f1.BurstTTFTMs.P99 || f2.BurstLeft != f1.BurstLeft {
+		t.Fatalf("at time scale 2 the oracle's P99 is %v, want twice %v", f2.BurstTTFTMs.P99, f1.BurstTTFTMs.P99)
+	}
+
+	var b strings.Builder
+	rf := &RegionalFigures{BurstRegion: "us-east-1", Oracle: f1, Modes: []ModeFigures{
+		{Mode: "local-only", BurstTTFTMs: Percentiles{P99: 4 * f1.BurstTTFTMs.P99}},
+		{Mode: "global", BurstTTFTMs: Percentiles{P99: 2 * f1.BurstTTFTMs.P99}},
+	}}
+	regionalMarkdown(&b, sc, &report.Report{Targets: make([]report.Target, 2)}, rf)
+	for _, want := range []string{"| oracle (simulated) |", "| 0.250 |", "global / oracle: 2.000"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+	v := regionBurst.Check(Figures{Regional: rf})
+	if !strings.Contains(v.Detail, "global is 2.00× the oracle") {
+		t.Fatalf("verdict detail lacks the oracle: %s", v.Detail)
 	}
 }
