@@ -54,14 +54,16 @@ func TestRunFlags(t *testing.T) {
 	}
 }
 
-func TestRunWritesReports(t *testing.T) {
+// runJSON runs the command with args and --json, checks that it succeeds and prints every wanted
+// string, and returns the JSON report.
+func runJSON(t *testing.T, args []string, wants ...string) *output {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "out.json")
 	var stdout, stderr bytes.Buffer
-	args := []string{"--workload=mixed-fleet", "--fleet=h100,a10gx2", "--duration=3s", "--rate=6", "--json=" + path}
-	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+	if code := run(context.Background(), append(args, "--json="+path), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"| oracle |", "| round-robin |", "oracle / round-robin TTFT", "| 2 | a10g |"} {
+	for _, want := range wants {
 		if !strings.Contains(stdout.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, stdout.String())
 		}
@@ -74,6 +76,12 @@ func TestRunWritesReports(t *testing.T) {
 	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatal(err)
 	}
+	return &out
+}
+
+func TestRunWritesReports(t *testing.T) {
+	args := []string{"--workload=mixed-fleet", "--fleet=h100,a10gx2", "--duration=3s", "--rate=6"}
+	out := runJSON(t, args, "| oracle |", "| round-robin |", "oracle / round-robin TTFT", "| 2 | a10g |")
 	if len(out.Policies) != 2 || out.Rate != 6 || len(out.Fleet) != 3 ||
 		len(out.Policies[0].Report.Requests) != out.Policies[0].Summary.Requests || out.Policies[0].Summary.Requests < 5 {
 		t.Fatalf("json report: %d policies, rate %v, fleet %v", len(out.Policies), out.Rate, out.Fleet)
@@ -81,28 +89,11 @@ func TestRunWritesReports(t *testing.T) {
 }
 
 func TestRunRegions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.json")
-	var stdout, stderr bytes.Buffer
 	args := []string{"--workload=region-burst", "--fleet=l40sx6", "--duration=8s", "--capacity=25.5",
 		"--regions=us-east-1=2,us-west-2=2,eu-west-1=2",
 		"--rtt=us-east-1/us-west-2=70ms,us-east-1/eu-west-1=80ms,us-west-2/eu-west-1=140ms",
-		"--baseline=local-oracle", "--json=" + path}
-	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit code %d: %s", code, stderr.String())
-	}
-	for _, want := range []string{"| oracle | us-east-1 |", "| local-oracle | eu-west-1 |", "oracle / local-oracle TTFT in us-east-1"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Fatalf("output lacks %q:\n%s", want, stdout.String())
-		}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out output
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+		"--baseline=local-oracle"}
+	out := runJSON(t, args, "| oracle | us-east-1 |", "| local-oracle | eu-west-1 |", "oracle / local-oracle TTFT in us-east-1")
 	if len(out.PodRegions) != 6 || out.PodRegions[2] != "us-west-2" {
 		t.Fatalf("pod regions %v", out.PodRegions)
 	}
