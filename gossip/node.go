@@ -70,6 +70,7 @@ func New(cfg Config) (*Node, error) {
 		ready:  make(chan struct{}),
 		peers:  peers{members: map[string]*memberRecord{}, coords: map[string]vivaldi.Coordinate{}},
 	}
+	n.store.baseWait = baseWaitFor(cfg.Timings.GossipInterval)
 	if n.log == nil {
 		n.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

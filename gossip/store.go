@@ -40,6 +40,8 @@ type heldSummary struct {
 type parkedDelta struct {
 	delta *gossipv1.SummaryDelta
 	at    time.Time
+	// since is when the first delta against the same base was parked.
+	since time.Time
 }
 
 // pendingKey names an assembly: full summaries and deltas of a node assemble apart, because a
@@ -66,6 +68,16 @@ const (
 // receiver missed the full summary.
 const baseGrace = 3 * time.Second
 
+// baseWaitFor is how long a receiver holding deltas against a base it has seen no chunk of waits
+// for that base (by its own clock, from the first such delta) before it counts the base as
+// missed: five gossip rounds, between 250 ms and baseGrace. A delta is sent after its base and
+// with fewer retransmissions, so once one has arrived the base, unless lost, arrives within a
+// few rounds; the sequence-clock grace alone made a receiver that missed a base (a gateway's
+// first full summary, sent before the receiver was in its member list) wait up to 3 s more.
+func baseWaitFor(gossipInterval time.Duration) time.Duration {
+	return min(max(5*gossipInterval, 250*time.Millisecond), baseGrace)
+}
+
 // store keeps the newest summary per node (newest sequence wins), reassembles chunks and applies
 // deltas. It is safe for concurrent use.
 type store struct {
@@ -74,6 +86,9 @@ type store struct {
 	entries map[string]*entry
 	pending map[pendingKey]*assembly
 	parked  map[string]parkedDelta
+	// baseWait is the receiver-side wait for a missing base (baseWaitFor); 0 leaves only the
+	// sequence-clock grace.
+	baseWait time.Duration
 }
 
 func newStore(limit int) *store {
@@ -170,9 +185,20 @@ func (s *store) completeDelta(node string, a *assembly, now time.Time) (outcome,
 	if e != nil && e.base != nil && d.GetBaseSequence() < e.base.GetSequence() {
 		return chunkStale, nil, nil // against a base older than ours: we will never hold it
 	}
-	s.parked[node] = parkedDelta{delta: d, at: now}
+	since := now
+	if p, ok := s.parked[node]; ok && p.delta.GetBaseSequence() == d.GetBaseSequence() {
+		since = p.since
+	}
+	s.parked[node] = parkedDelta{delta: d, at: now, since: since}
 	if d.GetSequence()-d.GetBaseSequence() >= uint64(baseGrace) {
 		return chunkBaseMissed, nil, nil
+	}
+	// Waited a few rounds with no chunk of the base arriving: lost, not late. A base whose chunks
+	// are still arriving (a large summary takes rounds) is waited for up to the grace.
+	if s.baseWait > 0 && now.Sub(since) >= s.baseWait {
+		if a := s.pending[pendingKey{node: node}]; a == nil || a.seq != d.GetBaseSequence() {
+			return chunkBaseMissed, nil, nil
+		}
 	}
 	return chunkParked, nil, nil
 }

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -210,5 +211,105 @@ func TestStoreReportsOverdueBase(t *testing.T) {
 				t.Errorf("outcome %v, want %v", out, tt.want)
 			}
 		})
+	}
+}
+
+// deliverAt hands every message of w to st at now and returns the last outcome.
+func deliverAt(t *testing.T, st *store, w wire, now time.Time) outcome {
+	t.Helper()
+	var out outcome
+	for _, m := range w.msgs {
+		c, err := decodeChunk(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, _, err = st.addChunk(c, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// A receiver that gets deltas against a base it has seen nothing of counts the base as missed
+// after baseWait of its own clock from the first such delta, long before the publisher's
+// sequence clock says the base is overdue; a base whose chunks are still arriving is waited for.
+func TestStoreMissingBaseWaitedByReceiverClock(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Unix(100, 0)
+	full := deltaBase(uint64(time.Second), 4, 2)
+	bits := make([]byte, 4096) // an incompressible sketch: the base takes several chunks
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range bits {
+		bits[i] = byte(rng.Uint32())
+	}
+	full.PrefixSketch = &gossipv1.PrefixSketch{Bits: bits, NumBits: 8 * 4096, NumHashes: 3}
+	later := func(d time.Duration, q uint32) wire {
+		return deltaWire(t, full, edit(full, full.GetSequence()+uint64(d), func(s *gossipv1.CapacitySummary) { s.Models[0].QueueDepth = q }))
+	}
+	if fw := fullWire(t, full); len(fw.msgs) < 2 {
+		t.Fatalf("the base encodes to %d chunk(s); the test needs several", len(fw.msgs))
+	}
+
+	t.Run("base never seen", func(t *testing.T) {
+		st := newStore(1 << 20)
+		st.baseWait = ms(500)
+		steps := []struct {
+			at   time.Duration // receiver clock from t0
+			seq  time.Duration // publisher clock from the base
+			want outcome
+		}{
+			{0, ms(250), chunkParked},
+			{ms(400), ms(500), chunkParked},
+			{ms(500), ms(750), chunkBaseMissed}, // 500 ms after the first: lost
+		}
+		for i, s := range steps {
+			if out := deliverAt(t, st, later(s.seq, uint32(i+1)), t0.Add(s.at)); out != s.want {
+				t.Fatalf("step %d: outcome %v, want %v", i, out, s.want)
+			}
+		}
+		// The base arrives after all: the newest parked delta applies.
+		deliverAt(t, st, fullWire(t, full), t0.Add(ms(600)))
+		if got := held(st, full.GetNode()); got == nil || got.GetModels()[0].GetQueueDepth() != 3 {
+			t.Fatalf("held %v after the base arrived, want the last delta applied", got)
+		}
+	})
+
+	t.Run("base arriving", func(t *testing.T) {
+		st := newStore(1 << 20)
+		st.baseWait = ms(500)
+		fw := fullWire(t, full)
+		deliverAt(t, st, wire{msgs: fw.msgs[:1]}, t0) // its first chunk only
+		if out := deliverAt(t, st, later(ms(250), 1), t0); out != chunkParked {
+			t.Fatalf("outcome %v, want parked", out)
+		}
+		if out := deliverAt(t, st, later(ms(900), 2), t0.Add(ms(900))); out != chunkParked {
+			t.Fatalf("base still arriving: outcome %v, want parked", out)
+		}
+		if out := deliverAt(t, st, later(baseGrace, 3), t0.Add(baseGrace)); out != chunkBaseMissed {
+			t.Fatalf("base overdue by the sequence clock: outcome %v, want missed", out)
+		}
+	})
+
+	t.Run("no receiver wait", func(t *testing.T) {
+		st := newStore(1 << 20) // baseWait 0: the sequence clock alone
+		if out := deliverAt(t, st, later(ms(250), 1), t0); out != chunkParked {
+			t.Fatalf("outcome %v, want parked", out)
+		}
+		if out := deliverAt(t, st, later(ms(500), 2), t0.Add(2*time.Second)); out != chunkParked {
+			t.Fatalf("outcome %v, want parked", out)
+		}
+	})
+}
+
+func TestBaseWaitFor(t *testing.T) {
+	for _, tc := range []struct{ interval, want time.Duration }{
+		{10 * time.Millisecond, 250 * time.Millisecond},
+		{100 * time.Millisecond, 500 * time.Millisecond},
+		{200 * time.Millisecond, time.Second},
+		{time.Second, baseGrace},
+	} {
+		if got := baseWaitFor(tc.interval); got != tc.want {
+			t.Errorf("baseWaitFor(%v) = %v, want %v", tc.interval, got, tc.want)
+		}
 	}
 }
