@@ -90,6 +90,7 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 	// Keep publishing: the receiver parks the deltas, asks for a full summary once their base is
 	// overdue (baseGrace after it), and the publisher answers with its next publication.
 	first := pub.pub.base
+	lost := time.Now()
 	var last *gossipv1.CapacitySummary
 	poll(t, 30*time.Second, func() bool {
 		// The full summary itself may come back (a late relay of its chunks); a delta may not.
@@ -103,5 +104,6 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 		t.Errorf("receiver asked for %v full summaries, want at least 1", got)
 	}
 	poll(t, 30*time.Second, holds(last), "receiver never got the full summary")
+	t.Logf("receiver held the publisher's summary again %v after losing its base", time.Since(lost).Round(time.Millisecond))
 	poll(t, 30*time.Second, holds(publish(4)), "receiver never applied the next delta")
 }
