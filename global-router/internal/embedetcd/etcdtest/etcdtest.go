@@ -32,7 +32,25 @@ type Cluster struct {
 }
 
 // New starts an n-member cluster with its data under dir and waits until it serves. Close it.
+// Ports are picked free before the members start (a multi-member cluster's members must know
+// each other's addresses); when another process takes one in between, New starts over on new
+// ports, up to three times.
 func New(ctx context.Context, dir string, n int) (*Cluster, error) {
+	var err error
+	for attempt := range 3 {
+		var c *Cluster
+		sub := dir
+		if attempt > 0 {
+			sub = filepath.Join(dir, fmt.Sprintf("retry%d", attempt))
+		}
+		if c, err = newCluster(ctx, sub, n); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+	}
+	return nil, err
+}
+
+func newCluster(ctx context.Context, dir string, n int) (*Cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("etcdtest: %d members", n)
 	}
