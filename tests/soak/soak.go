@@ -6,6 +6,7 @@ package soak
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -92,6 +93,8 @@ type Report struct {
 	// Verdicts hold one line per process and resource; Pass is the overall verdict.
 	Verdicts []Verdict
 	Pass     bool
+	// Rejudged marks a report made from saved samples (Rejudge): it has no request counts.
+	Rejudged bool
 }
 
 // Verdict is the judgement on one resource of one process.
@@ -260,7 +263,7 @@ regions:
 // judge fills the verdicts: every resource of every process within its tolerance, and enough
 // requests served.
 func (r *Report) judge(cfg Config) error {
-	r.Pass = r.Sent > 0 && float64(r.OK) >= cfg.MinSuccess*float64(r.Sent)
+	r.Pass = r.Rejudged || r.Sent > 0 && float64(r.OK) >= cfg.MinSuccess*float64(r.Sent)
 	for _, p := range r.Processes {
 		for _, res := range []struct {
 			name  string
@@ -280,7 +283,11 @@ func (r *Report) judge(cfg Config) error {
 
 // Write prints the report as a table and the verdict.
 func (r *Report) Write(w io.Writer) {
-	fmt.Fprintf(w, "\nrequests: %d sent, %d ok (%.1f%%)\n\n", r.Sent, r.OK, 100*float64(r.OK)/float64(max(r.Sent, 1)))
+	if r.Rejudged {
+		fmt.Fprint(w, "\nsaved samples judged again (no request counts)\n\n")
+	} else {
+		fmt.Fprintf(w, "\nrequests: %d sent, %d ok (%.1f%%)\n\n", r.Sent, r.OK, 100*float64(r.OK)/float64(max(r.Sent, 1)))
+	}
 	fmt.Fprintf(w, "%-24s %-17s %8s %14s %14s %8s  %s\n", "PROCESS", "RESOURCE", "SAMPLES", "FIRST THIRD", "LAST THIRD", "GROWTH", "VERDICT")
 	for _, v := range r.Verdicts {
 		verdict := "ok"
@@ -299,17 +306,20 @@ func (r *Report) Write(w io.Writer) {
 // WriteSamples writes every sample as CSV: process, seconds since the load started, heap in use
 // in bytes, goroutines.
 func (r *Report) WriteSamples(w io.Writer) error {
-	if _, err := fmt.Fprintln(w, "process,seconds,heap_inuse_bytes,goroutines"); err != nil {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(samplesHeader); err != nil {
 		return err
 	}
 	for _, p := range r.Processes {
 		for _, pt := range p.Points {
-			if _, err := fmt.Fprintf(w, "%s,%.1f,%.0f,%.0f\n", p.Name, pt.At.Seconds(), pt.HeapBytes, pt.Goroutines); err != nil {
+			rec := []string{p.Name, fmt.Sprintf("%.1f", pt.At.Seconds()), fmt.Sprintf("%.0f", pt.HeapBytes), fmt.Sprintf("%.0f", pt.Goroutines)}
+			if err := cw.Write(rec); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	cw.Flush()
+	return cw.Error()
 }
 
 // profiles writes every process's heap profile to cfg.ProfileDir as NAME-heap-WHEN.pb.gz (nothing

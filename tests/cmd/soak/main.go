@@ -37,11 +37,15 @@ func run(ctx context.Context, args []string) int {
 	fs.Float64Var(&cfg.MinSuccess, "min-success", cfg.MinSuccess, "fraction of requests that must succeed")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", cfg.ProfileDir, "write every process's heap profile here when the warm-up ends and when the load ends")
 	samples := fs.String("samples", "", "also write every sample to this CSV file")
+	judge := fs.String("judge", "", "run nothing: judge the samples a --samples run saved in this CSV file again, with --warmup and the tolerances")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
+	}
+	if *judge != "" {
+		return rejudge(cfg, *judge)
 	}
 	cfg.Out = os.Stdout
 	rep, err := soak.Run(ctx, cfg)
@@ -76,4 +80,31 @@ func writeSamples(rep *soak.Report, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// rejudge judges saved samples again and returns the exit code: 0 on PASS, 1 on FAIL or error.
+func rejudge(cfg soak.Config, path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 1
+	}
+	defer f.Close()
+	procs, err := soak.ReadSamples(f)
+	if err == nil && cfg.Warmup < 0 {
+		err = fmt.Errorf("--warmup %v is negative", cfg.Warmup)
+	}
+	var rep *soak.Report
+	if err == nil {
+		rep, err = soak.Rejudge(cfg, procs)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soak: %s: %v\n", path, err)
+		return 1
+	}
+	rep.Write(os.Stdout)
+	if !rep.Pass {
+		return 1
+	}
+	return 0
 }
