@@ -51,17 +51,7 @@ func deltaWire(t *testing.T, base, s *gossipv1.CapacitySummary) wire {
 // deliver hands every message of w to st and returns the last outcome.
 func deliver(t *testing.T, st *store, w wire) outcome {
 	t.Helper()
-	var out outcome
-	for _, m := range w.msgs {
-		c, err := decodeChunk(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, _, err = st.addChunk(c, time.Unix(1, 0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return deliverAt(t, st, w, time.Unix(1, 0))
 }
 
 // held returns the summary st holds from node "gw", or nil.
