@@ -72,7 +72,7 @@ func startRegionalStack(ctx context.Context, cfg *Config, w *workload.Workload, 
 		}
 	}
 	for _, rr := range st.routers {
-		if err := waitClusters(ctx, rr.admin, st.token, clusters, 60*time.Second); err != nil {
+		if err := harness.WaitClusters(ctx, rr.admin, st.token, clusters, 60*time.Second); err != nil {
 			st.close()
 			return nil, fmt.Errorf("bench: router %s/%s: %w", mode, rr.region, err)
 		}

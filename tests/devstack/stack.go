@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +27,8 @@ type Options struct {
 	StopGrace time.Duration
 	// Out receives the human summary (addresses and commands to paste).
 	Out io.Writer
-	// Ready, when not nil, is closed once every component is up.
+	// Ready, when not nil, is closed once every component is up and every router lists every
+	// cluster fresh and serving.
 	Ready chan<- struct{}
 	// Pprof starts every gateway and router with --enable-pprof (Go's runtime profiles on their
 	// metrics ports).
@@ -86,6 +88,27 @@ func (s *Stack) start(ctx context.Context) error {
 	for i, r := range s.cfg.Regions {
 		if err := s.startRouter(ctx, i, r); err != nil {
 			return err
+		}
+	}
+	return s.waitRouting(ctx)
+}
+
+// waitRouting waits until every router lists every cluster of the stack fresh and serving: a
+// router is ready once it knows one fresh cluster, and a gateway's first summaries list no model,
+// so a request sent as soon as the processes are up could leave its region.
+func (s *Stack) waitRouting(ctx context.Context) error {
+	tok, err := os.ReadFile(s.tokenFile)
+	if err != nil {
+		return fmt.Errorf("devstack: %w", err)
+	}
+	clusters := 0
+	for _, r := range s.cfg.Regions {
+		clusters += len(r.Clusters)
+	}
+	timeout := cmp.Or(s.opt.ReadyTimeout, time.Minute)
+	for _, r := range s.cfg.Regions {
+		if err := harness.WaitClusters(ctx, "http://"+r.Router.Admin, strings.TrimSpace(string(tok)), clusters, timeout); err != nil {
+			return fmt.Errorf("devstack: router %s: %w", r.Name, err)
 		}
 	}
 	return nil

@@ -1,0 +1,69 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// WaitClusters polls a router's admin API (Connect protocol, JSON) until it lists want clusters
+// fresh and with ready pods: a gateway's first summaries, published before it has read what its
+// pods serve, list no model, and a run started then would send its first requests elsewhere.
+func WaitClusters(ctx context.Context, admin, token string, want int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	fresh := 0
+	for {
+		fresh = freshClusters(ctx, client, admin, token)
+		if fresh >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d clusters fresh and serving after %v", fresh, want, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func freshClusters(ctx context.Context, client *http.Client, admin, token string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		admin+"/switchyard.admin.v1.AdminService/ListClusters", bytes.NewReader([]byte("{}")))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Clusters []struct {
+			Stale  bool `json:"stale"`
+			Models []struct {
+				ReadyPods      int `json:"readyPods"`
+				ReadyPodsSnake int `json:"ready_pods"`
+			} `json:"models"`
+		} `json:"clusters"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return 0
+	}
+	n := 0
+	for _, c := range body.Clusters {
+		serving := false
+		for _, m := range c.Models {
+			serving = serving || m.ReadyPods > 0 || m.ReadyPodsSnake > 0
+		}
+		if !c.Stale && serving {
+			n++
+		}
+	}
+	return n
+}
