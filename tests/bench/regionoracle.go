@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
@@ -35,53 +34,32 @@ func regionalOracle(ctx context.Context, sc Scenario, sim *workload.Workload, bu
 		return nil, err
 	}
 	cfg := oracle.DefaultConfig()
-	var podRegion []string
+	g := oracle.Regions{RTT: sc.RTT}
 	for _, r := range sc.Regions {
 		for _, c := range r.Clusters {
 			for _, p := range c.Pools {
 				for range p.Count {
 					cfg.Profiles = append(cfg.Profiles, p.Profile)
-					podRegion = append(podRegion, r.Name)
+					g.PodRegion = append(g.PodRegion, r.Name)
 				}
 			}
 		}
 	}
-	cfg.Network = func(r *workload.Request, pod int) (time.Duration, bool) {
-		to := podRegion[pod]
-		if to == r.Region {
-			return 0, true
-		}
-		i := slices.IndexFunc(sc.Links, func(l Link) bool { return l.A == r.Region && l.B == to || l.A == to && l.B == r.Region })
-		if i < 0 {
-			return 0, false // no link: out of reach
-		}
-		return sc.Links[i].RTT, true
-	}
+	cfg.Network = g.Network(false)
 	rep, err := oracle.Replay(ctx, cfg, sim, reqs)
 	if err != nil {
 		return nil, fmt.Errorf("bench: oracle: %w", err)
 	}
-	f := &OracleFigures{}
-	var ttft []time.Duration
-	for _, q := range rep.Requests {
-		left := podRegion[q.Pod] != q.Region
-		if q.Region == burst {
-			f.BurstRequests++
-			if left {
-				f.BurstLeft++
-			}
-			ttft = append(ttft, time.Duration(float64(q.TTFT)*timeScale))
-			continue
-		}
-		f.SteadyRequests++
-		if left {
-			f.SteadyLeft++
+	s := rep.RegionSummary(burst)
+	msOf := func(d time.Duration) report.Num {
+		return report.Num(float64(d) * timeScale / float64(time.Millisecond))
+	}
+	f := &OracleFigures{BurstTTFTMs: Percentiles{msOf(s.TTFT.P50), msOf(s.TTFT.P95), msOf(s.TTFT.P99)},
+		BurstRequests: s.Requests, BurstLeft: g.Away(rep, burst), SteadyRequests: len(rep.Requests) - s.Requests}
+	for _, r := range sc.Regions {
+		if r.Name != burst {
+			f.SteadyLeft += g.Away(rep, r.Name)
 		}
 	}
-	slices.Sort(ttft)
-	msOf := func(q float64) report.Num {
-		return report.Num(float64(oracle.NearestRank(ttft, q)) / float64(time.Millisecond))
-	}
-	f.BurstTTFTMs = Percentiles{msOf(0.5), msOf(0.95), msOf(0.99)}
 	return f, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
+	"github.com/switchyard-dev/switchyard/tests/harness"
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 )
 
@@ -359,13 +359,14 @@ func waitRouterKnows(t *testing.T, w *world, router *node, clusters ...string) {
 			}
 		}
 		// A gateway's first summaries, published before it has read what its pods serve, list
-		// no model: the router must also list the test's model before load starts.
-		if len(notReady(ready, clusters)) == 0 && routerLists(router, testModel) {
+		// no model: the router must also see each cluster serving before load starts.
+		serving := harness.ServingClusters(context.Background(), "http://"+router.Admin, w.Token())
+		if len(notReady(ready, clusters)) == 0 && len(notReady(serving, clusters)) == 0 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("clusters %v not all fresh and healthy (and %s listed) on the router within 60 s: %s", clusters, testModel, out)
+	t.Fatalf("clusters %v not all fresh, healthy and serving on the router within 60 s: %s", clusters, out)
 }
 
 func notReady(seen map[string]bool, want []string) []string {
@@ -389,27 +390,4 @@ func fmtClusterShares(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d%%", k, 100*m[k]/max(total, 1)))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// routerLists reports whether the router's /v1/models lists model.
-func routerLists(router *node, model string) bool {
-	resp, err := http.Get("http://" + router.Listen + "/v1/models")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
-		return false
-	}
-	for _, m := range list.Data {
-		if m.ID == model {
-			return true
-		}
-	}
-	return false
 }

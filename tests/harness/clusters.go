@@ -15,10 +15,9 @@ import (
 func WaitClusters(ctx context.Context, admin, token string, want int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
 	fresh := 0
 	for {
-		fresh = freshClusters(ctx, client, admin, token)
+		fresh = len(ServingClusters(ctx, admin, token))
 		if fresh >= want {
 			return nil
 		}
@@ -30,22 +29,26 @@ func WaitClusters(ctx context.Context, admin, token string, want int, timeout ti
 	}
 }
 
-func freshClusters(ctx context.Context, client *http.Client, admin, token string) int {
+// ServingClusters returns the names of the clusters a router's admin API (Connect protocol,
+// JSON, at admin) lists fresh and with ready pods for a model; none when it cannot be asked.
+func ServingClusters(ctx context.Context, admin, token string) map[string]bool {
+	client := &http.Client{Timeout: 2 * time.Second}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
 		admin+"/switchyard.admin.v1.AdminService/ListClusters", bytes.NewReader([]byte("{}")))
 	if err != nil {
-		return 0
+		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer resp.Body.Close()
 	var body struct {
 		Clusters []struct {
-			Stale  bool `json:"stale"`
+			Name   string `json:"name"`
+			Stale  bool   `json:"stale"`
 			Models []struct {
 				ReadyPods      int `json:"readyPods"`
 				ReadyPodsSnake int `json:"ready_pods"`
@@ -53,17 +56,17 @@ func freshClusters(ctx context.Context, client *http.Client, admin, token string
 		} `json:"clusters"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	out := map[string]bool{}
 	for _, c := range body.Clusters {
 		serving := false
 		for _, m := range c.Models {
 			serving = serving || m.ReadyPods > 0 || m.ReadyPodsSnake > 0
 		}
 		if !c.Stale && serving {
-			n++
+			out[c.Name] = true
 		}
 	}
-	return n
+	return out
 }

@@ -46,7 +46,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 		if err == nil {
 			return s, nil
 		}
-		if !picked || !isAddrInUse(err) { // a picked port was taken meanwhile: pick again
+		if !picked || !IsAddrInUse(err) { // a picked port was taken meanwhile: pick again
 			return nil, err
 		}
 	}
@@ -144,7 +144,8 @@ func FreePort(host string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func isAddrInUse(err error) bool {
+// IsAddrInUse reports whether err is a failure to bind an address another process holds.
+func IsAddrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 

@@ -178,7 +178,7 @@ func replayAndReport(ctx context.Context, o *options, stdout io.Writer) error {
 			cfg.Assign = func(i int) int { return i % len(pods) }
 		}
 		if topo != nil {
-			cfg.Network = topo.network(name != "oracle")
+			cfg.Network = topo.oracleRegions().Network(name != "oracle")
 		}
 		start := time.Now()
 		rep, err := oracle.Replay(ctx, cfg, w, reqs)

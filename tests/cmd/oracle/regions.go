@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/oracle"
 )
 
 // topology places the fleet's pods in regions and knows the round trips between regions, for
@@ -84,19 +85,9 @@ func (t *topology) check(reqs []workload.Request) error {
 	return nil
 }
 
-// network returns the oracle's Config.Network: a request may go to any pod (or, with localOnly,
-// only to its own region's), at the round trip between its client's region and the pod's.
-func (t *topology) network(localOnly bool) func(r *workload.Request, pod int) (time.Duration, bool) {
-	return func(r *workload.Request, pod int) (time.Duration, bool) {
-		region := t.podRegion[pod]
-		if region == r.Region {
-			return 0, true
-		}
-		if localOnly {
-			return 0, false
-		}
-		return t.rtt[[2]string{r.Region, region}], true
-	}
+// oracleRegions returns the oracle's view of the topology.
+func (t *topology) oracleRegions() oracle.Regions {
+	return oracle.Regions{PodRegion: t.podRegion, RTT: func(a, b string) time.Duration { return t.rtt[[2]string{a, b}] }}
 }
 
 // roundRobin returns the round-robin baseline with regions: each region's requests take turns

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/modelsim/oracle"
 )
 
 // writeText prints the run, a TTFT table with each policy's ratio to the oracle, and the pods'
@@ -78,12 +80,7 @@ func writeRegions(w io.Writer, out *output) {
 	for _, p := range out.Policies {
 		for _, region := range out.Regions {
 			s := p.Report.RegionSummary(region)
-			away := 0
-			for _, q := range p.Report.Requests {
-				if q.Region == region && out.PodRegions[q.Pod] != region {
-					away++
-				}
-			}
+			away := oracle.Regions{PodRegion: out.PodRegions}.Away(p.Report, region)
 			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %d (%.1f%%) |\n", p.Policy, region, s.Requests,
 				ms(s.TTFT.P50), ms(s.TTFT.P95), ms(s.TTFT.P99), away, 100*ratio(time.Duration(away), time.Duration(s.Requests)))
 		}

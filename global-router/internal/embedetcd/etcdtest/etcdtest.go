@@ -43,7 +43,7 @@ func New(ctx context.Context, dir string, n int) (*Cluster, error) {
 		if attempt > 0 {
 			sub = filepath.Join(dir, fmt.Sprintf("retry%d", attempt))
 		}
-		if c, err = newCluster(ctx, sub, n); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		if c, err = newCluster(ctx, sub, n); err == nil || !embedetcd.IsAddrInUse(err) {
 			return c, err
 		}
 	}
