@@ -284,7 +284,7 @@ func modelFigures(m *gossipv1.ModelCapacity) *gossipv1.ModelCapacity {
 		ReadyPods: m.GetReadyPods(), TotalKvTokens: m.GetTotalKvTokens(), FreeKvTokens: m.GetFreeKvTokens(),
 		QueueDepth: m.GetQueueDepth(), Running: m.GetRunning(), Saturation: m.GetSaturation(), Saturated: m.GetSaturated(),
 		PredictedTtftMs: m.GetPredictedTtftMs(), PrefillTokensPerSecond: m.GetPrefillTokensPerSecond(),
-		DecodeTokensPerSecond: m.GetDecodeTokensPerSecond(),
+		DecodeTokensPerSecond: m.GetDecodeTokensPerSecond(), MeanPredictedTtftMs: m.GetMeanPredictedTtftMs(),
 	}
 	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
 		out.ProtoReflect().SetUnknown(u)

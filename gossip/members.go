@@ -76,7 +76,7 @@ type peers struct {
 	leaves   map[string]uint64 // announced departures: node → sequence of its leave message
 	alive    int
 	gateways int // alive members whose role is gateway: the publishers
-	legacy   int // alive members that do not read compact deltas
+	legacy   int // alive members that do not read the deltas this version writes (deltaFeatures)
 }
 
 // recordLeave notes node's leave announcement with sequence seq and reports whether it was new.
@@ -135,7 +135,7 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 			if r.Meta.Role == RoleGateway {
 				p.gateways++
 			}
-			if r.features&featureCompactDeltas == 0 {
+			if r.features&deltaFeatures != deltaFeatures {
 				p.legacy++
 			}
 		}
@@ -171,9 +171,9 @@ func (p *peers) gatewayCount() int {
 	return max(p.gateways, 1)
 }
 
-// allReadCompactDeltas reports whether every alive member advertises featureCompactDeltas (a
-// member whose metadata does not decode counts as one that does not).
-func (p *peers) allReadCompactDeltas() bool {
+// allReadOwnDeltas reports whether every alive member advertises deltaFeatures (a member whose
+// metadata does not decode counts as one that does not).
+func (p *peers) allReadOwnDeltas() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.legacy == 0

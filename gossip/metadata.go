@@ -21,8 +21,17 @@ type features byte
 // featureCompactDeltas: the node reads deltas with the compact header and figure masks.
 const featureCompactDeltas features = 1 << 0
 
+// featureSchema2Figures: the node's figure masks may name the ModelCapacity fields of schema
+// version 2 (mean_predicted_ttft_ms). A reader without it refuses a mask naming a field it does not
+// know, but keeps that field when it comes inside a model's figures.
+const featureSchema2Figures features = 1 << 1
+
 // ownFeatures are the features this package implements.
-const ownFeatures = featureCompactDeltas
+const ownFeatures = featureCompactDeltas | featureSchema2Figures
+
+// deltaFeatures are the features a reader needs for the deltas this package writes; while a
+// member lacks one, publishers write their deltas as the first deltas were (legacyDelta).
+const deltaFeatures = featureCompactDeltas | featureSchema2Figures
 
 // ErrInvalidMetadata reports node metadata that cannot be decoded.
 var ErrInvalidMetadata = errors.New("gossip: invalid node metadata")

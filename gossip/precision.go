@@ -16,7 +16,7 @@ type Precision struct {
 	// FreeKVSteps divides each model's total KV tokens into this many steps; free KV tokens are
 	// rounded to the nearest step (never above the total). 0 keeps them exact.
 	FreeKVSteps uint32
-	// FloatBits is how many significant bits predicted TTFT and the prefill and decode rates keep
+	// FloatBits is how many significant bits predicted TTFTs (best and mean) and the prefill and decode rates keep
 	// (1..24; float32 has 24). 0 keeps them exact.
 	FloatBits int
 	// CountBits is how many significant bits queue depths and running counts (of models and
@@ -46,6 +46,7 @@ func (p Precision) apply(s *gossipv1.CapacitySummary) {
 		m.QueueDepth = roundCount(m.GetQueueDepth(), p.CountBits)
 		m.Running = roundCount(m.GetRunning(), p.CountBits)
 		m.PredictedTtftMs = roundFloat(m.GetPredictedTtftMs(), p.FloatBits)
+		m.MeanPredictedTtftMs = roundFloat(m.GetMeanPredictedTtftMs(), p.FloatBits)
 		m.PrefillTokensPerSecond = roundFloat(m.GetPrefillTokensPerSecond(), p.FloatBits)
 		m.DecodeTokensPerSecond = roundFloat(m.GetDecodeTokensPerSecond(), p.FloatBits)
 		for _, a := range m.GetAdapters() {

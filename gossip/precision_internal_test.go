@@ -83,7 +83,7 @@ func TestPrecisionAbsorbsNoise(t *testing.T) {
 	mk := func(free uint64, ttft, decode float32) *gossipv1.CapacitySummary {
 		s := &gossipv1.CapacitySummary{Node: "gw", Models: []*gossipv1.ModelCapacity{{
 			Name: "m", TotalKvTokens: 3_200_000, FreeKvTokens: free, QueueDepth: 3, Running: 40,
-			PredictedTtftMs: ttft, DecodeTokensPerSecond: decode,
+			PredictedTtftMs: ttft, MeanPredictedTtftMs: 2 * ttft, DecodeTokensPerSecond: decode,
 		}}}
 		p.apply(s)
 		return s
@@ -100,5 +100,11 @@ func TestPrecisionAbsorbsNoise(t *testing.T) {
 	moved.Sequence = 3
 	if d := diffSummary(base, moved); d == nil || len(d.GetModels()) != 1 {
 		t.Errorf("a real change made delta %v", d)
+	}
+	mean := mk(1_000_000, 85.1, 9000)
+	mean.Sequence, mean.Models[0].MeanPredictedTtftMs = 4, 300
+	p.apply(mean)
+	if d := diffSummary(base, mean); d == nil || len(d.GetModels()) != 1 {
+		t.Errorf("a change of the mean TTFT made delta %v", d)
 	}
 }

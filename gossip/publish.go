@@ -14,7 +14,7 @@ import (
 )
 
 // SchemaVersion is the CapacitySummary schema this package writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // packetReserve is the part of a UDP packet left to memberlist's framing (compound header, user
 // message header, AES-GCM nonce and tag) when sizing summary chunks.
@@ -143,8 +143,9 @@ func (n *Node) queueMsgs(q *memberlist.TransmitLimitedQueue, out *gossipv1.Capac
 // deltaBlob returns the encoded delta of out against the last full summary, or nil when a full
 // summary is due: there is no base yet, the base is older than FullSummaryInterval, a peer asked
 // for a full one, the delta cannot express out, or it would be more than half the full size.
-// The delta is compact unless a member does not read compact deltas (a node of an older version,
-// during a rolling upgrade); then it is written as those nodes read it. Called with n.pub.mu held.
+// The delta is compact unless a member does not read every delta this version writes (a node of an
+// older version, during a rolling upgrade); then it is written as the first deltas were, which
+// every version reads. Called with n.pub.mu held.
 func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
 	p := &n.pub
 	age := now.Sub(p.baseAt)
@@ -156,7 +157,7 @@ func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
 		return nil
 	}
 	encode := encodeDelta
-	if !n.peers.allReadCompactDeltas() {
+	if !n.peers.allReadOwnDeltas() {
 		encode = func(d *gossipv1.SummaryDelta) ([]byte, error) { return encodeBlob(legacyDelta(d, out)) }
 	}
 	blob, err := encode(d)

@@ -121,8 +121,9 @@ func TestFullRequestsRateLimited(t *testing.T) {
 	}
 }
 
-// While a member that predates compact deltas is alive, a publisher writes its deltas as that
-// member reads them (the long header, every figure of a changed model); once it is gone, compact.
+// While a member that predates compact deltas, or masks naming schema-2 fields, is alive, a
+// publisher writes its deltas as that member reads them (the long header, every figure of a
+// changed model); once it is gone, compact.
 func TestPublishWritesDeltasEveryMemberReads(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
 	cfg := DefaultLANConfig()
@@ -134,6 +135,9 @@ func TestPublishWritesDeltasEveryMemberReads(t *testing.T) {
 	}
 	v1 := []byte{1, 2, 0, 2, 'r', '1', 0, 0} // a router's version-1 metadata: no feature byte
 	old := &memberlist.Node{Name: "old", Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Meta: v1}
+	// A router of the version before schema 2: compact deltas, but masks only up to field 13.
+	compactOnly := []byte{2, 2, 0, 2, 'r', '1', 0, 0, byte(featureCompactDeltas)}
+	prev := &memberlist.Node{Name: "prev", Addr: net.IPv4(127, 0, 0, 1), Port: 7948, Meta: compactOnly}
 	own := &memberlist.Node{Name: "gw", Addr: net.IPv4(127, 0, 0, 1), Port: 7947, Meta: n.meta}
 	cur := deltaBase(1, 4, 3)
 	cur.Node, cur.Sequence, cur.GeneratedAtUnixNano = "", 0, 0
@@ -146,6 +150,8 @@ func TestPublishWritesDeltasEveryMemberReads(t *testing.T) {
 		{"only this node", map[*memberlist.Node]MemberState{own: StateAlive}, true},
 		{"an old member joined", map[*memberlist.Node]MemberState{old: StateAlive}, false},
 		{"the old member died", map[*memberlist.Node]MemberState{old: StateDead}, true},
+		{"a member before schema 2 joined", map[*memberlist.Node]MemberState{prev: StateAlive}, false},
+		{"it left", map[*memberlist.Node]MemberState{prev: StateLeft}, true},
 	}
 	if _, err := n.Publish(cur); err != nil { // the base
 		t.Fatal(err)

@@ -162,7 +162,7 @@ func simSummary(changing int, load uint32) *gossipv1.CapacitySummary {
 			Name: fmt.Sprintf("org-%d/model-%02d-8b-instruct", i%4, i), ReadyPods: 8 + uint32(i%3), TotalKvTokens: 3_200_000,
 			FreeKvTokens: 1_000_000 + uint64(l)*1000 + uint64(i), QueueDepth: l + uint32(i%5), Running: 40 + l,
 			Saturation: float32(i%8) / 8, Saturated: i%8 == 7, PredictedTtftMs: 85.5 + float32(l),
-			PrefillTokensPerSecond: 240_000, DecodeTokensPerSecond: 9_000 + float32(l),
+			MeanPredictedTtftMs: 120 + 3*float32(l), PrefillTokensPerSecond: 240_000, DecodeTokensPerSecond: 9_000 + float32(l),
 		}
 		for j := 0; j < 10; j++ {
 			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{

@@ -25,6 +25,7 @@ type modelAcc struct {
 	saturated       int
 	prefill, decode float64
 	best, bestSat   time.Duration // smallest TTFT on an unsaturated / saturated pod; -1 = none
+	sum, sumSat     time.Duration // summed TTFT over the unsaturated / saturated pods
 	adapters        map[string]*gossipv1.AdapterCapacity
 }
 
@@ -90,8 +91,10 @@ func (p *Publisher) addPod(a *modelAcc, e *datastore.Endpoint, mods *datastore.M
 	if p.cfg.Saturation.Saturated(e, now) {
 		a.saturated++
 		a.bestSat = minTTFT(a.bestSat, ttft)
+		a.sumSat += ttft
 	} else {
 		a.best = minTTFT(a.best, ttft)
+		a.sum += ttft
 	}
 	a.addAdapters(m, mods)
 }
@@ -136,7 +139,7 @@ func (a *modelAcc) adapter(name string) *gossipv1.AdapterCapacity {
 
 // finish derives the model's saturation, TTFT, gateway queue and adapters. The predicted TTFT is
 // the best unsaturated pod's (where the scheduler would send the request), or the best saturated
-// pod's when every pod is saturated.
+// pod's when every pod is saturated; the mean predicted TTFT is over the same pods.
 func (p *Publisher) finish(a *modelAcc) *gossipv1.ModelCapacity {
 	mc := a.mc
 	mc.Saturated = mc.ReadyPods == 0 || a.saturated == int(mc.ReadyPods)
@@ -144,12 +147,13 @@ func (p *Publisher) finish(a *modelAcc) *gossipv1.ModelCapacity {
 	if mc.ReadyPods > 0 {
 		mc.Saturation = float32(a.saturated) / float32(mc.ReadyPods)
 	}
-	best := a.best
+	best, sum, n := a.best, a.sum, int(mc.ReadyPods)-a.saturated
 	if best < 0 {
-		best = a.bestSat
+		best, sum, n = a.bestSat, a.sumSat, a.saturated
 	}
 	if best > 0 {
 		mc.PredictedTtftMs = float32(best.Seconds() * 1000)
+		mc.MeanPredictedTtftMs = float32(sum.Seconds() * 1000 / float64(n))
 	}
 	mc.PrefillTokensPerSecond = float32(a.prefill)
 	mc.DecodeTokensPerSecond = float32(a.decode)

@@ -142,7 +142,7 @@ type figures struct {
 	Queue, Running        uint32
 	Saturation            float64
 	Saturated             bool
-	TTFTms                float64
+	TTFTms, MeanTTFTms    float64
 	PrefillTPS, DecodeTPS float64
 	Adapters              string
 }
@@ -152,7 +152,7 @@ func figuresOf(mc *gossipv1.ModelCapacity) figures {
 	f := figures{
 		Name: mc.GetName(), Ready: mc.GetReadyPods(), TotalKV: mc.GetTotalKvTokens(), FreeKV: mc.GetFreeKvTokens(),
 		Queue: mc.GetQueueDepth(), Running: mc.GetRunning(), Saturation: r(mc.GetSaturation()), Saturated: mc.GetSaturated(),
-		TTFTms: r(mc.GetPredictedTtftMs()), PrefillTPS: r(mc.GetPrefillTokensPerSecond()), DecodeTPS: r(mc.GetDecodeTokensPerSecond()),
+		TTFTms: r(mc.GetPredictedTtftMs()), MeanTTFTms: r(mc.GetMeanPredictedTtftMs()), PrefillTPS: r(mc.GetPrefillTokensPerSecond()), DecodeTPS: r(mc.GetDecodeTokensPerSecond()),
 	}
 	for _, a := range mc.GetAdapters() {
 		f.Adapters += fmt.Sprintf("%s:r%d/q%d/x%d ", a.GetName(), a.GetResidentPods(), a.GetQueueDepth(), a.GetRunning())

@@ -200,6 +200,8 @@ func modelOf(m *gossipv1.ModelCapacity) *adminv1.ClusterModel {
 		Running:         m.GetRunning(),
 		Saturation:      float64(m.GetSaturation()),
 		PredictedTtftMs: float64(m.GetPredictedTtftMs()),
+
+		MeanPredictedTtftMs: float64(m.GetMeanPredictedTtftMs()),
 	}
 	if m.GetSaturated() {
 		out.Saturation = 1

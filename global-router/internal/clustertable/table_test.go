@@ -39,7 +39,7 @@ func summary(cluster, region, node, url string, gen time.Time, stale bool, model
 func model(name string, pods uint32, adapters ...string) *gossipv1.ModelCapacity {
 	m := &gossipv1.ModelCapacity{
 		Name: name, ReadyPods: pods, TotalKvTokens: 400_000, FreeKvTokens: 300_000, QueueDepth: 2,
-		PredictedTtftMs: 100, PrefillTokensPerSecond: 20_000 * float32(pods),
+		PredictedTtftMs: 100, MeanPredictedTtftMs: 180, PrefillTokensPerSecond: 20_000 * float32(pods),
 	}
 	for _, a := range adapters {
 		m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: a, ResidentPods: 1})
@@ -67,9 +67,10 @@ func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
 	if !c1.Cluster.Serves || c1.Cluster.Stale || c1.Cluster.ReadyPods != 4 || c1.Cluster.Queue != 2 {
 		t.Errorf("c1 figures wrong: %+v", c1.Cluster)
 	}
-	// 100 ms predicted for 1,000 tokens at 20,000 tok/s per pod: 50 ms of it is prefill.
-	if c1.Cluster.BaseTTFT != 50*time.Millisecond || c1.Cluster.PrefillTokensPerSec != 20_000 {
-		t.Errorf("c1 base TTFT %v prefill %v", c1.Cluster.BaseTTFT, c1.Cluster.PrefillTokensPerSec)
+	// 100 ms predicted for 1,000 tokens at 20,000 tok/s per pod: 50 ms of it is prefill; the
+	// mean, 180 ms, waits 130 ms.
+	if c1.Cluster.BaseTTFT != 50*time.Millisecond || c1.Cluster.MeanTTFT != 130*time.Millisecond || c1.Cluster.PrefillTokensPerSec != 20_000 {
+		t.Errorf("c1 base TTFT %v mean %v prefill %v", c1.Cluster.BaseTTFT, c1.Cluster.MeanTTFT, c1.Cluster.PrefillTokensPerSec)
 	}
 	if !c2.Cluster.Stale || c2.Cluster.RTT != 80*time.Millisecond || c2.Cluster.Serves {
 		t.Errorf("c2 should be stale, 80ms away and not serve the adapter: %+v", c2.Cluster)

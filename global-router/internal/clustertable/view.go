@@ -144,11 +144,20 @@ func fillCapacity(c *routing.Cluster, mc *gossipv1.ModelCapacity) {
 	if c.ReadyPods > 0 && mc.GetPrefillTokensPerSecond() > 0 {
 		c.PrefillTokensPerSec = float64(mc.GetPrefillTokensPerSecond()) / float64(c.ReadyPods)
 	}
-	ttft := time.Duration(float64(mc.GetPredictedTtftMs()) * float64(time.Millisecond))
-	if c.PrefillTokensPerSec > 0 { // the wait part of the prediction: remove the reference prefill
-		ttft -= time.Duration(referencePromptTokens / c.PrefillTokensPerSec * float64(time.Second))
+	c.BaseTTFT = waitPart(mc.GetPredictedTtftMs(), c.PrefillTokensPerSec)
+	if mc.GetMeanPredictedTtftMs() > 0 {
+		c.MeanTTFT = max(waitPart(mc.GetMeanPredictedTtftMs(), c.PrefillTokensPerSec), c.BaseTTFT)
 	}
-	c.BaseTTFT = max(ttft, 0)
+}
+
+// waitPart returns the wait in a predicted reference-request TTFT of ms milliseconds: the
+// prediction less the reference prompt's prefill at rate tokens/s per pod (when known).
+func waitPart(ms float32, rate float64) time.Duration {
+	ttft := time.Duration(float64(ms) * float64(time.Millisecond))
+	if rate > 0 {
+		ttft -= time.Duration(referencePromptTokens / rate * float64(time.Second))
+	}
+	return max(ttft, 0)
 }
 
 // priorRTT is the round trip known before any request is measured: configured for the region,

@@ -254,7 +254,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // logDecision logs a routing decision at debug level: the chosen cluster and, per eligible
-// cluster, "name=estimate/waiting streams/in flight/RTT" in milliseconds.
+// cluster, "name=estimate/waiting streams/in flight/RTT/best pod's wait/mean wait" (times in
+// milliseconds).
 func (s *Server) logDecision(ctx context.Context, model string, promptTokens int, view []clustertable.Entry, d routing.Decision) {
 	var b strings.Builder
 	for i, e := range d.Explain {
@@ -265,7 +266,8 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d/%d/%d/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds())
+		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds(),
+			c.BaseTTFT.Milliseconds(), c.MeanTTFT.Milliseconds())
 	}
 	chosen := ""
 	if len(d.Targets) > 0 {

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -62,11 +63,13 @@ const (
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
 // plus the extra wait of this router's requests sent since the summary, plus prefill of the prompt
-// tokens the cluster does not cache. The requests sent since the summary add the prefill of their
-// prompt tokens, spread over the pods (each counts as one more prompt like this one when their
-// lengths are unknown); on a saturated cluster (new requests queue) each adds one more service
-// time instead. The wait is at least the prefill of this router's requests still waiting there
-// for their first token.
+// tokens the cluster does not cache. The requests sent since the summary bring the prefill of
+// their prompt tokens (each counts as one more prompt like this one when their lengths are
+// unknown). That work fills the best pod up to the mean level of the others before it spreads
+// over all of them (when the summary carries the mean; evenly over the pods otherwise), as the
+// gateway's scheduler sends each request to its best pod. On a saturated cluster (new requests
+// queue) each adds one more service time instead. The wait is at least the prefill of this
+// router's requests still waiting there for their first token.
 func Estimate(c *Cluster, req Request) time.Duration {
 	start, prefill := estimate(c, req)
 	return start + prefill
@@ -89,23 +92,51 @@ func estimate(c *Cluster, req Request) (start, prefill time.Duration) {
 		wait = time.Duration(int64(svc) * int64(c.Queue) / int64(pods))
 	}
 	uncached := max(req.PromptTokens-c.CachedPrefixTokens, 0)
-	prefill = time.Duration(float64(uncached) / rate * float64(time.Second))
-	each := time.Duration(float64(req.PromptTokens) / rate * float64(time.Second))
-	work := func(n int, tokens int64) time.Duration { // n requests of tokens prompt tokens, spread over the pods
-		switch {
-		case c.SaturatedFraction >= 1:
-			return time.Duration(int64(svc) * int64(n) / int64(pods))
-		case tokens > 0:
-			return time.Duration(float64(tokens) / rate / float64(pods) * float64(time.Second))
+	prefill = seconds(float64(uncached) / rate)
+	tokens := func(n int, tokens int64) float64 { // the prompt tokens of n requests
+		if tokens > 0 {
+			return float64(tokens)
 		}
-		return time.Duration(int64(each) * int64(n) / int64(pods))
+		return float64(n) * float64(req.PromptTokens)
 	}
-	extra := work(c.InFlight, c.InFlightTokens)
+	var waited time.Duration
+	if c.SaturatedFraction >= 1 {
+		waited = wait + time.Duration(int64(svc)*int64(c.InFlight)/int64(pods))
+	} else {
+		waited = fill(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction, rate, tokens(c.InFlight, c.InFlightTokens))
+	}
 	// The requests this router has waiting there for a first token are a backlog the cluster
 	// must prefill first, whatever the summary (which may predate them) says.
-	backlog := work(c.Waiting, c.WaitingTokens)
-	return c.RTT + max(wait+extra, backlog), prefill
+	backlog := seconds(tokens(c.Waiting, c.WaitingTokens) / rate / float64(pods))
+	if c.SaturatedFraction >= 1 {
+		backlog = time.Duration(int64(svc) * int64(c.Waiting) / int64(pods))
+	}
+	return c.RTT + max(waited, backlog), prefill
 }
+
+// fill returns the wait on a cluster whose best pod waits best and its unsaturated pods mean on
+// average, once work more prompt tokens have reached it at rate tokens/s per pod: the best pod
+// takes them until it is at the others' level, then the pods share them evenly. The others' level
+// comes from the mean over the unsaturated pods (ready × (1 − saturated)); with fewer than two of
+// them, or no mean, the work is spread evenly over every ready pod from the start.
+func fill(best, mean time.Duration, ready int, saturated, rate, work float64) time.Duration {
+	pods := max(ready, 1)
+	spread := func(from time.Duration, tokens float64) time.Duration {
+		return from + seconds(tokens/rate/float64(pods))
+	}
+	n := int(math.Round(float64(ready) * (1 - saturated)))
+	if mean <= best || n < 2 {
+		return spread(best, work)
+	}
+	others := best + time.Duration(float64(mean-best)*float64(n)/float64(n-1)) // the others' mean
+	if room := (others - best).Seconds() * rate; work > room {
+		return spread(others, work-room)
+	}
+	return best + seconds(work/rate)
+}
+
+// seconds converts a number of seconds to a Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Decide chooses a cluster for req among clusters for a router in region. rng may be nil (the
 // global source is used then). It returns ErrNoCandidate, ErrNotAllowed or ErrNoRoom, with the

@@ -316,6 +316,20 @@ func TestEstimate(t *testing.T) {
 		{"waiting long prompts", func(c *routing.Cluster) { c.Waiting, c.WaitingTokens = 2, 16000 }, 260 * ms},
 		// a saturated cluster counts service times, not tokens.
 		{"known lengths on a saturated cluster", func(c *routing.Cluster) { c.InFlight, c.InFlightTokens, c.SaturatedFraction = 8, 12000, 1 }, 2080 * ms},
+		// Water-filling. The best pod waits 20 ms, the mean of the 4 is 80 ms: the other 3 wait
+		// 100 ms, so the best pod takes 80 ms × 20,000 tokens/s = 1,600 tokens before they share.
+		// One request of 1,000 tokens: all on the best pod, 50 ms more.
+		{"one request fills the best pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 1, 80*ms }, 130 * ms},
+		// 8,000 tokens: 1,600 bring the best pod to 100 ms, the other 6,400 spread over 4 pods (80 ms).
+		{"work past the others' level spreads", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 8, 80*ms }, 240 * ms},
+		// Half the pods saturated: the mean is over the 2 others, so the second waits 140 ms and
+		// the best takes 2,400 tokens first; the rest, 5,600 over 4 pods, adds 70 ms.
+		{"mean over the unsaturated pods", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.5 }, 270 * ms},
+		// A mean at or below the best (or a single unsaturated pod) spreads evenly, as without one.
+		{"mean below the best", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 8, 10*ms }, 180 * ms},
+		{"one unsaturated pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 }, 180 * ms},
+		// No request since the summary: the mean changes nothing.
+		{"mean without work in flight", func(c *routing.Cluster) { c.MeanTTFT = 80 * ms }, 80 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

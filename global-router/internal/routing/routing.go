@@ -71,8 +71,13 @@ type Cluster struct {
 	InFlightTokens, WaitingTokens int64
 	// SaturatedFraction is the fraction of the model's pods that are saturated (0..1).
 	SaturatedFraction float64
-	// BaseTTFT is the gateway's predicted TTFT for its reference request (includes its queue).
+	// BaseTTFT is the gateway's predicted wait on its best pod before it starts on a request (its
+	// predicted TTFT for the reference request less that request's prefill; includes the queue).
 	BaseTTFT time.Duration
+	// MeanTTFT is the same wait averaged over the pods BaseTTFT is the best of (the unsaturated
+	// ones); 0 when the summary does not carry it. Work sent since the summary fills the best pod
+	// up to the others' level before it spreads over all of them.
+	MeanTTFT time.Duration
 	// PrefillTokensPerSec is the per-pod prefill speed (tokens/s); 0 when unknown.
 	PrefillTokensPerSec float64
 	// ServiceTime is the mean time a request occupies a pod slot; 0 when unknown.

@@ -156,11 +156,11 @@ func (e *Env) Publish(t testing.TB, i int, models ...*gossipv1.ModelCapacity) {
 }
 
 // Capacity returns a model's capacity figures: 400,000 KV tokens of which freeKV are free, queue
-// 3, running 5, saturation 0.25, predicted TTFT 120 ms.
+// 3, running 5, saturation 0.25, predicted TTFT 120 ms (160 ms on average over the pods).
 func Capacity(name string, pods uint32, freeKV uint64, adapters ...string) *gossipv1.ModelCapacity {
 	m := &gossipv1.ModelCapacity{
 		Name: name, ReadyPods: pods, TotalKvTokens: 400_000, FreeKvTokens: freeKV, QueueDepth: 3, Running: 5,
-		Saturation: 0.25, PredictedTtftMs: 120, PrefillTokensPerSecond: 10_000 * float32(pods),
+		Saturation: 0.25, PredictedTtftMs: 120, MeanPredictedTtftMs: 160, PrefillTokensPerSecond: 10_000 * float32(pods),
 	}
 	for _, a := range adapters {
 		m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: a, ResidentPods: 1})

@@ -281,9 +281,12 @@ type ClusterModel struct {
 	// The gateway's predicted time to first token for its reference request, in milliseconds.
 	PredictedTtftMs float64 `protobuf:"fixed64,8,opt,name=predicted_ttft_ms,json=predictedTtftMs,proto3" json:"predicted_ttft_ms,omitempty"`
 	// LoRA adapters of this model resident on at least one pod.
-	Adapters      []string `protobuf:"bytes,9,rep,name=adapters,proto3" json:"adapters,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Adapters []string `protobuf:"bytes,9,rep,name=adapters,proto3" json:"adapters,omitempty"`
+	// The gateway's mean predicted time to first token for its reference request over the pods the
+	// prediction above is the best of, in milliseconds; 0 when the gateway does not publish it.
+	MeanPredictedTtftMs float64 `protobuf:"fixed64,10,opt,name=mean_predicted_ttft_ms,json=meanPredictedTtftMs,proto3" json:"mean_predicted_ttft_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ClusterModel) Reset() {
@@ -377,6 +380,13 @@ func (x *ClusterModel) GetAdapters() []string {
 		return x.Adapters
 	}
 	return nil
+}
+
+func (x *ClusterModel) GetMeanPredictedTtftMs() float64 {
+	if x != nil {
+		return x.MeanPredictedTtftMs
+	}
+	return 0
 }
 
 // Policy is the routing policy of one model, stored in etcd. Fields left unset take the defaults:
@@ -1750,7 +1760,7 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\arunning\x18\f \x01(\rR\arunning\x12!\n" +
 	"\fgateway_urls\x18\r \x03(\tR\vgatewayUrls\x12\x15\n" +
 	"\x06rtt_ms\x18\x0e \x01(\x01R\x05rttMs\x12\x1b\n" +
-	"\tin_flight\x18\x0f \x01(\rR\binFlight\"\xb2\x02\n" +
+	"\tin_flight\x18\x0f \x01(\rR\binFlight\"\xe7\x02\n" +
 	"\fClusterModel\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -1764,7 +1774,9 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"saturation\x18\a \x01(\x01R\n" +
 	"saturation\x12*\n" +
 	"\x11predicted_ttft_ms\x18\b \x01(\x01R\x0fpredictedTtftMs\x12\x1a\n" +
-	"\badapters\x18\t \x03(\tR\badapters\"\x8a\x03\n" +
+	"\badapters\x18\t \x03(\tR\badapters\x123\n" +
+	"\x16mean_predicted_ttft_ms\x18\n" +
+	" \x01(\x01R\x13meanPredictedTtftMs\"\x8a\x03\n" +
 	"\x06Policy\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x122\n" +
 	"\x12overflow_threshold\x18\x02 \x01(\x01H\x00R\x11overflowThreshold\x88\x01\x01\x12'\n" +

@@ -31,7 +31,8 @@ const (
 // highest sequence per node.
 type CapacitySummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Version of this message's schema; 1 for the fields below.
+	// Version of this message's schema: 1 for the fields below, 2 adds
+	// ModelCapacity.mean_predicted_ttft_ms.
 	SchemaVersion uint32 `protobuf:"varint,1,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
 	// Cluster the gateway serves.
 	Cluster string `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -175,9 +176,14 @@ type ModelCapacity struct {
 	// LoRA adapters of this base model resident on at least one pod.
 	Adapters []*AdapterCapacity `protobuf:"bytes,12,rep,name=adapters,proto3" json:"adapters,omitempty"`
 	// Hot prefix-block hashes of this model; absent when only the cluster-wide sketch is kept.
-	PrefixSketch  *PrefixSketch `protobuf:"bytes,13,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PrefixSketch *PrefixSketch `protobuf:"bytes,13,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
+	// Mean predicted time to first token, in milliseconds, for the reference request over the pods
+	// predicted_ttft_ms is taken from (the unsaturated ones, or every pod when all are saturated).
+	// Beside predicted_ttft_ms it tells how evenly the cluster is loaded: new work goes to the best
+	// pod until it is as busy as the others. 0 when unknown (writers before schema version 2).
+	MeanPredictedTtftMs float32 `protobuf:"fixed32,14,opt,name=mean_predicted_ttft_ms,json=meanPredictedTtftMs,proto3" json:"mean_predicted_ttft_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ModelCapacity) Reset() {
@@ -299,6 +305,13 @@ func (x *ModelCapacity) GetPrefixSketch() *PrefixSketch {
 		return x.PrefixSketch
 	}
 	return nil
+}
+
+func (x *ModelCapacity) GetMeanPredictedTtftMs() float32 {
+	if x != nil {
+		return x.MeanPredictedTtftMs
+	}
+	return 0
 }
 
 // AdapterCapacity is the presence and load of one LoRA adapter across the cluster.
@@ -901,7 +914,7 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\bsequence\x18\x06 \x01(\x04R\bsequence\x123\n" +
 	"\x16generated_at_unix_nano\x18\a \x01(\x03R\x13generatedAtUnixNano\x12;\n" +
 	"\x06models\x18\b \x03(\v2#.switchyard.gossip.v1.ModelCapacityR\x06models\x12G\n" +
-	"\rprefix_sketch\x18\t \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\"\xb5\x04\n" +
+	"\rprefix_sketch\x18\t \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\"\xea\x04\n" +
 	"\rModelCapacity\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -920,7 +933,8 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	" \x01(\x02R\x16prefillTokensPerSecond\x127\n" +
 	"\x18decode_tokens_per_second\x18\v \x01(\x02R\x15decodeTokensPerSecond\x12A\n" +
 	"\badapters\x18\f \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badapters\x12G\n" +
-	"\rprefix_sketch\x18\r \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\"\x85\x01\n" +
+	"\rprefix_sketch\x18\r \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x123\n" +
+	"\x16mean_predicted_ttft_ms\x18\x0e \x01(\x02R\x13meanPredictedTtftMs\"\x85\x01\n" +
 	"\x0fAdapterCapacity\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
 	"\rresident_pods\x18\x02 \x01(\rR\fresidentPods\x12\x1f\n" +
