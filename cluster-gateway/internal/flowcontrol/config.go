@@ -19,7 +19,14 @@ const (
 	HeaderTenant     = "x-switchyard-tenant"
 	HeaderObjective  = "x-gateway-inference-objective"
 	HeaderFairnessID = "x-gateway-inference-fairness-id"
+	// HeaderHandBack is a router's offer to take the request elsewhere: the predicted time to
+	// first token, in whole milliseconds, above which the gateway should hand the request back
+	// (see framework.Request.HandBackAfter) rather than serve or queue it.
+	HeaderHandBack = "x-switchyard-hand-back-ms"
 )
+
+// maxHandBack bounds HeaderHandBack: an hour.
+const maxHandBack = time.Hour
 
 // Config configures flow control.
 type Config struct {
@@ -114,4 +121,19 @@ func (c Config) Classify(get func(name string) string) (priority int, tenant str
 		tenant = get(HeaderFairnessID)
 	}
 	return priority, tenant, nil
+}
+
+
+// HandBackAfter reads HeaderHandBack (get as in Classify): 0 when absent, an error when it is not
+// a whole number of milliseconds from 1 to an hour.
+func HandBackAfter(get func(name string) string) (time.Duration, error) {
+	v := strings.TrimSpace(get(HeaderHandBack))
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 1 || ms > maxHandBack.Milliseconds() {
+		return 0, fmt.Errorf("invalid %s header %q: want whole milliseconds from 1 to %d", HeaderHandBack, v, maxHandBack.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }

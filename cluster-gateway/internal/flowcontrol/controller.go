@@ -22,6 +22,15 @@ type Scheduler interface {
 	Schedule(ctx context.Context, req *framework.Request) (*framework.Result, error)
 }
 
+// Predictor is implemented by schedulers that can predict a scheduled request's time to first
+// token on the endpoint chosen for it (res.Targets[0]), and give back a result that will not be
+// sent. Flow control uses it to hand requests back to a router that offers to take them
+// elsewhere (framework.Request.HandBackAfter).
+type Predictor interface {
+	PredictChosen(req *framework.Request, res *framework.Result) (time.Duration, bool)
+	Discard(res *framework.Result)
+}
+
 // Clock tells the time; tests inject a fake one.
 type Clock interface {
 	Now() time.Time
@@ -111,6 +120,12 @@ func (c *Controller) Queued(model string) int {
 // ctx.Err().
 func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framework.Result, error) {
 	res, err := c.sched.Schedule(ctx, req)
+	if req.HandBackAfter > 0 {
+		if why := c.handBack(req, res, err); why != "" {
+			c.metrics.outcome("handed_back")
+			return nil, fmt.Errorf("%w: handed back: %s", ErrOverflow, why)
+		}
+	}
 	if err == nil || !c.opts.IsSaturated(err) {
 		return res, err
 	}
@@ -209,4 +224,26 @@ func (c *Controller) stop() {
 	for _, it := range c.q.all() {
 		c.finish(it, outcome{err: fmt.Errorf("%w: shutting down", ErrOverflow)}, "rejected", now)
 	}
+}
+
+// handBack says why a request whose router offers to take it elsewhere goes back to it, or ""
+// when it stays: it would queue here (every endpoint saturated), or its predicted time to first
+// token on the chosen endpoint is above the router's limit. A result handed back is discarded.
+func (c *Controller) handBack(req *framework.Request, res *framework.Result, err error) string {
+	if err != nil {
+		if c.opts.IsSaturated(err) {
+			return "every endpoint is saturated"
+		}
+		return ""
+	}
+	p, ok := c.sched.(Predictor)
+	if !ok || res == nil || len(res.Targets) == 0 {
+		return ""
+	}
+	ttft, ok := p.PredictChosen(req, res)
+	if !ok || ttft <= req.HandBackAfter {
+		return ""
+	}
+	p.Discard(res)
+	return fmt.Sprintf("predicted time to first token %v, above the %v offered elsewhere", ttft.Round(time.Millisecond), req.HandBackAfter)
 }

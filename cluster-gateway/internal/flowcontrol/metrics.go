@@ -20,7 +20,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"priority"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_flow_outcomes_total",
-			Help: "Saturated requests by flow-control outcome (dispatched, error, expired, evicted, rejected, cancelled).",
+			Help: "Requests by flow-control outcome: saturated ones dispatched, error, expired, evicted, rejected or cancelled; handed_back, any a router offered to take elsewhere and got back.",
 		}, []string{"outcome"}),
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchyard_gateway_flow_queue_wait_seconds",

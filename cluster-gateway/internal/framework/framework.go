@@ -39,6 +39,11 @@ type Request struct {
 	Headers map[string]string
 	// SubsetHint, when non-empty, restricts candidates to these addresses (Envoy's subset hint).
 	SubsetHint []string
+	// HandBackAfter, when above zero, is a router's offer to take the request elsewhere
+	// (x-switchyard-hand-back-ms): flow control hands the request back (a refusal that the front
+	// doors answer 429 with x-switchyard-overflow: 1) instead of queueing it, or when its
+	// predicted time to first token on the chosen endpoint is above HandBackAfter.
+	HandBackAfter time.Duration
 }
 
 // Plugin is the common part of every scheduler plugin.

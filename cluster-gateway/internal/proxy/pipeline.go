@@ -102,7 +102,10 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		return nil, p.reject(req, err)
 	}
 	d.Routed = routed
-	if req.Priority, req.Tenant, err = p.classify.Classify(get); err != nil {
+	if req.Priority, req.Tenant, err = p.classify.Classify(get); err == nil {
+		req.HandBackAfter, err = flowcontrol.HandBackAfter(get)
+	}
+	if err != nil {
 		p.router.Release(req)
 		return nil, p.reject(req, bbr.BadRequest(err.Error(), ""))
 	}

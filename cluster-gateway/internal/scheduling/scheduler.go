@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/modelfilter"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/subsethint"
 )
 
@@ -126,6 +127,32 @@ func (s *Scheduler) PredictTTFT(e *datastore.Endpoint, promptTokens int) (d time
 	return s.ttft.Predict(e, promptTokens, 0), true
 }
 
+// PredictChosen predicts req's time to first token on the endpoint res chose (Targets[0]), with
+// the prompt blocks the prefix cache matched there, using the profile's predicted-ttft-scorer;
+// ok is false when the profile has no such scorer or res chose nothing.
+func (s *Scheduler) PredictChosen(req *framework.Request, res *framework.Result) (d time.Duration, ok bool) {
+	if s.ttft == nil || res == nil || len(res.Targets) == 0 {
+		return 0, false
+	}
+	e := res.Targets[0]
+	cached := prefixcache.ReadMatch(res.State).BlocksFor(e) * prefixcache.TokensPerBlock
+	return s.ttft.Predict(e, req.PromptTokens, cached), true
+}
+
+// Discard gives back a Schedule result that will not be sent (no PreRequest follows): it releases
+// the result's cycle state.
+func (s *Scheduler) Discard(res *framework.Result) {
+	if res == nil {
+		return
+	}
+	if st := res.State; st != nil {
+		res.State = nil
+		if sc, ok := st.Owner.(*scratch); ok {
+			s.release(sc)
+		}
+	}
+}
+
 // TTFTModel returns the profile's predicted-TTFT plugin (for the capacity summary), or nil when
 // the profile has none.
 func (s *Scheduler) TTFTModel() any { return s.ttft }
@@ -146,12 +173,7 @@ func (s *Scheduler) PreRequest(ctx context.Context, req *framework.Request, res 
 	for _, h := range s.profile.PreRequests {
 		h.PreRequest(ctx, req, res)
 	}
-	if st := res.State; st != nil {
-		res.State = nil
-		if sc, ok := st.Owner.(*scratch); ok {
-			s.release(sc)
-		}
-	}
+	s.Discard(res)
 }
 
 // FirstToken runs the plugins' FirstToken hooks when a response's first token arrives (optional:

@@ -44,7 +44,15 @@ type Target struct {
 	// on the cluster. The forwarder only passes it on to its observers (the cluster table weighs
 	// the requests it has in flight by it); 0 when unknown.
 	PromptTokens int
+	// HandBack, when above zero, is sent as x-switchyard-hand-back-ms: the gateway hands the
+	// request back (429 with x-switchyard-overflow) when it would queue it or predicts its first
+	// token later than this. The cluster's other replicas are then skipped, since they see the
+	// same pods.
+	HandBack time.Duration
 }
+
+// HeaderHandBack carries Target.HandBack in whole milliseconds.
+const HeaderHandBack = "X-Switchyard-Hand-Back-Ms"
 
 // Outcome is what happened on one attempt; the cluster table uses it for passive health and RTT.
 type Outcome struct {
@@ -168,23 +176,35 @@ func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 // ErrExhausted is returned when every attempt was refused; the last refusal is wrapped.
 var ErrExhausted = errors.New("forward: every candidate refused the request")
 
+// errRefused wraps an attempt's refusal (an answer that means "try another cluster").
+var errRefused = errors.New("refused")
+
 // Forward sends r (whose body has been read into body) to targets in order and streams the first
 // accepted answer to w. It returns nil once an answer was written (whatever its status), or an
 // error wrapping ErrExhausted when nothing accepted it, in which case nothing was written to w.
 func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target) error {
 	var last error
-	for i, t := range targets {
-		if i >= f.cfg.MaxAttempts {
+	handedBack := ""
+	tried := 0
+	for _, t := range targets {
+		if tried >= f.cfg.MaxAttempts {
 			break
 		}
-		if i > 0 {
+		if t.Cluster == handedBack {
+			continue // its replicas see the same pods
+		}
+		if tried > 0 {
 			t.Route = "retry"
 		}
+		tried++
 		resp, err := f.attempt(r, body, t)
 		if err != nil {
 			last = err
 			if r.Context().Err() != nil {
 				break // the client went away: nothing to retry for
+			}
+			if t.HandBack > 0 && errors.Is(err, errRefused) {
+				handedBack = t.Cluster
 			}
 			continue
 		}
@@ -213,6 +233,9 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
 	}
 	copyRequestHeaders(out.Header, r.Header)
+	if t.HandBack > 0 {
+		out.Header.Set(HeaderHandBack, strconv.FormatInt(max(t.HandBack.Milliseconds(), 1), 10))
+	}
 	out.ContentLength = int64(len(body))
 	resp, err := f.client.Do(out)
 	o := Outcome{Target: t, Err: err, TTFB: time.Since(start)}
@@ -228,7 +251,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 		f.observe(o)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, fmt.Errorf("cluster %s answered %d", t.Cluster, resp.StatusCode)
+		return nil, fmt.Errorf("%w: cluster %s answered %d", errRefused, t.Cluster, resp.StatusCode)
 	}
 	o.Streamed = eventStream(resp)
 	f.observe(o)
@@ -369,7 +392,7 @@ func copyRequestHeaders(dst, src http.Header) {
 
 // routingHeaders are the headers that steer routing and that a client must not set.
 var routingHeaders = []string{"x-switchyard-route", "x-switchyard-region", "x-switchyard-cluster", "x-switchyard-endpoint",
-	"x-switchyard-overflow", "x-gateway-destination-endpoint", "x-gateway-destination-endpoint-subset"}
+	"x-switchyard-overflow", "x-switchyard-hand-back-ms", "x-gateway-destination-endpoint", "x-gateway-destination-endpoint-subset"}
 
 // hopByHopHeaders are connection-level headers that are never forwarded.
 var hopByHopHeaders = []string{"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}

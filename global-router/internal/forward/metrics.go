@@ -1,13 +1,18 @@
 package forward
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Attempt results counted by Metrics.
 const (
-	attemptAnswered  = "answered"  // an answer passed on to the client, whatever its status
-	attemptRefused   = "refused"   // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
-	attemptError     = "error"     // no answer: connect error, reset, ping timeout
-	attemptAbandoned = "abandoned" // the client went away before the answer
+	attemptAnswered   = "answered"    // an answer passed on to the client, whatever its status
+	attemptRefused    = "refused"     // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
+	attemptError      = "error"       // no answer: connect error, reset, ping timeout
+	attemptAbandoned  = "abandoned"   // the client went away before the answer
+	attemptHandedBack = "handed_back" // 429 with x-switchyard-overflow to an attempt offering to go elsewhere (Target.HandBack)
 )
 
 // Metrics counts the forwarder's attempts per cluster; it is an Observer, to be combined with the
@@ -20,7 +25,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_router_attempts_total",
-		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first).",
+		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, handed_back: the gateway gave back a request the router offered to take elsewhere).",
 	}, []string{"cluster", "result"})}
 	if reg != nil {
 		reg.MustRegister(m.attempts)
@@ -36,6 +41,8 @@ func (m *Metrics) Observe(o Outcome) {
 		result = attemptAbandoned
 	case o.Status == 0:
 		result = attemptError
+	case o.Retried && o.Target.HandBack > 0 && o.Status == http.StatusTooManyRequests:
+		result = attemptHandedBack
 	case o.Retried:
 		result = attemptRefused
 	}

@@ -192,10 +192,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 }
 
 // targets turns a decision into forward targets, one per gateway replica URL, best first, each
-// carrying the request's estimated prompt tokens.
+// carrying the request's estimated prompt tokens; the first cluster's carry the decision's
+// hand-back offer.
 func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTokens int) []forward.Target {
 	out := make([]forward.Target, 0, len(d.Targets)+1)
-	for _, i := range d.Targets {
+	for n, i := range d.Targets {
 		e := view[i]
 		route := string(routing.RouteOverflow)
 		if e.Cluster.Region == s.cfg.Region {
@@ -203,6 +204,9 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTo
 		}
 		for _, u := range e.URLs {
 			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens}
+			if n == 0 && len(d.Targets) > 1 {
+				t.HandBack = d.HandBack // only the first choice, and only with somewhere to go
+			}
 			if s.cfg.Delay != nil {
 				t.Delay = s.cfg.Delay(e.Cluster.Region)
 			}

@@ -48,6 +48,16 @@ type Decision struct {
 	// LeftBecause says, for a request routed out of the router's region, why no local cluster
 	// kept it (one of the Left* values); empty otherwise.
 	LeftBecause string
+	// HandBack, when above zero, is the offer the router makes to the chosen cluster: the time to
+	// first token, as the cluster's gateway would predict it (round trip left out), above which
+	// the gateway should hand the request back so that it goes elsewhere. It is made for a local
+	// cluster kept although past its throughput, where the summary may lag the burst: the
+	// throughput rule's limit (the best cluster elsewhere's estimate widened by the near-best
+	// window), checked against the gateway's own, fresher prediction.
+	HandBack time.Duration
+
+	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill.
+	remote, common time.Duration
 }
 
 // Why a request left the router's region (Decision.LeftBecause): the reason of the local
@@ -191,6 +201,10 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	d.Explain[chosen].Reason = route
 	if clusters[chosen].Region == region {
 		d.Route = RouteLocal
+		if d.remote >= 0 && backlogged(&clusters[chosen], opt.BacklogPerPod) {
+			limit := d.common + time.Duration(math.Round(float64(d.remote-d.common)*(1+opt.NearBest))) - clusters[chosen].RTT
+			d.HandBack = max(limit, time.Millisecond)
+		}
 	} else {
 		d.Route, d.LeftBecause = RouteOverflow, left
 	}
@@ -266,6 +280,7 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 			common = e.prefill
 		}
 	}
+	d.remote, d.common = remote, common
 	startsSooner := func(e *Explanation, factor float64) bool { // remote starts more than factor sooner
 		return remote >= 0 && float64(e.Estimate-common) > float64(remote-common)*factor
 	}

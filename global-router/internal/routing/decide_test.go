@@ -413,20 +413,24 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		opt    routing.Options
 		want   string
 		reason string // the local cluster's reason when passed over
+		// handBack is the offer made to a backlogged local cluster kept: the throughput rule's
+		// limit, 50 ms of common prefill + 1.2 × the rest of eu's estimate, less east's 2-ms RTT.
+		handBack time.Duration
 	}{
 		// Short of the backlog only LocalPreference applies, on whole estimates: 252 ms against
 		// 140 ms, 1.8×. The throughput rule compares the time to start (the 50 ms prefill is the
 		// same everywhere): 2 + 200 = 202 ms against 70 + 20 = 90 for west.
-		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", ""},
-		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate"},
-		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", ""},
+		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", "", 0},
+		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate", 0},
+		// eu: 470 ms: 50 + 1.2 × 420 − 2.
+		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", "", 552 * ms},
 		// eu: 190 + 20 = 210 ms to start, later than local's 202.
-		{"backlogged, elsewhere near-best", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 190*ms), routing.DefaultOptions(), "east", ""},
+		{"backlogged, elsewhere near-best", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 190*ms), routing.DefaultOptions(), "east", "", 300 * ms},
 		// eu: 150 + 20 = 170 ms: local's 202 ms is within 20% of it.
-		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 150*ms), routing.DefaultOptions(), "east", ""},
+		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 150*ms), routing.DefaultOptions(), "east", "", 252 * ms},
 		// eu: 140 + 20 = 160 ms: local's 202 ms is beyond 20% of it.
-		{"backlogged, elsewhere sooner beyond the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 140*ms), routing.DefaultOptions(), "eu", ""},
-		{"rule turned off", local(12, 200*ms), west, off, "east", ""},
+		{"backlogged, elsewhere sooner beyond the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 140*ms), routing.DefaultOptions(), "eu", "", 0},
+		{"rule turned off", local(12, 200*ms), west, off, "east", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := []routing.Cluster{tc.local, tc.remote}
@@ -442,6 +446,14 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 			}
 			if want := map[string]string{"west": routing.LeftPastThroughput, "eu": routing.LeftPastThroughput}[tc.want]; d.LeftBecause != want {
 				t.Fatalf("left because %q, want %q", d.LeftBecause, want)
+			}
+			if d.HandBack != tc.handBack {
+				t.Fatalf("hand-back offer %v, want %v", d.HandBack, tc.handBack)
+			}
+			lo := tc.opt
+			lo.LocalOnly = true
+			if d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, lo, nil); err != nil || d.HandBack != 0 {
+				t.Fatalf("local-only: hand-back offer %v, %v; want none (nowhere else to go)", d.HandBack, err)
 			}
 		})
 	}
