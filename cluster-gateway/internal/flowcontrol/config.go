@@ -123,7 +123,6 @@ func (c Config) Classify(get func(name string) string) (priority int, tenant str
 	return priority, tenant, nil
 }
 
-
 // HandBackAfter reads HeaderHandBack (get as in Classify): 0 when absent, an error when it is not
 // a whole number of milliseconds from 1 to an hour.
 func HandBackAfter(get func(name string) string) (time.Duration, error) {
