@@ -107,6 +107,9 @@ type ModeFigures struct {
 	// LeftBecause holds, per router region, its switchyard_router_overflow_reason_total by reason:
 	// why no local cluster kept the requests it sent out of its region.
 	LeftBecause map[string]ChoiceCounts `json:"left_because,omitempty"`
+	// Attempts holds, per router region, its switchyard_router_attempts_total by result, summed
+	// over clusters (answered, refused, error, abandoned, handed_back).
+	Attempts map[string]ChoiceCounts `json:"attempts,omitempty"`
 }
 
 // Percentiles are TTFT percentiles in ms (+Inf when failures reach them; JSON "inf").

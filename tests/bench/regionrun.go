@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -51,7 +52,7 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 	rf := &RegionalFigures{BurstRegion: burst}
 	settle := time.Duration(float64(quietSettle) * cfg.TimeScale)
 	for i, st := range stacks {
-		m := ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause()}
+		m := ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause(), Attempts: st.attempts()}
 		if p, ok := res.Report.Targets[i].ByClientRegion[burst]; ok {
 			m.BurstTTFTMs = Percentiles{p.P50, p.P95, p.P99}
 		}
@@ -145,6 +146,15 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 				"each on the pod anywhere whose first token reaches the client soonest, given every pod's exact state; "+
 				"its times are simulated ones scaled to real time.\n", float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
 		}
+	}
+	if g := rf.Mode("global"); g != nil && len(g.Attempts) > 0 {
+		regions := slices.Sorted(maps.Keys(g.Attempts))
+		parts := make([]string, len(regions))
+		for i, r := range regions {
+			parts[i] = fmt.Sprintf("%s: %s", r, counts(g.Attempts[r]))
+		}
+		fmt.Fprintf(b, "\nGlobal routers' forward attempts by result (handed_back: a home gateway gave back a request it predicted later than the router's offer): %s.\n",
+			strings.Join(parts, "; "))
 	}
 	fmt.Fprintf(b, "\nRegions: %s; round trips: %s.\n", regionsLine(sc), linksLine(sc))
 }

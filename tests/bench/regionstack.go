@@ -236,6 +236,15 @@ func (st *regionalStack) leftBecause() map[string]ChoiceCounts {
 	return out
 }
 
+// attempts returns each router's switchyard_router_attempts_total by result, by region.
+func (st *regionalStack) attempts() map[string]ChoiceCounts {
+	out := map[string]ChoiceCounts{}
+	for _, rr := range st.routers {
+		out[rr.region] = metricByLabel(rr.metrics, "switchyard_router_attempts_total{", "result")
+	}
+	return out
+}
+
 // scaled renders d (simulated time) in real time.
 func scaled(cfg *Config, d time.Duration) string {
 	return time.Duration(float64(d) * cfg.TimeScale).String()

@@ -241,6 +241,7 @@ func (c *Controller) handBack(req *framework.Request, res *framework.Result, err
 		return ""
 	}
 	ttft, ok := p.PredictChosen(req, res)
+	c.opts.Logger.Debug("hand-back offer", "request", req.ID, "predicted", ttft, "offer", req.HandBackAfter, "taken", ok && ttft > req.HandBackAfter)
 	if !ok || ttft <= req.HandBackAfter {
 		return ""
 	}

@@ -374,3 +374,31 @@ func TestCleartextHTTP2(t *testing.T) {
 		t.Fatalf("proto %s status %d body %q", resp.Proto, resp.StatusCode, body)
 	}
 }
+
+// With queueing on and every pod saturated, a request a router offers to take elsewhere is not
+// queued: it is handed back at once (429, x-switchyard-overflow: 1, Retry-After). A malformed
+// offer is a 400 naming the header.
+func TestHandBackInsteadOfQueueing(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"choices":[{"text":"ok"}]}`) })
+	e := newEnvFlow(t, true, nil, up)
+	e.sched.mu.Lock()
+	e.sched.saturated = true
+	e.sched.mu.Unlock()
+	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, map[string]string{"X-Switchyard-Hand-Back-Ms": "900"})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("X-Switchyard-Overflow") != "1" || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(body), "handed back") {
+		t.Fatalf("offered request: status %d overflow %q retry-after %q body %s; want a 429 hand-back",
+			resp.StatusCode, resp.Header.Get("X-Switchyard-Overflow"), resp.Header.Get("Retry-After"), body)
+	}
+	if n := e.flow.Len(); n != 0 {
+		t.Fatalf("%d requests queued, want none", n)
+	}
+	resp = post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, map[string]string{"X-Switchyard-Hand-Back-Ms": "soon"})
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "x-switchyard-hand-back-ms") {
+		t.Fatalf("malformed offer: status %d body %s; want 400 naming the header", resp.StatusCode, body)
+	}
+}

@@ -280,5 +280,6 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 	s.log.LogAttrs(ctx, slog.LevelDebug, "route decision", slog.String("model", model),
 		slog.Int("prompt_tokens", promptTokens),
 		slog.String("chosen", chosen), slog.String("route", string(d.Route)),
-		slog.String("left_because", d.LeftBecause), slog.String("estimates_ms", b.String()))
+		slog.String("left_because", d.LeftBecause), slog.Int64("hand_back_ms", d.HandBack.Milliseconds()),
+		slog.String("estimates_ms", b.String()))
 }
