@@ -50,10 +50,10 @@ type Decision struct {
 	LeftBecause string
 	// HandBack, when above zero, is the offer the router makes to the chosen cluster: the time to
 	// first token, as the cluster's gateway would predict it (round trip left out), above which
-	// the gateway should hand the request back so that it goes elsewhere. It is made for a local
-	// cluster kept although past its throughput, where the summary may lag the burst: the
-	// throughput rule's limit (the best cluster elsewhere's estimate widened by the near-best
-	// window), checked against the gateway's own, fresher prediction.
+	// the gateway should hand the request back so that it goes elsewhere. It is made for a busy
+	// local cluster kept (see handBack), whose summary may lag a burst: the limit of the
+	// local-first rule that would have passed it over, checked against the gateway's own,
+	// fresher prediction.
 	HandBack time.Duration
 
 	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill.
@@ -148,6 +148,26 @@ func fill(best, mean time.Duration, ready int, saturated, rate, work float64) ti
 // seconds converts a number of seconds to a Duration.
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// handBack returns the offer for a local cluster c chosen while remote was the best estimate
+// elsewhere (-1: none) and common the least prefill: past its throughput, the throughput rule's
+// limit (common + (remote − common) × (1 + NearBest)); busy, the LocalPreference rule's (remote ×
+// LocalPreference); idle, none (an idle local cluster keeps its traffic). The round trip to c is
+// taken off, since the gateway predicts from where it stands.
+func handBack(c *Cluster, remote, common time.Duration, opt Options) time.Duration {
+	var limit time.Duration
+	switch {
+	case remote < 0:
+		return 0
+	case backlogged(c, opt.BacklogPerPod):
+		limit = common + time.Duration(math.Round(float64(remote-common)*(1+opt.NearBest)))
+	case busy(c):
+		limit = time.Duration(math.Round(float64(remote) * max(opt.LocalPreference, 1)))
+	default:
+		return 0
+	}
+	return max(limit-c.RTT, time.Millisecond)
+}
+
 // Decide chooses a cluster for req among clusters for a router in region. rng may be nil (the
 // global source is used then). It returns ErrNoCandidate, ErrNotAllowed or ErrNoRoom, with the
 // explanation still filled, when nothing can take the request.
@@ -201,10 +221,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	d.Explain[chosen].Reason = route
 	if clusters[chosen].Region == region {
 		d.Route = RouteLocal
-		if d.remote >= 0 && backlogged(&clusters[chosen], opt.BacklogPerPod) {
-			limit := d.common + time.Duration(math.Round(float64(d.remote-d.common)*(1+opt.NearBest))) - clusters[chosen].RTT
-			d.HandBack = max(limit, time.Millisecond)
-		}
+		d.HandBack = handBack(&clusters[chosen], d.remote, d.common, opt)
 	} else {
 		d.Route, d.LeftBecause = RouteOverflow, left
 	}

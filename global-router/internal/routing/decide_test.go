@@ -413,14 +413,16 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		opt    routing.Options
 		want   string
 		reason string // the local cluster's reason when passed over
-		// handBack is the offer made to a backlogged local cluster kept: the throughput rule's
-		// limit, 50 ms of common prefill + 1.2 × the rest of eu's estimate, less east's 2-ms RTT.
+		// handBack is the offer made to the busy local cluster kept: backlogged, the throughput
+		// rule's limit, 50 ms of common prefill + 1.2 × the rest of the remote estimate; short
+		// of the backlog, 3 × the remote estimate (LocalPreference); less east's 2-ms RTT.
 		handBack time.Duration
 	}{
 		// Short of the backlog only LocalPreference applies, on whole estimates: 252 ms against
 		// 140 ms, 1.8×. The throughput rule compares the time to start (the 50 ms prefill is the
 		// same everywhere): 2 + 200 = 202 ms against 70 + 20 = 90 for west.
-		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", "", 0},
+		// west: 140 ms, so 3 × 140 − 2.
+		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", "", 418 * ms},
 		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate", 0},
 		// eu: 470 ms: 50 + 1.2 × 420 − 2.
 		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", "", 552 * ms},
@@ -430,7 +432,7 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 150*ms), routing.DefaultOptions(), "east", "", 252 * ms},
 		// eu: 140 + 20 = 160 ms: local's 202 ms is beyond 20% of it.
 		{"backlogged, elsewhere sooner beyond the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 140*ms), routing.DefaultOptions(), "eu", "", 0},
-		{"rule turned off", local(12, 200*ms), west, off, "east", "", 0},
+		{"rule turned off", local(12, 200*ms), west, off, "east", "", 418 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := []routing.Cluster{tc.local, tc.remote}
