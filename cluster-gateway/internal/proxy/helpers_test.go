@@ -34,6 +34,13 @@ type orderScheduler struct {
 	watch     *hashWatch
 }
 
+// setSaturated makes every endpoint saturated (or not) for the following Schedule calls.
+func (s *orderScheduler) setSaturated(v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saturated = v
+}
+
 func (o *orderScheduler) Schedule(_ context.Context, req *framework.Request) (*framework.Result, error) {
 	o.watch.see("schedule", req)
 	o.mu.Lock()

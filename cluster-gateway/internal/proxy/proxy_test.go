@@ -224,9 +224,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e.sched.mu.Lock()
-			e.sched.saturated = tt.saturated
-			e.sched.mu.Unlock()
+			e.sched.setSaturated(tt.saturated)
 			resp := post(t, e.url+"/v1/completions", tt.body, tt.hdr)
 			defer resp.Body.Close()
 			var got struct {
@@ -326,9 +324,7 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 func TestQueuedRequestRunsWhenARequestFinishes(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"choices":[{"text":"ok"}]}`) })
 	e := newEnvFlow(t, true, nil, up)
-	e.sched.mu.Lock()
-	e.sched.saturated = true
-	e.sched.mu.Unlock()
+	e.sched.setSaturated(true)
 	queued := make(chan *http.Response, 1)
 	go func() {
 		resp, err := http.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x"}`))
@@ -338,9 +334,7 @@ func TestQueuedRequestRunsWhenARequestFinishes(t *testing.T) {
 		queued <- resp
 	}()
 	waitFor(t, "request queued", func() bool { return e.flow.Len() == 1 })
-	e.sched.mu.Lock()
-	e.sched.saturated = false
-	e.sched.mu.Unlock()
+	e.sched.setSaturated(false)
 	// A second request, placed at once now that capacity is back, finishes; its end wakes the queue
 	// (the retry tick is an hour, so nothing else can).
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"y"}`, nil)
@@ -381,9 +375,7 @@ func TestCleartextHTTP2(t *testing.T) {
 func TestHandBackInsteadOfQueueing(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"choices":[{"text":"ok"}]}`) })
 	e := newEnvFlow(t, true, nil, up)
-	e.sched.mu.Lock()
-	e.sched.saturated = true
-	e.sched.mu.Unlock()
+	e.sched.setSaturated(true)
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, map[string]string{"X-Switchyard-Hand-Back-Ms": "900"})
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
