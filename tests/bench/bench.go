@@ -46,6 +46,10 @@ type Config struct {
 	RouterBin string
 	// Out is the directory the reports go to; LogDir the gateway logs (default Out/logs).
 	Out, LogDir string
+	// Repeat runs a Tier 2 scenario's request sequence this many times, each on fresh stacks, and
+	// pools what they measured (default 1): the figures then rest on Repeat times the requests,
+	// and one run's baseline, which moves with the machine, weighs less. Tier 1 scenarios take 1.
+	Repeat int
 	// LogLevel is the --log-level of the gateways and routers the bench starts (default warn;
 	// debug logs, among others, every router's routing decisions).
 	LogLevel string
@@ -63,6 +67,7 @@ func DefaultConfig() Config {
 		ScrapeInterval: 50 * time.Millisecond, // the gateway's default
 		Out:            "bench-results",
 		LogLevel:       "warn",
+		Repeat:         1,
 	}
 }
 
@@ -79,6 +84,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bench: scrape interval: must be > 0, got %v", c.ScrapeInterval)
 	case c.Duration < 0 || c.Capacity < 0:
 		return errors.New("bench: duration and capacity must be >= 0")
+	case c.Repeat < 0 || c.Repeat > 1 && !c.Scenario.Regional():
+		return fmt.Errorf("bench: repeat: %d; want 1 or more, and 1 for a Tier 1 scenario", c.Repeat)
 	case c.GatewayBin == "":
 		return errors.New("bench: gateway binary: required")
 	case c.Scenario.Regional() && c.RouterBin == "":
@@ -98,6 +105,8 @@ type Result struct {
 	// RateRPS is the mean arrival rate in simulated req/s; TimeScale modelsim's time scale.
 	RateRPS   float64 `json:"rate_rps"`
 	TimeScale float64 `json:"time_scale"`
+	// Repeat is how many runs of the sequence the figures pool (Config.Repeat, at least 1).
+	Repeat int `json:"repeat"`
 	// Target and Verdict state the scenario's target and whether the default profile met it.
 	Target  string   `json:"target,omitempty"`
 	Verdict *Verdict `json:"verdict,omitempty"`
@@ -129,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer f.Close()
 		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	res := &Result{TimeScale: cfg.TimeScale}
+	res := &Result{TimeScale: cfg.TimeScale, Repeat: max(cfg.Repeat, 1)}
 	res.LoadAvg[0] = loadAvg()
 	sim, err := prepareWorkload(ctx, &cfg, res)
 	if err != nil {

@@ -29,12 +29,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	measure := fs.Bool("measure-capacity", false, "print each profile's capacity for the scenario's workload and exit")
 	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "--log-level of the gateways and routers started (debug logs every routing decision)")
+	fs.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "Tier 2 scenarios: runs of the request sequence, each on fresh stacks, pooled into one report")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	sc, err := Lookup(*scenario)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if cfg.Repeat < 1 || cfg.Repeat > 1 && !sc.Regional() {
+		fmt.Fprintf(stderr, "bench: --repeat=%d: want 1 or more, and 1 for a Tier 1 scenario\n", cfg.Repeat)
 		return 2
 	}
 	cfg.Scenario, cfg.Policies = sc, strings.Split(*policies, ",")

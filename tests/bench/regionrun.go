@@ -23,16 +23,54 @@ const quietSettle = 3 * time.Second
 
 // runRegional runs a Tier 2 scenario: one regional stack per router mode, the same request
 // sequence to each (interleaved, every region's clients to their own region's router), w in real
-// time; then the oracle replays sim, the same workload in simulated time.
+// time, cfg.Repeat times on fresh stacks, pooled; then the oracle replays sim, the same workload
+// in simulated time.
 func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, res *Result) error {
 	burst, arrival, err := burstRegion(w)
 	if err != nil {
 		return err
 	}
+	var pooled *loadgen.Result
+	var modes []ModeFigures
+	for rep := range max(cfg.Repeat, 1) {
+		if cfg.Progress != nil && cfg.Repeat > 1 {
+			fmt.Fprintf(cfg.Progress, "bench %s: run %d of %d\n", cfg.Scenario.Name, rep+1, cfg.Repeat)
+		}
+		lres, ms, err := runRegionalOnce(ctx, cfg, w)
+		res.LoadAvg[1] = loadAvg()
+		if err != nil {
+			return err
+		}
+		pooled = poolRuns(pooled, lres, arrival.Period)
+		modes = addModeCounts(modes, ms)
+	}
+	if res.Report, err = report.Summarize(pooled, regionalBaseline(cfg.Policies)); err != nil {
+		return err
+	}
+	res.Samples = pooled
+	rf := &RegionalFigures{BurstRegion: burst}
+	settle := time.Duration(float64(quietSettle) * cfg.TimeScale)
+	for i, m := range modes {
+		if p, ok := res.Report.Targets[i].ByClientRegion[burst]; ok {
+			m.BurstTTFTMs = Percentiles{p.P50, p.P95, p.P99}
+		}
+		countSamples(&m, pooled.Targets[i].Samples, burst, arrival, settle)
+		rf.Modes = append(rf.Modes, m)
+	}
+	if rf.Oracle, err = regionalOracle(ctx, cfg.Scenario, sim, burst, cfg.TimeScale); err != nil {
+		return err
+	}
+	res.Regional = rf
+	return nil
+}
+
+// runRegionalOnce starts a stack per mode, sends w to them and returns loadgen's result and, per
+// mode, the routers' counters (overflow answers, reasons for leaving, forward attempts).
+func runRegionalOnce(ctx context.Context, cfg *Config, w *workload.Workload) (*loadgen.Result, []ModeFigures, error) {
 	stacks, err := startRegionalStacks(ctx, cfg, w)
 	defer closeRegionalStacks(stacks, cfg.Logger)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	lcfg := loadgen.DefaultConfig()
 	lcfg.Workload, lcfg.Progress = w, cfg.Progress
@@ -41,29 +79,70 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 		targets[i] = st.target()
 	}
 	lres, err := loadgen.Run(ctx, lcfg, targets)
-	res.LoadAvg[1] = loadAvg()
 	if err != nil {
-		return fmt.Errorf("bench: loadgen: %w", err)
+		return nil, nil, fmt.Errorf("bench: loadgen: %w", err)
 	}
-	if res.Report, err = report.Summarize(lres, regionalBaseline(cfg.Policies)); err != nil {
-		return err
-	}
-	res.Samples = lres
-	rf := &RegionalFigures{BurstRegion: burst}
-	settle := time.Duration(float64(quietSettle) * cfg.TimeScale)
+	modes := make([]ModeFigures, len(stacks))
 	for i, st := range stacks {
-		m := ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause(), Attempts: st.attempts()}
-		if p, ok := res.Report.Targets[i].ByClientRegion[burst]; ok {
-			m.BurstTTFTMs = Percentiles{p.P50, p.P95, p.P99}
+		modes[i] = ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause(), Attempts: st.attempts()}
+	}
+	return lres, modes, nil
+}
+
+// poolRuns appends run r's samples to pooled (nil: r becomes the pool), placing r after the
+// runs before it: its send and schedule times move on by a whole number of burst periods past
+// the pool's elapsed time, so the timeline and throughput read as one long run and each
+// request keeps its place in the burst cycle.
+func poolRuns(pooled, r *loadgen.Result, period time.Duration) *loadgen.Result {
+	if pooled == nil {
+		return r
+	}
+	shift := pooled.Elapsed
+	if period > 0 {
+		shift = (shift + period - 1) / period * period
+	}
+	for i := range pooled.Targets {
+		for _, s := range r.Targets[i].Samples {
+			s.Scheduled += shift
+			s.Sent += shift
+			pooled.Targets[i].Samples = append(pooled.Targets[i].Samples, s)
 		}
-		countSamples(&m, lres.Targets[i].Samples, burst, arrival, settle)
-		rf.Modes = append(rf.Modes, m)
 	}
-	if rf.Oracle, err = regionalOracle(ctx, cfg.Scenario, sim, burst, cfg.TimeScale); err != nil {
-		return err
+	pooled.Duration += r.Duration
+	pooled.Elapsed = shift + r.Elapsed
+	return pooled
+}
+
+// addModeCounts adds one run's router counters to the pool's, mode by mode (the pool is nil
+// before the first run).
+func addModeCounts(pool, run []ModeFigures) []ModeFigures {
+	if pool == nil {
+		return run
 	}
-	res.Regional = rf
-	return nil
+	for i := range pool {
+		add := func(dst *ChoiceCounts, src ChoiceCounts) {
+			if *dst == nil {
+				*dst = ChoiceCounts{}
+			}
+			for k, v := range src {
+				(*dst)[k] += v
+			}
+		}
+		add(&pool[i].OverflowAnswered, run[i].OverflowAnswered)
+		for _, m := range []struct{ dst, src *map[string]ChoiceCounts }{
+			{&pool[i].LeftBecause, &run[i].LeftBecause}, {&pool[i].Attempts, &run[i].Attempts},
+		} {
+			if *m.dst == nil {
+				*m.dst = map[string]ChoiceCounts{}
+			}
+			for region, c := range *m.src {
+				cc := (*m.dst)[region]
+				add(&cc, c)
+				(*m.dst)[region] = cc
+			}
+		}
+	}
+	return pool
 }
 
 func startRegionalStacks(ctx context.Context, cfg *Config, w *workload.Workload) ([]*regionalStack, error) {

@@ -76,9 +76,13 @@ func Markdown(cfg *Config, res *Result) ([]byte, error) {
 
 func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
 	r := res.Report
-	fmt.Fprintf(b, "Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals "+
+	runs := ""
+	if res.Repeat > 1 {
+		runs = fmt.Sprintf(" (%d runs of the same sequence, each on fresh stacks, pooled)", res.Repeat)
+	}
+	fmt.Fprintf(b, "Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals%s "+
 		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
-		regionsLine(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
+		regionsLine(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale/float64(max(res.Repeat, 1)), runs,
 		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
 		res.LoadAvg[0], res.LoadAvg[1])
 	regionalMarkdown(b, cfg.Scenario, r, res.Regional)

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+)
+
+// Pooled runs read as one long run: each later run starts a whole number of burst periods after
+// the pool's last response, so every request keeps its place in the burst cycle, and the
+// throughput is that of one run.
+func TestPoolRuns(t *testing.T) {
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	run := func(ttft time.Duration) *loadgen.Result {
+		return &loadgen.Result{Duration: sec(60), Elapsed: sec(61), Targets: []loadgen.TargetResult{
+			{Name: "local-only", Samples: []loadgen.Sample{
+				{Index: 0, Region: "east", Scheduled: sec(1), Sent: sec(1), TTFT: ttft, E2E: sec(2), OutputTokens: 100},
+				{Index: 1, Region: "west", Scheduled: sec(59), Sent: sec(59), TTFT: ttft, E2E: sec(2), OutputTokens: 100},
+			}},
+			{Name: "global", Samples: []loadgen.Sample{
+				{Index: 0, Region: "east", Scheduled: sec(1), Sent: sec(1), TTFT: ttft / 2, E2E: sec(2), OutputTokens: 100},
+				{Index: 1, Region: "west", Scheduled: sec(59), Sent: sec(59), TTFT: ttft / 2, E2E: sec(2), OutputTokens: 100},
+			}},
+		}}
+	}
+	one := run(sec(1))
+	pooled := poolRuns(nil, one, sec(8))
+	if pooled != one {
+		t.Fatal("the first run is not the pool")
+	}
+	pooled = poolRuns(pooled, run(sec(3)), sec(8))
+	pooled = poolRuns(pooled, run(sec(5)), sec(8))
+	// 61 s elapsed → the second run starts at 64 s (8 periods), ends at 125 s; the third at 128 s.
+	if pooled.Duration != sec(180) || pooled.Elapsed != sec(189) {
+		t.Fatalf("pooled duration %v elapsed %v, want 3m0s and 3m9s", pooled.Duration, pooled.Elapsed)
+	}
+	for _, tr := range pooled.Targets {
+		if len(tr.Samples) != 6 {
+			t.Fatalf("%s: %d samples, want 6", tr.Name, len(tr.Samples))
+		}
+		for i, want := range []time.Duration{sec(1), sec(59), sec(65), sec(123), sec(129), sec(187)} {
+			s := tr.Samples[i]
+			if s.Scheduled != want || s.Sent != want || s.Scheduled%sec(8) != tr.Samples[i%2].Scheduled%sec(8) {
+				t.Errorf("%s sample %d scheduled %v sent %v, want %v (same place in the 8-s cycle)", tr.Name, i, s.Scheduled, s.Sent, want)
+			}
+		}
+	}
+	rep, err := report.Summarize(pooled, "local-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Targets[0].ByClientRegion["east"].P99; got != 5000 {
+		t.Errorf("pooled east P99 %v ms, want 5000 (the slowest of the three runs)", got)
+	}
+	if got := float64(rep.Targets[0].OutputTokensPerS); got < 3.1 || got > 3.2 {
+		t.Errorf("pooled throughput %v tokens/s, want 600 over 189 s", got)
+	}
+}
+
+func TestAddModeCounts(t *testing.T) {
+	run := func(n float64) []ModeFigures {
+		return []ModeFigures{{Mode: "global",
+			OverflowAnswered: ChoiceCounts{"best": n, "other": 1},
+			LeftBecause:      map[string]ChoiceCounts{"east": {"past_throughput": n}},
+			Attempts:         map[string]ChoiceCounts{"east": {"answered": 10 * n}, "west": {"handed_back": n}},
+		}}
+	}
+	pool := addModeCounts(nil, run(1))
+	pool = addModeCounts(pool, run(2))
+	pool = addModeCounts(pool, run(3))
+	m := pool[0]
+	if m.OverflowAnswered["best"] != 6 || m.OverflowAnswered["other"] != 3 || m.LeftBecause["east"]["past_throughput"] != 6 ||
+		m.Attempts["east"]["answered"] != 60 || m.Attempts["west"]["handed_back"] != 6 {
+		t.Fatalf("pooled counts %+v", m)
+	}
+}
+
+// --repeat must be at least 1, and 1 for a Tier 1 scenario; bad values are flag errors (2).
+func TestRepeatFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"--scenario=region-burst", "--repeat=0"},
+		{"--scenario=mixed-fleet", "--repeat=2"},
+	} {
+		var stderr bytes.Buffer
+		if code := Main(context.Background(), args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "--repeat") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming --repeat", args, code, stderr.String())
+		}
+	}
+}
