@@ -78,7 +78,7 @@ func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
 	r := res.Report
 	runs := ""
 	if res.Repeat > 1 {
-		runs = fmt.Sprintf(" (%d runs of the same sequence, each on fresh stacks, pooled)", res.Repeat)
+		runs = fmt.Sprintf(", %d times on fresh stacks, pooled", res.Repeat)
 	}
 	fmt.Fprintf(b, "Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals%s "+
 		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
