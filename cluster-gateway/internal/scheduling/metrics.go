@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,6 +50,31 @@ func newMetrics(reg prometheus.Registerer, profile string) *metrics {
 		reg.MustRegister(lat, m.picks, m.decisions)
 	}
 	return m
+}
+
+// predictionObserver is implemented by TTFT predictors that report each prediction beside the
+// TTFT then measured (predicted-ttft-scorer).
+type predictionObserver interface {
+	ObservePredictions(f func(predicted, measured time.Duration))
+}
+
+// observePredictions registers switchyard_gateway_ttft_prediction_ratio on reg (nil: kept but not
+// registered) and feeds it from p.
+func observePredictions(reg prometheus.Registerer, p predictionObserver) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "switchyard_gateway_ttft_prediction_ratio",
+		Help: "Measured time to first token over the predicted-ttft-scorer's prediction for the pod the request was sent to " +
+			"(1 is exact; above 1, the prediction was short).",
+		Buckets: []float64{0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4},
+	})
+	if reg != nil {
+		reg.MustRegister(h)
+	}
+	p.ObservePredictions(func(predicted, measured time.Duration) {
+		if predicted > 0 {
+			h.Observe(measured.Seconds() / predicted.Seconds())
+		}
+	})
 }
 
 // forget drops the per-endpoint series of a removed endpoint.

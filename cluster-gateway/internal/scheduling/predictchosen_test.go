@@ -2,10 +2,14 @@ package scheduling_test
 
 import (
 	"context"
+	"math"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
@@ -60,4 +64,46 @@ func TestPredictChosenCountsTheCachedPrefix(t *testing.T) {
 		t.Errorf("gie-default predicted %v", d)
 	}
 	g.Discard(res)
+}
+
+// Every request that gets its first token from the pod it was sent to adds measured / predicted
+// TTFT to switchyard_gateway_ttft_prediction_ratio, once (not again at the end of the response).
+func TestPredictionRatioObserved(t *testing.T) {
+	ctx := context.Background()
+	e := plugintest.Endpoint("10.0.0.1:80", "m", 0, 0, 0, plugintest.Epoch)
+	h := plugintest.NewHandle(e)
+	cfg := scheduling.DefaultConfig()
+	cfg.Profile, cfg.Now = "default", h.Now
+	reg := prometheus.NewPedanticRegistry()
+	s, err := scheduling.New(cfg, h, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &framework.Request{Model: "m", BaseModel: "m", PromptTokens: 1000}
+	res, err := s.Schedule(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	predicted, _ := s.PredictChosen(req, res)
+	s.PreRequest(ctx, req, res)
+	measured := 2 * predicted
+	info := &framework.ResponseInfo{Endpoint: e, Status: 200, TTFT: measured, CachedTokens: -1, PromptTokens: 1000, OutputTokens: 1}
+	s.FirstToken(ctx, req, info)
+	info.OutputTokens = 20
+	s.PostResponse(ctx, req, info)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchyard_gateway_ttft_prediction_ratio" {
+			continue
+		}
+		hist := mf.GetMetric()[0].GetHistogram()
+		if hist.GetSampleCount() != 1 || math.Abs(hist.GetSampleSum()-2) > 1e-6 {
+			t.Fatalf("ratio histogram: %d samples summing to %v, want 1 of 2", hist.GetSampleCount(), hist.GetSampleSum())
+		}
+		return
+	}
+	t.Fatal("switchyard_gateway_ttft_prediction_ratio not registered")
 }

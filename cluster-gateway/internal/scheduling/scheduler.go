@@ -75,6 +75,9 @@ func New(cfg Config, src EndpointSource, logger *slog.Logger, reg prometheus.Reg
 	s.name = cmp.Or(cfg.ConfigFile, cfg.Profile)
 	s.setup()
 	s.metrics = newMetrics(reg, s.name)
+	if p, ok := s.ttft.(predictionObserver); ok {
+		observePredictions(reg, p)
+	}
 	src.OnRemove(s.metrics.forget)
 	return s, nil
 }

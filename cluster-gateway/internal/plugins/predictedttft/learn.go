@@ -22,6 +22,7 @@ func (s *Scorer) FirstToken(_ context.Context, req *framework.Request, info *fra
 	}
 	s.firstTokens.Store(true)
 	s.prefillDone(&d)
+	s.observed(&d, info)
 	if s.usable(d, info) && !d.prefillLearned {
 		s.learn(d, info, 0)
 		d.prefillLearned = true
@@ -38,6 +39,7 @@ func (s *Scorer) PostResponse(_ context.Context, req *framework.Request, info *f
 		return
 	}
 	s.prefillDone(&d)
+	s.observed(&d, info)
 	if !s.usable(d, info) {
 		return
 	}

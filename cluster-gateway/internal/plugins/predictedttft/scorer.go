@@ -39,14 +39,18 @@ type Scorer struct {
 	// firstTokens is set once the front door reports first tokens, enabling exact prefill backlog.
 	firstTokens atomic.Bool
 	pending     *framework.PendingMap[dispatch]
+	// observe receives each prediction with the TTFT then measured (ObservePredictions).
+	observe atomic.Pointer[func(predicted, measured time.Duration)]
 }
 
 // dispatch is what PreRequest predicted, kept for learning at PostResponse.
 type dispatch struct {
 	ep                    *datastore.Endpoint
 	ahead, wait, uncached float64
+	total                 float64 // the predicted TTFT, in seconds
 	prefillLearned        bool
 	prefillDone           bool // removed from the pod's prefill backlog
+	observed              bool // the prediction was handed to the observer
 }
 
 var (
@@ -130,6 +134,21 @@ func (s *Scorer) Speed(e *datastore.Endpoint) (prefill, decode float64, ok bool)
 	return sp.prefill, 1 / sp.itl, true
 }
 
+// ObservePredictions has f called once for every request that gets a first token from the pod it
+// was sent to: with the TTFT PreRequest predicted for it and the TTFT the gateway measured (how
+// well calibrated the predictions are). f must be safe for concurrent use and not block.
+func (s *Scorer) ObservePredictions(f func(predicted, measured time.Duration)) { s.observe.Store(&f) }
+
+// observed hands d's prediction and the measured TTFT to the observer, once per request.
+func (s *Scorer) observed(d *dispatch, info *framework.ResponseInfo) {
+	f := s.observe.Load()
+	if f == nil || d.observed || d.total <= 0 || !s.usable(*d, info) {
+		return
+	}
+	d.observed = true
+	(*f)(time.Duration(d.total*float64(time.Second)), info.TTFT)
+}
+
 // PreRequest records the dispatch to Targets[0]: it counts toward the pod's load until its next
 // scrape, and its prediction is kept to learn from the response.
 func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *framework.Result) {
@@ -143,7 +162,7 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter})
 	st.dispatched(now)
 	st.queued(+1, est.Uncached)
-	s.pending.Put(req, dispatch{ep: e, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached})
+	s.pending.Put(req, dispatch{ep: e, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total})
 }
 
 func (s *Scorer) podFor(e *datastore.Endpoint) *pod {
