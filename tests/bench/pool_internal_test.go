@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,26 @@ func TestRepeatFlag(t *testing.T) {
 		if code := Main(context.Background(), args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "--repeat") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming --repeat", args, code, stderr.String())
 		}
+	}
+}
+
+func TestRatioQuantile(t *testing.T) {
+	// 10 observations: 2 up to 0.5, 4 more up to 1, 3 more up to 2, 1 above 4.
+	h := ChoiceCounts{"0.5": 2, "1": 6, "2": 9, "4": 9, "+Inf": 10}
+	for _, tt := range []struct{ q, want float64 }{
+		{0.1, 0.25},  // rank 1 of the 2 in (0, 0.5]
+		{0.5, 0.875}, // rank 5: 3 of the 4 in (0.5, 1]
+		{0.9, 2},     // rank 9: the top of (1, 2]
+		{1, 4},       // past the last finite bound: its value
+	} {
+		if got, ok := ratioQuantile(h, tt.q); !ok || math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("quantile %v = %v, %v; want %v", tt.q, got, ok, tt.want)
+		}
+	}
+	if _, ok := ratioQuantile(ChoiceCounts{"1": 0, "+Inf": 0}, 0.5); ok {
+		t.Error("an empty histogram has a quantile")
+	}
+	if _, ok := ratioQuantile(nil, 0.5); ok {
+		t.Error("no histogram has a quantile")
 	}
 }

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
@@ -110,6 +112,43 @@ type ModeFigures struct {
 	// Attempts holds, per router region, its switchyard_router_attempts_total by result, summed
 	// over clusters (answered, refused, error, abandoned, handed_back).
 	Attempts map[string]ChoiceCounts `json:"attempts,omitempty"`
+	// PredictionRatio sums the gateways' switchyard_gateway_ttft_prediction_ratio histograms:
+	// cumulative counts by bucket upper bound ("le"), measured TTFT over the gateway's prediction.
+	PredictionRatio ChoiceCounts `json:"ttft_prediction_ratio,omitempty"`
+}
+
+// ratioQuantile estimates quantile q of a cumulative histogram given as counts by upper bound
+// (Prometheus' "le" labels, "+Inf" included) by linear interpolation within the bucket, as
+// Prometheus' histogram_quantile does; ok is false without observations.
+func ratioQuantile(buckets ChoiceCounts, q float64) (float64, bool) {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for k, n := range buckets {
+		le, err := strconv.ParseFloat(k, 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{le, n})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	if len(bs) == 0 || bs[len(bs)-1].n <= 0 {
+		return 0, false
+	}
+	rank := q * bs[len(bs)-1].n
+	lo, below := 0.0, 0.0
+	for _, b := range bs {
+		if b.n >= rank {
+			if math.IsInf(b.le, 1) {
+				return lo, true // past the last finite bound: its value
+			}
+			if b.n == below {
+				return b.le, true
+			}
+			return lo + (b.le-lo)*(rank-below)/(b.n-below), true
+		}
+		lo, below = b.le, b.n
+	}
+	return lo, true
 }
 
 // Percentiles are TTFT percentiles in ms (+Inf when failures reach them; JSON "inf").

@@ -84,7 +84,8 @@ func runRegionalOnce(ctx context.Context, cfg *Config, w *workload.Workload) (*l
 	}
 	modes := make([]ModeFigures, len(stacks))
 	for i, st := range stacks {
-		modes[i] = ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause(), Attempts: st.attempts()}
+		modes[i] = ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause(),
+			Attempts: st.attempts(), PredictionRatio: st.predictionRatio()}
 	}
 	return lres, modes, nil
 }
@@ -129,6 +130,7 @@ func addModeCounts(pool, run []ModeFigures) []ModeFigures {
 			}
 		}
 		add(&pool[i].OverflowAnswered, run[i].OverflowAnswered)
+		add(&pool[i].PredictionRatio, run[i].PredictionRatio)
 		for _, m := range []struct{ dst, src *map[string]ChoiceCounts }{
 			{&pool[i].LeftBecause, &run[i].LeftBecause}, {&pool[i].Attempts, &run[i].Attempts},
 		} {
@@ -225,6 +227,19 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 				"each on the pod anywhere whose first token reaches the client soonest, given every pod's exact state; "+
 				"its times are simulated ones scaled to real time.\n", float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
 		}
+	}
+	var calib []string
+	for _, m := range rf.Modes {
+		p10, ok := ratioQuantile(m.PredictionRatio, 0.1)
+		p50, _ := ratioQuantile(m.PredictionRatio, 0.5)
+		p90, _ := ratioQuantile(m.PredictionRatio, 0.9)
+		if ok {
+			calib = append(calib, fmt.Sprintf("%s %.2f / %.2f / %.2f", m.Mode, p10, p50, p90))
+		}
+	}
+	if len(calib) > 0 {
+		fmt.Fprintf(b, "\nGateways' TTFT predictions, measured / predicted at P10 / P50 / P90 (switchyard_gateway_ttft_prediction_ratio, "+
+			"all clusters, interpolated within its buckets): %s.\n", strings.Join(calib, "; "))
 	}
 	if g := rf.Mode("global"); g != nil && len(g.Attempts) > 0 {
 		regions := slices.Sorted(maps.Keys(g.Attempts))

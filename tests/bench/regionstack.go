@@ -31,6 +31,7 @@ type regionalStack struct {
 	etcd    string // client address of the etcd embedded in the first router
 	fleets  []*fleet.Fleet
 	gws     []*harness.Process
+	gwStats []string // the gateways' metrics addresses
 	routers []*regionRouter
 	stop    context.CancelFunc
 	done    chan error
@@ -128,6 +129,7 @@ func (st *regionalStack) startCluster(ctx, fctx context.Context, cfg *Config, w 
 		return err
 	}
 	st.gws = append(st.gws, p)
+	st.gwStats = append(st.gwStats, metrics)
 	return waitModel(ctx, "http://"+listen, 30*time.Second)
 }
 
@@ -241,6 +243,18 @@ func (st *regionalStack) attempts() map[string]ChoiceCounts {
 	out := map[string]ChoiceCounts{}
 	for _, rr := range st.routers {
 		out[rr.region] = metricByLabel(rr.metrics, "switchyard_router_attempts_total{", "result")
+	}
+	return out
+}
+
+// predictionRatio sums the gateways' switchyard_gateway_ttft_prediction_ratio buckets (cumulative
+// counts by upper bound, as exported).
+func (st *regionalStack) predictionRatio() ChoiceCounts {
+	out := ChoiceCounts{}
+	for _, addr := range st.gwStats {
+		for le, v := range metricByLabel(addr, "switchyard_gateway_ttft_prediction_ratio_bucket{", "le") {
+			out[le] += v
+		}
 	}
 	return out
 }
