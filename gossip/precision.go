@@ -16,8 +16,8 @@ type Precision struct {
 	// FreeKVSteps divides each model's total KV tokens into this many steps; free KV tokens are
 	// rounded to the nearest step (never above the total). 0 keeps them exact.
 	FreeKVSteps uint32
-	// FloatBits is how many significant bits predicted TTFTs (best and mean) and the prefill and decode rates keep
-	// (1..24; float32 has 24). 0 keeps them exact.
+	// FloatBits is how many significant bits the predicted TTFTs (best and mean) and the prefill
+	// and decode rates keep (1..24; float32 has 24). 0 keeps them exact.
 	FloatBits int
 	// CountBits is how many significant bits queue depths and running counts (of models and
 	// adapters) keep: counts below 2^CountBits are exact. 0 keeps them exact.

@@ -117,6 +117,17 @@ type ModeFigures struct {
 	PredictionRatio ChoiceCounts `json:"ttft_prediction_ratio,omitempty"`
 }
 
+// add adds src's counts to c and returns it (a nil c becomes a new map).
+func (c ChoiceCounts) add(src ChoiceCounts) ChoiceCounts {
+	if c == nil {
+		c = ChoiceCounts{}
+	}
+	for k, v := range src {
+		c[k] += v
+	}
+	return c
+}
+
 // ratioQuantile estimates quantile q of a cumulative histogram given as counts by upper bound
 // (Prometheus' "le" labels, "+Inf" included) by linear interpolation within the bucket, as
 // Prometheus' histogram_quantile does; ok is false without observations.

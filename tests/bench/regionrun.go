@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
@@ -84,8 +87,7 @@ func runRegionalOnce(ctx context.Context, cfg *Config, w *workload.Workload) (*l
 	}
 	modes := make([]ModeFigures, len(stacks))
 	for i, st := range stacks {
-		modes[i] = ModeFigures{Mode: st.mode, OverflowAnswered: st.overflowAnswered(), LeftBecause: st.leftBecause(),
-			Attempts: st.attempts(), PredictionRatio: st.predictionRatio()}
+		modes[i] = st.counters()
 	}
 	return lres, modes, nil
 }
@@ -121,30 +123,24 @@ func addModeCounts(pool, run []ModeFigures) []ModeFigures {
 		return run
 	}
 	for i := range pool {
-		add := func(dst *ChoiceCounts, src ChoiceCounts) {
-			if *dst == nil {
-				*dst = ChoiceCounts{}
-			}
-			for k, v := range src {
-				(*dst)[k] += v
-			}
-		}
-		add(&pool[i].OverflowAnswered, run[i].OverflowAnswered)
-		add(&pool[i].PredictionRatio, run[i].PredictionRatio)
-		for _, m := range []struct{ dst, src *map[string]ChoiceCounts }{
-			{&pool[i].LeftBecause, &run[i].LeftBecause}, {&pool[i].Attempts, &run[i].Attempts},
-		} {
-			if *m.dst == nil {
-				*m.dst = map[string]ChoiceCounts{}
-			}
-			for region, c := range *m.src {
-				cc := (*m.dst)[region]
-				add(&cc, c)
-				(*m.dst)[region] = cc
-			}
-		}
+		p, r := &pool[i], &run[i]
+		p.OverflowAnswered = p.OverflowAnswered.add(r.OverflowAnswered)
+		p.PredictionRatio = p.PredictionRatio.add(r.PredictionRatio)
+		p.LeftBecause = addByRegion(p.LeftBecause, r.LeftBecause)
+		p.Attempts = addByRegion(p.Attempts, r.Attempts)
 	}
 	return pool
+}
+
+// addByRegion adds src's counts to dst's, region by region (a nil dst becomes a new map).
+func addByRegion(dst, src map[string]ChoiceCounts) map[string]ChoiceCounts {
+	if dst == nil {
+		dst = map[string]ChoiceCounts{}
+	}
+	for region, c := range src {
+		dst[region] = dst[region].add(c)
+	}
+	return dst
 }
 
 func startRegionalStacks(ctx context.Context, cfg *Config, w *workload.Workload) ([]*regionalStack, error) {
@@ -167,30 +163,49 @@ func closeRegionalStacks(stacks []*regionalStack, logger *slog.Logger) {
 	}
 }
 
-// metricByLabel reads a counter family (given as `name{`) from addr's /metrics and sums it by the
-// value of label; nil when unreadable.
-func metricByLabel(addr, family, label string) map[string]float64 {
+// scrapeMetrics reads addr's /metrics; nil when it cannot be read or parsed (the figures from
+// it are then missing).
+func scrapeMetrics(addr string) map[string]*dto.MetricFamily {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil
 	}
 	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), family)
-		if !ok {
-			continue
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return mfs
+}
+
+// byLabel sums a counter family's values by the value of label; nil without metrics.
+func byLabel(mfs map[string]*dto.MetricFamily, family, label string) ChoiceCounts {
+	if mfs == nil {
+		return nil
+	}
+	out := ChoiceCounts{}
+	for _, m := range mfs[family].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				out[lp.GetValue()] += m.GetCounter().GetValue()
+			}
 		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		_, v, found := strings.Cut(labels, label+`="`)
-		v, _, _ = strings.Cut(v, `"`)
-		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if ok && found && err == nil {
-			out[v] += f
+	}
+	return out
+}
+
+// histogramBuckets returns a histogram family as cumulative counts by upper bound ("le", "+Inf"
+// the total), summed over its series.
+func histogramBuckets(mfs map[string]*dto.MetricFamily, family string) ChoiceCounts {
+	out := ChoiceCounts{}
+	for _, m := range mfs[family].GetMetric() {
+		h := m.GetHistogram()
+		for _, b := range h.GetBucket() {
+			out[strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] += float64(b.GetCumulativeCount())
 		}
+		out["+Inf"] += float64(h.GetSampleCount())
 	}
 	return out
 }

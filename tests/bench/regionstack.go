@@ -218,45 +218,22 @@ func routerProcs(rs []*regionRouter) []*harness.Process {
 	return out
 }
 
-// overflowAnswered sums the routers' switchyard_router_overflow_answered_total by choice.
-func (st *regionalStack) overflowAnswered() ChoiceCounts {
-	out := ChoiceCounts{}
+// counters reads the stack's counters once from every router's and gateway's /metrics: answered
+// overflow by choice (summed), reasons for leaving and forward attempts (by router region), and
+// the gateways' TTFT prediction ratio (summed).
+func (st *regionalStack) counters() ModeFigures {
+	m := ModeFigures{Mode: st.mode, OverflowAnswered: ChoiceCounts{}, LeftBecause: map[string]ChoiceCounts{},
+		Attempts: map[string]ChoiceCounts{}, PredictionRatio: ChoiceCounts{}}
 	for _, rr := range st.routers {
-		for k, v := range metricByLabel(rr.metrics, "switchyard_router_overflow_answered_total{", "choice") {
-			out[k] += v
-		}
+		mfs := scrapeMetrics(rr.metrics)
+		m.OverflowAnswered = m.OverflowAnswered.add(byLabel(mfs, "switchyard_router_overflow_answered_total", "choice"))
+		m.LeftBecause[rr.region] = byLabel(mfs, "switchyard_router_overflow_reason_total", "reason")
+		m.Attempts[rr.region] = byLabel(mfs, "switchyard_router_attempts_total", "result")
 	}
-	return out
-}
-
-// leftBecause returns each router's switchyard_router_overflow_reason_total by reason, by region.
-func (st *regionalStack) leftBecause() map[string]ChoiceCounts {
-	out := map[string]ChoiceCounts{}
-	for _, rr := range st.routers {
-		out[rr.region] = metricByLabel(rr.metrics, "switchyard_router_overflow_reason_total{", "reason")
-	}
-	return out
-}
-
-// attempts returns each router's switchyard_router_attempts_total by result, by region.
-func (st *regionalStack) attempts() map[string]ChoiceCounts {
-	out := map[string]ChoiceCounts{}
-	for _, rr := range st.routers {
-		out[rr.region] = metricByLabel(rr.metrics, "switchyard_router_attempts_total{", "result")
-	}
-	return out
-}
-
-// predictionRatio sums the gateways' switchyard_gateway_ttft_prediction_ratio buckets (cumulative
-// counts by upper bound, as exported).
-func (st *regionalStack) predictionRatio() ChoiceCounts {
-	out := ChoiceCounts{}
 	for _, addr := range st.gwStats {
-		for le, v := range metricByLabel(addr, "switchyard_gateway_ttft_prediction_ratio_bucket{", "le") {
-			out[le] += v
-		}
+		m.PredictionRatio = m.PredictionRatio.add(histogramBuckets(scrapeMetrics(addr), "switchyard_gateway_ttft_prediction_ratio"))
 	}
-	return out
+	return m
 }
 
 // scaled renders d (simulated time) in real time.

@@ -121,7 +121,7 @@ func (c *Controller) Queued(model string) int {
 func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framework.Result, error) {
 	res, err := c.sched.Schedule(ctx, req)
 	if req.HandBackAfter > 0 {
-		if why := c.handBack(req, res, err); why != "" {
+		if why := c.handBack(ctx, req, res, err); why != "" {
 			c.metrics.outcome("handed_back")
 			return nil, fmt.Errorf("%w: handed back: %s", ErrOverflow, why)
 		}
@@ -229,7 +229,7 @@ func (c *Controller) stop() {
 // handBack says why a request whose router offers to take it elsewhere goes back to it, or ""
 // when it stays: it would queue here (every endpoint saturated), or its predicted time to first
 // token on the chosen endpoint is above the router's limit. A result handed back is discarded.
-func (c *Controller) handBack(req *framework.Request, res *framework.Result, err error) string {
+func (c *Controller) handBack(ctx context.Context, req *framework.Request, res *framework.Result, err error) string {
 	if err != nil {
 		if c.opts.IsSaturated(err) {
 			return "every endpoint is saturated"
@@ -241,7 +241,10 @@ func (c *Controller) handBack(req *framework.Request, res *framework.Result, err
 		return ""
 	}
 	ttft, ok := p.PredictChosen(req, res)
-	c.opts.Logger.Debug("hand-back offer", "request", req.ID, "predicted", ttft, "offer", req.HandBackAfter, "taken", ok && ttft > req.HandBackAfter)
+	if c.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+		c.opts.Logger.DebugContext(ctx, "hand-back offer", "request", req.ID, "predicted", ttft, "offer", req.HandBackAfter,
+			"taken", ok && ttft > req.HandBackAfter)
+	}
 	if !ok || ttft <= req.HandBackAfter {
 		return ""
 	}

@@ -138,7 +138,7 @@ func (s *Scheduler) PredictChosen(req *framework.Request, res *framework.Result)
 		return 0, false
 	}
 	e := res.Targets[0]
-	cached := prefixcache.ReadMatch(res.State).BlocksFor(e) * prefixcache.TokensPerBlock
+	cached := prefixcache.ReadMatch(res.State).TokensFor(e)
 	return s.ttft.Predict(e, req.PromptTokens, cached), true
 }
 

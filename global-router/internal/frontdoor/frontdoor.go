@@ -204,8 +204,8 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTo
 		}
 		for _, u := range e.URLs {
 			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens}
-			if n == 0 && len(d.Targets) > 1 {
-				t.HandBack = d.HandBack // only the first choice, and only with somewhere to go
+			if n == 0 {
+				t.HandBack = d.HandBack // only the first choice
 			}
 			if s.cfg.Delay != nil {
 				t.Delay = s.cfg.Delay(e.Cluster.Region)

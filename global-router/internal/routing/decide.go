@@ -51,9 +51,9 @@ type Decision struct {
 	// HandBack, when above zero, is the offer the router makes to the chosen cluster: the time to
 	// first token, as the cluster's gateway would predict it (round trip left out), above which
 	// the gateway should hand the request back so that it goes elsewhere. It is made for a busy
-	// local cluster kept (see handBack), whose summary may lag a burst: the limit of the
-	// local-first rule that would have passed it over, checked against the gateway's own,
-	// fresher prediction.
+	// local cluster kept (see handBack), whose summary may lag a burst, when Targets has a
+	// fallback: the limit of the local-first rule that would have passed it over, checked against
+	// the gateway's own, fresher prediction.
 	HandBack time.Duration
 
 	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill.
@@ -219,13 +219,15 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	chosen := powerOfD(pool, d.Explain, opt, rng, &d)
 	d.Explain[chosen].Chosen = true
 	d.Explain[chosen].Reason = route
-	if clusters[chosen].Region == region {
-		d.Route = RouteLocal
-		d.HandBack = handBack(&clusters[chosen], d.remote, d.common, opt)
-	} else {
-		d.Route, d.LeftBecause = RouteOverflow, left
-	}
 	d.Targets = orderTargets(chosen, pool, eligible, d.Explain)
+	switch {
+	case clusters[chosen].Region != region:
+		d.Route, d.LeftBecause = RouteOverflow, left
+	case len(d.Targets) > 1: // an offer only with somewhere else to go
+		d.Route, d.HandBack = RouteLocal, handBack(&clusters[chosen], d.remote, d.common, opt)
+	default:
+		d.Route = RouteLocal
+	}
 	return d, nil
 }
 

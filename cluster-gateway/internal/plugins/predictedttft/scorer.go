@@ -156,7 +156,7 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 		return
 	}
 	e := res.Targets[0]
-	cached := prefixcache.ReadMatch(res.State).BlocksFor(e) * prefixcache.TokensPerBlock
+	cached := prefixcache.ReadMatch(res.State).TokensFor(e)
 	st := s.podFor(e)
 	now := s.now()
 	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter})

@@ -44,6 +44,10 @@ func (m *Match) BlocksFor(e *datastore.Endpoint) int {
 	return 0
 }
 
+// TokensFor returns the prompt tokens endpoint e holds in its prefix cache (its matched blocks),
+// 0 when e was not a candidate or m is nil.
+func (m *Match) TokensFor(e *datastore.Endpoint) int { return m.BlocksFor(e) * TokensPerBlock }
+
 // ReadMatch returns the Match stored in cs by a prefix-cache-scorer in this cycle, or nil.
 func ReadMatch(cs *framework.CycleState) *Match {
 	if cs == nil {
