@@ -47,7 +47,7 @@ type Target struct {
 	// HandBack, when above zero, is sent as x-switchyard-hand-back-ms: the gateway hands the
 	// request back (429 with x-switchyard-overflow) when it would queue it or predicts its first
 	// token later than this. The cluster's other replicas are then skipped, since they see the
-	// same pods.
+	// same pods (see handedBack).
 	HandBack time.Duration
 }
 
@@ -176,22 +176,29 @@ func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 // ErrExhausted is returned when every attempt was refused; the last refusal is wrapped.
 var ErrExhausted = errors.New("forward: every candidate refused the request")
 
-// errRefused wraps an attempt's refusal (an answer that means "try another cluster").
-var errRefused = errors.New("refused")
+// errHandedBack wraps a refusal that answered the attempt's hand-back offer (see handedBack).
+var errHandedBack = errors.New("handed back")
+
+// handedBack reports whether a refusal with status answers t's hand-back offer: 429 (with
+// x-switchyard-overflow) to an attempt that carried one. A 503 or 502 is no answer to it (a
+// replica stopping, say), so the cluster's other replicas are still tried.
+func handedBack(t Target, status int) bool {
+	return t.HandBack > 0 && status == http.StatusTooManyRequests
+}
 
 // Forward sends r (whose body has been read into body) to targets in order and streams the first
 // accepted answer to w. It returns nil once an answer was written (whatever its status), or an
 // error wrapping ErrExhausted when nothing accepted it, in which case nothing was written to w.
 func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target) error {
 	var last error
-	handedBack := ""
+	skip := "" // a cluster that handed the request back: its replicas see the same pods
 	tried := 0
 	for _, t := range targets {
 		if tried >= f.cfg.MaxAttempts {
 			break
 		}
-		if t.Cluster == handedBack {
-			continue // its replicas see the same pods
+		if t.Cluster == skip {
+			continue
 		}
 		if tried > 0 {
 			t.Route = "retry"
@@ -203,8 +210,8 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 			if r.Context().Err() != nil {
 				break // the client went away: nothing to retry for
 			}
-			if t.HandBack > 0 && errors.Is(err, errRefused) {
-				handedBack = t.Cluster
+			if errors.Is(err, errHandedBack) {
+				skip = t.Cluster
 			}
 			continue
 		}
@@ -251,7 +258,10 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Respo
 		f.observe(o)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w: cluster %s answered %d", errRefused, t.Cluster, resp.StatusCode)
+		if handedBack(t, resp.StatusCode) {
+			return nil, fmt.Errorf("%w: cluster %s answered %d", errHandedBack, t.Cluster, resp.StatusCode)
+		}
+		return nil, fmt.Errorf("cluster %s answered %d", t.Cluster, resp.StatusCode)
 	}
 	o.Streamed = eventStream(resp)
 	f.observe(o)

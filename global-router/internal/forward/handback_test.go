@@ -81,3 +81,39 @@ switchyard_router_attempts_total{cluster="home",result="handed_back"} 1
 		t.Error(err)
 	}
 }
+
+// A 503 is no answer to the offer (a replica stopping, say): the cluster's other replica is
+// still tried, with the offer, and serves.
+func TestUnavailableReplicaIsNotAHandBack(t *testing.T) {
+	var mu sync.Mutex
+	var offers []string
+	stopping := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	serving := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		offers = append(offers, r.Header.Get(forward.HeaderHandBack))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "served by home-2")
+	})
+	f, err := forward.New(forward.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	targets := []forward.Target{
+		{Cluster: "home", URL: stopping, Route: "local", HandBack: 300 * time.Millisecond},
+		{Cluster: "home", URL: serving, Route: "local", HandBack: 300 * time.Millisecond},
+	}
+	resp, err := http.Post(router(t, f, targets), "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if resp.StatusCode != http.StatusOK || string(body) != "served by home-2" || len(offers) != 1 || offers[0] != "300" {
+		t.Fatalf("answer %d %q, offers at the second replica %q; want it served there with the 300 ms offer", resp.StatusCode, body, offers)
+	}
+}

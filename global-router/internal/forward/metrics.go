@@ -1,10 +1,6 @@
 package forward
 
-import (
-	"net/http"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // Attempt results counted by Metrics.
 const (
@@ -41,7 +37,7 @@ func (m *Metrics) Observe(o Outcome) {
 		result = attemptAbandoned
 	case o.Status == 0:
 		result = attemptError
-	case o.Retried && o.Target.HandBack > 0 && o.Status == http.StatusTooManyRequests:
+	case o.Retried && handedBack(o.Target, o.Status):
 		result = attemptHandedBack
 	case o.Retried:
 		result = attemptRefused
