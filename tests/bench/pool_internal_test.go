@@ -3,10 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
@@ -112,5 +116,34 @@ func TestRatioQuantile(t *testing.T) {
 	}
 	if _, ok := ratioQuantile(nil, 0.5); ok {
 		t.Error("no histogram has a quantile")
+	}
+}
+
+// The buckets are read from the text format as a gateway exposes it, two series summed.
+func TestHistogramBucketsFromText(t *testing.T) {
+	const text = `# TYPE r histogram
+r_bucket{gw="a",le="1"} 2
+r_bucket{gw="a",le="2"} 3
+r_bucket{gw="a",le="+Inf"} 4
+r_sum{gw="a"} 9
+r_count{gw="a"} 4
+r_bucket{gw="b",le="1"} 1
+r_bucket{gw="b",le="2"} 1
+r_bucket{gw="b",le="+Inf"} 2
+r_sum{gw="b"} 9
+r_count{gw="b"} 2
+`
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := histogramBuckets(mfs, "r")
+	want := ChoiceCounts{"1": 3, "2": 4, "+Inf": 6}
+	if !maps.Equal(got, want) {
+		t.Fatalf("buckets %v, want %v", got, want)
+	}
+	if q, _ := ratioQuantile(got, 0.5); q != 1 {
+		t.Fatalf("median %v, want 1 (3 of 6 observations up to 1)", q)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -203,6 +204,9 @@ func histogramBuckets(mfs map[string]*dto.MetricFamily, family string) ChoiceCou
 	for _, m := range mfs[family].GetMetric() {
 		h := m.GetHistogram()
 		for _, b := range h.GetBucket() {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				continue // the parser keeps the +Inf line as a bucket; it is the sample count
+			}
 			out[strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] += float64(b.GetCumulativeCount())
 		}
 		out["+Inf"] += float64(h.GetSampleCount())
