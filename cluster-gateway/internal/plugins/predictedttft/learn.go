@@ -21,6 +21,7 @@ func (s *Scorer) FirstToken(_ context.Context, req *framework.Request, info *fra
 		return
 	}
 	s.firstTokens.Store(true)
+	s.drained(&d, info)
 	s.prefillDone(&d)
 	s.observed(&d, info)
 	if s.usable(d, info) && !d.prefillLearned {
@@ -66,7 +67,26 @@ func (s *Scorer) prefillDone(d *dispatch) {
 	st := s.pods[d.ep]
 	s.mu.RUnlock()
 	if st != nil {
-		st.queued(-1, d.uncached)
+		st.dequeue(d.uncached)
+	}
+}
+
+// drained measures, at a first token from the pod the request was sent to, how fast the pod
+// works through this gateway's backlog: the request's uncached tokens over the time since its
+// dispatch or the pod's previous first token, whichever is later.
+func (s *Scorer) drained(d *dispatch, info *framework.ResponseInfo) {
+	if d.prefillDone || d.at.IsZero() || (info != nil && info.Endpoint != nil && info.Endpoint != d.ep) {
+		return
+	}
+	s.mu.RLock()
+	st := s.pods[d.ep]
+	s.mu.RUnlock()
+	if st == nil {
+		return
+	}
+	busy := st.firstToken(d.at, s.now())
+	if d.uncached >= 1 {
+		st.drained(d.uncached, busy)
 	}
 }
 

@@ -2,6 +2,7 @@ package predictedttft
 
 import (
 	"slices"
+	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
@@ -31,7 +32,11 @@ const defaultPromptTokens = 256
 // plus what this gateway sent since the scrape) and the gateway's own in-flight count, so a burst
 // is seen at once, before the next scrape; running requests are already past prefill, the rest
 // are ahead of this request. Once first-token reports arrive, this gateway's own requests ahead
-// are counted by their exact uncached tokens, and only the others by the pod's average.
+// are counted by the uncached tokens they still have to prefill (a fluid queue drained at the
+// pod's measured rate), and only the others by the pod's average. A pod with requests ahead
+// works through them, and then this request, at its measured drain rate, which includes the
+// decode work of the running batch that shares every engine step; an idle pod prefills at its
+// learned speed.
 func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req request) Estimate {
 	sp := effective(st, prior)
 	m := e.Metrics()
@@ -39,20 +44,28 @@ func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req requ
 	if avg <= 0 {
 		avg = float64(max(req.prompt, defaultPromptTokens))
 	}
-	ahead, queuedTokens := s.backlog(e, st, m, avg)
+	rate := sp.prefill
+	if d := sp.drainRate(); d > 0 {
+		rate = d
+	}
+	ahead, queuedTokens := s.backlog(e, st, m, avg, rate, req.at)
+	if ahead <= 0 {
+		rate = sp.prefill
+	}
 	running := 0
 	if m != nil {
 		running = m.Running
 	}
 	uncached := float64(max(0, req.prompt-req.cached))
 	step := sp.itl * (1 + float64(running)/batchStep)
-	wait := queuedTokens/sp.prefill + step + s.adapterWait(req.adapter, m)
-	return Estimate{Ahead: ahead, Wait: wait, Uncached: uncached, Total: s.cfg.Overhead.Seconds() + wait + uncached/sp.prefill}
+	wait := queuedTokens/rate + step + s.adapterWait(req.adapter, m)
+	return Estimate{Ahead: ahead, Wait: wait, Uncached: uncached, Total: s.cfg.Overhead.Seconds() + wait + uncached/rate}
 }
 
-// backlog returns the requests ahead of a new one on e and their prefill tokens; avg sizes the
-// requests whose size is unknown.
-func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, avg float64) (ahead, tokens float64) {
+// backlog returns the requests ahead of a new one on e at now and their prefill tokens; avg
+// sizes the requests whose size is unknown, and the pod works through this gateway's own at rate
+// tokens per second.
+func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, avg, rate float64, now time.Time) (ahead, tokens float64) {
 	waiting, running, sent := 0, 0, 0
 	if m != nil {
 		waiting, running = m.WaitingQueue, m.Running
@@ -67,7 +80,11 @@ func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, a
 	if st != nil && s.firstTokens.Load() && inFlight > 0 {
 		ours := float64(min(max(0, st.prefillN.Load()), inFlight))
 		others := max(0, float64(waiting+sent)-ours)
-		return ours + others, float64(max(0, st.prefillTokens.Load())) + others*avg
+		mine := 0.0
+		if ours > 0 {
+			mine = st.remaining(float64(st.prefillTokens.Load()), rate, now)
+		}
+		return ours + others, mine + others*avg
 	}
 	load := max(waiting+running+sent, int(inFlight))
 	ahead = float64(load - min(running, load))
@@ -78,6 +95,7 @@ func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, a
 type request struct {
 	prompt, cached int
 	adapter        string
+	at             time.Time // when it is placed
 }
 
 // adapterWait is the expected LoRA load time on a pod where the adapter is not active: one load,

@@ -78,3 +78,60 @@ func TestAdapterWait(t *testing.T) {
 		}
 	}
 }
+
+func TestRemaining(t *testing.T) {
+	at := time.Unix(100, 0)
+	tests := []struct {
+		name                 string
+		busySince, lastFirst time.Duration // before at; 0 = never
+		tokens, rate         float64
+		want                 float64
+	}{
+		{"just sent", 0, -1, 4000, 8000, 4000},
+		{"half way", 250 * time.Millisecond, -1, 4000, 8000, 2000},
+		{"since the last first token", time.Second, 250 * time.Millisecond, 4000, 8000, 2000},
+		{"overdue keeps a tenth", 5 * time.Second, -1, 4000, 8000, 400},
+		{"no rate", time.Second, -1, 4000, 0, 4000},
+		{"empty", time.Second, -1, 0, 8000, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPod()
+			p.busySince.Store(at.Add(-tt.busySince).UnixNano())
+			if tt.lastFirst >= 0 {
+				p.lastFirst.Store(at.Add(-tt.lastFirst).UnixNano())
+			}
+			if got := p.remaining(tt.tokens, tt.rate, at); math.Abs(got-tt.want) > 1e-6 {
+				t.Fatalf("remaining = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDrainRate(t *testing.T) {
+	p := newPod()
+	t0 := time.Unix(100, 0)
+	// Four requests of 1,000 tokens sent together; first tokens every 125ms: 8,000 tokens/s.
+	for i := range 4 {
+		busy := p.firstToken(t0, t0.Add(time.Duration(i+1)*125*time.Millisecond))
+		if busy != 125*time.Millisecond {
+			t.Fatalf("request %d: busy %v, want 125ms (since the previous first token)", i, busy)
+		}
+		if i < minDrainSamples && p.snap.Load().drainRate() != 0 {
+			t.Fatalf("drain rate trusted after %d samples", i)
+		}
+		p.drained(1000, busy)
+	}
+	if got := p.snap.Load().drainRate(); math.Abs(got-8000) > 1e-6 {
+		t.Fatalf("drain rate %v, want 8000", got)
+	}
+	// A request sent after the pod went idle is timed from its dispatch, and a first token
+	// reported out of order is timed as taking no time.
+	sent := t0.Add(2 * time.Second)
+	if busy := p.firstToken(sent, sent.Add(300*time.Millisecond)); busy != 300*time.Millisecond {
+		t.Fatalf("busy %v, want 300ms from dispatch", busy)
+	}
+	if busy := p.firstToken(t0, sent); busy != 0 {
+		t.Fatalf("busy %v for an out-of-order first token, want 0", busy)
+	}
+}

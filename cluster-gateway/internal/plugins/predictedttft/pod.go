@@ -14,6 +14,26 @@ type speed struct {
 	avgUncached float64 // EWMA of uncached prompt tokens of requests sent to the pod
 	nPrefill    int
 	nITL        int
+	// drainTokens and drainTime are decaying sums of the prefill tokens the pod finished while
+	// this gateway had requests waiting for their first token, and of the time it took: their
+	// ratio is how fast the pod works through a backlog (drainRate).
+	drainTokens, drainTime float64
+	nDrain                 int
+}
+
+// drainDecay is the weight the drain sums keep at each new first token (about the last ten).
+const drainDecay = 0.9
+
+// minDrainSamples first tokens are needed before the drain rate is trusted.
+const minDrainSamples = 3
+
+// drainRate returns the measured backlog drain rate in tokens per second, or 0 when there are
+// too few samples.
+func (s *speed) drainRate() float64 {
+	if s.nDrain < minDrainSamples || s.drainTime <= 0 {
+		return 0
+	}
+	return s.drainTokens / s.drainTime
 }
 
 // dispatchRing is the size of the per-pod ring of recent dispatch times.
@@ -29,6 +49,11 @@ type pod struct {
 	// to the pod still waiting for their first token (tracked once FirstToken hooks arrive).
 	prefillTokens atomic.Int64
 	prefillN      atomic.Int64
+	// busySince is when (unix nanos) that backlog last went from empty to not empty, and
+	// lastFirst when the latest first token of this gateway's requests to the pod arrived: the
+	// pod has been working on the backlog's oldest request since the later of the two.
+	busySince atomic.Int64
+	lastFirst atomic.Int64
 }
 
 // resetBacklog clears the prefill backlog (the pod has nothing in flight from this gateway).
@@ -39,10 +64,59 @@ func (p *pod) resetBacklog() {
 	}
 }
 
-// queued adds (sign +1) or removes (-1) one request of tokens from the pod's prefill backlog.
-func (p *pod) queued(sign int64, tokens float64) {
-	p.prefillTokens.Add(sign * int64(tokens))
-	p.prefillN.Add(sign)
+// enqueue adds one request of tokens, sent at now, to the pod's prefill backlog.
+func (p *pod) enqueue(tokens float64, now time.Time) {
+	p.prefillTokens.Add(int64(tokens))
+	if p.prefillN.Add(1) == 1 {
+		p.busySince.Store(now.UnixNano())
+	}
+}
+
+// dequeue removes one request of tokens from the pod's prefill backlog.
+func (p *pod) dequeue(tokens float64) {
+	p.prefillTokens.Add(-int64(tokens))
+	p.prefillN.Add(-1)
+}
+
+// minRemaining is the share of the backlog's tokens assumed still to prefill however long the
+// pod has been at it: none of those requests has its first token yet.
+const minRemaining = 0.1
+
+// remaining returns the backlog's tokens (the pod's share of them) still to prefill at now,
+// when the pod works through them at rate tokens per second, oldest first (a fluid queue):
+// requests are admitted and prefilled in chunks, so a request still waiting for its first token
+// may be most of the way through its prompt.
+func (p *pod) remaining(tokens, rate float64, now time.Time) float64 {
+	if tokens <= 0 || rate <= 0 {
+		return max(tokens, 0)
+	}
+	since := max(p.busySince.Load(), p.lastFirst.Load())
+	busy := max(0, float64(now.UnixNano()-since)/float64(time.Second))
+	return max(tokens-rate*busy, minRemaining*tokens)
+}
+
+// firstToken records, at now, the first token of a request of tokens prefill tokens sent at
+// sent, and returns how long the pod worked on it: from the later of its dispatch and the
+// previous first token (the pod was busy with older requests until then).
+func (p *pod) firstToken(sent, now time.Time) time.Duration {
+	at := now.UnixNano()
+	prev := p.lastFirst.Load()
+	for prev < at && !p.lastFirst.CompareAndSwap(prev, at) {
+		prev = p.lastFirst.Load()
+	}
+	return max(0, now.Sub(time.Unix(0, max(prev, sent.UnixNano()))))
+}
+
+// drained folds a first token's prefill tokens and the time the pod worked on them into the
+// drain rate.
+func (p *pod) drained(tokens float64, busy time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := *p.snap.Load()
+	s.drainTokens = drainDecay*s.drainTokens + tokens
+	s.drainTime = drainDecay*s.drainTime + busy.Seconds()
+	s.nDrain++
+	p.snap.Store(&s)
 }
 
 func newPod() *pod {

@@ -46,6 +46,7 @@ type Scorer struct {
 // dispatch is what PreRequest predicted, kept for learning at PostResponse.
 type dispatch struct {
 	ep                    *datastore.Endpoint
+	at                    time.Time // when it was sent
 	ahead, wait, uncached float64
 	total                 float64 // the predicted TTFT, in seconds
 	prefillLearned        bool
@@ -96,13 +97,14 @@ func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framewo
 	aligned := m != nil && len(m.Blocks) == len(eps)
 	prior := s.prior.Load()
 	best := math.Inf(1)
+	now := s.now()
 	s.mu.RLock()
 	for i, e := range eps {
 		cached := 0
 		if aligned {
 			cached = int(m.Blocks[i]) * prefixcache.TokensPerBlock
 		}
-		scores[i] = s.estimate(e, s.pods[e], prior, request{req.PromptTokens, cached, req.Adapter}).Total
+		scores[i] = s.estimate(e, s.pods[e], prior, request{req.PromptTokens, cached, req.Adapter, now}).Total
 		best = min(best, scores[i])
 	}
 	s.mu.RUnlock()
@@ -117,7 +119,7 @@ func (s *Scorer) Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) 
 	s.mu.RLock()
 	st := s.pods[e]
 	s.mu.RUnlock()
-	est := s.estimate(e, st, s.prior.Load(), request{prompt: promptTokens, cached: cachedTokens})
+	est := s.estimate(e, st, s.prior.Load(), request{prompt: promptTokens, cached: cachedTokens, at: s.now()})
 	return time.Duration(est.Total * float64(time.Second))
 }
 
@@ -159,10 +161,10 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	cached := prefixcache.ReadMatch(res.State).TokensFor(e)
 	st := s.podFor(e)
 	now := s.now()
-	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter})
+	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter, now})
 	st.dispatched(now)
-	st.queued(+1, est.Uncached)
-	s.pending.Put(req, dispatch{ep: e, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total})
+	st.enqueue(est.Uncached, now)
+	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total})
 }
 
 func (s *Scorer) podFor(e *datastore.Endpoint) *pod {

@@ -189,3 +189,49 @@ func TestRetryOnFallbackTeachesNothing(t *testing.T) {
 		t.Fatalf("scores %v, want no learning from a fallback's answer", s)
 	}
 }
+
+// A request still waiting for its first token is counted by what it has left to prefill, at the
+// rate the pod has been measured to work through a backlog.
+func TestBacklogDrainsWhileWaiting(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	// Measure the drain rate: bursts of 4 requests of 1,000 tokens, first tokens 250ms apart
+	// (4,000 tokens/s).
+	for range 3 {
+		reqs := make([]*framework.Request, 4)
+		for i := range reqs {
+			reqs[i] = &framework.Request{PromptTokens: 1000}
+			f.s.PreRequest(ctx, reqs[i], &framework.Result{Targets: f.eps})
+			f.eps[0].AddInFlight(1)
+		}
+		for _, r := range reqs {
+			f.h.Advance(250 * time.Millisecond)
+			f.s.FirstToken(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: time.Second, CachedTokens: -1})
+			f.s.PostResponse(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: time.Second, PromptTokens: 1000, CachedTokens: -1})
+			f.eps[0].AddInFlight(-1)
+		}
+		f.h.Advance(time.Second)
+	}
+	// An 8,000-token request is sent; its prefill takes 2s at the drain rate. The pod is scraped
+	// with it waiting.
+	long := &framework.Request{PromptTokens: 8000}
+	f.s.PreRequest(ctx, long, &framework.Result{Targets: f.eps})
+	f.eps[0].AddInFlight(1)
+	plugintest.SetLoad(f.eps[0], 1, 0, 0, f.h.Now())
+	at0 := f.s.Predict(f.eps[0], 1000, 0)
+	// overhead 5ms + 8,000 then 1,000 tokens at 4,000 tokens/s + one 20ms step (the prior ITL).
+	if want := 2275 * time.Millisecond; at0 < want-10*time.Millisecond || at0 > want+10*time.Millisecond {
+		t.Fatalf("predicted %v behind the long request, want about %v", at0, want)
+	}
+	f.h.Advance(time.Second)
+	at1 := f.s.Predict(f.eps[0], 1000, 0)
+	f.h.Advance(10 * time.Second)
+	late := f.s.Predict(f.eps[0], 1000, 0)
+	// Half of the 8,000 tokens are left after 1s; when overdue, a tenth is still assumed left.
+	if d := at0 - at1; d < 990*time.Millisecond || d > 1010*time.Millisecond {
+		t.Fatalf("predicted %v, then %v a second later: want 1s less (half of the backlog drained)", at0, at1)
+	}
+	if d := at1 - late; d < 790*time.Millisecond || d > 810*time.Millisecond {
+		t.Fatalf("predicted %v at 1s, %v when overdue: want 0.8s less (800 tokens left of 4,000)", at1, late)
+	}
+}
