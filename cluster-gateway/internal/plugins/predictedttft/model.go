@@ -33,10 +33,11 @@ const defaultPromptTokens = 256
 // is seen at once, before the next scrape; running requests are already past prefill, the rest
 // are ahead of this request. Once first-token reports arrive, this gateway's own requests ahead
 // are counted by the uncached tokens they still have to prefill (a fluid queue drained at the
-// pod's measured rate), and only the others by the pod's average. A pod with requests ahead
-// works through them, and then this request, at its measured drain rate, which includes the
-// decode work of the running batch that shares every engine step; an idle pod prefills at its
-// learned speed.
+// pod's measured drain rate; by their whole prompts until that rate is measured), and only the
+// others by the pod's average. A pod with requests ahead works through them, and then this
+// request, at its measured drain rate, which includes the decode work of the running batch that
+// shares every engine step, but never faster than its learned prefill speed, at which an idle
+// pod prefills.
 func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req request) Estimate {
 	sp := effective(st, prior)
 	m := e.Metrics()
@@ -44,11 +45,12 @@ func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req requ
 	if avg <= 0 {
 		avg = float64(max(req.prompt, defaultPromptTokens))
 	}
-	rate := sp.prefill
+	rate, drain := sp.prefill, 0.0
 	if d := sp.drainRate(); d > 0 {
-		rate = d
+		rate = min(d, sp.prefill) // a pod with work ahead is never assumed faster than an idle one
+		drain = rate
 	}
-	ahead, queuedTokens := s.backlog(e, st, m, avg, rate, req.at)
+	ahead, queuedTokens := s.backlog(e, st, m, avg, drain, req.at)
 	if ahead <= 0 {
 		rate = sp.prefill
 	}
@@ -63,9 +65,10 @@ func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req requ
 }
 
 // backlog returns the requests ahead of a new one on e at now and their prefill tokens; avg
-// sizes the requests whose size is unknown, and the pod works through this gateway's own at rate
-// tokens per second.
-func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, avg, rate float64, now time.Time) (ahead, tokens float64) {
+// sizes the requests whose size is unknown, and the pod works through this gateway's own at drain
+// tokens per second (0: not measured yet, so none of their tokens is assumed done: with a guessed
+// rate, a slow pod's backlog would melt on paper and draw more requests).
+func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, avg, drain float64, now time.Time) (ahead, tokens float64) {
 	waiting, running, sent := 0, 0, 0
 	if m != nil {
 		waiting, running = m.WaitingQueue, m.Running
@@ -80,9 +83,9 @@ func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, a
 	if st != nil && s.firstTokens.Load() && inFlight > 0 {
 		ours := float64(min(max(0, st.prefillN.Load()), inFlight))
 		others := max(0, float64(waiting+sent)-ours)
-		mine := 0.0
+		mine := float64(max(0, st.prefillTokens.Load()))
 		if ours > 0 {
-			mine = st.remaining(float64(st.prefillTokens.Load()), rate, now)
+			mine = st.remaining(mine, ours, drain, now)
 		}
 		return ours + others, mine + others*avg
 	}

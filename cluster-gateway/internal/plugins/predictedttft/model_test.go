@@ -84,15 +84,17 @@ func TestRemaining(t *testing.T) {
 	tests := []struct {
 		name                 string
 		busySince, lastFirst time.Duration // before at; 0 = never
-		tokens, rate         float64
+		tokens, n, rate      float64
 		want                 float64
 	}{
-		{"just sent", 0, -1, 4000, 8000, 4000},
-		{"half way", 250 * time.Millisecond, -1, 4000, 8000, 2000},
-		{"since the last first token", time.Second, 250 * time.Millisecond, 4000, 8000, 2000},
-		{"overdue keeps a tenth", 5 * time.Second, -1, 4000, 8000, 400},
-		{"no rate", time.Second, -1, 4000, 0, 4000},
-		{"empty", time.Second, -1, 0, 8000, 0},
+		{"just sent", 0, -1, 4000, 1, 8000, 4000},
+		{"half way", 250 * time.Millisecond, -1, 4000, 1, 8000, 2000},
+		{"since the last first token", time.Second, 250 * time.Millisecond, 4000, 1, 8000, 2000},
+		{"overdue keeps a tenth", 5 * time.Second, -1, 4000, 1, 8000, 400},
+		{"the oldest of two is not done", 375 * time.Millisecond, -1, 4000, 2, 8000, 2000},
+		{"the oldest of four is not done", 5 * time.Second, -1, 4000, 4, 8000, 3000},
+		{"no rate", time.Second, -1, 4000, 1, 0, 4000},
+		{"empty", time.Second, -1, 0, 0, 8000, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +103,7 @@ func TestRemaining(t *testing.T) {
 			if tt.lastFirst >= 0 {
 				p.lastFirst.Store(at.Add(-tt.lastFirst).UnixNano())
 			}
-			if got := p.remaining(tt.tokens, tt.rate, at); math.Abs(got-tt.want) > 1e-6 {
+			if got := p.remaining(tt.tokens, tt.n, tt.rate, at); math.Abs(got-tt.want) > 1e-6 {
 				t.Fatalf("remaining = %v, want %v", got, tt.want)
 			}
 		})
@@ -111,8 +113,8 @@ func TestRemaining(t *testing.T) {
 func TestDrainRate(t *testing.T) {
 	p := newPod()
 	t0 := time.Unix(100, 0)
-	// Four requests of 1,000 tokens sent together; first tokens every 125ms: 8,000 tokens/s.
-	for i := range 4 {
+	// Requests of 1,000 tokens sent together; first tokens every 125ms: 8,000 tokens/s.
+	for i := range minDrainSamples + 1 {
 		busy := p.firstToken(t0, t0.Add(time.Duration(i+1)*125*time.Millisecond))
 		if busy != 125*time.Millisecond {
 			t.Fatalf("request %d: busy %v, want 125ms (since the previous first token)", i, busy)

@@ -25,7 +25,7 @@ type speed struct {
 const drainDecay = 0.9
 
 // minDrainSamples first tokens are needed before the drain rate is trusted.
-const minDrainSamples = 3
+const minDrainSamples = 8
 
 // drainRate returns the measured backlog drain rate in tokens per second, or 0 when there are
 // too few samples.
@@ -78,21 +78,23 @@ func (p *pod) dequeue(tokens float64) {
 	p.prefillN.Add(-1)
 }
 
-// minRemaining is the share of the backlog's tokens assumed still to prefill however long the
-// pod has been at it: none of those requests has its first token yet.
+// minRemaining is the share of a backlog's tokens assumed still to prefill however long the pod
+// has been at it: none of those requests has its first token yet.
 const minRemaining = 0.1
 
-// remaining returns the backlog's tokens (the pod's share of them) still to prefill at now,
-// when the pod works through them at rate tokens per second, oldest first (a fluid queue):
-// requests are admitted and prefilled in chunks, so a request still waiting for its first token
-// may be most of the way through its prompt.
-func (p *pod) remaining(tokens, rate float64, now time.Time) float64 {
-	if tokens <= 0 || rate <= 0 {
+// remaining returns how many of the backlog's tokens, n requests waiting for their first token,
+// are still to prefill at now, when the pod works through them at rate tokens per second, oldest
+// first (a fluid queue): requests are admitted and prefilled in chunks, so one still waiting for
+// its first token may be most of the way through its prompt. Only the oldest can be that far:
+// had it finished, its first token would have come, so about (n-1)/n of the tokens are left
+// however long the pod has been busy (a pod whose KV cache is full admits nothing for a while).
+func (p *pod) remaining(tokens, n, rate float64, now time.Time) float64 {
+	if tokens <= 0 || rate <= 0 || n <= 0 {
 		return max(tokens, 0)
 	}
 	since := max(p.busySince.Load(), p.lastFirst.Load())
 	busy := max(0, float64(now.UnixNano()-since)/float64(time.Second))
-	return max(tokens-rate*busy, minRemaining*tokens)
+	return max(tokens-rate*busy, max(minRemaining, (n-1)/n)*tokens)
 }
 
 // firstToken records, at now, the first token of a request of tokens prefill tokens sent at

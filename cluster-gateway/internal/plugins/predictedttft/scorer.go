@@ -1,12 +1,13 @@
 // Package predictedttft provides the predicted-ttft-scorer plugin (Switchyard's). For each
-// candidate it predicts this request's time to first token: the expected wait behind the
-// requests ahead on that pod (scraped queue and running batch, plus what this gateway sent since
-// the scrape, or its instant in-flight count if larger) times the pod's per-request prefill time,
-// one engine step, the prompt tokens not in the pod's prefix cache divided by the pod's prefill
-// speed, and a fixed overhead. Prefill speed and inter-token latency are learned per pod (EWMA)
-// from observed TTFT, mean ITL and cached tokens; unmeasured pods get a neutral prior (the
-// fleet's geometric mean). Scores are best/own in (0,1], so a pod predicted twice as slow as the
-// best scores 0.5.
+// candidate it predicts this request's time to first token: the prefill work ahead of it on that
+// pod (scraped queue and running batch, plus what this gateway sent since the scrape, or its
+// instant in-flight count if larger; this gateway's own requests by the tokens they still have to
+// prefill), then its own prompt tokens not in the pod's prefix cache, at the rate the pod has been
+// measured to work through a backlog (its prefill speed when nothing is ahead), plus one engine
+// step and a fixed overhead. Prefill speed, drain rate and inter-token latency are learned per
+// pod from observed first tokens, TTFT, mean ITL and cached tokens; unmeasured pods get a neutral
+// prior (the fleet's geometric mean). Scores are best/own in (0,1], so a pod predicted twice as
+// slow as the best scores 0.5.
 package predictedttft
 
 import (
