@@ -97,9 +97,9 @@ func (p *pod) remaining(tokens, n, rate float64, now time.Time) float64 {
 	return max(tokens-rate*busy, max(minRemaining, (n-1)/n)*tokens)
 }
 
-// firstToken records, at now, the first token of a request of tokens prefill tokens sent at
-// sent, and returns how long the pod worked on it: from the later of its dispatch and the
-// previous first token (the pod was busy with older requests until then).
+// firstToken records the first token, at now, of a request sent at sent, and returns how long
+// the pod worked on it: from the later of its dispatch and the previous first token (the pod was
+// busy with older requests until then).
 func (p *pod) firstToken(sent, now time.Time) time.Duration {
 	at := now.UnixNano()
 	prev := p.lastFirst.Load()
