@@ -59,6 +59,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// repeatValid reports whether runs of sc's request sequence can be pooled n times: at least
+// once, and only once for a Tier 1 scenario.
+func repeatValid(n int, sc Scenario) bool { return n == 1 || n > 1 && sc.Regional() }
+
 // DefaultConfig returns the settings of `bench --scenario=NAME` with every default set.
 func DefaultConfig() Config {
 	return Config{
@@ -84,7 +88,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bench: scrape interval: must be > 0, got %v", c.ScrapeInterval)
 	case c.Duration < 0 || c.Capacity < 0:
 		return errors.New("bench: duration and capacity must be >= 0")
-	case c.Repeat < 0 || c.Repeat > 1 && !c.Scenario.Regional():
+	case c.Repeat != 0 && !repeatValid(c.Repeat, c.Scenario):
 		return fmt.Errorf("bench: repeat: %d; want 1 or more, and 1 for a Tier 1 scenario", c.Repeat)
 	case c.GatewayBin == "":
 		return errors.New("bench: gateway binary: required")

@@ -38,7 +38,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	if cfg.Repeat < 1 || cfg.Repeat > 1 && !sc.Regional() {
+	if !repeatValid(cfg.Repeat, sc) {
 		fmt.Fprintf(stderr, "bench: --repeat=%d: want 1 or more, and 1 for a Tier 1 scenario\n", cfg.Repeat)
 		return 2
 	}

@@ -149,23 +149,37 @@ func fill(best, mean time.Duration, ready int, saturated, rate, work float64) ti
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // handBack returns the offer for a local cluster c chosen while remote was the best estimate
-// elsewhere (-1: none) and common the least prefill: past its throughput, the throughput rule's
-// limit (common + (remote − common) × (1 + NearBest)); busy, the LocalPreference rule's (remote ×
-// LocalPreference); idle, none (an idle local cluster keeps its traffic). The round trip to c is
-// taken off, since the gateway predicts from where it stands.
+// elsewhere (-1: none) and common the least prefill: the limit of the rule of choosePool that
+// would have passed c over, throughputLimit past its throughput, preferenceLimit when busy;
+// idle, none (an idle local cluster keeps its traffic). The round trip to c is taken off, since
+// the gateway predicts from where it stands.
 func handBack(c *Cluster, remote, common time.Duration, opt Options) time.Duration {
-	var limit time.Duration
+	var limit float64
 	switch {
 	case remote < 0:
 		return 0
 	case backlogged(c, opt.BacklogPerPod):
-		limit = common + time.Duration(math.Round(float64(remote-common)*(1+opt.NearBest)))
+		limit = throughputLimit(remote, common, opt)
 	case busy(c):
-		limit = time.Duration(math.Round(float64(remote) * max(opt.LocalPreference, 1)))
+		limit = preferenceLimit(remote, opt)
 	default:
 		return 0
 	}
-	return max(limit-c.RTT, time.Millisecond)
+	return max(time.Duration(math.Round(limit))-c.RTT, time.Millisecond)
+}
+
+// throughputLimit is the estimate (in nanoseconds) above which a local cluster past its
+// throughput is passed over for one elsewhere whose estimate is remote: the time to start,
+// estimate less common (the least prefill, the same everywhere), widened by the near-best
+// window.
+func throughputLimit(remote, common time.Duration, opt Options) float64 {
+	return float64(common) + float64(remote-common)*(1+opt.NearBest)
+}
+
+// preferenceLimit is the estimate (in nanoseconds) above which a busy local cluster is passed
+// over for one elsewhere whose estimate is remote: LocalPreference times it.
+func preferenceLimit(remote time.Duration, opt Options) float64 {
+	return float64(remote) * max(opt.LocalPreference, 1)
 }
 
 // Decide chooses a cluster for req among clusters for a router in region. rng may be nil (the
@@ -300,11 +314,11 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		}
 	}
 	d.remote, d.common = remote, common
-	startsSooner := func(e *Explanation, factor float64) bool { // remote starts more than factor sooner
-		return remote >= 0 && float64(e.Estimate-common) > float64(remote-common)*factor
+	startsSooner := func(e *Explanation) bool { // remote starts sooner beyond the near-best window
+		return remote >= 0 && float64(e.Estimate) > throughputLimit(remote, common, opt)
 	}
-	sooner := func(e *Explanation, factor float64) bool { // remote answers more than factor sooner
-		return remote >= 0 && float64(e.Estimate) > float64(remote)*factor
+	sooner := func(e *Explanation) bool { // remote answers LocalPreference times sooner
+		return remote >= 0 && float64(e.Estimate) > preferenceLimit(remote, opt)
 	}
 	local := buf[:0]
 	for _, i := range eligible {
@@ -313,9 +327,9 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = reasonOverThreshold
-		case backlogged(&clusters[i], opt.BacklogPerPod) && startsSooner(e, 1+opt.NearBest):
+		case backlogged(&clusters[i], opt.BacklogPerPod) && startsSooner(e):
 			e.Reason = reasonBacklogged
-		case busy(&clusters[i]) && sooner(e, max(opt.LocalPreference, 1)):
+		case busy(&clusters[i]) && sooner(e):
 			e.Reason = reasonRemoteSooner
 		default:
 			local = append(local, i)
