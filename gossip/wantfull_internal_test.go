@@ -104,9 +104,16 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 	poll(t, 30*time.Second, func() bool {
 		// The full summary itself may come back (a late relay of its chunks), and the parked
 		// delta then applies on top of it: whatever the receiver holds must be a summary the
-		// publisher published. A delta applied without its base would be none of them.
-		if e, ok := recv.store.entriesCopy()[pub.Name()]; ok && pub.pub.base == first && !published(e.summary) {
-			t.Fatal("a delta without its base was applied")
+		// publisher published. A delta applied without its base would be none of them. A
+		// receiver that got its base back that way loses it again, so that the test still
+		// sees it ask for a full summary.
+		if e, ok := recv.store.entriesCopy()[pub.Name()]; ok && pub.pub.base == first {
+			if !published(e.summary) {
+				t.Fatal("a delta without its base was applied")
+			}
+			recv.store.mu.Lock()
+			delete(recv.store.entries, pub.Name())
+			recv.store.mu.Unlock()
 		}
 		last = publish(2)
 		sent = append(sent, last)
