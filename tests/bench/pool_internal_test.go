@@ -146,4 +146,9 @@ r_count{gw="b"} 2
 	if q, _ := ratioQuantile(got, 0.5); q != 1 {
 		t.Fatalf("median %v, want 1 (3 of 6 observations up to 1)", q)
 	}
+	by := histogramBucketsBy(mfs, "r", "gw")
+	wantBy := map[string]ChoiceCounts{"a": {"1": 2, "2": 3, "+Inf": 4}, "b": {"1": 1, "2": 1, "+Inf": 2}}
+	if len(by) != len(wantBy) || !maps.Equal(by["a"], wantBy["a"]) || !maps.Equal(by["b"], wantBy["b"]) {
+		t.Fatalf("buckets by gw %v, want %v", by, wantBy)
+	}
 }

@@ -115,6 +115,10 @@ type ModeFigures struct {
 	// PredictionRatio sums the gateways' switchyard_gateway_ttft_prediction_ratio histograms:
 	// cumulative counts by bucket upper bound ("le"), measured TTFT over the gateway's prediction.
 	PredictionRatio ChoiceCounts `json:"ttft_prediction_ratio,omitempty"`
+	// EstimateRatio holds, per route (local, overflow, retry), the routers'
+	// switchyard_router_ttft_estimate_ratio histograms summed over routers: cumulative counts by
+	// bucket upper bound, the TTFT a router measured over its estimate when it decided.
+	EstimateRatio map[string]ChoiceCounts `json:"ttft_estimate_ratio,omitempty"`
 }
 
 // add adds src's counts to c and returns it (a nil c becomes a new map).

@@ -127,13 +127,15 @@ func addModeCounts(pool, run []ModeFigures) []ModeFigures {
 		p, r := &pool[i], &run[i]
 		p.OverflowAnswered = p.OverflowAnswered.add(r.OverflowAnswered)
 		p.PredictionRatio = p.PredictionRatio.add(r.PredictionRatio)
+		p.EstimateRatio = addByRegion(p.EstimateRatio, r.EstimateRatio)
 		p.LeftBecause = addByRegion(p.LeftBecause, r.LeftBecause)
 		p.Attempts = addByRegion(p.Attempts, r.Attempts)
 	}
 	return pool
 }
 
-// addByRegion adds src's counts to dst's, region by region (a nil dst becomes a new map).
+// addByRegion adds src's counts to dst's, key by key (a region, or a route), a nil dst becoming a
+// new map.
 func addByRegion(dst, src map[string]ChoiceCounts) map[string]ChoiceCounts {
 	if dst == nil {
 		dst = map[string]ChoiceCounts{}
@@ -200,8 +202,27 @@ func byLabel(mfs map[string]*dto.MetricFamily, family, label string) ChoiceCount
 // histogramBuckets returns a histogram family as cumulative counts by upper bound ("le", "+Inf"
 // the total), summed over its series.
 func histogramBuckets(mfs map[string]*dto.MetricFamily, family string) ChoiceCounts {
-	out := ChoiceCounts{}
+	return histogramBucketsBy(mfs, family, "")[""]
+}
+
+// histogramBucketsBy is histogramBuckets per value of label ("": every series in one).
+func histogramBucketsBy(mfs map[string]*dto.MetricFamily, family, label string) map[string]ChoiceCounts {
+	byValue := map[string]ChoiceCounts{}
+	if label == "" {
+		byValue[""] = ChoiceCounts{}
+	}
 	for _, m := range mfs[family].GetMetric() {
+		value := ""
+		for _, lp := range m.GetLabel() {
+			if label != "" && lp.GetName() == label {
+				value = lp.GetValue()
+			}
+		}
+		out := byValue[value]
+		if out == nil {
+			out = ChoiceCounts{}
+			byValue[value] = out
+		}
 		h := m.GetHistogram()
 		for _, b := range h.GetBucket() {
 			if math.IsInf(b.GetUpperBound(), 1) {
@@ -211,7 +232,7 @@ func histogramBuckets(mfs map[string]*dto.MetricFamily, family string) ChoiceCou
 		}
 		out["+Inf"] += float64(h.GetSampleCount())
 	}
-	return out
+	return byValue
 }
 
 // regionalMarkdown renders a Tier 2 run's figures table.
@@ -259,6 +280,22 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 	if len(calib) > 0 {
 		fmt.Fprintf(b, "\nGateways' TTFT predictions, measured / predicted at P10 / P50 / P90 (switchyard_gateway_ttft_prediction_ratio, "+
 			"all clusters, interpolated within its buckets): %s.\n", strings.Join(calib, "; "))
+	}
+	var est []string
+	for _, m := range rf.Modes {
+		for _, route := range []string{"local", "overflow", "retry"} {
+			buckets := m.EstimateRatio[route]
+			p10, ok := ratioQuantile(buckets, 0.1)
+			p50, _ := ratioQuantile(buckets, 0.5)
+			p90, _ := ratioQuantile(buckets, 0.9)
+			if ok {
+				est = append(est, fmt.Sprintf("%s %s %.2f / %.2f / %.2f (%.0f)", m.Mode, route, p10, p50, p90, buckets["+Inf"]))
+			}
+		}
+	}
+	if len(est) > 0 {
+		fmt.Fprintf(b, "\nRouters' TTFT estimates, measured / estimated at P10 / P50 / P90 by route (switchyard_router_ttft_estimate_ratio, "+
+			"all routers, interpolated within its buckets; in brackets the streams counted): %s.\n", strings.Join(est, "; "))
 	}
 	if g := rf.Mode("global"); g != nil && len(g.Attempts) > 0 {
 		regions := slices.Sorted(maps.Keys(g.Attempts))

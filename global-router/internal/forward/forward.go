@@ -49,6 +49,10 @@ type Target struct {
 	// token later than this. The cluster's other replicas are then skipped, since they see the
 	// same pods (see handedBack).
 	HandBack time.Duration
+	// Estimate is the router's estimated time to first token on this cluster when it decided,
+	// round trip included; 0 when unknown. The forwarder only passes it on to its observers
+	// (the metrics compare it with the time to first token measured, see TTFTObserver).
+	Estimate time.Duration
 }
 
 // HeaderHandBack carries Target.HandBack in whole milliseconds.
@@ -93,6 +97,14 @@ type Dispatcher interface {
 // concurrent use.
 type FirstTokener interface {
 	FirstToken(t Target)
+}
+
+// TTFTObserver is an Observer that also wants the time to first token of the streams it
+// answered: ObserveTTFT is called once per accepted event stream whose first body bytes arrive,
+// with the time from the attempt's start (simulated latency included) to those bytes. It must be
+// safe for concurrent use.
+type TTFTObserver interface {
+	ObserveTTFT(t Target, ttft time.Duration)
 }
 
 // Observer receives every attempt's outcome. It must be safe for concurrent use.
@@ -204,7 +216,8 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 			t.Route = "retry"
 		}
 		tried++
-		resp, err := f.attempt(r, body, t)
+		start := time.Now()
+		resp, err := f.attempt(r, body, t, start)
 		if err != nil {
 			last = err
 			if r.Context().Err() != nil {
@@ -215,7 +228,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 			}
 			continue
 		}
-		return f.stream(w, r, resp, t)
+		return f.stream(w, r, resp, t, start)
 	}
 	if last == nil {
 		last = errors.New("no candidate")
@@ -224,9 +237,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 }
 
 // attempt sends one request; it returns the response only when it is an answer to pass on.
-func (f *Forwarder) attempt(r *http.Request, body []byte, t Target) (*http.Response, error) {
+// start is when the attempt began.
+func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.Time) (*http.Response, error) {
 	ctx := r.Context()
-	start := time.Now()
 	f.dispatched(t)
 	if t.Delay > 0 {
 		if err := sleep(ctx, t.Delay); err != nil {
@@ -305,9 +318,16 @@ func (f *Forwarder) firstToken(t Target) {
 	}
 }
 
+// observeTTFT tells the observer, if it wants to know, t's time to first token.
+func (f *Forwarder) observeTTFT(t Target, ttft time.Duration) {
+	if o, ok := f.obs.(TTFTObserver); ok {
+		o.ObserveTTFT(t, ttft)
+	}
+}
+
 // stream copies the response to the client, flushing after every read so SSE events leave as
-// they arrive.
-func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target) error {
+// they arrive; start is when the attempt began.
+func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target, start time.Time) error {
 	defer resp.Body.Close()
 	sse := eventStream(resp)
 	waiting := sse // for its first token
@@ -341,6 +361,7 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 		if n > 0 && waiting {
 			waiting = false
 			f.firstToken(t)
+			f.observeTTFT(t, time.Since(start))
 		}
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {

@@ -1,6 +1,10 @@
 package forward
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Attempt results counted by Metrics.
 const (
@@ -11,10 +15,12 @@ const (
 	attemptHandedBack = "handed_back" // 429 with x-switchyard-overflow to an attempt offering to go elsewhere (Target.HandBack)
 )
 
-// Metrics counts the forwarder's attempts per cluster; it is an Observer, to be combined with the
-// cluster table's with Observers. Safe for concurrent use.
+// Metrics counts the forwarder's attempts per cluster and compares the router's estimates with
+// the times to first token it measures; it is an Observer, to be combined with the cluster
+// table's with Observers. Safe for concurrent use.
 type Metrics struct {
 	attempts *prometheus.CounterVec
+	estimate *prometheus.HistogramVec
 }
 
 // NewMetrics registers the forwarder's collectors on reg (nil: not registered).
@@ -22,11 +28,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_router_attempts_total",
 		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, handed_back: the gateway gave back a request the router offered to take elsewhere).",
-	}, []string{"cluster", "result"})}
+	}, []string{"cluster", "result"}),
+		estimate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchyard_router_ttft_estimate_ratio",
+			Help: "Time to first token measured by the router (from the attempt's start to the stream's first bytes) over its estimate " +
+				"for the cluster when it decided (1 is exact; above 1, the estimate was short), by route (local, overflow, retry).",
+			Buckets: []float64{0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4},
+		}, []string{"route"})}
 	if reg != nil {
-		reg.MustRegister(m.attempts)
+		reg.MustRegister(m.attempts, m.estimate)
 	}
 	return m
+}
+
+// ObserveTTFT records t's measured time to first token against the estimate it was sent with
+// (TTFTObserver); a target without an estimate is not counted.
+func (m *Metrics) ObserveTTFT(t Target, ttft time.Duration) {
+	if t.Estimate > 0 {
+		m.estimate.WithLabelValues(t.Route).Observe(ttft.Seconds() / t.Estimate.Seconds())
+	}
 }
 
 // Observe counts o.
@@ -58,7 +78,18 @@ func (os Observers) Observe(o Outcome) {
 var (
 	_ FirstTokener = Observers(nil)
 	_ Dispatcher   = Observers(nil)
+	_ TTFTObserver = Observers(nil)
+	_ TTFTObserver = (*Metrics)(nil)
 )
+
+// ObserveTTFT passes a stream's time to first token on to the members that want it.
+func (os Observers) ObserveTTFT(t Target, ttft time.Duration) {
+	for _, x := range os {
+		if o, ok := x.(TTFTObserver); ok {
+			o.ObserveTTFT(t, ttft)
+		}
+	}
+}
 
 // Dispatched passes the start of an attempt on to the members that want it.
 func (os Observers) Dispatched(t Target) {

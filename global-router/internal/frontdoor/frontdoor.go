@@ -192,8 +192,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 }
 
 // targets turns a decision into forward targets, one per gateway replica URL, best first, each
-// carrying the request's estimated prompt tokens; the first cluster's carry the decision's
-// hand-back offer.
+// carrying the request's estimated prompt tokens and the cluster's estimate; the first
+// cluster's carry the decision's hand-back offer.
 func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTokens int) []forward.Target {
 	out := make([]forward.Target, 0, len(d.Targets)+1)
 	for n, i := range d.Targets {
@@ -203,7 +203,8 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTo
 			route = string(routing.RouteLocal)
 		}
 		for _, u := range e.URLs {
-			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens}
+			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens,
+				Estimate: d.Explain[i].Estimate}
 			if n == 0 {
 				t.HandBack = d.HandBack // only the first choice
 			}
