@@ -6,7 +6,6 @@
 package clustertable
 
 import (
-	"math"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -72,71 +71,44 @@ type clusterState struct {
 	sketches sketchCache
 	seen     uint64 // the last view that saw the cluster
 	// waiting counts this router's accepted streams there without a first token yet, and
-	// waitingTokens sums their prompt tokens; waitingList holds each, in the order they were
-	// accepted.
+	// waitingTokens sums their prompt tokens; waitingList holds the prompt tokens of each, in the
+	// order they were accepted.
 	waiting       int
 	waitingTokens int64
-	waitingList   requestList
+	waitingList   tokenList
 	// pending counts this router's attempts there that have begun and have no outcome yet
 	// (on their way, or waiting for their headers), and pendingTokens sums their prompt tokens;
-	// pendingList holds each, in the order they began.
+	// pendingList holds the prompt tokens of each, in the order they began.
 	pending       int
 	pendingTokens int64
-	pendingList   requestList
+	pendingList   tokenList
 }
 
-// request is one of this router's requests at a cluster: when its attempt began (Unix
-// nanoseconds) and its prompt tokens.
-type request struct {
-	at     int64
-	tokens int32
+// tokenList holds the prompt tokens of a cluster's requests in one state (waiting, pending), in
+// the order they entered it. A request leaves it by its length: the oldest entry of that length
+// goes, which keeps the order of the others, whichever of equal ones left.
+type tokenList []int32
+
+func (l *tokenList) add(tokens int) { *l = append(*l, int32(min(max(tokens, 0), 1<<31-1))) }
+
+// newest returns the last routing.MaxPrompts entries.
+func (l tokenList) newest() tokenList { return l[max(len(l)-routing.MaxPrompts, 0):] }
+
+// addTo adds the entries to p, oldest first.
+func (l tokenList) addTo(p *routing.Prompts) {
+	for _, t := range l {
+		p.Add(int(t))
+	}
 }
 
-// requestList holds a cluster's requests in one state (pending, waiting), in the order they
-// entered it. A request leaves it by its length: the oldest entry of that length goes, which
-// keeps the order of the others whichever of equal ones left.
-type requestList []request
-
-func (l *requestList) add(at int64, tokens int) {
-	*l = append(*l, request{at: at, tokens: int32(min(max(tokens, 0), 1<<31-1))})
-}
-
-// remove drops the oldest entry of tokens and returns it (false: none).
-func (l *requestList) remove(tokens int) (request, bool) {
+// remove drops the oldest entry of tokens, if any (a list emptied of its count is reset).
+func (l *tokenList) remove(tokens int) {
 	t := int32(min(max(tokens, 0), 1<<31-1))
-	for i, r := range *l {
-		if r.tokens == t {
+	for i, x := range *l {
+		if x == t {
 			*l = append((*l)[:i], (*l)[i+1:]...)
-			return r, true
+			return
 		}
-	}
-	return request{}, false
-}
-
-// since counts the entries whose attempt began after t (Unix nanoseconds) and sums their tokens.
-func (l requestList) since(t int64) (n int, tokens int64) {
-	for _, r := range l {
-		if r.at > t {
-			n++
-			tokens += int64(r.tokens)
-		}
-	}
-	return n, tokens
-}
-
-// addSince adds to p, oldest first, the newest routing.MaxPrompts entries whose attempt began
-// after t.
-func (l requestList) addSince(t int64, p *routing.Prompts) {
-	var idx [routing.MaxPrompts]int
-	k := 0
-	for i := len(l) - 1; i >= 0 && k < len(idx); i-- {
-		if l[i].at > t {
-			idx[k] = i
-			k++
-		}
-	}
-	for k--; k >= 0; k-- {
-		p.Add(int(l[idx[k]].tokens))
 	}
 }
 
@@ -253,17 +225,13 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 		sent, sentTokens := st.sends.since(e.Summary.GetGeneratedAtUnixNano())
 		c.InFlight, c.InFlightTokens = sent+st.pending, sentTokens+st.pendingTokens
 		c.Waiting, c.WaitingTokens = st.waiting+st.pending, st.waitingTokens+st.pendingTokens
-		// Of this router's requests there, those sent since the summary without a first token
-		// yet (pending ones included) bring prefill work the summary does not know of; the
-		// newest of them, and of all those waiting, are listed one by one (routing.Prompts).
-		generated := e.Summary.GetGeneratedAtUnixNano()
-		n, tokens := st.waitingList.since(generated)
-		c.Prefilling, c.PrefillingTokens = n+st.pending, tokens+st.pendingTokens
-		c.PrefillingPrompts, c.WaitingPrompts = routing.Prompts{}, routing.Prompts{}
-		st.waitingList.addSince(generated, &c.PrefillingPrompts)
-		st.pendingList.addSince(math.MinInt64, &c.PrefillingPrompts)
-		st.waitingList.addSince(math.MinInt64, &c.WaitingPrompts)
-		st.pendingList.addSince(math.MinInt64, &c.WaitingPrompts)
+		// The newest of them one by one (routing.Prompts): the pending ones are the newest.
+		c.InFlightPrompts, c.WaitingPrompts = routing.Prompts{}, routing.Prompts{}
+		pending := st.pendingList.newest()
+		st.sends.newest(min(sent, routing.MaxPrompts-len(pending)), c.InFlightPrompts.Add)
+		pending.addTo(&c.InFlightPrompts)
+		st.waitingList.newest().addTo(&c.WaitingPrompts)
+		pending.addTo(&c.WaitingPrompts)
 	}
 }
 
@@ -355,10 +323,7 @@ func (t *Table) Observe(o forward.Outcome) {
 	tokens := int64(max(o.Target.PromptTokens, 0))
 	st.pending = max(st.pending-1, 0)
 	st.pendingTokens = max(st.pendingTokens-tokens, 0)
-	began, ok := st.pendingList.remove(o.Target.PromptTokens)
-	if !ok { // an outcome without its Dispatched: it began TTFB ago
-		began.at = now.Add(-o.TTFB).UnixNano()
-	}
+	st.pendingList.remove(o.Target.PromptTokens)
 	if o.Abandoned { // the client left: nothing learned of the cluster
 		return
 	}
@@ -371,7 +336,7 @@ func (t *Table) Observe(o forward.Outcome) {
 		if o.Streamed {
 			st.waiting++
 			st.waitingTokens += tokens
-			st.waitingList.add(began.at, o.Target.PromptTokens)
+			st.waitingList.add(o.Target.PromptTokens)
 		}
 	}
 }
@@ -385,7 +350,7 @@ func (t *Table) Dispatched(target forward.Target) {
 	st := t.stateOf(target.Cluster)
 	st.pending++
 	st.pendingTokens += int64(max(target.PromptTokens, 0))
-	st.pendingList.add(t.cfg.Now().UnixNano(), target.PromptTokens)
+	st.pendingList.add(target.PromptTokens)
 }
 
 // FirstToken records that a stream Observe counted as waiting has its first token, or ended

@@ -263,9 +263,7 @@ func TestDispatchedCountsUntilOutcome(t *testing.T) {
 
 // The table sums the prompt tokens of what it counts: sends since the summary, attempts on their
 // way and streams waiting for a first token, so a cluster sent two long prompts looks busier than
-// one sent two short ones. Those of them still without a first token are the prefill work it
-// brought since the summary; both kinds are listed one by one too, oldest first, attempts on
-// their way last.
+// one sent two short ones. It lists them one by one too, oldest first, attempts on their way last.
 func TestInFlightTokens(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
 	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
@@ -274,29 +272,28 @@ func TestInFlightTokens(t *testing.T) {
 	long := forward.Target{Cluster: "c1", URL: "http://a", PromptTokens: 4000}
 	short := forward.Target{Cluster: "c1", URL: "http://a", PromptTokens: 300}
 	steps := []struct {
-		name                                   string
-		do                                     func()
-		inFlightTokens, prefillTok, waitingTok int64
-		prefillList, waitingList               []int
+		name                       string
+		do                         func()
+		inFlightTokens, waitingTok int64
+		inFlightList, waitingList  []int
 	}{
-		{"a long and a short dispatched", func() { tb.Dispatched(long); tb.Dispatched(short) }, 4300, 4300, 4300, []int{4000, 300}, []int{4000, 300}},
+		{"a long and a short dispatched", func() { tb.Dispatched(long); tb.Dispatched(short) }, 4300, 4300, []int{4000, 300}, []int{4000, 300}},
 		{"the long one accepted as a stream", func() { tb.Observe(forward.Outcome{Target: long, Status: 200, Streamed: true}) },
-			4300, 4300, 4300, []int{4000, 300}, []int{4000, 300}},
-		{"the short one refused", func() { tb.Observe(forward.Outcome{Target: short, Status: 503, Retried: true}) }, 4000, 4000, 4000, []int{4000}, []int{4000}},
-		{"a short one dispatched after it", func() { tb.Dispatched(short) }, 4300, 4300, 4300, []int{4000, 300}, []int{4000, 300}},
-		{"the long one's first token", func() { tb.FirstToken(long) }, 4300, 300, 300, []int{300}, []int{300}},
-		{"the short one a plain answer", func() { tb.Observe(forward.Outcome{Target: short, Status: 200}) }, 4300, 0, 0, nil, nil},
-		{"a first token too many", func() { tb.FirstToken(long) }, 4300, 0, 0, nil, nil},
+			4300, 4300, []int{4000, 300}, []int{4000, 300}},
+		{"the short one refused", func() { tb.Observe(forward.Outcome{Target: short, Status: 503, Retried: true}) }, 4000, 4000, []int{4000}, []int{4000}},
+		{"a short one dispatched after it", func() { tb.Dispatched(short) }, 4300, 4300, []int{4000, 300}, []int{4000, 300}},
+		{"the long one's first token", func() { tb.FirstToken(long) }, 4300, 300, []int{4000, 300}, []int{300}},
+		{"the short one a plain answer", func() { tb.Observe(forward.Outcome{Target: short, Status: 200}) }, 4300, 0, []int{4000, 300}, nil},
+		{"a first token too many", func() { tb.FirstToken(long) }, 4300, 0, []int{4000, 300}, nil},
 	}
 	for _, s := range steps {
 		s.do()
 		c := tb.View("llama", nil)[0].Cluster
-		if c.InFlightTokens != s.inFlightTokens || c.PrefillingTokens != s.prefillTok || c.WaitingTokens != s.waitingTok {
-			t.Fatalf("after %s: in-flight tokens %d prefilling %d waiting %d, want %d %d %d", s.name,
-				c.InFlightTokens, c.PrefillingTokens, c.WaitingTokens, s.inFlightTokens, s.prefillTok, s.waitingTok)
+		if c.InFlightTokens != s.inFlightTokens || c.WaitingTokens != s.waitingTok {
+			t.Fatalf("after %s: in-flight tokens %d waiting tokens %d, want %d %d", s.name, c.InFlightTokens, c.WaitingTokens, s.inFlightTokens, s.waitingTok)
 		}
-		if got := listed(c.PrefillingPrompts); !slices.Equal(got, s.prefillList) {
-			t.Fatalf("after %s: prefilling prompts %v, want %v", s.name, got, s.prefillList)
+		if got := listed(c.InFlightPrompts); !slices.Equal(got, s.inFlightList) {
+			t.Fatalf("after %s: in-flight prompts %v, want %v", s.name, got, s.inFlightList)
 		}
 		if got := listed(c.WaitingPrompts); !slices.Equal(got, s.waitingList) {
 			t.Fatalf("after %s: waiting prompts %v, want %v", s.name, got, s.waitingList)
@@ -304,41 +301,19 @@ func TestInFlightTokens(t *testing.T) {
 	}
 }
 
-// A stream sent before the cluster's newest summary still waits for its first token, but its
-// prefill is the summary's to count: it is waiting, not prefilling work the summary lacks.
-func TestPrefillingSinceSummary(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
-	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
-	clk.t = clk.t.Add(10 * time.Millisecond)
-	target := forward.Target{Cluster: "c1", URL: "http://a", PromptTokens: 700}
-	tb.Dispatched(target)
-	clk.t = clk.t.Add(5 * time.Millisecond)
-	tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true, TTFB: 5 * time.Millisecond})
-	c := tb.View("llama", nil)[0].Cluster
-	if c.Prefilling != 1 || c.PrefillingTokens != 700 || c.Waiting != 1 {
-		t.Fatalf("before a newer summary: prefilling %d (%d tokens), waiting %d; want 1 (700), 1", c.Prefilling, c.PrefillingTokens, c.Waiting)
-	}
-	clk.t = clk.t.Add(5 * time.Millisecond)
-	src[0] = summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))
-	c = tb.View("llama", nil)[0].Cluster
-	if c.Prefilling != 0 || c.PrefillingTokens != 0 || c.PrefillingPrompts.Len() != 0 || c.Waiting != 1 || c.WaitingPrompts.Len() != 1 {
-		t.Fatalf("after a newer summary: prefilling %d (%d tokens, %d listed), waiting %d (%d listed); want 0, 1",
-			c.Prefilling, c.PrefillingTokens, c.PrefillingPrompts.Len(), c.Waiting, c.WaitingPrompts.Len())
-	}
-}
-
-// Only the newest routing.MaxPrompts requests are listed, attempts on their way the newest.
+// Only the newest routing.MaxPrompts requests are listed, from the sends since the summary and
+// the attempts on their way, the latter the newest.
 func TestPromptsListTheNewest(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
 	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
+	tb.Sent("c1") // before the summary: not in flight
 	clk.t = clk.t.Add(10 * time.Millisecond)
 	var want []int
-	for i := 1; i <= routing.MaxPrompts+2; i++ { // accepted streams
+	for i := 1; i <= routing.MaxPrompts+2; i++ { // answered plainly: sends since the summary
 		target := forward.Target{Cluster: "c1", URL: "http://a", PromptTokens: i}
 		tb.Dispatched(target)
-		tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true})
+		tb.Observe(forward.Outcome{Target: target, Status: 200})
 		want = append(want, i)
 	}
 	for i := 100; i < 103; i++ { // on their way
@@ -347,12 +322,11 @@ func TestPromptsListTheNewest(t *testing.T) {
 	}
 	c := tb.View("llama", nil)[0].Cluster
 	want = want[len(want)-routing.MaxPrompts:]
-	n := routing.MaxPrompts + 5
-	if got := listed(c.PrefillingPrompts); c.Prefilling != n || !slices.Equal(got, want) {
-		t.Fatalf("prefilling %d, listed %v; want %d, %v", c.Prefilling, got, n, want)
+	if got := listed(c.InFlightPrompts); c.InFlight != routing.MaxPrompts+5 || !slices.Equal(got, want) {
+		t.Fatalf("in flight %d, listed %v; want %d, %v", c.InFlight, got, routing.MaxPrompts+5, want)
 	}
-	if got := listed(c.WaitingPrompts); c.Waiting != n || !slices.Equal(got, want) {
-		t.Fatalf("waiting %d, listed %v; want %d, %v", c.Waiting, got, n, want)
+	if got := listed(c.WaitingPrompts); c.Waiting != 3 || !slices.Equal(got, []int{100, 101, 102}) {
+		t.Fatalf("waiting %d, listed %v; want 3, [100 101 102]", c.Waiting, got)
 	}
 }
 

@@ -259,7 +259,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // logDecision logs a routing decision at debug level: the chosen cluster and, per eligible
-// cluster, "name=estimate/waiting streams/prefilling since the summary/RTT/best pod's wait/mean wait" (times in
+// cluster, "name=estimate/waiting streams/in flight/RTT/best pod's wait/mean wait" (times in
 // milliseconds).
 func (s *Server) logDecision(ctx context.Context, model string, promptTokens int, view []clustertable.Entry, d routing.Decision) {
 	var b strings.Builder
@@ -271,7 +271,7 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.Prefilling, c.RTT.Milliseconds(),
+		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds(),
 			c.BaseTTFT.Milliseconds(), c.MeanTTFT.Milliseconds())
 	}
 	chosen := ""

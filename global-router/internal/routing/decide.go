@@ -72,16 +72,14 @@ const (
 
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
-// plus the extra wait of this router's requests sent since the summary that have no first token
-// yet, plus prefill of the prompt tokens the cluster does not cache. Those requests bring the
-// prefill of their prompt tokens (each counts as one more prompt like this one when their lengths
-// are unknown); those with their first token are past it. The newest of them are placed one by
-// one, each on the pod that waits least at that point, as the gateway's scheduler places them;
-// older ones fill the best pod up to the mean level of the others before they spread over all of
-// them (when the summary carries the mean; evenly over the pods otherwise). On a saturated
-// cluster (new requests queue) every request sent since the summary adds one more service time
-// instead. The wait is at least the prefill of this router's requests still waiting there for
-// their first token, placed the same way on pods that wait for nothing else.
+// plus the extra wait of this router's requests sent since the summary, plus prefill of the prompt
+// tokens the cluster does not cache. The requests sent since the summary bring the prefill of
+// their prompt tokens (each counts as one more prompt like this one when their lengths are
+// unknown). That work fills the best pod up to the mean level of the others before it spreads
+// over all of them (when the summary carries the mean; evenly over the pods otherwise), as the
+// gateway's scheduler sends each request to its best pod. On a saturated cluster (new requests
+// queue) each adds one more service time instead. The wait is at least the prefill of this
+// router's requests still waiting there for their first token.
 func Estimate(c *Cluster, req Request) time.Duration {
 	start, prefill := estimate(c, req)
 	return start + prefill
@@ -111,12 +109,12 @@ func estimate(c *Cluster, req Request) (start, prefill time.Duration) {
 		backlog = time.Duration(int64(svc) * int64(c.Waiting) / int64(pods))
 		return c.RTT + max(waited, backlog), prefill
 	}
-	// The prefill work sent since the summary: the older part water-filled (fill), then the
-	// newest requests placed one by one on the pods, as the gateway places them.
-	rest := c.PrefillingPrompts.work(c.Prefilling, c.PrefillingTokens, req.PromptTokens)
+	// The work sent since the summary: the older part water-filled (fill), then the newest
+	// requests placed one by one on the pods, as the gateway places them.
+	rest := c.InFlightPrompts.work(c.InFlight, c.InFlightTokens, req.PromptTokens)
 	best := fill(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction, rate, rest)
 	others := max(othersLevel(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction), best)
-	waited = c.PrefillingPrompts.placed(func(i int) time.Duration {
+	waited = c.InFlightPrompts.placed(func(i int) time.Duration {
 		if i == 0 {
 			return best
 		}
@@ -286,9 +284,9 @@ func regionAllowed(pol Policy, region string) bool {
 	return len(pol.AllowedRegions) == 0 || slices.Contains(pol.AllowedRegions, region)
 }
 
-// busy reports whether c has work waiting: a queue, or as many requests from this router since
-// its last summary waiting for their first token as it has pods.
-func busy(c *Cluster) bool { return c.Queue > 0 || c.Prefilling >= max(c.ReadyPods, 1) }
+// busy reports whether c has work waiting: a queue, or as many requests in flight from this
+// router since its last summary as it has pods.
+func busy(c *Cluster) bool { return c.Queue > 0 || c.InFlight >= max(c.ReadyPods, 1) }
 
 // backlogged reports whether this router's requests arrive at c faster than it prefills them:
 // at least perPod of them per ready pod wait there for their first token.

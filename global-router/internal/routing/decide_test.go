@@ -282,7 +282,7 @@ func TestInFlightAvoidsHerding(t *testing.T) {
 	if err != nil || cs[d.Targets[0]].Name != "a" {
 		t.Fatalf("first pick = %v (%v), want a", cs[d.Targets[0]].Name, err)
 	}
-	cs[1].Prefilling = 8 // 8 more 100-token prompts at 20,000 tokens/s over 4 pods: +10 ms of expected wait
+	cs[1].InFlight = 8 // 8 more 100-token prompts at 20,000 tokens/s over 4 pods: +10 ms of expected wait
 	d, err = routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 100}, opts, nil)
 	if err != nil || cs[d.Targets[0]].Name != "b" {
 		t.Fatalf("pick with in-flight = %v (%v), want b", cs[d.Targets[0]].Name, err)
@@ -299,9 +299,7 @@ func TestEstimate(t *testing.T) {
 		// 10 ms RTT + 20 ms base + (1000-400)/20000 s = 30 ms prefill.
 		{"cached prefix skips prefill", func(c *routing.Cluster) { c.CachedPrefixTokens = 400 }, 60 * ms},
 		// + 8 × 1000/20000 s / 4 pods = 100 ms for the router's requests since the summary.
-		{"in-flight prompts to prefill", func(c *routing.Cluster) { c.InFlight, c.Prefilling = 8, 8 }, 180 * ms},
-		// Requests sent since the summary that have their first token are past their prefill.
-		{"in flight past their prefill", func(c *routing.Cluster) { c.InFlight, c.InFlightTokens = 8, 8000 }, 80 * ms},
+		{"in-flight prompts to prefill", func(c *routing.Cluster) { c.InFlight = 8 }, 180 * ms},
 		// + 8 × 1 s / 4 pods when new requests queue.
 		{"in-flight on a saturated cluster", func(c *routing.Cluster) { c.InFlight, c.SaturatedFraction = 8, 1 }, 2080 * ms},
 		// no prediction: 12 queued × 1 s / 4 pods.
@@ -313,7 +311,7 @@ func TestEstimate(t *testing.T) {
 		{"waiting requests within the summary", func(c *routing.Cluster) { c.Waiting, c.BaseTTFT = 2, 300*ms }, 360 * ms},
 		// known lengths: 8 requests of 12,000 tokens in all at 20,000 tokens/s over 4 pods = 150 ms,
 		// whatever this request's own length.
-		{"in-flight prompts of known length", func(c *routing.Cluster) { c.Prefilling, c.PrefillingTokens = 8, 12000 }, 230 * ms},
+		{"in-flight prompts of known length", func(c *routing.Cluster) { c.InFlight, c.InFlightTokens = 8, 12000 }, 230 * ms},
 		// 2 waiting requests of 16,000 tokens: 200 ms of backlog, more than their count suggests.
 		{"waiting long prompts", func(c *routing.Cluster) { c.Waiting, c.WaitingTokens = 2, 16000 }, 260 * ms},
 		// a saturated cluster counts service times, not tokens.
@@ -321,38 +319,38 @@ func TestEstimate(t *testing.T) {
 		// Water-filling. The best pod waits 20 ms, the mean of the 4 is 80 ms: the other 3 wait
 		// 100 ms, so the best pod takes 80 ms × 20,000 tokens/s = 1,600 tokens before they share.
 		// One request of 1,000 tokens: all on the best pod, 50 ms more.
-		{"one request fills the best pod", func(c *routing.Cluster) { c.Prefilling, c.MeanTTFT = 1, 80*ms }, 130 * ms},
+		{"one request fills the best pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 1, 80*ms }, 130 * ms},
 		// 8,000 tokens: 1,600 bring the best pod to 100 ms, the other 6,400 spread over 4 pods (80 ms).
-		{"work past the others' level spreads", func(c *routing.Cluster) { c.Prefilling, c.MeanTTFT = 8, 80*ms }, 240 * ms},
+		{"work past the others' level spreads", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 8, 80*ms }, 240 * ms},
 		// Half the pods saturated: the mean is over the 2 others, so the second waits 140 ms and
 		// the best takes 2,400 tokens first; the rest, 5,600 over 4 pods, adds 70 ms.
-		{"mean over the unsaturated pods", func(c *routing.Cluster) { c.Prefilling, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.5 }, 270 * ms},
+		{"mean over the unsaturated pods", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.5 }, 270 * ms},
 		// A mean at or below the best (or a single unsaturated pod) spreads evenly, as without one.
-		{"mean below the best", func(c *routing.Cluster) { c.Prefilling, c.MeanTTFT = 8, 10*ms }, 180 * ms},
-		{"one unsaturated pod", func(c *routing.Cluster) { c.Prefilling, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 }, 180 * ms},
+		{"mean below the best", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 8, 10*ms }, 180 * ms},
+		{"one unsaturated pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 }, 180 * ms},
 		// No request since the summary: the mean changes nothing.
 		{"mean without work in flight", func(c *routing.Cluster) { c.MeanTTFT = 80 * ms }, 80 * ms},
 		// Requests of known length placed one by one, as the gateway places them: 8,000 tokens on
 		// one pod, 1,000 on a second and a third, and the fourth pod still waits only 20 ms
 		// (spread evenly, the 10,000 tokens would add 125 ms).
 		{"newest in flight placed one by one", func(c *routing.Cluster) {
-			c.Prefilling, c.PrefillingTokens, c.PrefillingPrompts = 3, 10000, prompts(8000, 1000, 1000)
+			c.InFlight, c.InFlightTokens, c.InFlightPrompts = 3, 10000, prompts(8000, 1000, 1000)
 		}, 80 * ms},
 		// Six of 1,000 tokens on 4 pods: two pods take two each, the least loaded waits 70 ms.
 		{"more requests than pods", func(c *routing.Cluster) {
-			c.Prefilling, c.PrefillingTokens, c.PrefillingPrompts = 6, 6000, prompts(1000, 1000, 1000, 1000, 1000, 1000)
+			c.InFlight, c.InFlightTokens, c.InFlightPrompts = 6, 6000, prompts(1000, 1000, 1000, 1000, 1000, 1000)
 		}, 130 * ms},
 		// Nine in flight, the newest 8 listed: the oldest one's 1,000 tokens spread (12.5 ms), then
 		// the 8 listed put two on every pod (100 ms).
 		{"older work beyond the list spreads", func(c *routing.Cluster) {
-			c.Prefilling, c.PrefillingTokens = 9, 9000
-			c.PrefillingPrompts = prompts(1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
+			c.InFlight, c.InFlightTokens = 9, 9000
+			c.InFlightPrompts = prompts(1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
 		}, 192500 * time.Microsecond},
 		// Water-filling then placement: the best pod at 20 ms, the others at 100 ms. A 4,000-token
 		// request takes the best pod to 220 ms and leaves the others at 100 ms (water-filled it
 		// would have been 1,600 tokens to the best, then 2,400 spread: 130 ms).
 		{"a long request on the best pod", func(c *routing.Cluster) {
-			c.Prefilling, c.PrefillingTokens, c.PrefillingPrompts, c.MeanTTFT = 1, 4000, prompts(4000), 80*ms
+			c.InFlight, c.InFlightTokens, c.InFlightPrompts, c.MeanTTFT = 1, 4000, prompts(4000), 80*ms
 		}, 160 * ms},
 		// One long prompt waiting: it holds one pod; the other three are free (spread evenly it
 		// was 200 ms of backlog).
@@ -423,13 +421,12 @@ func BenchmarkDecide100Clusters(b *testing.B) {
 				cs[i] = cluster("c", regions[i%3], 0.85+float64(i%10)/100, time.Duration(i%7+1)*10*ms)
 				if busy {
 					c := &cs[i]
-					c.InFlight, c.Prefilling, c.Waiting = 14, 12, 10
+					c.InFlight, c.Waiting = 12, 10
 					for j := range routing.MaxPrompts {
-						c.PrefillingPrompts.Add(500 + 300*j)
+						c.InFlightPrompts.Add(500 + 300*j)
 						c.WaitingPrompts.Add(4000 - 400*j)
 					}
-					c.PrefillingTokens, c.WaitingTokens = c.PrefillingPrompts.Sum()+4000, c.WaitingPrompts.Sum()+3000
-					c.InFlightTokens = c.PrefillingTokens + 2000
+					c.InFlightTokens, c.WaitingTokens = c.InFlightPrompts.Sum()+4000, c.WaitingPrompts.Sum()+3000
 				}
 			}
 			rng := rand.New(rand.NewPCG(1, 1))
@@ -446,8 +443,7 @@ func BenchmarkDecide100Clusters(b *testing.B) {
 
 // A local cluster under the overflow threshold keeps its traffic while it is idle, even when a
 // faster GPU generation elsewhere is estimated more than LocalPreference times sooner; once its
-// work waits (a queue, or a request per pod waiting for its first token) the much faster remote
-// cluster wins.
+// work waits (a queue, or a request in flight per pod) the much faster remote cluster wins.
 func TestLocalPreferenceOnlyWhenBusy(t *testing.T) {
 	req := routing.Request{PromptTokens: 4000, AvgTokens: 4200}
 	slow := cluster("east-slow", "us-east-1", 0.1, 1*ms)
@@ -455,7 +451,7 @@ func TestLocalPreferenceOnlyWhenBusy(t *testing.T) {
 	fast := cluster("west-fast", "us-west-2", 0.1, 2*ms)
 	fast.PrefillTokensPerSec = 30_000 // 0.15 s
 	inFlight := slow
-	inFlight.Prefilling = slow.ReadyPods
+	inFlight.InFlight = slow.ReadyPods
 	for _, tc := range []struct {
 		name  string
 		local routing.Cluster

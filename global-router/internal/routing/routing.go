@@ -59,26 +59,20 @@ type Cluster struct {
 	TotalKVTokens, FreeKVTokens int64
 	// Queue and Running are requests waiting and running on the model's pods, per the summary.
 	Queue, Running int
-	// InFlight is the number of requests this router sent to the cluster since that summary
-	// (the KV cache they take, and the queue of a saturated cluster).
+	// InFlight is the number of requests this router sent to the cluster since that summary.
 	InFlight int
-	// Prefilling is the number of those that have no first token yet (on their way, or waiting
-	// for it): the prefill work this router brought since the summary. Those with their first
-	// token are past their prefill.
-	Prefilling int
 	// Waiting is the number of this router's streamed requests the cluster has accepted that
-	// have not had their first token yet, whenever they were sent, and those on their way: what
-	// this router has queued there for prefill, known at once rather than at the next summary.
+	// have not had their first token yet: what this router has queued there for prefill, known
+	// at once rather than at the next summary.
 	Waiting int
-	// InFlightTokens, PrefillingTokens and WaitingTokens are the prompt tokens of those
-	// requests: the prefill work they brought. 0 when the router did not know their lengths;
-	// Estimate then counts each of them as one more prompt like the one being routed.
-	InFlightTokens, PrefillingTokens, WaitingTokens int64
-	// PrefillingPrompts and WaitingPrompts list the prompt tokens of the newest of the
-	// prefilling and the waiting requests (see Prompts); the rest of PrefillingTokens and
-	// WaitingTokens is older work, whose split over the requests is not known. Empty lists leave
-	// all of it to the older work.
-	PrefillingPrompts, WaitingPrompts Prompts
+	// InFlightTokens and WaitingTokens are the prompt tokens of those requests: the prefill work
+	// they brought. 0 when the router did not know their lengths; Estimate then counts each of
+	// them as one more prompt like the one being routed.
+	InFlightTokens, WaitingTokens int64
+	// InFlightPrompts and WaitingPrompts list the prompt tokens of the newest of those requests
+	// (see Prompts); the rest of InFlightTokens and WaitingTokens is older work, whose split
+	// over the requests is not known. Empty lists leave all of it to the older work.
+	InFlightPrompts, WaitingPrompts Prompts
 	// SaturatedFraction is the fraction of the model's pods that are saturated (0..1).
 	SaturatedFraction float64
 	// BaseTTFT is the gateway's predicted wait on its best pod before it starts on a request (its

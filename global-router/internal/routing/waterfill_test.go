@@ -27,8 +27,8 @@ func TestWaterFillStopsHerdingOnANewPod(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := &cs[d.Targets[0]]
-			c.Prefilling++
-			c.PrefillingTokens += int64(req.PromptTokens)
+			c.InFlight++
+			c.InFlightTokens += int64(req.PromptTokens)
 			if c.Name == "scaled" {
 				onNew++
 			}
