@@ -109,19 +109,6 @@ func (s *sendTimes) add(t time.Time, tokens int) {
 	s.next++
 }
 
-// newest calls add with the prompt tokens of each of the k newest remembered sends (at most the
-// ring's size), oldest first.
-func (s *sendTimes) newest(k int, add func(tokens int)) {
-	k = min(k, s.next, len(s.ring))
-	for i := s.next - k; i < s.next; i++ {
-		end := s.total
-		if i+1 < s.next {
-			end = s.before[(i+1)%len(s.ring)]
-		}
-		add(int(end - s.before[i%len(s.ring)]))
-	}
-}
-
 // since counts the remembered sends after t (Unix nanoseconds), at most the ring's size, and
 // sums their prompt tokens: a binary search back from the newest send for the first one after t.
 func (s *sendTimes) since(t int64) (sends int, tokens int64) {

@@ -71,45 +71,13 @@ type clusterState struct {
 	sketches sketchCache
 	seen     uint64 // the last view that saw the cluster
 	// waiting counts this router's accepted streams there without a first token yet, and
-	// waitingTokens sums their prompt tokens; waitingList holds the prompt tokens of each, in the
-	// order they were accepted.
+	// waitingTokens sums their prompt tokens.
 	waiting       int
 	waitingTokens int64
-	waitingList   tokenList
 	// pending counts this router's attempts there that have begun and have no outcome yet
-	// (on their way, or waiting for their headers), and pendingTokens sums their prompt tokens;
-	// pendingList holds the prompt tokens of each, in the order they began.
+	// (on their way, or waiting for their headers), and pendingTokens sums their prompt tokens.
 	pending       int
 	pendingTokens int64
-	pendingList   tokenList
-}
-
-// tokenList holds the prompt tokens of a cluster's requests in one state (waiting, pending), in
-// the order they entered it. A request leaves it by its length: the oldest entry of that length
-// goes, which keeps the order of the others, whichever of equal ones left.
-type tokenList []int32
-
-func (l *tokenList) add(tokens int) { *l = append(*l, int32(min(max(tokens, 0), 1<<31-1))) }
-
-// newest returns the last routing.MaxPrompts entries.
-func (l tokenList) newest() tokenList { return l[max(len(l)-routing.MaxPrompts, 0):] }
-
-// addTo adds the entries to p, oldest first.
-func (l tokenList) addTo(p *routing.Prompts) {
-	for _, t := range l {
-		p.Add(int(t))
-	}
-}
-
-// remove drops the oldest entry of tokens, if any (a list emptied of its count is reset).
-func (l *tokenList) remove(tokens int) {
-	t := int32(min(max(tokens, 0), 1<<31-1))
-	for i, x := range *l {
-		if x == t {
-			*l = append((*l)[:i], (*l)[i+1:]...)
-			return
-		}
-	}
 }
 
 // New returns a table over src. drains may be nil (nothing drained).
@@ -225,13 +193,6 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 		sent, sentTokens := st.sends.since(e.Summary.GetGeneratedAtUnixNano())
 		c.InFlight, c.InFlightTokens = sent+st.pending, sentTokens+st.pendingTokens
 		c.Waiting, c.WaitingTokens = st.waiting+st.pending, st.waitingTokens+st.pendingTokens
-		// The newest of them one by one (routing.Prompts): the pending ones are the newest.
-		c.InFlightPrompts, c.WaitingPrompts = routing.Prompts{}, routing.Prompts{}
-		pending := st.pendingList.newest()
-		st.sends.newest(min(sent, routing.MaxPrompts-len(pending)), c.InFlightPrompts.Add)
-		pending.addTo(&c.InFlightPrompts)
-		st.waitingList.newest().addTo(&c.WaitingPrompts)
-		pending.addTo(&c.WaitingPrompts)
 	}
 }
 
@@ -323,7 +284,6 @@ func (t *Table) Observe(o forward.Outcome) {
 	tokens := int64(max(o.Target.PromptTokens, 0))
 	st.pending = max(st.pending-1, 0)
 	st.pendingTokens = max(st.pendingTokens-tokens, 0)
-	st.pendingList.remove(o.Target.PromptTokens)
 	if o.Abandoned { // the client left: nothing learned of the cluster
 		return
 	}
@@ -336,7 +296,6 @@ func (t *Table) Observe(o forward.Outcome) {
 		if o.Streamed {
 			st.waiting++
 			st.waitingTokens += tokens
-			st.waitingList.add(o.Target.PromptTokens)
 		}
 	}
 }
@@ -350,7 +309,6 @@ func (t *Table) Dispatched(target forward.Target) {
 	st := t.stateOf(target.Cluster)
 	st.pending++
 	st.pendingTokens += int64(max(target.PromptTokens, 0))
-	st.pendingList.add(target.PromptTokens)
 }
 
 // FirstToken records that a stream Observe counted as waiting has its first token, or ended
@@ -361,10 +319,8 @@ func (t *Table) FirstToken(target forward.Target) {
 	if st := t.states[target.Cluster]; st != nil && st.waiting > 0 {
 		st.waiting--
 		st.waitingTokens = max(st.waitingTokens-int64(max(target.PromptTokens, 0)), 0)
-		st.waitingList.remove(target.PromptTokens)
 		if st.waiting == 0 {
 			st.waitingTokens = 0
-			st.waitingList = st.waitingList[:0]
 		}
 	}
 }

@@ -103,58 +103,46 @@ func estimate(c *Cluster, req Request) (start, prefill time.Duration) {
 	}
 	uncached := max(req.PromptTokens-c.CachedPrefixTokens, 0)
 	prefill = seconds(float64(uncached) / rate)
-	var waited, backlog time.Duration
-	if c.SaturatedFraction >= 1 { // new requests queue: each costs one service time
-		waited = wait + time.Duration(int64(svc)*int64(c.InFlight)/int64(pods))
-		backlog = time.Duration(int64(svc) * int64(c.Waiting) / int64(pods))
-		return c.RTT + max(waited, backlog), prefill
-	}
-	// The work sent since the summary: the older part water-filled (fill), then the newest
-	// requests placed one by one on the pods, as the gateway places them.
-	rest := c.InFlightPrompts.work(c.InFlight, c.InFlightTokens, req.PromptTokens)
-	best := fill(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction, rate, rest)
-	others := max(othersLevel(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction), best)
-	waited = c.InFlightPrompts.placed(func(i int) time.Duration {
-		if i == 0 {
-			return best
+	tokens := func(n int, tokens int64) float64 { // the prompt tokens of n requests
+		if tokens > 0 {
+			return float64(tokens)
 		}
-		return others
-	}, pods, rate, req.PromptTokens)
+		return float64(n) * float64(req.PromptTokens)
+	}
+	var waited time.Duration
+	if c.SaturatedFraction >= 1 {
+		waited = wait + time.Duration(int64(svc)*int64(c.InFlight)/int64(pods))
+	} else {
+		waited = fill(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction, rate, tokens(c.InFlight, c.InFlightTokens))
+	}
 	// The requests this router has waiting there for a first token are a backlog the cluster
-	// must prefill first, whatever the summary (which may predate them) says: the older part
-	// spread evenly, the newest placed one by one.
-	spread := seconds(c.WaitingPrompts.work(c.Waiting, c.WaitingTokens, req.PromptTokens) / rate / float64(pods))
-	backlog = c.WaitingPrompts.placed(func(int) time.Duration { return spread }, pods, rate, req.PromptTokens)
+	// must prefill first, whatever the summary (which may predate them) says.
+	backlog := seconds(tokens(c.Waiting, c.WaitingTokens) / rate / float64(pods))
+	if c.SaturatedFraction >= 1 {
+		backlog = time.Duration(int64(svc) * int64(c.Waiting) / int64(pods))
+	}
 	return c.RTT + max(waited, backlog), prefill
 }
 
 // fill returns the wait on a cluster whose best pod waits best and its unsaturated pods mean on
 // average, once work more prompt tokens have reached it at rate tokens/s per pod: the best pod
-// takes them until it is at the others' level (othersLevel), then the pods share them evenly.
+// takes them until it is at the others' level, then the pods share them evenly. The others' level
+// comes from the mean over the unsaturated pods (ready × (1 − saturated)); with fewer than two of
+// them, or no mean, the work is spread evenly over every ready pod from the start.
 func fill(best, mean time.Duration, ready int, saturated, rate, work float64) time.Duration {
 	pods := max(ready, 1)
 	spread := func(from time.Duration, tokens float64) time.Duration {
 		return from + seconds(tokens/rate/float64(pods))
 	}
-	others := othersLevel(best, mean, ready, saturated)
-	if others <= best {
+	n := int(math.Round(float64(ready) * (1 - saturated)))
+	if mean <= best || n < 2 {
 		return spread(best, work)
 	}
+	others := best + time.Duration(float64(mean-best)*float64(n)/float64(n-1)) // the others' mean
 	if room := (others - best).Seconds() * rate; work > room {
 		return spread(others, work-room)
 	}
 	return best + seconds(work/rate)
-}
-
-// othersLevel returns the mean wait of a cluster's pods other than its best one, which waits
-// best, from the mean over its unsaturated pods (ready × (1 − saturated)); with fewer than two
-// of them, or no mean above the best, every pod is taken to wait as the best does.
-func othersLevel(best, mean time.Duration, ready int, saturated float64) time.Duration {
-	n := int(math.Round(float64(ready) * (1 - saturated)))
-	if mean <= best || n < 2 {
-		return best
-	}
-	return best + time.Duration(float64(mean-best)*float64(n)/float64(n-1))
 }
 
 // seconds converts a number of seconds to a Duration.

@@ -330,38 +330,6 @@ func TestEstimate(t *testing.T) {
 		{"one unsaturated pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 }, 180 * ms},
 		// No request since the summary: the mean changes nothing.
 		{"mean without work in flight", func(c *routing.Cluster) { c.MeanTTFT = 80 * ms }, 80 * ms},
-		// Requests of known length placed one by one, as the gateway places them: 8,000 tokens on
-		// one pod, 1,000 on a second and a third, and the fourth pod still waits only 20 ms
-		// (spread evenly, the 10,000 tokens would add 125 ms).
-		{"newest in flight placed one by one", func(c *routing.Cluster) {
-			c.InFlight, c.InFlightTokens, c.InFlightPrompts = 3, 10000, prompts(8000, 1000, 1000)
-		}, 80 * ms},
-		// Six of 1,000 tokens on 4 pods: two pods take two each, the least loaded waits 70 ms.
-		{"more requests than pods", func(c *routing.Cluster) {
-			c.InFlight, c.InFlightTokens, c.InFlightPrompts = 6, 6000, prompts(1000, 1000, 1000, 1000, 1000, 1000)
-		}, 130 * ms},
-		// Nine in flight, the newest 8 listed: the oldest one's 1,000 tokens spread (12.5 ms), then
-		// the 8 listed put two on every pod (100 ms).
-		{"older work beyond the list spreads", func(c *routing.Cluster) {
-			c.InFlight, c.InFlightTokens = 9, 9000
-			c.InFlightPrompts = prompts(1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
-		}, 192500 * time.Microsecond},
-		// Water-filling then placement: the best pod at 20 ms, the others at 100 ms. A 4,000-token
-		// request takes the best pod to 220 ms and leaves the others at 100 ms (water-filled it
-		// would have been 1,600 tokens to the best, then 2,400 spread: 130 ms).
-		{"a long request on the best pod", func(c *routing.Cluster) {
-			c.InFlight, c.InFlightTokens, c.InFlightPrompts, c.MeanTTFT = 1, 4000, prompts(4000), 80*ms
-		}, 160 * ms},
-		// One long prompt waiting: it holds one pod; the other three are free (spread evenly it
-		// was 200 ms of backlog).
-		{"a long waiting prompt holds one pod", func(c *routing.Cluster) {
-			c.Waiting, c.WaitingTokens, c.WaitingPrompts = 1, 16000, prompts(16000)
-		}, 80 * ms},
-		// Five waiting of unknown length count as this request's 1,000 tokens each: one pod has
-		// two, the others one, so the least loaded waits 50 ms, beyond the summary's 20 ms.
-		{"waiting of unknown length", func(c *routing.Cluster) {
-			c.Waiting, c.WaitingPrompts = 5, prompts(0, 0, 0, 0, 0)
-		}, 110 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,70 +342,19 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
-// prompts lists requests' prompt tokens, oldest first.
-func prompts(tokens ...int) routing.Prompts {
-	var p routing.Prompts
-	for _, t := range tokens {
-		p.Add(t)
-	}
-	return p
-}
-
-// A Prompts list keeps the newest MaxPrompts requests, oldest first.
-func TestPromptsKeepsTheNewest(t *testing.T) {
-	var p routing.Prompts
-	for i := 1; i <= routing.MaxPrompts+3; i++ {
-		p.Add(i * 100)
-	}
-	p.Add(-5) // negative: unknown
-	if p.Len() != routing.MaxPrompts {
-		t.Fatalf("len %d, want %d", p.Len(), routing.MaxPrompts)
-	}
-	want := []int{500, 600, 700, 800, 900, 1000, 1100, 0}
-	var sum int64
-	for i, w := range want {
-		if got := p.Tokens(i); got != w {
-			t.Fatalf("entry %d = %d, want %d (entries oldest first, the oldest dropped)", i, got, w)
-		}
-		sum += int64(w)
-	}
-	if p.Sum() != sum {
-		t.Fatalf("sum %d, want %d", p.Sum(), sum)
-	}
-}
-
-// BenchmarkDecide100Clusters measures one decision over 100 clusters: idle ones, and busy ones
-// with a full list of requests in flight and waiting to place one by one.
 func BenchmarkDecide100Clusters(b *testing.B) {
-	for _, busy := range []bool{false, true} {
-		name := "idle"
-		if busy {
-			name = "busy"
+	cs := make([]routing.Cluster, 100)
+	regions := []string{"us-east-1", "us-west-2", "eu-west-1"}
+	for i := range cs {
+		cs[i] = cluster("c", regions[i%3], 0.85+float64(i%10)/100, time.Duration(i%7+1)*10*ms)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rng); err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			cs := make([]routing.Cluster, 100)
-			regions := []string{"us-east-1", "us-west-2", "eu-west-1"}
-			for i := range cs {
-				cs[i] = cluster("c", regions[i%3], 0.85+float64(i%10)/100, time.Duration(i%7+1)*10*ms)
-				if busy {
-					c := &cs[i]
-					c.InFlight, c.Waiting = 12, 10
-					for j := range routing.MaxPrompts {
-						c.InFlightPrompts.Add(500 + 300*j)
-						c.WaitingPrompts.Add(4000 - 400*j)
-					}
-					c.InFlightTokens, c.WaitingTokens = c.InFlightPrompts.Sum()+4000, c.WaitingPrompts.Sum()+3000
-				}
-			}
-			rng := rand.New(rand.NewPCG(1, 1))
-			req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rng); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 

@@ -69,10 +69,6 @@ type Cluster struct {
 	// they brought. 0 when the router did not know their lengths; Estimate then counts each of
 	// them as one more prompt like the one being routed.
 	InFlightTokens, WaitingTokens int64
-	// InFlightPrompts and WaitingPrompts list the prompt tokens of the newest of those requests
-	// (see Prompts); the rest of InFlightTokens and WaitingTokens is older work, whose split
-	// over the requests is not known. Empty lists leave all of it to the older work.
-	InFlightPrompts, WaitingPrompts Prompts
 	// SaturatedFraction is the fraction of the model's pods that are saturated (0..1).
 	SaturatedFraction float64
 	// BaseTTFT is the gateway's predicted wait on its best pod before it starts on a request (its
