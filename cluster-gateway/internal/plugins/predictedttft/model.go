@@ -18,11 +18,6 @@ type Estimate struct {
 	Uncached float64
 	// Total is Overhead + Wait + Uncached / prefill speed.
 	Total float64
-	// Delay is what placing the request there costs the requests already waiting for their
-	// prefill: with any ahead, the last of them finishes its prefill in the step where this one
-	// starts, and this one's first chunk (at most StepTokens of its uncached tokens) lengthens
-	// that step. 0 with nothing ahead, where only the running batch's next token waits for it.
-	Delay float64
 }
 
 // batchStep: each running request lengthens an engine step by about 1/batchStep of an ITL
@@ -66,11 +61,7 @@ func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req requ
 	uncached := float64(max(0, req.prompt-req.cached))
 	step := sp.itl * (1 + float64(running)/batchStep)
 	wait := queuedTokens/rate + step + s.adapterWait(req.adapter, m)
-	est := Estimate{Ahead: ahead, Wait: wait, Uncached: uncached, Total: s.cfg.Overhead.Seconds() + wait + uncached/rate}
-	if ahead > 0 {
-		est.Delay = min(uncached, float64(s.cfg.StepTokens)) / rate
-	}
-	return est
+	return Estimate{Ahead: ahead, Wait: wait, Uncached: uncached, Total: s.cfg.Overhead.Seconds() + wait + uncached/rate}
 }
 
 // backlog returns the requests ahead of a new one on e at now and their prefill tokens; avg

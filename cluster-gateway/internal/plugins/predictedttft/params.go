@@ -21,12 +21,6 @@ type Params struct {
 	// AdapterLoad is the time to load a LoRA adapter that is not active on the pod (twice that
 	// when every adapter slot is taken, as the request first waits for one). Default "100ms".
 	AdapterLoad *framework.Duration `json:"adapterLoad,omitempty"`
-	// StepTokens is the model servers' prefill budget per engine step (vLLM's
-	// max_num_batched_tokens with chunked prefill). A request placed on a pod where others wait
-	// for their prefill gets its first chunk in the step that finishes the last of them, and
-	// lengthens that step by up to this many of its own tokens: the score charges that delay to
-	// the pod (see Estimate.Delay). Default 4096; 0 turns the charge off.
-	StepTokens *int `json:"stepTokens,omitempty"`
 }
 
 // Config is the validated model configuration.
@@ -36,14 +30,12 @@ type Config struct {
 	PriorITL     time.Duration
 	Alpha        float64
 	AdapterLoad  time.Duration
-	StepTokens   int // 0: no delay charge
 }
 
 // DefaultConfig returns overhead 5ms, prior prefill 10,000 tokens/s, prior ITL 20ms, alpha 0.2,
-// adapter load 100ms, 4,096 step tokens.
+// adapter load 100ms.
 func DefaultConfig() Config {
-	return Config{Overhead: 5 * time.Millisecond, PriorPrefill: 10000, PriorITL: 20 * time.Millisecond, Alpha: 0.2,
-		AdapterLoad: 100 * time.Millisecond, StepTokens: 4096}
+	return Config{Overhead: 5 * time.Millisecond, PriorPrefill: 10000, PriorITL: 20 * time.Millisecond, Alpha: 0.2, AdapterLoad: 100 * time.Millisecond}
 }
 
 func (p Params) config() (Config, error) {
@@ -63,9 +55,6 @@ func (p Params) config() (Config, error) {
 	if p.AdapterLoad != nil {
 		c.AdapterLoad = p.AdapterLoad.Duration
 	}
-	if p.StepTokens != nil {
-		c.StepTokens = *p.StepTokens
-	}
 	return c, c.Validate()
 }
 
@@ -82,8 +71,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("alpha must be in (0,1], got %g", c.Alpha)
 	case c.AdapterLoad < 0:
 		return fmt.Errorf("adapterLoad must be >= 0, got %s", c.AdapterLoad)
-	case c.StepTokens < 0:
-		return fmt.Errorf("stepTokens must be >= 0, got %d", c.StepTokens)
 	}
 	return nil
 }

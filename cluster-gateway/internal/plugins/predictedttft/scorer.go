@@ -92,12 +92,7 @@ func (s *Scorer) TypedName() framework.TypedName {
 	return framework.TypedName{Type: Type, Name: s.name}
 }
 
-// Score writes best/own cost per endpoint: the request's predicted TTFT there plus the delay it
-// brings the requests waiting there for their prefill (Estimate.Delay), so that of two pods
-// where it would start about as soon, it goes where it holds nobody's first token back. A long
-// prompt near the end of its prefill is what this protects: a request that joins its last step
-// lengthens it by its own first chunk, and pushes the long prompt, already the slowest, further
-// into the tail.
+// Score writes best/own predicted TTFT per endpoint.
 func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []*datastore.Endpoint, scores []float64) {
 	m := prefixcache.ReadMatch(cs)
 	aligned := m != nil && len(m.Blocks) == len(eps)
@@ -110,8 +105,7 @@ func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framewo
 		if aligned {
 			cached = int(m.Blocks[i]) * prefixcache.TokensPerBlock
 		}
-		est := s.estimate(e, s.pods[e], prior, request{req.PromptTokens, cached, req.Adapter, now})
-		scores[i] = est.Total + est.Delay
+		scores[i] = s.estimate(e, s.pods[e], prior, request{req.PromptTokens, cached, req.Adapter, now}).Total
 		best = min(best, scores[i])
 	}
 	s.mu.RUnlock()

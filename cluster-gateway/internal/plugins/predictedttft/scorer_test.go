@@ -23,17 +23,12 @@ type fixture struct {
 
 func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
-	return newFixtureWith(t, n, nil)
-}
-
-func newFixtureWith(t testing.TB, n int, params json.RawMessage) *fixture {
-	t.Helper()
 	var eps []*datastore.Endpoint
 	for i := range n {
 		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch))
 	}
 	h := plugintest.NewHandle(eps...)
-	p, err := predictedttft.Factory("ttft", params, h)
+	p, err := predictedttft.Factory("ttft", nil, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +138,6 @@ func TestFactoryParameters(t *testing.T) {
 		{`{"priorITL": "-1ms"}`, "priorITL"},
 		{`{"overhead": 5}`, "duration"},
 		{`{"speed": 1}`, "unknown field"},
-		{`{"stepTokens": 0}`, ""},
-		{`{"stepTokens": -1}`, "stepTokens"},
 	}
 	for _, tt := range tests {
 		_, err := predictedttft.Factory("p", json.RawMessage(tt.params), nil)
@@ -270,39 +263,5 @@ func TestBacklogKeptWholeUntilDrainMeasured(t *testing.T) {
 	f.h.Advance(5 * time.Second)
 	if after := f.s.Predict(f.eps[0], 1000, 0); after != before {
 		t.Fatalf("predicted %v, then %v 5s later: the backlog drained at an unmeasured rate", before, after)
-	}
-}
-
-// Of two pods where a request would get its first token about as soon, it goes to the one where
-// nobody waits for a prefill: on the other, its first chunk would share the last step of a long
-// prompt that is nearly through, and hold that prompt's first token back by its own prefill.
-// Without the charge (stepTokens 0) the scorer sends it behind the long prompt.
-func TestDelayChargeSparesAWaitingPrompt(t *testing.T) {
-	for _, tc := range []struct {
-		params string
-		want   int // the pod scoring 1
-	}{
-		{`{}`, 1},
-		{`{"stepTokens": 0}`, 0},
-	} {
-		t.Run(tc.params, func(t *testing.T) {
-			f := newFixtureWith(t, 2, json.RawMessage(tc.params))
-			for range 10 { // pod 0 prefills 1,000 tokens in ~50 ms, pod 1 in ~100 ms
-				f.serve(0, 1000, 60*time.Millisecond, 10*time.Millisecond)
-				f.serve(1, 1000, 110*time.Millisecond, 10*time.Millisecond)
-			}
-			// A 1,000-token request waits on pod 0 for its first token.
-			long := &framework.Request{PromptTokens: 1000}
-			f.s.PreRequest(context.Background(), long, &framework.Result{Targets: f.eps[:1]})
-			f.eps[0].AddInFlight(1)
-			fast, slow := f.s.Predict(f.eps[0], 2000, 0), f.s.Predict(f.eps[1], 2000, 0)
-			if fast >= slow {
-				t.Fatalf("predicted TTFT %v behind the waiting request, %v on the slower idle pod: the test needs the first sooner", fast, slow)
-			}
-			s := f.scores(2000)
-			if s[tc.want] != 1 || s[1-tc.want] >= 1 {
-				t.Fatalf("scores %v (predicted TTFT %v and %v), want pod %d best", s, fast, slow, tc.want)
-			}
-		})
 	}
 }
