@@ -1,7 +1,6 @@
 package forward_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,20 +16,7 @@ import (
 // answer, a stream that ends without a token and a target without an estimate are not counted.
 func TestEstimateRatioByRoute(t *testing.T) {
 	const tokenAfter = 60 * time.Millisecond
-	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v1/plain":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"ok":true}`)
-		case "/v1/empty":
-			w.Header().Set("Content-Type", "text/event-stream")
-		default:
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.(http.Flusher).Flush()
-			time.Sleep(tokenAfter)
-			_, _ = io.WriteString(w, "data: {\"n\":0}\n\ndata: [DONE]\n\n")
-		}
-	})
+	gw := streamGateway(t, func() { time.Sleep(tokenAfter) })
 	full := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	reg := prometheus.NewPedanticRegistry()
 	f, err := forward.New(forward.DefaultConfig(), forward.Observers{&recorder{}, forward.NewMetrics(reg)})

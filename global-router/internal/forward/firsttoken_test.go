@@ -43,24 +43,32 @@ func (f *firstTokens) seen() []string {
 	return append([]string(nil), f.events...)
 }
 
-// FirstToken follows the Outcome of every accepted stream exactly once: when its first body
-// bytes arrive (not with the headers), or when it ends without any. A plain answer gets none.
-func TestFirstTokenOfStreams(t *testing.T) {
-	release := make(chan struct{})
-	gw := gateway(t, func(w http.ResponseWriter, r *http.Request) {
+// streamGateway starts a gateway answering /v1/plain with JSON, /v1/empty with an event stream
+// that ends without a token, and any other path with an event stream whose headers leave at
+// once and whose first token follows when before returns.
+func streamGateway(t *testing.T, before func()) string {
+	t.Helper()
+	return gateway(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/plain":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"ok":true}`)
 		case "/v1/empty":
 			w.Header().Set("Content-Type", "text/event-stream")
-		default: // headers at once, the first token when released
+		default:
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.(http.Flusher).Flush()
-			<-release
+			before()
 			_, _ = io.WriteString(w, "data: {\"n\":0}\n\ndata: [DONE]\n\n")
 		}
 	})
+}
+
+// FirstToken follows the Outcome of every accepted stream exactly once: when its first body
+// bytes arrive (not with the headers), or when it ends without any. A plain answer gets none.
+func TestFirstTokenOfStreams(t *testing.T) {
+	release := make(chan struct{})
+	gw := streamGateway(t, func() { <-release })
 	tests := []struct {
 		path    string
 		release bool
