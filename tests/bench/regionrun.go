@@ -127,16 +127,16 @@ func addModeCounts(pool, run []ModeFigures) []ModeFigures {
 		p, r := &pool[i], &run[i]
 		p.OverflowAnswered = p.OverflowAnswered.add(r.OverflowAnswered)
 		p.PredictionRatio = p.PredictionRatio.add(r.PredictionRatio)
-		p.EstimateRatio = addByRegion(p.EstimateRatio, r.EstimateRatio)
-		p.LeftBecause = addByRegion(p.LeftBecause, r.LeftBecause)
-		p.Attempts = addByRegion(p.Attempts, r.Attempts)
+		p.EstimateRatio = addByKey(p.EstimateRatio, r.EstimateRatio)
+		p.LeftBecause = addByKey(p.LeftBecause, r.LeftBecause)
+		p.Attempts = addByKey(p.Attempts, r.Attempts)
 	}
 	return pool
 }
 
-// addByRegion adds src's counts to dst's, key by key (a region, or a route), a nil dst becoming a
+// addByKey adds src's counts to dst's, key by key (a region, or a route), a nil dst becoming a
 // new map.
-func addByRegion(dst, src map[string]ChoiceCounts) map[string]ChoiceCounts {
+func addByKey(dst, src map[string]ChoiceCounts) map[string]ChoiceCounts {
 	if dst == nil {
 		dst = map[string]ChoiceCounts{}
 	}
@@ -235,6 +235,14 @@ func histogramBucketsBy(mfs map[string]*dto.MetricFamily, family, label string) 
 	return byValue
 }
 
+// deciles renders a ratio histogram's P10 / P50 / P90 (false when it has no sample).
+func deciles(buckets ChoiceCounts) (string, bool) {
+	p10, ok := ratioQuantile(buckets, 0.1)
+	p50, _ := ratioQuantile(buckets, 0.5)
+	p90, _ := ratioQuantile(buckets, 0.9)
+	return fmt.Sprintf("%.2f / %.2f / %.2f", p10, p50, p90), ok
+}
+
 // regionalMarkdown renders a Tier 2 run's figures table.
 func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *RegionalFigures) {
 	fmt.Fprintf(b, "Burst region: %s. TTFT of its clients (ms), then where requests went.\n\n", rf.BurstRegion)
@@ -268,30 +276,20 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 				"its times are simulated ones scaled to real time.\n", float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
 		}
 	}
-	var calib []string
+	var calib, est []string
 	for _, m := range rf.Modes {
-		p10, ok := ratioQuantile(m.PredictionRatio, 0.1)
-		p50, _ := ratioQuantile(m.PredictionRatio, 0.5)
-		p90, _ := ratioQuantile(m.PredictionRatio, 0.9)
-		if ok {
-			calib = append(calib, fmt.Sprintf("%s %.2f / %.2f / %.2f", m.Mode, p10, p50, p90))
+		if q, ok := deciles(m.PredictionRatio); ok {
+			calib = append(calib, m.Mode+" "+q)
+		}
+		for _, route := range []string{"local", "overflow", "retry"} {
+			if q, ok := deciles(m.EstimateRatio[route]); ok {
+				est = append(est, fmt.Sprintf("%s %s %s (%.0f)", m.Mode, route, q, m.EstimateRatio[route]["+Inf"]))
+			}
 		}
 	}
 	if len(calib) > 0 {
 		fmt.Fprintf(b, "\nGateways' TTFT predictions, measured / predicted at P10 / P50 / P90 (switchyard_gateway_ttft_prediction_ratio, "+
 			"all clusters, interpolated within its buckets): %s.\n", strings.Join(calib, "; "))
-	}
-	var est []string
-	for _, m := range rf.Modes {
-		for _, route := range []string{"local", "overflow", "retry"} {
-			buckets := m.EstimateRatio[route]
-			p10, ok := ratioQuantile(buckets, 0.1)
-			p50, _ := ratioQuantile(buckets, 0.5)
-			p90, _ := ratioQuantile(buckets, 0.9)
-			if ok {
-				est = append(est, fmt.Sprintf("%s %s %.2f / %.2f / %.2f (%.0f)", m.Mode, route, p10, p50, p90, buckets["+Inf"]))
-			}
-		}
 	}
 	if len(est) > 0 {
 		fmt.Fprintf(b, "\nRouters' TTFT estimates, measured / estimated at P10 / P50 / P90 by route (switchyard_router_ttft_estimate_ratio, "+

@@ -229,7 +229,7 @@ func (st *regionalStack) counters() ModeFigures {
 		m.OverflowAnswered = m.OverflowAnswered.add(byLabel(mfs, "switchyard_router_overflow_answered_total", "choice"))
 		m.LeftBecause[rr.region] = byLabel(mfs, "switchyard_router_overflow_reason_total", "reason")
 		m.Attempts[rr.region] = byLabel(mfs, "switchyard_router_attempts_total", "result")
-		m.EstimateRatio = addByRegion(m.EstimateRatio, histogramBucketsBy(mfs, "switchyard_router_ttft_estimate_ratio", "route"))
+		m.EstimateRatio = addByKey(m.EstimateRatio, histogramBucketsBy(mfs, "switchyard_router_ttft_estimate_ratio", "route"))
 	}
 	for _, addr := range st.gwStats {
 		m.PredictionRatio = m.PredictionRatio.add(histogramBuckets(scrapeMetrics(addr), "switchyard_gateway_ttft_prediction_ratio"))
