@@ -2,7 +2,10 @@ package bench
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -50,3 +53,88 @@ func sampleRow(target string, s *loadgen.Sample) []string {
 		strconv.Itoa(s.PromptTokens), strconv.Itoa(s.CachedTokens), strconv.Itoa(s.OutputTokens),
 		strconv.Itoa(s.Status), string(s.Error), s.Cluster, s.ServedRegion, s.Route, s.Endpoint}
 }
+
+// Sample is one row of a samples file, as ReadSamples reads it back.
+type Sample struct {
+	Target string
+	Index  int
+	// ClientRegion is the region of the client that sent the request (empty in Tier 1 runs).
+	ClientRegion string
+	// Scheduled and Sent are real time from the start of the run; TTFT (0 when not OK) and E2E
+	// are from Sent.
+	Scheduled, Sent, TTFT, E2E time.Duration
+	// OK is true when the request was answered with a first token (the TTFT column is set).
+	OK                                               bool
+	PromptTokens, CachedTokens, OutputTokens, Status int
+	Error, Cluster, ServedRegion, Route, Endpoint    string
+}
+
+// ReadSamples reads a samples file written by a benchmark run (NAME-samples.csv). A file whose
+// header is not the one this version writes, or a row with a malformed number, is an error
+// naming the line and column.
+func ReadSamples(r io.Reader) ([]Sample, error) {
+	cr := csv.NewReader(r)
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("bench: samples: reading the header: %w", err)
+	}
+	if got := strings.Join(header, ","); got != samplesHeader {
+		return nil, fmt.Errorf("bench: samples: header %q, want %q", got, samplesHeader)
+	}
+	var out []Sample
+	for {
+		row, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bench: samples: %w", err)
+		}
+		line, _ := cr.FieldPos(0)
+		s, err := parseSample(row)
+		if err != nil {
+			return nil, fmt.Errorf("bench: samples line %d: %w", line, err)
+		}
+		out = append(out, s)
+	}
+}
+
+// parseSample parses one row in samplesHeader's column order (csv checked its length).
+func parseSample(row []string) (Sample, error) {
+	s := Sample{Target: row[0], ClientRegion: row[2], Error: row[11], Cluster: row[12], ServedRegion: row[13],
+		Route: row[14], Endpoint: row[15]}
+	var err error
+	num := func(col int, dst *int) {
+		if err == nil {
+			if *dst, err = strconv.Atoi(row[col]); err != nil {
+				err = fmt.Errorf("column %s: %q is not a whole number", columnName(col), row[col])
+			}
+		}
+	}
+	dur := func(col int, dst *time.Duration) {
+		if err != nil {
+			return
+		}
+		v, perr := strconv.ParseFloat(row[col], 64)
+		if perr != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			err = fmt.Errorf("column %s: %q is not a time in milliseconds", columnName(col), row[col])
+			return
+		}
+		*dst = time.Duration(math.Round(v * float64(time.Millisecond)))
+	}
+	num(1, &s.Index)
+	dur(3, &s.Scheduled)
+	dur(4, &s.Sent)
+	if s.OK = row[5] != ""; s.OK {
+		dur(5, &s.TTFT)
+	}
+	dur(6, &s.E2E)
+	num(7, &s.PromptTokens)
+	num(8, &s.CachedTokens)
+	num(9, &s.OutputTokens)
+	num(10, &s.Status)
+	return s, err
+}
+
+// columnName is the name of samplesHeader's column col.
+func columnName(col int) string { return strings.Split(samplesHeader, ",")[col] }
