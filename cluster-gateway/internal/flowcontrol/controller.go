@@ -115,10 +115,19 @@ func (c *Controller) Queued(model string) int {
 	return n
 }
 
-// Admit schedules req, waiting in the queue while every candidate is saturated. Errors other than
-// saturation come straight from the scheduler; refusals wrap ErrOverflow; a cancelled ctx returns
-// ctx.Err().
+// Admit schedules req, waiting in the queue while every candidate is saturated, or while
+// requests for the same model at its priority or above already wait there: first come, first
+// served. Errors other than saturation come straight from the scheduler; refusals wrap
+// ErrOverflow; a cancelled ctx returns ctx.Err().
 func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framework.Result, error) {
+	if n := c.waitingAhead(req); n > 0 {
+		if req.HandBackAfter > 0 { // it would queue
+			c.metrics.outcome("handed_back")
+			return nil, fmt.Errorf("%w: handed back: %d requests for %s queued ahead", ErrOverflow, n, req.Model)
+		}
+		// Room may have freed since the last pass: serve the queue, this request last, at once.
+		return c.wait(ctx, req, true)
+	}
 	res, err := c.sched.Schedule(ctx, req)
 	if req.HandBackAfter > 0 {
 		if why := c.handBack(ctx, req, res, err); why != "" {
@@ -133,9 +142,41 @@ func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framew
 		c.metrics.outcome("rejected")
 		return nil, fmt.Errorf("%w: every endpoint is saturated", ErrOverflow)
 	}
+	return c.wait(ctx, req, false)
+}
+
+// waitingAhead counts the queued requests req must not overtake: for the same model (the same
+// candidate endpoints) at its priority or above. Room that frees while they wait is theirs first:
+// scheduling every new request at once whenever a scrape shows a free slot would serve the queue
+// in no order at all, and under sustained overload leave its oldest requests waiting longest.
+func (c *Controller) waitingAhead(req *framework.Request) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, b := range c.q.bands {
+		if b.priority < req.Priority {
+			break // bands are highest first
+		}
+		for _, t := range b.tenants {
+			for _, it := range t.items {
+				if !it.removed && it.req.Model == req.Model {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// wait queues req and waits for its outcome; dispatch has the queue served at once (Run's next
+// pass) rather than at the next signal or tick.
+func (c *Controller) wait(ctx context.Context, req *framework.Request, dispatch bool) (*framework.Result, error) {
 	it, err := c.enqueue(req)
 	if err != nil {
 		return nil, err
+	}
+	if dispatch {
+		c.Notify()
 	}
 	select {
 	case out := <-it.done:

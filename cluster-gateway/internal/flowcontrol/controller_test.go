@@ -335,3 +335,52 @@ func TestClassify(t *testing.T) {
 		t.Fatal("want error")
 	}
 }
+
+// A new request does not overtake queued ones for the same model at its priority or above, even
+// when room has freed since the last dispatch pass: it queues behind them and the pass it asks
+// for serves the oldest first. A request of a higher priority or another model is scheduled at
+// once as before, and one whose router offers to take it elsewhere is handed back.
+func TestNewRequestsQueueBehindWaitingOnes(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetryInterval = time.Hour })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := h.admit(t, ctx, "old", "m", 0, "")
+	h.sched.add("m", 1) // room for one, not yet offered to the queue
+	h.sched.add("other", 1)
+	if _, err := h.c.Admit(ctx, &framework.Request{ID: "elsewhere", Model: "other"}); err != nil {
+		t.Fatalf("another model's request: %v", err)
+	}
+	_, err := h.c.Admit(ctx, &framework.Request{ID: "offered", Model: "m", HandBackAfter: time.Second})
+	if !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "1 requests for m queued ahead") {
+		t.Fatalf("a request with a hand-back offer: %v, want it handed back", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	second := h.admit(t, ctx, "new", "m", 0, "")
+	if r := recv(t, first); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := h.sched.order(); got != "elsewhere,old" {
+		t.Fatalf("order %s, want the queued request to get the room", got)
+	}
+	h.sched.add("m", 1)
+	if _, err := h.c.Admit(ctx, &framework.Request{ID: "urgent", Model: "m", Priority: 1}); err != nil {
+		t.Fatalf("a higher-priority request: %v", err)
+	}
+	h.c.Notify()
+	h.sched.add("m", 1)
+	h.c.Notify()
+	if r := recv(t, second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := h.sched.order(); got != "elsewhere,old,urgent,new" {
+		t.Fatalf("order %s", got)
+	}
+	if got := testutil.ToFloat64(h.c.metrics.outcomes.WithLabelValues("handed_back")); got != 1 {
+		t.Fatalf("handed_back outcomes %v, want 1", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
