@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -102,17 +103,7 @@ func (c *Controller) Len() int {
 func (c *Controller) Queued(model string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, b := range c.q.bands {
-		for _, t := range b.tenants {
-			for _, it := range t.items {
-				if !it.removed && (it.req.BaseModel == model || it.req.Model == model) {
-					n++
-				}
-			}
-		}
-	}
-	return n
+	return c.q.count(math.MinInt, func(r *framework.Request) bool { return r.BaseModel == model || r.Model == model })
 }
 
 // Admit schedules req, waiting in the queue while every candidate is saturated, or while
@@ -152,20 +143,10 @@ func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framew
 func (c *Controller) waitingAhead(req *framework.Request) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, b := range c.q.bands {
-		if b.priority < req.Priority {
-			break // bands are highest first
-		}
-		for _, t := range b.tenants {
-			for _, it := range t.items {
-				if !it.removed && it.req.Model == req.Model {
-					n++
-				}
-			}
-		}
+	if c.q.size == 0 {
+		return 0
 	}
-	return n
+	return c.q.count(req.Priority, func(r *framework.Request) bool { return r.Model == req.Model })
 }
 
 // wait queues req and waits for its outcome; dispatch has the queue served at once (Run's next

@@ -149,3 +149,21 @@ func (q *queue) expired(now time.Time) []*item {
 	}
 	return out
 }
+
+// count returns how many queued requests in the bands of priority minPriority and above match.
+func (q *queue) count(minPriority int, match func(*framework.Request) bool) int {
+	n := 0
+	for _, b := range q.bands {
+		if b.priority < minPriority {
+			break // bands are highest first
+		}
+		for _, t := range b.tenants {
+			for _, it := range t.items {
+				if !it.removed && match(it.req) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}

@@ -109,7 +109,7 @@ func replay(o *options, stdout io.Writer) error {
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	var all [4][]time.Duration // measured, replayed, later-arrival delay, held
+	var all []row // every pod's reported requests
 	for _, p := range pods {
 		prof, err := podProfile(o, sc, p.cluster)
 		if err != nil {
@@ -133,19 +133,12 @@ func replay(o *options, stdout io.Writer) error {
 			fmt.Fprintln(w) // a line without cells: the requests' table aligns on its own
 			printRequests(w, o, rows)
 		}
-		for _, r := range rows {
-			all[0], all[1] = append(all[0], r.measured), append(all[1], r.replayed)
-			all[2], all[3] = append(all[2], r.later), append(all[3], r.held)
-		}
+		all = append(all, rows...)
 		fmt.Fprintln(w)
 	}
-	if len(pods) > 1 && len(all[0]) > 0 {
-		var rows []row
-		for i := range all[0] {
-			rows = append(rows, row{measured: all[0][i], replayed: all[1][i], later: all[2][i], held: all[3][i]})
-		}
-		fmt.Fprintf(w, "all %d pods: %d requests reported\n", len(pods), len(rows))
-		printPercentiles(w, o, rows)
+	if len(pods) > 1 && len(all) > 0 {
+		fmt.Fprintf(w, "all %d pods: %d requests reported\n", len(pods), len(all))
+		printPercentiles(w, o, all)
 	}
 	return w.Flush()
 }
@@ -226,7 +219,7 @@ func replayPod(o *options, sc bench.Scenario, prof profile.Profile, p *pod) ([]r
 	sim := func(real time.Duration) time.Duration { return time.Duration(float64(real) / ts) }
 	realTime := func(sim time.Duration) time.Duration { return time.Duration(float64(sim) * ts) }
 	reqs := make([]podreplay.Request, len(p.samples))
-	rtt := make(map[int]time.Duration, len(p.samples))
+	rtt := make([]time.Duration, len(p.samples))
 	for i, s := range p.samples {
 		d := sc.RTT(s.ClientRegion, s.ServedRegion)
 		rtt[i] = d
