@@ -113,8 +113,7 @@ func (c *Controller) Queued(model string) int {
 func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framework.Result, error) {
 	if n := c.waitingAhead(req); n > 0 {
 		if req.HandBackAfter > 0 { // it would queue
-			c.metrics.outcome("handed_back")
-			return nil, fmt.Errorf("%w: handed back: %d requests for %s queued ahead", ErrOverflow, n, req.Model)
+			return nil, c.handedBack(fmt.Sprintf("%d requests for %s queued ahead", n, req.Model))
 		}
 		// Room may have freed since the last pass: serve the queue, this request last, at once.
 		return c.wait(ctx, req, true)
@@ -122,8 +121,7 @@ func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framew
 	res, err := c.sched.Schedule(ctx, req)
 	if req.HandBackAfter > 0 {
 		if why := c.handBack(ctx, req, res, err); why != "" {
-			c.metrics.outcome("handed_back")
-			return nil, fmt.Errorf("%w: handed back: %s", ErrOverflow, why)
+			return nil, c.handedBack(why)
 		}
 	}
 	if err == nil || !c.opts.IsSaturated(err) {
@@ -134,6 +132,12 @@ func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framew
 		return nil, fmt.Errorf("%w: every endpoint is saturated", ErrOverflow)
 	}
 	return c.wait(ctx, req, false)
+}
+
+// handedBack counts a request given back to its router and returns its refusal.
+func (c *Controller) handedBack(why string) error {
+	c.metrics.outcome("handed_back")
+	return fmt.Errorf("%w: handed back: %s", ErrOverflow, why)
 }
 
 // waitingAhead counts the queued requests req must not overtake: for the same model (the same

@@ -77,15 +77,27 @@ var ErrNoFirstToken = errors.New("podreplay: a request got no first token")
 // Replay replays reqs (in any order) on one fresh simulated pod and returns their outcomes in
 // arrival order.
 func Replay(cfg Config, reqs []Request) ([]Result, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := check(cfg, reqs); err != nil {
 		return nil, err
 	}
-	reqs = sorted(reqs)
+	return replay(cfg, sorted(reqs))
+}
+
+// check validates cfg and reqs.
+func check(cfg Config, reqs []Request) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	for _, r := range reqs {
 		if r.PromptTokens <= 0 || r.OutputTokens <= 0 {
-			return nil, fmt.Errorf("podreplay: request %d: prompt and output tokens must be positive, got %d and %d", r.ID, r.PromptTokens, r.OutputTokens)
+			return fmt.Errorf("podreplay: request %d: prompt and output tokens must be positive, got %d and %d", r.ID, r.PromptTokens, r.OutputTokens)
 		}
 	}
+	return nil
+}
+
+// replay is Replay on checked requests in arrival order.
+func replay(cfg Config, reqs []Request) ([]Result, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
@@ -194,14 +206,17 @@ func replayHeld(cfg Config, reqs []Request) ([]Result, error) {
 // Holding is not applied. It replays the sequence once per request.
 func LaterArrivalDelay(cfg Config, reqs []Request) ([]time.Duration, error) {
 	cfg.HoldPrefillTokens = 0
-	full, err := Replay(cfg, reqs)
-	if err != nil {
+	if err := check(cfg, reqs); err != nil {
 		return nil, err
 	}
 	reqs = sorted(reqs)
+	full, err := replay(cfg, reqs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]time.Duration, len(reqs))
 	for i := range reqs {
-		alone, err := Replay(cfg, reqs[:i+1])
+		alone, err := replay(cfg, reqs[:i+1])
 		if err != nil {
 			return nil, err
 		}
