@@ -127,6 +127,9 @@ func TestChartsRenderFailures(t *testing.T) {
 		{"global-router", "embedded etcd with two replicas", map[string]any{"replicaCount": 2}, "replicaCount to 1"},
 		{"global-router", "dns sync without config", map[string]any{"dnsSync": map[string]any{"enabled": true}}, "dnsSync.config"},
 		{"global-router", "bad gossip profile", map[string]any{"gossip": map[string]any{"profile": "moon"}}, "gossip.profile"},
+		{"global-router", "etcd TLS with the embedded etcd", map[string]any{"etcd": map[string]any{"tls": map[string]any{"secretName": "s"}}}, "give etcd.endpoints"},
+		{"global-router", "etcd user without a password secret", map[string]any{"etcd": map[string]any{"endpoints": []any{"https://e:2379"},
+			"auth": map[string]any{"username": "u"}}}, "etcd.auth.username and etcd.auth.secretName"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chart+"/"+tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,7 +14,9 @@ var routerValueSets = map[string]map[string]any{
 	"external etcd, three replicas": {
 		"replicaCount": 3,
 		"region":       "eu-west-1",
-		"etcd":         map[string]any{"endpoints": []any{"https://etcd-0:2379", "https://etcd-1:2379"}},
+		"etcd": map[string]any{"endpoints": []any{"https://etcd-0:2379", "https://etcd-1:2379"},
+			"tls":  map[string]any{"secretName": "etcd-client-tls"},
+			"auth": map[string]any{"username": "switchyard-router", "secretName": "etcd-router-password"}},
 		"gossip": map[string]any{"existingSecret": "fleet-gossip", "join": []any{"10.1.0.5:7946"},
 			"service": map[string]any{"type": "LoadBalancer", "annotations": map[string]any{
 				"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}}},
@@ -61,8 +64,39 @@ func TestRouterChart(t *testing.T) {
 			if !hasDownwardPodIP(c) {
 				t.Error("POD_IP is not set from status.podIP")
 			}
+			checkEtcdFiles(t, spec, c)
 			checkRouterServices(t, objs)
 		})
+	}
+}
+
+// checkEtcdFiles checks that every etcd TLS or password file the router is given lies in a
+// read-only mount of a secret volume.
+func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	secrets := map[string]bool{}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = true
+		}
+	}
+	for _, f := range []string{"etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file"} {
+		path := argValue(c.Args, f)
+		if path == "" {
+			continue
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") && m.ReadOnly && secrets[m.Name] {
+				mounted = true
+			}
+		}
+		if !mounted {
+			t.Errorf("--%s=%s is not in a read-only secret mount", f, path)
+		}
+	}
+	if argValue(c.Args, "etcd-username") != "" && argValue(c.Args, "etcd-password-file") == "" {
+		t.Error("--etcd-username without --etcd-password-file")
 	}
 }
 

@@ -13,13 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
+	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
@@ -71,27 +70,22 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 }
 
 func (r *Router) buildEtcd(ctx context.Context) error {
-	endpoints := r.cfg.EtcdEndpoints
-	if len(endpoints) == 0 {
+	var endpoints []string
+	if len(r.cfg.EtcdEndpoints) == 0 {
 		ecfg := embedetcd.DefaultConfig(filepath.Join(r.cfg.DataDir, "etcd"))
-		ecfg.ClientURL = "http://" + r.cfg.EmbeddedEtcdListen
+		ecfg.ClientURL = r.cfg.embeddedEtcdURL()
+		ecfg.ClientCertFile, ecfg.ClientKeyFile = r.cfg.EmbeddedEtcdCertFile, r.cfg.EmbeddedEtcdKeyFile
+		ecfg.ClientCAFile = r.cfg.EmbeddedEtcdClientCAFile
 		srv, err := embedetcd.Start(ctx, ecfg, r.log)
 		if err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
 		r.etcd, endpoints = srv, srv.Endpoints()
-		r.log.Info("embedded etcd started", "endpoints", endpoints, "data_dir", ecfg.DataDir)
+		r.log.Info("embedded etcd started", "endpoints", endpoints, "data_dir", ecfg.DataDir, "tls", ecfg.ClientCertFile != "")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		Logger: embedetcd.NewZapLogger(r.log.With("component", "etcd-client"), slog.LevelWarn),
-		// Reconnect within a second of etcd coming back (grpc-go's default backoff grows to
-		// 2 minutes): admin writes work again soon after an outage ends.
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: 2 * time.Second,
-		})}})
+	cli, err := etcdclient.New(r.cfg.etcdClient(endpoints), r.log.With("component", "etcd-client"))
 	if err != nil {
-		return fmt.Errorf("etcd client: %w", err)
+		return err
 	}
 	r.client = cli
 	return nil

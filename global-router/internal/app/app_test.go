@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/app"
+	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
+	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
+	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient/etcdclienttest"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -45,6 +52,35 @@ func TestParseFlags(t *testing.T) {
 					t.Errorf("max attempts %d queue wait %v", c.MaxAttempts, c.QueueWait)
 				}
 			}},
+		{name: "external etcd over TLS with a client certificate and a password",
+			args: append(base, "--etcd-endpoints=https://etcd-0:2379", "--etcd-ca-file=ca", "--etcd-cert-file=c", "--etcd-key-file=k",
+				"--etcd-username=router", "--etcd-password-file=p"),
+			check: func(t *testing.T, c app.Config) {
+				if c.EtcdCAFile != "ca" || c.EtcdCertFile != "c" || c.EtcdKeyFile != "k" || c.EtcdUsername != "router" || c.EtcdPasswordFile != "p" {
+					t.Errorf("etcd client flags not applied: %+v", c)
+				}
+			}},
+		{name: "embedded etcd over TLS", args: append(base, "--embedded-etcd-listen=0.0.0.0:2379", "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=sk",
+			"--embedded-etcd-client-ca-file=ca", "--etcd-ca-file=ca", "--etcd-cert-file=c", "--etcd-key-file=k")},
+		{name: "etcd password from the environment", args: append(base, "--etcd-endpoints=http://a:2379"),
+			env: map[string]string{"SWITCHYARD_ETCD_USERNAME": "router", "SWITCHYARD_ETCD_PASSWORD_FILE": "/run/secrets/etcd"},
+			check: func(t *testing.T, c app.Config) {
+				if c.EtcdUsername != "router" || c.EtcdPasswordFile != "/run/secrets/etcd" {
+					t.Errorf("user %q password file %q", c.EtcdUsername, c.EtcdPasswordFile)
+				}
+			}},
+		{name: "etcd CA over http", args: append(base, "--etcd-endpoints=http://a:2379", "--etcd-ca-file=ca"), wantErr: "https"},
+		{name: "etcd CA for a plain embedded etcd", args: append(base, "--etcd-ca-file=ca"), wantErr: "--embedded-etcd-cert-file"},
+		{name: "etcd certificate without key", args: append(base, "--etcd-endpoints=https://a:2379", "--etcd-cert-file=c"), wantErr: "--etcd-key-file"},
+		{name: "etcd user without password", args: append(base, "--etcd-endpoints=http://a:2379", "--etcd-username=u"), wantErr: "--etcd-password-file"},
+		{name: "mixed etcd schemes", args: append(base, "--etcd-endpoints=http://a:2379,https://b:2379"), wantErr: "mixes"},
+		{name: "embedded TLS with external etcd", args: append(base, "--etcd-endpoints=https://a:2379", "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=k"),
+			wantErr: "embedded etcd only"},
+		{name: "embedded certificate without key", args: append(base, "--embedded-etcd-cert-file=s"), wantErr: "--embedded-etcd-key-file"},
+		{name: "embedded client CA without a certificate", args: append(base, "--embedded-etcd-client-ca-file=ca"), wantErr: "--embedded-etcd-cert-file"},
+		{name: "embedded client CA, router without a client certificate",
+			args:    append(base, "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=sk", "--embedded-etcd-client-ca-file=ca", "--etcd-ca-file=ca"),
+			wantErr: "--etcd-cert-file"},
 		{name: "region required", args: []string{"--gossip-key-file=k"}, wantErr: "--region"},
 		{name: "gossip key required", args: []string{"--region=r"}, wantErr: "--gossip-key-file"},
 		{name: "unknown routing mode", args: append(base, "--routing-mode=nearest"), wantErr: "--routing-mode"},
@@ -219,3 +255,56 @@ func BenchmarkDrainPropagation(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// TestEmbeddedEtcdOverTLS runs a router whose embedded etcd serves TLS and requires client
+// certificates, and a second router that uses it over TLS as its external etcd: a drain written
+// through the first reaches the second, and a client without a certificate is refused.
+func TestEmbeddedEtcdOverTLS(t *testing.T) {
+	e := newEnv(t)
+	files := etcdclienttest.Write(t)
+	port, err := embedetcd.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	client := func(c *app.Config) {
+		c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile = files.CA, files.ClientCert, files.ClientKey
+	}
+	owner := startRouterWith(t, e, "router-tls-a", func(c *app.Config) {
+		c.EtcdEndpoints, c.EmbeddedEtcdListen = nil, listen
+		c.EmbeddedEtcdCertFile, c.EmbeddedEtcdKeyFile, c.EmbeddedEtcdClientCAFile = files.ServerCert, files.ServerKey, files.CA
+		client(c)
+	})
+	user := startRouterWith(t, e, "router-tls-b", func(c *app.Config) {
+		c.EtcdEndpoints = []string{"https://" + listen}
+		client(c)
+	})
+	routers := []*router{owner, user}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, r := range routers {
+		if _, err := r.waitChosen(ctx, e.preferred, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		drain bool
+		want  string
+	}{{true, e.slow}, {false, e.preferred}} {
+		if _, err := propagate(ctx, routers, e.preferred, step.drain, step.want); err != nil {
+			t.Fatalf("drain=%v: %v", step.drain, err)
+		}
+	}
+
+	anon, err := etcdclient.New(etcdclient.Config{Endpoints: []string{"https://" + listen}, CAFile: files.CA, DialTimeout: 2 * time.Second},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	getCtx, getCancel := context.WithTimeout(ctx, 2*time.Second)
+	defer getCancel()
+	if _, err := anon.Get(getCtx, "switchyard/", clientv3.WithPrefix()); err == nil {
+		t.Fatal("the embedded etcd answered a client without a certificate")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 )
 
 // Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
@@ -40,6 +42,16 @@ type Config struct {
 	// EmbeddedEtcdListen is the client address of the embedded etcd, so other routers can share it
 	// (the local stack does). Default "127.0.0.1:0": a free loopback port.
 	EmbeddedEtcdListen string
+	// EmbeddedEtcdCertFile and EmbeddedEtcdKeyFile, both or neither, make the embedded etcd serve
+	// its clients over TLS (https://EmbeddedEtcdListen); EmbeddedEtcdClientCAFile then also
+	// requires client certificates signed by its CAs. Default: plain http, for loopback.
+	EmbeddedEtcdCertFile, EmbeddedEtcdKeyFile, EmbeddedEtcdClientCAFile string
+	// EtcdCAFile verifies the etcd servers' certificates (https; empty: the system roots);
+	// EtcdCertFile and EtcdKeyFile are the client certificate presented to etcd. They apply to
+	// external etcd and to a TLS embedded one alike.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdUsername and EtcdPasswordFile authenticate to etcd when its authentication is on.
+	EtcdUsername, EtcdPasswordFile string
 	// GossipBind is the gossip address (host:port). Default ":7946".
 	GossipBind string
 	// GossipAdvertise is the address peers use to reach this node; empty: the bind address.
@@ -111,6 +123,9 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.EmbeddedEtcdListen); err != nil {
 		return fmt.Errorf("--embedded-etcd-listen: %w", err)
 	}
+	if err := c.validateEtcd(); err != nil {
+		return err
+	}
 	if c.DNSListen != "" {
 		if _, _, err := net.SplitHostPort(c.DNSListen); err != nil {
 			return fmt.Errorf("--dns-listen: %w", err)
@@ -143,4 +158,43 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateEtcd checks the etcd connection's flags: the embedded server's TLS files when etcd is
+// embedded, and the client's (against the embedded server's scheme, or the external endpoints).
+func (c *Config) validateEtcd() error {
+	embedded := len(c.EtcdEndpoints) == 0
+	serverTLS := c.EmbeddedEtcdCertFile != "" || c.EmbeddedEtcdKeyFile != "" || c.EmbeddedEtcdClientCAFile != ""
+	switch {
+	case !embedded && serverTLS:
+		return errors.New("--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints")
+	case (c.EmbeddedEtcdCertFile == "") != (c.EmbeddedEtcdKeyFile == ""):
+		return errors.New("--embedded-etcd-cert-file and --embedded-etcd-key-file must be given together")
+	case c.EmbeddedEtcdClientCAFile != "" && c.EmbeddedEtcdCertFile == "":
+		return errors.New("--embedded-etcd-client-ca-file needs --embedded-etcd-cert-file and --embedded-etcd-key-file")
+	case c.EmbeddedEtcdClientCAFile != "" && c.EtcdCertFile == "":
+		return errors.New("--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file")
+	}
+	return c.etcdClient(nil).Validate()
+}
+
+// etcdClient returns the etcd client's configuration: endpoints (the embedded etcd's when
+// endpoints is given and no --etcd-endpoints are), TLS files and credentials. Before the
+// embedded etcd has started (endpoints nil) its URL is the configured listen address.
+func (c *Config) etcdClient(endpoints []string) etcdclient.Config {
+	if len(c.EtcdEndpoints) > 0 {
+		endpoints = c.EtcdEndpoints
+	} else if endpoints == nil {
+		endpoints = []string{c.embeddedEtcdURL()}
+	}
+	return etcdclient.Config{Endpoints: endpoints, CAFile: c.EtcdCAFile, CertFile: c.EtcdCertFile, KeyFile: c.EtcdKeyFile,
+		Username: c.EtcdUsername, PasswordFile: c.EtcdPasswordFile}
+}
+
+// embeddedEtcdURL is the embedded etcd's client URL: https when it has a certificate.
+func (c *Config) embeddedEtcdURL() string {
+	if c.EmbeddedEtcdCertFile != "" {
+		return "https://" + c.EmbeddedEtcdListen
+	}
+	return "http://" + c.EmbeddedEtcdListen
 }

@@ -103,6 +103,12 @@ type router struct {
 // pool; it stops when the test ends (and the test fails unless Run returned nil).
 func startRouter(tb testing.TB, e *env, name string) *router {
 	tb.Helper()
+	return startRouterWith(tb, e, name, nil)
+}
+
+// startRouterWith is startRouter with edit applied to the configuration last (nil: none).
+func startRouterWith(tb testing.TB, e *env, name string, edit func(*app.Config)) *router {
+	tb.Helper()
 	cfg := app.DefaultConfig()
 	cfg.Region, cfg.NodeName, cfg.DataDir = region, name, tb.TempDir()
 	cfg.EtcdEndpoints = shared.Endpoints()
@@ -114,6 +120,9 @@ func startRouter(tb testing.TB, e *env, name string) *router {
 			tb.Fatal(err)
 		}
 		*addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)

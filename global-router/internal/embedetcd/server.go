@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -81,11 +82,11 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 }
 
 func embedConfig(cfg Config, core *slogCore) (*embed.Config, error) {
-	cu, err := parseURL(cfg.ClientURL)
+	cu, err := parseURL(cfg.ClientURL, true)
 	if err != nil {
 		return nil, fmt.Errorf("embedetcd: ClientURL: %w", err)
 	}
-	pu, err := parseURL(cfg.PeerURL)
+	pu, err := parseURL(cfg.PeerURL, false)
 	if err != nil {
 		return nil, fmt.Errorf("embedetcd: PeerURL: %w", err)
 	}
@@ -94,6 +95,10 @@ func embedConfig(cfg Config, core *slogCore) (*embed.Config, error) {
 	ec.Dir = cfg.DataDir
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	if cfg.ClientCertFile != "" {
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: cfg.ClientCertFile, KeyFile: cfg.ClientKeyFile,
+			TrustedCAFile: cfg.ClientCAFile, ClientCertAuth: cfg.ClientCAFile != ""}
+	}
 	ec.InitialCluster = cfg.InitialCluster
 	if ec.InitialCluster == "" {
 		ec.InitialCluster = ec.InitialClusterFromName(cfg.Name)
@@ -116,7 +121,7 @@ func embedConfig(cfg Config, core *slogCore) (*embed.Config, error) {
 func resolvePorts(cfg Config) (Config, bool, error) {
 	picked := false
 	for _, raw := range []*string{&cfg.ClientURL, &cfg.PeerURL} {
-		u, err := parseURL(*raw)
+		u, err := parseURL(*raw, true)
 		if err != nil {
 			return cfg, false, err
 		}

@@ -61,6 +61,12 @@ app.kubernetes.io/part-of: switchyard
 {{- if and (include "global-router.embeddedEtcd" .) (ne (int .Values.replicaCount) 1) }}
 {{- fail "the embedded etcd (etcd.endpoints empty) runs a single member: set replicaCount to 1, or give etcd.endpoints of an external etcd cluster" }}
 {{- end }}
+{{- if and (include "global-router.embeddedEtcd" .) (or .Values.etcd.tls.secretName .Values.etcd.auth.username .Values.etcd.auth.secretName) }}
+{{- fail "etcd.tls and etcd.auth configure the client of an external etcd: give etcd.endpoints" }}
+{{- end }}
+{{- if ne (not .Values.etcd.auth.username) (not .Values.etcd.auth.secretName) }}
+{{- fail "etcd.auth.username and etcd.auth.secretName go together" }}
+{{- end }}
 {{- if not (has .Values.gossip.profile (list "wan" "lan")) }}{{ fail "gossip.profile must be wan or lan" }}{{ end }}
 {{- if and .Values.dnsSync.enabled (not .Values.dnsSync.config) }}{{ fail "dnsSync.enabled needs dnsSync.config (hostedZoneID, recordName, regions)" }}{{ end }}
 {{- if not (has .Values.logFormat (list "text" "json")) }}{{ fail "logFormat must be text or json" }}{{ end }}
@@ -77,6 +83,17 @@ app.kubernetes.io/part-of: switchyard
 {{- else }}
 - --etcd-endpoints={{ join "," .Values.etcd.endpoints }}
 - --data-dir=/tmp/switchyard
+{{- if .Values.etcd.tls.secretName }}
+- --etcd-ca-file=/etc/switchyard/etcd-tls/ca.crt
+{{- if .Values.etcd.tls.clientCertificate }}
+- --etcd-cert-file=/etc/switchyard/etcd-tls/tls.crt
+- --etcd-key-file=/etc/switchyard/etcd-tls/tls.key
+{{- end }}
+{{- end }}
+{{- if .Values.etcd.auth.username }}
+- --etcd-username={{ .Values.etcd.auth.username }}
+- --etcd-password-file=/etc/switchyard/etcd-auth/password
+{{- end }}
 {{- end }}
 - --gossip-bind=0.0.0.0:{{ .Values.ports.gossip }}
 - --gossip-advertise=$(POD_IP):{{ .Values.ports.gossip }}
