@@ -48,7 +48,14 @@ resource "helm_release" "router" {
     region       = var.region
     replicaCount = length(var.etcd_endpoints) > 0 ? var.router_replicas : 1
     image        = { tag = var.image_tag }
-    etcd         = { endpoints = var.etcd_endpoints }
+    etcd = {
+      endpoints = var.etcd_endpoints
+      tls       = { secretName = length(var.etcd_endpoints) > 0 ? var.etcd_tls_secret_name : "" }
+      auth = {
+        username   = length(var.etcd_endpoints) > 0 && var.etcd_auth != null ? var.etcd_auth.username : ""
+        secretName = length(var.etcd_endpoints) > 0 && var.etcd_auth != null ? var.etcd_auth.secret_name : ""
+      }
+    }
     gossip = {
       key  = var.gossip_key
       join = var.gossip_join

@@ -176,6 +176,31 @@ variable "etcd_endpoints" {
   }
 }
 
+variable "etcd_tls_secret_name" {
+  description = "Kubernetes Secret (in the namespace) with the external etcd's ca.crt and the router's client tls.crt and tls.key, e.g. a cert-manager Certificate's. Empty: https endpoints are verified against the image's system roots, with no client certificate."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.etcd_tls_secret_name == "" || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.etcd_tls_secret_name))
+    error_message = "etcd_tls_secret_name must be a Kubernetes object name."
+  }
+}
+
+variable "etcd_auth" {
+  description = "etcd user for the routers when etcd's authentication is on, and the Kubernetes Secret (in the namespace) whose key password holds its password. Null: no etcd user."
+  type = object({
+    username    = string
+    secret_name = string
+  })
+  default = null
+
+  validation {
+    condition     = var.etcd_auth == null || try(length(var.etcd_auth.username) > 0 && !strcontains(var.etcd_auth.username, ":") && can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.etcd_auth.secret_name)), false)
+    error_message = "etcd_auth needs a username without ':' and a Kubernetes Secret name."
+  }
+}
+
 variable "router_replicas" {
   description = "Router replicas; forced to 1 with the embedded etcd."
   type        = number
