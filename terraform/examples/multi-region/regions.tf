@@ -53,6 +53,7 @@ module "us_east_1" {
   gossip_join             = local.gossip_join["us-east-1"]
   peer_cidrs              = local.peer_cidrs["us-east-1"]
   etcd_endpoints          = module.global.etcd_endpoints
+  etcd_tls_secret_name    = var.etcd_tls_secret_name
 }
 
 module "us_west_2" {
@@ -69,6 +70,7 @@ module "us_west_2" {
   gossip_join             = local.gossip_join["us-west-2"]
   peer_cidrs              = local.peer_cidrs["us-west-2"]
   etcd_endpoints          = module.global.etcd_endpoints
+  etcd_tls_secret_name    = var.etcd_tls_secret_name
 }
 
 module "eu_west_1" {
@@ -85,6 +87,7 @@ module "eu_west_1" {
   gossip_join             = local.gossip_join["eu-west-1"]
   peer_cidrs              = local.peer_cidrs["eu-west-1"]
   etcd_endpoints          = module.global.etcd_endpoints
+  etcd_tls_secret_name    = var.etcd_tls_secret_name
 }
 
 # Full mesh of VPC peering between the three regions.

@@ -31,6 +31,12 @@ variable "etcd_endpoints" {
   default     = []
 }
 
+variable "etcd_tls_secret_name" {
+  description = "With etcd_endpoints: the Secret, in every region's namespace, holding the etcd CA (ca.crt) and the routers' client certificate (tls.crt, tls.key). Empty: no client certificate."
+  type        = string
+  default     = ""
+}
+
 variable "gpu_node_groups" {
   description = "GPU node groups per region (see the region module); null keeps the module's p5 and g5 examples."
   type = map(object({
