@@ -20,7 +20,8 @@ var routerValueSets = map[string]map[string]any{
 		"gossip": map[string]any{"existingSecret": "fleet-gossip", "join": []any{"10.1.0.5:7946"},
 			"service": map[string]any{"type": "LoadBalancer", "annotations": map[string]any{
 				"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}}},
-		"admin":     map[string]any{"existingSecret": "router-admin"},
+		"admin": map[string]any{"existingSecret": "router-admin",
+			"tls": map[string]any{"secretName": "router-admin-tls", "requireClientCertificates": true}},
 		"dnsListen": ":5353",
 		"dnsSync": map[string]any{"enabled": true, "config": map[string]any{
 			"hostedZoneID": "Z0123456789ABCDEFGHIJ", "recordName": "api.example.com",
@@ -70,8 +71,8 @@ func TestRouterChart(t *testing.T) {
 	}
 }
 
-// checkEtcdFiles checks that every etcd TLS or password file the router is given lies in a
-// read-only mount of a secret volume.
+// checkEtcdFiles checks that every etcd TLS or password file, and every admin TLS file, the router
+// is given lies in a read-only mount of a secret volume.
 func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 	t.Helper()
 	secrets := map[string]bool{}
@@ -80,7 +81,8 @@ func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 			secrets[v.Name] = true
 		}
 	}
-	for _, f := range []string{"etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file"} {
+	for _, f := range []string{"etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file",
+		"admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file"} {
 		path := argValue(c.Args, f)
 		if path == "" {
 			continue

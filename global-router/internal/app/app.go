@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,8 +42,10 @@ type Router struct {
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
 	admin  *admin.Server
-	tokens []string
-	extra  []component // optional: DNS responder, Route 53 sync
+	// adminTLS serves the admin API over TLS; nil: plain HTTP/1.1 and h2c.
+	adminTLS *tls.Config
+	tokens   []string
+	extra    []component // optional: DNS responder, Route 53 sync
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -174,7 +177,8 @@ func (r *Router) buildAdmin(context.Context) error {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	r.admin = srv
-	return nil
+	r.adminTLS, err = r.cfg.adminTLS()
+	return err
 }
 
 func (r *Router) buildDNS(ctx context.Context) error {
@@ -198,7 +202,7 @@ func (r *Router) run(ctx context.Context) error {
 	}
 	g.Go(func() error { return serve(ctx, r.cfg.Listen, r.mainHandler(), r.log) })
 	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })
-	g.Go(func() error { return serve(ctx, r.cfg.AdminListen, r.admin.Handler(), r.log) })
+	g.Go(func() error { return serveTLS(ctx, r.cfg.AdminListen, r.admin.Handler(), r.adminTLS, r.log) })
 	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen,
 		"admin", r.cfg.AdminListen, "metrics", r.cfg.MetricsListen)
 	err := g.Wait()

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/app"
+	"github.com/switchyard-dev/switchyard/global-router/internal/ctl"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient/etcdclienttest"
@@ -81,6 +82,14 @@ func TestParseFlags(t *testing.T) {
 		{name: "embedded client CA, router without a client certificate",
 			args:    append(base, "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=sk", "--embedded-etcd-client-ca-file=ca", "--etcd-ca-file=ca"),
 			wantErr: "--etcd-cert-file"},
+		{name: "admin API over mutual TLS", args: append(base, "--admin-tls-cert-file=c", "--admin-tls-key-file=k", "--admin-tls-client-ca-file=ca"),
+			check: func(t *testing.T, c app.Config) {
+				if c.AdminTLSCertFile != "c" || c.AdminTLSKeyFile != "k" || c.AdminTLSClientCAFile != "ca" {
+					t.Errorf("admin TLS flags not applied: %+v", c)
+				}
+			}},
+		{name: "admin certificate without key", args: append(base, "--admin-tls-cert-file=c"), wantErr: "--admin-tls-key-file"},
+		{name: "admin client CA without a certificate", args: append(base, "--admin-tls-client-ca-file=ca"), wantErr: "--admin-tls-cert-file"},
 		{name: "region required", args: []string{"--gossip-key-file=k"}, wantErr: "--region"},
 		{name: "gossip key required", args: []string{"--region=r"}, wantErr: "--gossip-key-file"},
 		{name: "unknown routing mode", args: append(base, "--routing-mode=nearest"), wantErr: "--routing-mode"},
@@ -306,5 +315,43 @@ func TestEmbeddedEtcdOverTLS(t *testing.T) {
 	defer getCancel()
 	if _, err := anon.Get(getCtx, "switchyard/", clientv3.WithPrefix()); err == nil {
 		t.Fatal("the embedded etcd answered a client without a certificate")
+	}
+}
+
+// TestAdminOverMutualTLS serves a real router's admin API over TLS with client certificates
+// required: switchyardctl reaches it with the CA and a client certificate over every protocol,
+// and is refused without the certificate, or without trusting the server.
+func TestAdminOverMutualTLS(t *testing.T) {
+	e := newEnv(t)
+	files := etcdclienttest.Write(t)
+	r := startRouterWith(t, e, "router-admin-tls", func(c *app.Config) {
+		c.AdminTLSCertFile, c.AdminTLSKeyFile, c.AdminTLSClientCAFile = files.ServerCert, files.ServerKey, files.CA
+	})
+	run := func(args ...string) (int, string, string) {
+		var out, errb strings.Builder
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		args = append([]string{"--addr=https://" + r.cfg.AdminListen, "--token-file=" + e.tokenFile}, args...)
+		code := ctl.Run(ctx, args, func(string) string { return "" }, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	for _, proto := range []string{"connect", "grpc", "grpc-web"} {
+		code, out, errOut := run("--ca-file="+files.CA, "--cert-file="+files.ClientCert, "--key-file="+files.ClientKey, "--protocol="+proto, "clusters")
+		if code != 0 || !strings.Contains(out, e.preferred) {
+			t.Fatalf("%s: clusters over mutual TLS: exit %d, %q %q", proto, code, out, errOut)
+		}
+	}
+	if code, _, _ := run("--ca-file="+files.CA, "clusters"); code == 0 {
+		t.Fatal("the admin API answered a client without a certificate")
+	}
+	if code, _, errOut := run("--cert-file="+files.ClientCert, "--key-file="+files.ClientKey, "clusters"); code == 0 || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("a client that does not trust the server: exit %d, %q", code, errOut)
+	}
+	resp, err := http.Get("http://" + r.cfg.AdminListen + "/grpc.health.v1.Health/Check")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("plain HTTP on the TLS admin port: %d", resp.StatusCode)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // shutdownGrace bounds how long in-flight streams may take to finish at shutdown.
@@ -23,14 +25,31 @@ const shutdownGrace = 30 * time.Second
 // requests get 503 with Retry-After on the still open listener while in-flight requests finish
 // (within shutdownGrace), and the server shuts down once they have.
 func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	return serveTLS(ctx, addr, h, nil, log)
+}
+
+// serveTLS is serve over TLS with tc (HTTP/2 by ALPN, and HTTP/1.1); a nil tc serves plain
+// HTTP/1.1 and h2c.
+func serveTLS(ctx context.Context, addr string, h http.Handler, tc *tls.Config, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	gate := &drainGate{}
 	srv := newHTTPServer(gate.wrap(h), defaultHTTPLimits())
+	if tc != nil {
+		srv.TLSConfig = tc
+		srv.Protocols.SetUnencryptedHTTP2(false)
+		srv.Protocols.SetHTTP2(true)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tc != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", addr, err)
@@ -120,4 +139,20 @@ func adminToken(cfg Config) (tokens []string, path string, err error) {
 		return nil, "", fmt.Errorf("admin token: %w", err)
 	}
 	return []string{tok}, path, nil
+}
+
+// adminTLS returns the admin API's TLS configuration, nil without --admin-tls-cert-file. The
+// certificate and key are read at every handshake (etcd's transport package does this), so a
+// rotated certificate takes effect without a restart.
+func (c *Config) adminTLS() (*tls.Config, error) {
+	if c.AdminTLSCertFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{CertFile: c.AdminTLSCertFile, KeyFile: c.AdminTLSKeyFile,
+		TrustedCAFile: c.AdminTLSClientCAFile, ClientCertAuth: c.AdminTLSClientCAFile != ""}
+	tc, err := info.ServerConfig()
+	if err != nil {
+		return nil, fmt.Errorf("admin TLS: %w", err)
+	}
+	return tc, nil
 }

@@ -67,6 +67,9 @@ app.kubernetes.io/part-of: switchyard
 {{- if ne (not .Values.etcd.auth.username) (not .Values.etcd.auth.secretName) }}
 {{- fail "etcd.auth.username and etcd.auth.secretName go together" }}
 {{- end }}
+{{- if and .Values.admin.tls.requireClientCertificates (not .Values.admin.tls.secretName) }}
+{{- fail "admin.tls.requireClientCertificates needs admin.tls.secretName" }}
+{{- end }}
 {{- if not (has .Values.gossip.profile (list "wan" "lan")) }}{{ fail "gossip.profile must be wan or lan" }}{{ end }}
 {{- if and .Values.dnsSync.enabled (not .Values.dnsSync.config) }}{{ fail "dnsSync.enabled needs dnsSync.config (hostedZoneID, recordName, regions)" }}{{ end }}
 {{- if not (has .Values.logFormat (list "text" "json")) }}{{ fail "logFormat must be text or json" }}{{ end }}
@@ -103,6 +106,13 @@ app.kubernetes.io/part-of: switchyard
 - --gossip-join={{ join "," . }}
 {{- end }}
 - --admin-token-file=/etc/switchyard/admin/{{ .Values.admin.secretKey }}
+{{- if .Values.admin.tls.secretName }}
+- --admin-tls-cert-file=/etc/switchyard/admin-tls/tls.crt
+- --admin-tls-key-file=/etc/switchyard/admin-tls/tls.key
+{{- if .Values.admin.tls.requireClientCertificates }}
+- --admin-tls-client-ca-file=/etc/switchyard/admin-tls/ca.crt
+{{- end }}
+{{- end }}
 {{- if .Values.dnsSync.enabled }}
 - --dns-sync-config=/etc/switchyard/dns-sync/config.yaml
 {{- end }}
