@@ -256,12 +256,17 @@ func storeWorks(t *testing.T, cli *clientv3.Client) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- el.Run(runCtx) }()
-	defer func() { stop(); <-done }()
 	for !el.IsLeader() {
 		select {
 		case <-ctx.Done():
 			t.Fatal("not elected with the documented role")
+		case err := <-done:
+			t.Fatalf("the election ended: %v", err)
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("election Run = %v", err)
 	}
 }
