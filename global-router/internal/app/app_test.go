@@ -2,10 +2,13 @@ package app_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -347,8 +350,31 @@ func TestAdminOverMutualTLS(t *testing.T) {
 	if code, _, errOut := run("--cert-file="+files.ClientCert, "--key-file="+files.ClientKey, "clusters"); code == 0 || !strings.Contains(errOut, "certificate") {
 		t.Fatalf("a client that does not trust the server: exit %d, %q", code, errOut)
 	}
-	resp, err := http.Get("http://" + r.cfg.AdminListen + "/grpc.health.v1.Health/Check")
-	if err == nil {
+	// HTTP/1.1 over TLS too (gRPC-Web and Connect clients without HTTP/2): the health check in
+	// the Connect protocol.
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(files.CA)
+	if err != nil || !pool.AppendCertsFromPEM(ca) {
+		t.Fatalf("CA: %v", err)
+	}
+	cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1 := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
+	}}
+	resp, err := h1.Post("https://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("HTTP/1.1 over TLS: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Proto != "HTTP/1.1" || !strings.Contains(string(body), "SERVING") {
+		t.Fatalf("health over HTTP/1.1 and TLS: %s %d %s", resp.Proto, resp.StatusCode, body)
+	}
+	if resp, err := http.Post("http://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}")); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode < 400 {
 			t.Fatalf("plain HTTP on the TLS admin port: %d", resp.StatusCode)
