@@ -167,6 +167,22 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 func TestDrainReachesEveryRouter(t *testing.T) {
 	e := newEnv(t)
 	routers := startRouters(t, e, 3)
+	for step, took := range drainAndUndrain(t, routers, e) {
+		drain := step == 0
+		for i, d := range took {
+			if d > 10*time.Second {
+				t.Errorf("drain=%v reached router %d after %v", drain, i, d)
+			}
+		}
+		t.Logf("drain=%v reached the routers after %v", drain, took)
+	}
+}
+
+// drainAndUndrain waits until every router chooses e's preferred cluster, then drains it through
+// the first router until every router chooses the slow one, then undrains it until they all
+// choose it again. It returns, for the drain and the undrain, the time each router took.
+func drainAndUndrain(t *testing.T, routers []*router, e *env) [2][]time.Duration {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, r := range routers {
@@ -174,21 +190,18 @@ func TestDrainReachesEveryRouter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, step := range []struct {
+	var out [2][]time.Duration
+	for i, step := range []struct {
 		drain bool
 		want  string
 	}{{true, e.slow}, {false, e.preferred}} {
 		took, err := propagate(ctx, routers, e.preferred, step.drain, step.want)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("drain=%v: %v", step.drain, err)
 		}
-		for i, d := range took {
-			if d > 10*time.Second {
-				t.Errorf("drain=%v reached router %d after %v", step.drain, i, d)
-			}
-		}
-		t.Logf("drain=%v reached the routers after %v", step.drain, took)
+		out[i] = took
 	}
+	return out
 }
 
 // startRouters starts n routers concurrently (each waits for its own readiness).
@@ -291,22 +304,9 @@ func TestEmbeddedEtcdOverTLS(t *testing.T) {
 		c.EtcdEndpoints = []string{"https://" + listen}
 		client(c)
 	})
-	routers := []*router{owner, user}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	drainAndUndrain(t, []*router{owner, user}, e)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, r := range routers {
-		if _, err := r.waitChosen(ctx, e.preferred, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, step := range []struct {
-		drain bool
-		want  string
-	}{{true, e.slow}, {false, e.preferred}} {
-		if _, err := propagate(ctx, routers, e.preferred, step.drain, step.want); err != nil {
-			t.Fatalf("drain=%v: %v", step.drain, err)
-		}
-	}
 
 	anon, err := etcdclient.New(etcdclient.Config{Endpoints: []string{"https://" + listen}, CAFile: files.CA, DialTimeout: 2 * time.Second},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -316,7 +316,7 @@ func TestEmbeddedEtcdOverTLS(t *testing.T) {
 	defer anon.Close()
 	getCtx, getCancel := context.WithTimeout(ctx, 2*time.Second)
 	defer getCancel()
-	if _, err := anon.Get(getCtx, "switchyard/", clientv3.WithPrefix()); err == nil {
+	if _, err := anon.Get(getCtx, "/switchyard/", clientv3.WithPrefix()); err == nil {
 		t.Fatal("the embedded etcd answered a client without a certificate")
 	}
 }
