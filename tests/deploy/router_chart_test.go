@@ -27,6 +27,7 @@ var routerValueSets = map[string]map[string]any{
 			"hostedZoneID": "Z0123456789ABCDEFGHIJ", "recordName": "api.example.com",
 			"regions": map[string]any{"eu-west-1": map[string]any{"aliasDNSName": "lb.elb.amazonaws.com", "aliasHostedZoneID": "Z35SXDOTRQ7X7K"}}}},
 		"serviceMonitor": map[string]any{"enabled": true},
+		"gatewayTLS":     map[string]any{"secretName": "router-gateway-tls"},
 	},
 	"internal load balancer, existing claim": {
 		"service": map[string]any{"annotations": map[string]any{
@@ -71,8 +72,8 @@ func TestRouterChart(t *testing.T) {
 	}
 }
 
-// checkEtcdFiles checks that every etcd TLS or password file, and every admin TLS file, the router
-// is given lies in a read-only mount of a secret volume.
+// checkEtcdFiles checks that every etcd TLS or password file, and every admin or gateway TLS
+// file, the router is given lies in a read-only mount of a secret volume.
 func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 	t.Helper()
 	secrets := map[string]bool{}
@@ -82,7 +83,8 @@ func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 		}
 	}
 	for _, f := range []string{"etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file",
-		"admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file"} {
+		"admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file",
+		"gateway-ca-file", "gateway-cert-file", "gateway-key-file"} {
 		path := argValue(c.Args, f)
 		if path == "" {
 			continue

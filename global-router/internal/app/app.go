@@ -140,6 +140,11 @@ func (r *Router) buildData(context.Context) error {
 	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT}, r.node, drainView{r.store})
 	fc := forward.DefaultConfig()
 	fc.MaxAttempts = r.cfg.MaxAttempts
+	tc, err := r.cfg.gatewayTLS()
+	if err != nil {
+		return err
+	}
+	fc.TLS = tc
 	fwd, err := forward.New(fc, forward.Observers{r.table, forward.NewMetrics(r.reg)})
 	if err != nil {
 		return err

@@ -91,6 +91,13 @@ func TestParseFlags(t *testing.T) {
 					t.Errorf("admin TLS flags not applied: %+v", c)
 				}
 			}},
+		{name: "gateway TLS files", args: append(base, "--gateway-ca-file=ca", "--gateway-cert-file=c", "--gateway-key-file=k"),
+			check: func(t *testing.T, c app.Config) {
+				if c.GatewayCAFile != "ca" || c.GatewayCertFile != "c" || c.GatewayKeyFile != "k" {
+					t.Errorf("gateway TLS flags not applied: %+v", c)
+				}
+			}},
+		{name: "gateway certificate without key", args: append(base, "--gateway-cert-file=c"), wantErr: "--gateway-key-file"},
 		{name: "admin certificate without key", args: append(base, "--admin-tls-cert-file=c"), wantErr: "--admin-tls-key-file"},
 		{name: "admin client CA without a certificate", args: append(base, "--admin-tls-client-ca-file=ca"), wantErr: "--admin-tls-cert-file"},
 		{name: "region required", args: []string{"--gossip-key-file=k"}, wantErr: "--region"},

@@ -69,6 +69,11 @@ type Config struct {
 	// requires client certificates signed by its CAs (mutual TLS, in addition to the bearer
 	// token). The files are read at every handshake, so rotated certificates need no restart.
 	AdminTLSCertFile, AdminTLSKeyFile, AdminTLSClientCAFile string
+	// GatewayCAFile verifies the certificates of https:// gateway URLs (forwarding across regions
+	// through a TLS listener in front of the gateways); empty: the system roots.
+	// GatewayCertFile and GatewayKeyFile, both or neither, are the client certificate the router
+	// presents to them (for a listener that requires one). Read at every handshake.
+	GatewayCAFile, GatewayCertFile, GatewayKeyFile string
 	// MaxBodyBytes bounds a request body. Default 32 MiB.
 	MaxBodyBytes int64
 	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
@@ -136,6 +141,8 @@ func (c *Config) Validate() error {
 		return errors.New("--admin-tls-cert-file and --admin-tls-key-file must be given together")
 	case c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "":
 		return errors.New("--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file")
+	case (c.GatewayCertFile == "") != (c.GatewayKeyFile == ""):
+		return errors.New("--gateway-cert-file and --gateway-key-file must be given together")
 	}
 	if c.DNSListen != "" {
 		if _, _, err := net.SplitHostPort(c.DNSListen); err != nil {

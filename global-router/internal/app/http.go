@@ -156,3 +156,18 @@ func (c *Config) adminTLS() (*tls.Config, error) {
 	}
 	return tc, nil
 }
+
+// gatewayTLS returns the TLS configuration for https:// gateway URLs: the CAs of
+// --gateway-ca-file (else the system roots) and the client certificate of --gateway-cert-file,
+// read at every handshake. Nil when neither is given: Go's defaults.
+func (c *Config) gatewayTLS() (*tls.Config, error) {
+	if c.GatewayCAFile == "" && c.GatewayCertFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{CertFile: c.GatewayCertFile, KeyFile: c.GatewayKeyFile, TrustedCAFile: c.GatewayCAFile}
+	tc, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("gateway TLS: %w", err)
+	}
+	return tc, nil
+}

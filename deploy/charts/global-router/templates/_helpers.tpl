@@ -119,6 +119,13 @@ app.kubernetes.io/part-of: switchyard
 {{- with .Values.dnsListen }}
 - --dns-listen={{ . }}
 {{- end }}
+{{- if .Values.gatewayTLS.secretName }}
+- --gateway-ca-file=/etc/switchyard/gateway-tls/ca.crt
+{{- if .Values.gatewayTLS.clientCertificate }}
+- --gateway-cert-file=/etc/switchyard/gateway-tls/tls.crt
+- --gateway-key-file=/etc/switchyard/gateway-tls/tls.key
+{{- end }}
+{{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}
