@@ -29,7 +29,9 @@ var gatewayValueSets = map[string]map[string]any{
 		"podAntiAffinity": "hard",
 		"gossip": map[string]any{"existingSecret": "fleet-gossip",
 			"join": []any{"sy-global-router-gossip.switchyard.svc:7946"}},
-		"extraArgs": []any{"--queue-limit=2048"},
+		"extraArgs":    []any{"--queue-limit=2048"},
+		"tls":          map[string]any{"secretName": "gw-tls", "requireClientCertificates": true},
+		"advertiseURL": "https://gw.use1.example.com:8080",
 	},
 	"standalone, other pool namespace": {
 		"gossip":          map[string]any{"enabled": false},
@@ -61,12 +63,29 @@ func TestGatewayChart(t *testing.T) {
 			} else if hasConfig && dep.Spec.Template.Annotations["checksum/epp-config"] == "" {
 				t.Error("pods do not restart when the picker config changes (no checksum annotation)")
 			}
+			checkGatewayTLS(t, dep, vals)
 			gossipOn := vals["gossip"] == nil || vals["gossip"].(map[string]any)["enabled"] != false
 			ownSecret := gossipOn && (vals["gossip"] == nil || vals["gossip"].(map[string]any)["existingSecret"] == nil)
 			if got := len(find(objs, "Secret")) == 1; got != ownSecret {
 				t.Errorf("gossip Secret rendered = %v, want %v", got, ownSecret)
 			}
 		})
+	}
+}
+
+// checkGatewayTLS checks that the TLS files the gateway is given lie in a read-only secret mount,
+// and that a gateway serving TLS advertises an https:// URL.
+func checkGatewayTLS(t *testing.T, dep *appsv1.Deployment, vals map[string]any) {
+	t.Helper()
+	spec := dep.Spec.Template.Spec
+	c := spec.Containers[0]
+	checkSecretFiles(t, spec, c, "tls-cert-file", "tls-key-file", "tls-client-ca-file")
+	if tls, _ := vals["tls"].(map[string]any); tls != nil && tls["secretName"] != "" {
+		if argValue(c.Args, "tls-cert-file") == "" || !strings.HasPrefix(argValue(c.Args, "advertise-url"), "https://") {
+			t.Errorf("TLS on, but args %v", c.Args)
+		}
+	} else if argValue(c.Args, "tls-cert-file") != "" {
+		t.Errorf("TLS off, but args %v", c.Args)
 	}
 }
 
@@ -98,8 +117,11 @@ func checkGatewayDeployment(t *testing.T, dep *appsv1.Deployment, vals map[strin
 		t.Errorf("want exactly one of --pool-name and --endpoints: %v", args)
 	}
 	if argValue(args, "gossip-bind") != "" {
-		if !strings.HasPrefix(argValue(args, "gossip-bind"), "$(POD_IP):") || !strings.Contains(argValue(args, "advertise-url"), "$(POD_IP)") {
-			t.Errorf("gossip must bind and advertise the pod IP: %v", args)
+		advertised, _ := vals["advertiseURL"].(string) // an explicit URL replaces the pod IP
+		if !strings.HasPrefix(argValue(args, "gossip-bind"), "$(POD_IP):") ||
+			(advertised == "" && !strings.Contains(argValue(args, "advertise-url"), "$(POD_IP)")) ||
+			(advertised != "" && argValue(args, "advertise-url") != advertised) {
+			t.Errorf("gossip must bind the pod IP and advertise it or advertiseURL: %v", args)
 		}
 		if !hasDownwardPodIP(c) {
 			t.Error("POD_IP is not set from status.podIP")

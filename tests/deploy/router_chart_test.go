@@ -76,15 +76,25 @@ func TestRouterChart(t *testing.T) {
 // file, the router is given lies in a read-only mount of a secret volume.
 func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 	t.Helper()
+	checkSecretFiles(t, spec, c, "etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file",
+		"admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file",
+		"gateway-ca-file", "gateway-cert-file", "gateway-key-file")
+	if argValue(c.Args, "etcd-username") != "" && argValue(c.Args, "etcd-password-file") == "" {
+		t.Error("--etcd-username without --etcd-password-file")
+	}
+}
+
+// checkSecretFiles checks that the file each of flags names (when given) lies in a read-only
+// mount of a secret volume.
+func checkSecretFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container, flags ...string) {
+	t.Helper()
 	secrets := map[string]bool{}
 	for _, v := range spec.Volumes {
 		if v.Secret != nil {
 			secrets[v.Name] = true
 		}
 	}
-	for _, f := range []string{"etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file",
-		"admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file",
-		"gateway-ca-file", "gateway-cert-file", "gateway-key-file"} {
+	for _, f := range flags {
 		path := argValue(c.Args, f)
 		if path == "" {
 			continue
@@ -98,9 +108,6 @@ func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 		if !mounted {
 			t.Errorf("--%s=%s is not in a read-only secret mount", f, path)
 		}
-	}
-	if argValue(c.Args, "etcd-username") != "" && argValue(c.Args, "etcd-password-file") == "" {
-		t.Error("--etcd-username without --etcd-password-file")
 	}
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
@@ -213,6 +215,18 @@ func (g *Gateway) listen() error {
 	var err error
 	if g.httpLn, err = net.Listen("tcp", g.cfg.Listen); err != nil {
 		return fmt.Errorf("--listen: %w", err)
+	}
+	if g.cfg.TLSCertFile != "" {
+		info := transport.TLSInfo{CertFile: g.cfg.TLSCertFile, KeyFile: g.cfg.TLSKeyFile,
+			TrustedCAFile: g.cfg.TLSClientCAFile, ClientCertAuth: g.cfg.TLSClientCAFile != ""}
+		tc, err := info.ServerConfig()
+		if err != nil {
+			_ = g.httpLn.Close()
+			g.httpLn = nil
+			return fmt.Errorf("--tls-cert-file: %w", err)
+		}
+		tc.NextProtos = []string{"h2", "http/1.1"}
+		g.httpLn = tls.NewListener(g.httpLn, tc)
 	}
 	if g.metricsLn, err = net.Listen("tcp", g.cfg.MetricsListen); err != nil {
 		return fmt.Errorf("--metrics-listen: %w", err)

@@ -31,6 +31,13 @@ type gateway struct {
 // waits until it is ready.
 func startGateway(t *testing.T, n int, extra ...string) *gateway {
 	t.Helper()
+	return startGatewayWith(t, n, nil, extra...)
+}
+
+// startGatewayWith is startGateway for a gateway whose --listen serves TLS when client is not
+// nil: it is reached at https:// with client.
+func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string) *gateway {
+	t.Helper()
 	g := &gateway{}
 	var addrs []string
 	for range n {
@@ -49,6 +56,19 @@ func startGateway(t *testing.T, n int, extra ...string) *gateway {
 		t.Fatal(err)
 	}
 	g.Gateway, g.http = gw, "http://"+gw.HTTPAddr()
+	models := func() bool { return strings.Contains(get(t, g.http+"/v1/models"), "sql-lora") }
+	if client != nil {
+		g.http = "https://" + gw.HTTPAddr()
+		models = func() bool {
+			resp, err := client.Get(g.http + "/v1/models")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), "sql-lora")
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
@@ -64,7 +84,7 @@ func startGateway(t *testing.T, n int, extra ...string) *gateway {
 		}
 	})
 	eventually(t, "gateway ready with models", func() bool {
-		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && strings.Contains(get(t, g.http+"/v1/models"), "sql-lora")
+		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && models()
 	})
 	return g
 }
@@ -262,6 +282,12 @@ func TestParseConfig(t *testing.T) {
 			func(c app.Config) bool { return c.Listen == ":1234" }, ""},
 		{"endpoint header off", append(base, "--endpoint-header=false", "--profile=round-robin"), nil,
 			func(c app.Config) bool { return !c.EndpointHeader && c.Profile == "round-robin" }, ""},
+		{"TLS listener", append(base, "--tls-cert-file=c", "--tls-key-file=k", "--tls-client-ca-file=ca"), nil,
+			func(c app.Config) bool {
+				return c.TLSCertFile == "c" && c.TLSKeyFile == "k" && c.TLSClientCAFile == "ca"
+			}, ""},
+		{"TLS certificate without key", append(base, "--tls-cert-file=c"), nil, nil, "--tls-key-file"},
+		{"TLS client CA without a certificate", append(base, "--tls-client-ca-file=ca"), nil, nil, "--tls-cert-file"},
 		{"missing cluster", []string{"--region=r", "--endpoints=127.0.0.1:1"}, nil, nil, "--cluster"},
 		{"no discovery", []string{"--cluster=c", "--region=r"}, nil, nil, "exactly one"},
 		{"two discoveries", append(base, "--pool-name=p"), nil, nil, "exactly one"},

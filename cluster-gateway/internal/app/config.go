@@ -25,6 +25,12 @@ type Config struct {
 	Cluster, Region string
 	// Listen is the HTTP proxy address. Default ":8080".
 	Listen string
+	// TLSCertFile and TLSKeyFile, both or neither, serve Listen over TLS (HTTP/2 by ALPN, and
+	// HTTP/1.1) for routers that reach the gateway across regions at an https:// advertise URL;
+	// TLSClientCAFile then requires client certificates signed by its CAs (the routers'
+	// --gateway-cert-file). The files are read at every handshake, so rotated certificates need no
+	// restart. Default: plain HTTP/1.1 and h2c.
+	TLSCertFile, TLSKeyFile, TLSClientCAFile string
 	// ExtProcListen is the Envoy ext_proc gRPC address; empty disables it. Default ":9002".
 	ExtProcListen string
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9090".
@@ -107,6 +113,12 @@ func (c Config) validateIdentity() error {
 }
 
 func (c Config) validateListeners() error {
+	switch {
+	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		return errors.New("--tls-cert-file and --tls-key-file must be given together")
+	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
+		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+	}
 	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen}, {"--ext-proc-listen", c.ExtProcListen}} {
 		if l.addr == "" && l.flag == "--ext-proc-listen" {
 			continue

@@ -62,6 +62,7 @@ app.kubernetes.io/part-of: switchyard
 {{- if and .Values.pool.name .Values.endpoints }}{{ fail "set either pool.name or endpoints, not both" }}{{ end }}
 {{- if not (or .Values.pool.name .Values.endpoints) }}{{ fail "set pool.name (an InferencePool) or endpoints (static model servers)" }}{{ end }}
 {{- if not (has .Values.profile (list "default" "gie-default" "round-robin" "least-request" "random")) }}{{ fail (printf "profile %q is not one of default, gie-default, round-robin, least-request, random" .Values.profile) }}{{ end }}
+{{- if and .Values.tls.requireClientCertificates (not .Values.tls.secretName) }}{{ fail "tls.requireClientCertificates needs tls.secretName" }}{{ end }}
 {{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
 {{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) (gt (int .Values.replicaCount) 1) }}{{ fail "podDisruptionBudget.minAvailable must be below replicaCount, or no node could ever be drained" }}{{ end }}
 {{- end }}
@@ -94,9 +95,20 @@ app.kubernetes.io/part-of: switchyard
 {{- if .Values.gossip.enabled }}
 - --gossip-bind=$(POD_IP):{{ .Values.ports.gossip }}
 - --gossip-key-file=/etc/switchyard/gossip/{{ .Values.gossip.secretKey }}
-- --advertise-url=http://$(POD_IP):{{ .Values.ports.http }}
+{{- if .Values.advertiseURL }}
+- --advertise-url={{ .Values.advertiseURL }}
+{{- else }}
+- --advertise-url={{ if .Values.tls.secretName }}https{{ else }}http{{ end }}://$(POD_IP):{{ .Values.ports.http }}
+{{- end }}
 {{- with .Values.gossip.join }}
 - --gossip-join={{ join "," . }}
+{{- end }}
+{{- end }}
+{{- if .Values.tls.secretName }}
+- --tls-cert-file=/etc/switchyard/tls/tls.crt
+- --tls-key-file=/etc/switchyard/tls/tls.key
+{{- if .Values.tls.requireClientCertificates }}
+- --tls-client-ca-file=/etc/switchyard/tls/ca.crt
 {{- end }}
 {{- end }}
 - --log-format={{ .Values.logFormat }}
