@@ -3,12 +3,10 @@ package app_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -359,18 +357,10 @@ func TestAdminOverMutualTLS(t *testing.T) {
 	}
 	// HTTP/1.1 over TLS too (gRPC-Web and Connect clients without HTTP/2): the health check in
 	// the Connect protocol.
-	pool := x509.NewCertPool()
-	ca, err := os.ReadFile(files.CA)
-	if err != nil || !pool.AppendCertsFromPEM(ca) {
-		t.Fatalf("CA: %v", err)
-	}
-	cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h1 := &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
+		TLSClientConfig: &tls.Config{RootCAs: files.CAPool(t), MinVersion: tls.VersionTLS12,
+			Certificates: []tls.Certificate{etcdclienttest.Pair(t, files.ClientCert, files.ClientKey)}},
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
 	}}
 	resp, err := h1.Post("https://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}"))
 	if err != nil {

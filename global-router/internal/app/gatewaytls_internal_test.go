@@ -2,10 +2,8 @@ package app
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -19,20 +17,12 @@ import (
 // not.
 func TestForwardToGatewayOverMutualTLS(t *testing.T) {
 	files := etcdclienttest.Write(t)
-	pool := x509.NewCertPool()
-	ca, err := os.ReadFile(files.CA)
-	if err != nil || !pool.AppendCertsFromPEM(ca) {
-		t.Fatalf("CA: %v", err)
-	}
-	cert, err := tls.LoadX509KeyPair(files.ServerCert, files.ServerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	gw := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"proto":"` + r.Proto + `"}`))
 	}))
-	gw.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	gw.TLS = &tls.Config{Certificates: []tls.Certificate{etcdclienttest.Pair(t, files.ServerCert, files.ServerKey)},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: files.CAPool(t), MinVersion: tls.VersionTLS12}
 	gw.EnableHTTP2 = true
 	gw.StartTLS()
 	t.Cleanup(gw.Close)

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -86,4 +87,28 @@ func writePEM(t testing.TB, path, kind string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// CAPool returns a pool holding the CA.
+func (f Files) CAPool(t testing.TB) *x509.CertPool {
+	t.Helper()
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", f.CA)
+	}
+	return pool
+}
+
+// Pair loads a certificate and its key, e.g. ServerCert and ServerKey.
+func Pair(t testing.TB, cert, key string) tls.Certificate {
+	t.Helper()
+	c, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
