@@ -212,20 +212,14 @@ func (g *Gateway) buildFrontDoors() error {
 }
 
 func (g *Gateway) listen() error {
-	var err error
+	tc, err := g.listenTLS()
+	if err != nil {
+		return err
+	}
 	if g.httpLn, err = net.Listen("tcp", g.cfg.Listen); err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	if g.cfg.TLSCertFile != "" {
-		info := transport.TLSInfo{CertFile: g.cfg.TLSCertFile, KeyFile: g.cfg.TLSKeyFile,
-			TrustedCAFile: g.cfg.TLSClientCAFile, ClientCertAuth: g.cfg.TLSClientCAFile != ""}
-		tc, err := info.ServerConfig()
-		if err != nil {
-			_ = g.httpLn.Close()
-			g.httpLn = nil
-			return fmt.Errorf("--tls-cert-file: %w", err)
-		}
-		tc.NextProtos = []string{"h2", "http/1.1"}
+	if tc != nil {
 		g.httpLn = tls.NewListener(g.httpLn, tc)
 	}
 	if g.metricsLn, err = net.Listen("tcp", g.cfg.MetricsListen); err != nil {
@@ -237,6 +231,22 @@ func (g *Gateway) listen() error {
 		}
 	}
 	return nil
+}
+
+// listenTLS returns the TLS configuration of --listen, nil without --tls-cert-file. The
+// certificate is read at every handshake (etcd's transport package does this).
+func (g *Gateway) listenTLS() (*tls.Config, error) {
+	if g.cfg.TLSCertFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{CertFile: g.cfg.TLSCertFile, KeyFile: g.cfg.TLSKeyFile,
+		TrustedCAFile: g.cfg.TLSClientCAFile, ClientCertAuth: g.cfg.TLSClientCAFile != ""}
+	tc, err := info.ServerConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert-file: %w", err)
+	}
+	tc.NextProtos = []string{"h2", "http/1.1"} // a plain tls.Listener: net/http does not set them
+	return tc, nil
 }
 
 func (g *Gateway) closeListeners() {

@@ -56,18 +56,10 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 		t.Fatal(err)
 	}
 	g.Gateway, g.http = gw, "http://"+gw.HTTPAddr()
-	models := func() bool { return strings.Contains(get(t, g.http+"/v1/models"), "sql-lora") }
-	if client != nil {
+	if client == nil {
+		client = http.DefaultClient
+	} else {
 		g.http = "https://" + gw.HTTPAddr()
-		models = func() bool {
-			resp, err := client.Get(g.http + "/v1/models")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return strings.Contains(string(b), "sql-lora")
-		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -84,7 +76,7 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 		}
 	})
 	eventually(t, "gateway ready with models", func() bool {
-		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && models()
+		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && strings.Contains(getWith(t, client, g.http+"/v1/models"), "sql-lora")
 	})
 	return g
 }
@@ -112,7 +104,12 @@ func status(t *testing.T, url string) int {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	return getWith(t, http.DefaultClient, url)
+}
+
+func getWith(t *testing.T, client *http.Client, url string) string {
+	t.Helper()
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,54 +32,54 @@ type Files struct {
 func Write(t testing.TB) Files {
 	t.Helper()
 	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	f := Files{CA: filepath.Join(dir, "ca.crt")}
+	ca, caKey := issue(t, dir, "ca", 1, nil, nil, nil)
+	f.ServerCert, f.ServerKey = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	issue(t, dir, "server", 2, ca, caKey, func(c *x509.Certificate) {
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		c.IPAddresses, c.DNSNames = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, []string{"localhost"}
+	})
+	f.ClientCert, f.ClientKey = filepath.Join(dir, "router.crt"), filepath.Join(dir, "router.key")
+	issue(t, dir, "router", 3, ca, caKey, func(c *x509.Certificate) {
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	})
+	return f
+}
+
+// issue writes dir/name.crt and dir/name.key: a CA when parent is nil, else a leaf signed by
+// parent, with leaf adjusting its template. It returns the certificate and its key.
+func issue(t testing.TB, dir, name string, serial int64, parent *x509.Certificate, parentKey *ecdsa.PrivateKey,
+	leaf func(*x509.Certificate)) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcdclienttest CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
+	if parent == nil {
+		tmpl.Subject.CommonName = "etcdclienttest CA"
+		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature
+		parent, parentKey = tmpl, key
+	} else {
+		leaf(tmpl)
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, err := x509.ParseCertificate(caDER)
+	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := Files{CA: filepath.Join(dir, "ca.crt")}
-	writePEM(t, f.CA, "CERTIFICATE", caDER)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (cert, key string) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: ips, DNSNames: dns,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, key = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-		writePEM(t, cert, "CERTIFICATE", der)
-		writePEM(t, key, "EC PRIVATE KEY", keyDER)
-		return cert, key
+	writePEM(t, filepath.Join(dir, name+".crt"), "CERTIFICATE", der)
+	writePEM(t, filepath.Join(dir, name+".key"), "EC PRIVATE KEY", keyDER)
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.ServerCert, f.ServerKey = leaf("server", 2, x509.ExtKeyUsageServerAuth,
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, []string{"localhost"})
-	f.ClientCert, f.ClientKey = leaf("router", 3, x509.ExtKeyUsageClientAuth, nil, nil)
-	return f
+	return cert, key
 }
 
 func writePEM(t testing.TB, path, kind string, der []byte) {
