@@ -128,6 +128,7 @@ func TestChartsRenderFailures(t *testing.T) {
 		{"global-router", "embedded etcd with two replicas", map[string]any{"replicaCount": 2}, "replicaCount to 1"},
 		{"global-router", "dns sync without config", map[string]any{"dnsSync": map[string]any{"enabled": true}}, "dnsSync.config"},
 		{"global-router", "bad gossip profile", map[string]any{"gossip": map[string]any{"profile": "moon"}}, "gossip.profile"},
+		{"global-router", "client certificates without TLS", map[string]any{"tls": map[string]any{"requireClientCertificates": true}}, "needs tls.secretName"},
 		{"global-router", "admin client certificates without TLS", map[string]any{"admin": map[string]any{"tls": map[string]any{"requireClientCertificates": true}}},
 			"admin.tls.secretName"},
 		{"global-router", "etcd TLS with the embedded etcd", map[string]any{"etcd": map[string]any{"tls": map[string]any{"secretName": "s"}}}, "give etcd.endpoints"},

@@ -35,6 +35,15 @@ var routerValueSets = map[string]map[string]any{
 			"loadBalancerSourceRanges": []any{"10.0.0.0/8"}},
 		"etcd": map[string]any{"persistence": map[string]any{"existingClaim": "router-data"}},
 	},
+	"OpenAI port over mutual TLS": {
+		"tls":     map[string]any{"secretName": "router-tls", "requireClientCertificates": true},
+		"service": map[string]any{"port": 443},
+	},
+	"OpenAI port over TLS, own health check": {
+		"tls": map[string]any{"secretName": "router-tls"},
+		"service": map[string]any{"annotations": map[string]any{
+			"service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol": "https"}},
+	},
 }
 
 func TestRouterChart(t *testing.T) {
@@ -68,16 +77,18 @@ func TestRouterChart(t *testing.T) {
 			}
 			checkEtcdFiles(t, spec, c)
 			checkRouterServices(t, objs)
+			checkListenTLS(t, objs, c, vals)
 		})
 	}
 }
 
-// checkEtcdFiles checks that every etcd TLS or password file, and every admin or gateway TLS
-// file, the router is given lies in a read-only mount of a secret volume.
+// checkEtcdFiles checks that every etcd TLS or password file, and every TLS file of the OpenAI
+// port, the admin port or the gateways, the router is given lies in a read-only mount of a secret
+// volume.
 func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 	t.Helper()
 	checkSecretFiles(t, spec, c, "etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file",
-		"admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file",
+		"tls-cert-file", "tls-key-file", "tls-client-ca-file", "admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file",
 		"gateway-ca-file", "gateway-cert-file", "gateway-key-file")
 	if argValue(c.Args, "etcd-username") != "" && argValue(c.Args, "etcd-password-file") == "" {
 		t.Error("--etcd-username without --etcd-password-file")
@@ -107,6 +118,39 @@ func checkSecretFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container, fla
 		}
 		if !mounted {
 			t.Errorf("--%s=%s is not in a read-only secret mount", f, path)
+		}
+	}
+}
+
+// checkListenTLS checks the TLS files of --listen against the tls values, and that the load
+// balancer's default health check, plain HTTP on the traffic port, moves to the metrics port when
+// --listen serves TLS (and stays put otherwise, or when it is set to something else).
+func checkListenTLS(t *testing.T, objs []object, c corev1.Container, vals map[string]any) {
+	t.Helper()
+	tls, _ := vals["tls"].(map[string]any)
+	on := tls != nil && tls["secretName"] != ""
+	mutual := on && tls["requireClientCertificates"] == true
+	if got := argValue(c.Args, "tls-cert-file") != "" && argValue(c.Args, "tls-key-file") != ""; got != on {
+		t.Errorf("TLS on %v, but args %v", on, c.Args)
+	}
+	if got := argValue(c.Args, "tls-client-ca-file") != ""; got != mutual {
+		t.Errorf("client certificates required %v, but args %v", mutual, c.Args)
+	}
+	const (
+		portKey  = "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port"
+		protoKey = "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol"
+	)
+	for _, o := range find(objs, "Service") {
+		if o.name() != "sy-global-router" {
+			continue
+		}
+		ann := o.typed.(*corev1.Service).Annotations
+		want := "traffic-port"
+		if on && ann[protoKey] == "http" {
+			want = "9100" // ports.metrics
+		}
+		if ann[portKey] != want {
+			t.Errorf("load balancer health check on port %q (protocol %q), want %q", ann[portKey], ann[protoKey], want)
 		}
 	}
 }

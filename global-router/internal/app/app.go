@@ -42,10 +42,11 @@ type Router struct {
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
 	admin  *admin.Server
-	// adminTLS serves the admin API over TLS; nil: plain HTTP/1.1 and h2c.
-	adminTLS *tls.Config
-	tokens   []string
-	extra    []component // optional: DNS responder, Route 53 sync
+	// listenTLS and adminTLS serve the OpenAI port and the admin API over TLS; nil: plain
+	// HTTP/1.1 and h2c.
+	listenTLS, adminTLS *tls.Config
+	tokens              []string
+	extra               []component // optional: DNS responder, Route 53 sync
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -62,7 +63,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildDNS}
+	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildTLS, r.buildDNS}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			r.close()
@@ -182,6 +183,16 @@ func (r *Router) buildAdmin(context.Context) error {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	r.admin = srv
+	return nil
+}
+
+// buildTLS loads the TLS configurations of the OpenAI and admin ports (the metrics port stays
+// plain HTTP, for probes).
+func (r *Router) buildTLS(context.Context) error {
+	var err error
+	if r.listenTLS, err = r.cfg.listenTLS(); err != nil {
+		return err
+	}
 	r.adminTLS, err = r.cfg.adminTLS()
 	return err
 }
@@ -205,11 +216,11 @@ func (r *Router) run(ctx context.Context) error {
 	for _, c := range r.extra {
 		g.Go(func() error { return c.Run(ctx) })
 	}
-	g.Go(func() error { return serve(ctx, r.cfg.Listen, r.mainHandler(), r.log) })
+	g.Go(func() error { return serveTLS(ctx, r.cfg.Listen, r.mainHandler(), r.listenTLS, r.log) })
 	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })
 	g.Go(func() error { return serveTLS(ctx, r.cfg.AdminListen, r.admin.Handler(), r.adminTLS, r.log) })
-	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen,
-		"admin", r.cfg.AdminListen, "metrics", r.cfg.MetricsListen)
+	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen, "listen_tls", r.listenTLS != nil,
+		"admin", r.cfg.AdminListen, "admin_tls", r.adminTLS != nil, "metrics", r.cfg.MetricsListen)
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -89,6 +89,22 @@ func TestParseFlags(t *testing.T) {
 					t.Errorf("admin TLS flags not applied: %+v", c)
 				}
 			}},
+		{name: "OpenAI port over mutual TLS", args: append(base, "--tls-cert-file=c", "--tls-key-file=k", "--tls-client-ca-file=ca"),
+			check: func(t *testing.T, c app.Config) {
+				if c.TLSCertFile != "c" || c.TLSKeyFile != "k" || c.TLSClientCAFile != "ca" {
+					t.Errorf("TLS flags of --listen not applied: %+v", c)
+				}
+			}},
+		{name: "OpenAI port TLS from the environment", args: base,
+			env: map[string]string{"SWITCHYARD_TLS_CERT_FILE": "c", "SWITCHYARD_TLS_KEY_FILE": "k"},
+			check: func(t *testing.T, c app.Config) {
+				if c.TLSCertFile != "c" || c.TLSKeyFile != "k" || c.TLSClientCAFile != "" {
+					t.Errorf("TLS flags of --listen from the environment: %+v", c)
+				}
+			}},
+		{name: "certificate without key", args: append(base, "--tls-cert-file=c"), wantErr: "--tls-key-file"},
+		{name: "key without certificate", args: append(base, "--tls-key-file=k"), wantErr: "--tls-cert-file"},
+		{name: "client CA without a certificate", args: append(base, "--tls-client-ca-file=ca"), wantErr: "--tls-cert-file"},
 		{name: "gateway TLS files", args: append(base, "--gateway-ca-file=ca", "--gateway-cert-file=c", "--gateway-key-file=k"),
 			check: func(t *testing.T, c app.Config) {
 				if c.GatewayCAFile != "ca" || c.GatewayCertFile != "c" || c.GatewayKeyFile != "k" {
@@ -357,11 +373,7 @@ func TestAdminOverMutualTLS(t *testing.T) {
 	}
 	// HTTP/1.1 over TLS too (gRPC-Web and Connect clients without HTTP/2): the health check in
 	// the Connect protocol.
-	h1 := &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: files.CAPool(t), MinVersion: tls.VersionTLS12,
-			Certificates: []tls.Certificate{etcdclienttest.Pair(t, files.ClientCert, files.ClientKey)}},
-		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
-	}}
+	h1 := tlsClient(files.CAPool(t), []tls.Certificate{etcdclienttest.Pair(t, files.ClientCert, files.ClientKey)}, false)
 	resp, err := h1.Post("https://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatalf("HTTP/1.1 over TLS: %v", err)

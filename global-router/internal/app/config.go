@@ -21,6 +21,11 @@ type Config struct {
 	NodeName string
 	// Listen is the OpenAI-compatible endpoint. Default ":8080".
 	Listen string
+	// TLSCertFile and TLSKeyFile, both or neither, serve Listen over TLS (HTTP/2 by ALPN, and
+	// HTTP/1.1) instead of plain HTTP/1.1 and h2c; TLSClientCAFile then also requires client
+	// certificates signed by its CAs (mutual TLS). The certificate and key are read at every
+	// handshake, so rotated certificates need no restart. Default: plain, TLS terminated in front.
+	TLSCertFile, TLSKeyFile, TLSClientCAFile string
 	// AdminListen is the admin API (gRPC, gRPC-Web and Connect). Default ":9090".
 	AdminListen string
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9100".
@@ -137,6 +142,10 @@ func (c *Config) Validate() error {
 		return err
 	}
 	switch {
+	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		return errors.New("--tls-cert-file and --tls-key-file must be given together")
+	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
+		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
 	case (c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""):
 		return errors.New("--admin-tls-cert-file and --admin-tls-key-file must be given together")
 	case c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "":

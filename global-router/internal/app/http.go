@@ -141,20 +141,35 @@ func adminToken(cfg Config) (tokens []string, path string, err error) {
 	return []string{tok}, path, nil
 }
 
-// adminTLS returns the admin API's TLS configuration, nil without --admin-tls-cert-file. The
-// certificate and key are read at every handshake (etcd's transport package does this), so a
-// rotated certificate takes effect without a restart.
+// adminTLS returns the admin API's TLS configuration, nil without --admin-tls-cert-file.
 func (c *Config) adminTLS() (*tls.Config, error) {
-	if c.AdminTLSCertFile == "" {
-		return nil, nil
-	}
-	info := transport.TLSInfo{CertFile: c.AdminTLSCertFile, KeyFile: c.AdminTLSKeyFile,
-		TrustedCAFile: c.AdminTLSClientCAFile, ClientCertAuth: c.AdminTLSClientCAFile != ""}
-	tc, err := info.ServerConfig()
+	tc, err := serverTLS(c.AdminTLSCertFile, c.AdminTLSKeyFile, c.AdminTLSClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("admin TLS: %w", err)
 	}
 	return tc, nil
+}
+
+// listenTLS returns the TLS configuration of the OpenAI port (--listen), nil without
+// --tls-cert-file.
+func (c *Config) listenTLS() (*tls.Config, error) {
+	tc, err := serverTLS(c.TLSCertFile, c.TLSKeyFile, c.TLSClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert-file: %w", err)
+	}
+	return tc, nil
+}
+
+// serverTLS returns a server's TLS configuration from a certificate and its key, requiring
+// client certificates signed by the CAs of clientCAFile when it is given; nil when certFile is
+// empty. The certificate and key are read at every handshake (etcd's transport package does
+// this), so a rotated certificate takes effect without a restart.
+func serverTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	if certFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: clientCAFile, ClientCertAuth: clientCAFile != ""}
+	return info.ServerConfig()
 }
 
 // gatewayTLS returns the TLS configuration for https:// gateway URLs: the CAs of

@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -42,7 +45,8 @@ const (
 var testCounter atomic.Int64
 
 // env is a gossip pool of two gateways (a preferred cluster and a slow one, both in region) and
-// the files routers need to join it.
+// the files routers need to join it. The preferred cluster answers at a fake gateway that
+// streams every request a short chat completion; the slow one advertises a URL nobody answers.
 type env struct {
 	pool               *gossiptest.Pool
 	preferred, slow    string
@@ -54,6 +58,12 @@ func newEnv(tb testing.TB) *env {
 	tb.Helper()
 	n := testCounter.Add(1)
 	e := &env{preferred: fmt.Sprintf("fast-%d", n), slow: fmt.Sprintf("slow-%d", n)}
+	gw := httptest.NewUnstartedServer(fakeGateway(e.preferred))
+	gw.Config.Protocols = new(http.Protocols)
+	gw.Config.Protocols.SetHTTP1(true)
+	gw.Config.Protocols.SetUnencryptedHTTP2(true) // gateways accept h2c from routers
+	gw.Start()
+	tb.Cleanup(gw.Close)
 	dir := tb.TempDir()
 	e.keyFile, e.tokenFile = filepath.Join(dir, "gossip.key"), filepath.Join(dir, "admin-token")
 	if err := os.WriteFile(e.keyFile, []byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"), 0o600); err != nil {
@@ -67,6 +77,9 @@ func newEnv(tb testing.TB) *env {
 		c.Timings = gossiptest.RelaxedTimings()
 		c.NodeName, c.Cluster, c.Region = "gw-"+names[i], names[i], region
 		c.AdvertiseURL = "http://" + names[i] + ".test:8080"
+		if i == 0 {
+			c.AdvertiseURL = gw.URL
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -89,6 +102,29 @@ func newEnv(tb testing.TB) *env {
 		}
 	}()
 	return e
+}
+
+// fakeGateway answers every request as cluster's gateway would a streamed chat completion: the
+// cluster and region headers, then two server-sent events.
+func fakeGateway(cluster string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Switchyard-Cluster", cluster)
+		w.Header().Set("X-Switchyard-Region", region)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n")
+	})
+}
+
+// tlsClient returns a client that trusts roots (nil: the system roots) and presents certs, over
+// HTTP/2 by ALPN or, with h2 false, HTTP/1.1 only.
+func tlsClient(roots *x509.CertPool, certs []tls.Certificate, h2 bool) *http.Client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: h2}
+	if !h2 {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 }
 
 // router is one global router run in process by app.Run.

@@ -55,6 +55,19 @@ app.kubernetes.io/part-of: switchyard
 {{- default (printf "%s-data" (include "global-router.fullname" .)) .Values.etcd.persistence.existingClaim }}
 {{- end }}
 
+{{/* The public Service's annotations. With TLS on --listen, the AWS load balancer's plain HTTP
+health check on the traffic port would be refused (and an HTTPS one too when client certificates
+are required): it moves to the metrics port, whose /readyz gives the same answer over plain HTTP. */}}
+{{- define "global-router.serviceAnnotations" -}}
+{{- $ann := deepCopy (.Values.service.annotations | default dict) }}
+{{- $port := "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port" }}
+{{- $proto := "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol" }}
+{{- if and .Values.tls.secretName (eq (toString (index $ann $port)) "traffic-port") (eq (lower (toString (index $ann $proto))) "http") }}
+{{- $_ := set $ann $port (toString .Values.ports.metrics) }}
+{{- end }}
+{{- toYaml $ann }}
+{{- end }}
+
 {{/* Fails rendering on values that cannot work together. */}}
 {{- define "global-router.validate" -}}
 {{- if not .Values.region }}{{ fail "region is required" }}{{ end }}
@@ -66,6 +79,9 @@ app.kubernetes.io/part-of: switchyard
 {{- end }}
 {{- if ne (not .Values.etcd.auth.username) (not .Values.etcd.auth.secretName) }}
 {{- fail "etcd.auth.username and etcd.auth.secretName go together" }}
+{{- end }}
+{{- if and .Values.tls.requireClientCertificates (not .Values.tls.secretName) }}
+{{- fail "tls.requireClientCertificates needs tls.secretName" }}
 {{- end }}
 {{- if and .Values.admin.tls.requireClientCertificates (not .Values.admin.tls.secretName) }}
 {{- fail "admin.tls.requireClientCertificates needs admin.tls.secretName" }}
@@ -79,6 +95,13 @@ app.kubernetes.io/part-of: switchyard
 {{- define "global-router.args" -}}
 - --region={{ .Values.region }}
 - --listen=:{{ .Values.ports.http }}
+{{- if .Values.tls.secretName }}
+- --tls-cert-file=/etc/switchyard/tls/tls.crt
+- --tls-key-file=/etc/switchyard/tls/tls.key
+{{- if .Values.tls.requireClientCertificates }}
+- --tls-client-ca-file=/etc/switchyard/tls/ca.crt
+{{- end }}
+{{- end }}
 - --admin-listen=:{{ .Values.ports.admin }}
 - --metrics-listen=:{{ .Values.ports.metrics }}
 {{- if include "global-router.embeddedEtcd" . }}

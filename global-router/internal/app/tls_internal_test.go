@@ -74,3 +74,23 @@ func TestGatewayTLSFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// A missing certificate of a TLS port is an error at start, naming the port's flag.
+func TestServerTLSFileErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		load func(*Config) (*tls.Config, error)
+		cfg  Config
+		want string
+	}{
+		{"--listen", (*Config).listenTLS, Config{TLSCertFile: "/nonexistent/c", TLSKeyFile: "/nonexistent/k"}, "--tls-cert-file"},
+		{"--admin-listen", (*Config).adminTLS, Config{AdminTLSCertFile: "/nonexistent/c", AdminTLSKeyFile: "/nonexistent/k"}, "admin TLS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tt.load(&tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+}
