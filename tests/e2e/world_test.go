@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,14 +115,20 @@ func (w *world) Pod(profile string, extra ...string) *node {
 	return n
 }
 
-// Gateway starts a cluster gateway over the given pod addresses, in the gossip pool.
+// Gateway starts a cluster gateway over the given pod addresses, in the gossip pool. It
+// advertises its --listen address, at an https:// URL when extra serves it over TLS
+// (--tls-cert-file), as the chart does.
 func (w *world) Gateway(cluster, region string, pods []string, extra ...string) *node {
 	n := &node{w: w, bin: "cluster-gateway", Listen: w.port(), Metrics: w.port(), Gossip: w.port(), ExtProc: w.port()}
 	n.name = w.name("gateway-" + cluster)
 	n.health = "http://" + n.Metrics + "/healthz"
+	scheme := "http"
+	if slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--tls-cert-file=") }) {
+		scheme = "https"
+	}
 	n.args = append([]string{"--cluster=" + cluster, "--region=" + region, "--listen=" + n.Listen,
 		"--metrics-listen=" + n.Metrics, "--ext-proc-listen=" + n.ExtProc, "--endpoints=" + strings.Join(pods, ","),
-		"--gossip-bind=" + n.Gossip, "--gossip-key-file=" + w.KeyFile, "--advertise-url=http://" + n.Listen},
+		"--gossip-bind=" + n.Gossip, "--gossip-key-file=" + w.KeyFile, "--advertise-url=" + scheme + "://" + n.Listen},
 		w.joinArgs(n.Gossip)...)
 	n.args = append(n.args, extra...)
 	w.start(n)
