@@ -201,6 +201,9 @@ func (c Config) validateGossip() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("--advertise-url=%q: want an http(s) URL", c.AdvertiseURL)
 		}
+		if u.Scheme == "http" && c.TLSCertFile != "" {
+			return fmt.Errorf("--advertise-url=%q: --listen serves TLS (--tls-cert-file): want an https URL", c.AdvertiseURL)
+		}
 	}
 	if c.GossipKeyFile != "" {
 		if _, err := ReadGossipKeys(c.GossipKeyFile); err != nil {

@@ -66,7 +66,7 @@ func (g *Gateway) newPublisher(node *gossip.Node) (*publish.Publisher, error) {
 }
 
 // advertiseURL is the URL routers forward to: --advertise-url, or the HTTP proxy's address (with
-// the host name when it listens on every interface).
+// the host name when it listens on every interface), https:// when it serves TLS.
 func (g *Gateway) advertiseURL() string {
 	if g.cfg.AdvertiseURL != "" {
 		return g.cfg.AdvertiseURL
@@ -75,7 +75,11 @@ func (g *Gateway) advertiseURL() string {
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host, _ = os.Hostname()
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	scheme := "http://"
+	if g.cfg.TLSCertFile != "" {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, port)
 }
 
 // hooks are the scheduler's request hooks plus recording of routed prompt prefixes for the
