@@ -2,8 +2,10 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -151,6 +153,23 @@ func newEnv(t testing.TB, mutate func(*proxy.Config), upstreams ...string) *env 
 // newEnvFlow is newEnv with flow-control queueing on or off.
 func newEnvFlow(t testing.TB, queueing bool, mutate func(*proxy.Config), upstreams ...string) *env {
 	t.Helper()
+	return newEnvWith(t, envOptions{queueing: queueing, mutate: mutate}, upstreams...)
+}
+
+// envOptions are newEnvWith's settings beyond the upstreams.
+type envOptions struct {
+	queueing bool
+	mutate   func(*proxy.Config)
+	// tls, when set, serves the gateway over TLS with it (e.url is then https://).
+	tls *tls.Config
+	// log receives the server's logs; nil discards them.
+	log *slog.Logger
+}
+
+// newEnvWith is newEnv with o.
+func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
+	t.Helper()
+	queueing, mutate := o.queueing, o.mutate
 	e := &env{store: datastore.NewStore(nil, nil), hooks: &hooks{}, reg: prometheus.NewRegistry()}
 	_, bench := t.(*testing.B) // benchmarks measure the real pool, unwatched
 	if !bench {
@@ -198,12 +217,16 @@ func newEnvFlow(t testing.TB, queueing bool, mutate func(*proxy.Config), upstrea
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	if e.srv, err = proxy.New(cfg, pipe, e.store, nil); err != nil {
+	if e.srv, err = proxy.New(cfg, pipe, e.store, o.log); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	scheme := "http://"
+	if o.tls != nil {
+		ln, scheme = tls.NewListener(ln, o.tls), "https://"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
@@ -217,7 +240,7 @@ func newEnvFlow(t testing.TB, queueing bool, mutate func(*proxy.Config), upstrea
 			}
 		}
 	})
-	e.url = "http://" + ln.Addr().String()
+	e.url = scheme + ln.Addr().String()
 	return e
 }
 

@@ -174,7 +174,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	protocols.SetHTTP2(true)
 	srv := &http.Server{Handler: s.Handler(), Protocols: &protocols,
 		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams}}
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
+		// Its own errors (TLS handshakes refused, a handler's panic) go to the structured log.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

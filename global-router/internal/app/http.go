@@ -37,6 +37,9 @@ func serveTLS(ctx context.Context, addr string, h http.Handler, tc *tls.Config, 
 	}
 	gate := &drainGate{}
 	srv := newHTTPServer(gate.wrap(h), defaultHTTPLimits())
+	// The server's own errors (TLS handshakes refused, a handler's panic) go to the structured
+	// log, not to the standard logger's plain text.
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	if tc != nil {
 		srv.TLSConfig = tc
 		srv.Protocols.SetUnencryptedHTTP2(false)
