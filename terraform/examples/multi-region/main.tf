@@ -14,6 +14,19 @@ locals {
   peer_cidrs  = { for r, _ in local.regions : r => [for o, v in local.regions : v.cidr if o != r] }
   az_count    = 3
   etcd        = length(var.etcd_endpoints) > 0 ? { region = "us-east-1", endpoints = var.etcd_endpoints } : null
+
+  # With gateway_tls, each region's gateways advertise the gateway-<region> record the global
+  # module keeps, and every router trusts (and, with client certificates, authenticates to) them.
+  router_tls = var.router_tls == null ? "off" : (var.router_tls.require_client_certificates ? "mutual" : "on")
+  gateway_tls = { for r, _ in local.regions : r => var.gateway_tls == null ? null : {
+    secret_name                 = var.gateway_tls.secret_name
+    require_client_certificates = var.gateway_tls.require_client_certificates
+    advertise_url               = "https://gateway-${r}.${local.zone_suffix}:8080"
+  } }
+  router_gateway_tls = var.gateway_tls == null ? null : {
+    secret_name        = var.gateway_tls.router_secret_name
+    client_certificate = var.gateway_tls.require_client_certificates
+  }
 }
 
 provider "aws" {
@@ -38,13 +51,15 @@ provider "aws" {
 module "global" {
   source = "../../modules/global"
 
-  name        = var.name
-  zone_id     = var.zone_id
-  record_name = var.record_name
-  etcd        = local.etcd
+  name            = var.name
+  zone_id         = var.zone_id
+  record_name     = var.record_name
+  etcd            = local.etcd
+  router_tls      = local.router_tls
+  gateway_records = var.gateway_tls != null
   regions = {
-    "us-east-1" = { lb_dns_name = module.us_east_1.router_lb_dns_name, lb_zone_id = module.us_east_1.router_lb_zone_id, gossip_lb_dns_name = module.us_east_1.gossip_lb_dns_name }
-    "us-west-2" = { lb_dns_name = module.us_west_2.router_lb_dns_name, lb_zone_id = module.us_west_2.router_lb_zone_id, gossip_lb_dns_name = module.us_west_2.gossip_lb_dns_name }
-    "eu-west-1" = { lb_dns_name = module.eu_west_1.router_lb_dns_name, lb_zone_id = module.eu_west_1.router_lb_zone_id, gossip_lb_dns_name = module.eu_west_1.gossip_lb_dns_name }
+    "us-east-1" = { lb_dns_name = module.us_east_1.router_lb_dns_name, lb_zone_id = module.us_east_1.router_lb_zone_id, gossip_lb_dns_name = module.us_east_1.gossip_lb_dns_name, gateway_lb_dns_name = module.us_east_1.gateway_lb_dns_name }
+    "us-west-2" = { lb_dns_name = module.us_west_2.router_lb_dns_name, lb_zone_id = module.us_west_2.router_lb_zone_id, gossip_lb_dns_name = module.us_west_2.gossip_lb_dns_name, gateway_lb_dns_name = module.us_west_2.gateway_lb_dns_name }
+    "eu-west-1" = { lb_dns_name = module.eu_west_1.router_lb_dns_name, lb_zone_id = module.eu_west_1.router_lb_zone_id, gossip_lb_dns_name = module.eu_west_1.gossip_lb_dns_name, gateway_lb_dns_name = module.eu_west_1.gateway_lb_dns_name }
   }
 }

@@ -30,3 +30,8 @@ output "dns_sync_config" {
   description = "Configuration of the routers' Route 53 sync (global-router chart value dnsSync.config)."
   value       = module.global.dns_sync_config
 }
+
+output "gateway_names" {
+  description = "With gateway_tls: the name each region's gateways advertise, which their certificates must cover."
+  value       = module.global.gateway_names
+}

@@ -54,6 +54,10 @@ module "us_east_1" {
   peer_cidrs              = local.peer_cidrs["us-east-1"]
   etcd_endpoints          = module.global.etcd_endpoints
   etcd_tls_secret_name    = var.etcd_tls_secret_name
+  router_tls              = var.router_tls
+  router_admin_tls        = var.router_admin_tls
+  router_gateway_tls      = local.router_gateway_tls
+  gateway_tls             = local.gateway_tls["us-east-1"]
 }
 
 module "us_west_2" {
@@ -71,6 +75,10 @@ module "us_west_2" {
   peer_cidrs              = local.peer_cidrs["us-west-2"]
   etcd_endpoints          = module.global.etcd_endpoints
   etcd_tls_secret_name    = var.etcd_tls_secret_name
+  router_tls              = var.router_tls
+  router_admin_tls        = var.router_admin_tls
+  router_gateway_tls      = local.router_gateway_tls
+  gateway_tls             = local.gateway_tls["us-west-2"]
 }
 
 module "eu_west_1" {
@@ -88,6 +96,10 @@ module "eu_west_1" {
   peer_cidrs              = local.peer_cidrs["eu-west-1"]
   etcd_endpoints          = module.global.etcd_endpoints
   etcd_tls_secret_name    = var.etcd_tls_secret_name
+  router_tls              = var.router_tls
+  router_admin_tls        = var.router_admin_tls
+  router_gateway_tls      = local.router_gateway_tls
+  gateway_tls             = local.gateway_tls["eu-west-1"]
 }
 
 # Full mesh of VPC peering between the three regions.

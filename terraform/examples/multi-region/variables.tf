@@ -37,6 +37,34 @@ variable "etcd_tls_secret_name" {
   default     = ""
 }
 
+variable "router_tls" {
+  description = "TLS on every region's router OpenAI port: the Secret, in every region's namespace, whose tls.crt and tls.key name record_name, and whether clients must present certificates signed by its ca.crt. The load balancers then listen on 443 and Route 53 checks them over HTTPS (TCP with client certificates). Null: plain HTTP on 80."
+  type = object({
+    secret_name                 = string
+    require_client_certificates = optional(bool, false)
+  })
+  default = null
+}
+
+variable "router_admin_tls" {
+  description = "TLS on every router's admin API: the Secret, in every region's namespace, whose tls.crt and tls.key name localhost (kubectl port-forward) and the admin Service, and whether switchyardctl must present a certificate signed by its ca.crt. Null: plain HTTP inside the cluster."
+  type = object({
+    secret_name                 = string
+    require_client_certificates = optional(bool, false)
+  })
+  default = null
+}
+
+variable "gateway_tls" {
+  description = "TLS between the routers and every region's gateways: the gateways serve their HTTP port with the Secret secret_name (tls.crt and tls.key naming gateway-<region>.<zone>; with require_client_certificates, ca.crt signs the routers' certificates) and advertise https://gateway-<region>.<zone>:8080, a record to an internal load balancer; the routers verify them with router_secret_name's ca.crt and, with require_client_certificates, present its tls.crt and tls.key. Both Secrets in every region's namespace. Null: plain HTTP to the gateway pods over the peering."
+  type = object({
+    secret_name                 = string
+    require_client_certificates = optional(bool, false)
+    router_secret_name          = string
+  })
+  default = null
+}
+
 variable "gpu_node_groups" {
   description = "GPU node groups per region (see the region module); null keeps the module's p5 and g5 examples."
   type = map(object({

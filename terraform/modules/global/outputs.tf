@@ -1,6 +1,11 @@
 output "endpoint" {
   description = "The fleet's client endpoint (latency-routed to the nearest ready region)."
-  value       = "http://${var.record_name}"
+  value       = "${var.router_tls == "off" ? "http" : "https"}://${var.record_name}"
+}
+
+output "gateway_names" {
+  description = "The name each region's gateways advertise with TLS (gateway_records), by region; empty without gateway_records."
+  value       = { for r, rec in aws_route53_record.gateway : r => rec.name }
 }
 
 output "gossip_keys" {

@@ -29,11 +29,12 @@ variable "record_name" {
 }
 
 variable "regions" {
-  description = "Every region's router load balancer, by Switchyard region name: the NLB's DNS name and canonical zone id, and the gossip load balancer's DNS name."
+  description = "Every region's router load balancer, by Switchyard region name: the NLB's DNS name and canonical zone id, the gossip load balancer's DNS name and, with gateway_records, the gateways' internal load balancer (the region module's gateway_lb_dns_name)."
   type = map(object({
-    lb_dns_name        = string
-    lb_zone_id         = string
-    gossip_lb_dns_name = string
+    lb_dns_name         = string
+    lb_zone_id          = string
+    gossip_lb_dns_name  = string
+    gateway_lb_dns_name = optional(string)
   }))
 
   validation {
@@ -54,14 +55,31 @@ variable "health_check_path" {
 }
 
 variable "health_check_port" {
-  description = "Port of the router load balancer probed by Route 53."
+  description = "Port of the router load balancer probed by Route 53. Null: 80, or 443 with router_tls."
   type        = number
-  default     = 80
+  default     = null
 
   validation {
-    condition     = var.health_check_port > 0 && var.health_check_port < 65536
+    condition     = var.health_check_port == null ? true : var.health_check_port > 0 && var.health_check_port < 65536
     error_message = "The port must be between 1 and 65535."
   }
+}
+
+variable "router_tls" {
+  description = "TLS on the routers' load balancers, as every region module's router_tls output reports it: off (Route 53 checks /readyz over HTTP on 80), on (over HTTPS on 443, without verifying the certificate) or mutual (the routers require client certificates, which Route 53 cannot present: it checks that 443 accepts TCP connections, and each latency record still follows its load balancer's target health, checked on the routers' /readyz)."
+  type        = string
+  default     = "off"
+
+  validation {
+    condition     = contains(["off", "on", "mutual"], var.router_tls)
+    error_message = "router_tls must be off, on or mutual."
+  }
+}
+
+variable "gateway_records" {
+  description = "Keep gateway-<region>.<zone> CNAME records to each region's gateway_lb_dns_name: the names gateways with TLS advertise (the region module's gateway_tls.advertise_url is then https://gateway-<region>.<zone>:8080, and the gateways' certificates name it). Every region must then give gateway_lb_dns_name."
+  type        = bool
+  default     = false
 }
 
 variable "health_check_interval" {

@@ -36,6 +36,20 @@ resource "helm_release" "lb_controller" {
   depends_on = [aws_eks_node_group.system]
 }
 
+# TLS. The router's OpenAI port passes through its NLB as TCP, on 443 with TLS; a load balancer
+# health check cannot present a client certificate (and a plain HTTP one is refused by a TLS port),
+# so with TLS the NLB checks /readyz on the routers' plain metrics port, which answers the same.
+# TLS gateways are reached through an internal NLB with their HTTP port alone, at the name their
+# certificate covers (gateway_tls.advertise_url).
+locals {
+  router_tls_mode     = var.router_tls == null ? "off" : (var.router_tls.require_client_certificates ? "mutual" : "on")
+  router_metrics_port = 9100
+  gateway_http_port   = 8080
+  gateway_health_port = 9090
+
+  router_lb_health_check_port = local.router_tls_mode == "off" ? "traffic-port" : tostring(local.router_metrics_port)
+}
+
 resource "helm_release" "router" {
   name             = "router"
   namespace        = var.namespace
@@ -56,6 +70,21 @@ resource "helm_release" "router" {
         secretName = length(var.etcd_endpoints) > 0 && var.etcd_auth != null ? var.etcd_auth.secret_name : ""
       }
     }
+    admin = {
+      tls = {
+        secretName                = var.router_admin_tls != null ? var.router_admin_tls.secret_name : ""
+        requireClientCertificates = var.router_admin_tls != null ? var.router_admin_tls.require_client_certificates : false
+      }
+    }
+    gatewayTLS = {
+      secretName        = var.router_gateway_tls != null ? var.router_gateway_tls.secret_name : ""
+      clientCertificate = var.router_gateway_tls != null ? var.router_gateway_tls.client_certificate : true
+    }
+    tls = {
+      secretName                = var.router_tls != null ? var.router_tls.secret_name : ""
+      requireClientCertificates = var.router_tls != null ? var.router_tls.require_client_certificates : false
+    }
+    ports = { metrics = local.router_metrics_port }
     gossip = {
       key  = var.gossip_key
       join = var.gossip_join
@@ -70,13 +99,24 @@ resource "helm_release" "router" {
       }
     }
     service = {
+      port = local.router_tls_mode == "off" ? 80 : 443
       annotations = {
-        "service.beta.kubernetes.io/aws-load-balancer-scheme" = var.load_balancer_scheme
-        "service.beta.kubernetes.io/aws-load-balancer-name"   = local.router_lb_name
+        "service.beta.kubernetes.io/aws-load-balancer-scheme"               = var.load_balancer_scheme
+        "service.beta.kubernetes.io/aws-load-balancer-name"                 = local.router_lb_name
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol" = "http"
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"     = "/readyz"
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port"     = local.router_lb_health_check_port
       }
     }
     nodeSelector = { "switchyard.dev/role" = "system" }
   })]
+
+  lifecycle {
+    precondition {
+      condition     = !try(var.gateway_tls.require_client_certificates, false) || try(var.router_gateway_tls.client_certificate, false)
+      error_message = "gateway_tls.require_client_certificates needs router_gateway_tls with client_certificate = true: this region's routers reach its gateways at gateway_tls.advertise_url too, and must present a certificate signed by the gateway Secret's ca.crt (so must every other region's routers)."
+    }
+  }
 
   depends_on = [helm_release.lb_controller]
 }
@@ -98,6 +138,26 @@ resource "helm_release" "gateway" {
       key  = var.gossip_key
       join = ["router-global-router-gossip.${var.namespace}.svc:7946"]
     }
+    tls = {
+      secretName                = var.gateway_tls != null ? var.gateway_tls.secret_name : ""
+      requireClientCertificates = var.gateway_tls != null ? var.gateway_tls.require_client_certificates : false
+    }
+    advertiseURL = var.gateway_tls != null ? var.gateway_tls.advertise_url : ""
+    ports        = { http = local.gateway_http_port, metrics = local.gateway_health_port }
+    proxyService = {
+      enabled = var.gateway_tls != null
+      annotations = {
+        "service.beta.kubernetes.io/aws-load-balancer-type"                 = "external"
+        "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"      = "ip"
+        "service.beta.kubernetes.io/aws-load-balancer-scheme"               = "internal"
+        "service.beta.kubernetes.io/aws-load-balancer-name"                 = local.gateway_lb_name
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol" = "http"
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"     = "/readyz"
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port"     = tostring(local.gateway_health_port)
+        "service.beta.kubernetes.io/aws-load-balancer-attributes"           = "load_balancing.cross_zone.enabled=true"
+      }
+      loadBalancerSourceRanges = concat([var.vpc_cidr], var.peer_cidrs)
+    }
     nodeSelector = { "switchyard.dev/role" = "system" }
   })]
 
@@ -118,4 +178,18 @@ data "aws_lb" "router" {
 data "aws_lb" "gossip" {
   name       = local.gossip_lb_name
   depends_on = [time_sleep.load_balancers]
+}
+
+# The gateways' internal NLB comes with gateway_tls, perhaps long after the others: its own wait
+# is created with it, so the load balancer is read only once it exists.
+resource "time_sleep" "gateway_load_balancer" {
+  count           = var.gateway_tls != null ? 1 : 0
+  create_duration = "120s"
+  depends_on      = [helm_release.gateway]
+}
+
+data "aws_lb" "gateway" {
+  count      = var.gateway_tls != null ? 1 : 0
+  name       = local.gateway_lb_name
+  depends_on = [time_sleep.gateway_load_balancer]
 }

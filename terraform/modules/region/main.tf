@@ -7,8 +7,9 @@ locals {
   azs          = slice(data.aws_availability_zones.available.names, 0, var.availability_zone_count)
   tags         = merge(var.tags, { "switchyard.dev/region" = var.region, "switchyard.dev/deployment" = var.name })
 
-  router_lb_name = "${var.name}-router"
-  gossip_lb_name = "${var.name}-gossip"
+  router_lb_name  = "${var.name}-router"
+  gossip_lb_name  = "${var.name}-gossip"
+  gateway_lb_name = "${var.name}-gateway"
 }
 
 data "aws_availability_zones" "available" {

@@ -1,6 +1,11 @@
 output "router_endpoint" {
-  description = "The region's OpenAI-compatible endpoint: its router load balancer."
-  value       = "http://${data.aws_lb.router.dns_name}"
+  description = "The region's OpenAI-compatible endpoint: its router load balancer (https with router_tls, whose certificate names the client name rather than this load balancer: check it with curl --resolve or --connect-to)."
+  value       = "${local.router_tls_mode == "off" ? "http" : "https"}://${data.aws_lb.router.dns_name}"
+}
+
+output "router_tls" {
+  description = "TLS on the router's load balancer, as the global module's router_tls takes it: off (HTTP on 80), on (HTTPS on 443) or mutual (HTTPS on 443 with client certificates)."
+  value       = local.router_tls_mode
 }
 
 output "router_lb_dns_name" {
@@ -11,6 +16,11 @@ output "router_lb_dns_name" {
 output "router_lb_zone_id" {
   description = "Canonical hosted zone id of the router load balancer, for Route 53 aliases."
   value       = data.aws_lb.router.zone_id
+}
+
+output "gateway_lb_dns_name" {
+  description = "DNS name of the internal load balancer in front of the gateways' TLS port, which gateway_tls.advertise_url's host must resolve to (the global module's gateway records); null without gateway_tls."
+  value       = one(data.aws_lb.gateway[*].dns_name)
 }
 
 output "gossip_lb_dns_name" {

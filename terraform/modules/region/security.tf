@@ -1,4 +1,7 @@
 # Other regions' routers forward to this region's gateways (8080) and gossip with its pods (7946).
+# With gateway_tls they reach the gateways through the internal gateway NLB instead, whose security
+# groups the AWS Load Balancer Controller manages (from the proxy Service's source ranges, this VPC
+# and peer_cidrs, and for the traffic and health check ports behind it).
 locals {
   peer_rules = merge([for cidr in var.peer_cidrs : {
     "${cidr}-gossip-tcp" = { cidr = cidr, protocol = "tcp", port = 7946 }

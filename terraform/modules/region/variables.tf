@@ -201,6 +201,68 @@ variable "etcd_auth" {
   }
 }
 
+variable "router_tls" {
+  description = "TLS on the router's OpenAI port (--listen), end to end: the Kubernetes Secret (in the namespace) whose tls.crt and tls.key it serves, naming the host clients use (the fleet's client name, e.g. api.example.com), and whether clients must present certificates signed by its ca.crt. The load balancer then listens on 443 and passes TCP through; it health-checks /readyz of the routers' plain metrics port. Null: plain HTTP on port 80 (TLS terminated in front, if at all)."
+  type = object({
+    secret_name                 = string
+    require_client_certificates = optional(bool, false)
+  })
+  default = null
+
+  validation {
+    condition     = var.router_tls == null || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.router_tls.secret_name))
+    error_message = "router_tls.secret_name must be a Kubernetes object name (lower-case letters, digits, '-' and '.')."
+  }
+}
+
+variable "router_admin_tls" {
+  description = "TLS on the router's admin API (switchyardctl): the Kubernetes Secret (in the namespace) whose tls.crt and tls.key it serves, naming the host switchyardctl dials (localhost for kubectl port-forward, router-global-router-admin.<namespace>.svc in the cluster), and whether clients must present certificates signed by its ca.crt (the bearer token is still required). Null: plain HTTP/1.1 and h2c inside the cluster."
+  type = object({
+    secret_name                 = string
+    require_client_certificates = optional(bool, false)
+  })
+  default = null
+
+  validation {
+    condition     = var.router_admin_tls == null || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.router_admin_tls.secret_name))
+    error_message = "router_admin_tls.secret_name must be a Kubernetes object name (lower-case letters, digits, '-' and '.')."
+  }
+}
+
+variable "router_gateway_tls" {
+  description = "How this region's routers forward to gateways that serve TLS (gateway_tls, in any region): the Kubernetes Secret (in the namespace) whose ca.crt verifies every region's gateway certificates and, with client_certificate, whose tls.crt and tls.key the routers present to gateways that require client certificates. Set it in every region as soon as any region sets gateway_tls. Null: https gateways are verified against the image's system roots, with no client certificate."
+  type = object({
+    secret_name        = string
+    client_certificate = optional(bool, true)
+  })
+  default = null
+
+  validation {
+    condition     = var.router_gateway_tls == null || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.router_gateway_tls.secret_name))
+    error_message = "router_gateway_tls.secret_name must be a Kubernetes object name (lower-case letters, digits, '-' and '.')."
+  }
+}
+
+variable "gateway_tls" {
+  description = "TLS on the gateways' HTTP port (8080), which the routers of every region forward to: the Kubernetes Secret (in the namespace) whose tls.crt and tls.key the gateways serve, whether routers must present client certificates signed by its ca.crt, and advertise_url, the https:// URL routers use (--advertise-url). Its host must be a name the certificate covers (a pod address cannot be) that resolves, from every region, to the internal load balancer this module then puts in front of the HTTP port alone (output gateway_lb_dns_name; it listens on 8080, so the URL ends in :8080). Every region's routers need router_gateway_tls to trust the certificate. Null: routers reach the gateway pods' addresses over plain HTTP."
+  type = object({
+    secret_name                 = string
+    require_client_certificates = optional(bool, false)
+    advertise_url               = string
+  })
+  default = null
+
+  validation {
+    condition     = var.gateway_tls == null || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.gateway_tls.secret_name))
+    error_message = "gateway_tls.secret_name must be a Kubernetes object name (lower-case letters, digits, '-' and '.')."
+  }
+
+  validation {
+    condition     = var.gateway_tls == null || can(regex("^https://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?/?$", var.gateway_tls.advertise_url))
+    error_message = "gateway_tls.advertise_url must be https://HOST[:PORT] with a lower-case DNS name its certificate covers, e.g. https://gateway-us-east-1.example.com:8080."
+  }
+}
+
 variable "router_replicas" {
   description = "Router replicas; forced to 1 with the embedded etcd."
   type        = number
@@ -236,7 +298,7 @@ variable "tags" {
 }
 
 variable "peer_cidrs" {
-  description = "VPC CIDRs of the other regions, allowed to reach gossip (7946) and the gateway proxy (8080) on this region's pods."
+  description = "VPC CIDRs of the other regions, allowed to reach gossip (7946) and the gateway proxy (8080) on this region's pods and, with gateway_tls, through the gateways' internal load balancer."
   type        = list(string)
   default     = []
 
