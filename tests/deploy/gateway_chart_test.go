@@ -32,6 +32,7 @@ var gatewayValueSets = map[string]map[string]any{
 		"extraArgs":    []any{"--queue-limit=2048"},
 		"tls":          map[string]any{"secretName": "gw-tls", "requireClientCertificates": true},
 		"advertiseURL": "https://gw.use1.example.com:8080",
+		"extProc":      map[string]any{"secureServing": true, "certSecretName": "epp-tls"},
 	},
 	"standalone, other pool namespace": {
 		"gossip":          map[string]any{"enabled": false},
@@ -40,6 +41,7 @@ var gatewayValueSets = map[string]map[string]any{
 		"replicaCount":    3,
 		"podAntiAffinity": "",
 		"serviceAccount":  map[string]any{"name": "epp", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/epp"}},
+		"extProc":         map[string]any{"secureServing": true},
 	},
 }
 
@@ -49,7 +51,7 @@ func TestGatewayChart(t *testing.T) {
 			objs := renderObjects(t, "cluster-gateway", vals)
 			dep := find(objs, "Deployment")[0].typed.(*appsv1.Deployment)
 			checkGatewayDeployment(t, dep, vals)
-			checkGatewayService(t, find(objs, "Service")[0].typed.(*corev1.Service))
+			checkGatewayService(t, find(objs, "Service")[0].typed.(*corev1.Service), vals)
 			checkGatewayRBAC(t, objs, dep, vals)
 			if pdbs := find(objs, "PodDisruptionBudget"); len(pdbs) != 1 ||
 				pdbs[0].typed.(*policyv1.PodDisruptionBudget).Spec.MinAvailable.IntValue() != 1 {
@@ -73,12 +75,40 @@ func TestGatewayChart(t *testing.T) {
 	}
 }
 
+// extProcSecure reports whether vals turn on TLS on the ext_proc port.
+func extProcSecure(vals map[string]any) bool {
+	ep, _ := vals["extProc"].(map[string]any)
+	return ep != nil && ep["secureServing"] == true
+}
+
 // checkGatewayTLS checks that the TLS files the gateway is given lie in a read-only secret mount,
-// and that a gateway serving TLS advertises an https:// URL.
+// that a gateway serving TLS advertises an https:// URL, and that the ext_proc port serves TLS
+// (--secure-serving) as the values say, from the certificate Secret's read-only mount when one is
+// given (--cert-path).
 func checkGatewayTLS(t *testing.T, dep *appsv1.Deployment, vals map[string]any) {
 	t.Helper()
 	spec := dep.Spec.Template.Spec
 	c := spec.Containers[0]
+	if got := argValue(c.Args, "secure-serving") == "true"; got != extProcSecure(vals) {
+		t.Errorf("--secure-serving = %v, want %v: %v", got, extProcSecure(vals), c.Args)
+	}
+	ep, _ := vals["extProc"].(map[string]any)
+	wantSecret, _ := ep["certSecretName"].(string)
+	if path := argValue(c.Args, "cert-path"); (path != "") != (wantSecret != "") {
+		t.Errorf("--cert-path=%q with certSecretName %q", path, wantSecret)
+	} else if path != "" {
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			for _, v := range spec.Volumes {
+				if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == wantSecret && m.MountPath == path && m.ReadOnly {
+					mounted = true
+				}
+			}
+		}
+		if !mounted {
+			t.Errorf("--cert-path=%s is not the read-only mount of Secret %s", path, wantSecret)
+		}
+	}
 	checkSecretFiles(t, spec, c, "tls-cert-file", "tls-key-file", "tls-client-ca-file")
 	if tls, _ := vals["tls"].(map[string]any); tls != nil && tls["secretName"] != "" {
 		if argValue(c.Args, "tls-cert-file") == "" || !strings.HasPrefix(argValue(c.Args, "advertise-url"), "https://") {
@@ -129,15 +159,21 @@ func checkGatewayDeployment(t *testing.T, dep *appsv1.Deployment, vals map[strin
 	}
 }
 
-func checkGatewayService(t *testing.T, svc *corev1.Service) {
+// checkGatewayService checks the Service's ports; the ext_proc port is marked HTTP/2 cleartext
+// unless it serves TLS.
+func checkGatewayService(t *testing.T, svc *corev1.Service, vals map[string]any) {
 	t.Helper()
 	want := map[string]int32{"http": 8080, "grpc-ext-proc": 9002, "metrics": 9090}
+	secure := extProcSecure(vals)
 	for _, p := range svc.Spec.Ports {
 		if want[p.Name] != p.Port {
 			t.Errorf("service port %s = %d, want %d", p.Name, p.Port, want[p.Name])
 		}
-		if p.Name == "grpc-ext-proc" && (p.AppProtocol == nil || *p.AppProtocol != "kubernetes.io/h2c") {
+		if p.Name == "grpc-ext-proc" && !secure && (p.AppProtocol == nil || *p.AppProtocol != "kubernetes.io/h2c") {
 			t.Errorf("ext_proc port appProtocol = %v, want kubernetes.io/h2c", p.AppProtocol)
+		}
+		if p.Name == "grpc-ext-proc" && secure && p.AppProtocol != nil {
+			t.Errorf("ext_proc port serves TLS, but appProtocol = %v", *p.AppProtocol)
 		}
 		delete(want, p.Name)
 	}

@@ -124,6 +124,7 @@ func TestChartsRenderFailures(t *testing.T) {
 		{"cluster-gateway", "unknown profile", map[string]any{"profile": "fastest"}, "profile"},
 		{"cluster-gateway", "no cluster", map[string]any{"cluster": ""}, "cluster is required"},
 		{"cluster-gateway", "client certificates without TLS", map[string]any{"tls": map[string]any{"requireClientCertificates": true}}, "tls.secretName"},
+		{"cluster-gateway", "ext_proc certificate without secure serving", map[string]any{"extProc": map[string]any{"certSecretName": "epp-tls"}}, "needs extProc.secureServing"},
 		{"cluster-gateway", "pdb blocks drains", map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 2}}, "minAvailable"},
 		{"global-router", "embedded etcd with two replicas", map[string]any{"replicaCount": 2}, "replicaCount to 1"},
 		{"global-router", "dns sync without config", map[string]any{"dnsSync": map[string]any{"enabled": true}}, "dnsSync.config"},

@@ -207,6 +207,9 @@ func (g *Gateway) buildFrontDoors() error {
 	ec := extproc.DefaultConfig()
 	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
 	ec.MaxBodyBytes, ec.DrainTimeout = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout
+	if ec.TLS, err = g.extProcTLS(); err != nil {
+		return err
+	}
 	g.extSrv, err = extproc.New(ec, pipe, g.store, g.log)
 	return err
 }

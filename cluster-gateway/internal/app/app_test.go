@@ -16,6 +16,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
@@ -210,7 +211,17 @@ func TestSaturationAnswers429(t *testing.T) {
 
 func TestExtProcFrontDoor(t *testing.T) {
 	g := startGateway(t, 2)
-	conn, err := grpc.NewClient(g.ExtProcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err := extProcExchange(t, g, insecure.NewCredentials()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// extProcExchange runs one request's ext_proc exchange with g over creds, as Envoy does, and
+// checks the destination and the streamed body; it returns the error of opening the stream or
+// of its first exchange (a refused connection), and fails t on a wrong answer.
+func extProcExchange(t *testing.T, g *gateway, creds credentials.TransportCredentials) error {
+	t.Helper()
+	conn, err := grpc.NewClient(g.ExtProcAddr(), grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +230,7 @@ func TestExtProcFrontDoor(t *testing.T) {
 	defer cancel()
 	s, err := extprocv3.NewExternalProcessorClient(conn).Process(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	body := []byte(`{"model":"llama","prompt":"hello through envoy"}`)
 	hdrs := &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
@@ -231,12 +242,12 @@ func TestExtProcFrontDoor(t *testing.T) {
 		{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}},
 	} {
 		if err := s.Send(m); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	r, err := s.Recv()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var dest string
 	for _, h := range r.GetRequestHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {
@@ -259,6 +270,7 @@ func TestExtProcFrontDoor(t *testing.T) {
 		t.Fatalf("body response %v", got)
 	}
 	_ = s.CloseSend()
+	return nil
 }
 
 func TestParseConfig(t *testing.T) {
@@ -285,6 +297,12 @@ func TestParseConfig(t *testing.T) {
 			}, ""},
 		{"TLS certificate without key", append(base, "--tls-cert-file=c"), nil, nil, "--tls-key-file"},
 		{"TLS client CA without a certificate", append(base, "--tls-client-ca-file=ca"), nil, nil, "--tls-cert-file"},
+		{"ext_proc over TLS", append(base, "--secure-serving", "--cert-path=/etc/tls"), nil,
+			func(c app.Config) bool { return c.SecureServing && c.CertPath == "/etc/tls" }, ""},
+		{"cert path without secure serving", append(base, "--cert-path=/etc/tls"), nil, nil, "--cert-path needs --secure-serving"},
+		{"secure serving without ext_proc", append(base, "--secure-serving", "--ext-proc-listen="), nil, nil, "--secure-serving needs --ext-proc-listen"},
+		{"secure serving from the environment", base, map[string]string{"SWITCHYARD_SECURE_SERVING": "true"},
+			func(c app.Config) bool { return c.SecureServing }, ""},
 		{"missing cluster", []string{"--region=r", "--endpoints=127.0.0.1:1"}, nil, nil, "--cluster"},
 		{"no discovery", []string{"--cluster=c", "--region=r"}, nil, nil, "exactly one"},
 		{"two discoveries", append(base, "--pool-name=p"), nil, nil, "exactly one"},

@@ -33,6 +33,13 @@ type Config struct {
 	TLSCertFile, TLSKeyFile, TLSClientCAFile string
 	// ExtProcListen is the Envoy ext_proc gRPC address; empty disables it. Default ":9002".
 	ExtProcListen string
+	// SecureServing serves ExtProcListen over TLS, as GIE's endpoint picker does with the flag of
+	// the same name, for gateways that reach the endpoint picker with TLS (they do not verify its
+	// certificate unless configured to). CertPath is a directory holding tls.crt and tls.key (a
+	// Kubernetes TLS Secret mounted), read at every handshake; without it a self-signed
+	// certificate is made at start. Default false: HTTP/2 cleartext, as Envoy Gateway connects.
+	SecureServing bool
+	CertPath      string
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9090".
 	MetricsListen string
 	// EnablePprof also serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the
@@ -118,6 +125,10 @@ func (c Config) validateListeners() error {
 		return errors.New("--tls-cert-file and --tls-key-file must be given together")
 	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
 		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+	case c.CertPath != "" && !c.SecureServing:
+		return errors.New("--cert-path needs --secure-serving")
+	case c.SecureServing && c.ExtProcListen == "":
+		return errors.New("--secure-serving needs --ext-proc-listen")
 	}
 	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen}, {"--ext-proc-listen", c.ExtProcListen}} {
 		if l.addr == "" && l.flag == "--ext-proc-listen" {

@@ -20,6 +20,8 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Region, "region", c.Region, "region of this cluster (required)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP proxy address (OpenAI API, /healthz, /readyz)")
 	fs.StringVar(&c.ExtProcListen, "ext-proc-listen", c.ExtProcListen, "Envoy ext_proc gRPC address (empty disables)")
+	fs.BoolVar(&c.SecureServing, "secure-serving", c.SecureServing, "serve --ext-proc-listen over TLS (GIE's flag)")
+	fs.StringVar(&c.CertPath, "cert-path", c.CertPath, "directory with tls.crt and tls.key for --secure-serving (default: a self-signed certificate)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "address of /metrics, /healthz and /readyz")
 	fs.BoolVar(&c.EnablePprof, "enable-pprof", c.EnablePprof, "serve Go's runtime profiles under /debug/pprof/ on the metrics port")
 	fs.StringVar(&c.Endpoints, "endpoints", c.Endpoints, "static model servers: host:port,...")

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,6 +19,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
 )
 
 // TestListenOverMutualTLS serves --listen over TLS with client certificates required, as routers
@@ -113,4 +122,64 @@ func newCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey
 		t.Fatal(err)
 	}
 	return cert, key
+}
+
+// TestExtProcSecureServing serves ext_proc over TLS as GIE's endpoint picker does with
+// --secure-serving: with a self-signed certificate, which gateways take without verifying it, or
+// with --cert-path's tls.crt and tls.key, which a client holding the CA verifies. A cleartext
+// client is refused, and gRPC health answers on the same TLS port.
+func TestExtProcSecureServing(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey := newCert(t, dir, "ca", nil, nil, 0)
+	certDir := filepath.Join(dir, "secret")
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	newCert(t, certDir, "tls", ca, caKey, x509.ExtKeyUsageServerAuth)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		creds credentials.TransportCredentials
+	}{
+		{"self-signed, not verified", []string{"--secure-serving"},
+			credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})}, //nolint:gosec // as gateways reach an endpoint picker
+		{"--cert-path, verified", []string{"--secure-serving", "--cert-path=" + certDir},
+			credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, 2, tc.args...)
+			if err := extProcExchange(t, g, tc.creds); err != nil {
+				t.Fatalf("ext_proc over TLS: %v", err)
+			}
+			conn, err := grpc.NewClient(g.ExtProcAddr(), grpc.WithTransportCredentials(tc.creds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Fatalf("health over TLS: %v, %v", resp, err)
+			}
+			if err := extProcExchange(t, g, insecure.NewCredentials()); err == nil {
+				t.Fatal("a cleartext client was served on the TLS port")
+			}
+		})
+	}
+	// A --cert-path without the files fails at start, naming the flag.
+	cfg, err := app.ParseConfig([]string{"--cluster=c1", "--region=us-east-1", "--endpoints=127.0.0.1:1", "--listen=127.0.0.1:0",
+		"--ext-proc-listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--secure-serving", "--cert-path=" + dir}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.New(cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--cert-path") {
+		t.Fatalf("New with a --cert-path holding no tls.crt: %v, want an error naming --cert-path", err)
+	}
+	// A client that verifies the self-signed certificate against a CA refuses it.
+	g := startGateway(t, 1, "--secure-serving")
+	if err := extProcExchange(t, g, credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})); err == nil {
+		t.Fatal("the self-signed certificate verified against an unrelated CA")
+	}
 }

@@ -10,6 +10,7 @@ package extproc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -53,6 +55,9 @@ type Config struct {
 	MaxBodyBytes int
 	// DrainTimeout bounds how long shutdown waits for open streams. Default 30 s.
 	DrainTimeout time.Duration
+	// TLS, when set, serves ext_proc and health over TLS (HTTP/2 by ALPN), as GIE's endpoint
+	// picker does with --secure-serving; nil serves HTTP/2 cleartext. Default nil.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the defaults.
@@ -129,7 +134,7 @@ const (
 // Serve serves ext_proc and gRPC health on ln until ctx is done, then reports NOT_SERVING and
 // stops gracefully, closing streams still open after DrainTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	g := grpc.NewServer(experimental.BufferPool(s.pool), grpc.ForceServerCodecV2(codec{pool: s.pool}),
+	opts := []grpc.ServerOption{experimental.BufferPool(s.pool), grpc.ForceServerCodecV2(codec{pool: s.pool}),
 		// Envoy multiplexes every request's exchange over a few connections: bound the streams
 		// one connection may hold far above what a proxy needs, close connections idle for long,
 		// accept Envoy's keepalive pings (grpc-go's default would disconnect a client pinging
@@ -138,7 +143,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnectionIdle}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true}),
-		grpc.ConnectionTimeout(handshakeTimeout))
+		grpc.ConnectionTimeout(handshakeTimeout)}
+	if s.cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
+	}
+	g := grpc.NewServer(opts...)
 	extprocv3.RegisterExternalProcessorServer(g, s)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -63,6 +63,7 @@ app.kubernetes.io/part-of: switchyard
 {{- if not (or .Values.pool.name .Values.endpoints) }}{{ fail "set pool.name (an InferencePool) or endpoints (static model servers)" }}{{ end }}
 {{- if not (has .Values.profile (list "default" "gie-default" "round-robin" "least-request" "random")) }}{{ fail (printf "profile %q is not one of default, gie-default, round-robin, least-request, random" .Values.profile) }}{{ end }}
 {{- if and .Values.tls.requireClientCertificates (not .Values.tls.secretName) }}{{ fail "tls.requireClientCertificates needs tls.secretName" }}{{ end }}
+{{- if and .Values.extProc.certSecretName (not .Values.extProc.secureServing) }}{{ fail "extProc.certSecretName needs extProc.secureServing" }}{{ end }}
 {{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
 {{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) (gt (int .Values.replicaCount) 1) }}{{ fail "podDisruptionBudget.minAvailable must be below replicaCount, or no node could ever be drained" }}{{ end }}
 {{- end }}
@@ -73,6 +74,12 @@ app.kubernetes.io/part-of: switchyard
 - --region={{ .Values.region }}
 - --listen=:{{ .Values.ports.http }}
 - --ext-proc-listen=:{{ .Values.ports.extProc }}
+{{- if .Values.extProc.secureServing }}
+- --secure-serving=true
+{{- with .Values.extProc.certSecretName }}
+- --cert-path=/etc/switchyard/ext-proc-tls
+{{- end }}
+{{- end }}
 - --metrics-listen=:{{ .Values.ports.metrics }}
 {{- if .Values.pool.name }}
 - --pool-name={{ .Values.pool.name }}
