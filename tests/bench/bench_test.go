@@ -157,6 +157,10 @@ func TestRegionalSmoke(t *testing.T) {
 		if m := res.Regional.Modes[i]; m.BurstRequests+m.SteadyRequests != tg.Requests {
 			t.Errorf("%s: %d burst + %d steady requests, report has %d", m.Mode, m.BurstRequests, m.SteadyRequests, tg.Requests)
 		}
+		// Every answered burst request names a pod of the stack, so every one is judged.
+		if m := res.Regional.Modes[i]; m.Quickest.Compared == 0 || m.Quickest.Compared > m.BurstRequests || m.Quickest.OnQuickest > m.Quickest.Compared {
+			t.Errorf("%s: placements judged %+v for %d burst requests", m.Mode, m.Quickest, m.BurstRequests)
+		}
 	}
 	if lo := res.Regional.Mode(bench.RegionalBaseline); lo.BurstLeft != 0 || lo.SteadyLeft != 0 || lo.OverflowAnswered.Total() != 0 {
 		t.Errorf("local-only: %d burst and %d steady requests left their region, %d overflow counted", lo.BurstLeft, lo.SteadyLeft, lo.OverflowAnswered.Total())

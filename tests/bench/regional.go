@@ -119,6 +119,8 @@ type ModeFigures struct {
 	// switchyard_router_ttft_estimate_ratio histograms summed over routers: cumulative counts by
 	// bucket upper bound, the TTFT a router measured over its estimate when it decided.
 	EstimateRatio map[string]ChoiceCounts `json:"ttft_estimate_ratio,omitempty"`
+	// Quickest judges the burst region's placements in the simulator (see QuickestFigures).
+	Quickest QuickestFigures `json:"burst_region_quickest"`
 }
 
 // add adds src's counts to c and returns it (a nil c becomes a new map).

@@ -40,7 +40,7 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 		if cfg.Progress != nil && cfg.Repeat > 1 {
 			fmt.Fprintf(cfg.Progress, "bench %s: run %d of %d\n", cfg.Scenario.Name, rep+1, cfg.Repeat)
 		}
-		lres, ms, err := runRegionalOnce(ctx, cfg, w)
+		lres, ms, err := runRegionalOnce(ctx, cfg, sim, w, burst)
 		res.LoadAvg[1] = loadAvg()
 		if err != nil {
 			return err
@@ -69,8 +69,9 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 }
 
 // runRegionalOnce starts a stack per mode, sends w to them and returns loadgen's result and, per
-// mode, the routers' counters (overflow answers, reasons for leaving, forward attempts).
-func runRegionalOnce(ctx context.Context, cfg *Config, w *workload.Workload) (*loadgen.Result, []ModeFigures, error) {
+// mode, the routers' counters (overflow answers, reasons for leaving, forward attempts) and the
+// burst region's placements judged in the simulator against sim, w in simulated time.
+func runRegionalOnce(ctx context.Context, cfg *Config, sim, w *workload.Workload, burst string) (*loadgen.Result, []ModeFigures, error) {
 	stacks, err := startRegionalStacks(ctx, cfg, w)
 	defer closeRegionalStacks(stacks, cfg.Logger)
 	if err != nil {
@@ -89,6 +90,13 @@ func runRegionalOnce(ctx context.Context, cfg *Config, w *workload.Workload) (*l
 	modes := make([]ModeFigures, len(stacks))
 	for i, st := range stacks {
 		modes[i] = st.counters()
+		addrs := make([][]string, len(st.fleets))
+		for k, f := range st.fleets {
+			addrs[k] = f.Addrs()
+		}
+		if modes[i].Quickest, err = quickestFigures(ctx, cfg.Scenario, sim, lres.Targets[i].Samples, addrs, burst, cfg.TimeScale); err != nil {
+			return nil, nil, err
+		}
 	}
 	return lres, modes, nil
 }
@@ -130,6 +138,7 @@ func addModeCounts(pool, run []ModeFigures) []ModeFigures {
 		p.EstimateRatio = addByKey(p.EstimateRatio, r.EstimateRatio)
 		p.LeftBecause = addByKey(p.LeftBecause, r.LeftBecause)
 		p.Attempts = addByKey(p.Attempts, r.Attempts)
+		p.Quickest.add(r.Quickest)
 	}
 	return pool
 }
@@ -275,6 +284,21 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 				"each on the pod anywhere whose first token reaches the client soonest, given every pod's exact state; "+
 				"its times are simulated ones scaled to real time.\n", float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
 		}
+	}
+	var quick []string
+	for _, m := range rf.Modes {
+		if q := m.Quickest; q.Compared > 0 {
+			late := ""
+			if off := q.Compared - q.OnQuickest; off > 0 {
+				late = fmt.Sprintf(", the others %.0f ms later on average", q.RegretMs/float64(off))
+			}
+			quick = append(quick, fmt.Sprintf("%s %d of %d (%.1f%%%s)", m.Mode, q.OnQuickest, q.Compared, 100*share(q.OnQuickest, q.Compared), late))
+		}
+	}
+	if len(quick) > 0 {
+		fmt.Fprintf(b, "\nBurst-region requests answered by the quickest cluster at the moment they were sent, judged in the simulator "+
+			"(the run replayed with the mode's placements, each request also simulated on every cluster's best pod; within %v of the quickest): %s.\n",
+			quickestTolerance, strings.Join(quick, "; "))
 	}
 	var calib, est []string
 	for _, m := range rf.Modes {

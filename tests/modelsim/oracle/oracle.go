@@ -38,6 +38,11 @@ type Config struct {
 	// Assign, when set, replaces the oracle's choice: request i (in arrival order) goes to pod
 	// Assign(i). It computes baselines such as round robin with the same simulator.
 	Assign func(i int) int
+	// Compare, with Assign, also simulates each request on every pod it may reach at the moment
+	// it is placed, as the oracle's own choice does, and reports those first tokens
+	// (Result.Candidates) beside the pod it was assigned: how far a fixed placement was from the
+	// earliest first token at each decision. It costs one engine clone per pod and request.
+	Compare bool
 	// Network, when set, spreads the fleet over regions: it returns the round trip between
 	// request r's client and pod, and whether r may go to that pod at all (a local-only baseline
 	// allows only pods of the client's region). The round trip is added to the request's times;
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		Profiles: nil, // required
 		MaxLoras: 0,   // no adapters
 		Assign:   nil, // earliest first token
+		Compare:  false,
 		Network:  nil, // one place, no round trips
 		Logger:   nil, // discard
 	}

@@ -162,3 +162,46 @@ func TestPredictionExactWhenNothingFollows(t *testing.T) {
 		t.Fatalf("only %d of %d requests had their first token before the next arrival", checked, len(reqs))
 	}
 }
+
+// With Compare a fixed placement is also simulated on every pod at each decision: the assigned
+// pod's prediction is the one among the candidates, the oracle's own choice at that moment is
+// the least of them, and the replay itself is the same as without Compare.
+func TestCompareReportsEveryPodsFirstToken(t *testing.T) {
+	w, reqs := smallMixed(t, 18, 10*time.Second)
+	cfg := oracle.DefaultConfig()
+	cfg.Profiles, cfg.Assign = []string{"h100", "a10g"}, func(int) int { return 1 } // everything on the slow pod
+	plain, err := oracle.Replay(context.Background(), cfg, w, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Compare = true
+	rep, err := oracle.Replay(context.Background(), cfg, w, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sooner := 0
+	for i, r := range rep.Requests {
+		if r.TTFT != plain.Requests[i].TTFT || plain.Requests[i].Candidates != nil {
+			t.Fatalf("request %d: Compare changed the replay (%v, %v) or candidates without it", r.Index, r.TTFT, plain.Requests[i].TTFT)
+		}
+		if len(r.Candidates) != 2 || r.PredictedTTFT != r.Candidates[1] || r.Candidates[0] <= 0 {
+			t.Fatalf("request %d: candidates %v, predicted %v", r.Index, r.Candidates, r.PredictedTTFT)
+		}
+		if r.Candidates[0] < r.Candidates[1] {
+			sooner++
+		}
+	}
+	// An h100 prefills ten times as fast as an a10g: the idle h100 is the sooner pod almost always.
+	if sooner < len(reqs)*9/10 {
+		t.Fatalf("the h100 was sooner for %d of %d requests", sooner, len(reqs))
+	}
+	// A pod out of a request's reach is -1.
+	cfg.Network = func(r *workload.Request, pod int) (time.Duration, bool) { return 0, pod == 1 }
+	rep, err = oracle.Replay(context.Background(), cfg, w, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Requests[0].Candidates; c[0] != -1 || c[1] <= 0 {
+		t.Fatalf("candidates with the h100 out of reach: %v", c)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
@@ -98,7 +97,8 @@ func Replay(ctx context.Context, cfg Config, w *workload.Workload, reqs []worklo
 type placement struct {
 	pod          int
 	h            *engine.Handle
-	predicted    time.Duration // first token predicted at placement, from arrival (oracle only)
+	predicted    time.Duration   // first token predicted at placement, from arrival (oracle, or Compare)
+	candidates   []time.Duration // every pod's predicted first token (Compare), -1 out of reach
 	promptTokens int
 	rtt          time.Duration // round trip between the client and the pod (Config.Network)
 }
@@ -123,6 +123,12 @@ func place(cfg Config, pods []*pod, w *workload.Workload, r *workload.Request, i
 		var ok bool
 		if pl.rtt, ok = reach(pl.pod); !ok {
 			return placement{}, fmt.Errorf("oracle: assigned pod %d is out of the request's reach", pl.pod)
+		}
+		if cfg.Compare {
+			if pl.candidates, err = firstTokens(pods, r.At, ereqs, reach); err != nil {
+				return placement{}, err
+			}
+			pl.predicted = pl.candidates[pl.pod]
 		}
 	} else if pl.pod, pl.predicted, pl.rtt, err = earliest(pods, r.At, ereqs, reach); err != nil {
 		return placement{}, err
@@ -161,8 +167,30 @@ func engineRequests(pods []*pod, w *workload.Workload, r *workload.Request) ([]e
 // clone of each and returns the pod whose first token reaches the client earliest (the lowest
 // index among equals), the predicted time to first token and the pod's round trip.
 func earliest(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(int) (time.Duration, bool)) (int, time.Duration, time.Duration, error) {
-	best, first, bestRTT := -1, time.Duration(math.MaxInt64), time.Duration(0)
+	fts, err := firstTokens(pods, at, ereqs, reach)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	best := -1
+	for i, ft := range fts {
+		if ft >= 0 && (best < 0 || ft < fts[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, 0, 0, ErrNoPod
+	}
+	rtt, _ := reach(best)
+	return best, fts[best], rtt, nil
+}
+
+// firstTokens advances every pod the request may reach to the arrival at, simulates the request
+// on a clone of each and returns, per pod, the time from at until its first token reaches the
+// client (round trip included); -1 for a pod out of reach or whose KV cache it does not fit.
+func firstTokens(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(int) (time.Duration, bool)) ([]time.Duration, error) {
+	out := make([]time.Duration, len(pods))
 	for i, p := range pods {
+		out[i] = -1
 		rtt, ok := reach(i)
 		if !ok {
 			continue
@@ -174,17 +202,12 @@ func earliest(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(
 			continue
 		}
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("pod %d: %w", i, err)
+			return nil, fmt.Errorf("pod %d: %w", i, err)
 		}
 		if !c.RunUntilFirstToken(h) {
-			return 0, 0, 0, fmt.Errorf("pod %d: simulation ended without a first token", i)
+			return nil, fmt.Errorf("pod %d: simulation ended without a first token", i)
 		}
-		if ft := h.Progress().FirstToken + rtt; ft < first {
-			best, first, bestRTT = i, ft, rtt
-		}
+		out[i] = h.Progress().FirstToken + rtt - at
 	}
-	if best < 0 {
-		return 0, 0, 0, ErrNoPod
-	}
-	return best, first - at, bestRTT, nil
+	return out, nil
 }

@@ -32,8 +32,12 @@ type Result struct {
 	TTFT time.Duration `json:"ttft_ns"`
 	E2E  time.Duration `json:"e2e_ns"`
 	// PredictedTTFT is the time to first token the oracle foresaw when it placed the request,
-	// before later arrivals joined the pod (0 when a fixed assignment placed it).
+	// before later arrivals joined the pod (0 when a fixed assignment placed it, unless
+	// Config.Compare).
 	PredictedTTFT time.Duration `json:"predicted_ttft_ns"`
+	// Candidates holds, with Config.Compare, the time to first token the request would have had
+	// on each pod when it was placed, in fleet order (-1 for a pod out of its reach).
+	Candidates []time.Duration `json:"candidates_ns,omitempty"`
 	// PromptTokens, CachedTokens and OutputTokens count the prompt, its part served from the
 	// prefix cache, and the generated tokens.
 	PromptTokens int `json:"prompt_tokens"`
@@ -65,7 +69,7 @@ func newReport(pods []*pod, reqs []workload.Request, placed []placement) *Report
 			Index: reqs[i].Index, At: reqs[i].At, Region: reqs[i].Region, Pod: pl.pod, RTT: pl.rtt,
 			TTFT: p.FirstToken - p.Arrival + pl.rtt, E2E: p.LastToken - p.Arrival + pl.rtt, PredictedTTFT: pl.predicted,
 			PromptTokens: pl.promptTokens, CachedTokens: p.CachedTokens, OutputTokens: p.Generated,
-			Preemptions: p.Preemptions,
+			Preemptions: p.Preemptions, Candidates: pl.candidates,
 		}
 		rep.Pods[pl.pod].Requests++
 	}

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/oracle"
+)
+
+// quickestTolerance is how much later (real time) than the quickest cluster's first token an
+// answering cluster's may come and still count as the quickest: below it, two clusters are a tie.
+const quickestTolerance = 20 * time.Millisecond
+
+// QuickestFigures say how often a mode's placements were the quickest available when they were
+// made, judged in the simulator: the run's requests replayed on the scenario's pods with every
+// placement the mode made, and each request also simulated, at the moment it is placed, on every
+// pod (the oracle's view of that moment: exact pod states, the request joining a pod's queue on
+// arrival, the round trip added). A request counts for the cluster that answered it through that
+// cluster's best pod, so the figure judges the choice of cluster, not the gateway's choice of pod.
+// Unlike the overflow-on-best figure, which checks decisions against the router's own estimates,
+// this checks them against what the clusters would have done.
+type QuickestFigures struct {
+	// Compared counts the burst region's answered requests judged; OnQuickest those whose
+	// answering cluster's best pod would have given the first token within quickestTolerance of
+	// the quickest cluster's.
+	Compared   int `json:"compared"`
+	OnQuickest int `json:"on_quickest"`
+	// RegretMs sums, over the others, how much later (real milliseconds) the answering cluster's
+	// best pod would have given the first token than the quickest cluster's.
+	RegretMs float64 `json:"regret_ms"`
+}
+
+// add adds src's counts to q.
+func (q *QuickestFigures) add(src QuickestFigures) {
+	q.Compared += src.Compared
+	q.OnQuickest += src.OnQuickest
+	q.RegretMs += src.RegretMs
+}
+
+// quickestFigures judges one mode's placements in one run (samples, ordered by request index)
+// for the burst region's clients. sim is the run's workload in simulated time; clusterAddrs holds
+// each cluster's pod addresses, in the scenario's cluster and pool order.
+func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, samples []loadgen.Sample, clusterAddrs [][]string,
+	burst string, timeScale float64) (QuickestFigures, error) {
+	var q QuickestFigures
+	reqs, err := workload.Generate(sim, sim.Seed)
+	if err != nil {
+		return q, err
+	}
+	cfg := oracle.DefaultConfig()
+	g := oracle.Regions{RTT: sc.RTT}
+	var podCluster []int
+	podOf := map[string]int{}   // pod address -> pod
+	firstOf := map[string]int{} // region -> its first pod
+	k := 0
+	for _, r := range sc.Regions {
+		firstOf[r.Name] = len(cfg.Profiles)
+		for _, c := range r.Clusters {
+			if k >= len(clusterAddrs) {
+				return q, fmt.Errorf("bench: %d clusters' addresses for a scenario with more", len(clusterAddrs))
+			}
+			j := 0
+			for _, p := range c.Pools {
+				for range p.Count {
+					if j >= len(clusterAddrs[k]) {
+						return q, fmt.Errorf("bench: cluster %s has %d pod addresses, fewer than its pools", c.Name, len(clusterAddrs[k]))
+					}
+					podOf[clusterAddrs[k][j]] = len(cfg.Profiles)
+					cfg.Profiles = append(cfg.Profiles, p.Profile)
+					g.PodRegion = append(g.PodRegion, r.Name)
+					podCluster = append(podCluster, k)
+					j++
+				}
+			}
+			k++
+		}
+	}
+	answered := map[int]int{} // request index -> the pod that answered it
+	for _, s := range samples {
+		if p, ok := podOf[s.Endpoint]; ok && s.OK() {
+			answered[s.Index] = p
+		}
+	}
+	cfg.Network, cfg.Compare = g.Network(false), true
+	cfg.Assign = func(i int) int { // a request that failed, or named no pod, stays in its region
+		if p, ok := answered[reqs[i].Index]; ok {
+			return p
+		}
+		return firstOf[reqs[i].Region]
+	}
+	rep, err := oracle.Replay(ctx, cfg, sim, reqs)
+	if err != nil {
+		return q, fmt.Errorf("bench: replaying the placements: %w", err)
+	}
+	tol := time.Duration(float64(quickestTolerance) / timeScale)
+	for _, r := range rep.Requests {
+		if _, ok := answered[r.Index]; !ok || r.Region != burst {
+			continue
+		}
+		quickest, mine := time.Duration(-1), time.Duration(-1)
+		for p, ft := range r.Candidates {
+			if ft < 0 {
+				continue
+			}
+			if quickest < 0 || ft < quickest {
+				quickest = ft
+			}
+			if podCluster[p] == podCluster[r.Pod] && (mine < 0 || ft < mine) {
+				mine = ft
+			}
+		}
+		q.Compared++
+		if mine <= quickest+tol {
+			q.OnQuickest++
+			continue
+		}
+		q.RegretMs += float64(mine-quickest) * timeScale / float64(time.Millisecond)
+	}
+	return q, nil
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/oracle"
+)
+
+// quickestFigures judges placements against the simulator: the oracle's own placements are the
+// quickest at every decision (no regret), keeping every request in its region is not during the
+// bursts, failed requests are left out, and addresses that do not cover the fleet are an error.
+func TestQuickestFigures(t *testing.T) {
+	sc, err := Lookup("region-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workload.Load(sc.Workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithDuration(16 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithCapacity(25.5); err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := workload.Generate(w, w.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pod addresses in the scenario's order, and each pod's region.
+	var addrs [][]string
+	var flat, regionOf []string
+	for _, r := range sc.Regions {
+		for _, c := range r.Clusters {
+			var as []string
+			for _, p := range c.Pools {
+				for range p.Count {
+					a := fmt.Sprintf("10.0.%d.%d:8000", len(addrs), len(as))
+					as = append(as, a)
+					flat, regionOf = append(flat, a), append(regionOf, r.Name)
+				}
+			}
+			addrs = append(addrs, as)
+		}
+	}
+	samplesOf := func(pod func(i int) int) []loadgen.Sample {
+		out := make([]loadgen.Sample, len(reqs))
+		for i, r := range reqs {
+			out[i] = loadgen.Sample{Index: r.Index, Region: r.Region, Status: 200, Endpoint: flat[pod(i)]}
+		}
+		return out
+	}
+	judge := func(samples []loadgen.Sample, addrs [][]string) (QuickestFigures, error) {
+		return quickestFigures(context.Background(), sc, w, samples, addrs, "us-east-1", 2)
+	}
+
+	// The oracle's own placements.
+	cfg := oracle.DefaultConfig()
+	g := oracle.Regions{PodRegion: regionOf, RTT: sc.RTT}
+	for _, r := range sc.Regions {
+		for _, c := range r.Clusters {
+			for _, p := range c.Pools {
+				for range p.Count {
+					cfg.Profiles = append(cfg.Profiles, p.Profile)
+				}
+			}
+		}
+	}
+	cfg.Network = g.Network(false)
+	rep, err := oracle.Replay(context.Background(), cfg, w, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, err := judge(samplesOf(func(i int) int { return rep.Requests[i].Pod }), addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best.Compared == 0 || best.OnQuickest != best.Compared || best.RegretMs != 0 {
+		t.Fatalf("the oracle's own placements: %+v, want every one on the quickest", best)
+	}
+
+	// Everything kept in its region, round robin over its pods.
+	home := func(i int) int {
+		var pods []int
+		for p, r := range regionOf {
+			if r == reqs[i].Region {
+				pods = append(pods, p)
+			}
+		}
+		return pods[i%len(pods)]
+	}
+	local, err := judge(samplesOf(home), addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("oracle %+v; all at home %+v", best, local)
+	if local.Compared != best.Compared || local.OnQuickest*10 > local.Compared*9 || local.RegretMs <= 0 {
+		t.Fatalf("all at home: %+v, want fewer than 90%% on the quickest, with regret", local)
+	}
+
+	// Failed requests and requests naming no known pod are left out.
+	s := samplesOf(home)
+	failed := 0
+	for i := range s {
+		if s[i].Region == "us-east-1" && failed < 5 {
+			s[i].Error, s[i].Status = loadgen.ErrHTTP5xx, 503
+			failed++
+		}
+	}
+	s[len(s)-1].Endpoint = "192.0.2.1:1"
+	less, err := judge(s, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := local.Compared - failed; less.Compared != want && less.Compared != want-1 {
+		t.Fatalf("with %d failures: %d compared, want %d (or one fewer)", failed, less.Compared, want)
+	}
+
+	if _, err := judge(samplesOf(home), addrs[:1]); err == nil || !strings.Contains(err.Error(), "addresses") {
+		t.Fatalf("too few clusters' addresses: %v", err)
+	}
+
+	var b strings.Builder
+	rf := &RegionalFigures{BurstRegion: "us-east-1", Modes: []ModeFigures{{Mode: "global", Quickest: local}}}
+	regionalMarkdown(&b, sc, &report.Report{Targets: make([]report.Target, 1)}, rf)
+	if !strings.Contains(b.String(), fmt.Sprintf("global %d of %d", local.OnQuickest, local.Compared)) {
+		t.Fatalf("markdown lacks the quickest-cluster figure:\n%s", b.String())
+	}
+}
