@@ -119,20 +119,7 @@ func TestRegionalBaseline(t *testing.T) {
 // region's clients overflow, within the scenario's round trips, and their tail is reported in real
 // time (the simulated times scaled).
 func TestRegionalOracle(t *testing.T) {
-	sc, err := Lookup("region-burst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := workload.Load(sc.Workload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w, err = w.WithDuration(16 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if w, err = w.WithCapacity(25.5); err != nil { // 6 × l40s, as measured for this shape
-		t.Fatal(err)
-	}
+	sc, w := shortRegionBurst(t)
 	at := func(ts float64) *OracleFigures {
 		f, err := regionalOracle(t.Context(), sc, w, "us-east-1", ts)
 		if err != nil {
@@ -168,4 +155,25 @@ func TestRegionalOracle(t *testing.T) {
 	if !strings.Contains(v.Detail, "global is 2.00× the oracle") {
 		t.Fatalf("verdict detail lacks the oracle: %s", v.Detail)
 	}
+}
+
+// shortRegionBurst returns the region-burst scenario and its workload in simulated time, cut to
+// 16 s (two burst periods) at the fleet's measured capacity.
+func shortRegionBurst(t *testing.T) (Scenario, *workload.Workload) {
+	t.Helper()
+	sc, err := Lookup("region-burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workload.Load(sc.Workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithDuration(16 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithCapacity(25.5); err != nil { // 6 × l40s, as measured for this shape
+		t.Fatal(err)
+	}
+	return sc, w
 }

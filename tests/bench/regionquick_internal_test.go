@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
@@ -17,20 +16,7 @@ import (
 // quickest at every decision (no regret), keeping every request in its region is not during the
 // bursts, failed requests are left out, and addresses that do not cover the fleet are an error.
 func TestQuickestFigures(t *testing.T) {
-	sc, err := Lookup("region-burst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := workload.Load(sc.Workload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w, err = w.WithDuration(16 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if w, err = w.WithCapacity(25.5); err != nil {
-		t.Fatal(err)
-	}
+	sc, w := shortRegionBurst(t)
 	reqs, err := workload.Generate(w, w.Seed)
 	if err != nil {
 		t.Fatal(err)
