@@ -120,8 +120,12 @@ func TestRegionalBaseline(t *testing.T) {
 // time (the simulated times scaled).
 func TestRegionalOracle(t *testing.T) {
 	sc, w := shortRegionBurst(t)
+	reqs, err := workload.Generate(w, w.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := func(ts float64) *OracleFigures {
-		f, err := regionalOracle(t.Context(), sc, w, "us-east-1", ts)
+		f, err := regionalOracle(t.Context(), sc, w, reqs, "us-east-1", ts)
 		if err != nil {
 			t.Fatal(err)
 		}

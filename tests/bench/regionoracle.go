@@ -27,24 +27,13 @@ type OracleFigures struct {
 	SteadyLeft     int `json:"steady_left"`
 }
 
-// regionalOracle replays sim (the workload in simulated time, the run's sequence) in the oracle.
-func regionalOracle(ctx context.Context, sc Scenario, sim *workload.Workload, burst string, timeScale float64) (*OracleFigures, error) {
-	reqs, err := workload.Generate(sim, sim.Seed)
-	if err != nil {
-		return nil, err
-	}
+// regionalOracle replays reqs (the run's sequence, generated from sim, the workload in simulated
+// time) in the oracle.
+func regionalOracle(ctx context.Context, sc Scenario, sim *workload.Workload, reqs []workload.Request, burst string, timeScale float64) (*OracleFigures, error) {
 	cfg := oracle.DefaultConfig()
-	g := oracle.Regions{RTT: sc.RTT}
-	for _, r := range sc.Regions {
-		for _, c := range r.Clusters {
-			for _, p := range c.Pools {
-				for range p.Count {
-					cfg.Profiles = append(cfg.Profiles, p.Profile)
-					g.PodRegion = append(g.PodRegion, r.Name)
-				}
-			}
-		}
-	}
+	fp := scenarioPods(sc)
+	cfg.Profiles = fp.profiles
+	g := oracle.Regions{RTT: sc.RTT, PodRegion: fp.region}
 	cfg.Network = g.Network(false)
 	rep, err := oracle.Replay(ctx, cfg, sim, reqs)
 	if err != nil {
@@ -62,4 +51,31 @@ func regionalOracle(ctx context.Context, sc Scenario, sim *workload.Workload, bu
 		}
 	}
 	return f, nil
+}
+
+// fleetPods is a Tier 2 scenario's pods in fleet order (regions, their clusters, their pools):
+// each pod's profile, region and cluster (its index in that order).
+type fleetPods struct {
+	profiles, region []string
+	cluster          []int
+}
+
+// scenarioPods lists sc's pods in fleet order, the order the oracle's replays and the stacks'
+// fleets use.
+func scenarioPods(sc Scenario) fleetPods {
+	var fp fleetPods
+	k := 0
+	for _, r := range sc.Regions {
+		for _, c := range r.Clusters {
+			for _, p := range c.Pools {
+				for range p.Count {
+					fp.profiles = append(fp.profiles, p.Profile)
+					fp.region = append(fp.region, r.Name)
+					fp.cluster = append(fp.cluster, k)
+				}
+			}
+			k++
+		}
+	}
+	return fp
 }

@@ -41,42 +41,25 @@ func (q *QuickestFigures) add(src QuickestFigures) {
 }
 
 // quickestFigures judges one mode's placements in one run (samples, ordered by request index)
-// for the burst region's clients. sim is the run's workload in simulated time; clusterAddrs holds
-// each cluster's pod addresses, in the scenario's cluster and pool order.
-func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, samples []loadgen.Sample, clusterAddrs [][]string,
-	burst string, timeScale float64) (QuickestFigures, error) {
+// for the burst region's clients. sim is the run's workload in simulated time and reqs its
+// sequence; clusterAddrs holds each cluster's pod addresses, in the scenario's cluster and pool
+// order.
+func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, reqs []workload.Request, samples []loadgen.Sample,
+	clusterAddrs [][]string, burst string, timeScale float64) (QuickestFigures, error) {
 	var q QuickestFigures
-	reqs, err := workload.Generate(sim, sim.Seed)
-	if err != nil {
-		return q, err
-	}
-	cfg := oracle.DefaultConfig()
-	g := oracle.Regions{RTT: sc.RTT}
-	var podCluster []int
+	fp := scenarioPods(sc)
 	podOf := map[string]int{}   // pod address -> pod
 	firstOf := map[string]int{} // region -> its first pod
-	k := 0
-	for _, r := range sc.Regions {
-		firstOf[r.Name] = len(cfg.Profiles)
-		for _, c := range r.Clusters {
-			if k >= len(clusterAddrs) {
-				return q, fmt.Errorf("bench: %d clusters' addresses for a scenario with more", len(clusterAddrs))
-			}
-			j := 0
-			for _, p := range c.Pools {
-				for range p.Count {
-					if j >= len(clusterAddrs[k]) {
-						return q, fmt.Errorf("bench: cluster %s has %d pod addresses, fewer than its pools", c.Name, len(clusterAddrs[k]))
-					}
-					podOf[clusterAddrs[k][j]] = len(cfg.Profiles)
-					cfg.Profiles = append(cfg.Profiles, p.Profile)
-					g.PodRegion = append(g.PodRegion, r.Name)
-					podCluster = append(podCluster, k)
-					j++
-				}
-			}
-			k++
+	next := map[int]int{}       // cluster -> its pods seen so far
+	for p, k := range fp.cluster {
+		if _, ok := firstOf[fp.region[p]]; !ok {
+			firstOf[fp.region[p]] = p
 		}
+		if k >= len(clusterAddrs) || next[k] >= len(clusterAddrs[k]) {
+			return q, fmt.Errorf("bench: the clusters' pod addresses do not cover the scenario's %d pods", len(fp.cluster))
+		}
+		podOf[clusterAddrs[k][next[k]]] = p
+		next[k]++
 	}
 	answered := map[int]int{} // request index -> the pod that answered it
 	for _, s := range samples {
@@ -84,7 +67,9 @@ func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, s
 			answered[s.Index] = p
 		}
 	}
-	cfg.Network, cfg.Compare = g.Network(false), true
+	cfg := oracle.DefaultConfig()
+	cfg.Profiles, cfg.Compare = fp.profiles, true
+	cfg.Network = oracle.Regions{RTT: sc.RTT, PodRegion: fp.region}.Network(false)
 	cfg.Assign = func(i int) int { // a request that failed, or named no pod, stays in its region
 		if p, ok := answered[reqs[i].Index]; ok {
 			return p
@@ -108,7 +93,7 @@ func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, s
 			if quickest < 0 || ft < quickest {
 				quickest = ft
 			}
-			if podCluster[p] == podCluster[r.Pod] && (mine < 0 || ft < mine) {
+			if fp.cluster[p] == fp.cluster[r.Pod] && (mine < 0 || ft < mine) {
 				mine = ft
 			}
 		}

@@ -22,20 +22,14 @@ func TestQuickestFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Pod addresses in the scenario's order, and each pod's region.
-	var addrs [][]string
-	var flat, regionOf []string
-	for _, r := range sc.Regions {
-		for _, c := range r.Clusters {
-			var as []string
-			for _, p := range c.Pools {
-				for range p.Count {
-					a := fmt.Sprintf("10.0.%d.%d:8000", len(addrs), len(as))
-					as = append(as, a)
-					flat, regionOf = append(flat, a), append(regionOf, r.Name)
-				}
-			}
-			addrs = append(addrs, as)
-		}
+	fp := scenarioPods(sc)
+	addrs := make([][]string, fp.cluster[len(fp.cluster)-1]+1)
+	var flat []string
+	regionOf := fp.region
+	for _, k := range fp.cluster {
+		a := fmt.Sprintf("10.0.%d.%d:8000", k, len(addrs[k]))
+		addrs[k] = append(addrs[k], a)
+		flat = append(flat, a)
 	}
 	samplesOf := func(pod func(i int) int) []loadgen.Sample {
 		out := make([]loadgen.Sample, len(reqs))
@@ -45,22 +39,13 @@ func TestQuickestFigures(t *testing.T) {
 		return out
 	}
 	judge := func(samples []loadgen.Sample, addrs [][]string) (QuickestFigures, error) {
-		return quickestFigures(context.Background(), sc, w, samples, addrs, "us-east-1", 2)
+		return quickestFigures(context.Background(), sc, w, reqs, samples, addrs, "us-east-1", 2)
 	}
 
 	// The oracle's own placements.
 	cfg := oracle.DefaultConfig()
-	g := oracle.Regions{PodRegion: regionOf, RTT: sc.RTT}
-	for _, r := range sc.Regions {
-		for _, c := range r.Clusters {
-			for _, p := range c.Pools {
-				for range p.Count {
-					cfg.Profiles = append(cfg.Profiles, p.Profile)
-				}
-			}
-		}
-	}
-	cfg.Network = g.Network(false)
+	cfg.Profiles = fp.profiles
+	cfg.Network = oracle.Regions{PodRegion: regionOf, RTT: sc.RTT}.Network(false)
 	rep, err := oracle.Replay(context.Background(), cfg, w, reqs)
 	if err != nil {
 		t.Fatal(err)

@@ -34,13 +34,17 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 	if err != nil {
 		return err
 	}
+	reqs, err := workload.Generate(sim, sim.Seed) // the sequence every run sends, in simulated time
+	if err != nil {
+		return err
+	}
 	var pooled *loadgen.Result
 	var modes []ModeFigures
 	for rep := range max(cfg.Repeat, 1) {
 		if cfg.Progress != nil && cfg.Repeat > 1 {
 			fmt.Fprintf(cfg.Progress, "bench %s: run %d of %d\n", cfg.Scenario.Name, rep+1, cfg.Repeat)
 		}
-		lres, ms, err := runRegionalOnce(ctx, cfg, sim, w, burst)
+		lres, ms, err := runRegionalOnce(ctx, cfg, sim, reqs, w, burst)
 		res.LoadAvg[1] = loadAvg()
 		if err != nil {
 			return err
@@ -61,7 +65,7 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 		countSamples(&m, pooled.Targets[i].Samples, burst, arrival, settle)
 		rf.Modes = append(rf.Modes, m)
 	}
-	if rf.Oracle, err = regionalOracle(ctx, cfg.Scenario, sim, burst, cfg.TimeScale); err != nil {
+	if rf.Oracle, err = regionalOracle(ctx, cfg.Scenario, sim, reqs, burst, cfg.TimeScale); err != nil {
 		return err
 	}
 	res.Regional = rf
@@ -70,8 +74,10 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 
 // runRegionalOnce starts a stack per mode, sends w to them and returns loadgen's result and, per
 // mode, the routers' counters (overflow answers, reasons for leaving, forward attempts) and the
-// burst region's placements judged in the simulator against sim, w in simulated time.
-func runRegionalOnce(ctx context.Context, cfg *Config, sim, w *workload.Workload, burst string) (*loadgen.Result, []ModeFigures, error) {
+// burst region's placements judged in the simulator against sim, w in simulated time, whose
+// sequence is reqs.
+func runRegionalOnce(ctx context.Context, cfg *Config, sim *workload.Workload, reqs []workload.Request, w *workload.Workload,
+	burst string) (*loadgen.Result, []ModeFigures, error) {
 	stacks, err := startRegionalStacks(ctx, cfg, w)
 	defer closeRegionalStacks(stacks, cfg.Logger)
 	if err != nil {
@@ -94,7 +100,7 @@ func runRegionalOnce(ctx context.Context, cfg *Config, sim, w *workload.Workload
 		for k, f := range st.fleets {
 			addrs[k] = f.Addrs()
 		}
-		if modes[i].Quickest, err = quickestFigures(ctx, cfg.Scenario, sim, lres.Targets[i].Samples, addrs, burst, cfg.TimeScale); err != nil {
+		if modes[i].Quickest, err = quickestFigures(ctx, cfg.Scenario, sim, reqs, lres.Targets[i].Samples, addrs, burst, cfg.TimeScale); err != nil {
 			return nil, nil, err
 		}
 	}

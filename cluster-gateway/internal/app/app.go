@@ -236,15 +236,12 @@ func (g *Gateway) listen() error {
 	return nil
 }
 
-// listenTLS returns the TLS configuration of --listen, nil without --tls-cert-file. The
-// certificate is read at every handshake (etcd's transport package does this).
+// listenTLS returns the TLS configuration of --listen, nil without --tls-cert-file.
 func (g *Gateway) listenTLS() (*tls.Config, error) {
 	if g.cfg.TLSCertFile == "" {
 		return nil, nil
 	}
-	info := transport.TLSInfo{CertFile: g.cfg.TLSCertFile, KeyFile: g.cfg.TLSKeyFile,
-		TrustedCAFile: g.cfg.TLSClientCAFile, ClientCertAuth: g.cfg.TLSClientCAFile != ""}
-	tc, err := info.ServerConfig()
+	tc, err := serverTLS(g.cfg.TLSCertFile, g.cfg.TLSKeyFile, g.cfg.TLSClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert-file: %w", err)
 	}
@@ -293,3 +290,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 
 // Ready reports whether at least one endpoint has fresh metrics.
 func (g *Gateway) Ready() bool { return proxy.Ready(g.store, g.cfg.Staleness, time.Now()) }
+
+// serverTLS returns a server's TLS configuration from a certificate and its key, requiring
+// client certificates signed by the CAs of clientCAFile when it is given. The certificate and key
+// are read at every handshake (etcd's transport package does this), so a rotated certificate
+// takes effect without a restart.
+func serverTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	info := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: clientCAFile, ClientCertAuth: clientCAFile != ""}
+	return info.ServerConfig()
+}

@@ -9,11 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
-	"os"
 	"path/filepath"
 	"time"
-
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // selfSignedValidity is how long the certificate made for --secure-serving without --cert-path
@@ -27,13 +24,7 @@ func (g *Gateway) extProcTLS() (*tls.Config, error) {
 	case !g.cfg.SecureServing:
 		return nil, nil
 	case g.cfg.CertPath != "":
-		info := transport.TLSInfo{CertFile: filepath.Join(g.cfg.CertPath, "tls.crt"), KeyFile: filepath.Join(g.cfg.CertPath, "tls.key")}
-		for _, f := range []string{info.CertFile, info.KeyFile} {
-			if _, err := os.Stat(f); err != nil {
-				return nil, fmt.Errorf("--cert-path: %w", err)
-			}
-		}
-		tc, err := info.ServerConfig()
+		tc, err := serverTLS(filepath.Join(g.cfg.CertPath, "tls.crt"), filepath.Join(g.cfg.CertPath, "tls.key"), "")
 		if err != nil {
 			return nil, fmt.Errorf("--cert-path: %w", err)
 		}
