@@ -190,6 +190,7 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 		c.RTT, e.Unverified = st.rtt.estimate(c.RTT, now, t.cfg.MeasuredRTT)
 	}
 	if e.model != nil {
+		c.SummaryAge = e.Age
 		sent, sentTokens := st.sends.since(e.Summary.GetGeneratedAtUnixNano())
 		c.InFlight, c.InFlightTokens = sent+st.pending, sentTokens+st.pendingTokens
 		c.Waiting, c.WaitingTokens = st.waiting+st.pending, st.waitingTokens+st.pendingTokens

@@ -40,6 +40,7 @@ func model(name string, pods uint32, adapters ...string) *gossipv1.ModelCapacity
 	m := &gossipv1.ModelCapacity{
 		Name: name, ReadyPods: pods, TotalKvTokens: 400_000, FreeKvTokens: 300_000, QueueDepth: 2,
 		PredictedTtftMs: 100, MeanPredictedTtftMs: 180, PrefillTokensPerSecond: 20_000 * float32(pods),
+		DecodeTokensPerSecond: 40 * float32(pods),
 	}
 	for _, a := range adapters {
 		m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: a, ResidentPods: 1})
@@ -55,6 +56,7 @@ func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
 		summary("c1", "us-east-1", "gw-c", "http://c", now.Add(-10*time.Second), true, model("llama", 4)),
 		summary("c2", "eu-west-1", "gw-d", "http://d", now.Add(-10*time.Second), true, model("llama", 2)),
 	}
+	src[1].Age = 300 * time.Millisecond
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"eu-west-1": 80 * time.Millisecond}, Now: func() time.Time { return now }}, src, drains{})
 	view := tb.View("sql", nil)
 	if len(view) != 2 {
@@ -71,6 +73,10 @@ func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
 	// mean, 180 ms, waits 130 ms.
 	if c1.Cluster.BaseTTFT != 50*time.Millisecond || c1.Cluster.MeanTTFT != 130*time.Millisecond || c1.Cluster.PrefillTokensPerSec != 20_000 {
 		t.Errorf("c1 base TTFT %v mean %v prefill %v", c1.Cluster.BaseTTFT, c1.Cluster.MeanTTFT, c1.Cluster.PrefillTokensPerSec)
+	}
+	// The chosen replica's summary is 300 ms old; 40 tokens/s of decode per pod is a 25 ms step.
+	if c1.Cluster.SummaryAge != 300*time.Millisecond || c1.Cluster.StepTime != 25*time.Millisecond {
+		t.Errorf("c1 summary age %v step %v, want 300ms and 25ms", c1.Cluster.SummaryAge, c1.Cluster.StepTime)
 	}
 	if !c2.Cluster.Stale || c2.Cluster.RTT != 80*time.Millisecond || c2.Cluster.Serves {
 		t.Errorf("c2 should be stale, 80ms away and not serve the adapter: %+v", c2.Cluster)

@@ -144,6 +144,9 @@ func fillCapacity(c *routing.Cluster, mc *gossipv1.ModelCapacity) {
 	if c.ReadyPods > 0 && mc.GetPrefillTokensPerSecond() > 0 {
 		c.PrefillTokensPerSec = float64(mc.GetPrefillTokensPerSecond()) / float64(c.ReadyPods)
 	}
+	if c.ReadyPods > 0 && mc.GetDecodeTokensPerSecond() > 0 {
+		c.StepTime = time.Duration(float64(c.ReadyPods) / float64(mc.GetDecodeTokensPerSecond()) * float64(time.Second))
+	}
 	c.BaseTTFT = waitPart(mc.GetPredictedTtftMs(), c.PrefillTokensPerSec)
 	if mc.GetMeanPredictedTtftMs() > 0 {
 		c.MeanTTFT = max(waitPart(mc.GetMeanPredictedTtftMs(), c.PrefillTokensPerSec), c.BaseTTFT)

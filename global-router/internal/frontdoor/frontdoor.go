@@ -260,8 +260,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // logDecision logs a routing decision at debug level: the chosen cluster and, per eligible
 // cluster, "name=estimate/waiting streams/in flight/RTT/best pod's wait/mean wait/waiting
-// streams' prompt tokens/in-flight prompt tokens/prefill tokens per second per pod" (times in
-// milliseconds).
+// streams' prompt tokens/in-flight prompt tokens/prefill tokens per second per pod/summary age"
+// (times in milliseconds).
 func (s *Server) logDecision(ctx context.Context, model string, promptTokens int, view []clustertable.Entry, d routing.Decision) {
 	var b strings.Builder
 	for i, e := range d.Explain {
@@ -272,8 +272,9 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d/%d/%d/%.0f", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds(),
-			c.BaseTTFT.Milliseconds(), c.MeanTTFT.Milliseconds(), c.WaitingTokens, c.InFlightTokens, c.PrefillTokensPerSec)
+		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d/%d/%d/%.0f/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds(),
+			c.BaseTTFT.Milliseconds(), c.MeanTTFT.Milliseconds(), c.WaitingTokens, c.InFlightTokens, c.PrefillTokensPerSec,
+			c.SummaryAge.Milliseconds())
 	}
 	chosen := ""
 	if len(d.Targets) > 0 {

@@ -330,6 +330,18 @@ func TestEstimate(t *testing.T) {
 		{"one unsaturated pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 }, 180 * ms},
 		// No request since the summary: the mean changes nothing.
 		{"mean without work in flight", func(c *routing.Cluster) { c.MeanTTFT = 80 * ms }, 80 * ms},
+		// A summary 100 ms old predicted 300 ms: 200 ms of it are left.
+		{"a summary's wait drains with its age", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge = 300*ms, 100*ms }, 260 * ms},
+		// ... down to one engine step, however old.
+		{"drained down to a step", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.StepTime = 300*ms, time.Second, 25*ms }, 85 * ms},
+		// A wait under a step is kept as it is.
+		{"a wait under a step", func(c *routing.Cluster) { c.SummaryAge, c.StepTime = time.Second, 25*ms }, 80 * ms},
+		// The work sent since the summary (100 ms) drains with the rest: 20 + 100 - 50 ms.
+		{"work sent since drains too", func(c *routing.Cluster) { c.InFlight, c.SummaryAge = 8, 50*ms }, 130 * ms},
+		// However old the summary, the router's own streams waiting there (100 ms) are still ahead.
+		{"the router's own backlog stays", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.Waiting = 300*ms, time.Second, 8 }, 160 * ms},
+		// A saturated cluster's wait drains too: 20 ms + 8 × 1 s / 4 pods - 500 ms.
+		{"a saturated cluster drains", func(c *routing.Cluster) { c.InFlight, c.SaturatedFraction, c.SummaryAge = 8, 1, 500*ms }, 1580 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,6 +78,13 @@ type Cluster struct {
 	// ones); 0 when the summary does not carry it. Work sent since the summary fills the best pod
 	// up to the others' level before it spreads over all of them.
 	MeanTTFT time.Duration
+	// SummaryAge is how old the summary's figures are. A pod works through what was ahead of it
+	// while the summary travels: by now the cluster has worked off up to SummaryAge of the wait
+	// the summary predicted (and of the work sent since, counted in InFlight).
+	SummaryAge time.Duration
+	// StepTime is one engine step on a pod (the inverse of its decode speed): the least wait a
+	// busy pod has, which the predicted wait does not drain below. 0 when unknown.
+	StepTime time.Duration
 	// PrefillTokensPerSec is the per-pod prefill speed (tokens/s); 0 when unknown.
 	PrefillTokensPerSec float64
 	// ServiceTime is the mean time a request occupies a pod slot; 0 when unknown.
