@@ -31,6 +31,13 @@ type QuickestFigures struct {
 	// RegretMs sums, over the others, how much later (real milliseconds) the answering cluster's
 	// best pod would have given the first token than the quickest cluster's.
 	RegretMs float64 `json:"regret_ms"`
+	// The others by where the quickest cluster was: KeptHome were answered in the burst region
+	// while a cluster elsewhere was quicker, SentAway elsewhere while a cluster at home was, and
+	// AwayElsewhere elsewhere while another cluster elsewhere was. The rest (answered at home while
+	// another home cluster was quicker) is the gateways' region's own choice.
+	KeptHome      int `json:"kept_home"`
+	SentAway      int `json:"sent_away"`
+	AwayElsewhere int `json:"away_elsewhere"`
 }
 
 // add adds src's counts to q.
@@ -38,6 +45,9 @@ func (q *QuickestFigures) add(src QuickestFigures) {
 	q.Compared += src.Compared
 	q.OnQuickest += src.OnQuickest
 	q.RegretMs += src.RegretMs
+	q.KeptHome += src.KeptHome
+	q.SentAway += src.SentAway
+	q.AwayElsewhere += src.AwayElsewhere
 }
 
 // quickestFigures judges one mode's placements in one run (samples, ordered by request index)
@@ -85,13 +95,13 @@ func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, r
 		if _, ok := answered[r.Index]; !ok || r.Region != burst {
 			continue
 		}
-		quickest, mine := time.Duration(-1), time.Duration(-1)
+		quickest, mine, at := time.Duration(-1), time.Duration(-1), -1
 		for p, ft := range r.Candidates {
 			if ft < 0 {
 				continue
 			}
 			if quickest < 0 || ft < quickest {
-				quickest = ft
+				quickest, at = ft, p
 			}
 			if fp.cluster[p] == fp.cluster[r.Pod] && (mine < 0 || ft < mine) {
 				mine = ft
@@ -103,6 +113,14 @@ func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, r
 			continue
 		}
 		q.RegretMs += float64(mine-quickest) * timeScale / float64(time.Millisecond)
+		switch home, quickHome := fp.region[r.Pod] == burst, fp.region[at] == burst; {
+		case home && !quickHome:
+			q.KeptHome++
+		case !home && quickHome:
+			q.SentAway++
+		case !home:
+			q.AwayElsewhere++
+		}
 	}
 	return q, nil
 }

@@ -76,6 +76,30 @@ func TestQuickestFigures(t *testing.T) {
 	if local.Compared != best.Compared || local.OnQuickest*10 > local.Compared*9 || local.RegretMs <= 0 {
 		t.Fatalf("all at home: %+v, want fewer than 90%% on the quickest, with regret", local)
 	}
+	// One cluster a region: every request kept at home off the quickest had it elsewhere.
+	if local.KeptHome != local.Compared-local.OnQuickest || local.SentAway != 0 || local.AwayElsewhere != 0 {
+		t.Fatalf("all at home: %+v, want every miss kept at home", local)
+	}
+	// Everything from the burst region sent to the farthest region: the misses are away, those
+	// whose quickest was at home sent away, the others to the wrong cluster elsewhere.
+	far := func(i int) int {
+		if reqs[i].Region != "us-east-1" {
+			return home(i)
+		}
+		for p, r := range regionOf {
+			if r == "eu-west-1" {
+				return p
+			}
+		}
+		return -1
+	}
+	away, err := judge(samplesOf(far), addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := away.Compared - away.OnQuickest; away.KeptHome != 0 || away.SentAway == 0 || away.SentAway+away.AwayElsewhere != off {
+		t.Fatalf("all sent to eu-west-1: %+v, want every miss away, some with home quickest", away)
+	}
 
 	// Failed requests and requests naming no known pod are left out.
 	s := samplesOf(home)

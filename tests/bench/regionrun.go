@@ -296,7 +296,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		if q := m.Quickest; q.Compared > 0 {
 			late := ""
 			if off := q.Compared - q.OnQuickest; off > 0 {
-				late = fmt.Sprintf(", the others %.0f ms later on average", q.RegretMs/float64(off))
+				late = fmt.Sprintf(", the others %.0f ms later on average; of them %d kept at home while elsewhere was quicker, "+
+					"%d sent away while home was, %d sent to another cluster elsewhere", q.RegretMs/float64(off), q.KeptHome, q.SentAway, q.AwayElsewhere)
 			}
 			quick = append(quick, fmt.Sprintf("%s %d of %d (%.1f%%%s)", m.Mode, q.OnQuickest, q.Compared, 100*share(q.OnQuickest, q.Compared), late))
 		}
