@@ -33,8 +33,8 @@ type QuickestFigures struct {
 	RegretMs float64 `json:"regret_ms"`
 	// The others by where the quickest cluster was: KeptHome were answered in the burst region
 	// while a cluster elsewhere was quicker, SentAway elsewhere while a cluster at home was, and
-	// AwayElsewhere elsewhere while another cluster elsewhere was. The rest (answered at home while
-	// another home cluster was quicker) is the gateways' region's own choice.
+	// AwayElsewhere elsewhere while another cluster elsewhere was. The rest were answered at home
+	// while another cluster at home was quicker (a burst region of several clusters).
 	KeptHome      int `json:"kept_home"`
 	SentAway      int `json:"sent_away"`
 	AwayElsewhere int `json:"away_elsewhere"`
