@@ -103,12 +103,15 @@ func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 			continue
 		}
 		if out[i].Share < 1 || out[i].Unverified {
-			ok, turn := t.offer(&out[i].state.health, out[i].Share, out[i].Unverified, route, now)
+			h := &out[i].state.health
+			probe := h.halfOpen() || out[i].Unverified // offered to one request at a time, as it is
+			ok, turn := t.offer(h, out[i].Share, out[i].Unverified, route, now)
 			if !ok {
 				held = append(held, i)
 				continue
 			}
 			out[i].probeTurn = turn
+			out[i].Cluster.Returning = !probe
 		}
 		// A cluster whose every pod is saturated takes nothing: it does not make the held ones
 		// unnecessary.

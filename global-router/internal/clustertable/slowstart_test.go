@@ -55,16 +55,18 @@ func TestSlowStartAfterEjection(t *testing.T) {
 		draw          float64
 		wantUnhealthy bool
 		wantWithheld  bool
+		// wantReturning: let in by slow start's draw (not a half-open probe).
+		wantReturning bool
 	}{
-		{"ejected", 500 * time.Millisecond, nil, 0, true, false},
-		{"half open: one probe offered whatever the draw", 1200 * time.Millisecond, nil, 0.99, false, false},
-		{"half open: no second probe while the first may be running", 1300 * time.Millisecond, nil, 0, true, true},
-		{"half open: another probe once the first had its time", 3300 * time.Millisecond, nil, 0.99, false, false},
-		{"answered: slow start from 10%, drawn", 3400 * time.Millisecond, &answered, 0.05, false, false},
-		{"answered: slow start from 10%, not drawn", 3400 * time.Millisecond, nil, 0.5, true, true},
-		{"half way: 50% offered, drawn", 5900 * time.Millisecond, nil, 0.45, false, false},
-		{"half way: 50% offered, not drawn", 5900 * time.Millisecond, nil, 0.55, true, true},
-		{"slow start over", 8400 * time.Millisecond, nil, 0.99, false, false},
+		{"ejected", 500 * time.Millisecond, nil, 0, true, false, false},
+		{"half open: one probe offered whatever the draw", 1200 * time.Millisecond, nil, 0.99, false, false, false},
+		{"half open: no second probe while the first may be running", 1300 * time.Millisecond, nil, 0, true, true, false},
+		{"half open: another probe once the first had its time", 3300 * time.Millisecond, nil, 0.99, false, false, false},
+		{"answered: slow start from 10%, drawn", 3400 * time.Millisecond, &answered, 0.05, false, false, true},
+		{"answered: slow start from 10%, not drawn", 3400 * time.Millisecond, nil, 0.5, true, true, false},
+		{"half way: 50% offered, drawn", 5900 * time.Millisecond, nil, 0.45, false, false, true},
+		{"half way: 50% offered, not drawn", 5900 * time.Millisecond, nil, 0.55, true, true, false},
+		{"slow start over", 8400 * time.Millisecond, nil, 0.99, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,8 +75,9 @@ func TestSlowStartAfterEjection(t *testing.T) {
 				tb.Observe(*tt.outcome)
 			}
 			e := tb.View("llama", nil)[0]
-			if e.Cluster.Unhealthy != tt.wantUnhealthy || e.Withheld != tt.wantWithheld {
-				t.Fatalf("share %.2f: unhealthy %v withheld %v, want %v %v", e.Share, e.Cluster.Unhealthy, e.Withheld, tt.wantUnhealthy, tt.wantWithheld)
+			if e.Cluster.Unhealthy != tt.wantUnhealthy || e.Withheld != tt.wantWithheld || e.Cluster.Returning != tt.wantReturning {
+				t.Fatalf("share %.2f: unhealthy %v withheld %v returning %v, want %v %v %v", e.Share, e.Cluster.Unhealthy, e.Withheld,
+					e.Cluster.Returning, tt.wantUnhealthy, tt.wantWithheld, tt.wantReturning)
 			}
 		})
 	}

@@ -244,8 +244,13 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 		left = leftBecause(region, clusters, d.Explain)
 	}
 	chosen := powerOfD(pool, d.Explain, opt, rng, &d)
+	reason := route
+	if r := returningShare(pool, clusters, rng); r >= 0 && r != chosen {
+		d.Explain[chosen].Reason = reasonYielded
+		chosen, reason = r, route+reasonReturning
+	}
 	d.Explain[chosen].Chosen = true
-	d.Explain[chosen].Reason = route
+	d.Explain[chosen].Reason = reason
 	d.Targets = orderTargets(chosen, pool, eligible, d.Explain)
 	switch {
 	case clusters[chosen].Region != region:
@@ -425,6 +430,30 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 	return pick
 }
 
+// returningShare draws whether the request goes to a returning cluster of pool (Cluster.Returning)
+// whatever the estimates: each one with probability 1/len(pool). It returns the cluster, or -1.
+func returningShare(pool []int, clusters []Cluster, rng *rand.Rand) int {
+	n := 0
+	for _, i := range pool {
+		if clusters[i].Returning {
+			n++
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	k := intN(rng, len(pool))
+	for _, i := range pool {
+		if clusters[i].Returning {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return -1
+}
+
 // smallest appends to dst up to k members of idx that pass keep, in increasing order of estimate
 // (ties by position), by repeated selection: O(len(idx)·k), with k small.
 func smallest(dst, idx []int, ex []Explanation, k int, keep func(int) bool) []int {
@@ -471,6 +500,8 @@ const (
 	reasonNotNearBest    = "not near the best estimate"
 	reasonNotDrawn       = "near the best, not drawn by power-of-d"
 	reasonLocalOnly      = "outside the router's region (local-only routing mode)"
+	reasonYielded        = "drawn by power-of-d, passed over for a returning cluster's share"
+	reasonReturning      = "; returning from slow start, sent its share whatever its estimate"
 )
 
 func intN(rng *rand.Rand, n int) int {

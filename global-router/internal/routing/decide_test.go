@@ -3,6 +3,7 @@ package routing_test
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,6 +243,43 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // TestPowerOfDSpreadsAmongNearBest checks that overflow is spread among near-equal clusters but
 // never lands on one outside the 20% window.
+// A returning cluster whose summary makes it look slow (its gateway's prior speeds) still gets
+// its share of the pool: one request in as many as the pool has clusters. Without the flag it gets
+// nothing, and a cluster elsewhere is not part of a local pool's share.
+func TestReturningClusterGetsItsShare(t *testing.T) {
+	slow := cluster("back", "us-east-1", 0.1, 0)
+	slow.PrefillTokensPerSec = 2_000 // 500 tokens: 250 ms of prefill against 25 ms
+	cs := []routing.Cluster{cluster("a", "us-east-1", 0.1, 0), cluster("b", "us-east-1", 0.1, 0), slow, cluster("far", "eu-west-1", 0.1, 80*ms)}
+	count := func(returning bool) int {
+		cs[2].Returning = returning
+		rng := rand.New(rand.NewPCG(3, 4))
+		n := 0
+		for range 3000 {
+			d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 500}, routing.DefaultOptions(), rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Targets[0] == 2 {
+				n++
+				if !strings.Contains(d.Explain[2].Reason, "returning") || d.Route != routing.RouteLocal {
+					t.Fatalf("returning cluster chosen with reason %q, route %s", d.Explain[2].Reason, d.Route)
+				}
+			}
+			if d.Targets[0] == 3 {
+				t.Fatal("a local pool's request went elsewhere")
+			}
+		}
+		return n
+	}
+	if n := count(false); n != 0 {
+		t.Fatalf("the slow cluster got %d of 3000 requests without slow start, want none", n)
+	}
+	// One in three local clusters: 1,000 expected, the binomial's sd is 26.
+	if n := count(true); n < 900 || n > 1100 {
+		t.Fatalf("the returning cluster got %d of 3000 requests, want about 1000", n)
+	}
+}
+
 func TestPowerOfDSpreadsAmongNearBest(t *testing.T) {
 	cs := []routing.Cluster{
 		busy(cluster("east", "us-east-1", 0.95, 2*ms), time.Second),

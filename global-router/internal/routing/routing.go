@@ -92,6 +92,13 @@ type Cluster struct {
 	// CachedPrefixTokens is how much of this request's prompt the cluster's prefix sketch says it
 	// holds.
 	CachedPrefixTokens int
+	// Returning is true while the cluster is in slow start (its gateway restarted, or its
+	// ejection ended, less than the slow start ago) and this request's slow-start draw let it in.
+	// Until it has served requests again its summary may carry the gateway's prior speeds rather
+	// than measured ones, which can make it look slower than it is for good: Decide sends it its
+	// fair share of the pool (one request in as many as the pool has clusters) whatever its
+	// estimate, so that it serves, and the draw has already scaled that share by slow start's.
+	Returning bool
 	// RegionOverflowInFlight is this router's in-flight overflow requests to the cluster's region.
 	RegionOverflowInFlight int
 }
