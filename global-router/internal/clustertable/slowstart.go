@@ -104,7 +104,9 @@ func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 		}
 		if out[i].Share < 1 || out[i].Unverified {
 			h := &out[i].state.health
-			probe := h.halfOpen() || out[i].Unverified // offered to one request at a time, as it is
+			// A half-open or unverified cluster is probed: offered to one request at a time, on
+			// its estimate. Only slow start's offers carry a share (routing.Cluster.Returning).
+			probe := h.halfOpen() || out[i].Unverified
 			ok, turn := t.offer(h, out[i].Share, out[i].Unverified, route, now)
 			if !ok {
 				held = append(held, i)
