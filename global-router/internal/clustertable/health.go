@@ -109,14 +109,16 @@ func (s *sendTimes) add(t time.Time, tokens int) {
 	s.next++
 }
 
-// since counts the remembered sends after t (Unix nanoseconds), at most the ring's size, and
-// sums their prompt tokens: a binary search back from the newest send for the first one after t.
-func (s *sendTimes) since(t int64) (sends int, tokens int64) {
+// since counts the remembered sends after t (Unix nanoseconds), at most the ring's size, sums
+// their prompt tokens and gives the time of the oldest of them (0 when none): a binary search
+// back from the newest send for the first one after t.
+func (s *sendTimes) since(t int64) (sends int, tokens, oldest int64) {
 	n := min(s.next, len(s.ring))
 	// The i-th newest send (i = 1..n) is at ring[(next-i) mod len]; sends after t are the newest k.
 	k := sort.Search(n, func(i int) bool { return s.ring[(s.next-1-i)%len(s.ring)] <= t })
 	if k == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return k, s.total - s.before[(s.next-k)%len(s.ring)]
+	first := (s.next - k) % len(s.ring)
+	return k, s.total - s.before[first], s.ring[first]
 }

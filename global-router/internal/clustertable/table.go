@@ -191,8 +191,11 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	}
 	if e.model != nil {
 		c.SummaryAge = e.Age
-		sent, sentTokens := st.sends.since(e.Summary.GetGeneratedAtUnixNano())
+		sent, sentTokens, oldest := st.sends.since(e.Summary.GetGeneratedAtUnixNano())
 		c.InFlight, c.InFlightTokens = sent+st.pending, sentTokens+st.pendingTokens
+		if sent > 0 {
+			c.InFlightAge = max(now.Sub(time.Unix(0, oldest)), 0)
+		}
 		c.Waiting, c.WaitingTokens = st.waiting+st.pending, st.waitingTokens+st.pendingTokens
 	}
 }

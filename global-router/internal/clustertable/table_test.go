@@ -144,10 +144,12 @@ func TestInFlightSinceSummaryAndPrefixSketch(t *testing.T) {
 	tb.Sent("c1") // at the summary's own time: already counted by the gateway
 	clk.t = clk.t.Add(100 * time.Millisecond)
 	tb.Sent("c1")
+	clk.t = clk.t.Add(20 * time.Millisecond)
 	tb.Sent("c1")
+	clk.t = clk.t.Add(30 * time.Millisecond)
 	c := tb.View("llama", hashes)[0].Cluster
-	if c.InFlight != 2 {
-		t.Errorf("in-flight since summary = %d, want 2", c.InFlight)
+	if c.InFlight != 2 || c.InFlightAge != 50*time.Millisecond {
+		t.Errorf("in-flight since summary = %d, the oldest sent %v ago; want 2, 50ms", c.InFlight, c.InFlightAge)
 	}
 	if c.CachedPrefixTokens != 6*16 {
 		t.Errorf("cached prefix tokens = %d, want %d", c.CachedPrefixTokens, 6*16)

@@ -115,7 +115,7 @@ func estimate(c *Cluster, req Request) (start, prefill time.Duration) {
 	} else {
 		waited = fill(wait, c.MeanTTFT, c.ReadyPods, c.SaturatedFraction, rate, tokens(c.InFlight, c.InFlightTokens))
 	}
-	waited = drained(waited, c.SummaryAge, c.StepTime)
+	waited = drained(waited, waited-wait, c.SummaryAge, c.InFlightAge, c.StepTime)
 	// The requests this router has waiting there for a first token are a backlog the cluster
 	// must prefill first, whatever the summary (which may predate them) says.
 	backlog := seconds(tokens(c.Waiting, c.WaitingTokens) / rate / float64(pods))
@@ -125,16 +125,17 @@ func estimate(c *Cluster, req Request) (start, prefill time.Duration) {
 	return c.RTT + max(waited, backlog), prefill
 }
 
-// drained returns a wait predicted age ago, with the work sent since, as it stands now: a pod
-// with work ahead of it works through it all the while, so age of it is gone, down to one step
-// (or the whole wait, if it was less than a step). It cannot see an idle spell between the
-// summary and the work sent since, which leaves more to do than this; the router's own backlog
-// (Cluster.Waiting), known exactly, bounds the wait from below for that.
-func drained(wait, age, step time.Duration) time.Duration {
+// drained returns a wait predicted age ago, with the work sent since (sent of it, the oldest of
+// which sentAge ago), as it stands now: a pod with work ahead of it works through it all the
+// while, so age of the whole is gone, but of the work sent since no more than sentAge (the pod
+// may have been idle until it came: a fluid queue's bound), and never below one step (or the
+// whole wait, if it was less than a step). The router's own streams still waiting there
+// (Cluster.Waiting), known exactly, bound the wait from below as well.
+func drained(wait, sent, age, sentAge, step time.Duration) time.Duration {
 	if age <= 0 {
 		return wait
 	}
-	return max(wait-age, min(wait, step))
+	return max(wait-age, sent-min(sentAge, age), min(wait, step))
 }
 
 // fill returns the wait on a cluster whose best pod waits best and its unsaturated pods mean on

@@ -374,12 +374,20 @@ func TestEstimate(t *testing.T) {
 		{"drained down to a step", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.StepTime = 300*ms, time.Second, 25*ms }, 85 * ms},
 		// A wait under a step is kept as it is.
 		{"a wait under a step", func(c *routing.Cluster) { c.SummaryAge, c.StepTime = time.Second, 25*ms }, 80 * ms},
-		// The work sent since the summary (100 ms) drains with the rest: 20 + 100 - 50 ms.
-		{"work sent since drains too", func(c *routing.Cluster) { c.InFlight, c.SummaryAge = 8, 50*ms }, 130 * ms},
+		// The work sent since the summary (100 ms, the oldest of it sent 50 ms ago) drains with
+		// the rest: 20 + 100 - 50 ms.
+		{"work sent since drains too", func(c *routing.Cluster) { c.InFlight, c.SummaryAge, c.InFlightAge = 8, 50*ms, 50*ms }, 130 * ms},
+		// ... but only since it was sent: a summary 300 ms old, the work sent 40 ms ago, 60 ms of
+		// it left (not 20 + 100 - 300).
+		{"work sent since drains from its sending", func(c *routing.Cluster) { c.InFlight, c.SummaryAge, c.InFlightAge = 8, 300*ms, 40*ms }, 120 * ms},
+		// Sent just now: all of it left.
+		{"work sent just now", func(c *routing.Cluster) { c.InFlight, c.SummaryAge = 8, 300*ms }, 160 * ms},
 		// However old the summary, the router's own streams waiting there (100 ms) are still ahead.
 		{"the router's own backlog stays", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.Waiting = 300*ms, time.Second, 8 }, 160 * ms},
 		// A saturated cluster's wait drains too: 20 ms + 8 × 1 s / 4 pods - 500 ms.
-		{"a saturated cluster drains", func(c *routing.Cluster) { c.InFlight, c.SaturatedFraction, c.SummaryAge = 8, 1, 500*ms }, 1580 * ms},
+		{"a saturated cluster drains", func(c *routing.Cluster) {
+			c.InFlight, c.SaturatedFraction, c.SummaryAge, c.InFlightAge = 8, 1, 500*ms, 500*ms
+		}, 1580 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -80,8 +80,9 @@ type Cluster struct {
 	MeanTTFT time.Duration
 	// SummaryAge is how old the summary's figures are. A pod works through what was ahead of it
 	// while the summary travels: by now the cluster has worked off up to SummaryAge of the wait
-	// the summary predicted (and of the work sent since, counted in InFlight).
-	SummaryAge time.Duration
+	// the summary predicted and of the work sent since (InFlight), but of the latter no more
+	// than InFlightAge, how long ago the oldest of it was sent (0: just now).
+	SummaryAge, InFlightAge time.Duration
 	// StepTime is one engine step on a pod (the inverse of its decode speed): the least wait a
 	// busy pod has, which the predicted wait does not drain below. 0 when unknown.
 	StepTime time.Duration
