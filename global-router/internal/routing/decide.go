@@ -432,25 +432,15 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 }
 
 // returningShare draws whether the request goes to a returning cluster of pool (Cluster.Returning)
-// whatever the estimates: each one with probability 1/len(pool). It returns the cluster, or -1.
+// whatever the estimates: one member of pool drawn uniformly, taken when it is returning, so each
+// returning cluster with probability 1/len(pool). It returns the cluster, or -1. No draw is made
+// when none is returning.
 func returningShare(pool []int, clusters []Cluster, rng *rand.Rand) int {
-	n := 0
-	for _, i := range pool {
-		if clusters[i].Returning {
-			n++
-		}
-	}
-	if n == 0 {
+	if !slices.ContainsFunc(pool, func(i int) bool { return clusters[i].Returning }) {
 		return -1
 	}
-	k := intN(rng, len(pool))
-	for _, i := range pool {
-		if clusters[i].Returning {
-			if k == 0 {
-				return i
-			}
-			k--
-		}
+	if i := pool[intN(rng, len(pool))]; clusters[i].Returning {
+		return i
 	}
 	return -1
 }
