@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
@@ -57,6 +59,18 @@ func TestQuickestFigures(t *testing.T) {
 	if best.Compared == 0 || best.OnQuickest != best.Compared || best.RegretMs != 0 {
 		t.Fatalf("the oracle's own placements: %+v, want every one on the quickest", best)
 	}
+	// Replaying the oracle's choices of cluster, each request on its cluster's earliest pod, is
+	// the oracle again (one cluster per region here, so the same pods): its P99 exactly.
+	var burstTTFT []time.Duration
+	for _, r := range rep.Requests {
+		if r.Region == "us-east-1" {
+			burstTTFT = append(burstTTFT, 2*r.TTFT)
+		}
+	}
+	slices.Sort(burstTTFT)
+	if want := report.Num(float64(oracle.NearestRank(burstTTFT, 0.99)) / float64(time.Millisecond)); best.ChoiceP99Ms != want || want <= 0 {
+		t.Fatalf("the oracle's choices of cluster replayed: P99 %v ms, want the oracle's %v", best.ChoiceP99Ms, want)
+	}
 
 	// Everything kept in its region, round robin over its pods.
 	home := func(i int) int {
@@ -72,13 +86,29 @@ func TestQuickestFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("oracle %+v; all at home %+v", best, local)
+	t.Logf("oracle: %d of %d on the quickest, choices replayed P99 %v ms; all at home: %d of %d, %v ms",
+		best.OnQuickest, best.Compared, best.ChoiceP99Ms, local.OnQuickest, local.Compared, local.ChoiceP99Ms)
 	if local.Compared != best.Compared || local.OnQuickest*10 > local.Compared*9 || local.RegretMs <= 0 {
 		t.Fatalf("all at home: %+v, want fewer than 90%% on the quickest, with regret", local)
 	}
 	// One cluster a region: every request kept at home off the quickest had it elsewhere.
 	if local.KeptHome != local.Compared-local.OnQuickest || local.SentAway != 0 || local.AwayElsewhere != 0 {
 		t.Fatalf("all at home: %+v, want every miss kept at home", local)
+	}
+	// Kept at home, the burst queues there whatever the pod: a tail well past the oracle's.
+	if local.ChoiceP99Ms < 2*best.ChoiceP99Ms {
+		t.Fatalf("all at home: choices of cluster replayed P99 %v ms, want at least twice the oracle's %v", local.ChoiceP99Ms, best.ChoiceP99Ms)
+	}
+	// Pooling two runs pools their replayed requests: the same runs twice, the same P99.
+	pooled := local
+	pooled.choice = slices.Clone(local.choice)
+	pooled.add(local)
+	if pooled.ChoiceP99Ms != local.ChoiceP99Ms || len(pooled.choice) != 2*len(local.choice) {
+		t.Fatalf("pooled twice: P99 %v over %d, want %v over %d", pooled.ChoiceP99Ms, len(pooled.choice), local.ChoiceP99Ms, 2*len(local.choice))
+	}
+	pooled.add(best)
+	if pooled.ChoiceP99Ms >= local.ChoiceP99Ms || pooled.ChoiceP99Ms <= best.ChoiceP99Ms {
+		t.Fatalf("pooled with the oracle's: P99 %v, want between %v and %v", pooled.ChoiceP99Ms, best.ChoiceP99Ms, local.ChoiceP99Ms)
 	}
 	// Everything from the burst region sent to the farthest region: the misses are away, those
 	// whose quickest was at home sent away, the others to the wrong cluster elsewhere.
@@ -128,5 +158,8 @@ func TestQuickestFigures(t *testing.T) {
 	regionalMarkdown(&b, sc, &report.Report{Targets: make([]report.Target, 1)}, rf)
 	if !strings.Contains(b.String(), fmt.Sprintf("global %d of %d", local.OnQuickest, local.Compared)) {
 		t.Fatalf("markdown lacks the quickest-cluster figure:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), fmt.Sprintf("global %s ms (measured", local.ChoiceP99Ms)) {
+		t.Fatalf("markdown lacks the replayed choices' P99:\n%s", b.String())
 	}
 }

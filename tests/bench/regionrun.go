@@ -307,6 +307,17 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 			"(the run replayed with the mode's placements, each request also simulated on every cluster's best pod; within %v of the quickest): %s.\n",
 			quickestTolerance, strings.Join(quick, "; "))
 	}
+	var choice []string
+	for _, m := range rf.Modes {
+		if m.Quickest.ChoiceP99Ms > 0 {
+			choice = append(choice, fmt.Sprintf("%s %s ms (measured %s ms)", m.Mode, m.Quickest.ChoiceP99Ms, m.BurstTTFTMs.P99))
+		}
+	}
+	if len(choice) > 0 {
+		fmt.Fprintf(b, "\nBurst-region P99 with the mode's choices of cluster replayed in the simulator, each request on the pod of its "+
+			"cluster with the earliest first token: %s. Near the measured P99, the gap to the oracle is in the choice of cluster; "+
+			"well under it, in the gateways' choice of pod or the measurement.\n", strings.Join(choice, "; "))
+	}
 	var calib, est []string
 	for _, m := range rf.Modes {
 		if q, ok := deciles(m.PredictionRatio); ok {
