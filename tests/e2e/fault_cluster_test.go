@@ -213,7 +213,11 @@ func TestRegionCutOff(t *testing.T) {
 	// Not asserted: the attempts on west-a from 5 s after the cut (half-open probes of the
 	// ejected cluster, one at a time; 1 measured).
 	// No herd: both eu-west-1 clusters take a real part of the rerouted traffic (their split
-	// follows their estimates, 14/85 to 79/20 measured; a herd is all of it on one).
+	// follows their estimates; a herd is all of it on one). The requests caught on the cut are
+	// retried where the router then estimates best, each counting for the next. When they all
+	// retried at the fallback chosen on their arrival, that cluster's gateway learnt its pod as
+	// slow from the batch, and the split was 14/85 to 90/9 (under 10% in three of six runs);
+	// retried as now, 43/56 to 75/24 in five runs.
 	if n := during["eu-a"] + during["eu-b"]; n == 0 || during["eu-a"]*10 < n || during["eu-b"]*10 < n {
 		t.Errorf("during the cut eu-west-1 served %v: want each of its clusters to take at least 10%%", during)
 	}

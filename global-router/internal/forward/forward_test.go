@@ -371,3 +371,113 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// With a Retarget, a refused attempt is followed by the targets chosen again, not the rest of
+// the first list: again sees the URLs tried so far, and targets it returns that were tried are
+// not tried twice. Without one, the list is followed as given.
+func TestRetriesAreChosenAgain(t *testing.T) {
+	answer := func(name string) string {
+		return gateway(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Switchyard-Cluster", name)
+			fmt.Fprint(w, name)
+		})
+	}
+	dead := "http://" + closedAddr(t)
+	first, second := answer("first-fallback"), answer("chosen-again")
+	targets := []forward.Target{
+		{Cluster: "cut", Region: "us-west-2", URL: dead, Route: "overflow"},
+		{Cluster: "first-fallback", Region: "eu-west-1", URL: first, Route: "overflow"},
+	}
+	var calls [][]string
+	again := func(tried []string) []forward.Target {
+		calls = append(calls, tried)
+		return []forward.Target{
+			{Cluster: "cut", Region: "us-west-2", URL: dead, Route: "overflow"}, // tried: skipped
+			{Cluster: "chosen-again", Region: "eu-west-1", URL: second, Route: "overflow"},
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		again forward.Retarget
+		want  string
+	}{
+		{"chosen again", again, "chosen-again"},
+		{"no retarget", nil, "first-fallback"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls = nil
+			rec := &recorder{}
+			f := newForwarder(t, rec)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if err := f.ForwardAgain(w, r, body, targets, tc.again); err != nil {
+					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				}
+			}))
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || string(b) != tc.want {
+				t.Fatalf("status %d body %q, want %q", resp.StatusCode, b, tc.want)
+			}
+			if got := resp.Header.Get("X-Switchyard-Route"); got != "retry" {
+				t.Errorf("route = %q, want retry", got)
+			}
+			if len(rec.out) != 2 || rec.out[0].Err == nil {
+				t.Fatalf("outcomes = %+v, want the cut attempt then one answer", rec.out)
+			}
+			if tc.again != nil && (len(calls) != 1 || len(calls[0]) != 1 || calls[0][0] != dead) {
+				t.Fatalf("again called with %v, want once with the cut URL", calls)
+			}
+		})
+	}
+}
+
+// Retries chosen again stop at the retry budget, and when again has nowhere to go.
+func TestRetargetBudget(t *testing.T) {
+	dead := "http://" + closedAddr(t)
+	refuse := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	for _, tc := range []struct {
+		name     string
+		again    func(n *int) forward.Retarget
+		attempts int
+	}{
+		{"budget", func(n *int) forward.Retarget {
+			return func([]string) []forward.Target {
+				*n++
+				return []forward.Target{{Cluster: fmt.Sprint("c", *n), URL: refuse + "/" + fmt.Sprint(*n)}}
+			}
+		}, 3},
+		{"nowhere else", func(n *int) forward.Retarget {
+			return func([]string) []forward.Target { *n++; return nil }
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			f := newForwarder(t, rec) // MaxAttempts 3
+			n := 0
+			again := tc.again(&n)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				err := f.ForwardAgain(w, r, body, []forward.Target{{Cluster: "c0", URL: dead}}, again)
+				if !errors.Is(err, forward.ErrExhausted) {
+					t.Errorf("err = %v, want ErrExhausted", err)
+				}
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if len(rec.out) != tc.attempts {
+				t.Fatalf("%d attempts, want %d: %+v", len(rec.out), tc.attempts, rec.out)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +38,10 @@ type Policies interface {
 	Policy(model string) routing.Policy
 }
 
-// Forwarder sends a request to the first target that accepts it. *forward.Forwarder implements it.
+// Forwarder sends a request to the first target that accepts it, choosing the targets of its
+// retries again with again. *forward.Forwarder implements it.
 type Forwarder interface {
-	Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []forward.Target) error
+	ForwardAgain(w http.ResponseWriter, r *http.Request, body []byte, targets []forward.Target, again forward.Retarget) error
 }
 
 // Config tunes the front door.
@@ -174,7 +176,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.logDecision(r.Context(), model, req.PromptTokens, view, d)
 			}
-			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens))
+			ferr := s.fwd.ForwardAgain(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route)
@@ -188,6 +190,24 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			noRoom(model, s.cfg.QueueWait).write(w)
 			return "no_room"
 		}
+	}
+}
+
+// retarget returns the Retarget of a request being forwarded: a retry is decided again on the
+// table as it is then, with the attempts made since (this request's and others') counted in,
+// over a view that takes no probe turn and draws no slow-start admission (a retry is not a
+// probe); it goes to the new decision's chosen cluster and fallbacks, less the URLs tried.
+// Requests refused together (a cluster cut off, say) so spread over the clusters left instead
+// of all retrying at the fallback each was given when it arrived.
+func (s *Server) retarget(model string, hashes []uint64, req routing.Request) forward.Retarget {
+	return func(tried []string) []forward.Target {
+		view, d, err := s.decide(model, hashes, req, false)
+		if err != nil {
+			return nil
+		}
+		d.HandBack = 0 // the offer is for a first attempt
+		out := s.targets(view, d, req.PromptTokens)
+		return slices.DeleteFunc(out, func(t forward.Target) bool { return slices.Contains(tried, t.URL) })
 	}
 }
 
