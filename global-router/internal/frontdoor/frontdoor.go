@@ -195,19 +195,25 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 
 // retarget returns the Retarget of a request being forwarded: a retry is decided again on the
 // table as it is then, with the attempts made since (this request's and others') counted in,
-// over a view that takes no probe turn and draws no slow-start admission (a retry is not a
-// probe); it goes to the new decision's chosen cluster and fallbacks, less the URLs tried.
-// Requests refused together (a cluster cut off, say) so spread over the clusters left instead
-// of all retrying at the fallback each was given when it arrived.
+// and goes to the new decision's chosen cluster and fallbacks, less the URLs tried. The view is
+// a routing one: the cluster the retry goes to first takes its probe turn or slow-start draw
+// as a new request's would, and the others' turns are given back. Requests refused together (a
+// cluster cut off, say) so spread over the clusters left instead of all retrying at the
+// fallback each was given when it arrived.
 func (s *Server) retarget(model string, hashes []uint64, req routing.Request) forward.Retarget {
 	return func(tried []string) []forward.Target {
-		view, d, err := s.decide(model, hashes, req, false)
-		if err != nil {
-			return nil
+		view, d, err := s.decide(model, hashes, req, true)
+		var out []forward.Target
+		used := -1
+		if err == nil {
+			d.HandBack = 0 // the offer is for a first attempt
+			out = slices.DeleteFunc(s.targets(view, d, req.PromptTokens), func(t forward.Target) bool { return slices.Contains(tried, t.URL) })
+			if len(out) > 0 {
+				used = slices.IndexFunc(view, func(e clustertable.Entry) bool { return e.Cluster.Name == out[0].Cluster })
+			}
 		}
-		d.HandBack = 0 // the offer is for a first attempt
-		out := s.targets(view, d, req.PromptTokens)
-		return slices.DeleteFunc(out, func(t forward.Target) bool { return slices.Contains(tried, t.URL) })
+		s.table.Release(view, used)
+		return out
 	}
 }
 
