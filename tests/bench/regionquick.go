@@ -161,10 +161,8 @@ func choiceTTFTs(ctx context.Context, sc Scenario, fp fleetPods, sim *workload.W
 	cfg.Profiles = fp.profiles
 	anywhere := oracle.Regions{RTT: sc.RTT, PodRegion: fp.region}.Network(false)
 	cfg.Network = func(r *workload.Request, pod int) (time.Duration, bool) {
-		if p, ok := answered[r.Index]; ok && fp.cluster[pod] != fp.cluster[p] {
-			return 0, false
-		}
-		if _, ok := answered[r.Index]; !ok && fp.region[pod] != r.Region {
+		p, ok := answered[r.Index]
+		if (ok && fp.cluster[pod] != fp.cluster[p]) || (!ok && fp.region[pod] != r.Region) {
 			return 0, false
 		}
 		return anywhere(r, pod)

@@ -53,7 +53,7 @@ func TestForwardToGatewayOverMutualTLS(t *testing.T) {
 			body := []byte(`{"model":"m","prompt":"hi"}`)
 			req := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(string(body)))
 			rec := httptest.NewRecorder()
-			err = f.Forward(rec, req, body, []forward.Target{{Cluster: "c", Region: "r", URL: gw.URL, Route: "overflow"}})
+			err = f.Forward(rec, req, body, []forward.Target{{Cluster: "c", Region: "r", URL: gw.URL, Route: "overflow"}}, nil)
 			switch {
 			case tt.ok && err != nil:
 				t.Fatalf("forward: %v", err)

@@ -26,7 +26,7 @@ func TestEstimateRatioByRoute(t *testing.T) {
 	t.Cleanup(f.Close)
 	send := func(path string, targets ...forward.Target) {
 		t.Helper()
-		if err := f.Forward(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, path, nil), nil, targets); err != nil {
+		if err := f.Forward(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, path, nil), nil, targets, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -89,7 +89,7 @@ func TestFirstTokenOfStreams(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				r := httptest.NewRequest(http.MethodPost, tt.path, nil)
-				done <- f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw}})
+				done <- f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw}}, nil)
 			}()
 			if tt.release {
 				deadline := time.Now().Add(10 * time.Second)
@@ -173,7 +173,7 @@ func TestDispatchedAndAbandoned(t *testing.T) {
 				defer cancel()
 				r = r.WithContext(ctx)
 			}
-			ferr := f.Forward(httptest.NewRecorder(), r, nil, tt.targets)
+			ferr := f.Forward(httptest.NewRecorder(), r, nil, tt.targets, nil)
 			if (ferr != nil) != (tt.cancel > 0) {
 				t.Fatalf("Forward: %v", ferr)
 			}

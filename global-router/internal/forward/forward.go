@@ -199,24 +199,21 @@ func handedBack(t Target, status int) bool {
 	return t.HandBack > 0 && status == http.StatusTooManyRequests
 }
 
-// Forward sends r (whose body has been read into body) to targets in order and streams the first
-// accepted answer to w. It returns nil once an answer was written (whatever its status), or an
-// error wrapping ErrExhausted when nothing accepted it, in which case nothing was written to w.
-func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target) error {
-	return f.ForwardAgain(w, r, body, targets, nil)
-}
-
 // Retarget returns the targets for a request to be retried, best first, chosen again from what
 // the router knows now; tried are the URLs it has been refused at. It may return nil (nowhere
 // else to go).
 type Retarget func(tried []string) []Target
 
-// ForwardAgain is Forward with the retries chosen again: after a refused attempt the remaining
-// targets are replaced by again's (those not tried yet), so a retry goes where the request is
-// now estimated to do best. Targets chosen when the request arrived can be seconds old by then
-// (an attempt caught on a cut link is given up after the ping timeout), and every request caught
-// by the same fault would otherwise retry at the same fallback. nil again keeps the list.
-func (f *Forwarder) ForwardAgain(w http.ResponseWriter, r *http.Request, body []byte, targets []Target, again Retarget) error {
+// Forward sends r (whose body has been read into body) to targets in order and streams the first
+// accepted answer to w. It returns nil once an answer was written (whatever its status), or an
+// error wrapping ErrExhausted when nothing accepted it, in which case nothing was written to w.
+//
+// With again, the retries are chosen again: after a refused attempt the remaining targets are
+// replaced by again's (those not tried yet), so a retry goes where the request is now estimated
+// to do best. Targets chosen when the request arrived can be seconds old by then (an attempt
+// caught on a cut link is given up after the ping timeout), and every request caught by the
+// same fault would otherwise retry at the same fallback. nil again keeps the list.
+func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target, again Retarget) error {
 	var last error
 	skip := "" // a cluster that handed the request back: its replicas see the same pods
 	var tried []string

@@ -44,7 +44,7 @@ func router(t *testing.T, f *forward.Forwarder, targets []forward.Target) string
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := f.Forward(w, r, body, targets); err != nil {
+		if err := f.Forward(w, r, body, targets, nil); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
 	}))
@@ -146,7 +146,7 @@ func TestExhaustedReturnsErrorAndWritesNothing(t *testing.T) {
 	f := newForwarder(t, &recorder{})
 	rw := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
-	err := f.Forward(rw, r, []byte("{}"), []forward.Target{{Cluster: "a", URL: refuse}, {Cluster: "b", URL: refuse}})
+	err := f.Forward(rw, r, []byte("{}"), []forward.Target{{Cluster: "a", URL: refuse}, {Cluster: "b", URL: refuse}}, nil)
 	if !errors.Is(err, forward.ErrExhausted) {
 		t.Fatalf("err = %v, want ErrExhausted", err)
 	}
@@ -242,7 +242,7 @@ func TestDelayIsApplied(t *testing.T) {
 	f := newForwarder(t, rec)
 	r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
 	start := time.Now()
-	if err := f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw, Delay: 50 * time.Millisecond}}); err != nil {
+	if err := f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw, Delay: 50 * time.Millisecond}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if el := time.Since(start); el < 50*time.Millisecond {
@@ -410,7 +410,7 @@ func TestRetriesAreChosenAgain(t *testing.T) {
 			f := newForwarder(t, rec)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, _ := io.ReadAll(r.Body)
-				if err := f.ForwardAgain(w, r, body, targets, tc.again); err != nil {
+				if err := f.Forward(w, r, body, targets, tc.again); err != nil {
 					http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				}
 			}))
@@ -463,7 +463,7 @@ func TestRetargetBudget(t *testing.T) {
 			again := tc.again(&n)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, _ := io.ReadAll(r.Body)
-				err := f.ForwardAgain(w, r, body, []forward.Target{{Cluster: "c0", URL: dead}}, again)
+				err := f.Forward(w, r, body, []forward.Target{{Cluster: "c0", URL: dead}}, again)
 				if !errors.Is(err, forward.ErrExhausted) {
 					t.Errorf("err = %v, want ErrExhausted", err)
 				}

@@ -199,7 +199,7 @@ func BenchmarkServeInference(b *testing.B) {
 // in the table as the real forwarder does.
 type answerAtOnce struct{ table *clustertable.Table }
 
-func (a answerAtOnce) ForwardAgain(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
+func (a answerAtOnce) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
 	t := targets[0]
 	a.table.Observe(forward.Outcome{Target: t, Status: http.StatusOK})
 	w.Header().Set(forward.HeaderRoute, t.Route)

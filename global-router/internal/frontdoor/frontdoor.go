@@ -41,7 +41,7 @@ type Policies interface {
 // Forwarder sends a request to the first target that accepts it, choosing the targets of its
 // retries again with again. *forward.Forwarder implements it.
 type Forwarder interface {
-	ForwardAgain(w http.ResponseWriter, r *http.Request, body []byte, targets []forward.Target, again forward.Retarget) error
+	Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []forward.Target, again forward.Retarget) error
 }
 
 // Config tunes the front door.
@@ -176,7 +176,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.logDecision(r.Context(), model, req.PromptTokens, view, d)
 			}
-			ferr := s.fwd.ForwardAgain(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
+			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route)

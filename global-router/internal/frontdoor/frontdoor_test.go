@@ -354,7 +354,7 @@ type recordTargets struct {
 	targets [][]forward.Target
 }
 
-func (f *recordTargets) ForwardAgain(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
+func (f *recordTargets) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
 	f.mu.Lock()
 	f.targets = append(f.targets, targets)
 	f.mu.Unlock()
