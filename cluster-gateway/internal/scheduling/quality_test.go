@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,49 @@ func TestScheduleDecisionLoggedAtDebug(t *testing.T) {
 				t.Errorf("log lacks %q: %s", want, got)
 			}
 		}
+	}
+}
+
+// Under overload (bursts at 3x two identical pods' capacity) every pod's queue passes the
+// saturation threshold. With the queue depth scoped to the pool (the default profile), a pod over
+// it stays a candidate while the other is under it, so the predicted TTFT places each request
+// behind the least work; scoped to each pod, the request goes to whichever pod's count dropped
+// under the threshold first, however long its prompts, and the tail grows.
+func TestOverloadQueueLeftToPrediction(t *testing.T) {
+	raw, err := scheduling.ProfileYAML(scheduling.ProfileDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("queueDepthScope: pool")) {
+		t.Fatal("the default profile no longer scopes the queue depth to the pool")
+	}
+	perPod := filepath.Join(t.TempDir(), "per-pod.yaml")
+	if err := os.WriteFile(perPod, bytes.Replace(raw, []byte("queueDepthScope: pool"), []byte("queueDepthScope: endpoint"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shape := func(now time.Duration) float64 {
+		if now%(8*time.Second) < 2*time.Second {
+			return 1
+		}
+		return 0
+	}
+	l40s := simProfile{prefill: 8000, itl: 25 * time.Millisecond, kv: 120000}
+	p99 := map[string]time.Duration{}
+	for _, scope := range []string{"pool", "endpoint"} {
+		sm := newSim(t, scheduling.ProfileDefault, []simProfile{l40s, l40s})
+		if scope == "endpoint" {
+			cfg := scheduling.DefaultConfig()
+			cfg.ConfigFile, cfg.Now = perPod, sm.h.Now
+			if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sm.flow = true
+		sm.run(11, 48, 32*time.Second, shape, 1) // 3x the pods' prefill capacity during bursts
+		p99[scope] = sm.ttftPercentile(0.99)
+		t.Logf("queue depth per %-8s p50=%v p95=%v p99=%v done=%d", scope, sm.ttftPercentile(0.5), sm.ttftPercentile(0.95), p99[scope], len(sm.done))
+	}
+	if p99["pool"] >= p99["endpoint"] {
+		t.Errorf("P99 TTFT under overload %v with the pool scope, want under the per-pod scope's %v", p99["pool"], p99["endpoint"])
 	}
 }

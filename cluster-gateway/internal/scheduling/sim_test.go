@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -58,6 +59,10 @@ type sim struct {
 	now    time.Duration
 	done   []*simReq
 	failed int
+	// hold queues saturated requests in arrival order and retries them every step, as the front
+	// door's flow control does; without it they count as failed.
+	hold []held
+	flow bool
 }
 
 func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
@@ -85,17 +90,49 @@ func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
 
 // send schedules one request and hands it to the chosen pod.
 func (sm *sim) send(prompt, out int) {
-	req := &framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out}
+	h := held{&framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out}, sm.now}
+	if sm.flow && len(sm.hold) > 0 {
+		sm.hold = append(sm.hold, h) // first come, first served behind the queue
+		return
+	}
+	if !sm.place(h) {
+		if sm.flow {
+			sm.hold = append(sm.hold, h)
+			return
+		}
+		sm.failed++
+	}
+}
+
+// held is a request and when it arrived at the gateway.
+type held struct {
+	req     *framework.Request
+	arrived time.Duration
+}
+
+// place schedules h's request and hands it to the chosen pod; false when every pod is saturated.
+func (sm *sim) place(h held) bool {
+	req := h.req
 	res, err := sm.s.Schedule(context.Background(), req)
 	if err != nil {
-		sm.failed++
-		return
+		if !errors.Is(err, scheduling.ErrSaturated) {
+			sm.t.Fatalf("schedule: %v", err)
+		}
+		return false
 	}
 	pod := sm.byAddr[res.Targets[0].Address]
 	sm.s.PreRequest(context.Background(), req, res)
 	pod.ep.AddInFlight(1)
 	pod.served++
-	pod.queue = append(pod.queue, &simReq{req: req, pod: pod, arrived: sm.now, left: float64(prompt), out: out})
+	pod.queue = append(pod.queue, &simReq{req: req, pod: pod, arrived: h.arrived, left: float64(req.PromptTokens), out: req.MaxTokens})
+	return true
+}
+
+// retry places held requests, oldest first, until one is still saturated.
+func (sm *sim) retry() {
+	for len(sm.hold) > 0 && sm.place(sm.hold[0]) {
+		sm.hold = sm.hold[1:]
+	}
 }
 
 // step advances the virtual clock by dt.
@@ -173,7 +210,7 @@ func (sm *sim) run(seed uint64, rate float64, dur time.Duration, shape func(time
 	}
 	gap := func() time.Duration { return time.Duration(rng.ExpFloat64() / (rate * peak) * float64(time.Second)) }
 	next := gap()
-	for sm.now < dur+60*time.Second && (sm.now < dur || sm.inSystem() > 0) {
+	for sm.now < dur+60*time.Second && (sm.now < dur || sm.inSystem() > 0 || len(sm.hold) > 0) {
 		for sm.now < dur && next <= sm.now {
 			prompt := int(math.Min(4000, math.Max(50, 1000*math.Exp(0.5*rng.NormFloat64()-0.125))))
 			out := 100 + rng.IntN(200)
@@ -186,6 +223,7 @@ func (sm *sim) run(seed uint64, rate float64, dur time.Duration, shape func(time
 		if sm.now%(50*time.Millisecond) == 0 {
 			sm.scrape()
 		}
+		sm.retry()
 	}
 }
 

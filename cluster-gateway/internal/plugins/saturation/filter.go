@@ -3,6 +3,8 @@ package saturation
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -10,16 +12,37 @@ import (
 )
 
 // Filter is saturation-filter: it drops saturated endpoints, even when that drops all of them.
+// With the pool queue-depth scope, a pod's queue depth alone does not drop it while any
+// candidate is unsaturated: the scorers then choose among them.
 type Filter struct {
 	name string
 	t    Thresholds
+	pool bool
 }
 
 var _ framework.SaturationFilter = (*Filter)(nil)
 
-// FilterFactory builds a Filter from Params.
+// Queue-depth scopes of saturation-filter (its queueDepthScope parameter).
+const (
+	// ScopeEndpoint: a pod at or over the queue-depth threshold is dropped (the default).
+	ScopeEndpoint = "endpoint"
+	// ScopePool: a pod at or over the queue-depth threshold is dropped only when every candidate
+	// is saturated, so the front door queues; otherwise it stays a candidate and the scorers
+	// weigh its queue.
+	ScopePool = "pool"
+)
+
+// FilterParams are saturation-filter's parameters: the utilization thresholds and the scope of
+// the queue-depth threshold.
+type FilterParams struct {
+	Params
+	// QueueDepthScope is "endpoint" (default) or "pool"; see ScopeEndpoint and ScopePool.
+	QueueDepthScope string `json:"queueDepthScope,omitempty"`
+}
+
+// FilterFactory builds a Filter from FilterParams.
 func FilterFactory(name string, params json.RawMessage, _ framework.Handle) (framework.Plugin, error) {
-	var p Params
+	var p FilterParams
 	if err := framework.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
@@ -27,10 +50,18 @@ func FilterFactory(name string, params json.RawMessage, _ framework.Handle) (fra
 	if err != nil {
 		return nil, err
 	}
-	return NewFilter(name, t), nil
+	f := NewFilter(name, t)
+	switch p.QueueDepthScope {
+	case "", ScopeEndpoint:
+	case ScopePool:
+		f.pool = true
+	default:
+		return nil, fmt.Errorf("queueDepthScope must be %q or %q, got %q", ScopeEndpoint, ScopePool, p.QueueDepthScope)
+	}
+	return f, nil
 }
 
-// NewFilter returns a saturation-filter with thresholds t.
+// NewFilter returns a saturation-filter with thresholds t and the endpoint queue-depth scope.
 func NewFilter(name string, t Thresholds) *Filter { return &Filter{name: name, t: t} }
 
 // TypedName returns the plugin's type and name.
@@ -43,9 +74,13 @@ func (f *Filter) RemovesSaturated() {}
 
 // Filter compacts eps in place to the unsaturated endpoints.
 func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
+	keep := func(e *datastore.Endpoint) bool { return !f.t.Saturated(e, cs.Now) }
+	if f.pool && slices.ContainsFunc(eps, keep) {
+		keep = func(e *datastore.Endpoint) bool { return !f.t.unfit(e, cs.Now) }
+	}
 	out := eps[:0]
 	for _, e := range eps {
-		if !f.t.Saturated(e, cs.Now) {
+		if keep(e) {
 			out = append(out, e)
 		}
 	}
@@ -55,12 +90,16 @@ func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framewor
 // Saturated reports whether e is saturated at now: ejected, metrics stale or failing, or queue or
 // KV use at or above threshold*(1+headroom).
 func (t Thresholds) Saturated(e *datastore.Endpoint, now time.Time) bool {
-	if e.Ejected(now) || e.Stale(now, t.Staleness) {
+	if t.unfit(e, now) {
 		return true
 	}
-	m := e.Metrics()
-	q := float64(t.Queue) * (1 + t.Headroom)
-	return float64(m.WaitingQueue) >= q || m.KVUsage >= t.KV*(1+t.Headroom)
+	return float64(e.Metrics().WaitingQueue) >= float64(t.Queue)*(1+t.Headroom)
+}
+
+// unfit reports whether e is saturated at now by anything but its queue depth: ejected, metrics
+// stale or failing, or KV use at or above threshold*(1+headroom).
+func (t Thresholds) unfit(e *datastore.Endpoint, now time.Time) bool {
+	return e.Ejected(now) || e.Stale(now, t.Staleness) || e.Metrics().KVUsage >= t.KV*(1+t.Headroom)
 }
 
 // Load is GIE's per-pod saturation score: max(queue/queueThreshold, kv/kvThreshold), 1 when

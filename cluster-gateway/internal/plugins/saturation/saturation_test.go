@@ -83,6 +83,13 @@ func TestSaturationFilter(t *testing.T) {
 		{"headroom", `{"headroom": 0.25}`, all, "idle queue4 queue5 kv80"},
 		{"longer staleness", `{"metricsStalenessThreshold": "5s"}`, all, "idle queue4 stale"},
 		{"all saturated gives none", "", []string{"queue5", "ejected"}, ""},
+		{"endpoint scope", `{"queueDepthScope": "endpoint"}`, all, "idle queue4"},
+		// With the pool scope a long queue alone leaves a pod to the scorers while another pod is
+		// unsaturated; KV, staleness and ejection still drop it.
+		{"pool scope", `{"queueDepthScope": "pool"}`, all, "idle queue4 queue5"},
+		{"pool scope, queues only", `{"queueDepthScope": "pool"}`, []string{"queue5", "queue4"}, "queue5 queue4"},
+		{"pool scope, nothing unsaturated", `{"queueDepthScope": "pool"}`, []string{"queue5", "kv80", "stale", "ejected"}, ""},
+		{"pool scope, threshold applies", `{"queueDepthScope": "pool", "queueDepthThreshold": 4}`, []string{"queue5", "queue4"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,6 +160,8 @@ func TestFactoryErrors(t *testing.T) {
 		{"bad duration", saturation.FilterFactory, `{"metricsStalenessThreshold": "soon"}`, "duration"},
 		{"negative headroom", saturation.UtilizationFactory, `{"headroom": -1}`, "headroom"},
 		{"unknown field", saturation.FilterFactory, `{"queueThreshold": 3}`, "unknown field"},
+		{"unknown scope", saturation.FilterFactory, `{"queueDepthScope": "cluster"}`, "queueDepthScope"},
+		{"scope on the detector", saturation.UtilizationFactory, `{"queueDepthScope": "pool"}`, "unknown field"},
 		{"token mode", saturation.ConcurrencyFactory, `{"concurrencyMode": "tokens"}`, "tokens"},
 		{"zero concurrency", saturation.ConcurrencyFactory, `{"maxConcurrency": 0}`, "maxConcurrency"},
 	}
