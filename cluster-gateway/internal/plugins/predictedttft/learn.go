@@ -14,7 +14,9 @@ const minLearnTokens = 32
 const priorRefresh = 32
 
 // FirstToken learns prefill speed as soon as the first token arrives: TTFT minus the predicted
-// wait, weighted down when requests were ahead (the wait was then uncertain).
+// wait, weighted down when requests were ahead (the wait was then uncertain) or were sent to the
+// pod after it and before its first token (the engine may have prefilled them in the same steps,
+// so a batch sent together does not read as a slow pod).
 func (s *Scorer) FirstToken(_ context.Context, req *framework.Request, info *framework.ResponseInfo) {
 	d, ok := s.pending.Take(req)
 	if !ok {
@@ -107,7 +109,7 @@ func (s *Scorer) learn(d dispatch, info *framework.ResponseInfo, itl float64) {
 	} else {
 		uncached = -1 // already folded in at the first token
 	}
-	st.learn(s.cfg.Alpha, sample, 1/(1+d.ahead), itl, uncached)
+	st.learn(s.cfg.Alpha, sample, 1/(1+d.ahead+st.sentAfter(d.seq)), itl, uncached)
 	if s.learned.Add(1)%priorRefresh == 1 {
 		s.refreshPrior()
 	}

@@ -127,10 +127,18 @@ func newPod() *pod {
 	return p
 }
 
-// dispatched records a request sent to the pod at now.
-func (p *pod) dispatched(now time.Time) {
-	n := p.count.Add(1) - 1
-	p.ring[n%dispatchRing].Store(now.UnixNano())
+// dispatched records a request sent to the pod at now and returns the pod's dispatch count with
+// it.
+func (p *pod) dispatched(now time.Time) uint64 {
+	n := p.count.Add(1)
+	p.ring[(n-1)%dispatchRing].Store(now.UnixNano())
+	return n
+}
+
+// sentAfter returns how many requests were sent to the pod after the one whose dispatch count
+// was seq.
+func (p *pod) sentAfter(seq uint64) float64 {
+	return float64(p.count.Load() - min(seq, p.count.Load()))
 }
 
 // sentSince counts the recorded dispatches after t (at most the ring's size).

@@ -50,6 +50,7 @@ type dispatch struct {
 	at                    time.Time // when it was sent
 	ahead, wait, uncached float64
 	total                 float64 // the predicted TTFT, in seconds
+	seq                   uint64  // the pod's dispatch count once this request was sent
 	prefillLearned        bool
 	prefillDone           bool // removed from the pod's prefill backlog
 	observed              bool // the prediction was handed to the observer
@@ -163,9 +164,9 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	st := s.podFor(e)
 	now := s.now()
 	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter, now})
-	st.dispatched(now)
+	seq := st.dispatched(now)
 	st.enqueue(est.Uncached, now)
-	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total})
+	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total, seq: seq})
 }
 
 func (s *Scorer) podFor(e *datastore.Endpoint) *pod {

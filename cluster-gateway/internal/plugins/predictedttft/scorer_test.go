@@ -265,3 +265,34 @@ func TestBacklogKeptWholeUntilDrainMeasured(t *testing.T) {
 		t.Fatalf("predicted %v, then %v 5s later: the backlog drained at an unmeasured rate", before, after)
 	}
 }
+
+// Requests sent to a pod together are prefilled in the same engine steps, so their first tokens
+// come together, late for each one alone. Learning from them as if each had had the pod to itself
+// would read the pod as several times slower than it is and send traffic away from it for long.
+func TestBatchSentTogetherIsNotASlowPod(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	for range 10 {
+		f.serve(0, 1000, 60*time.Millisecond, 10*time.Millisecond)
+	}
+	before := f.s.Predict(f.eps[0], 1000, 0)
+	// Ten requests at once; the engine prefills them together and all first tokens come 350ms later.
+	reqs := make([]*framework.Request, 10)
+	for i := range reqs {
+		reqs[i] = &framework.Request{PromptTokens: 1000}
+		f.s.PreRequest(ctx, reqs[i], &framework.Result{Targets: f.eps})
+		f.eps[0].AddInFlight(1)
+	}
+	f.h.Advance(350 * time.Millisecond)
+	for _, r := range reqs {
+		f.s.FirstToken(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 350 * time.Millisecond, CachedTokens: -1})
+		f.s.PostResponse(ctx, r, &framework.ResponseInfo{
+			Endpoint: f.eps[0], Status: 200, TTFT: 350 * time.Millisecond, MeanITL: 10 * time.Millisecond, OutputTokens: 100, PromptTokens: 1000, CachedTokens: -1,
+		})
+		f.eps[0].AddInFlight(-1)
+	}
+	after := f.s.Predict(f.eps[0], 1000, 0)
+	if float64(after) > 1.25*float64(before) {
+		t.Fatalf("a lone request's predicted TTFT went from %v to %v after a batch sent together", before, after)
+	}
+}
