@@ -205,11 +205,12 @@ func TestScheduleDecisionLoggedAtDebug(t *testing.T) {
 	}
 }
 
-// Under overload (bursts at 3x two identical pods' capacity) every pod's queue passes the
-// saturation threshold. With the queue depth scoped to the pool (the default profile), a pod over
-// it stays a candidate while the other is under it, so the predicted TTFT places each request
-// behind the least work; scoped to each pod, the request goes to whichever pod's count dropped
-// under the threshold first, however long its prompts, and the tail grows.
+// Under overload (bursts at 3x two identical pods' capacity) every pod's queue sits near the
+// saturation threshold. Scoped to each pod, the threshold reads the scraped queue, so until the
+// next scrape every request goes to the pod whose last scrape was under it, however much has been
+// sent there since, and the tail grows. Scoped to the pool (the default profile), a pod over it
+// stays a candidate while the other is under it, and the predicted TTFT, which counts what was
+// sent since the scrape, places each request behind the least work.
 func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	raw, err := scheduling.ProfileYAML(scheduling.ProfileDefault)
 	if err != nil {

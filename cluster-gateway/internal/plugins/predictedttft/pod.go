@@ -138,7 +138,8 @@ func (p *pod) dispatched(now time.Time) uint64 {
 // sentAfter returns how many requests were sent to the pod after the one whose dispatch count
 // was seq.
 func (p *pod) sentAfter(seq uint64) float64 {
-	return float64(p.count.Load() - min(seq, p.count.Load()))
+	n := p.count.Load()
+	return float64(n - min(seq, n))
 }
 
 // sentSince counts the recorded dispatches after t (at most the ring's size).

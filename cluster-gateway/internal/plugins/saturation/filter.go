@@ -72,7 +72,8 @@ func (f *Filter) TypedName() framework.TypedName {
 // RemovesSaturated marks Filter as a saturation filter.
 func (f *Filter) RemovesSaturated() {}
 
-// Filter compacts eps in place to the unsaturated endpoints.
+// Filter compacts eps in place to the unsaturated endpoints; with the pool scope, while any is
+// unsaturated, to those saturated by their queue depth alone as well.
 func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
 	keep := func(e *datastore.Endpoint) bool { return !f.t.Saturated(e, cs.Now) }
 	if f.pool && slices.ContainsFunc(eps, keep) {
