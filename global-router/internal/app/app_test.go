@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/app"
 	"github.com/switchyard-dev/switchyard/global-router/internal/ctl"
-	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient/etcdclienttest"
 )
@@ -308,15 +306,12 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func TestEmbeddedEtcdOverTLS(t *testing.T) {
 	e := newEnv(t)
 	files := etcdclienttest.Write(t)
-	port, err := embedetcd.FreePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	var listen string
 	client := func(c *app.Config) {
 		c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile = files.CA, files.ClientCert, files.ClientKey
 	}
 	owner := startRouterWith(t, e, "router-tls-a", func(c *app.Config) {
+		listen = freeAddr(t) // chosen anew if the router must be started again
 		c.EtcdEndpoints, c.EmbeddedEtcdListen = nil, listen
 		c.EmbeddedEtcdCertFile, c.EmbeddedEtcdKeyFile, c.EmbeddedEtcdClientCAFile = files.ServerCert, files.ServerKey, files.CA
 		client(c)

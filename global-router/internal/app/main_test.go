@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -142,36 +143,57 @@ func startRouter(tb testing.TB, e *env, name string) *router {
 	return startRouterWith(tb, e, name, nil)
 }
 
-// startRouterWith is startRouter with edit applied to the configuration last (nil: none).
+// startRouterWith is startRouter with edit applied to the configuration last (nil: none). A port
+// chosen free can be taken by another test before the router binds it: when Run fails on an
+// address in use before the router is ready, the router is started again on new ports (edit is
+// applied again, so ports it chooses are chosen anew).
 func startRouterWith(tb testing.TB, e *env, name string, edit func(*app.Config)) *router {
 	tb.Helper()
-	cfg := app.DefaultConfig()
-	cfg.Region, cfg.NodeName, cfg.DataDir = region, name, tb.TempDir()
-	cfg.EtcdEndpoints = shared.Endpoints()
-	cfg.GossipKeyFile, cfg.GossipProfile, cfg.GossipJoin = e.keyFile, "lan", []string{e.pool.Seed()}
-	cfg.AdminTokenFile, cfg.LogLevel = e.tokenFile, "warn"
-	for _, addr := range []*string{&cfg.Listen, &cfg.AdminListen, &cfg.MetricsListen, &cfg.GossipBind} {
-		port, err := embedetcd.FreePort("127.0.0.1")
-		if err != nil {
+	for attempt := 1; ; attempt++ {
+		cfg := app.DefaultConfig()
+		cfg.Region, cfg.NodeName, cfg.DataDir = region, name, tb.TempDir()
+		cfg.EtcdEndpoints = shared.Endpoints()
+		cfg.GossipKeyFile, cfg.GossipProfile, cfg.GossipJoin = e.keyFile, "lan", []string{e.pool.Seed()}
+		cfg.AdminTokenFile, cfg.LogLevel = e.tokenFile, "warn"
+		for _, addr := range []*string{&cfg.Listen, &cfg.AdminListen, &cfg.MetricsListen, &cfg.GossipBind} {
+			*addr = freeAddr(tb)
+		}
+		if edit != nil {
+			edit(&cfg)
+		}
+		if err := cfg.Validate(); err != nil {
 			tb.Fatal(err)
 		}
-		*addr = fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &router{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		go func() { r.done <- app.Run(ctx, cfg, log) }()
+		r.admin = adminv1connect.NewAdminServiceClient(http.DefaultClient, "http://"+cfg.AdminListen,
+			connect.WithInterceptors(admintest.WithToken(token)))
+		err := pollHTTP("http://"+cfg.MetricsListen+"/readyz", http.StatusOK, r.done)
+		if err == nil {
+			tb.Cleanup(func() { r.stop(tb) })
+			return r
+		}
+		cancel()
+		var stopped *stoppedError
+		if errors.As(err, &stopped) && embedetcd.IsAddrInUse(stopped.err) && attempt < 5 {
+			tb.Logf("router %s: %v; starting it again on new ports", name, stopped.err)
+			continue
+		}
+		r.stop(tb)
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &router{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() { r.done <- app.Run(ctx, cfg, log) }()
-	tb.Cleanup(func() { r.stop(tb) })
-	r.admin = adminv1connect.NewAdminServiceClient(http.DefaultClient, "http://"+cfg.AdminListen,
-		connect.WithInterceptors(admintest.WithToken(token)))
-	waitHTTP(tb, "http://"+cfg.MetricsListen+"/readyz", http.StatusOK, r.done)
-	return r
+}
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	port, err := embedetcd.FreePort("127.0.0.1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // stop cancels the router and waits for Run to return; a non-nil error fails the test.
@@ -191,22 +213,40 @@ func (r *router) stop(tb testing.TB) {
 // waitHTTP polls url until it answers status, failing the test if done delivers first or 60 s pass.
 func waitHTTP(tb testing.TB, url string, status int, done chan error) {
 	tb.Helper()
+	if err := pollHTTP(url, status, done); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// stoppedError is pollHTTP's error when the router stopped first: err is what its Run returned.
+type stoppedError struct {
+	url string
+	err error
+}
+
+func (e *stoppedError) Error() string {
+	return fmt.Sprintf("router stopped while waiting for %s: %v", e.url, e.err)
+}
+
+// pollHTTP polls url until it answers status; it returns a *stoppedError if done delivers first
+// (the value is put back for later readers) and an error after 60 s.
+func pollHTTP(url string, status int, done chan error) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == status {
-				return
+				return nil
 			}
 		}
 		select {
 		case err := <-done:
 			done <- err
-			tb.Fatalf("router stopped while waiting for %s: %v", url, err)
+			return &stoppedError{url: url, err: err}
 		default:
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s never answered %d", url, status)
+			return fmt.Errorf("%s never answered %d", url, status)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
