@@ -95,7 +95,8 @@ func TestSmoke(t *testing.T) {
 
 // TestScenarios checks the scenario table: every scenario resolves and names its target.
 func TestScenarios(t *testing.T) {
-	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8, "region-burst": 6}
+	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8, "region-burst": 10,
+		"region-burst-overload": 6}
 	for name, pods := range want {
 		t.Run(name, func(t *testing.T) {
 			sc, err := bench.Lookup(name)

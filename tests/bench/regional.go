@@ -20,49 +20,66 @@ var RouterModes = []string{"local-only", "global"}
 // RegionalBaseline is the router mode Tier 2 ratios are taken against.
 const RegionalBaseline = "local-only"
 
-// regionBurst is Tier 2's overflow scenario: three regions of equal capacity (one cluster of two
-// l40s pods each, the cheapest shape to simulate on a small machine); us-east-1's clients send
-// everything in 2 s bursts at 4× their mean, which with the workload's rates is 3× the region's
-// capacity, while the other two regions stay steady at 37.5% of theirs. Round trips are the local
-// stack's.
-var regionBurst = Scenario{
-	Name: "region-burst", Workload: "region-burst",
-	Regions: []Region{
-		{Name: "us-east-1", Clusters: []Cluster{{Name: "use1-a", Pools: []Pool{{"l40s", 2}}}}},
-		{Name: "us-west-2", Clusters: []Cluster{{Name: "usw2-a", Pools: []Pool{{"l40s", 2}}}}},
-		{Name: "eu-west-1", Clusters: []Cluster{{Name: "euw1-a", Pools: []Pool{{"l40s", 2}}}}},
-	},
-	Links: []Link{
-		{"us-east-1", "us-west-2", 70 * time.Millisecond},
-		{"us-east-1", "eu-west-1", 80 * time.Millisecond},
-		{"us-west-2", "eu-west-1", 140 * time.Millisecond},
-	},
-	Target: "global: the burst region's P99 TTFT <= 25% of local-only's; >= 90% of overflow answered by the " +
-		"cluster with the lowest estimated TTFT; < 2% of the steady regions' requests leave their region",
-	Check: func(f Figures) Verdict {
-		r := f.Regional
-		if r == nil {
-			return Verdict{Detail: "no regional figures"}
-		}
-		g, l := r.Mode("global"), r.Mode(RegionalBaseline)
-		if g == nil || l == nil {
-			return Verdict{Detail: "global and local-only must both run"}
-		}
-		ratio := float64(g.BurstTTFTMs.P99) / float64(l.BurstTTFTMs.P99)
-		best := g.BestShare()
-		leave := g.SteadyLeftShare()
-		oracle := ""
-		if o := r.Oracle; o != nil {
-			oracle = fmt.Sprintf(" (the oracle's %s: %.1f%% of local-only's; global is %.2f× the oracle)", ms(float64(o.BurstTTFTMs.P99)),
-				100*float64(o.BurstTTFTMs.P99)/float64(l.BurstTTFTMs.P99), float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
-		}
-		return Verdict{ratio <= 0.25 && best >= 0.9 && leave < 0.02,
-			fmt.Sprintf("burst-region P99: global %s, %.1f%% of local-only's (%s)%s; overflow answered by the best "+
-				"estimate %.1f%% (best or within 20%% of it %.1f%%; %d answered elsewhere); steady regions' requests "+
-				"leaving their region %.2f%% (%.2f%% between bursts)",
-				ms(float64(g.BurstTTFTMs.P99)), 100*ratio, ms(float64(l.BurstTTFTMs.P99)), oracle,
-				100*best, 100*g.NearBestShare(), g.OverflowAnswered.Total(), 100*leave, 100*g.QuietLeftShare())}
-	},
+// regionBurst is Tier 2's overflow scenario, the one the issue's targets are measured on: us-east-1
+// (one cluster of two l40s pods, the cheapest shape to simulate on a small machine) and two regions
+// twice its size (one cluster of four l40s each). us-east-1's clients send everything in 2 s bursts
+// at 4× their mean, 3× their region's capacity, while the other two regions stay steady at 37.5% of
+// theirs; a burst then offers the fleet 90% of its capacity, so a perfect router still has room, as
+// WORKLOADS.md asks of bursts. Round trips are the local stack's.
+var regionBurst = regionBurstScenario("region-burst", 4)
+
+// regionBurstOverload is the same burst on three regions of equal size (2 × l40s each): a burst
+// offers the whole fleet 125% of its capacity, so even perfect spreading queues and the burst
+// region's tail is set by the fleet's backlog as much as by the router. It was the region-burst
+// layout until the twelfth round (docs/benchmarks.md); it is kept as the stress case.
+var regionBurstOverload = regionBurstScenario("region-burst-overload", 2)
+
+// regionBurstScenario lays out a region-burst scenario whose steady regions have steadyPods l40s
+// pods each; its workload (of the same name) is written for that layout (see
+// TestRegionBurstLoads).
+func regionBurstScenario(name string, steadyPods int) Scenario {
+	return Scenario{
+		Name: name, Workload: name,
+		Regions: []Region{
+			{Name: "us-east-1", Clusters: []Cluster{{Name: "use1-a", Pools: []Pool{{"l40s", 2}}}}},
+			{Name: "us-west-2", Clusters: []Cluster{{Name: "usw2-a", Pools: []Pool{{"l40s", steadyPods}}}}},
+			{Name: "eu-west-1", Clusters: []Cluster{{Name: "euw1-a", Pools: []Pool{{"l40s", steadyPods}}}}},
+		},
+		Links: []Link{
+			{"us-east-1", "us-west-2", 70 * time.Millisecond},
+			{"us-east-1", "eu-west-1", 80 * time.Millisecond},
+			{"us-west-2", "eu-west-1", 140 * time.Millisecond},
+		},
+		Target: "global: the burst region's P99 TTFT <= 25% of local-only's; >= 90% of overflow answered by the " +
+			"cluster with the lowest estimated TTFT; < 2% of the steady regions' requests leave their region",
+		Check: checkRegionBurst,
+	}
+}
+
+// checkRegionBurst decides the region-burst targets from a run's figures.
+func checkRegionBurst(f Figures) Verdict {
+	r := f.Regional
+	if r == nil {
+		return Verdict{Detail: "no regional figures"}
+	}
+	g, l := r.Mode("global"), r.Mode(RegionalBaseline)
+	if g == nil || l == nil {
+		return Verdict{Detail: "global and local-only must both run"}
+	}
+	ratio := float64(g.BurstTTFTMs.P99) / float64(l.BurstTTFTMs.P99)
+	best := g.BestShare()
+	leave := g.SteadyLeftShare()
+	oracle := ""
+	if o := r.Oracle; o != nil {
+		oracle = fmt.Sprintf(" (the oracle's %s: %.1f%% of local-only's; global is %.2f× the oracle)", ms(float64(o.BurstTTFTMs.P99)),
+			100*float64(o.BurstTTFTMs.P99)/float64(l.BurstTTFTMs.P99), float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
+	}
+	return Verdict{ratio <= 0.25 && best >= 0.9 && leave < 0.02,
+		fmt.Sprintf("burst-region P99: global %s, %.1f%% of local-only's (%s)%s; overflow answered by the best "+
+			"estimate %.1f%% (best or within 20%% of it %.1f%%; %d answered elsewhere); steady regions' requests "+
+			"leaving their region %.2f%% (%.2f%% between bursts)",
+			ms(float64(g.BurstTTFTMs.P99)), 100*ratio, ms(float64(l.BurstTTFTMs.P99)), oracle,
+			100*best, 100*g.NearBestShare(), g.OverflowAnswered.Total(), 100*leave, 100*g.QuietLeftShare())}
 }
 
 // RegionalFigures are a Tier 2 run's measurements, one entry per router mode.

@@ -71,7 +71,7 @@ func TestRegionalScenarioShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sc.Regional() || sc.Pods() != 6 || sc.RTT("us-west-2", "us-east-1") != 70*time.Millisecond || sc.RTT("us-east-1", "us-east-1") != 0 {
+	if !sc.Regional() || sc.Pods() != 10 || sc.RTT("us-west-2", "us-east-1") != 70*time.Millisecond || sc.RTT("us-east-1", "us-east-1") != 0 {
 		t.Fatalf("scenario %+v: regional %v, pods %d", sc, sc.Regional(), sc.Pods())
 	}
 	cfg := DefaultConfig()
@@ -176,8 +176,65 @@ func shortRegionBurst(t *testing.T) (Scenario, *workload.Workload) {
 	if w, err = w.WithDuration(16 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if w, err = w.WithCapacity(25.5); err != nil { // 6 × l40s, as measured for this shape
+	if w, err = w.WithCapacity(42.5); err != nil { // 10 × l40s, as measured for this shape
 		t.Fatal(err)
 	}
 	return sc, w
+}
+
+// TestRegionBurstLoads checks that each region-burst scenario's workload is written for its
+// layout: the burst region's clients burst to 3× its capacity, the steady regions run at 37.5% of
+// theirs, and a burst offers the fleet 90% of its capacity (125% on the overload layout). Every pod
+// is an l40s, so a region's share of the fleet's capacity is its share of the pods.
+func TestRegionBurstLoads(t *testing.T) {
+	for _, tc := range []struct {
+		scenario  string
+		fleetPeak float64
+	}{
+		{"region-burst", 0.90},
+		{"region-burst-overload", 1.25},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			sc, err := Lookup(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := workload.Load(sc.Workload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const perPod = 4.25 // any capacity per pod: the fractions do not depend on it
+			w, err = w.WithCapacity(perPod * float64(sc.Pods()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			peak := 0.0
+			for _, r := range w.Regions {
+				pods := 0
+				for _, reg := range sc.Regions {
+					if reg.Name == r.Name {
+						for _, c := range reg.Clusters {
+							for _, p := range c.Pools {
+								pods += p.Count
+							}
+						}
+					}
+				}
+				if pods == 0 {
+					t.Fatalf("workload region %s has no pods in the scenario", r.Name)
+				}
+				rate, want := r.Arrival.Rate, 0.375
+				if r.Arrival.Process == workload.OnOff {
+					rate, want = r.Arrival.Rate*r.Arrival.BurstFactor, 3
+				}
+				if got := rate / (perPod * float64(pods)); math.Abs(got-want) > 1e-9 {
+					t.Errorf("%s: peak load %.3f of its region's capacity, want %.3f", r.Name, got, want)
+				}
+				peak += rate
+			}
+			if got := peak / (perPod * float64(sc.Pods())); math.Abs(got-tc.fleetPeak) > 1e-9 {
+				t.Errorf("a burst offers the fleet %.3f of its capacity, want %.3f", got, tc.fleetPeak)
+			}
+		})
+	}
 }

@@ -114,6 +114,7 @@ var scenarios = []Scenario{
 		},
 	},
 	regionBurst,
+	regionBurstOverload,
 	{
 		Name: "uniform-steady", Workload: "uniform-steady",
 		Pools:  []Pool{{"h100", 8}},

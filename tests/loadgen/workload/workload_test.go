@@ -29,7 +29,7 @@ func mustGenerate(t *testing.T, w *workload.Workload, seed uint64) []workload.Re
 }
 
 func TestEmbeddedWorkloadsLoadAndValidate(t *testing.T) {
-	want := []string{"bursty", "cluster-loss", "mixed-fleet", "multi-lora", "region-burst", "shared-prefix", "uniform-steady"}
+	want := []string{"bursty", "cluster-loss", "mixed-fleet", "multi-lora", "region-burst", "region-burst-overload", "shared-prefix", "uniform-steady"}
 	if got := workload.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -270,7 +270,7 @@ func TestRegionsMergeInOrder(t *testing.T) {
 			t.Fatal("not ordered by arrival")
 		}
 	}
-	if per["us-east-1"] < 500 || per["us-west-2"] < 250 || per["eu-west-1"] < 250 || len(per) != 3 {
+	if per["us-east-1"] < 300 || per["us-west-2"] < 300 || per["eu-west-1"] < 300 || len(per) != 3 {
 		t.Errorf("per-region counts %v", per)
 	}
 }
@@ -298,19 +298,19 @@ func TestOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := w.WithRate(48)
+	r, err := w.WithRate(36)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.MeanRate(); math.Abs(got-48) > 1e-9 || r.Regions[0].Arrival.Rate != 24 {
-		t.Errorf("mean %v, us-east-1 %v; want 48 and 24", got, r.Regions[0].Arrival.Rate)
+	if got := r.MeanRate(); math.Abs(got-36) > 1e-9 || r.Regions[0].Arrival.Rate != 12 {
+		t.Errorf("mean %v, us-east-1 %v; want 36 and 12", got, r.Regions[0].Arrival.Rate)
 	}
-	if w.MeanRate() != 24 {
+	if w.MeanRate() != 18 {
 		t.Errorf("override changed the original: %v", w.MeanRate())
 	}
 	c, err := w.WithCapacity(100)
-	if err != nil || c.MeanRate() != 50 {
-		t.Errorf("capacity 100 × load 0.5: rate %v, err %v", c.MeanRate(), err)
+	if err != nil || math.Abs(c.MeanRate()-45) > 1e-9 {
+		t.Errorf("capacity 100 × load 0.45: rate %v, err %v", c.MeanRate(), err)
 	}
 	m, err := workload.Load("multi-lora")
 	if err != nil {
