@@ -66,7 +66,7 @@ bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem $(PKGS)
 
 ## bench-routing: routing quality, every policy (Tier 1) or router mode (Tier 2) side by side (docs/benchmarks.md)
-SCENARIOS      ?= mixed-fleet bursty shared-prefix multi-lora uniform-steady region-burst
+SCENARIOS      ?= mixed-fleet bursty shared-prefix multi-lora uniform-steady region-burst region-burst-overload
 BENCH_DURATION ?= 60s
 BENCH_OUT      ?= bench-results
 bench-routing: build
