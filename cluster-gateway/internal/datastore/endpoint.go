@@ -103,6 +103,8 @@ type Endpoint struct {
 	metrics  atomic.Pointer[Metrics]
 	models   atomic.Pointer[Models]
 	inFlight atomic.Int64
+	// inFlightAtScrape is inFlight when the newest scrape was stored (see InFlightSinceScrape).
+	inFlightAtScrape atomic.Int64
 	// scrapeFailures counts consecutive failed scrapes (0 after a success).
 	scrapeFailures atomic.Int32
 	// health is the passive outlier detector fed by proxied results (health.go).
@@ -125,6 +127,7 @@ func (e *Endpoint) Metrics() *Metrics { return e.metrics.Load() }
 
 // SetMetrics stores a new successful scrape and clears the scrape-failure count.
 func (e *Endpoint) SetMetrics(m *Metrics) {
+	e.inFlightAtScrape.Store(e.inFlight.Load())
 	e.metrics.Store(m)
 	e.scrapeFailures.Store(0)
 }
@@ -161,6 +164,15 @@ func (e *Endpoint) SetModels(m *Models) { e.models.Store(m) }
 
 // InFlight is the number of requests the gateway has sent to the pod that have not finished.
 func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() }
+
+// InFlightSinceScrape is how much this gateway's in-flight count to the pod has grown since the
+// newest scrape was stored (0 when it has not): the requests sent since then, less those that
+// finished. Added to the scraped queue it is the pod's queue as the gateway last shaped it, which
+// the next scrape would show; a request sent while the scrape was in the air is counted twice
+// until the scrape after.
+func (e *Endpoint) InFlightSinceScrape() int64 {
+	return max(0, e.inFlight.Load()-e.inFlightAtScrape.Load())
+}
 
 // AddInFlight adjusts the in-flight count by delta (+1 when a request is sent, -1 when it ends).
 func (e *Endpoint) AddInFlight(delta int64) { e.inFlight.Add(delta) }

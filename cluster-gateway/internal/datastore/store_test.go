@@ -197,3 +197,29 @@ func TestStoreConcurrentReaders(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// InFlightSinceScrape counts this gateway's in-flight growth since the newest scrape: sends less
+// finishes, never below zero, reset by each scrape.
+func TestInFlightSinceScrape(t *testing.T) {
+	e := datastore.NewEndpoint("10.0.0.1:8000", "", datastore.EngineVLLM, nil)
+	steps := []struct {
+		what string
+		do   func()
+		want int64
+	}{
+		{"no scrape yet, 2 sent", func() { e.AddInFlight(2) }, 2},
+		{"scraped", func() { e.SetMetrics(&datastore.Metrics{WaitingQueue: 1}) }, 0},
+		{"3 sent", func() { e.AddInFlight(3) }, 3},
+		{"1 finished", func() { e.AddInFlight(-1) }, 2},
+		{"scraped again", func() { e.SetMetrics(&datastore.Metrics{WaitingQueue: 3}) }, 0},
+		{"4 finished", func() { e.AddInFlight(-4) }, 0},
+		{"1 sent", func() { e.AddInFlight(1) }, 0}, // still below the in-flight count at the scrape
+		{"4 sent", func() { e.AddInFlight(4) }, 1},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := e.InFlightSinceScrape(); got != s.want {
+			t.Fatalf("%s: in flight since scrape %d, want %d", s.what, got, s.want)
+		}
+	}
+}

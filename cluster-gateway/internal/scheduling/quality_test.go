@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,8 @@ func TestScheduleDecisionLoggedAtDebug(t *testing.T) {
 // next scrape every request goes to the pod whose last scrape was under it, however much has been
 // sent there since, and the tail grows. Scoped to the pool (the default profile), a pod over it
 // stays a candidate while the other is under it, and the predicted TTFT, which counts what was
-// sent since the scrape, places each request behind the least work.
+// sent since the scrape, places each request behind the least work. Both run with the scraped
+// queue alone (countSentSinceScrape off), the case the scope is for.
 func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	raw, err := scheduling.ProfileYAML(scheduling.ProfileDefault)
 	if err != nil {
@@ -219,8 +221,13 @@ func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	if !bytes.Contains(raw, []byte("queueDepthScope: pool")) {
 		t.Fatal("the default profile no longer scopes the queue depth to the pool")
 	}
+	raw = profileWith(t, raw, "countSentSinceScrape: true", "countSentSinceScrape: false")
+	pool := filepath.Join(t.TempDir(), "pool.yaml")
 	perPod := filepath.Join(t.TempDir(), "per-pod.yaml")
-	if err := os.WriteFile(perPod, bytes.Replace(raw, []byte("queueDepthScope: pool"), []byte("queueDepthScope: endpoint"), 1), 0o600); err != nil {
+	if err := os.WriteFile(pool, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(perPod, profileWith(t, raw, "queueDepthScope: pool", "queueDepthScope: endpoint"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	shape := func(now time.Duration) float64 {
@@ -233,12 +240,13 @@ func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	p99 := map[string]time.Duration{}
 	for _, scope := range []string{"pool", "endpoint"} {
 		sm := newSim(t, scheduling.ProfileDefault, []simProfile{l40s, l40s})
+		cfg := scheduling.DefaultConfig()
+		cfg.ConfigFile, cfg.Now = pool, sm.h.Now
 		if scope == "endpoint" {
-			cfg := scheduling.DefaultConfig()
-			cfg.ConfigFile, cfg.Now = perPod, sm.h.Now
-			if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
-				t.Fatal(err)
-			}
+			cfg.ConfigFile = perPod
+		}
+		if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
+			t.Fatal(err)
 		}
 		sm.flow = true
 		sm.run(11, 48, 32*time.Second, shape, 1) // 3x the pods' prefill capacity during bursts
@@ -247,5 +255,72 @@ func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	}
 	if p99["pool"] >= p99["endpoint"] {
 		t.Errorf("P99 TTFT under overload %v with the pool scope, want under the per-pod scope's %v", p99["pool"], p99["endpoint"])
+	}
+}
+
+// profileWith returns the profile raw with old replaced by new, failing when old is not in it.
+func profileWith(t *testing.T, raw []byte, old, new string) []byte {
+	t.Helper()
+	if !bytes.Contains(raw, []byte(old)) {
+		t.Fatalf("the default profile no longer has %q", old)
+	}
+	return bytes.Replace(raw, []byte(old), []byte(new), 1)
+}
+
+// Under overload the front door's queue serves higher priorities first, but only what it holds:
+// when a pod's saturation goes by the scraped queue alone, a scrape that shows room lets one
+// dispatch pass send the whole queue to the pods, where it waits in arrival order whatever its
+// priority. Counting what was sent since the scrape (the default profile) keeps the excess in the
+// front door, so a critical request overtakes the sheddable ones there. Two identical pods, bursts
+// at 3x their capacity, a fifth of the requests at the higher priority.
+func TestOverloadPriorityServedFirst(t *testing.T) {
+	raw, err := scheduling.ProfileYAML(scheduling.ProfileDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraped := filepath.Join(t.TempDir(), "scraped.yaml")
+	if err := os.WriteFile(scraped, profileWith(t, raw, "countSentSinceScrape: true", "countSentSinceScrape: false"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shape := func(now time.Duration) float64 {
+		if now%(8*time.Second) < 2*time.Second {
+			return 1
+		}
+		return 0
+	}
+	l40s := simProfile{prefill: 8000, itl: 25 * time.Millisecond, kv: 120000}
+	// The picker breaks ties at random, so single runs vary: pool eight seeds.
+	var crit, all [2][]time.Duration
+	for seed := uint64(1); seed <= 8; seed++ {
+		for i, file := range []string{"", scraped} {
+			sm := newSim(t, scheduling.ProfileDefault, []simProfile{l40s, l40s})
+			if file != "" {
+				cfg := scheduling.DefaultConfig()
+				cfg.ConfigFile, cfg.Now = file, sm.h.Now
+				if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sm.flow, sm.critical = true, 0.2
+			sm.run(seed, 48, 32*time.Second, shape, 1)
+			for _, r := range sm.done {
+				all[i] = append(all[i], r.ttft)
+				if r.req.Priority == 1 {
+					crit[i] = append(crit[i], r.ttft)
+				}
+			}
+		}
+	}
+	p99 := func(ts []time.Duration) time.Duration {
+		slices.Sort(ts)
+		return ts[int(0.99*float64(len(ts)-1))]
+	}
+	c, cs, a, as := p99(crit[0]), p99(crit[1]), p99(all[0]), p99(all[1])
+	t.Logf("critical P99 %v (scraped queue only: %v); all requests' P99 %v (%v)", c, cs, a, as)
+	if float64(c) > 0.7*float64(cs) {
+		t.Errorf("critical P99 %v, want under 70%% of the %v with the scraped queue only", c, cs)
+	}
+	if float64(a) > 1.1*float64(as) {
+		t.Errorf("P99 of all requests %v, want within 10%% of the %v with the scraped queue only", a, as)
 	}
 }

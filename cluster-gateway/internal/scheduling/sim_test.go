@@ -63,6 +63,9 @@ type sim struct {
 	// door's flow control does; without it they count as failed.
 	hold []held
 	flow bool
+	// critical is the share of requests sent at priority 1 (the rest at 0); the front door's
+	// queue serves the higher priority first, as flow control's bands do.
+	critical float64
 }
 
 func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
@@ -89,10 +92,10 @@ func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
 }
 
 // send schedules one request and hands it to the chosen pod.
-func (sm *sim) send(prompt, out int) {
-	h := held{&framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out}, sm.now}
-	if sm.flow && len(sm.hold) > 0 {
-		sm.hold = append(sm.hold, h) // first come, first served behind the queue
+func (sm *sim) send(prompt, out, priority int) {
+	h := held{&framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out, Priority: priority}, sm.now}
+	if sm.flow && slices.ContainsFunc(sm.hold, func(o held) bool { return o.req.Priority >= priority }) {
+		sm.hold = append(sm.hold, h) // first come, first served behind the queue at its priority or above
 		return
 	}
 	if !sm.place(h) {
@@ -128,8 +131,10 @@ func (sm *sim) place(h held) bool {
 	return true
 }
 
-// retry places held requests, oldest first, until one is still saturated.
+// retry places held requests, highest priority first and oldest first within a priority, until
+// one is still saturated.
 func (sm *sim) retry() {
+	slices.SortStableFunc(sm.hold, func(a, b held) int { return b.req.Priority - a.req.Priority })
 	for len(sm.hold) > 0 && sm.place(sm.hold[0]) {
 		sm.hold = sm.hold[1:]
 	}
@@ -214,8 +219,12 @@ func (sm *sim) run(seed uint64, rate float64, dur time.Duration, shape func(time
 		for sm.now < dur && next <= sm.now {
 			prompt := int(math.Min(4000, math.Max(50, 1000*math.Exp(0.5*rng.NormFloat64()-0.125))))
 			out := 100 + rng.IntN(200)
+			priority := 0
+			if sm.critical > 0 && rng.Float64() < sm.critical {
+				priority = 1
+			}
 			if rng.Float64()*peak < shape(next) {
-				sm.send(prompt, out)
+				sm.send(prompt, out, priority)
 			}
 			next += gap()
 		}
@@ -236,9 +245,16 @@ func (sm *sim) inSystem() int {
 }
 
 func (sm *sim) ttftPercentile(q float64) time.Duration {
+	return sm.ttftPercentileOf(q, func(*simReq) bool { return true })
+}
+
+// ttftPercentileOf is the q-quantile TTFT of the completed requests that match.
+func (sm *sim) ttftPercentileOf(q float64, match func(*simReq) bool) time.Duration {
 	ts := make([]time.Duration, 0, len(sm.done))
 	for _, r := range sm.done {
-		ts = append(ts, r.ttft)
+		if match(r) {
+			ts = append(ts, r.ttft)
+		}
 	}
 	slices.Sort(ts)
 	if len(ts) == 0 {

@@ -18,6 +18,7 @@ type Filter struct {
 	name string
 	t    Thresholds
 	pool bool
+	sent bool // count the in-flight growth since the scrape in the queue depth
 }
 
 var _ framework.SaturationFilter = (*Filter)(nil)
@@ -38,6 +39,12 @@ type FilterParams struct {
 	Params
 	// QueueDepthScope is "endpoint" (default) or "pool"; see ScopeEndpoint and ScopePool.
 	QueueDepthScope string `json:"queueDepthScope,omitempty"`
+	// CountSentSinceScrape adds to a pod's scraped queue depth, when it is not empty, what this
+	// gateway sent the pod since that scrape, less what finished (default false: the scraped
+	// depth alone, as GIE's saturation detector reads it). Without it, one scrape that shows room lets a single
+	// flow-control pass send the whole front-door queue to the pods; with it, the front door
+	// releases requests as the pods take them and each is placed when it leaves the queue.
+	CountSentSinceScrape bool `json:"countSentSinceScrape,omitempty"`
 }
 
 // FilterFactory builds a Filter from FilterParams.
@@ -51,6 +58,7 @@ func FilterFactory(name string, params json.RawMessage, _ framework.Handle) (fra
 		return nil, err
 	}
 	f := NewFilter(name, t)
+	f.sent = p.CountSentSinceScrape
 	switch p.QueueDepthScope {
 	case "", ScopeEndpoint:
 	case ScopePool:
@@ -75,7 +83,7 @@ func (f *Filter) RemovesSaturated() {}
 // Filter compacts eps in place to the unsaturated endpoints; with the pool scope, while any is
 // unsaturated, to those saturated by their queue depth alone as well.
 func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
-	keep := func(e *datastore.Endpoint) bool { return !f.t.Saturated(e, cs.Now) }
+	keep := func(e *datastore.Endpoint) bool { return !f.t.unfit(e, cs.Now) && !f.queueFull(e) }
 	if f.pool && slices.ContainsFunc(eps, keep) {
 		keep = func(e *datastore.Endpoint) bool { return !f.t.unfit(e, cs.Now) }
 	}
@@ -86,6 +94,19 @@ func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framewor
 		}
 	}
 	return out
+}
+
+// queueFull reports whether e's queue depth is at or over the threshold: the scraped depth, plus,
+// when the filter counts it and the scrape showed a queue, the in-flight growth since that scrape.
+// A pod with requests waiting has no room in its batch, so whatever is sent to it waits too; one
+// without may start them at once, which the next scrape shows. e's metrics must be present
+// (unfit is checked first: no metrics are stale).
+func (f *Filter) queueFull(e *datastore.Endpoint) bool {
+	waiting := float64(e.Metrics().WaitingQueue)
+	if f.sent && waiting > 0 {
+		waiting += float64(e.InFlightSinceScrape())
+	}
+	return waiting >= float64(f.t.Queue)*(1+f.t.Headroom)
 }
 
 // Saturated reports whether e is saturated at now: ejected, metrics stale or failing, or queue or

@@ -27,6 +27,19 @@ func state(name string) *datastore.Endpoint {
 		return plugintest.Endpoint(name, "m", 5, 1, 0.1, fresh)
 	case "kv80":
 		return plugintest.Endpoint(name, "m", 0, 1, 0.8, fresh)
+	case "queue2+sent3": // scraped 2 waiting, then this gateway sent 3 more
+		e := plugintest.Endpoint(name, "m", 2, 1, 0.1, fresh)
+		e.AddInFlight(3)
+		return e
+	case "queue0+sent6": // scraped with room in its batch, then this gateway sent 6
+		e := plugintest.Endpoint(name, "m", 0, 1, 0.1, fresh)
+		e.AddInFlight(6)
+		return e
+	case "queue4+sent2-done2": // scraped 4 waiting; 2 sent since and 2 finished
+		e := plugintest.Endpoint(name, "m", 4, 1, 0.1, fresh)
+		e.AddInFlight(2)
+		e.AddInFlight(-2)
+		return e
 	case "stale":
 		return plugintest.Endpoint(name, "m", 0, 1, 0.1, now.Add(-3*time.Second))
 	case "scrape-failing":
@@ -90,6 +103,13 @@ func TestSaturationFilter(t *testing.T) {
 		{"pool scope, queues only", `{"queueDepthScope": "pool"}`, []string{"queue5", "queue4"}, "queue5 queue4"},
 		{"pool scope, nothing unsaturated", `{"queueDepthScope": "pool"}`, []string{"queue5", "kv80", "stale", "ejected"}, ""},
 		{"pool scope, threshold applies", `{"queueDepthScope": "pool", "queueDepthThreshold": 4}`, []string{"queue5", "queue4"}, ""},
+		// Counting what was sent since the scrape: 2 scraped + 3 sent reaches 5; sends that
+		// finished are not counted, nor sends to a pod whose scrape showed no queue (it had room
+		// to start them).
+		{"sent not counted", "", []string{"queue2+sent3", "queue4+sent2-done2"}, "queue2+sent3 queue4+sent2-done2"},
+		{"sent counted", `{"countSentSinceScrape": true}`, []string{"queue2+sent3", "queue4+sent2-done2", "queue0+sent6", "idle"}, "queue4+sent2-done2 queue0+sent6 idle"},
+		{"sent counted, pool scope, all full", `{"countSentSinceScrape": true, "queueDepthScope": "pool"}`, []string{"queue2+sent3", "queue5"}, ""},
+		{"sent counted, pool scope, one with room", `{"countSentSinceScrape": true, "queueDepthScope": "pool"}`, []string{"queue2+sent3", "queue4+sent2-done2"}, "queue2+sent3 queue4+sent2-done2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
