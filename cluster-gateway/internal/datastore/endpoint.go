@@ -168,8 +168,8 @@ func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() }
 // InFlightSinceScrape is how much this gateway's in-flight count to the pod has grown since the
 // newest scrape was stored (0 when it has not): the requests sent since then, less those that
 // finished. Added to the scraped queue it is the pod's queue as the gateway last shaped it, which
-// the next scrape would show; a request sent while the scrape was in the air is counted twice
-// until the scrape after.
+// the next scrape would show; a request sent while the scrape was in the air (after the pod
+// answered, before the answer was stored) is in neither until the scrape after.
 func (e *Endpoint) InFlightSinceScrape() int64 {
 	return max(0, e.inFlight.Load()-e.inFlightAtScrape.Load())
 }

@@ -41,9 +41,10 @@ type FilterParams struct {
 	QueueDepthScope string `json:"queueDepthScope,omitempty"`
 	// CountSentSinceScrape adds to a pod's scraped queue depth, when it is not empty, what this
 	// gateway sent the pod since that scrape, less what finished (default false: the scraped
-	// depth alone, as GIE's saturation detector reads it). Without it, one scrape that shows room lets a single
-	// flow-control pass send the whole front-door queue to the pods; with it, the front door
-	// releases requests as the pods take them and each is placed when it leaves the queue.
+	// depth alone, as GIE's saturation detector reads it). Without it, one scrape that shows
+	// room lets a single flow-control pass send the whole front-door queue to the pods; with it,
+	// the front door releases requests as the pods take them and each is placed when it leaves
+	// the queue.
 	CountSentSinceScrape bool `json:"countSentSinceScrape,omitempty"`
 }
 
