@@ -230,32 +230,49 @@ func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	if err := os.WriteFile(perPod, profileWith(t, raw, "queueDepthScope: pool", "queueDepthScope: endpoint"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	shape := func(now time.Duration) float64 {
-		if now%(8*time.Second) < 2*time.Second {
-			return 1
-		}
-		return 0
-	}
-	l40s := simProfile{prefill: 8000, itl: 25 * time.Millisecond, kv: 120000}
 	p99 := map[string]time.Duration{}
 	for _, scope := range []string{"pool", "endpoint"} {
-		sm := newSim(t, scheduling.ProfileDefault, []simProfile{l40s, l40s})
-		cfg := scheduling.DefaultConfig()
-		cfg.ConfigFile, cfg.Now = pool, sm.h.Now
+		file := pool
 		if scope == "endpoint" {
-			cfg.ConfigFile = perPod
+			file = perPod
 		}
-		if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
-			t.Fatal(err)
-		}
+		sm := newSimWith(t, file, []simProfile{simL40s, simL40s})
 		sm.flow = true
-		sm.run(11, 48, 32*time.Second, shape, 1) // 3x the pods' prefill capacity during bursts
+		sm.run(11, 48, 32*time.Second, twoSecondBursts, 1) // 3x the pods' prefill capacity during bursts
 		p99[scope] = sm.ttftPercentile(0.99)
 		t.Logf("queue depth per %-8s p50=%v p95=%v p99=%v done=%d", scope, sm.ttftPercentile(0.5), sm.ttftPercentile(0.95), p99[scope], len(sm.done))
 	}
 	if p99["pool"] >= p99["endpoint"] {
 		t.Errorf("P99 TTFT under overload %v with the pool scope, want under the per-pod scope's %v", p99["pool"], p99["endpoint"])
 	}
+}
+
+// simL40s is an l40s-like pod for the overload simulations: 8,000 prefill tokens/s.
+var simL40s = simProfile{prefill: 8000, itl: 25 * time.Millisecond, kv: 120000}
+
+// twoSecondBursts is an arrival shape on for 2 s every 8 s.
+func twoSecondBursts(now time.Duration) float64 {
+	if now%(8*time.Second) < 2*time.Second {
+		return 1
+	}
+	return 0
+}
+
+// newSimWith returns a simulation of fleet scheduled by the profile in file, or by the shipped
+// default profile when file is "".
+func newSimWith(t *testing.T, file string, fleet []simProfile) *sim {
+	t.Helper()
+	sm := newSim(t, scheduling.ProfileDefault, fleet)
+	if file == "" {
+		return sm
+	}
+	cfg := scheduling.DefaultConfig()
+	cfg.ConfigFile, cfg.Now = file, sm.h.Now
+	var err error
+	if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return sm
 }
 
 // profileWith returns the profile raw with old replaced by new, failing when old is not in it.
@@ -282,27 +299,13 @@ func TestOverloadPriorityServedFirst(t *testing.T) {
 	if err := os.WriteFile(scraped, profileWith(t, raw, "countSentSinceScrape: true", "countSentSinceScrape: false"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	shape := func(now time.Duration) float64 {
-		if now%(8*time.Second) < 2*time.Second {
-			return 1
-		}
-		return 0
-	}
-	l40s := simProfile{prefill: 8000, itl: 25 * time.Millisecond, kv: 120000}
 	// The picker breaks ties at random, so single runs vary: pool eight seeds.
 	var crit, all [2][]time.Duration
 	for seed := uint64(1); seed <= 8; seed++ {
 		for i, file := range []string{"", scraped} {
-			sm := newSim(t, scheduling.ProfileDefault, []simProfile{l40s, l40s})
-			if file != "" {
-				cfg := scheduling.DefaultConfig()
-				cfg.ConfigFile, cfg.Now = file, sm.h.Now
-				if sm.s, err = scheduling.New(cfg, sm.h, nil, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+			sm := newSimWith(t, file, []simProfile{simL40s, simL40s})
 			sm.flow, sm.critical = true, 0.2
-			sm.run(seed, 48, 32*time.Second, shape, 1)
+			sm.run(seed, 48, 32*time.Second, twoSecondBursts, 1)
 			for _, r := range sm.done {
 				all[i] = append(all[i], r.ttft)
 				if r.req.Priority == 1 {
