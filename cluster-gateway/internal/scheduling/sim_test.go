@@ -95,16 +95,26 @@ func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
 func (sm *sim) send(prompt, out, priority int) {
 	h := held{&framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out, Priority: priority}, sm.now}
 	if sm.flow && slices.ContainsFunc(sm.hold, func(o held) bool { return o.req.Priority >= priority }) {
-		sm.hold = append(sm.hold, h) // first come, first served behind the queue at its priority or above
+		sm.holdBack(h) // first come, first served behind the queue at its priority or above
 		return
 	}
 	if !sm.place(h) {
 		if sm.flow {
-			sm.hold = append(sm.hold, h)
+			sm.holdBack(h)
 			return
 		}
 		sm.failed++
 	}
+}
+
+// holdBack queues h behind every held request at its priority or above, ahead of those below,
+// so the hold queue stays in the order flow control's bands serve it.
+func (sm *sim) holdBack(h held) {
+	i := len(sm.hold)
+	for i > 0 && sm.hold[i-1].req.Priority < h.req.Priority {
+		i--
+	}
+	sm.hold = slices.Insert(sm.hold, i, h)
 }
 
 // held is a request and when it arrived at the gateway.
@@ -131,10 +141,9 @@ func (sm *sim) place(h held) bool {
 	return true
 }
 
-// retry places held requests, highest priority first and oldest first within a priority, until
-// one is still saturated.
+// retry places held requests, highest priority first and oldest first within a priority (the
+// order holdBack keeps), until one is still saturated.
 func (sm *sim) retry() {
-	slices.SortStableFunc(sm.hold, func(a, b held) int { return b.req.Priority - a.req.Priority })
 	for len(sm.hold) > 0 && sm.place(sm.hold[0]) {
 		sm.hold = sm.hold[1:]
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -84,15 +83,21 @@ func (f *Filter) RemovesSaturated() {}
 // Filter compacts eps in place to the unsaturated endpoints; with the pool scope, while any is
 // unsaturated, to those saturated by their queue depth alone as well.
 func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
-	keep := func(e *datastore.Endpoint) bool { return !f.t.unfit(e, cs.Now) && !f.queueFull(e) }
-	if f.pool && slices.ContainsFunc(eps, keep) {
-		keep = func(e *datastore.Endpoint) bool { return !f.t.unfit(e, cs.Now) }
-	}
 	out := eps[:0]
+	room := false // a kept endpoint's queue is under the threshold
 	for _, e := range eps {
-		if keep(e) {
-			out = append(out, e)
+		if f.t.unfit(e, cs.Now) {
+			continue
 		}
+		full := f.queueFull(e)
+		if full && !f.pool {
+			continue
+		}
+		room = room || !full
+		out = append(out, e)
+	}
+	if !room {
+		return out[:0] // every endpoint saturated (with the pool scope, by its queue at least)
 	}
 	return out
 }
@@ -107,7 +112,7 @@ func (f *Filter) queueFull(e *datastore.Endpoint) bool {
 	if f.sent && waiting > 0 {
 		waiting += float64(e.InFlightSinceScrape())
 	}
-	return waiting >= float64(f.t.Queue)*(1+f.t.Headroom)
+	return f.t.queueOver(waiting)
 }
 
 // Saturated reports whether e is saturated at now: ejected, metrics stale or failing, or queue or
@@ -116,7 +121,12 @@ func (t Thresholds) Saturated(e *datastore.Endpoint, now time.Time) bool {
 	if t.unfit(e, now) {
 		return true
 	}
-	return float64(e.Metrics().WaitingQueue) >= float64(t.Queue)*(1+t.Headroom)
+	return t.queueOver(float64(e.Metrics().WaitingQueue))
+}
+
+// queueOver reports whether a queue of waiting requests is at or above threshold*(1+headroom).
+func (t Thresholds) queueOver(waiting float64) bool {
+	return waiting >= float64(t.Queue)*(1+t.Headroom)
 }
 
 // unfit reports whether e is saturated at now by anything but its queue depth: ejected, metrics
