@@ -11,7 +11,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
-MODULES := proto gossip cluster-gateway global-router tests
+MODULES := contract proto gossip cluster-gateway global-router tests
 GO      ?= go
 BIN     := $(CURDIR)/.bin
 export PATH := $(BIN):$(PATH)

@@ -12,6 +12,7 @@ FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 # Module files first, so dependency downloads are cached across source changes.
 COPY go.work go.work.sum ./
+COPY contract/go.mod contract/
 COPY proto/go.mod proto/go.sum proto/
 COPY gossip/go.mod gossip/go.sum gossip/
 COPY cluster-gateway/go.mod cluster-gateway/go.sum cluster-gateway/
