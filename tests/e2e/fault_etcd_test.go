@@ -120,7 +120,7 @@ func etcdAllMembersStopped(t *testing.T, bin string) {
 	mustRunCtl(t, w, west, "undrain", "east-b")
 	for _, r := range []*node{east, west} {
 		if !pollTrue(10*time.Second, func() bool { return !hasDrained(t, w, r, "east-b") }) {
-			t.Errorf("router %s did not apply an undrain written after the outage within 10 s", r.name)
+			t.Errorf("router %s did not apply an undrain written after the outage within 10 s", r.Name())
 		}
 	}
 
@@ -535,7 +535,7 @@ func waitServedBy(t *testing.T, router *node, cluster string, timeout time.Durat
 		got = resp.Header.Get("X-Switchyard-Cluster")
 		return resp.StatusCode == 200 && got == cluster
 	}) {
-		t.Fatalf("router %s still routes to %q, want %s", router.name, got, cluster)
+		t.Fatalf("router %s still routes to %q, want %s", router.Name(), got, cluster)
 	}
 }
 

@@ -76,7 +76,7 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 	w.Gateway("east-good", "us-east-1", []string{w.Pod("h100").Listen})
 	router := w.Router("us-east-1", "")
 
-	wrongKey := w.write("wrong.key", gossipKey())
+	wrongKey := w.Write("wrong.key", gossipKey())
 	intruderPod := w.Pod("h100")
 	intruderStart := time.Now()
 	// It joins through the router itself (a later flag wins).

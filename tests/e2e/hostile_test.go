@@ -175,7 +175,7 @@ func routingHeaderCase(addr, podAddr string, viaRouter bool) hostileCase {
 // that the router answers 503 with the explanation and sends nothing to the gateway.
 func residencyCase(rt, gw *node) hostileCase {
 	return hostileCase{"model outside its residency policy", func(t *testing.T) {
-		auth := "Bearer " + rt.w.Token()
+		auth := "Bearer " + rt.World().Token()
 		put := sprintf(`{"policy":{"model":%q,"allowed_regions":["eu-west-1"]}}`, testModel)
 		if st, code, msg := adminCall(t, rt.Admin, "PutPolicy", auth, put); st != http.StatusOK {
 			t.Fatalf("PutPolicy: %d %s %s", st, code, msg)
