@@ -112,3 +112,5 @@ replace (
 	github.com/switchyard-dev/switchyard/gossip => ../gossip
 	github.com/switchyard-dev/switchyard/proto => ../proto
 )
+
+replace github.com/switchyard-dev/switchyard/contract => ../contract

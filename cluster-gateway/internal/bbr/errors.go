@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
 // Error is an error answered to the client as an OpenAI-style JSON body:
@@ -79,6 +81,12 @@ func (e *Error) Write(w http.ResponseWriter) {
 // BadRequest is a 400 invalid_request_error.
 func BadRequest(msg, param string) *Error {
 	return &Error{Status: http.StatusBadRequest, Message: msg, Type: "invalid_request_error", Param: param, Code: "invalid_request"}
+}
+
+// ParseError is the 400 for a body openai.Parse refused: a missing model, a routing key given
+// twice or in another case (naming the key), or malformed JSON.
+func ParseError(err error) *Error {
+	return BadRequest(openai.Describe(err))
 }
 
 // ModelNotFound is the 404 for a model no ready endpoint serves.

@@ -6,11 +6,11 @@
 package bbr
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
@@ -60,7 +60,7 @@ func NewRouter(cfg Config, src EndpointSource) (*Router, error) {
 		return nil, err
 	}
 	r := &Router{cfg: cfg, src: src}
-	r.bodies.New = func() any { return new(Body) }
+	r.bodies.New = func() any { return new(openai.Body) }
 	return r, nil
 }
 
@@ -83,14 +83,11 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	if int64(len(body)) > r.cfg.MaxBodyBytes {
 		return Routed{}, TooLarge(r.cfg.MaxBodyBytes)
 	}
-	b := r.bodies.Get().(*Body)
+	b := r.bodies.Get().(*openai.Body)
 	defer r.release(b)
 	b.MaxPrompt = r.cfg.MaxPrefixBlocks * prefix.BlockSize // the text past it is not hashed
-	if err := Parse(body, b); err != nil {
-		if errors.Is(err, ErrMissingModel) {
-			return Routed{}, BadRequest("you must provide a model parameter", "model")
-		}
-		return Routed{}, BadRequest(fmt.Sprintf("invalid request body: %v", err), "")
+	if err := openai.Parse(body, b); err != nil {
+		return Routed{}, ParseError(err)
 	}
 	res, ok := resolve(r.src.Endpoints(), r.cfg.Adapters, b.Model)
 	if !ok {
@@ -123,10 +120,7 @@ func (r *Router) PoisonReleasedHashes() { r.hashes.poison = true }
 
 // release returns b to the pool, dropping its reference to the request body and its prompt
 // buffer when that grew very large.
-func (r *Router) release(b *Body) {
-	b.Prompt = nil
-	if cap(b.buf) > 4<<20 {
-		b.buf = nil
-	}
+func (r *Router) release(b *openai.Body) {
+	b.Release(4 << 20)
 	r.bodies.Put(b)
 }

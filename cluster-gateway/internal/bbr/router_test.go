@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/openai"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
@@ -196,11 +198,11 @@ func BenchmarkRoute1MB(b *testing.B)   { benchmarkRoute(b, 1<<20) }
 
 func BenchmarkParse1MB(b *testing.B) {
 	body := benchBody(1 << 20)
-	var parsed Body
+	var parsed openai.Body
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if err := Parse(body, &parsed); err != nil {
+		if err := openai.Parse(body, &parsed); err != nil {
 			b.Fatal(err)
 		}
 	}

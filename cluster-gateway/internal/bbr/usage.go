@@ -3,6 +3,8 @@ package bbr
 import (
 	"bytes"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
 // maxMeteredLine bounds what a Meter buffers of one SSE line or of a JSON response body.
@@ -18,7 +20,7 @@ type Meter struct {
 	sse                bool
 	events             int
 	carry              []byte
-	usage              usage
+	usage              openai.Usage
 	hasUsage           bool
 }
 
@@ -34,12 +36,6 @@ type Measurement struct {
 	PromptTokens int
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens, or -1 when not reported.
 	CachedTokens int
-}
-
-// usage is the usage block of a response.
-type usage struct {
-	promptTokens, completionTokens, cachedTokens int
-	hasCached                                    bool
 }
 
 // Reset prepares m for a response to a request sent at start; sse selects SSE parsing
@@ -107,57 +103,9 @@ func (m *Meter) line(line []byte, now time.Time) {
 }
 
 func (m *Meter) parseUsage(payload []byte) {
-	if u, ok := parseUsage(payload); ok {
+	if u, ok := openai.ParseUsage(payload); ok {
 		m.usage, m.hasUsage = u, true
 	}
-}
-
-// parseUsage reads the top-level "usage" object of a JSON response or SSE event with the body
-// scanner (one pass, skipping the rest without decoding it). ok is false when there is no usage
-// object or the payload is not valid JSON or a count is not a non-negative integer or null.
-func parseUsage(data []byte) (u usage, ok bool) {
-	s := scanner{data: data}
-	if s.ws() != '{' {
-		return usage{}, false
-	}
-	err := s.object(func(key []byte) error {
-		if string(key) != "usage" {
-			return s.skip(1)
-		}
-		if s.ws() == 'n' {
-			u, ok = usage{}, false
-			return s.literal("null")
-		}
-		u, ok = usage{}, true
-		return s.object(func(key []byte) error { return u.member(&s, key) })
-	})
-	if err != nil || s.end() != nil {
-		return usage{}, false
-	}
-	return u, ok
-}
-
-// member reads one member of the usage object.
-func (u *usage) member(s *scanner, key []byte) error {
-	switch string(key) {
-	case "prompt_tokens":
-		return s.count(&u.promptTokens)
-	case "completion_tokens":
-		return s.count(&u.completionTokens)
-	case "prompt_tokens_details":
-		if s.ws() == 'n' {
-			u.hasCached = false
-			return s.literal("null")
-		}
-		return s.object(func(key []byte) error {
-			if string(key) != "cached_tokens" {
-				return s.skip(3)
-			}
-			u.hasCached = s.ws() != 'n'
-			return s.count(&u.cachedTokens)
-		})
-	}
-	return s.skip(2)
 }
 
 // Tokens is the number of token events seen so far (1 once a JSON body started).
@@ -189,9 +137,9 @@ func (m *Meter) Finish() Measurement {
 		}
 	}
 	if m.hasUsage {
-		out.PromptTokens, out.OutputTokens = m.usage.promptTokens, m.usage.completionTokens
-		if m.usage.hasCached {
-			out.CachedTokens = m.usage.cachedTokens
+		out.PromptTokens, out.OutputTokens = m.usage.PromptTokens, m.usage.CompletionTokens
+		if m.usage.HasCached {
+			out.CachedTokens = m.usage.CachedTokens
 		}
 	}
 	return out

@@ -13,8 +13,8 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
 // fuzzMaxBody is newEnv's body limit.
@@ -98,8 +98,8 @@ func wantStatus(body []byte, contentLength string) int {
 	if len(body) > fuzzMaxBody || declaredTooLarge(contentLength) {
 		return 413
 	}
-	var b bbr.Body
-	if err := bbr.Parse(body, &b); err != nil {
+	var b openai.Body
+	if err := openai.Parse(body, &b); err != nil {
 		return 400
 	}
 	if b.Model != "llama" {

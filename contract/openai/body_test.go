@@ -1,4 +1,4 @@
-package bbr
+package openai
 
 import (
 	"encoding/json"
@@ -32,6 +32,10 @@ func TestParse(t *testing.T) {
 			Body{Model: "m", MaxTokens: 9}, ""},
 		{"unknown fields skipped", `{"x":{"y":[1,2,{"z":"w"}],"t":true,"f":false,"n":null,"num":-1.5e3},"model":"m"}`, Body{Model: "m"}, ""},
 		{"whitespace", " \n{ \"model\" : \"m\" , \"prompt\" : \"p\" }\n", Body{Model: "m"}, "p"},
+		{"priority", `{"model":"m","priority":-3}`, Body{Model: "m", Priority: -3, HasPriority: true}, ""},
+		{"null priority", `{"model":"m","priority":null}`, Body{Model: "m"}, ""},
+		{"routing keys nested are not routing keys", `{"model":"m","metadata":{"model":"x","Model":"y","stream":1}}`, Body{Model: "m"}, ""},
+		{"look-alike keys", `{"model":"m","models":"x","streams":true,"priority_class":"p"}`, Body{Model: "m"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +97,7 @@ func FuzzParse(f *testing.F) {
 		`{"model":"m","prompt":"hello","stream":true,"max_tokens":3}`,
 		`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
 		`{"model":"\u00e9","input":["a","b"]}`, `{"model":"m","prompt":[[1,2],[3]]}`, `{}`, `[`, `{"a":1e5}`,
+		`{"model":"eu","Model":"open"}`, `{"model":"m","stream":true,"\u017ftream":false}`, `{"model":"m","priority":-2}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -100,7 +105,9 @@ func FuzzParse(f *testing.F) {
 		var b Body
 		err := Parse(data, &b)
 		var ref struct {
-			Model any `json:"model"`
+			Model    any `json:"model"`
+			Stream   any `json:"stream"`
+			Priority any `json:"priority"`
 		}
 		refErr := json.Unmarshal(data, &ref)
 		if refErr != nil && err == nil {
@@ -109,13 +116,73 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// An accepted body has each routing key at most once, in its exact spelling, so a
+		// case-folding, last-duplicate-wins reader sees the same values.
 		if s, _ := ref.Model.(string); s != b.Model {
 			t.Fatalf("model = %q, encoding/json says %q", b.Model, s)
+		}
+		if st, _ := ref.Stream.(bool); st != b.Stream {
+			t.Fatalf("stream = %v, encoding/json says %v", b.Stream, ref.Stream)
+		}
+		if p, ok := ref.Priority.(float64); ok != b.HasPriority || (ok && int(p) != b.Priority) {
+			t.Fatalf("priority = %d (%v), encoding/json says %v", b.Priority, b.HasPriority, ref.Priority)
 		}
 	})
 }
 
 func sameFields(a, b Body) bool {
 	return a.Model == b.Model && a.Stream == b.Stream && a.IncludeUsage == b.IncludeUsage &&
-		a.MaxTokens == b.MaxTokens && a.PromptTokenIDs == b.PromptTokenIDs
+		a.MaxTokens == b.MaxTokens && a.PromptTokenIDs == b.PromptTokenIDs &&
+		a.Priority == b.Priority && a.HasPriority == b.HasPriority
+}
+
+// TestParseAmbiguousKeys covers the bodies that JSON readers read differently: each is refused
+// with the routing key named, whatever the key's value.
+func TestParseAmbiguousKeys(t *testing.T) {
+	tests := []struct {
+		name, body, key, found string
+	}{
+		{"duplicate model", `{"model":"eu-only","model":"open"}`, "model", "model"},
+		{"case-variant model", `{"model":"eu-only","Model":"open"}`, "model", "Model"},
+		{"case-variant before the model", `{"MODEL":"open","model":"eu-only"}`, "model", "MODEL"},
+		{"case-variant model alone", `{"Model":"open"}`, "model", "Model"},
+		{"escaped duplicate model", `{"model":"a","\u006dodel":"b"}`, "model", "model"},
+		{"escaped case-variant", `{"model":"a","\u004dodel":"b"}`, "model", "Model"},
+		{"duplicate stream", `{"model":"m","stream":false,"stream":true}`, "stream", "stream"},
+		{"case-variant stream", `{"model":"m","stream":false,"Stream":true}`, "stream", "Stream"},
+		// encoding/json folds U+017F (long s) to s, so this key is "stream" to a Go reader.
+		{"long-s stream", "{\"model\":\"m\",\"\u017ftream\":true}", "stream", "\u017ftream"},
+		{"duplicate priority", `{"model":"m","priority":1,"priority":9}`, "priority", "priority"},
+		{"case-variant priority", `{"model":"m","Priority":9}`, "priority", "Priority"},
+		{"duplicate null model", `{"model":"m","model":null}`, "model", "model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Body
+			err := Parse([]byte(tt.body), &b)
+			var amb *AmbiguousKeyError
+			if !errors.As(err, &amb) || !errors.Is(err, ErrAmbiguousKey) {
+				t.Fatalf("Parse(%s) = %v, want an AmbiguousKeyError", tt.body, err)
+			}
+			if amb.Key != tt.key || amb.Found != tt.found {
+				t.Fatalf("error names %q as %q, want %q as %q", amb.Key, amb.Found, tt.key, tt.found)
+			}
+			if !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("message %q does not name the key", err)
+			}
+		})
+	}
+}
+
+// TestParseBadPriority covers priorities that are not 32-bit integers.
+func TestParseBadPriority(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","priority":1.5}`, `{"model":"m","priority":"1"}`, `{"model":"m","priority":1e3}`,
+		`{"model":"m","priority":99999999999}`, `{"model":"m","priority":true}`,
+	} {
+		var b Body
+		if err := Parse([]byte(body), &b); err == nil {
+			t.Errorf("Parse(%s) succeeded with priority %d, want an error", body, b.Priority)
+		}
+	}
 }

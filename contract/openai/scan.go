@@ -1,4 +1,4 @@
-package bbr
+package openai
 
 import (
 	"encoding/binary"

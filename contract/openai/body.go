@@ -1,10 +1,16 @@
-package bbr
+// Package openai reads the fields that routing needs from an OpenAI request body (completions,
+// chat completions, embeddings) in one validating pass, without copying the body. Both tiers read
+// a request with Parse, so the router and the gateway can never see different models, streaming
+// flags or priorities in the same bytes: a body that names model, stream or priority twice, or
+// also under a key that differs only in case (which encoding/json would take), is refused.
+package openai
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -30,20 +36,91 @@ type Body struct {
 	PromptBytes int
 	// PromptTokenIDs counts prompt tokens given directly as token ids (arrays of integers).
 	PromptTokenIDs int
+	// Priority is the "priority" field (vLLM's per-request scheduling priority), when HasPriority.
+	Priority int
+	// HasPriority says the body set "priority" to a number (not null).
+	HasPriority bool
 	// MaxPrompt bounds the text kept in Prompt (0 keeps all of it), so that a huge prompt is not
 	// copied when only its first blocks are hashed. Reset and Parse keep it.
 	MaxPrompt int
 
 	buf   []byte // storage for Prompt when it does not alias the data
 	owned bool   // Prompt is in buf
+	seen  keySet // the routing keys read so far
 }
 
 // ErrMissingModel is returned by Parse when the body has no non-empty "model" string.
-var ErrMissingModel = errors.New("bbr: model is required")
+var ErrMissingModel = errors.New("openai: model is required")
+
+// ErrAmbiguousKey is returned (wrapped, with the key) by Parse when a routing key (model, stream,
+// priority) appears twice, or also under a spelling that differs only in case. JSON readers
+// disagree on such bodies (encoding/json folds case and keeps the last duplicate; others keep the
+// first or match exactly), so a body that one reader routes as one model could reach another as
+// a different one.
+var ErrAmbiguousKey = errors.New("openai: ambiguous key")
+
+// Describe returns the message and the offending field ("param" in OpenAI's error body, "" for
+// none) of a 400 answer to a body Parse refused with err. Both tiers answer with it, so a client
+// gets the same words from either.
+func Describe(err error) (message, param string) {
+	var amb *AmbiguousKeyError
+	switch {
+	case errors.Is(err, ErrMissingModel):
+		return "you must provide a model parameter", "model"
+	case errors.As(err, &amb):
+		return "invalid request body: " + amb.Error(), amb.Key
+	}
+	return "invalid request body: " + strings.TrimPrefix(err.Error(), "openai: "), ""
+}
+
+// keySet is a set of routing keys, one bit each.
+type keySet uint8
+
+const (
+	keyModel keySet = 1 << iota
+	keyStream
+	keyPriority
+)
+
+// routingKeys are the keys that must appear once and only in their exact spelling.
+var routingKeys = [...]struct {
+	name string
+	bit  keySet
+}{{"model", keyModel}, {"stream", keyStream}, {"priority", keyPriority}}
+
+// AmbiguousKeyError is the error Parse returns for an ambiguous routing key; it wraps
+// ErrAmbiguousKey.
+type AmbiguousKeyError struct {
+	// Key is the routing key's exact name ("model", "stream" or "priority").
+	Key string
+	// Found is the key as it appeared the second time (equal to Key for a plain duplicate).
+	Found string
+}
+
+// Error implements error.
+func (e *AmbiguousKeyError) Error() string {
+	if e.Found == e.Key {
+		return fmt.Sprintf("the key %q appears more than once", e.Key)
+	}
+	return fmt.Sprintf("the key %q differs from %q only in case", e.Found, e.Key)
+}
+
+// Unwrap makes errors.Is(err, ErrAmbiguousKey) hold.
+func (e *AmbiguousKeyError) Unwrap() error { return ErrAmbiguousKey }
 
 // Reset clears b, keeping MaxPrompt and the prompt buffer's capacity.
 func (b *Body) Reset() {
 	*b = Body{MaxPrompt: b.MaxPrompt, buf: b.buf[:0]}
+}
+
+// Release drops b's reference to the parsed data (Prompt may alias it), and its prompt buffer
+// when that grew past maxBuf bytes, so that a Body kept in a pool holds neither a request body nor
+// a huge buffer.
+func (b *Body) Release(maxBuf int) {
+	b.Prompt = nil
+	if cap(b.buf) > maxBuf {
+		b.buf = nil
+	}
 }
 
 // EstimatedPromptTokens estimates the prompt length in tokens (about four characters a token).
@@ -65,7 +142,8 @@ func (b *Body) text(s *scanner) error {
 	}
 	if b.PromptBytes == 0 && !b.owned {
 		if v, ok := s.plainStr(); ok {
-			b.Prompt, b.PromptBytes = v[:min(len(v), limit)], len(v)
+			n := min(len(v), limit)
+			b.Prompt, b.PromptBytes = v[:n:n], len(v) // capped: appending to Prompt copies
 			return nil
 		}
 	}
@@ -81,18 +159,23 @@ func (b *Body) text(s *scanner) error {
 }
 
 // Parse reads the fields of Body from data in one pass, validating that data is one JSON object.
-// A syntax error is wrapped with the offset; a missing model yields ErrMissingModel.
+// A syntax error is wrapped with the offset; a missing model yields ErrMissingModel; a routing key
+// given twice or in another case yields an *AmbiguousKeyError.
 func Parse(data []byte, b *Body) error {
 	b.Reset()
 	s := scanner{data: data}
 	if s.ws() != '{' {
-		return fmt.Errorf("bbr: request body must be a JSON object")
+		return fmt.Errorf("openai: body must be a JSON object")
 	}
 	if err := s.object(func(key []byte) error { return b.member(&s, key) }); err != nil {
-		return fmt.Errorf("bbr: malformed JSON: %w", err)
+		var amb *AmbiguousKeyError
+		if errors.As(err, &amb) {
+			return err
+		}
+		return fmt.Errorf("openai: malformed JSON: %w", err)
 	}
 	if err := s.end(); err != nil {
-		return fmt.Errorf("bbr: malformed JSON: %w", err)
+		return fmt.Errorf("openai: malformed JSON: %w", err)
 	}
 	if b.Model == "" {
 		return ErrMissingModel
@@ -102,6 +185,9 @@ func Parse(data []byte, b *Body) error {
 
 // member reads one top-level member.
 func (b *Body) member(s *scanner, key []byte) error {
+	if err := b.once(key); err != nil {
+		return err
+	}
 	switch string(key) {
 	case "model":
 		if s.ws() != '"' {
@@ -112,6 +198,8 @@ func (b *Body) member(s *scanner, key []byte) error {
 		return err
 	case "stream":
 		return s.boolean(&b.Stream)
+	case "priority":
+		return s.integer(&b.Priority, &b.HasPriority)
 	case "stream_options":
 		return b.streamOptions(s)
 	case "max_tokens", "max_completion_tokens":
@@ -124,6 +212,26 @@ func (b *Body) member(s *scanner, key []byte) error {
 		return s.arrayOrNull(func() error { return b.message(s) })
 	}
 	return s.skip(1)
+}
+
+// once records key when it is a routing key, failing when that key was read before or when key
+// is another spelling of one (equal under Unicode case folding, as encoding/json matches names).
+func (b *Body) once(key []byte) error {
+	if len(key) < len("model") || len(key) > 2*len("priority") {
+		return nil // no spelling of a routing key has this length (a folded rune is at most 3 bytes)
+	}
+	for _, k := range routingKeys {
+		exact := string(key) == k.name
+		if !exact && !strings.EqualFold(string(key), k.name) {
+			continue
+		}
+		if !exact || b.seen&k.bit != 0 {
+			return &AmbiguousKeyError{Key: k.name, Found: string(key)}
+		}
+		b.seen |= k.bit
+		return nil
+	}
+	return nil
 }
 
 func (b *Body) streamOptions(s *scanner) error {
@@ -219,6 +327,24 @@ func (s *scanner) count(dst *int) error {
 		return s.errorf("expected a non-negative integer, found %s", num)
 	}
 	*dst = int(v)
+	return nil
+}
+
+// integer reads an integer that fits in 32 bits, or null (ok false).
+func (s *scanner) integer(dst *int, ok *bool) error {
+	if s.ws() == 'n' {
+		*dst, *ok = 0, false
+		return s.literal("null")
+	}
+	num, err := s.number()
+	if err != nil {
+		return err
+	}
+	v, err := strconv.ParseInt(string(num), 10, 32)
+	if err != nil {
+		return s.errorf("expected an integer, found %s", num)
+	}
+	*dst, *ok = int(v), true
 	return nil
 }
 
