@@ -40,7 +40,7 @@ type World struct {
 	mu    sync.Mutex
 	nodes []*Node
 	seq   int
-	seed  string // gossip address of the first gossip Node: the others join through it
+	seed  string // gossip address of the first gossip node: the others join through it
 	toxic *toxiproxy.ApiServer
 }
 
@@ -141,7 +141,7 @@ func (w *World) Router(region, etcd string, extra ...string) *Node {
 	n := &Node{w: w, bin: "global-router", Listen: w.port(), Metrics: w.port(), Gossip: w.port(), Admin: w.port()}
 	n.name = w.name("router-" + region)
 	n.health = "http://" + n.Metrics + "/readyz"
-	n.args = []string{"--region=" + region, "--Node-name=" + n.name, "--listen=" + n.Listen,
+	n.args = []string{"--region=" + region, "--node-name=" + n.name, "--listen=" + n.Listen,
 		"--admin-listen=" + n.Admin, "--metrics-listen=" + n.Metrics, "--gossip-bind=" + n.Gossip,
 		"--gossip-key-file=" + w.KeyFile, "--gossip-profile=lan", "--admin-token-file=" + w.TokenFile,
 		"--data-dir=" + filepath.Join(w.dir, n.name)}
@@ -166,7 +166,7 @@ func (n *Node) EtcdURL() string {
 	return ""
 }
 
-// joinArgs makes the first gossip Node of the World the seed of every later one.
+// joinArgs makes the first gossip node of the World the seed of every later one.
 func (w *World) joinArgs(self string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -252,7 +252,7 @@ func (n *Node) Log() string {
 	return string(b)
 }
 
-// stopAll stops every Node still running, routers first, then gateways, then pods.
+// stopAll stops every node still running, routers first, then gateways, then pods.
 func (w *World) stopAll() {
 	order := []string{"global-router", "cluster-gateway", "modelsim"}
 	for _, bin := range order {
