@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
@@ -64,7 +65,7 @@ func (e *Error) Headers() http.Header {
 		h.Set("Retry-After", fmt.Sprint(e.RetryAfterSeconds))
 	}
 	if e.Overflow {
-		h.Set("X-Switchyard-Overflow", "1")
+		contract.SetOverflow(h)
 	}
 	return h
 }

@@ -14,12 +14,6 @@ import (
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
-// Header names set on the request forwarded to the model server.
-const (
-	HeaderModel     = "X-Gateway-Model-Name"
-	HeaderBaseModel = "X-Gateway-Base-Model-Name"
-)
-
 // Config configures body-based routing.
 type Config struct {
 	// MaxBodyBytes is the largest accepted request body; larger bodies get 413. Default 32 MiB.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // errDone ends a stream after an immediate response.
@@ -344,7 +345,7 @@ func subsetHint(req *extprocv3.ProcessingRequest) (subset []string, ok bool) {
 	if !found {
 		return nil, false
 	}
-	v, found := ns.GetFields()[SubsetKey]
+	v, found := ns.GetFields()[contract.HeaderDestinationSubset]
 	if !found {
 		return nil, false
 	}

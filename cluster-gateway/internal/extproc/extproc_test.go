@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 var errSaturated = errors.New("saturated")
@@ -249,7 +250,7 @@ func TestFullExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	hr := r.GetRequestHeaders().GetResponse()
-	if got := headerValue(hr.GetHeaderMutation(), extproc.DestinationKey); got != addrs[0] {
+	if got := headerValue(hr.GetHeaderMutation(), contract.HeaderDestination); got != addrs[0] {
 		t.Fatalf("destination header = %q", got)
 	}
 	if got := headerValue(hr.GetHeaderMutation(), "x-gateway-model-name"); got != "llama" {
@@ -258,7 +259,7 @@ func TestFullExchange(t *testing.T) {
 	if !slices.Contains(hr.GetHeaderMutation().GetRemoveHeaders(), "x-switchyard-tenant") || !hr.GetClearRouteCache() {
 		t.Fatalf("header mutation = %v", hr)
 	}
-	meta := r.GetDynamicMetadata().GetFields()[extproc.MetadataNamespace].GetStructValue().GetFields()[extproc.DestinationKey].GetStringValue()
+	meta := r.GetDynamicMetadata().GetFields()[extproc.MetadataNamespace].GetStructValue().GetFields()[contract.HeaderDestination].GetStringValue()
 	if meta != strings.Join(addrs, ",") {
 		t.Fatalf("envoy.lb metadata = %q", meta)
 	}
@@ -338,7 +339,7 @@ func TestFullExchange(t *testing.T) {
 }
 
 func subsetStruct(addrs ...any) *structpb.Struct {
-	s, _ := structpb.NewStruct(map[string]any{extproc.SubsetKey: addrs})
+	s, _ := structpb.NewStruct(map[string]any{contract.HeaderDestinationSubset: addrs})
 	return s
 }
 
@@ -353,7 +354,7 @@ func TestSubsetHint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), extproc.DestinationKey); got != addrs[2] {
+	if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), contract.HeaderDestination); got != addrs[2] {
 		t.Fatalf("destination = %q, want the subset's %s", got, addrs[2])
 	}
 	_ = s.CloseSend()
@@ -419,7 +420,7 @@ func TestNoBodyAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), extproc.DestinationKey); !slices.Contains(addrs, got) {
+	if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), contract.HeaderDestination); !slices.Contains(addrs, got) {
 		t.Fatalf("destination = %q", got)
 	}
 	hc, err := healthpb.NewHealthClient(e.conn).Check(context.Background(), &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})

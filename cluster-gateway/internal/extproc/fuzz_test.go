@@ -13,7 +13,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
@@ -115,7 +115,7 @@ func checkRouted(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient, firs
 	if model, isString, valid := modelOf(body); !valid || !isString || model != "llama" {
 		t.Fatalf("routed %q (valid JSON %v, model %q)", body, valid, model)
 	}
-	dest := headerValue(first.GetRequestHeaders().GetResponse().GetHeaderMutation(), extproc.DestinationKey)
+	dest := headerValue(first.GetRequestHeaders().GetResponse().GetHeaderMutation(), contract.HeaderDestination)
 	if !slices.Contains(addrs, dest) {
 		t.Fatalf("destination %q is not an endpoint; first answer %v", dest, first)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // setHeader is a header mutation that replaces any value Envoy already has.
@@ -29,7 +30,7 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *proxy.Decision, targets []*datastore.Endpoint) *extprocv3.ProcessingResponse {
 	var remove []string
 	for k := range x.headers {
-		if proxy.IsRoutingHeader(k) && k != DestinationKey && k != headerModelLower && k != headerBaseModelLower {
+		if contract.IsRouting(k) && k != contract.HeaderDestination && k != contract.HeaderModelName && k != contract.HeaderBaseModelName {
 			remove = append(remove, k)
 		}
 	}
@@ -39,7 +40,7 @@ func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *proxy.Decision, 
 
 // destinationMetadata is {"envoy.lb": {"x-gateway-destination-endpoint": value}}.
 func destinationMetadata(value string) *structpb.Struct {
-	inner := &structpb.Struct{Fields: map[string]*structpb.Value{DestinationKey: structpb.NewStringValue(value)}}
+	inner := &structpb.Struct{Fields: map[string]*structpb.Value{contract.HeaderDestination: structpb.NewStringValue(value)}}
 	return &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}}
 }
 
@@ -60,7 +61,7 @@ func (x *exchange) responseHeadersResponse() *extprocv3.ProcessingResponse {
 	var set []*corev3.HeaderValueOption
 	set = append(set, servedBy(x.s.cfg)...)
 	if x.target != "" && x.s.cfg.EndpointHeader {
-		set = append(set, setHeader(strings.ToLower(proxy.HeaderEndpoint), x.target))
+		set = append(set, setHeader(strings.ToLower(contract.HeaderEndpoint), x.target))
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
@@ -72,10 +73,10 @@ func (x *exchange) responseHeadersResponse() *extprocv3.ProcessingResponse {
 func servedBy(cfg Config) []*corev3.HeaderValueOption {
 	var set []*corev3.HeaderValueOption
 	if cfg.Cluster != "" {
-		set = append(set, setHeader(strings.ToLower(proxy.HeaderCluster), cfg.Cluster))
+		set = append(set, setHeader(strings.ToLower(contract.HeaderCluster), cfg.Cluster))
 	}
 	if cfg.Region != "" {
-		set = append(set, setHeader(strings.ToLower(proxy.HeaderRegion), cfg.Region))
+		set = append(set, setHeader(strings.ToLower(contract.HeaderRegion), cfg.Region))
 	}
 	return set
 }
@@ -132,7 +133,7 @@ func (x *exchange) noBody() error {
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
 			Response: &extprocv3.CommonResponse{
 				ClearRouteCache: true,
-				HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(DestinationKey, best.Address)}},
+				HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(contract.HeaderDestination, best.Address)}},
 			},
 		}},
 		DynamicMetadata: destinationMetadata(best.Address),

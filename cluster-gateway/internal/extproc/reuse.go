@@ -9,8 +9,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // The answers an exchange sends most are built in reused messages instead of a fresh tree of
@@ -51,12 +51,6 @@ func (c *chunkAnswer) set(request bool, chunk []byte, eos bool) *extprocv3.Proce
 // maxDecisionHeaders is the number of headers a decision sets: destination, model, base model
 // and content-length.
 const maxDecisionHeaders = 4
-
-// Lower-case names of the headers a decision sets.
-var (
-	headerModelLower     = strings.ToLower(bbr.HeaderModel)
-	headerBaseModelLower = strings.ToLower(bbr.HeaderBaseModel)
-)
 
 // decisionAnswer is the answer to the request headers that carries a decision, with the
 // envoy.lb dynamic metadata. Answers are pooled across exchanges (see decisionAnswers): get
@@ -114,9 +108,9 @@ func (a *decisionAnswer) fill(targets []*datastore.Endpoint, model, base string,
 	if need := len(targets[0].Address) + len(model) + len(base) + len(n); cap(a.raw) < need {
 		a.raw = make([]byte, 0, need)
 	}
-	a.setHeader(DestinationKey, targets[0].Address)
-	a.setHeader(headerModelLower, model)
-	a.setHeader(headerBaseModelLower, base)
+	a.setHeader(contract.HeaderDestination, targets[0].Address)
+	a.setHeader(contract.HeaderModelName, model)
+	a.setHeader(contract.HeaderBaseModelName, base)
 	if bodyLen > 0 {
 		a.setHeader("content-length", string(n)) // the conversion does not escape
 	}
@@ -144,7 +138,7 @@ func (a *decisionAnswer) metadata(targets []*datastore.Endpoint) *structpb.Struc
 	}
 	a.stringKind.StringValue = a.addrs.String()
 	a.addrsVal.Kind = &a.stringKind
-	a.inner.Fields[DestinationKey] = &a.addrsVal
+	a.inner.Fields[contract.HeaderDestination] = &a.addrsVal
 	a.structKind.StructValue = &a.inner
 	a.metaValue.Kind = &a.structKind
 	a.meta.Fields[MetadataNamespace] = &a.metaValue

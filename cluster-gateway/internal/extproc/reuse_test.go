@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // wantDecision builds the decision answer as a fresh tree of messages.
@@ -18,7 +19,7 @@ func wantDecision(targets []string, model, base string, bodyLen int, remove []st
 		return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
 	}
-	hs := []*corev3.HeaderValueOption{set(DestinationKey, targets[0]), set("x-gateway-model-name", model), set("x-gateway-base-model-name", base)}
+	hs := []*corev3.HeaderValueOption{set(contract.HeaderDestination, targets[0]), set("x-gateway-model-name", model), set("x-gateway-base-model-name", base)}
 	if bodyLen > 0 {
 		hs = append(hs, set("content-length", fmt.Sprint(bodyLen)))
 	}
@@ -29,7 +30,7 @@ func wantDecision(targets []string, model, base string, bodyLen int, remove []st
 		}
 		joined += t
 	}
-	inner := &structpb.Struct{Fields: map[string]*structpb.Value{DestinationKey: structpb.NewStringValue(joined)}}
+	inner := &structpb.Struct{Fields: map[string]*structpb.Value{contract.HeaderDestination: structpb.NewStringValue(joined)}}
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
 			Response: &extprocv3.CommonResponse{ClearRouteCache: true,

@@ -31,14 +31,10 @@ import (
 
 // Protocol names (GIE's defaults).
 const (
-	// DestinationKey is the header and metadata key naming the chosen endpoint.
-	DestinationKey = "x-gateway-destination-endpoint"
 	// MetadataNamespace wraps the destination in the response's dynamic metadata.
 	MetadataNamespace = "envoy.lb"
 	// SubsetNamespace is the request metadata namespace of Envoy's subset hint.
 	SubsetNamespace = "envoy.lb.subset_hint"
-	// SubsetKey lists the endpoints the picker must choose from.
-	SubsetKey = "x-gateway-destination-endpoint-subset"
 	// ChunkLimit is the largest body chunk sent back to Envoy (GIE's limit, under Envoy's 64 KiB).
 	ChunkLimit = 62000
 )

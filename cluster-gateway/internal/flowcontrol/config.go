@@ -11,22 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Request headers read by Classify.
-const (
-	HeaderPriority   = "x-switchyard-priority"
-	HeaderTenant     = "x-switchyard-tenant"
-	HeaderObjective  = "x-gateway-inference-objective"
-	HeaderFairnessID = "x-gateway-inference-fairness-id"
-	// HeaderHandBack is a router's offer to take the request elsewhere: the predicted time to
-	// first token, in whole milliseconds, above which the gateway should hand the request back
-	// (see framework.Request.HandBackAfter) rather than serve or queue it.
-	HeaderHandBack = "x-switchyard-hand-back-ms"
+	"github.com/switchyard-dev/switchyard/contract"
 )
-
-// maxHandBack bounds HeaderHandBack: an hour.
-const maxHandBack = time.Hour
 
 // Config configures flow control.
 type Config struct {
@@ -104,35 +91,27 @@ func ParseObjectivePriorities(v string) (map[string]int, error) {
 // mapping; an unparsable priority is an error.
 func (c Config) Classify(get func(name string) string) (priority int, tenant string, err error) {
 	priority = c.DefaultPriority
-	if obj := get(HeaderObjective); obj != "" {
+	if obj := get(contract.HeaderObjective); obj != "" {
 		if p, ok := c.ObjectivePriorities[obj]; ok {
 			priority = p
 		}
 	}
-	if v := strings.TrimSpace(get(HeaderPriority)); v != "" {
+	if v := strings.TrimSpace(get(contract.HeaderPriority)); v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil {
-			return 0, "", fmt.Errorf("invalid %s header %q: want an integer", HeaderPriority, v)
+			return 0, "", fmt.Errorf("invalid %s header %q: want an integer", contract.HeaderPriority, v)
 		}
 		priority = p
 	}
-	tenant = get(HeaderTenant)
+	tenant = get(contract.HeaderTenant)
 	if tenant == "" {
-		tenant = get(HeaderFairnessID)
+		tenant = get(contract.HeaderFairnessID)
 	}
 	return priority, tenant, nil
 }
 
-// HandBackAfter reads HeaderHandBack (get as in Classify): 0 when absent, an error when it is not
-// a whole number of milliseconds from 1 to an hour.
+// HandBackAfter reads contract.HeaderHandBack (get as in Classify): 0 when absent, an error when
+// it is not a whole number of milliseconds from 1 to an hour.
 func HandBackAfter(get func(name string) string) (time.Duration, error) {
-	v := strings.TrimSpace(get(HeaderHandBack))
-	if v == "" {
-		return 0, nil
-	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms < 1 || ms > maxHandBack.Milliseconds() {
-		return 0, fmt.Errorf("invalid %s header %q: want whole milliseconds from 1 to %d", HeaderHandBack, v, maxHandBack.Milliseconds())
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return contract.ParseHandBack(get(contract.HeaderHandBack))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 var errSaturated = errors.New("saturated")
@@ -313,12 +314,12 @@ func TestClassify(t *testing.T) {
 		wantErr  bool
 	}{
 		{"defaults", nil, 0, "", false},
-		{"objective", map[string]string{HeaderObjective: "batch"}, -1, "", false},
-		{"unknown objective", map[string]string{HeaderObjective: "x"}, 0, "", false},
-		{"explicit wins", map[string]string{HeaderObjective: "critical", HeaderPriority: "3"}, 3, "", false},
-		{"tenant", map[string]string{HeaderTenant: "t1", HeaderFairnessID: "f"}, 0, "t1", false},
-		{"fairness id", map[string]string{HeaderFairnessID: "f"}, 0, "f", false},
-		{"bad priority", map[string]string{HeaderPriority: "high"}, 0, "", true},
+		{"objective", map[string]string{contract.HeaderObjective: "batch"}, -1, "", false},
+		{"unknown objective", map[string]string{contract.HeaderObjective: "x"}, 0, "", false},
+		{"explicit wins", map[string]string{contract.HeaderObjective: "critical", contract.HeaderPriority: "3"}, 3, "", false},
+		{"tenant", map[string]string{contract.HeaderTenant: "t1", contract.HeaderFairnessID: "f"}, 0, "t1", false},
+		{"fairness id", map[string]string{contract.HeaderFairnessID: "f"}, 0, "f", false},
+		{"bad priority", map[string]string{contract.HeaderPriority: "high"}, 0, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

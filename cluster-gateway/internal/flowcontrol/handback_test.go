@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // predictingScheduler is a fakeScheduler that predicts every placed request's TTFT as ttft and
@@ -104,7 +105,7 @@ func TestHandBackAfterHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := HandBackAfter(func(name string) string {
-			if name == HeaderHandBack {
+			if name == contract.HeaderHandBack {
 				return tt.value
 			}
 			return ""
@@ -112,7 +113,7 @@ func TestHandBackAfterHeader(t *testing.T) {
 		if got != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("HandBackAfter(%q) = %v, %v; want %v, error %v", tt.value, got, err, tt.want, tt.wantErr)
 		}
-		if err != nil && !strings.Contains(err.Error(), HeaderHandBack) {
+		if err != nil && !strings.Contains(err.Error(), contract.HeaderHandBack) {
 			t.Errorf("error %q does not name the header", err)
 		}
 	}

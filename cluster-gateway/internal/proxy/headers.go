@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // hopHeaders are connection-level headers that are never forwarded (RFC 9110 section 7.6.1).
@@ -16,30 +16,18 @@ var hopHeaders = []string{
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// IsRoutingHeader reports whether a client-supplied header would steer routing and must not reach
-// the scheduler or the model server: x-gateway-* (destination endpoint, model names, subset) and
-// x-switchyard-*. The priority and tenant headers are read before stripping.
-func IsRoutingHeader(name string) bool {
-	return hasPrefixFold(name, "x-gateway-") || hasPrefixFold(name, "x-switchyard-")
-}
-
-// hasPrefixFold is strings.HasPrefix ignoring ASCII case, without allocating.
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
 // upstreamHeader builds the header sent to the model server from the client's.
 func upstreamHeader(in http.Header, d *Decision) http.Header {
 	out := make(http.Header, len(in)+2)
 	for k, v := range in {
-		if IsRoutingHeader(k) || k == "Content-Length" {
+		if contract.IsRouting(k) || k == "Content-Length" {
 			continue
 		}
 		out[k] = v
 	}
 	removeHop(out, in)
-	out.Set(bbr.HeaderModel, d.Request.Model)
-	out.Set(bbr.HeaderBaseModel, d.Request.BaseModel)
+	out.Set(contract.HeaderModelName, d.Request.Model)
+	out.Set(contract.HeaderBaseModelName, d.Request.BaseModel)
 	return out
 }
 
@@ -59,7 +47,7 @@ func removeHop(h, src http.Header) {
 // is kept: the body passes through unchanged.
 func copyResponseHeader(dst, src http.Header) {
 	for k, v := range src {
-		if IsRoutingHeader(k) {
+		if contract.IsRouting(k) {
 			continue
 		}
 		dst[k] = v
@@ -70,13 +58,13 @@ func copyResponseHeader(dst, src http.Header) {
 // setServedBy sets the cluster, region and (optionally) endpoint response headers.
 func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
 	if s.cfg.Cluster != "" {
-		h.Set(HeaderCluster, s.cfg.Cluster)
+		h.Set(contract.HeaderCluster, s.cfg.Cluster)
 	}
 	if s.cfg.Region != "" {
-		h.Set(HeaderRegion, s.cfg.Region)
+		h.Set(contract.HeaderRegion, s.cfg.Region)
 	}
 	if ep != nil && s.cfg.EndpointHeader {
-		h.Set(HeaderEndpoint, ep.Address)
+		h.Set(contract.HeaderEndpoint, ep.Address)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Admitter places a request on endpoints, queueing while they are saturated (the flowcontrol
@@ -110,8 +111,8 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		return nil, p.reject(req, bbr.BadRequest(err.Error(), ""))
 	}
 	req.Headers = map[string]string{
-		"x-gateway-model-name": req.Model, "x-gateway-base-model-name": req.BaseModel,
-		flowcontrol.HeaderPriority: strconv.Itoa(req.Priority), flowcontrol.HeaderTenant: req.Tenant,
+		contract.HeaderModelName: req.Model, contract.HeaderBaseModelName: req.BaseModel,
+		contract.HeaderPriority: strconv.Itoa(req.Priority), contract.HeaderTenant: req.Tenant,
 	}
 	if d.Result, err = p.admit(ctx, req); err != nil {
 		p.router.Release(req) // flow control dropped req when Admit returned

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 const chatBody = `{"model":"llama","stream":true,"messages":[{"role":"user","content":"hello"}]}`
@@ -49,7 +50,7 @@ func TestStreamingPassThrough(t *testing.T) {
 	if !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("rest = %q", rest)
 	}
-	for k, want := range map[string]string{proxy.HeaderCluster: "c1", proxy.HeaderRegion: "us-east-1", proxy.HeaderEndpoint: up, "Content-Type": "text/event-stream"} {
+	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1", contract.HeaderEndpoint: up, "Content-Type": "text/event-stream"} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("response %s = %q, want %q", k, got, want)
 		}
@@ -87,8 +88,8 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, nil)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderEndpoint) != good || !strings.Contains(string(body), "ok") {
-		t.Fatalf("status %d endpoint %q body %s", resp.StatusCode, resp.Header.Get(proxy.HeaderEndpoint), body)
+	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != good || !strings.Contains(string(body), "ok") {
+		t.Fatalf("status %d endpoint %q body %s", resp.StatusCode, resp.Header.Get(contract.HeaderEndpoint), body)
 	}
 	if busyHits.Load() != 1 {
 		t.Fatalf("busy endpoint hit %d times", busyHits.Load())
@@ -170,7 +171,7 @@ func TestEndpointHeaderOff(t *testing.T) {
 	e := newEnv(t, func(c *proxy.Config) { c.EndpointHeader = false }, up)
 	resp := post(t, e.url+"/v1/embeddings", `{"model":"llama","input":"x"}`, nil)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderEndpoint) != "" || resp.Header.Get(proxy.HeaderCluster) != "c1" {
+	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != "" || resp.Header.Get(contract.HeaderCluster) != "c1" {
 		t.Fatalf("status %d headers %v", resp.StatusCode, resp.Header)
 	}
 }

@@ -20,13 +20,6 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
 
-// Response headers naming who served a request.
-const (
-	HeaderCluster  = "X-Switchyard-Cluster"
-	HeaderRegion   = "X-Switchyard-Region"
-	HeaderEndpoint = "X-Switchyard-Endpoint"
-)
-
 // Config configures the HTTP front door.
 type Config struct {
 	// Listen is the address to serve on, e.g. ":8080". Required.

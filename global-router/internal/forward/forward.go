@@ -20,14 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// Response headers set or passed through by the router.
-const (
-	HeaderRoute    = "X-Switchyard-Route"
-	HeaderRegion   = "X-Switchyard-Region"
-	HeaderCluster  = "X-Switchyard-Cluster"
-	HeaderOverflow = "X-Switchyard-Overflow"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Target is one cluster a request may go to.
@@ -55,9 +49,6 @@ type Target struct {
 	// (the metrics compare it with the time to first token measured, see TTFTObserver).
 	Estimate time.Duration
 }
-
-// HeaderHandBack carries Target.HandBack in whole milliseconds.
-const HeaderHandBack = "X-Switchyard-Hand-Back-Ms"
 
 // Outcome is what happened on one attempt; the cluster table uses it for passive health and RTT.
 type Outcome struct {
@@ -225,7 +216,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 			continue
 		}
 		if len(tried) > 0 {
-			t.Route = "retry"
+			t.Route = string(contract.RouteRetry)
 		}
 		tried = append(tried, t.URL)
 		start := time.Now()
@@ -269,7 +260,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.T
 	}
 	copyRequestHeaders(out.Header, r.Header)
 	if t.HandBack > 0 {
-		out.Header.Set(HeaderHandBack, strconv.FormatInt(max(t.HandBack.Milliseconds(), 1), 10))
+		out.Header.Set(contract.HeaderHandBack, contract.FormatHandBack(t.HandBack))
 	}
 	out.ContentLength = int64(len(body))
 	resp, err := f.client.Do(out)
@@ -307,7 +298,7 @@ func refused(resp *http.Response) bool {
 	case http.StatusServiceUnavailable, http.StatusBadGateway:
 		return true
 	case http.StatusTooManyRequests:
-		return resp.Header.Get(HeaderOverflow) == "1"
+		return contract.IsOverflow(resp.Header)
 	}
 	return false
 }
@@ -357,12 +348,12 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 			h[k] = vs
 		}
 	}
-	h.Set(HeaderRoute, t.Route)
-	if h.Get(HeaderCluster) == "" {
-		h.Set(HeaderCluster, t.Cluster)
+	h.Set(contract.HeaderRoute, t.Route)
+	if h.Get(contract.HeaderCluster) == "" {
+		h.Set(contract.HeaderCluster, t.Cluster)
 	}
-	if h.Get(HeaderRegion) == "" {
-		h.Set(HeaderRegion, t.Region)
+	if h.Get(contract.HeaderRegion) == "" {
+		h.Set(contract.HeaderRegion, t.Region)
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
@@ -425,26 +416,19 @@ func writeStreamError(w io.Writer, boundary bool, msg string) {
 }
 
 // copyRequestHeaders passes the client's headers on, except hop-by-hop headers and the routing
-// headers only Switchyard may set (priority and tenant headers pass: the gateway's flow control
-// reads them).
+// headers only Switchyard may set (contract.IsReserved: the priority, tenant, objective and
+// fairness headers pass, since the gateway's flow control reads them).
 func copyRequestHeaders(dst, src http.Header) {
 	for k, vs := range src {
-		if hopByHop(k) || routingHeader(k) || strings.EqualFold(k, "Content-Length") {
+		if hopByHop(k) || contract.IsReserved(k) || strings.EqualFold(k, "Content-Length") {
 			continue
 		}
 		dst[k] = vs
 	}
 }
 
-// routingHeaders are the headers that steer routing and that a client must not set.
-var routingHeaders = []string{"x-switchyard-route", "x-switchyard-region", "x-switchyard-cluster", "x-switchyard-endpoint",
-	"x-switchyard-overflow", "x-switchyard-hand-back-ms", "x-gateway-destination-endpoint", "x-gateway-destination-endpoint-subset"}
-
 // hopByHopHeaders are connection-level headers that are never forwarded.
 var hopByHopHeaders = []string{"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
-
-// routingHeader reports whether k is a header that steers routing and that a client must not set.
-func routingHeader(k string) bool { return oneOfFold(k, routingHeaders) }
 
 func hopByHop(k string) bool { return oneOfFold(k, hopByHopHeaders) }
 

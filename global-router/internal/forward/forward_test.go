@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 )
 
@@ -334,8 +335,8 @@ func TestSilentGatewayIsAbandonedByPing(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	took := time.Since(start)
-	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get(forward.HeaderRoute) != "retry" {
-		t.Fatalf("status %d, route %q, body %q: want the retry's answer", resp.StatusCode, resp.Header.Get(forward.HeaderRoute), body)
+	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get(contract.HeaderRoute) != "retry" {
+		t.Fatalf("status %d, route %q, body %q: want the retry's answer", resp.StatusCode, resp.Header.Get(contract.HeaderRoute), body)
 	}
 	// The default HeaderTimeout is minutes: only the ping can end the first attempt this soon.
 	if took > 10*time.Second {

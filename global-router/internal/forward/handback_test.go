@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 )
 
@@ -23,10 +24,10 @@ func TestHandBackSkipsTheClusterAndOffersOnce(t *testing.T) {
 	handler := func(name string, handBack bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
-			seen[name] = append(seen[name], r.Header.Get(forward.HeaderHandBack))
+			seen[name] = append(seen[name], r.Header.Get(contract.HeaderHandBack))
 			mu.Unlock()
-			if handBack && r.Header.Get(forward.HeaderHandBack) != "" {
-				w.Header().Set(forward.HeaderOverflow, "1")
+			if handBack && r.Header.Get(contract.HeaderHandBack) != "" {
+				w.Header().Set(contract.HeaderOverflow, "1")
 				w.WriteHeader(http.StatusTooManyRequests)
 				return
 			}
@@ -51,15 +52,15 @@ func TestHandBackSkipsTheClusterAndOffersOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(forward.HeaderHandBack, "1") // set by the client: never passed on
+	req.Header.Set(contract.HeaderHandBack, "1") // set by the client: never passed on
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "served by away" || resp.Header.Get(forward.HeaderRoute) != "retry" {
-		t.Fatalf("answer %d %q route %q, want 200 from away as a retry", resp.StatusCode, body, resp.Header.Get(forward.HeaderRoute))
+	if resp.StatusCode != http.StatusOK || string(body) != "served by away" || resp.Header.Get(contract.HeaderRoute) != "retry" {
+		t.Fatalf("answer %d %q route %q, want 200 from away as a retry", resp.StatusCode, body, resp.Header.Get(contract.HeaderRoute))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -92,7 +93,7 @@ func TestUnavailableReplicaIsNotAHandBack(t *testing.T) {
 	})
 	serving := gateway(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		offers = append(offers, r.Header.Get(forward.HeaderHandBack))
+		offers = append(offers, r.Header.Get(contract.HeaderHandBack))
 		mu.Unlock()
 		_, _ = io.WriteString(w, "served by home-2")
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable/clustertabletest"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
@@ -202,9 +203,9 @@ type answerAtOnce struct{ table *clustertable.Table }
 func (a answerAtOnce) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
 	t := targets[0]
 	a.table.Observe(forward.Outcome{Target: t, Status: http.StatusOK})
-	w.Header().Set(forward.HeaderRoute, t.Route)
-	w.Header().Set(forward.HeaderCluster, t.Cluster)
-	w.Header().Set(forward.HeaderRegion, t.Region)
+	w.Header().Set(contract.HeaderRoute, t.Route)
+	w.Header().Set(contract.HeaderCluster, t.Cluster)
+	w.Header().Set(contract.HeaderRegion, t.Region)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

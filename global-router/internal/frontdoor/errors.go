@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
@@ -51,7 +52,7 @@ func (e *apiError) write(w http.ResponseWriter) {
 		h.Set("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
 	}
 	if e.overflow {
-		h.Set("X-Switchyard-Overflow", "1")
+		contract.SetOverflow(h)
 	}
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(body)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
@@ -247,8 +248,8 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTo
 // answered ranked in the decision's estimates: the best, near the best, or other (which only a
 // retry reaches).
 func (s *Server) observeOverflow(h http.Header, d routing.Decision) {
-	served := h.Get(forward.HeaderCluster)
-	if h.Get(forward.HeaderRegion) == s.cfg.Region || served == "" || d.Best < 0 {
+	served := h.Get(contract.HeaderCluster)
+	if h.Get(contract.HeaderRegion) == s.cfg.Region || served == "" || d.Best < 0 {
 		return
 	}
 	choice := landedOther

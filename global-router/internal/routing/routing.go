@@ -12,16 +12,18 @@ import (
 	"errors"
 	"math"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Route says why a cluster was chosen; it is the value of the x-switchyard-route header.
-type Route string
+type Route = contract.Route
 
-// Routes.
+// Routes (contract.Route's values).
 const (
-	RouteLocal    Route = "local"
-	RouteOverflow Route = "overflow"
-	RouteRetry    Route = "retry"
+	RouteLocal    = contract.RouteLocal
+	RouteOverflow = contract.RouteOverflow
+	RouteRetry    = contract.RouteRetry
 )
 
 // Errors returned by Decide. Callers translate them at the edge (503 with the explanation).

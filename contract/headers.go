@@ -1,0 +1,136 @@
+package contract
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names, in the lower case HTTP/2 and Envoy's ext_proc carry them (net/http's Header.Get
+// and Set accept them as they are; HTTP/1.1 names are case-insensitive).
+//
+// A client may set only the request headers of the first group. Every other x-switchyard-* and
+// x-gateway-* header is reserved: each tier drops it from what a client sends (IsReserved), and
+// sets it itself.
+const (
+	// HeaderPriority is the request's priority band (an integer; higher is served first,
+	// negative is sheddable). Read by the gateway's flow control.
+	HeaderPriority = "x-switchyard-priority"
+	// HeaderTenant names the tenant that flow control keeps fair across.
+	HeaderTenant = "x-switchyard-tenant"
+	// HeaderObjective is GIE's InferenceObjective name, mapped to a priority by the gateway.
+	HeaderObjective = "x-gateway-inference-objective"
+	// HeaderFairnessID is GIE's fairness id, used as the tenant when HeaderTenant is absent.
+	HeaderFairnessID = "x-gateway-inference-fairness-id"
+)
+
+// Headers one tier sets on a request for the next one.
+const (
+	// HeaderHandBack is a router's offer to take the request elsewhere (router → gateway): the
+	// predicted time to first token, in whole milliseconds (FormatHandBack, ParseHandBack),
+	// above which the gateway answers 429 with HeaderOverflow rather than serve or queue it.
+	HeaderHandBack = "x-switchyard-hand-back-ms"
+	// HeaderModelName and HeaderBaseModelName carry the requested model and the base model it
+	// resolves to (an adapter's base), gateway → model server and ext_proc → Envoy, as GIE sets
+	// them.
+	HeaderModelName     = "x-gateway-model-name"
+	HeaderBaseModelName = "x-gateway-base-model-name"
+	// HeaderDestination is GIE's endpoint-picker answer (ext_proc → Envoy): the chosen pod's
+	// ip:port, then fallbacks, comma-separated. It is also the key under the envoy.lb dynamic
+	// metadata namespace.
+	HeaderDestination = "x-gateway-destination-endpoint"
+	// HeaderDestinationSubset is Envoy's subset hint (the endpoints the picker must choose from),
+	// a key of the envoy.lb.subset_hint metadata namespace.
+	HeaderDestinationSubset = "x-gateway-destination-endpoint-subset"
+)
+
+// Response headers.
+const (
+	// HeaderCluster and HeaderRegion name the cluster that served the request: set by its
+	// gateway, passed through by routers.
+	HeaderCluster = "x-switchyard-cluster"
+	HeaderRegion  = "x-switchyard-region"
+	// HeaderEndpoint names the pod that served the request (set by the gateway; optional).
+	HeaderEndpoint = "x-switchyard-endpoint"
+	// HeaderRoute is the router's decision, a Route.
+	HeaderRoute = "x-switchyard-route"
+	// HeaderOverflow marks a refusal (429) that another cluster may serve: the gateway's hand-back
+	// and flow-control shedding, the router's "no room". Its value is "1".
+	HeaderOverflow = "x-switchyard-overflow"
+)
+
+// Route is the value of HeaderRoute: how the router placed the request.
+type Route string
+
+// The routes a router reports.
+const (
+	// RouteLocal: a cluster in the router's own region served it.
+	RouteLocal Route = "local"
+	// RouteOverflow: the local clusters were over their policy's threshold (or drained, or
+	// slower), so it went to another region.
+	RouteOverflow Route = "overflow"
+	// RouteRetry: the first choice refused or failed before the first byte and another cluster
+	// served it.
+	RouteRetry Route = "retry"
+)
+
+// clientHeaders are the reserved-prefix headers a client may set.
+var clientHeaders = [...]string{HeaderPriority, HeaderTenant, HeaderObjective, HeaderFairnessID}
+
+// IsReserved reports whether a client-supplied header named name must be dropped: every
+// x-switchyard-* and x-gateway-* header but the four a client may set (priority, tenant,
+// objective, fairness id). The comparison ignores case and does not allocate.
+func IsReserved(name string) bool {
+	if !hasPrefixFold(name, "x-switchyard-") && !hasPrefixFold(name, "x-gateway-") {
+		return false
+	}
+	for _, c := range clientHeaders {
+		if len(name) == len(c) && strings.EqualFold(name, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsRouting reports whether name is any x-switchyard-* or x-gateway-* header, the client's own
+// included. A gateway reads the client's headers first, then drops every routing header before it
+// forwards to a model server.
+func IsRouting(name string) bool {
+	return hasPrefixFold(name, "x-switchyard-") || hasPrefixFold(name, "x-gateway-")
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// SetOverflow marks h as an overflow refusal.
+func SetOverflow(h http.Header) { h.Set(HeaderOverflow, "1") }
+
+// IsOverflow reports whether h marks an overflow refusal.
+func IsOverflow(h http.Header) bool { return h.Get(HeaderOverflow) == "1" }
+
+// MaxHandBack bounds HeaderHandBack: an hour.
+const MaxHandBack = time.Hour
+
+// FormatHandBack renders d as HeaderHandBack's value: whole milliseconds, at least 1, at most
+// MaxHandBack.
+func FormatHandBack(d time.Duration) string {
+	return strconv.FormatInt(min(max(d.Milliseconds(), 1), MaxHandBack.Milliseconds()), 10)
+}
+
+// ParseHandBack reads HeaderHandBack's value: 0 for "", an error unless it is a whole number of
+// milliseconds from 1 to MaxHandBack.
+func ParseHandBack(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 1 || ms > MaxHandBack.Milliseconds() {
+		return 0, fmt.Errorf("invalid %s header %q: want whole milliseconds from 1 to %d",
+			HeaderHandBack, v, MaxHandBack.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

@@ -1,0 +1,84 @@
+package contract_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
+)
+
+func TestIsReserved(t *testing.T) {
+	tests := []struct {
+		name              string
+		reserved, routing bool
+	}{
+		{"x-switchyard-priority", false, true},
+		{"X-Switchyard-Tenant", false, true},
+		{"x-gateway-inference-objective", false, true},
+		{"X-GATEWAY-INFERENCE-FAIRNESS-ID", false, true},
+		{"x-switchyard-route", true, true},
+		{"X-Switchyard-Cluster", true, true},
+		{"x-switchyard-hand-back-ms", true, true},
+		{"x-switchyard-overflow", true, true},
+		{"x-gateway-destination-endpoint", true, true},
+		{"X-Gateway-Destination-Endpoint-Subset", true, true},
+		{"x-gateway-model-name", true, true},
+		{"x-switchyard-priorityx", true, true},
+		{"x-switchyard-", true, true},
+		{"content-type", false, false},
+		{"x-switchyar", false, false},
+		{"x-forwarded-for", false, false},
+		{"", false, false},
+	}
+	for _, tt := range tests {
+		if got := contract.IsReserved(tt.name); got != tt.reserved {
+			t.Errorf("IsReserved(%q) = %v, want %v", tt.name, got, tt.reserved)
+		}
+		if got := contract.IsRouting(tt.name); got != tt.routing {
+			t.Errorf("IsRouting(%q) = %v, want %v", tt.name, got, tt.routing)
+		}
+	}
+}
+
+func TestHandBack(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		wire string
+	}{
+		{0, "1"}, {time.Microsecond, "1"}, {1500 * time.Microsecond, "1"}, {250 * time.Millisecond, "250"},
+		{2 * time.Hour, "3600000"},
+	} {
+		if got := contract.FormatHandBack(tt.d); got != tt.wire {
+			t.Errorf("FormatHandBack(%v) = %q, want %q", tt.d, got, tt.wire)
+		}
+		if _, err := contract.ParseHandBack(contract.FormatHandBack(tt.d)); err != nil {
+			t.Errorf("ParseHandBack(FormatHandBack(%v)): %v", tt.d, err)
+		}
+	}
+	for _, tt := range []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, true}, {" 250 ", 250 * time.Millisecond, true}, {"3600000", time.Hour, true},
+		{"0", 0, false}, {"-5", 0, false}, {"3600001", 0, false}, {"1.5", 0, false}, {"1e3", 0, false},
+		{"99999999999999999999", 0, false},
+	} {
+		got, err := contract.ParseHandBack(tt.v)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseHandBack(%q) = %v, %v; want %v, ok %v", tt.v, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestOverflow(t *testing.T) {
+	h := http.Header{}
+	if contract.IsOverflow(h) {
+		t.Fatal("an empty header is not an overflow")
+	}
+	contract.SetOverflow(h)
+	if !contract.IsOverflow(h) || h.Get("X-Switchyard-Overflow") != "1" {
+		t.Fatalf("SetOverflow gave %v", h)
+	}
+}
