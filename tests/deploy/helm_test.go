@@ -129,6 +129,7 @@ func TestChartsRenderFailures(t *testing.T) {
 		{"global-router", "embedded etcd with two replicas", map[string]any{"replicaCount": 2}, "replicaCount to 1"},
 		{"global-router", "dns sync without config", map[string]any{"dnsSync": map[string]any{"enabled": true}}, "dnsSync.config"},
 		{"global-router", "bad gossip profile", map[string]any{"gossip": map[string]any{"profile": "moon"}}, "gossip.profile"},
+		{"global-router", "unknown policy-unavailable action", map[string]any{"policyUnavailable": "defaults"}, "policyUnavailable must be refuse or local"},
 		{"global-router", "client certificates without TLS", map[string]any{"tls": map[string]any{"requireClientCertificates": true}}, "needs tls.secretName"},
 		{"global-router", "admin client certificates without TLS", map[string]any{"admin": map[string]any{"tls": map[string]any{"requireClientCertificates": true}}},
 			"admin.tls.secretName"},

@@ -56,10 +56,14 @@ func Build() (string, error) {
 	return buildDir, buildErr
 }
 
-// Cleanup removes the binaries Build made (not a SWITCHYARD_BIN_DIR). Call it from TestMain.
+// Cleanup removes the binaries Build made (not a SWITCHYARD_BIN_DIR), and the etcd binary
+// World.Etcd built. Call it from TestMain.
 func Cleanup() {
 	if buildDir != "" && os.Getenv("SWITCHYARD_BIN_DIR") == "" {
 		_ = os.RemoveAll(buildDir)
+	}
+	if etcdDir != "" {
+		_ = os.RemoveAll(etcdDir)
 	}
 }
 

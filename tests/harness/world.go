@@ -40,7 +40,7 @@ type World struct {
 	mu    sync.Mutex
 	nodes []*Node
 	seq   int
-	seed  string // gossip address of the first gossip node: the others join through it
+	seed  string // gossip address of the first gossip Node: the others join through it
 	toxic *toxiproxy.ApiServer
 }
 
@@ -136,11 +136,23 @@ func (w *World) Gateway(cluster, region string, pods []string, extra ...string) 
 	return n
 }
 
-// Router starts a region's global router. With etcd == "" it embeds its own etcd.
+// Router starts a region's global router and waits until it is ready (/readyz). With etcd == ""
+// it embeds its own etcd.
 func (w *World) Router(region, etcd string, extra ...string) *Node {
+	return w.router(region, etcd, "/readyz", extra)
+}
+
+// RouterNoWait is Router waiting only until the router is up (/healthz), not ready: for a router
+// that cannot be ready yet, e.g. one whose etcd is down.
+func (w *World) RouterNoWait(region, etcd string, extra ...string) *Node {
+	return w.router(region, etcd, "/healthz", extra)
+}
+
+// router starts a router and waits until health on its metrics port answers 200.
+func (w *World) router(region, etcd, health string, extra []string) *Node {
 	n := &Node{w: w, bin: "global-router", Listen: w.port(), Metrics: w.port(), Gossip: w.port(), Admin: w.port()}
 	n.name = w.name("router-" + region)
-	n.health = "http://" + n.Metrics + "/readyz"
+	n.health = "http://" + n.Metrics + health
 	n.args = []string{"--region=" + region, "--node-name=" + n.name, "--listen=" + n.Listen,
 		"--admin-listen=" + n.Admin, "--metrics-listen=" + n.Metrics, "--gossip-bind=" + n.Gossip,
 		"--gossip-key-file=" + w.KeyFile, "--gossip-profile=lan", "--admin-token-file=" + w.TokenFile,
@@ -166,7 +178,7 @@ func (n *Node) EtcdURL() string {
 	return ""
 }
 
-// joinArgs makes the first gossip node of the World the seed of every later one.
+// joinArgs makes the first gossip Node of the World the seed of every later one.
 func (w *World) joinArgs(self string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -252,13 +264,18 @@ func (n *Node) Log() string {
 	return string(b)
 }
 
-// stopAll stops every node still running, routers first, then gateways, then pods.
+// stopAll stops every Node still running, routers first, then gateways, then pods, then the
+// rest (etcd servers).
 func (w *World) stopAll() {
 	order := []string{"global-router", "cluster-gateway", "modelsim"}
-	for _, bin := range order {
+	for i := range len(order) + 1 {
 		var wg sync.WaitGroup
 		for _, n := range w.nodes {
-			if n.bin != bin {
+			rank := slices.Index(order, n.bin)
+			if rank < 0 {
+				rank = len(order) // anything else (etcd servers) last
+			}
+			if rank != i {
 				continue
 			}
 			p := n.Proc()

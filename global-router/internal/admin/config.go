@@ -41,7 +41,8 @@ func (s *Server) DrainRegion(ctx context.Context, req *connect.Request[adminv1.D
 	return connect.NewResponse(&adminv1.DrainRegionResponse{Region: name, Drained: drain}), nil
 }
 
-// GetPolicy returns a model's stored policy with its revision; NotFound when none is stored.
+// GetPolicy returns a model's stored policy with its revision; NotFound when none is stored,
+// DataLoss naming the revision and the reason when the stored value cannot be read.
 func (s *Server) GetPolicy(ctx context.Context, req *connect.Request[adminv1.GetPolicyRequest]) (*connect.Response[adminv1.GetPolicyResponse], error) {
 	if err := validateModel(req.Msg.GetModel()); err != nil {
 		return nil, err
@@ -96,15 +97,20 @@ func (s *Server) DeletePolicy(ctx context.Context, req *connect.Request[adminv1.
 	return connect.NewResponse(&adminv1.DeletePolicyResponse{Model: model}), nil
 }
 
-// ListPolicies returns every stored policy, ordered by model.
+// ListPolicies returns every stored policy, ordered by model, and apart from them the stored
+// values that cannot be read (their models are refused).
 func (s *Server) ListPolicies(ctx context.Context, _ *connect.Request[adminv1.ListPoliciesRequest]) (*connect.Response[adminv1.ListPoliciesResponse], error) {
 	ctx, cancel := s.storeCtx(ctx)
 	defer cancel()
-	ps, err := s.deps.Policies.ListPolicies(ctx)
+	ps, bad, err := s.deps.Policies.ListPolicies(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&adminv1.ListPoliciesResponse{Policies: ps}), nil
+	resp := &adminv1.ListPoliciesResponse{Policies: ps}
+	for _, u := range bad {
+		resp.Unreadable = append(resp.Unreadable, &adminv1.UnreadablePolicy{Model: u.Model, Revision: u.Revision, Error: u.Reason})
+	}
+	return connect.NewResponse(resp), nil
 }
 
 // validateModel checks a required model name; the error names the field "model".

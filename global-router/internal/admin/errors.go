@@ -31,7 +31,8 @@ func unauthenticated(msg string) *connect.Error {
 
 // toConnect translates an error of the service or its dependencies to a connect error. It is the
 // one place where codes are chosen: invalid arguments (the request's or the config store's) are
-// InvalidArgument, a missing policy NotFound, a stale revision FailedPrecondition, and etcd's own
+// InvalidArgument, a missing policy NotFound, a stale revision FailedPrecondition, a stored policy
+// that cannot be read DataLoss, and etcd's own
 // gRPC codes pass through. A deadline that expired while the caller's own context is still live
 // is the config store's timeout: etcd could not be reached, which is Unavailable (retryable), not
 // the caller's DeadlineExceeded.
@@ -53,6 +54,8 @@ func toConnect(ctx context.Context, err error) error {
 func codeOf(err error) connect.Code {
 	var fe *fieldError
 	switch {
+	case errors.Is(err, configstore.ErrUnreadable):
+		return connect.CodeDataLoss
 	case errors.As(err, &fe), errors.Is(err, configstore.ErrInvalid):
 		return connect.CodeInvalidArgument
 	case errors.Is(err, configstore.ErrNotFound):

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -9,7 +11,6 @@ import (
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
@@ -21,7 +22,9 @@ const maxPromptTokens = 1 << 20
 
 // ExplainRoute runs the front door's routing decision for a described request without sending
 // it, and reports every candidate with its estimate, eligibility and reason. A decision that
-// finds no cluster is an answer (route empty, error set), not a failed call.
+// finds no cluster is an answer (route empty, error set), not a failed call; so is a refusal for
+// want of a policy in force (policies not loaded yet, or the model's stored value unreadable),
+// which leaves policy unset and lists no candidate.
 func (s *Server) ExplainRoute(_ context.Context, req *connect.Request[adminv1.ExplainRouteRequest]) (*connect.Response[adminv1.ExplainRouteResponse], error) {
 	msg := req.Msg
 	if err := validateModel(msg.GetModel()); err != nil {
@@ -63,16 +66,24 @@ func promptFor(msg *adminv1.ExplainRouteRequest) []byte {
 	return []byte(prompt)
 }
 
-// policyInForce returns the model's stored policy, or the defaults with revision 0.
+// policyInForce returns the policy a request for model is decided with: the stored one, or the
+// one the front door uses without it (the defaults, or, while policies are not loaded and the
+// router keeps requests in its region, the defaults restricted to it) with revision 0; nil when
+// the model is refused for want of a policy.
 func (s *Server) policyInForce(model string) *adminv1.Policy {
+	pol, err := s.deps.Explainer.Policy(model)
+	if err != nil {
+		return nil
+	}
 	if p, ok := s.deps.Config.Snapshot().StoredPolicy(model); ok {
 		if p.OverflowThreshold == nil {
 			p.OverflowThreshold = proto.Float64(routing.DefaultPolicy().OverflowThreshold)
 		}
 		return p
 	}
-	def := configstore.RoutingPolicy(nil)
-	return &adminv1.Policy{Model: model, OverflowThreshold: proto.Float64(def.OverflowThreshold)}
+	return &adminv1.Policy{Model: model, OverflowThreshold: proto.Float64(pol.OverflowThreshold),
+		AllowedRegions: slices.Clone(pol.AllowedRegions), OverflowCap: int32(min(pol.OverflowCap, math.MaxInt32)),
+		TtftSloMs: uint32(min(pol.TTFTSLO.Milliseconds(), math.MaxUint32))}
 }
 
 func candidateOf(e routing.Explanation) *adminv1.Candidate {

@@ -36,12 +36,14 @@ import (
 
 // PolicyStore reads and writes model policies with optimistic concurrency. *configstore.Store
 // implements it. Implementations must be safe for concurrent use and return errors wrapping
-// configstore.ErrNotFound, ErrConflict and ErrInvalid as documented there.
+// configstore.ErrNotFound, ErrConflict, ErrInvalid and ErrUnreadable as documented there.
 type PolicyStore interface {
 	GetPolicy(ctx context.Context, model string) (*adminv1.Policy, error)
 	PutPolicy(ctx context.Context, p *adminv1.Policy, expectedRevision int64) (*adminv1.Policy, error)
 	DeletePolicy(ctx context.Context, model string, expectedRevision int64) error
-	ListPolicies(ctx context.Context) ([]*adminv1.Policy, error)
+	// ListPolicies returns the readable policies and, apart, the stored values that cannot be
+	// read.
+	ListPolicies(ctx context.Context) ([]*adminv1.Policy, []configstore.UnreadablePolicy, error)
 }
 
 // Drainer stores drains of clusters and regions. *configstore.Store implements it. It must be
@@ -76,6 +78,9 @@ type Gossip interface {
 // implements it; ExplainRoute reports exactly its decision. It must be safe for concurrent use.
 type Explainer interface {
 	Decide(model string, prompt []byte) ([]clustertable.Entry, routing.Decision, error)
+	// Policy returns the policy a request for model is decided with now, or the error it is
+	// refused with when none is in force (routing.ErrPolicyNotLoaded, ErrPolicyUnreadable).
+	Policy(model string) (routing.Policy, error)
 }
 
 // Deps are the components the service reads and writes. Every field is required.

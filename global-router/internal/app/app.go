@@ -154,6 +154,7 @@ func (r *Router) buildData(context.Context) error {
 	dc := frontdoor.DefaultConfig()
 	dc.Region, dc.MaxBodyBytes, dc.QueueWait = r.cfg.Region, r.cfg.MaxBodyBytes, r.cfg.QueueWait
 	dc.Options.LocalOnly = r.cfg.RoutingMode == RoutingLocalOnly
+	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
@@ -260,7 +261,8 @@ func (d drainView) Drained(cluster, region string) bool {
 	return d.s.Snapshot().Drained(cluster, region)
 }
 
-// policyView reads policies from the newest config snapshot.
+// policyView reads policies from the newest config snapshot; it fails closed before the first
+// load and for a policy that cannot be read.
 type policyView struct{ s *configstore.Store }
 
-func (p policyView) Policy(model string) routing.Policy { return p.s.Snapshot().Policy(model) }
+func (p policyView) Policy(model string) (routing.Policy, error) { return p.s.Snapshot().Policy(model) }

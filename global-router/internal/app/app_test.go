@@ -30,13 +30,19 @@ func TestParseFlags(t *testing.T) {
 		check   func(t *testing.T, c app.Config)
 	}{
 		{name: "defaults", args: base, check: func(t *testing.T, c app.Config) {
-			if c.Listen != ":8080" || c.RoutingMode != app.RoutingGlobal || c.MaxAttempts != 3 || c.QueueWait != 2*time.Second {
+			if c.Listen != ":8080" || c.RoutingMode != app.RoutingGlobal || c.MaxAttempts != 3 || c.QueueWait != 2*time.Second ||
+				c.PolicyUnavailable != "refuse" {
 				t.Errorf("defaults not applied: %+v", c)
 			}
 		}},
 		{name: "local-only routing mode", args: append(base, "--routing-mode=local-only"), check: func(t *testing.T, c app.Config) {
 			if c.RoutingMode != app.RoutingLocalOnly {
 				t.Errorf("routing mode %q", c.RoutingMode)
+			}
+		}},
+		{name: "in-region routing while policies are not loaded", args: append(base, "--policy-unavailable=local"), check: func(t *testing.T, c app.Config) {
+			if c.PolicyUnavailable != "local" {
+				t.Errorf("policy unavailable %q", c.PolicyUnavailable)
 			}
 		}},
 		{name: "lists and simulated round trips", args: append(base, "--etcd-endpoints=http://a:2379, http://b:2379", "--simulated-rtt=us-west-2=70ms,eu-west-1=80ms"),
@@ -115,6 +121,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "region required", args: []string{"--gossip-key-file=k"}, wantErr: "--region"},
 		{name: "gossip key required", args: []string{"--region=r"}, wantErr: "--gossip-key-file"},
 		{name: "unknown routing mode", args: append(base, "--routing-mode=nearest"), wantErr: "--routing-mode"},
+		{name: "unknown policy-unavailable action", args: append(base, "--policy-unavailable=defaults"), wantErr: "--policy-unavailable"},
 		{name: "bad gossip profile", args: append(base, "--gossip-profile=moon"), wantErr: "--gossip-profile"},
 		{name: "bad listen address", args: append(base, "--listen=8080"), wantErr: "--listen"},
 		{name: "dns listen needs its file", args: append(base, "--dns-listen=:53"), wantErr: "--dns-config"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
+	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 )
 
 // Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
@@ -88,6 +89,12 @@ type Config struct {
 	// RoutingMode is "global" (default: local first, overflow to the best cluster anywhere) or
 	// "local-only" (never leaves the router's region: the baseline Tier 2 is measured against).
 	RoutingMode string
+	// PolicyUnavailable is what a request gets while the routing policies have not been loaded
+	// from etcd yet (etcd unreachable since the router started): "refuse" (default) answers 503
+	// policy_unavailable with Retry-After; "local" routes it to this router's region only, which
+	// violates a residency rule that excludes this region. A model whose stored policy cannot be
+	// read is refused either way.
+	PolicyUnavailable string
 	// SimulatedRTT adds latency to requests forwarded to a region (local stack). Default none.
 	SimulatedRTT map[string]time.Duration
 	// LogFormat is "text" or "json". Default "text".
@@ -119,6 +126,7 @@ func DefaultConfig() Config {
 		QueueWait:          2 * time.Second,
 		MaxAttempts:        3,
 		RoutingMode:        RoutingGlobal,
+		PolicyUnavailable:  frontdoor.PolicyUnavailableRefuse,
 		LogFormat:          "text",
 		LogLevel:           "info",
 	}
@@ -176,6 +184,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--max-attempts: %d must be >= 1", c.MaxAttempts)
 	case c.RoutingMode != RoutingGlobal && c.RoutingMode != RoutingLocalOnly:
 		return fmt.Errorf("--routing-mode: %q must be %s or %s", c.RoutingMode, RoutingGlobal, RoutingLocalOnly)
+	case c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal:
+		return fmt.Errorf("--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("--log-format: %q must be text or json", c.LogFormat)
 	}

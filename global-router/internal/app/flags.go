@@ -59,6 +59,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.QueueWait, "queue-wait", cfg.QueueWait, "how long a request waits for room before 429")
 	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "clusters tried per request (retry budget)")
 	fs.StringVar(&cfg.RoutingMode, "routing-mode", cfg.RoutingMode, "global (overflow across regions) or local-only (baseline: never leave the region)")
+	fs.StringVar(&cfg.PolicyUnavailable, "policy-unavailable", cfg.PolicyUnavailable, "while routing policies are not loaded from etcd: refuse (503) or local (route in this region only; violates residency rules that exclude it)")
 	fs.Func("simulated-rtt", "region=duration,... latency added to forwarded requests (local stack)", rttFlag(&cfg.SimulatedRTT))
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")

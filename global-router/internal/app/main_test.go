@@ -149,6 +149,13 @@ func startRouter(tb testing.TB, e *env, name string) *router {
 // applied again, so ports it chooses are chosen anew).
 func startRouterWith(tb testing.TB, e *env, name string, edit func(*app.Config)) *router {
 	tb.Helper()
+	return startRouterUntil(tb, e, name, edit, "/readyz")
+}
+
+// startRouterUntil is startRouterWith waiting for path on the metrics port to answer 200
+// ("/healthz" for a router that is not expected to become ready).
+func startRouterUntil(tb testing.TB, e *env, name string, edit func(*app.Config), path string) *router {
+	tb.Helper()
 	for attempt := 1; ; attempt++ {
 		cfg := app.DefaultConfig()
 		cfg.Region, cfg.NodeName, cfg.DataDir = region, name, tb.TempDir()
@@ -170,7 +177,7 @@ func startRouterWith(tb testing.TB, e *env, name string, edit func(*app.Config))
 		go func() { r.done <- app.Run(ctx, cfg, log) }()
 		r.admin = adminv1connect.NewAdminServiceClient(http.DefaultClient, "http://"+cfg.AdminListen,
 			connect.WithInterceptors(admintest.WithToken(token)))
-		err := pollHTTP("http://"+cfg.MetricsListen+"/readyz", http.StatusOK, r.done)
+		err := pollHTTP("http://"+cfg.MetricsListen+path, http.StatusOK, r.done)
 		if err == nil {
 			tb.Cleanup(func() { r.stop(tb) })
 			return r

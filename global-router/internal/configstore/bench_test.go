@@ -34,7 +34,7 @@ func BenchmarkSnapshotPolicy(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		v := s.Snapshot()
-		if v.Policy("m42").OverflowCap != 1 || v.Drained("c1", "us-east-1") {
+		if policyOf(v, "m42").OverflowCap != 1 || v.Drained("c1", "us-east-1") {
 			b.Fatal("wrong view")
 		}
 	}

@@ -21,7 +21,7 @@ func TestWatchSurvivesEtcdLeaderLoss(t *testing.T) {
 	if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: 1}, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "policy before leader loss", func() bool { return s.Snapshot().Policy("m").OverflowCap == 1 })
+	waitFor(t, "policy before leader loss", func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 1 })
 
 	leader := -1
 	for i, ep := range c.Endpoints() {
@@ -37,7 +37,7 @@ func TestWatchSurvivesEtcdLeaderLoss(t *testing.T) {
 		t.Fatal("no etcd leader")
 	}
 	c.Stop(leader)
-	if s.Snapshot().Policy("m").OverflowCap != 1 {
+	if policyOf(s.Snapshot(), "m").OverflowCap != 1 {
 		t.Fatal("view lost the policy when the etcd leader stopped")
 	}
 	p, err := s.GetPolicy(ctx, "m")
@@ -52,6 +52,6 @@ func TestWatchSurvivesEtcdLeaderLoss(t *testing.T) {
 	}
 	waitFor(t, "changes after leader loss", func() bool {
 		v := s.Snapshot()
-		return v.Policy("m").OverflowCap == 2 && v.ClusterDrained("c1")
+		return policyOf(v, "m").OverflowCap == 2 && v.ClusterDrained("c1")
 	})
 }

@@ -3,7 +3,8 @@
 // optimistic concurrency (a stale revision gets ErrConflict, never a silent overwrite). Store.Run
 // loads the prefix and then watches it, publishing every change as a new immutable View that the
 // data path reads without locks; while etcd is unreachable the last good View stays in force.
-// Elector runs leader elections (the DNS sync's) under the same prefix.
+// Policies fail closed: before the first load, and for a model whose stored value cannot be read,
+// View.Policy returns an error instead of the defaults (which allow every region). Elector runs leader elections (the DNS sync's) under the same prefix.
 package configstore
 
 import (
@@ -29,7 +30,7 @@ const (
 )
 
 // Errors. The admin API maps them to gRPC codes: ErrNotFound to NotFound, ErrConflict to
-// FailedPrecondition, ErrInvalid to InvalidArgument.
+// FailedPrecondition, ErrInvalid to InvalidArgument, ErrUnreadable to DataLoss.
 var (
 	// ErrNotFound means no policy is stored for the model.
 	ErrNotFound = errors.New("configstore: not found")
@@ -37,6 +38,10 @@ var (
 	ErrConflict = errors.New("configstore: revision conflict")
 	// ErrInvalid means an argument or a stored value is invalid; the message names the field.
 	ErrInvalid = errors.New("configstore: invalid argument")
+	// ErrUnreadable means a stored policy value cannot be read (it does not decode or is not a
+	// valid policy: written to etcd around the admin API); its model is refused until a valid
+	// policy replaces it or it is deleted.
+	ErrUnreadable = errors.New("configstore: stored policy cannot be read")
 )
 
 // Limits on names.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
 // shared is one etcd member for the whole package; tests isolate themselves with namespaces.
@@ -98,4 +99,14 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// policyOf returns model's policy in v, the zero Policy (which matches no expectation of a
+// stored or default policy) when v refuses it.
+func policyOf(v *configstore.View, model string) routing.Policy {
+	p, err := v.Policy(model)
+	if err != nil {
+		return routing.Policy{}
+	}
+	return p
 }

@@ -14,6 +14,7 @@ type metrics struct {
 	writes      *prometheus.CounterVec
 	revision    prometheus.Gauge
 	policies    prometheus.Gauge
+	unreadable  prometheus.Gauge
 	lastApplied prometheus.Gauge
 }
 
@@ -30,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchyard_router_config_invalid_values_total",
-			Help: "Stored policy values that failed to decode or validate and were ignored.",
+			Help: "Stored policy values that failed to decode or validate; each makes its model refused until it is replaced or deleted.",
 		}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_config_writes_total",
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "switchyard_router_config_policies",
 			Help: "Model policies in the config view in force.",
 		}),
+		unreadable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchyard_router_config_unreadable_policies",
+			Help: "Stored policy values in the config view in force that cannot be read; their models are refused.",
+		}),
 		lastApplied: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchyard_router_config_last_change_timestamp_seconds",
 			Help: "Unix time at which the last config change from the watch was applied.",
@@ -52,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.lastApplied} {
+	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.unreadable, m.lastApplied} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("configstore: register metrics: %w", err)
 		}

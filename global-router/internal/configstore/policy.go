@@ -22,8 +22,10 @@ const maxWeight = 1000
 
 var (
 	encodeOptions = protojson.MarshalOptions{UseProtoNames: true}
-	// Values written by newer routers may carry fields this one does not know: ignore them.
-	decodeOptions = protojson.UnmarshalOptions{DiscardUnknown: true}
+	// Stored values are decoded strictly: a field this router does not know (a typo, or a field
+	// of a newer version that may restrict routing further) makes the value unreadable, so its
+	// model is refused rather than routed with part of its policy.
+	decodeOptions = protojson.UnmarshalOptions{}
 )
 
 // ValidatePolicy checks p and returns an error wrapping ErrInvalid that names the first bad field.

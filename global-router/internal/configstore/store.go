@@ -27,7 +27,8 @@ type Store struct {
 }
 
 // New returns a store over client. Its collectors are registered on reg (none when reg is nil).
-// Until Run has loaded the configuration, Snapshot returns an empty View (defaults everywhere).
+// Until Run has loaded the configuration, Snapshot returns an empty View that is not Loaded and
+// whose Policy fails with routing.ErrPolicyNotLoaded.
 func New(client *clientv3.Client, logger *slog.Logger, reg prometheus.Registerer) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("configstore: nil etcd client")
@@ -57,25 +58,39 @@ func (s *Store) GetPolicy(ctx context.Context, model string) (*adminv1.Policy, e
 		return nil, fmt.Errorf("%w: no policy for model %q", ErrNotFound, model)
 	}
 	kv := resp.Kvs[0]
-	return DecodePolicy(model, kv.Value, kv.ModRevision)
+	p, err := DecodePolicy(model, kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, unreadable(model, kv.ModRevision, err)
+	}
+	return p, nil
 }
 
-// ListPolicies returns every stored policy, ordered by model. A stored value that is not a valid
-// policy fails the whole list with an error naming its model.
-func (s *Store) ListPolicies(ctx context.Context) ([]*adminv1.Policy, error) {
+// unreadable is GetPolicy's error for a stored value that cannot be read: it names the model, the
+// revision to replace or delete and the reason.
+func unreadable(model string, rev int64, reason error) error {
+	return fmt.Errorf("%w: the policy of model %q stored at revision %d: %v; requests for the model are refused "+
+		"until a valid policy replaces it (put with revision %d) or it is deleted", ErrUnreadable, model, rev, reason, rev)
+}
+
+// ListPolicies returns every readable stored policy and every stored value that cannot be read
+// (its model is refused), both ordered by model.
+func (s *Store) ListPolicies(ctx context.Context) ([]*adminv1.Policy, []UnreadablePolicy, error) {
 	resp, err := s.client.Get(ctx, PolicyPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
-		return nil, fmt.Errorf("configstore: list policies: %w", err)
+		return nil, nil, fmt.Errorf("configstore: list policies: %w", err)
 	}
 	out := make([]*adminv1.Policy, 0, len(resp.Kvs))
+	var bad []UnreadablePolicy
 	for _, kv := range resp.Kvs {
-		p, err := DecodePolicy(strings.TrimPrefix(string(kv.Key), PolicyPrefix), kv.Value, kv.ModRevision)
+		model := strings.TrimPrefix(string(kv.Key), PolicyPrefix)
+		p, err := DecodePolicy(model, kv.Value, kv.ModRevision)
 		if err != nil {
-			return nil, err
+			bad = append(bad, UnreadablePolicy{Model: model, Revision: kv.ModRevision, Reason: err.Error()})
+			continue
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // PutPolicy stores p if the stored policy's revision is expectedRevision (0: only if none is

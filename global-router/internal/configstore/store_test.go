@@ -48,9 +48,9 @@ func TestPolicyCRUD(t *testing.T) {
 	if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m0"}, 0); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.ListPolicies(ctx)
-	if err != nil || len(list) != 2 || list[0].GetModel() != "m0" || !proto.Equal(list[1], updated) {
-		t.Fatalf("ListPolicies = %v, %v; want m0 then %v", list, err, updated)
+	list, bad, err := s.ListPolicies(ctx)
+	if err != nil || len(list) != 2 || list[0].GetModel() != "m0" || !proto.Equal(list[1], updated) || len(bad) != 0 {
+		t.Fatalf("ListPolicies = %v, %v, %v; want m0 then %v", list, bad, err, updated)
 	}
 
 	if err := s.DeletePolicy(ctx, "m1", created.GetRevision()); !errors.Is(err, configstore.ErrConflict) {

@@ -1,6 +1,7 @@
 package configstore
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -17,9 +18,11 @@ import (
 type View struct {
 	revision int64
 	policies map[string]policyEntry
-	clusters map[string]struct{} // drained clusters
-	regions  map[string]struct{} // drained regions
-	replaced chan struct{}
+	// unreadable holds the models whose stored policy value cannot be read: they are refused.
+	unreadable map[string]UnreadablePolicy
+	clusters   map[string]struct{} // drained clusters
+	regions    map[string]struct{} // drained regions
+	replaced   chan struct{}
 }
 
 type policyEntry struct {
@@ -27,23 +30,38 @@ type policyEntry struct {
 	routing routing.Policy
 }
 
+// UnreadablePolicy is a stored policy value that does not decode or is not a valid policy for
+// its key's model (written to etcd around the admin API). Its model is refused until the value
+// is replaced by a valid one or deleted.
+type UnreadablePolicy struct {
+	// Model is the model named by the key.
+	Model string
+	// Revision is the etcd revision at which the value was written (what a PutPolicy replacing
+	// it or a DeletePolicy of it must name).
+	Revision int64
+	// Reason says why the value cannot be read.
+	Reason string
+}
+
 func emptyView() *View {
 	return &View{
-		policies: map[string]policyEntry{},
-		clusters: map[string]struct{}{},
-		regions:  map[string]struct{}{},
-		replaced: make(chan struct{}),
+		policies:   map[string]policyEntry{},
+		unreadable: map[string]UnreadablePolicy{},
+		clusters:   map[string]struct{}{},
+		regions:    map[string]struct{}{},
+		replaced:   make(chan struct{}),
 	}
 }
 
 // clone returns a writable copy at revision rev for the next view.
 func (v *View) clone(rev int64) *View {
 	return &View{
-		revision: rev,
-		policies: maps.Clone(v.policies),
-		clusters: maps.Clone(v.clusters),
-		regions:  maps.Clone(v.regions),
-		replaced: make(chan struct{}),
+		revision:   rev,
+		policies:   maps.Clone(v.policies),
+		unreadable: maps.Clone(v.unreadable),
+		clusters:   maps.Clone(v.clusters),
+		regions:    maps.Clone(v.regions),
+		replaced:   make(chan struct{}),
 	}
 }
 
@@ -57,12 +75,37 @@ func (v *View) Loaded() bool { return v.revision > 0 }
 func (v *View) Replaced() <-chan struct{} { return v.replaced }
 
 // Policy returns model's routing policy: the stored one with defaults for unset fields, or
-// routing.DefaultPolicy() when none is stored. Its AllowedRegions must not be modified.
-func (v *View) Policy(model string) routing.Policy {
-	if e, ok := v.policies[model]; ok {
-		return e.routing
+// routing.DefaultPolicy() when none is stored. It fails closed: before the configuration has been
+// loaded it returns an error wrapping routing.ErrPolicyNotLoaded, and for a model whose stored
+// value cannot be read one wrapping routing.ErrPolicyUnreadable that names the key, the revision
+// and the reason; the policy returned with an error must not be used. Its AllowedRegions must not
+// be modified.
+func (v *View) Policy(model string) (routing.Policy, error) {
+	if !v.Loaded() {
+		return routing.Policy{}, routing.ErrPolicyNotLoaded
 	}
-	return routing.DefaultPolicy()
+	if u, ok := v.unreadable[model]; ok {
+		return routing.Policy{}, fmt.Errorf("%w: %s at revision %d: %s", routing.ErrPolicyUnreadable, PolicyKey(model), u.Revision, u.Reason)
+	}
+	if e, ok := v.policies[model]; ok {
+		return e.routing, nil
+	}
+	return routing.DefaultPolicy(), nil
+}
+
+// Unreadable returns model's stored value that cannot be read, if there is one.
+func (v *View) Unreadable(model string) (UnreadablePolicy, bool) {
+	u, ok := v.unreadable[model]
+	return u, ok
+}
+
+// UnreadablePolicies returns every stored policy value that cannot be read, ordered by model.
+func (v *View) UnreadablePolicies() []UnreadablePolicy {
+	out := make([]UnreadablePolicy, 0, len(v.unreadable))
+	for _, m := range slices.Sorted(maps.Keys(v.unreadable)) {
+		out = append(out, v.unreadable[m])
+	}
+	return out
 }
 
 // StoredPolicy returns a copy of model's stored policy with its revision, if one is stored.
@@ -74,7 +117,7 @@ func (v *View) StoredPolicy(model string) (*adminv1.Policy, bool) {
 	return proto.CloneOf(e.stored), true
 }
 
-// Models returns the models that have a stored policy, sorted.
+// Models returns the models that have a readable stored policy, sorted.
 func (v *View) Models() []string { return slices.Sorted(maps.Keys(v.policies)) }
 
 // ClusterDrained reports whether the cluster itself is drained.
@@ -110,4 +153,5 @@ func (s *Store) publish(next *View) {
 	close(prev.replaced)
 	s.metrics.revision.Set(float64(next.revision))
 	s.metrics.policies.Set(float64(len(next.policies)))
+	s.metrics.unreadable.Set(float64(len(next.unreadable)))
 }

@@ -34,7 +34,11 @@ func (s *Store) Run(ctx context.Context) error {
 			return nil
 		}
 		s.metrics.reloads.Inc()
-		s.logger.Warn("config watch interrupted, reloading", "err", err, "backoff", backoff)
+		if s.view.Load().Loaded() {
+			s.logger.Warn("config watch interrupted, reloading", "err", err, "backoff", backoff)
+		} else {
+			s.logger.Warn("config not loaded yet, routing policies unavailable", "err", err, "backoff", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -105,21 +109,22 @@ func (s *Store) apply(events []*clientv3.Event, rev int64) {
 	s.metrics.lastApplied.SetToCurrentTime()
 }
 
-// put applies one stored key to next. An invalid policy value leaves the model's previous policy
-// (from prev) in force.
+// put applies one stored key to next. A policy value that cannot be read makes its model
+// unreadable (refused), whatever policy it had before: an older policy may be looser than the one
+// that was meant to replace it.
 func (s *Store) put(next, prev *View, key string, value []byte, modRev int64) {
 	switch {
 	case strings.HasPrefix(key, PolicyPrefix):
 		model := strings.TrimPrefix(key, PolicyPrefix)
 		p, err := DecodePolicy(model, value, modRev)
 		if err != nil {
-			s.metrics.invalid.Inc()
-			s.logger.Warn("invalid stored policy ignored", "key", key, "err", err)
-			if old, ok := prev.policies[model]; ok {
-				next.policies[model] = old
-			}
+			s.markUnreadable(next, prev, key, UnreadablePolicy{Model: model, Revision: modRev, Reason: err.Error()})
 			return
 		}
+		if _, was := prev.unreadable[model]; was {
+			s.logger.Info("stored policy readable again, model routed with it", "key", key, "revision", modRev)
+		}
+		delete(next.unreadable, model)
 		next.policies[model] = policyEntry{stored: p, routing: RoutingPolicy(p)}
 	case strings.HasPrefix(key, ClusterDrainPrefix):
 		next.clusters[strings.TrimPrefix(key, ClusterDrainPrefix)] = struct{}{}
@@ -128,11 +133,28 @@ func (s *Store) put(next, prev *View, key string, value []byte, modRev int64) {
 	}
 }
 
+// markUnreadable records u in next, replacing the model's policy, and counts and logs it unless
+// prev already held the same value (a reload reads it again).
+func (s *Store) markUnreadable(next, prev *View, key string, u UnreadablePolicy) {
+	delete(next.policies, u.Model)
+	next.unreadable[u.Model] = u
+	if old, ok := prev.unreadable[u.Model]; ok && old.Revision == u.Revision {
+		return
+	}
+	s.metrics.invalid.Inc()
+	s.logger.Warn("stored policy unreadable, model refused until it is fixed", "key", key, "revision", u.Revision, "reason", u.Reason)
+}
+
 // remove applies the deletion of one key to next.
 func (s *Store) remove(next *View, key string) {
 	switch {
 	case strings.HasPrefix(key, PolicyPrefix):
-		delete(next.policies, strings.TrimPrefix(key, PolicyPrefix))
+		model := strings.TrimPrefix(key, PolicyPrefix)
+		if _, was := next.unreadable[model]; was {
+			s.logger.Info("unreadable policy deleted, model back to the defaults", "key", key)
+		}
+		delete(next.policies, model)
+		delete(next.unreadable, model)
 	case strings.HasPrefix(key, ClusterDrainPrefix):
 		delete(next.clusters, strings.TrimPrefix(key, ClusterDrainPrefix))
 	case strings.HasPrefix(key, RegionDrainPrefix):

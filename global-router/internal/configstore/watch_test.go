@@ -1,8 +1,13 @@
 package configstore_test
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +27,12 @@ func TestViewBeforeAndAfterLoad(t *testing.T) {
 	if v == nil || v.Loaded() || v.Revision() != 0 {
 		t.Fatalf("view before Run: %+v, want an empty unloaded view", v)
 	}
+	if p, err := v.Policy("any-model"); !errors.Is(err, routing.ErrPolicyNotLoaded) {
+		t.Fatalf("policy before the first load = %+v, %v; want ErrPolicyNotLoaded, not the defaults", p, err)
+	}
 	runStore(t, s)
 	v = s.Snapshot()
-	if got := v.Policy("any-model"); got.OverflowThreshold != 0.8 || got.AllowedRegions != nil || got.OverflowCap != 0 {
+	if got := policyOf(v, "any-model"); got.OverflowThreshold != 0.8 || got.AllowedRegions != nil || got.OverflowCap != 0 {
 		t.Fatalf("policy with nothing stored = %+v, want %+v", got, routing.DefaultPolicy())
 	}
 	if v.Drained("c1", "us-east-1") || len(v.Models()) != 0 {
@@ -50,7 +58,7 @@ func TestWatchAppliesChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	runStore(t, reader)
-	if reader.Snapshot().Policy("old").OverflowCap != 1 {
+	if policyOf(reader.Snapshot(), "old").OverflowCap != 1 {
 		t.Fatal("initial load missed the stored policy")
 	}
 
@@ -59,17 +67,17 @@ func TestWatchAppliesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "policy in the reader's view", func() bool { return reader.Snapshot().Policy("m").OverflowThreshold == 0.5 })
+	waitFor(t, "policy in the reader's view", func() bool { return policyOf(reader.Snapshot(), "m").OverflowThreshold == 0.5 })
 	select {
 	case <-before.Replaced():
 	default:
 		t.Fatal("the old view was not marked replaced")
 	}
 	v := reader.Snapshot()
-	if got := v.Policy("m"); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) || v.Revision() < p.GetRevision() {
+	if got := policyOf(v, "m"); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) || v.Revision() < p.GetRevision() {
 		t.Fatalf("view policy %+v at revision %d, want eu-west-1 only at >= %d", got, v.Revision(), p.GetRevision())
 	}
-	if before.Policy("m").OverflowThreshold != 0.8 {
+	if policyOf(before, "m").OverflowThreshold != 0.8 {
 		t.Fatal("an old view changed: views must be immutable")
 	}
 
@@ -95,7 +103,7 @@ func TestWatchAppliesChanges(t *testing.T) {
 		{"delete policy", func() error { return writer.DeletePolicy(ctx, "m", 0) },
 			func(v *configstore.View) bool {
 				_, ok := v.StoredPolicy("m")
-				return !ok && v.Policy("m").OverflowThreshold == 0.8
+				return !ok && policyOf(v, "m").OverflowThreshold == 0.8
 			}},
 	}
 	for _, st := range steps {
@@ -109,35 +117,162 @@ func TestWatchAppliesChanges(t *testing.T) {
 	}
 }
 
-// TestInvalidStoredValueKeepsPrevious: a value written around the API does not replace a good policy.
-func TestInvalidStoredValueKeepsPrevious(t *testing.T) {
+// TestUnreadableStoredValueFailsClosed: a value written around the API that cannot be read makes
+// its model refused, never routed with the defaults nor with the looser policy it replaced; other
+// models keep theirs; a fix written later applies through the watch, and a deletion returns the
+// model to the defaults.
+func TestUnreadableStoredValueFailsClosed(t *testing.T) {
+	tests := []struct {
+		name, value string
+	}{
+		{"garbage bytes", "\x00\xffnot json"},
+		{"wrong json", `["eu-west-1"]`},
+		{"unknown field", `{"model":"m","allowed_region":["eu-west-1"]}`},
+		{"invalid region name", `{"model":"m","allowed_regions":["eu west 1"]}`},
+		{"other model", `{"model":"n","allowed_regions":["eu-west-1"]}`},
+		{"invalid field value", `{"model":"m","overflow_cap":-5}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			cli := nsClient(t, shared)
+			reg := prometheus.NewRegistry()
+			s, err := configstore.New(cli, etcdtest.Discard, reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runStore(t, s)
+			// The looser policy the bad value replaces allows every region.
+			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: 3}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "other", AllowedRegions: []string{"us-east-1"}}, 0); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "good policies", func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 3 })
+			put, err := cli.Put(ctx, configstore.PolicyKey("m"), tt.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev := put.Header.Revision
+			waitFor(t, "the model refused", func() bool { _, ok := s.Snapshot().Unreadable("m"); return ok })
+			checkRefused(t, s.Snapshot(), "m", rev)
+			if got := policyOf(s.Snapshot(), "other"); !slices.Equal(got.AllowedRegions, []string{"us-east-1"}) {
+				t.Fatalf("another model's policy = %+v, want its own", got)
+			}
+			if n := metricValue(t, reg, "switchyard_router_config_invalid_values_total"); n != 1 {
+				t.Fatalf("invalid values counted %v, want 1", n)
+			}
+			if n := metricValue(t, reg, "switchyard_router_config_unreadable_policies"); n != 1 {
+				t.Fatalf("unreadable policies gauge %v, want 1", n)
+			}
+			checkAdminReads(t, s, rev)
+
+			// Fixed through the API (naming the unreadable value's revision), the model routes again.
+			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", AllowedRegions: []string{"eu-west-1"}}, rev); err != nil {
+				t.Fatalf("replace the unreadable value: %v", err)
+			}
+			waitFor(t, "the fix applied", func() bool { _, err := s.Snapshot().Policy("m"); return err == nil })
+			if got := policyOf(s.Snapshot(), "m"); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) {
+				t.Fatalf("fixed policy = %+v, want eu-west-1 only", got)
+			}
+			if n := metricValue(t, reg, "switchyard_router_config_unreadable_policies"); n != 0 {
+				t.Fatalf("unreadable policies gauge after the fix %v, want 0", n)
+			}
+
+			// Broken again and deleted: no policy stored means the defaults.
+			if _, err := cli.Put(ctx, configstore.PolicyKey("m"), tt.value); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "refused again", func() bool { _, ok := s.Snapshot().Unreadable("m"); return ok })
+			if err := s.DeletePolicy(ctx, "m", 0); err != nil {
+				t.Fatalf("delete the unreadable value: %v", err)
+			}
+			waitFor(t, "defaults after the delete", func() bool {
+				p, err := s.Snapshot().Policy("m")
+				return err == nil && p.OverflowThreshold == 0.8 && p.AllowedRegions == nil && p.OverflowCap == 0
+			})
+			if len(s.Snapshot().UnreadablePolicies()) != 0 {
+				t.Fatalf("unreadable after the delete: %v", s.Snapshot().UnreadablePolicies())
+			}
+		})
+	}
+}
+
+// checkRefused checks that v refuses model, whose value stored at rev cannot be read.
+func checkRefused(t *testing.T, v *configstore.View, model string, rev int64) {
+	t.Helper()
+	if p, err := v.Policy(model); !errors.Is(err, routing.ErrPolicyUnreadable) || !strings.Contains(err.Error(), configstore.PolicyKey(model)) {
+		t.Fatalf("Policy(%s) = %+v, %v; want ErrPolicyUnreadable naming the key", model, p, err)
+	}
+	if _, ok := v.StoredPolicy(model); ok {
+		t.Fatalf("StoredPolicy(%s) still returns the replaced policy", model)
+	}
+	u, ok := v.Unreadable(model)
+	if !ok || u.Model != model || u.Revision != rev || u.Reason == "" {
+		t.Fatalf("Unreadable(%s) = %+v, %v; want revision %d with a reason", model, u, ok, rev)
+	}
+	if all := v.UnreadablePolicies(); len(all) != 1 || all[0] != u || slices.Contains(v.Models(), model) {
+		t.Fatalf("UnreadablePolicies = %v, Models = %v", all, v.Models())
+	}
+}
+
+// checkAdminReads checks what the admin API's reads make of the unreadable value of "m" stored at
+// rev: GetPolicy fails with ErrUnreadable naming the revision, ListPolicies lists it apart.
+func checkAdminReads(t *testing.T, s *configstore.Store, rev int64) {
+	t.Helper()
+	ctx := testCtx(t)
+	_, err := s.GetPolicy(ctx, "m")
+	if !errors.Is(err, configstore.ErrUnreadable) || !strings.Contains(err.Error(), fmt.Sprintf("revision %d", rev)) {
+		t.Fatalf("GetPolicy of an unreadable value = %v, want ErrUnreadable naming revision %d", err, rev)
+	}
+	list, bad, err := s.ListPolicies(ctx)
+	if err != nil || len(list) != 1 || list[0].GetModel() != "other" {
+		t.Fatalf("ListPolicies = %v, %v; want the readable policy of other", list, err)
+	}
+	if len(bad) != 1 || bad[0].Model != "m" || bad[0].Revision != rev || bad[0].Reason == "" {
+		t.Fatalf("ListPolicies unreadable = %+v, want m at revision %d with a reason", bad, rev)
+	}
+}
+
+// TestUnreadableOnLoad: a value that cannot be read when the store loads (at start, or again
+// after a compaction) refuses its model from the first view on, and is logged once.
+func TestUnreadableOnLoad(t *testing.T) {
 	ctx := testCtx(t)
 	cli := nsClient(t, shared)
-	reg := prometheus.NewRegistry()
-	s, err := configstore.New(cli, etcdtest.Discard, reg)
+	if _, err := cli.Put(ctx, configstore.PolicyKey("m"), `{"model":"m","allowed_regions":["eu-west-1"],"region_pin":true}`); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Put(ctx, configstore.PolicyKey("ok"), `{"model":"ok","allowed_regions":["eu-west-1"]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs syncBuffer
+	s, err := configstore.New(cli, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot().Policy("ok"); !errors.Is(err, routing.ErrPolicyNotLoaded) {
+		t.Fatalf("Policy before the first load = %v, want ErrPolicyNotLoaded", err)
+	}
 	runStore(t, s)
-	if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: 3}, 0); err != nil {
-		t.Fatal(err)
+	checkRefused(t, s.Snapshot(), "m", resp.Header.Revision-1)
+	if got := policyOf(s.Snapshot(), "ok"); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) {
+		t.Fatalf("readable policy = %+v", got)
 	}
-	waitFor(t, "good policy", func() bool { return s.Snapshot().Policy("m").OverflowCap == 3 })
-	if _, err := cli.Put(ctx, configstore.PolicyKey("m"), `{"model":"m","overflow_cap":-5}`); err != nil {
-		t.Fatal(err)
+	// Unrelated changes keep the model refused and do not log it again.
+	for i := range 3 {
+		if err := s.SetClusterDrain(ctx, fmt.Sprintf("c%d", i), true); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := cli.Put(ctx, configstore.ClusterDrainKey("marker"), "x"); err != nil {
-		t.Fatal(err)
+	waitFor(t, "drains", func() bool { return s.Snapshot().ClusterDrained("c2") })
+	checkRefused(t, s.Snapshot(), "m", resp.Header.Revision-1)
+	if n := strings.Count(logs.String(), "stored policy unreadable"); n != 1 {
+		t.Fatalf("unreadable value logged %d times, want once:\n%s", n, logs.String())
 	}
-	waitFor(t, "marker", func() bool { return s.Snapshot().ClusterDrained("marker") })
-	if got := s.Snapshot().Policy("m").OverflowCap; got != 3 {
-		t.Fatalf("after an invalid value the cap is %d, want the previous 3", got)
-	}
-	if n := metricValue(t, reg, "switchyard_router_config_invalid_values_total"); n != 1 {
-		t.Fatalf("invalid values counted %v, want 1", n)
-	}
-	if _, err := s.ListPolicies(ctx); err == nil || !strings.Contains(err.Error(), `"m"`) {
-		t.Fatalf("ListPolicies over an invalid value = %v, want an error naming the model", err)
+	if !strings.Contains(logs.String(), "key="+configstore.PolicyKey("m")) || !strings.Contains(logs.String(), "region_pin") {
+		t.Fatalf("the log line does not name the key and the reason:\n%s", logs.String())
 	}
 }
 
@@ -161,7 +296,7 @@ func TestViewSurvivesEtcdOutage(t *testing.T) {
 	own.Stop(0)
 	time.Sleep(500 * time.Millisecond) // let the watch notice
 	v := s.Snapshot()
-	if v.Policy("m").OverflowCap != 4 || !v.RegionDrained("r1") {
+	if policyOf(v, "m").OverflowCap != 4 || !v.RegionDrained("r1") {
 		t.Fatal("the view lost its configuration while etcd was away")
 	}
 	if err := own.Restart(ctx, 0); err != nil {
@@ -171,7 +306,7 @@ func TestViewSurvivesEtcdOutage(t *testing.T) {
 		t.Fatalf("undrain after restart: %v", err)
 	}
 	waitFor(t, "change after the restart", func() bool { return !s.Snapshot().RegionDrained("r1") })
-	if s.Snapshot().Policy("m").OverflowCap != 4 {
+	if policyOf(s.Snapshot(), "m").OverflowCap != 4 {
 		t.Fatal("policy lost after the restart")
 	}
 }
@@ -214,7 +349,7 @@ func TestReloadAfterCompaction(t *testing.T) {
 	proxy.cut(false)
 	waitFor(t, "reload after compaction", func() bool {
 		v := s.Snapshot()
-		return v.Policy("m").OverflowCap == 1 && v.ClusterDrained("c1")
+		return policyOf(v, "m").OverflowCap == 1 && v.ClusterDrained("c1")
 	})
 	if n := metricValue(t, reg, "switchyard_router_config_reloads_total"); n < 1 {
 		t.Fatalf("reloads = %v, want >= 1", n)
@@ -240,4 +375,22 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("metric %s not registered", name)
 	return 0
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use (a logger's destination).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

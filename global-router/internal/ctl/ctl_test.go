@@ -3,6 +3,7 @@ package ctl_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
+	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/ctl"
 )
 
@@ -150,6 +152,45 @@ func TestPolicyCommands(t *testing.T) {
 	missing := ctlRun(f.addr, f.tokenFile, "policy", "get", "mistral")
 	if missing.code != ctl.ExitAPIError || !strings.Contains(missing.stderr, "NOT_FOUND") {
 		t.Fatalf("get of a deleted policy = %+v, want NOT_FOUND", missing)
+	}
+}
+
+// TestUnreadablePolicyShown: a policy value written to etcd around the admin API that cannot be
+// read is listed apart by "policy list" (and its JSON), "policy get" fails with DATA_LOSS naming
+// the revision, and "explain" says no policy is in force; "policy delete" removes it.
+func TestUnreadablePolicyShown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.run(t, "policy", "put", "--model=mistral", "--allowed-regions=us-east-1")
+	put, err := f.env.Etcd.Put(ctx, configstore.PolicyKey("llama"), `{"model":"llama","allowed_regions":"eu-west-1"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := itoa(put.Header.Revision)
+	admintest.WaitFor(t, "the value in the view", func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return ok })
+
+	list := f.run(t, "policy", "list")
+	t.Logf("policy list:\n%s", list)
+	if !strings.Contains(list, "UNREADABLE") || !strings.Contains(list, "refused") || !regexp.MustCompile(`(?m)^llama +`+rev+` +\S`).MatchString(list) ||
+		!regexp.MustCompile(`(?m)^mistral +0\.8`).MatchString(list) {
+		t.Fatalf("policy list does not show the unreadable value apart:\n%s", list)
+	}
+	var lr adminv1.ListPoliciesResponse
+	if err := protojson.Unmarshal([]byte(f.run(t, "policy", "list", "-o", "json")), &lr); err != nil ||
+		len(lr.GetUnreadable()) != 1 || lr.GetUnreadable()[0].GetModel() != "llama" || len(lr.GetPolicies()) != 1 {
+		t.Fatalf("policy list -o json = %v (%v)", &lr, err)
+	}
+	get := ctlRun(f.addr, f.tokenFile, "policy", "get", "llama")
+	if get.code != ctl.ExitAPIError || !strings.Contains(get.stderr, "DATA_LOSS") || !strings.Contains(get.stderr, "revision "+rev) {
+		t.Fatalf("policy get of an unreadable value = %+v, want DATA_LOSS naming revision %s", get, rev)
+	}
+	if out := f.run(t, "explain", "--model=llama"); !strings.Contains(out, "no route: ") || !strings.Contains(out, "policy: none in force") {
+		t.Fatalf("explain of a refused model:\n%s", out)
+	}
+	f.run(t, "policy", "delete", "llama")
+	admintest.WaitFor(t, "deleted", func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return !ok })
+	if out := f.run(t, "policy", "list"); strings.Contains(out, "UNREADABLE") {
+		t.Fatalf("policy list after the delete:\n%s", out)
 	}
 }
 

@@ -153,7 +153,16 @@ func (c *caller) policyTable(resp *adminv1.ListPoliciesResponse) error {
 		rows = append(rows, []string{p.GetModel(), threshold(p), regions(p), capText(p.GetOverflowCap()),
 			slo(p.GetTtftSloMs()), weights(p.GetScorerWeights()), strconv.FormatInt(p.GetRevision(), 10)})
 	}
-	return c.table("MODEL\tTHRESHOLD\tREGIONS\tCAP\tTTFT_SLO\tWEIGHTS\tREVISION", rows)
+	if err := c.table("MODEL\tTHRESHOLD\tREGIONS\tCAP\tTTFT_SLO\tWEIGHTS\tREVISION", rows); err != nil || len(resp.GetUnreadable()) == 0 {
+		return err
+	}
+	fmt.Fprintf(c.out, "\nUNREADABLE: these stored values cannot be read; requests for their models are refused until each is\n"+
+		"replaced (policy put --revision=REVISION) or deleted (policy delete MODEL)\n")
+	bad := make([][]string, 0, len(resp.GetUnreadable()))
+	for _, u := range resp.GetUnreadable() {
+		bad = append(bad, []string{u.GetModel(), strconv.FormatInt(u.GetRevision(), 10), u.GetError()})
+	}
+	return c.table("MODEL\tREVISION\tERROR", bad)
 }
 
 func (c *caller) explanation(resp *adminv1.ExplainRouteResponse) error {
@@ -162,9 +171,12 @@ func (c *caller) explanation(resp *adminv1.ExplainRouteResponse) error {
 	} else {
 		fmt.Fprintf(c.out, "route: %s  chosen: %s  fallbacks: %s\n", resp.GetRoute(), resp.GetChosenCluster(), orDash(strings.Join(resp.GetFallbacks(), ",")))
 	}
-	p := resp.GetPolicy()
-	fmt.Fprintf(c.out, "policy: threshold %s, regions %s, overflow cap %s, ttft slo %s, revision %d\n\n",
-		threshold(p), regions(p), capText(p.GetOverflowCap()), slo(p.GetTtftSloMs()), p.GetRevision())
+	if p := resp.GetPolicy(); p == nil {
+		fmt.Fprintf(c.out, "policy: none in force (the model is refused)\n\n")
+	} else {
+		fmt.Fprintf(c.out, "policy: threshold %s, regions %s, overflow cap %s, ttft slo %s, revision %d\n\n",
+			threshold(p), regions(p), capText(p.GetOverflowCap()), slo(p.GetTtftSloMs()), p.GetRevision())
+	}
 	rows := make([][]string, 0, len(resp.GetCandidates()))
 	for _, cd := range resp.GetCandidates() {
 		est := "-"

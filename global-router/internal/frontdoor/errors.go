@@ -2,6 +2,7 @@ package frontdoor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -84,6 +85,40 @@ func notAllowed(model string, d routing.Decision) *apiError {
 	return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "residency_policy",
 		message: fmt.Sprintf("no cluster serving `%s` is in a region its policy allows (serving regions: %s)",
 			model, strings.Join(regions, ", ")), candidates: d.Explain}
+}
+
+// Why a request had no policy in force (the reason label of the refusal counter).
+const (
+	reasonNotLoaded          = "not_loaded"
+	reasonUndecodable        = "undecodable"
+	outcomePolicyUnavailable = "policy_unavailable"
+)
+
+// Retry-After of a policy refusal: the policies may load at the store's next attempt; an
+// unreadable policy waits for an operator.
+const (
+	notLoadedRetry   = 2 * time.Second
+	undecodableRetry = 30 * time.Second
+)
+
+// policyUnavailable is the 503 for a request whose model has no policy in force: the policies are
+// not loaded yet (err then says whether the router keeps requests in its region meanwhile) or the
+// model's stored policy cannot be read. The message names no stored value: the reason is for
+// operators, in the log and ExplainRoute.
+func policyUnavailable(model, reason, region string, err error) *apiError {
+	e := &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "policy_unavailable", param: "model"}
+	switch {
+	case reason == reasonUndecodable:
+		e.retryAfter = undecodableRetry
+		e.message = fmt.Sprintf("the routing policy of model `%s` cannot be read; requests for it are refused until an operator fixes it", model)
+	case errors.Is(err, routing.ErrNotAllowed):
+		e.retryAfter = notLoadedRetry
+		e.message = fmt.Sprintf("routing policies are not loaded yet; meanwhile only region %s is used, and no cluster there serves `%s`; retry later", region, model)
+	default:
+		e.retryAfter = notLoadedRetry
+		e.message = "routing policies are not loaded yet; retry later"
+	}
+	return e
 }
 
 // noRoom is the 429 when every allowed cluster stayed full for the whole bounded wait.

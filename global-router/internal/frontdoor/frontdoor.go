@@ -2,8 +2,10 @@
 // model and prompt, asks the routing policy for a cluster among the cluster table's candidates,
 // forwards the request there (retrying on refusals), and answers OpenAI-style errors when no
 // cluster can take it: 404 for a model no cluster serves, 503 with the explanation when the
-// model's residency policy allows no serving cluster, 429 with Retry-After when every allowed
-// cluster is full after a bounded wait.
+// model's residency policy allows no serving cluster, 503 policy_unavailable when no policy is in
+// force for the model (policies not loaded yet, or its stored value unreadable: routing fails
+// closed and never falls back to the defaults, which allow every region), 429 with Retry-After
+// when every allowed cluster is full after a bounded wait.
 package frontdoor
 
 import (
@@ -34,9 +36,12 @@ type Table interface {
 	Inspect(model string, prefixHashes []uint64) []clustertable.Entry
 }
 
-// Policies returns the routing policy of a model (defaults when none is stored).
+// Policies returns the routing policy of a model: the stored one, or the defaults when none is
+// stored. It fails closed with an error wrapping routing.ErrPolicyNotLoaded before the policies
+// have been loaded and routing.ErrPolicyUnreadable when the model's stored policy cannot be read.
+// It must be safe for concurrent use.
 type Policies interface {
-	Policy(model string) routing.Policy
+	Policy(model string) (routing.Policy, error)
 }
 
 // Forwarder sends a request to the first target that accepts it, choosing the targets of its
@@ -60,11 +65,26 @@ type Config struct {
 	Delay func(region string) time.Duration
 	// Options tune the routing decision.
 	Options routing.Options
+	// PolicyUnavailable is what happens to a request while the routing policies are not loaded
+	// yet: PolicyUnavailableRefuse (the default; any other value too) answers 503
+	// policy_unavailable; PolicyUnavailableLocal routes it inside Region only
+	// (routing.LocalOnlyPolicy), which violates a residency rule that excludes Region. A model
+	// whose stored policy cannot be read is refused either way.
+	PolicyUnavailable string
 }
+
+// What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
+const (
+	// PolicyUnavailableRefuse refuses it: 503 policy_unavailable with Retry-After.
+	PolicyUnavailableRefuse = "refuse"
+	// PolicyUnavailableLocal routes it to the router's own region only.
+	PolicyUnavailableLocal = "local"
+)
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 32 << 20, QueueWait: 2 * time.Second, RetryPoll: 50 * time.Millisecond, Options: routing.DefaultOptions()}
+	return Config{MaxBodyBytes: 32 << 20, QueueWait: 2 * time.Second, RetryPoll: 50 * time.Millisecond, Options: routing.DefaultOptions(),
+		PolicyUnavailable: PolicyUnavailableRefuse}
 }
 
 // Server is the front door's handler. It is safe for concurrent use.
@@ -106,9 +126,36 @@ func (s *Server) Decide(model string, prompt []byte) ([]clustertable.Entry, rout
 	return s.decide(model, prefix.Hashes(nil, model, prompt, 0), requestOf(prompt), false)
 }
 
+// Policy returns the policy a request for model is decided with now: the model's policy, or,
+// while the policies are not loaded and Config.PolicyUnavailable is PolicyUnavailableLocal, the
+// defaults restricted to the router's region. Otherwise, without a policy in force, it returns the
+// error the request is refused with (wrapping routing.ErrPolicyNotLoaded or ErrPolicyUnreadable).
+func (s *Server) Policy(model string) (routing.Policy, error) {
+	pol, _, err := s.policy(model)
+	return pol, err
+}
+
+// policy is Policy, also reporting whether the policy is the local-only stand-in.
+func (s *Server) policy(model string) (pol routing.Policy, standIn bool, err error) {
+	pol, err = s.policies.Policy(model)
+	if err != nil && errors.Is(err, routing.ErrPolicyNotLoaded) && s.cfg.PolicyUnavailable == PolicyUnavailableLocal {
+		return routing.LocalOnlyPolicy(s.cfg.Region), true, nil
+	}
+	return pol, false, err
+}
+
 // decide runs the routing decision for a request whose prompt has the given prefix-block hashes;
-// route says whether the request will be sent.
+// route says whether the request will be sent. Without a policy in force for the model it decides
+// nothing and returns the policy's error; with the local-only stand-in, a region that does not
+// serve the model is reported as the policies not being loaded.
 func (s *Server) decide(model string, hashes []uint64, req routing.Request, route bool) ([]clustertable.Entry, routing.Decision, error) {
+	pol, standIn, err := s.policy(model)
+	if err != nil {
+		return nil, routing.Decision{}, err
+	}
+	if standIn && route {
+		s.metrics.unloadedLocal.Inc()
+	}
 	var view []clustertable.Entry
 	if route {
 		view = s.table.View(model, hashes)
@@ -121,7 +168,10 @@ func (s *Server) decide(model string, hashes []uint64, req routing.Request, rout
 	}
 	// power-of-d draws from math/rand/v2's global source: safe for concurrent use without a
 	// lock, so concurrent decisions do not queue behind one another.
-	d, err := routing.Decide(s.cfg.Region, cs, s.policies.Policy(model), req, s.cfg.Options, nil)
+	d, err := routing.Decide(s.cfg.Region, cs, pol, req, s.cfg.Options, nil)
+	if standIn && errors.Is(err, routing.ErrNotAllowed) {
+		err = fmt.Errorf("%w: meanwhile only region %s is used, and no cluster there serves the model (%w)", routing.ErrPolicyNotLoaded, s.cfg.Region, err)
+	}
 	return view, d, err
 }
 
@@ -164,6 +214,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 		}
 		s.table.Release(view, used)
 		switch {
+		case errors.Is(err, routing.ErrPolicyNotLoaded), errors.Is(err, routing.ErrPolicyUnreadable):
+			return s.refuse(r, w, model, err)
 		case errors.Is(err, routing.ErrNoCandidate):
 			modelNotFound(model).write(w)
 			return "not_found"
@@ -192,6 +244,20 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			return "no_room"
 		}
 	}
+}
+
+// refuse answers a request for model that has no policy in force (err wraps
+// routing.ErrPolicyNotLoaded or ErrPolicyUnreadable), counts it, and returns its outcome label.
+// The store logs the cause once per change; the refusal itself is logged at debug level.
+func (s *Server) refuse(r *http.Request, w http.ResponseWriter, model string, err error) string {
+	reason := reasonUndecodable
+	if errors.Is(err, routing.ErrPolicyNotLoaded) {
+		reason = reasonNotLoaded
+	}
+	s.metrics.unavailable.WithLabelValues(reason).Inc()
+	s.log.DebugContext(r.Context(), "request refused: no routing policy in force", "model", model, "reason", reason, "err", err)
+	policyUnavailable(model, reason, s.cfg.Region, err).write(w)
+	return outcomePolicyUnavailable
 }
 
 // retarget returns the Retarget of a request being forwarded: a retry is decided again on the

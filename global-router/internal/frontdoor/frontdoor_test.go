@@ -35,11 +35,11 @@ func (f *fleet) Snapshot() []gossip.Summary { return *f.summaries.Load() }
 
 type policies map[string]routing.Policy
 
-func (p policies) Policy(model string) routing.Policy {
+func (p policies) Policy(model string) (routing.Policy, error) {
 	if pol, ok := p[model]; ok {
-		return pol
+		return pol, nil
 	}
-	return routing.DefaultPolicy()
+	return routing.DefaultPolicy(), nil
 }
 
 type clusterSpec struct {

@@ -12,6 +12,10 @@ type Metrics struct {
 	duration prometheus.Histogram
 	overflow *prometheus.CounterVec
 	left     *prometheus.CounterVec
+	// unavailable counts requests refused for want of a policy in force, by reason.
+	unavailable *prometheus.CounterVec
+	// unloadedLocal counts decisions kept in the region while policies are not loaded.
+	unloadedLocal prometheus.Counter
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -19,7 +23,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_requests_total",
-			Help: "Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, no_room, bad_request, too_large, cancelled).",
+			Help: "Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, cancelled).",
 		}, []string{"model", "outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchyard_router_request_duration_seconds",
@@ -34,6 +38,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_router_overflow_reason_total",
 			Help: "Routing decisions that sent a request out of the router's region, by why no local cluster kept them: past_throughput (this router's streams queue there for a first token), remote_sooner (busy, and elsewhere LocalPreference times sooner), over_threshold, unavailable (drained, stale, unhealthy, saturated), no_local (none serves the model).",
 		}, []string{"reason"}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_policy_unavailable_total",
+			Help: "Requests refused (503 policy_unavailable) because no routing policy was in force for their model: not_loaded (the router has not loaded its policies yet) or undecodable (the model's stored policy cannot be read).",
+		}, []string{"reason"}),
+		unloadedLocal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchyard_router_policy_unloaded_local_decisions_total",
+			Help: "Routing decisions kept in the router's region because the policies were not loaded yet (--policy-unavailable=local); a retry decides again.",
+		}),
 	}
 	for _, c := range []string{landedBest, landedNearBest, landedOther} {
 		m.overflow.WithLabelValues(c)
@@ -41,8 +53,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{routing.LeftPastThroughput, routing.LeftRemoteSooner, routing.LeftOverThreshold, routing.LeftUnavailable, routing.LeftNoLocal} {
 		m.left.WithLabelValues(r)
 	}
+	for _, r := range []string{reasonNotLoaded, reasonUndecodable} {
+		m.unavailable.WithLabelValues(r)
+	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.overflow, m.left)
+		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal)
 	}
 	return m
 }

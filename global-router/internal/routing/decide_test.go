@@ -205,6 +205,32 @@ func TestDecide(t *testing.T) {
 			policy: routing.DefaultPolicy(), localOnly: true, wantErr: routing.ErrNoRoom,
 			reasonOf: map[string]string{"east-a": "saturated", "west": "outside the router's region"},
 		},
+		{
+			name: "local-only policy keeps a saturated region's traffic home",
+			clusters: func() []routing.Cluster {
+				a := cluster("east-a", "us-east-1", 0.95, 2*ms)
+				a.SaturatedFraction = 1
+				return []routing.Cluster{a, cluster("west", "us-west-2", 0.0, 70*ms)}
+			},
+			policy: routing.LocalOnlyPolicy("us-east-1"), wantErr: routing.ErrNoRoom,
+			reasonOf: map[string]string{"east-a": "saturated", "west": "region not allowed by policy"},
+		},
+		{
+			name: "local-only policy with no local cluster allows none",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{cluster("west", "us-west-2", 0.0, 70*ms)}
+			},
+			policy: routing.LocalOnlyPolicy("us-east-1"), wantErr: routing.ErrNotAllowed,
+			reasonOf: map[string]string{"west": "region not allowed by policy"},
+		},
+		{
+			name: "local-only policy routes locally over the threshold",
+			clusters: func() []routing.Cluster {
+				return []routing.Cluster{cluster("east-a", "us-east-1", 0.9, 2*ms), cluster("west", "us-west-2", 0.0, 70*ms)}
+			},
+			policy: routing.LocalOnlyPolicy("us-east-1"), wantFirst: "east-a", wantRoute: routing.RouteLocal,
+			reasonOf: map[string]string{"west": "region not allowed by policy"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

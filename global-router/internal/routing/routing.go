@@ -34,6 +34,13 @@ var (
 	ErrNotAllowed = errors.New("routing: no cluster in an allowed region")
 	// ErrNoRoom means every allowed cluster is saturated or over its overflow cap.
 	ErrNoRoom = errors.New("routing: no cluster has room")
+	// ErrPolicyNotLoaded means the routing policies have not been loaded yet (the router has not
+	// read its configuration since it started): a request is not routed with the defaults
+	// meanwhile, since the defaults allow every region (data residency fails closed).
+	ErrPolicyNotLoaded = errors.New("routing: routing policies are not loaded yet")
+	// ErrPolicyUnreadable means the model's stored policy cannot be read (it does not decode or
+	// is not valid): the model is refused, never routed with the defaults or an older policy.
+	ErrPolicyUnreadable = errors.New("routing: the model's routing policy cannot be read")
 )
 
 // Cluster is what the router knows about one cluster for one model at decision time.
@@ -131,6 +138,16 @@ type Policy struct {
 
 // DefaultPolicy is used for models with no stored policy: threshold 0.8, every region, no cap.
 func DefaultPolicy() Policy { return Policy{OverflowThreshold: 0.8} }
+
+// LocalOnlyPolicy is the default policy restricted to region: what a router that has not loaded
+// its policies yet may route with when its operator chose in-region routing over refusal. It
+// keeps every request in the router's own region, which violates a residency rule that excludes
+// that region.
+func LocalOnlyPolicy(region string) Policy {
+	p := DefaultPolicy()
+	p.AllowedRegions = []string{region}
+	return p
+}
 
 // Request is what the router knows about the request being routed.
 type Request struct {

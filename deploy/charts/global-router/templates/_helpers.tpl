@@ -89,6 +89,7 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 {{- if not (has .Values.gossip.profile (list "wan" "lan")) }}{{ fail "gossip.profile must be wan or lan" }}{{ end }}
 {{- if and .Values.dnsSync.enabled (not .Values.dnsSync.config) }}{{ fail "dnsSync.enabled needs dnsSync.config (hostedZoneID, recordName, regions)" }}{{ end }}
 {{- if not (has .Values.logFormat (list "text" "json")) }}{{ fail "logFormat must be text or json" }}{{ end }}
+{{- if not (has .Values.policyUnavailable (list "refuse" "local")) }}{{ fail "policyUnavailable must be refuse or local" }}{{ end }}
 {{- end }}
 
 {{/* The router's command-line flags, one per line. */}}
@@ -149,6 +150,7 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 - --gateway-key-file=/etc/switchyard/gateway-tls/tls.key
 {{- end }}
 {{- end }}
+- --policy-unavailable={{ .Values.policyUnavailable }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}

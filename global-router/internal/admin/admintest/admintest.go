@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
 
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
@@ -58,6 +59,8 @@ var Gateways = []Gateway{{1, "c1", "us-east-1"}, {2, "c2", "eu-west-1"}}
 type Env struct {
 	Pool  *gossiptest.Pool
 	Store *configstore.Store
+	// Etcd is the store's etcd client (inside its namespace), for writes around the admin API.
+	Etcd  *clientv3.Client
 	Table *clustertable.Table
 	Front *frontdoor.Server
 	Reg   *prometheus.Registry
@@ -101,7 +104,7 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	}
 	e := &Env{Reg: prometheus.NewRegistry(), Logs: &Buffer{}}
 	e.Pool = gossiptest.Start(t, 1+len(Gateways), configureNode)
-	e.Store = newStore(t, etcd)
+	e.Store, e.Etcd = newStore(t, etcd)
 	e.Table = clustertable.New(clustertable.Config{Region: Region}, e.Pool.Node(0), drainView{e.Store})
 	fc := frontdoor.DefaultConfig()
 	fc.Region = Region
@@ -170,8 +173,9 @@ func Capacity(name string, pods uint32, freeKV uint64, adapters ...string) *goss
 
 var nsCounter atomic.Int64
 
-// newStore returns a running config store whose keys live in a namespace of their own.
-func newStore(t testing.TB, etcd *etcdtest.Cluster) *configstore.Store {
+// newStore returns a running config store whose keys live in a namespace of their own, and its
+// client.
+func newStore(t testing.TB, etcd *etcdtest.Cluster) (*configstore.Store, *clientv3.Client) {
 	t.Helper()
 	cli, err := etcdtest.NewClient(etcd.Endpoints())
 	if err != nil {
@@ -196,7 +200,7 @@ func newStore(t testing.TB, etcd *etcdtest.Cluster) *configstore.Store {
 		}
 	})
 	WaitFor(t, "config loaded", func() bool { return s.Snapshot().Loaded() })
-	return s
+	return s, cli
 }
 
 // Serve runs h on a loopback server that speaks HTTP/1.1 and h2c, as the router serves the admin
@@ -253,7 +257,7 @@ func (d drainView) Drained(cluster, region string) bool {
 
 type policyView struct{ s *configstore.Store }
 
-func (p policyView) Policy(model string) routing.Policy { return p.s.Snapshot().Policy(model) }
+func (p policyView) Policy(model string) (routing.Policy, error) { return p.s.Snapshot().Policy(model) }
 
 // WaitFor polls cond until it holds, failing the test after a generous bound.
 func WaitFor(t testing.TB, what string, cond func() bool) {

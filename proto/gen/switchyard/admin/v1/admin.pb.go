@@ -1448,8 +1448,11 @@ func (*ListPoliciesRequest) Descriptor() ([]byte, []int) {
 // ListPoliciesResponse holds every stored policy, ordered by model.
 type ListPoliciesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The policies.
-	Policies      []*Policy `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"`
+	// The readable policies.
+	Policies []*Policy `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"`
+	// The stored values that cannot be read, ordered by model. Requests for their models are refused
+	// (data residency fails closed) until each is replaced or deleted.
+	Unreadable    []*UnreadablePolicy `protobuf:"bytes,2,rep,name=unreadable,proto3" json:"unreadable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1491,6 +1494,78 @@ func (x *ListPoliciesResponse) GetPolicies() []*Policy {
 	return nil
 }
 
+func (x *ListPoliciesResponse) GetUnreadable() []*UnreadablePolicy {
+	if x != nil {
+		return x.Unreadable
+	}
+	return nil
+}
+
+// UnreadablePolicy is a stored policy value that does not decode or is not a valid policy for its
+// model, e.g. written to etcd around the admin API.
+type UnreadablePolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Model named by the key.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// etcd revision at which the value was written: what a PutPolicy replacing it must name.
+	Revision int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Why the value cannot be read.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnreadablePolicy) Reset() {
+	*x = UnreadablePolicy{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnreadablePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnreadablePolicy) ProtoMessage() {}
+
+func (x *UnreadablePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnreadablePolicy.ProtoReflect.Descriptor instead.
+func (*UnreadablePolicy) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UnreadablePolicy) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UnreadablePolicy) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UnreadablePolicy) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // ExplainRouteRequest describes a request to route without sending it.
 type ExplainRouteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1508,7 +1583,7 @@ type ExplainRouteRequest struct {
 
 func (x *ExplainRouteRequest) Reset() {
 	*x = ExplainRouteRequest{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1595,7 @@ func (x *ExplainRouteRequest) String() string {
 func (*ExplainRouteRequest) ProtoMessage() {}
 
 func (x *ExplainRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1608,7 @@ func (x *ExplainRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRouteRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRouteRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExplainRouteRequest) GetModel() string {
@@ -1575,7 +1650,9 @@ type ExplainRouteResponse struct {
 	Fallbacks []string `protobuf:"bytes,3,rep,name=fallbacks,proto3" json:"fallbacks,omitempty"`
 	// Every cluster considered, in the order of the cluster table.
 	Candidates []*Candidate `protobuf:"bytes,4,rep,name=candidates,proto3" json:"candidates,omitempty"`
-	// The policy in effect (the stored one, or the defaults with revision 0).
+	// The policy in effect (the stored one, or the defaults with revision 0); unset when the model is
+	// refused because no policy is in force for it (policies not loaded yet, or its stored value
+	// cannot be read: error says which).
 	Policy *Policy `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Why no cluster can take the request; empty when one can.
 	Error         string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
@@ -1585,7 +1662,7 @@ type ExplainRouteResponse struct {
 
 func (x *ExplainRouteResponse) Reset() {
 	*x = ExplainRouteResponse{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1674,7 @@ func (x *ExplainRouteResponse) String() string {
 func (*ExplainRouteResponse) ProtoMessage() {}
 
 func (x *ExplainRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1687,7 @@ func (x *ExplainRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRouteResponse.ProtoReflect.Descriptor instead.
 func (*ExplainRouteResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExplainRouteResponse) GetRoute() string {
@@ -1664,7 +1741,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1753,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1766,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 // ListMembersResponse holds the gossip members, ordered by name.
@@ -1703,7 +1780,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1792,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1805,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -1843,9 +1920,16 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\",\n" +
 	"\x14DeletePolicyResponse\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\"\x15\n" +
-	"\x13ListPoliciesRequest\"O\n" +
+	"\x13ListPoliciesRequest\"\x96\x01\n" +
 	"\x14ListPoliciesResponse\x127\n" +
-	"\bpolicies\x18\x01 \x03(\v2\x1b.switchyard.admin.v1.PolicyR\bpolicies\"\x80\x01\n" +
+	"\bpolicies\x18\x01 \x03(\v2\x1b.switchyard.admin.v1.PolicyR\bpolicies\x12E\n" +
+	"\n" +
+	"unreadable\x18\x02 \x03(\v2%.switchyard.admin.v1.UnreadablePolicyR\n" +
+	"unreadable\"Z\n" +
+	"\x10UnreadablePolicy\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\x80\x01\n" +
 	"\x13ExplainRouteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12#\n" +
 	"\rprompt_tokens\x18\x02 \x01(\rR\fpromptTokens\x12\x16\n" +
@@ -1896,7 +1980,7 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(MemberState)(0),              // 0: switchyard.admin.v1.MemberState
 	(*Cluster)(nil),               // 1: switchyard.admin.v1.Cluster
@@ -1920,15 +2004,16 @@ var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(*DeletePolicyResponse)(nil),  // 19: switchyard.admin.v1.DeletePolicyResponse
 	(*ListPoliciesRequest)(nil),   // 20: switchyard.admin.v1.ListPoliciesRequest
 	(*ListPoliciesResponse)(nil),  // 21: switchyard.admin.v1.ListPoliciesResponse
-	(*ExplainRouteRequest)(nil),   // 22: switchyard.admin.v1.ExplainRouteRequest
-	(*ExplainRouteResponse)(nil),  // 23: switchyard.admin.v1.ExplainRouteResponse
-	(*ListMembersRequest)(nil),    // 24: switchyard.admin.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),   // 25: switchyard.admin.v1.ListMembersResponse
-	nil,                           // 26: switchyard.admin.v1.Policy.ScorerWeightsEntry
+	(*UnreadablePolicy)(nil),      // 22: switchyard.admin.v1.UnreadablePolicy
+	(*ExplainRouteRequest)(nil),   // 23: switchyard.admin.v1.ExplainRouteRequest
+	(*ExplainRouteResponse)(nil),  // 24: switchyard.admin.v1.ExplainRouteResponse
+	(*ListMembersRequest)(nil),    // 25: switchyard.admin.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),   // 26: switchyard.admin.v1.ListMembersResponse
+	nil,                           // 27: switchyard.admin.v1.Policy.ScorerWeightsEntry
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	2,  // 0: switchyard.admin.v1.Cluster.models:type_name -> switchyard.admin.v1.ClusterModel
-	26, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
+	27, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
 	0,  // 2: switchyard.admin.v1.Member.state:type_name -> switchyard.admin.v1.MemberState
 	1,  // 3: switchyard.admin.v1.ListClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
 	1,  // 4: switchyard.admin.v1.WatchClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
@@ -1936,34 +2021,35 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	3,  // 6: switchyard.admin.v1.PutPolicyRequest.policy:type_name -> switchyard.admin.v1.Policy
 	3,  // 7: switchyard.admin.v1.PutPolicyResponse.policy:type_name -> switchyard.admin.v1.Policy
 	3,  // 8: switchyard.admin.v1.ListPoliciesResponse.policies:type_name -> switchyard.admin.v1.Policy
-	5,  // 9: switchyard.admin.v1.ExplainRouteResponse.candidates:type_name -> switchyard.admin.v1.Candidate
-	3,  // 10: switchyard.admin.v1.ExplainRouteResponse.policy:type_name -> switchyard.admin.v1.Policy
-	4,  // 11: switchyard.admin.v1.ListMembersResponse.members:type_name -> switchyard.admin.v1.Member
-	6,  // 12: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
-	8,  // 13: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
-	10, // 14: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
-	12, // 15: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
-	14, // 16: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
-	16, // 17: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
-	18, // 18: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
-	20, // 19: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
-	22, // 20: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
-	24, // 21: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
-	7,  // 22: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
-	9,  // 23: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
-	11, // 24: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
-	13, // 25: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
-	15, // 26: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
-	17, // 27: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
-	19, // 28: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
-	21, // 29: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
-	23, // 30: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
-	25, // 31: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	22, // 9: switchyard.admin.v1.ListPoliciesResponse.unreadable:type_name -> switchyard.admin.v1.UnreadablePolicy
+	5,  // 10: switchyard.admin.v1.ExplainRouteResponse.candidates:type_name -> switchyard.admin.v1.Candidate
+	3,  // 11: switchyard.admin.v1.ExplainRouteResponse.policy:type_name -> switchyard.admin.v1.Policy
+	4,  // 12: switchyard.admin.v1.ListMembersResponse.members:type_name -> switchyard.admin.v1.Member
+	6,  // 13: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
+	8,  // 14: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
+	10, // 15: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
+	12, // 16: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
+	14, // 17: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
+	16, // 18: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
+	18, // 19: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
+	20, // 20: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
+	23, // 21: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
+	25, // 22: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
+	7,  // 23: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
+	9,  // 24: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
+	11, // 25: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
+	13, // 26: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
+	15, // 27: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
+	17, // 28: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
+	19, // 29: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
+	21, // 30: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
+	24, // 31: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
+	26, // 32: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -1978,7 +2064,7 @@ func file_switchyard_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -55,7 +55,10 @@ type AdminServiceClient interface {
 	// DrainRegion drains (drain = true) or undrains (drain = false) every cluster of a region on
 	// every router; the DNS-sync leader also takes the region out of the regional DNS name.
 	DrainRegion(ctx context.Context, in *DrainRegionRequest, opts ...grpc.CallOption) (*DrainRegionResponse, error)
-	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply).
+	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply);
+	// DATA_LOSS, naming the stored revision and the reason, when the stored value cannot be read
+	// (written to etcd around this API): the model is refused until a PutPolicy naming that revision
+	// replaces it or DeletePolicy removes it.
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*GetPolicyResponse, error)
 	// PutPolicy creates or replaces a model's policy. policy.revision is the revision the caller
 	// read (0 creates a policy that must not exist yet); a mismatch is FAILED_PRECONDITION; an
@@ -64,7 +67,8 @@ type AdminServiceClient interface {
 	// DeletePolicy removes a model's policy, so the defaults apply again. A non-zero revision must
 	// match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
 	DeletePolicy(ctx context.Context, in *DeletePolicyRequest, opts ...grpc.CallOption) (*DeletePolicyResponse, error)
-	// ListPolicies returns every stored policy, ordered by model.
+	// ListPolicies returns every stored policy, ordered by model, and apart from them every stored
+	// value that cannot be read (its model is refused until the value is fixed or deleted).
 	ListPolicies(ctx context.Context, in *ListPoliciesRequest, opts ...grpc.CallOption) (*ListPoliciesResponse, error)
 	// ExplainRoute runs the routing decision without sending anything: every candidate cluster with
 	// its estimate, whether it was eligible, which one would be chosen and why.
@@ -208,7 +212,10 @@ type AdminServiceServer interface {
 	// DrainRegion drains (drain = true) or undrains (drain = false) every cluster of a region on
 	// every router; the DNS-sync leader also takes the region out of the regional DNS name.
 	DrainRegion(context.Context, *DrainRegionRequest) (*DrainRegionResponse, error)
-	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply).
+	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply);
+	// DATA_LOSS, naming the stored revision and the reason, when the stored value cannot be read
+	// (written to etcd around this API): the model is refused until a PutPolicy naming that revision
+	// replaces it or DeletePolicy removes it.
 	GetPolicy(context.Context, *GetPolicyRequest) (*GetPolicyResponse, error)
 	// PutPolicy creates or replaces a model's policy. policy.revision is the revision the caller
 	// read (0 creates a policy that must not exist yet); a mismatch is FAILED_PRECONDITION; an
@@ -217,7 +224,8 @@ type AdminServiceServer interface {
 	// DeletePolicy removes a model's policy, so the defaults apply again. A non-zero revision must
 	// match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
 	DeletePolicy(context.Context, *DeletePolicyRequest) (*DeletePolicyResponse, error)
-	// ListPolicies returns every stored policy, ordered by model.
+	// ListPolicies returns every stored policy, ordered by model, and apart from them every stored
+	// value that cannot be read (its model is refused until the value is fixed or deleted).
 	ListPolicies(context.Context, *ListPoliciesRequest) (*ListPoliciesResponse, error)
 	// ExplainRoute runs the routing decision without sending anything: every candidate cluster with
 	// its estimate, whether it was eligible, which one would be chosen and why.

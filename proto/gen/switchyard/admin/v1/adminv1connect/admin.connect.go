@@ -80,7 +80,10 @@ type AdminServiceClient interface {
 	// DrainRegion drains (drain = true) or undrains (drain = false) every cluster of a region on
 	// every router; the DNS-sync leader also takes the region out of the regional DNS name.
 	DrainRegion(context.Context, *connect.Request[v1.DrainRegionRequest]) (*connect.Response[v1.DrainRegionResponse], error)
-	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply).
+	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply);
+	// DATA_LOSS, naming the stored revision and the reason, when the stored value cannot be read
+	// (written to etcd around this API): the model is refused until a PutPolicy naming that revision
+	// replaces it or DeletePolicy removes it.
 	GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error)
 	// PutPolicy creates or replaces a model's policy. policy.revision is the revision the caller
 	// read (0 creates a policy that must not exist yet); a mismatch is FAILED_PRECONDITION; an
@@ -89,7 +92,8 @@ type AdminServiceClient interface {
 	// DeletePolicy removes a model's policy, so the defaults apply again. A non-zero revision must
 	// match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
 	DeletePolicy(context.Context, *connect.Request[v1.DeletePolicyRequest]) (*connect.Response[v1.DeletePolicyResponse], error)
-	// ListPolicies returns every stored policy, ordered by model.
+	// ListPolicies returns every stored policy, ordered by model, and apart from them every stored
+	// value that cannot be read (its model is refused until the value is fixed or deleted).
 	ListPolicies(context.Context, *connect.Request[v1.ListPoliciesRequest]) (*connect.Response[v1.ListPoliciesResponse], error)
 	// ExplainRoute runs the routing decision without sending anything: every candidate cluster with
 	// its estimate, whether it was eligible, which one would be chosen and why.
@@ -248,7 +252,10 @@ type AdminServiceHandler interface {
 	// DrainRegion drains (drain = true) or undrains (drain = false) every cluster of a region on
 	// every router; the DNS-sync leader also takes the region out of the regional DNS name.
 	DrainRegion(context.Context, *connect.Request[v1.DrainRegionRequest]) (*connect.Response[v1.DrainRegionResponse], error)
-	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply).
+	// GetPolicy returns the stored policy of a model; NOT_FOUND when none is stored (defaults apply);
+	// DATA_LOSS, naming the stored revision and the reason, when the stored value cannot be read
+	// (written to etcd around this API): the model is refused until a PutPolicy naming that revision
+	// replaces it or DeletePolicy removes it.
 	GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error)
 	// PutPolicy creates or replaces a model's policy. policy.revision is the revision the caller
 	// read (0 creates a policy that must not exist yet); a mismatch is FAILED_PRECONDITION; an
@@ -257,7 +264,8 @@ type AdminServiceHandler interface {
 	// DeletePolicy removes a model's policy, so the defaults apply again. A non-zero revision must
 	// match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
 	DeletePolicy(context.Context, *connect.Request[v1.DeletePolicyRequest]) (*connect.Response[v1.DeletePolicyResponse], error)
-	// ListPolicies returns every stored policy, ordered by model.
+	// ListPolicies returns every stored policy, ordered by model, and apart from them every stored
+	// value that cannot be read (its model is refused until the value is fixed or deleted).
 	ListPolicies(context.Context, *connect.Request[v1.ListPoliciesRequest]) (*connect.Response[v1.ListPoliciesResponse], error)
 	// ExplainRoute runs the routing decision without sending anything: every candidate cluster with
 	// its estimate, whether it was eligible, which one would be chosen and why.
