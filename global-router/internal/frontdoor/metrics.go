@@ -3,15 +3,20 @@ package frontdoor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
-// Metrics are the front door's Prometheus collectors.
+// Metrics are the front door's Prometheus collectors. The model label of requests_total takes
+// only models a fresh cluster lists, at most promlabel.DefaultLimit of them; every other name
+// (unknown, malformed, past the cap, or no model at all) is counted as promlabel.Other, so a
+// client cannot grow the series by inventing names.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration prometheus.Histogram
 	overflow *prometheus.CounterVec
 	left     *prometheus.CounterVec
+	models   *promlabel.Set
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -34,6 +39,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_router_overflow_reason_total",
 			Help: "Routing decisions that sent a request out of the router's region, by why no local cluster kept them: past_throughput (this router's streams queue there for a first token), remote_sooner (busy, and elsewhere LocalPreference times sooner), over_threshold, unavailable (drained, stale, unhealthy, saturated), no_local (none serves the model).",
 		}, []string{"reason"}),
+		models: promlabel.NewSet(promlabel.DefaultLimit),
 	}
 	for _, c := range []string{landedBest, landedNearBest, landedOther} {
 		m.overflow.WithLabelValues(c)
@@ -47,9 +53,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// request counts a request for model ("" when it is not one a fresh cluster lists) by outcome.
 func (m *Metrics) request(model, outcome string) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(model, outcome).Inc()
+	label := promlabel.Other
+	if model != "" {
+		label = m.models.Value(model)
+	}
+	m.requests.WithLabelValues(label, outcome).Inc()
 }
