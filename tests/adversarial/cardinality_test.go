@@ -138,7 +138,7 @@ func madeUpModel(i int) string {
 // that are not UTF-8.
 func madeUpPath(i int) string {
 	if i%5 == 0 {
-		return fmt.Sprintf("/%%ff%%fe/%d", i)
+		return fmt.Sprintf("/%d/%%ff%%fe", i)
 	}
 	return fmt.Sprintf("/nope-%d/v1/completions", i)
 }

@@ -105,7 +105,7 @@ func hostileModel(i int) string {
 // that are not UTF-8.
 func hostilePath(i int) string {
 	if i%5 == 0 {
-		return fmt.Sprintf("/v1/%%ff%%fe/%d", i)
+		return fmt.Sprintf("/v1/%d/%%ff%%fe", i)
 	}
 	return fmt.Sprintf("/nope/%d/v1/completions", i)
 }
