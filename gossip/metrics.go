@@ -1,7 +1,10 @@
 package gossip
 
 import (
+	"cmp"
+	"slices"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -116,4 +119,48 @@ func (m *metrics) stats() Stats {
 		RelayedBroadcastBytes: m.relayedBytes.Load(),
 		SummariesApplied:      m.appliedCount.Load(),
 	}
+}
+
+// Bounds of the label values taken from peers (node and cluster names): a name that is empty,
+// longer than maxLabelLen bytes or not UTF-8 (which would make client_golang panic) is counted
+// as otherLabel, and so are the nodes past the first maxAgeSeries.
+const (
+	otherLabel   = "other"
+	maxLabelLen  = maxNodeName
+	maxAgeSeries = 1000
+)
+
+// labelValue returns v when it may be a label value as is, else otherLabel.
+func labelValue(v string) string {
+	if v == "" || len(v) > maxLabelLen || !utf8.ValidString(v) {
+		return otherLabel
+	}
+	return v
+}
+
+// ageSample is one publishing node's summary age.
+type ageSample struct {
+	node, cluster string
+	age           float64
+}
+
+// boundAges returns the samples of summary_age_seconds: one per node, in name order, for the
+// first maxAgeSeries nodes with valid names; the rest fold into one (other, other) sample that
+// carries the oldest of their ages.
+func boundAges(in []ageSample) []ageSample {
+	slices.SortFunc(in, func(a, b ageSample) int { return cmp.Compare(a.node, b.node) })
+	out := make([]ageSample, 0, min(len(in), maxAgeSeries+1))
+	rest := ageSample{node: otherLabel, cluster: otherLabel, age: -1}
+	for _, s := range in {
+		node, cluster := labelValue(s.node), labelValue(s.cluster)
+		if node == otherLabel || len(out) >= maxAgeSeries {
+			rest.age = max(rest.age, s.age)
+			continue
+		}
+		out = append(out, ageSample{node: node, cluster: cluster, age: s.age})
+	}
+	if rest.age >= 0 {
+		out = append(out, rest)
+	}
+	return out
 }

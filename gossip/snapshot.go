@@ -155,8 +155,13 @@ func (n *Node) updateGauges(now time.Time) {
 	for _, st := range []MemberState{StateAlive, StateSuspect, StateDead, StateLeft} {
 		n.metrics.members.WithLabelValues(st.String()).Set(float64(counts[st]))
 	}
+	entries := n.store.entriesCopy()
+	ages := make([]ageSample, 0, len(entries))
+	for node, e := range entries {
+		ages = append(ages, ageSample{node: node, cluster: e.summary.GetCluster(), age: n.age(e, now).Seconds()})
+	}
 	n.metrics.summaryAge.Reset()
-	for node, e := range n.store.entriesCopy() {
-		n.metrics.summaryAge.WithLabelValues(node, e.summary.GetCluster()).Set(n.age(e, now).Seconds())
+	for _, s := range boundAges(ages) {
+		n.metrics.summaryAge.WithLabelValues(s.node, s.cluster).Set(s.age)
 	}
 }

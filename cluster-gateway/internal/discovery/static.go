@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
@@ -21,13 +22,14 @@ type Syncer interface {
 	Sync(specs []datastore.EndpointSpec)
 }
 
-// ValidateAddress checks that addr is "host:port" with a non-empty host and a port in 1..65535.
+// ValidateAddress checks that addr is "host:port" with a non-empty UTF-8 host and a port in
+// 1..65535. (The address is a label value of the per-endpoint metrics, which must be UTF-8.)
 func ValidateAddress(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("discovery: endpoint %q: want host:port: %w", addr, err)
 	}
-	if host == "" || strings.ContainsAny(host, "/ ") {
+	if host == "" || strings.ContainsAny(host, "/ ") || !utf8.ValidString(host) {
 		return fmt.Errorf("discovery: endpoint %q: bad host", addr)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {

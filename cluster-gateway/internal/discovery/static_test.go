@@ -56,6 +56,7 @@ func TestParseList(t *testing.T) {
 		{list: "10.0.0.1", wantErr: "want host:port"},
 		{list: "http://10.0.0.1:80", wantErr: "want host:port"},
 		{list: ":8000", wantErr: "bad host"},
+		{list: "pod\xff.example:8000", wantErr: "bad host"},
 		{list: "a:0", wantErr: "port must be"},
 		{list: "a:65536", wantErr: "port must be"},
 		{list: "a:http", wantErr: "port must be"},

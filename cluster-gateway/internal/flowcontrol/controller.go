@@ -82,7 +82,7 @@ func New(cfg Config, sched Scheduler, opts Options) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := newMetrics(opts.Registerer, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +188,9 @@ func (c *Controller) enqueue(req *framework.Request) (*item, error) {
 		}
 		c.finish(v, outcome{err: fmt.Errorf("%w: evicted by a higher-priority request", ErrOverflow)}, "evicted", now)
 	}
+	it.sizeGauge = c.metrics.sizeGauge(req.Priority)
 	c.q.push(it)
-	c.metrics.queued(req.Priority, 1)
+	it.sizeGauge.Inc()
 	return it, nil
 }
 
@@ -199,7 +200,7 @@ func (c *Controller) cancel(it *item, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.q.remove(it) {
-		c.metrics.queued(it.req.Priority, -1)
+		it.sizeGauge.Dec()
 		c.metrics.outcome("cancelled")
 	}
 	return err
@@ -210,7 +211,7 @@ func (c *Controller) finish(it *item, out outcome, label string, now time.Time) 
 	if !c.q.remove(it) {
 		return
 	}
-	c.metrics.queued(it.req.Priority, -1)
+	it.sizeGauge.Dec()
 	c.metrics.outcome(label)
 	c.metrics.wait.Observe(now.Sub(it.enqueued).Seconds())
 	it.done <- out

@@ -4,15 +4,24 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/promlabel"
 )
+
+// maxPriorityLabels caps the priority label's values beyond the configured priorities: a client
+// picks its priority header, and every distinct one would otherwise be a gauge series forever.
+const maxPriorityLabels = 32
 
 type metrics struct {
 	size     *prometheus.GaugeVec
 	outcomes *prometheus.CounterVec
 	wait     prometheus.Histogram
+	bands    *promlabel.Set // the priority label's values
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics creates the collectors; the priority label always has room for the configured
+// priorities (cfg's default and objective priorities).
+func newMetrics(reg prometheus.Registerer, cfg Config) (*metrics, error) {
 	m := &metrics{
 		size: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchyard_gateway_flow_queue_requests",
@@ -28,6 +37,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
 	}
+	preset := []string{strconv.Itoa(cfg.DefaultPriority)}
+	for _, p := range cfg.ObjectivePriorities {
+		preset = append(preset, strconv.Itoa(p))
+	}
+	m.bands = promlabel.NewSet(maxPriorityLabels, preset...)
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.size, m.outcomes, m.wait} {
 			if err := reg.Register(c); err != nil {
@@ -38,8 +52,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) queued(priority int, delta float64) {
-	m.size.WithLabelValues(strconv.Itoa(priority)).Add(delta)
+// sizeGauge returns the queue-size series of a request of the given priority (its priority
+// label bounded by bands); the queue keeps it with the request, so the gauge is lowered under
+// the label it was raised under.
+func (m *metrics) sizeGauge(priority int) prometheus.Gauge {
+	return m.size.WithLabelValues(m.bands.Value(strconv.Itoa(priority)))
 }
 
 func (m *metrics) outcome(label string) { m.outcomes.WithLabelValues(label).Inc() }

@@ -5,17 +5,20 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // item is one queued request. Its done channel (buffered) receives exactly one outcome.
 type item struct {
-	req      *framework.Request
-	enqueued time.Time
-	deadline time.Time
-	seq      uint64
-	done     chan outcome
-	removed  bool
+	req       *framework.Request
+	sizeGauge prometheus.Gauge // the queue-size series counting it
+	enqueued  time.Time
+	deadline  time.Time
+	seq       uint64
+	done      chan outcome
+	removed   bool
 }
 
 type outcome struct {

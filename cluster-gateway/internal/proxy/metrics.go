@@ -7,14 +7,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/promlabel"
 )
 
-// Metrics are the request metrics shared by both front doors.
+// maxCodes caps the distinct values of the code label: a pod may answer any three-digit status.
+const maxCodes = 64
+
+// Metrics are the request metrics shared by both front doors. Their model label takes only
+// names that resolved to a model some pod serves (or the adapter map names), at most
+// promlabel.DefaultLimit of them; every other name (unknown, malformed, past the cap) is
+// counted as promlabel.Other, so a client cannot grow the series by inventing names.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	ttft     *prometheus.HistogramVec
 	retries  *prometheus.CounterVec
+	models   *promlabel.Set
+	codes    *promlabel.Set
 }
 
 // NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
@@ -38,6 +48,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "switchyard_gateway_retries_total",
 			Help: "Requests retried on another endpoint before the first response byte, by reason.",
 		}, []string{"reason"}),
+		models: promlabel.NewSet(promlabel.DefaultLimit),
+		codes:  promlabel.NewSet(maxCodes),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries} {
@@ -50,12 +62,26 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) observe(d *Decision, status int, now time.Time, meas bbr.Measurement) {
-	model := d.Request.Model
-	m.requests.WithLabelValues(model, strconv.Itoa(status)).Inc()
+	model := m.model(d.Request)
+	m.requests.WithLabelValues(model, m.codes.Value(strconv.Itoa(status))).Inc()
 	m.duration.WithLabelValues(model).Observe(now.Sub(d.Started).Seconds())
 	if meas.TTFT > 0 {
 		m.ttft.WithLabelValues(model).Observe(meas.TTFT.Seconds())
 	}
+}
+
+// rejected counts a request answered status before it reached a pod.
+func (m *Metrics) rejected(req *framework.Request, status int) {
+	m.requests.WithLabelValues(m.model(req), m.codes.Value(strconv.Itoa(status))).Inc()
+}
+
+// model is req's model label: its name when it resolved to a served model (BaseModel is set
+// only then) and the label has room, else promlabel.Other.
+func (m *Metrics) model(req *framework.Request) string {
+	if req.BaseModel == "" {
+		return promlabel.Other
+	}
+	return m.models.Value(req.Model)
 }
 
 func (m *Metrics) retry(reason string) { m.retries.WithLabelValues(reason).Inc() }

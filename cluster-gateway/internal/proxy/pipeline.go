@@ -163,11 +163,7 @@ type firstTokenHook interface {
 // reject translates err for the client and counts it.
 func (p *Pipeline) reject(req *framework.Request, err error) *bbr.Error {
 	e := p.Translate(err)
-	model := req.Model
-	if req.BaseModel == "" {
-		model = "" // unresolved names stay out of the label set
-	}
-	p.metrics.requests.WithLabelValues(model, strconv.Itoa(e.Status)).Inc()
+	p.metrics.rejected(req, e.Status)
 	return e
 }
 

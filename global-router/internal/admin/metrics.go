@@ -3,16 +3,32 @@ package admin
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
+	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 )
 
 // metrics are the service's collectors.
 type metrics struct {
 	calls   *prometheus.CounterVec
 	watches prometheus.Gauge
+	methods map[string]string // procedure ("/pkg.Service/Method") → method label
+}
+
+// adminMethods maps every AdminService procedure to its method name, the method label's only
+// values besides promlabel.Other: a call the token check refuses may name any path.
+func adminMethods() map[string]string {
+	sd := adminv1.File_switchyard_admin_v1_admin_proto.Services().ByName("AdminService")
+	out := map[string]string{}
+	for i := range sd.Methods().Len() {
+		name := string(sd.Methods().Get(i).Name())
+		out["/"+adminv1connect.AdminServiceName+"/"+name] = name
+	}
+	return out
 }
 
 // newMetrics creates the collectors and registers them on reg (nothing when reg is nil).
@@ -26,6 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "switchyard_router_admin_watches",
 			Help: "WatchClusters streams open now.",
 		}),
+		methods: adminMethods(),
 	}
 	if reg == nil {
 		return m, nil
@@ -64,10 +81,16 @@ func (i *metricsInterceptor) WrapStreamingHandler(next connect.StreamingHandlerF
 	}
 }
 
+// count counts a call of procedure (an AdminService procedure, or the path of a refused
+// request: anything else is counted under promlabel.Other).
 func (m *metrics) count(procedure string, err error) {
 	code := "ok"
 	if err != nil {
 		code = connect.CodeOf(err).String()
 	}
-	m.calls.WithLabelValues(procedure[strings.LastIndexByte(procedure, '/')+1:], code).Inc()
+	method, ok := m.methods[procedure]
+	if !ok {
+		method = promlabel.Other
+	}
+	m.calls.WithLabelValues(method, code).Inc()
 }

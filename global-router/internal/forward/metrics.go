@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
 )
 
 // Attempt results counted by Metrics.
@@ -18,9 +20,14 @@ const (
 // Metrics counts the forwarder's attempts per cluster and compares the router's estimates with
 // the times to first token it measures; it is an Observer, to be combined with the cluster
 // table's with Observers. Safe for concurrent use.
+//
+// The cluster label takes the names of the clusters the router forwards to, which gossip
+// reports: at most promlabel.DefaultLimit of them over the process's life, the rest (and any
+// name that is not a valid label value) counted as promlabel.Other.
 type Metrics struct {
 	attempts *prometheus.CounterVec
 	estimate *prometheus.HistogramVec
+	clusters *promlabel.Set
 }
 
 // NewMetrics registers the forwarder's collectors on reg (nil: not registered).
@@ -34,7 +41,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time to first token measured by the router (from the attempt's start to the stream's first bytes) over its estimate " +
 				"for the cluster when it decided (1 is exact; above 1, the estimate was short), by route (local, overflow, retry).",
 			Buckets: []float64{0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4},
-		}, []string{"route"})}
+		}, []string{"route"}),
+		clusters: promlabel.NewSet(promlabel.DefaultLimit)}
 	if reg != nil {
 		reg.MustRegister(m.attempts, m.estimate)
 	}
@@ -62,7 +70,7 @@ func (m *Metrics) Observe(o Outcome) {
 	case o.Retried:
 		result = attemptRefused
 	}
-	m.attempts.WithLabelValues(o.Target.Cluster, result).Inc()
+	m.attempts.WithLabelValues(m.clusters.Value(o.Target.Cluster), result).Inc()
 }
 
 // Observers passes every outcome to each of its members in order.

@@ -195,13 +195,17 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		s.metrics.request("", outcomeOf(perr.status))
 		return
 	}
-	outcome := s.route(w, r, body, model, prompt)
+	outcome, known := s.route(w, r, body, model, prompt)
+	if !known {
+		model = ""
+	}
 	s.metrics.request(model, outcome)
 	s.metrics.duration.Observe(time.Since(start).Seconds())
 }
 
-// route decides and forwards, waiting up to QueueWait for room; it returns the outcome label.
-func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) string {
+// route decides and forwards, waiting up to QueueWait for room; it returns the outcome label
+// and whether a fresh cluster lists the model (so that the model may be a label value).
+func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) (outcome string, known bool) {
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	// The prompt's hashes and length are computed once: a request waiting for room is decided
 	// again every RetryPoll.
@@ -213,15 +217,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			used = d.Targets[0]
 		}
 		s.table.Release(view, used)
+		known = known || listedFresh(view)
 		switch {
 		case errors.Is(err, routing.ErrPolicyNotLoaded), errors.Is(err, routing.ErrPolicyUnreadable):
-			return s.refuse(r, w, model, err)
+			return s.refuse(r, w, model, err), known
 		case errors.Is(err, routing.ErrNoCandidate):
 			modelNotFound(model).write(w)
-			return "not_found"
+			return "not_found", known
 		case errors.Is(err, routing.ErrNotAllowed):
 			notAllowed(model, d).write(w)
-			return "not_allowed"
+			return "not_allowed", known
 		case err == nil:
 			if d.LeftBecause != "" {
 				s.metrics.left.WithLabelValues(d.LeftBecause).Inc()
@@ -232,16 +237,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
-				return string(d.Route)
+				return string(d.Route), known
 			}
 			s.log.Debug("forward refused everywhere", "model", model, "err", ferr)
 		}
 		if r.Context().Err() != nil {
-			return "cancelled"
+			return "cancelled", known
 		}
 		if !time.Now().Before(deadline) || !sleep(r.Context(), s.cfg.RetryPoll) {
 			noRoom(model, s.cfg.QueueWait).write(w)
-			return "no_room"
+			return "no_room", known
 		}
 	}
 }
@@ -258,6 +263,17 @@ func (s *Server) refuse(r *http.Request, w http.ResponseWriter, model string, er
 	s.log.DebugContext(r.Context(), "request refused: no routing policy in force", "model", model, "reason", reason, "err", err)
 	policyUnavailable(model, reason, s.cfg.Region, err).write(w)
 	return outcomePolicyUnavailable
+}
+
+// listedFresh reports whether a cluster of view with a fresh summary lists the model the view
+// is for.
+func listedFresh(view []clustertable.Entry) bool {
+	for i := range view {
+		if view[i].Cluster.Lists && !view[i].Cluster.Stale {
+			return true
+		}
+	}
+	return false
 }
 
 // retarget returns the Retarget of a request being forwarded: a retry is decided again on the

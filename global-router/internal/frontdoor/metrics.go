@@ -3,10 +3,14 @@ package frontdoor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
-// Metrics are the front door's Prometheus collectors.
+// Metrics are the front door's Prometheus collectors. The model label of requests_total takes
+// only models a fresh cluster lists, at most promlabel.DefaultLimit of them; every other name
+// (unknown, malformed, past the cap, or no model at all) is counted as promlabel.Other, so a
+// client cannot grow the series by inventing names.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration prometheus.Histogram
@@ -16,6 +20,7 @@ type Metrics struct {
 	unavailable *prometheus.CounterVec
 	// unloadedLocal counts decisions kept in the region while policies are not loaded.
 	unloadedLocal prometheus.Counter
+	models        *promlabel.Set
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -46,6 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_router_policy_unloaded_local_decisions_total",
 			Help: "Routing decisions kept in the router's region because the policies were not loaded yet (--policy-unavailable=local); a retry decides again.",
 		}),
+		models: promlabel.NewSet(promlabel.DefaultLimit),
 	}
 	for _, c := range []string{landedBest, landedNearBest, landedOther} {
 		m.overflow.WithLabelValues(c)
@@ -62,9 +68,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// request counts a request for model ("" when it is not one a fresh cluster lists) by outcome.
 func (m *Metrics) request(model, outcome string) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(model, outcome).Inc()
+	label := promlabel.Other
+	if model != "" {
+		label = m.models.Value(model)
+	}
+	m.requests.WithLabelValues(label, outcome).Inc()
 }
