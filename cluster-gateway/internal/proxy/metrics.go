@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
 // maxCodes caps the distinct values of the code label: a pod may answer any three-digit status.

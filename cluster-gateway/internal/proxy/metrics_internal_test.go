@@ -10,7 +10,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
 // TestModelLabelBounded counts requests for more served models than the model label may take

@@ -7,7 +7,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
-	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 )
 

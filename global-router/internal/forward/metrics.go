@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
 // Attempt results counted by Metrics.

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
-	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
 // TestClusterLabelBounded counts attempts to more clusters than the cluster label may take,

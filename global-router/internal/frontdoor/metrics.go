@@ -3,7 +3,7 @@ package frontdoor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 

@@ -1,8 +1,9 @@
 // Package promlabel keeps the values of Prometheus labels inside bounded sets. A label whose
-// values come from outside the process (a client's model name, a request path, a cluster name
-// from gossip) would otherwise grow one series per distinct value for as long as the process
-// lives, and a value that is not valid UTF-8 makes client_golang panic
-// (WithLabelValues) or fail the scrape. Every such value goes through Clean, or through a Set,
+// values come from outside the process (a client's model name, a request path, a priority
+// header, a pod's answer, a cluster name from gossip) would otherwise grow one series per
+// distinct value for as long as the process lives, and a value that is not valid UTF-8 makes
+// client_golang panic (WithLabelValues) or fail the scrape. Both tiers use it, so `other` means
+// the same in every Switchyard metric. Every such value goes through Clean, or through a Set,
 // which also caps how many distinct values one label may take; a value that does not fit is
 // counted under Other.
 package promlabel

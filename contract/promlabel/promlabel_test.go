@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
 func TestClean(t *testing.T) {
