@@ -15,7 +15,16 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	ttft     *prometheus.HistogramVec
 	retries  *prometheus.CounterVec
+	// truncated counts answers aborted because the model server's body broke after the
+	// response headers had been sent.
+	truncated *prometheus.CounterVec
 }
+
+// Body kinds of a truncated answer (the truncated metric's label).
+const (
+	bodyStream = "stream" // a server-sent event stream
+	bodyJSON   = "json"   // any other body (a JSON answer)
+)
 
 // NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -38,9 +47,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "switchyard_gateway_retries_total",
 			Help: "Requests retried on another endpoint before the first response byte, by reason.",
 		}, []string{"reason"}),
+		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_upstream_truncated_total",
+			Help: "Answers aborted because the model server's body broke after the response headers were sent " +
+				"(connection closed short of Content-Length or before the last chunk), by body kind (stream, json).",
+		}, []string{"body"}),
+	}
+	for _, b := range []string{bodyStream, bodyJSON} {
+		m.truncated.WithLabelValues(b)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries, m.truncated} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -59,3 +76,11 @@ func (m *Metrics) observe(d *Decision, status int, now time.Time, meas bbr.Measu
 }
 
 func (m *Metrics) retry(reason string) { m.retries.WithLabelValues(reason).Inc() }
+
+func (m *Metrics) truncate(sse bool) {
+	if sse {
+		m.truncated.WithLabelValues(bodyStream).Inc()
+		return
+	}
+	m.truncated.WithLabelValues(bodyJSON).Inc()
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -145,10 +146,13 @@ func testNoRetryAfterFirstByte(t *testing.T, sent string) {
 	spare := upstream(t, func(w http.ResponseWriter, _ *http.Request) { hits.Add(100) })
 	e := newEnv(t, nil, broken, spare)
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x","stream":true}`, nil)
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"a"`) {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the cut stream: %v, want io.ErrUnexpectedEOF (the answer aborted)", err)
 	}
 	// The client learns in the stream that the answer is cut: a last, complete error event.
 	events := strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n")
