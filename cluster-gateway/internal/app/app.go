@@ -88,7 +88,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g.store = datastore.NewStore(logger, g.reg)
+	g.store = datastore.NewStore(logger, g.reg, datastore.WithMaxEjectionPercent(cfg.MaxEjectionPercent))
 	if cfg.GossipBind != "" {
 		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	}

@@ -283,7 +283,7 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", base, nil, func(c app.Config) bool {
-			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20
+			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20 && c.MaxEjectionPercent == 50
 		}, ""},
 		{"env", []string{"--endpoints=127.0.0.1:1"}, map[string]string{"SWITCHYARD_CLUSTER": "c", "SWITCHYARD_REGION": "r", "SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
 			func(c app.Config) bool { return c.Cluster == "c" && c.ExtProcListen == ":7000" }, ""},
@@ -317,6 +317,10 @@ func TestParseConfig(t *testing.T) {
 		{"missing key file", append(base, "--gossip-key-file=does-not-exist"), nil, nil, "--gossip-key-file"},
 		{"bad env value", base, map[string]string{"SWITCHYARD_QUEUE_LIMIT": "many"}, nil, "SWITCHYARD_QUEUE_LIMIT"},
 		{"stray argument", append(base, "serve"), nil, nil, "unexpected argument"},
+		{"ejection cap", append(base, "--max-ejection-percent=20"), nil,
+			func(c app.Config) bool { return c.MaxEjectionPercent == 20 }, ""},
+		{"ejection cap above 100%", append(base, "--max-ejection-percent=120"), nil, nil, "--max-ejection-percent"},
+		{"negative ejection cap", append(base, "--max-ejection-percent=-1"), nil, nil, "--max-ejection-percent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

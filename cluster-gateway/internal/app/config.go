@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 )
@@ -72,6 +73,10 @@ type Config struct {
 	ObjectivePriorities string
 	// MaxAttempts bounds the endpoints the HTTP proxy tries per request. Default 3.
 	MaxAttempts int
+	// MaxEjectionPercent caps the share of the pool's endpoints that passive health may eject at
+	// once, as Envoy's max_ejection_percent (at least one of two or more; a lone endpoint is
+	// never ejected below 100). 0 turns ejection off. Default 50.
+	MaxEjectionPercent int
 	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
 	DrainTimeout time.Duration
 }
@@ -94,6 +99,8 @@ func DefaultConfig() Config {
 		QueueTTL:       flowcontrol.DefaultConfig().TTL,
 		MaxAttempts:    3,
 		DrainTimeout:   30 * time.Second,
+
+		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 	}
 }
 
@@ -183,6 +190,8 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("--max-attempts must be at least 1, got %d", c.MaxAttempts)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("--drain-timeout must be positive, got %v", c.DrainTimeout)
+	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
+		return fmt.Errorf("--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
 	}
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
 		return fmt.Errorf("--adapter-map: %w", err)

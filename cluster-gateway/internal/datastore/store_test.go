@@ -151,7 +151,13 @@ func TestStoreMetrics(t *testing.T) {
 	for range datastore.HealthConsecutiveFailures {
 		s.Get("a:1").ObserveResult(502, nil, now)
 	}
+	for range datastore.HealthConsecutiveFailures { // one of two may be ejected: b:1 is refused
+		s.Get("b:1").ObserveResult(502, nil, now)
+	}
 	const want = `
+# HELP switchyard_gateway_endpoint_ejections_refused_total Ejections passive health checking refused because the share of endpoints ejected at once had reached --max-ejection-percent.
+# TYPE switchyard_gateway_endpoint_ejections_refused_total counter
+switchyard_gateway_endpoint_ejections_refused_total 1
 # HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier detection).
 # TYPE switchyard_gateway_endpoint_ejections_total counter
 switchyard_gateway_endpoint_ejections_total 1
