@@ -154,6 +154,7 @@ func (g *Gateway) buildScheduling() error {
 	fc.Enabled = s.FlowControl()
 	fc.MaxQueue, fc.TTL = g.cfg.QueueLimit, g.cfg.QueueTTL
 	fc.ObjectivePriorities, _ = flowcontrol.ParseObjectivePriorities(g.cfg.ObjectivePriorities) // validated
+	fc.MinPriority, fc.MaxPriority = g.cfg.MinPriority, g.cfg.MaxPriority
 	g.flow, err = flowcontrol.New(fc, s, flowcontrol.Options{
 		IsSaturated: func(err error) bool { return errors.Is(err, scheduling.ErrSaturated) },
 		Logger:      g.log, Registerer: g.reg,
@@ -191,7 +192,7 @@ func (g *Gateway) buildFrontDoors() error {
 		return err
 	}
 	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m})
+		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, Logger: g.log})
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,10 @@ type Config struct {
 	QueueLimit          int
 	QueueTTL            time.Duration
 	ObjectivePriorities string
+	// MinPriority and MaxPriority bound the priority bands: an x-switchyard-priority header
+	// outside them (or not an integer) is answered 400, and every --objective-priorities value
+	// must lie inside them. Defaults -10 and 10.
+	MinPriority, MaxPriority int
 	// MaxAttempts bounds the endpoints the HTTP proxy tries per request. Default 3.
 	MaxAttempts int
 	// MaxEjectionPercent caps the share of the pool's endpoints that passive health may eject at
@@ -97,6 +101,8 @@ func DefaultConfig() Config {
 		EndpointHeader: true,
 		QueueLimit:     flowcontrol.DefaultConfig().MaxQueue,
 		QueueTTL:       flowcontrol.DefaultConfig().TTL,
+		MinPriority:    flowcontrol.DefaultMinPriority,
+		MaxPriority:    flowcontrol.DefaultMaxPriority,
 		MaxAttempts:    3,
 		DrainTimeout:   30 * time.Second,
 
@@ -196,8 +202,25 @@ func (c Config) validateLimits() error {
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
 		return fmt.Errorf("--adapter-map: %w", err)
 	}
-	if _, err := flowcontrol.ParseObjectivePriorities(c.ObjectivePriorities); err != nil {
+	objectives, err := flowcontrol.ParseObjectivePriorities(c.ObjectivePriorities)
+	if err != nil {
 		return fmt.Errorf("--objective-priorities: %w", err)
+	}
+	return c.validatePriorities(objectives)
+}
+
+// validatePriorities checks the priority range and that every objective's priority is in it.
+func (c Config) validatePriorities(objectives map[string]int) error {
+	fc := flowcontrol.DefaultConfig()
+	fc.MinPriority, fc.MaxPriority = c.MinPriority, c.MaxPriority
+	switch {
+	case c.MinPriority > c.MaxPriority:
+		return fmt.Errorf("--min-priority=%d is above --max-priority=%d", c.MinPriority, c.MaxPriority)
+	case fc.DefaultPriority < c.MinPriority || fc.DefaultPriority > c.MaxPriority:
+		return fmt.Errorf("--min-priority=%d..--max-priority=%d must include the default priority %d", c.MinPriority, c.MaxPriority, fc.DefaultPriority)
+	}
+	if err := fc.ValidateObjectives(objectives); err != nil {
+		return fmt.Errorf("--objective-priorities: %w (--min-priority=%d, --max-priority=%d)", err, c.MinPriority, c.MaxPriority)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 )
 
 // Metrics are the request metrics shared by both front doors.
@@ -18,6 +19,8 @@ type Metrics struct {
 	// truncated counts answers aborted because the model server's body broke after the
 	// response headers had been sent.
 	truncated *prometheus.CounterVec
+	// invalid counts requests refused for a header flow control cannot accept.
+	invalid *prometheus.CounterVec
 }
 
 // Body kinds of a truncated answer (the truncated metric's label).
@@ -53,11 +56,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 				"(connection closed short of Content-Length or before the last chunk), by body kind (stream, json).",
 		}, []string{"body"}),
 	}
+	m.invalid = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_gateway_invalid_header_requests_total",
+		Help: "Requests refused with 400 for a header flow control cannot accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer), by header.",
+	}, []string{"header"})
 	for _, b := range []string{bodyStream, bodyJSON} {
 		m.truncated.WithLabelValues(b)
 	}
+	for _, h := range []string{flowcontrol.HeaderPriority, flowcontrol.HeaderHandBack} {
+		m.invalid.WithLabelValues(h)
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries, m.truncated} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries, m.truncated, m.invalid} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -76,6 +86,9 @@ func (m *Metrics) observe(d *Decision, status int, now time.Time, meas bbr.Measu
 }
 
 func (m *Metrics) retry(reason string) { m.retries.WithLabelValues(reason).Inc() }
+
+// invalidHeader counts a request refused for header (one of flow control's header names).
+func (m *Metrics) invalidHeader(header string) { m.invalid.WithLabelValues(header).Inc() }
 
 func (m *Metrics) truncate(sse bool) {
 	if sse {
