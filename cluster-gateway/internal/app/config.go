@@ -65,8 +65,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
 	AdapterMap string
-	// EndpointHeader adds x-switchyard-endpoint to responses. Default true.
-	EndpointHeader bool
+	// EndpointHeader adds x-switchyard-endpoint, the serving pod's name, to responses. Default
+	// true. EndpointHeaderAddress shows the pod's ip:port there instead, for debugging (the
+	// address is internal to the cluster). Default false.
+	EndpointHeader, EndpointHeaderAddress bool
 	// QueueLimit, QueueTTL and ObjectivePriorities configure flow control (defaults 1024, 10 s, "").
 	QueueLimit          int
 	QueueTTL            time.Duration

@@ -16,7 +16,7 @@ import (
 type EndpointSpec struct {
 	// Address is "host:port" of the model server; it is the endpoint's key.
 	Address string
-	// Name is a human name (pod name); empty means the address.
+	// Name is the endpoint's name (pod name); empty means OpaqueName(Address).
 	Name string
 	// Engine selects the metric names; empty means vLLM.
 	Engine Engine
@@ -144,7 +144,7 @@ func removedFrom(old, next *snapshot) []string {
 func sameIdentity(ep *Endpoint, sp EndpointSpec) bool {
 	name, engine := sp.Name, sp.Engine
 	if name == "" {
-		name = sp.Address
+		name = OpaqueName(sp.Address)
 	}
 	if engine == "" {
 		engine = EngineVLLM
