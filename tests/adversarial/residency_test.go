@@ -33,7 +33,7 @@ func TestResidencyPolicyNotLoaded(t *testing.T) {
 	r := w.RouterNoWait("us-east-1", etcd.URL)
 	waitModels(t, r, harness.TestModel, otherModel)
 
-	if code, body := get(t, "http://"+r.Metrics+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "configuration not loaded") {
+	if code, body := getStatus(t, "http://"+r.Metrics+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "configuration not loaded") {
 		t.Fatalf("/readyz with etcd down = %d %q, want 503", code, body)
 	}
 	for _, model := range []string{harness.TestModel, otherModel} {
@@ -54,7 +54,7 @@ func TestResidencyPolicyNotLoaded(t *testing.T) {
 	if err := etcd.Start(); err != nil {
 		t.Fatalf("etcd back: %v", err)
 	}
-	if !poll(60*time.Second, func() bool { code, _ := get(t, "http://"+r.Metrics+"/readyz"); return code == http.StatusOK }) {
+	if !poll(60*time.Second, func() bool { code, _ := getStatus(t, "http://"+r.Metrics+"/readyz"); return code == http.StatusOK }) {
 		t.Fatalf("the router did not load its configuration once etcd was back\n%s", r.Log())
 	}
 	for range 5 {
@@ -179,7 +179,7 @@ func waitStatus(t *testing.T, router *harness.Node, model string, status int, co
 func waitModels(t *testing.T, router *harness.Node, models ...string) {
 	t.Helper()
 	if !poll(60*time.Second, func() bool {
-		_, body := get(t, "http://"+router.Listen+"/v1/models")
+		_, body := getStatus(t, "http://"+router.Listen+"/v1/models")
 		for _, m := range models {
 			if !strings.Contains(body, `"`+m+`"`) {
 				return false
@@ -198,7 +198,7 @@ func ctl(w *harness.World, router *harness.Node, args ...string) (string, error)
 	return string(out), err
 }
 
-func get(t *testing.T, url string) (int, string) {
+func getStatus(t *testing.T, url string) (int, string) {
 	t.Helper()
 	cl := &http.Client{Timeout: 10 * time.Second}
 	resp, err := cl.Get(url)

@@ -90,6 +90,9 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 			"--cluster=bench-" + st.policy, "--region=local",
 			"--listen=" + listen, "--metrics-listen=" + metrics, "--ext-proc-listen=",
 			"--endpoints=" + strings.Join(st.fleet.Addrs(), ","),
+			// The pod shares are attributed by address (x-switchyard-endpoint): the
+			// simulated pods are known here by the addresses they listen on.
+			"--endpoint-header-address",
 			"--profile=" + st.policy,
 			"--scrape-interval=" + scale(cfg.ScrapeInterval),
 			"--staleness=" + scale(2*time.Second),

@@ -40,18 +40,20 @@ func TestHostileInput(t *testing.T) {
 	w := newWorld(t)
 	pod := w.Pod("h100")
 	limit := fmt.Sprintf("--max-body-bytes=%d", hostileBodyLimit)
-	gw := w.Gateway("east-a", "us-east-1", []string{pod.Listen}, limit)
+	// The pod is listed by name: x-switchyard-endpoint must show that name, never its address
+	// or an address a client sent.
+	gw := w.Gateway("east-a", "us-east-1", []string{hostilePodName + "=" + pod.Listen}, limit)
 	rt := w.Router("us-east-1", "", limit)
 
 	ports := []hostilePort{
 		{name: "gateway --listen", addr: gw.Listen, serves: servesCompletion(gw.Listen), slowPath: "/v1/completions",
-			cases: append(openAICases(gw.Listen), routingHeaderCase(gw.Listen, pod.Listen, false))},
+			cases: append(openAICases(gw.Listen), routingHeaderCase(gw.Listen, hostilePodName, false))},
 		{name: "gateway --metrics-listen", addr: gw.Metrics, serves: servesMetrics(gw.Metrics), slowPath: "/metrics",
 			cases: metricsCases(gw.Metrics)},
 		{name: "gateway --ext-proc-listen", addr: gw.ExtProc, serves: servesGRPCHealth(gw.ExtProc),
 			cases: extProcCases(gw.ExtProc)},
 		{name: "router --listen", addr: rt.Listen, serves: servesCompletion(rt.Listen), slowPath: "/v1/completions",
-			cases: append(openAICases(rt.Listen), routingHeaderCase(rt.Listen, pod.Listen, true),
+			cases: append(openAICases(rt.Listen), routingHeaderCase(rt.Listen, hostilePodName, true),
 				residencyCase(rt, gw))},
 		{name: "router --admin-listen", addr: rt.Admin, serves: servesAdmin(rt.Admin, w.Token()),
 			slowPath: "/switchyard.admin.v1.AdminService/ListClusters", cases: adminCases(rt.Admin, w.Token())},
@@ -136,10 +138,13 @@ func wireCases(addr, method, path string) []hostileCase {
 	return cases
 }
 
+// hostilePodName is the name TestHostileInput gives its pod.
+const hostilePodName = "vllm-east-a-0"
+
 // routingHeaderCase sends a request that names a decoy destination, cluster, region and model in
-// routing headers only Switchyard may set: the request must be served by the real pod, and the
-// decoy never dialled.
-func routingHeaderCase(addr, podAddr string, viaRouter bool) hostileCase {
+// routing headers only Switchyard may set: the request must be served by the real pod (podName),
+// and the decoy never dialled.
+func routingHeaderCase(addr, podName string, viaRouter bool) hostileCase {
 	return hostileCase{"client-supplied routing headers", func(t *testing.T) {
 		d := newDecoy(t)
 		hdr := map[string]string{
@@ -156,7 +161,7 @@ func routingHeaderCase(addr, podAddr string, viaRouter bool) hostileCase {
 		if a.Status != http.StatusOK {
 			t.Fatalf("answer %s, want 200", a)
 		}
-		want := map[string]string{"X-Switchyard-Cluster": "east-a", "X-Switchyard-Region": "us-east-1", "X-Switchyard-Endpoint": podAddr}
+		want := map[string]string{"X-Switchyard-Cluster": "east-a", "X-Switchyard-Region": "us-east-1", "X-Switchyard-Endpoint": podName}
 		if viaRouter {
 			want["X-Switchyard-Route"] = "local"
 		}

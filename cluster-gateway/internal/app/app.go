@@ -88,7 +88,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g.store = datastore.NewStore(logger, g.reg)
+	g.store = datastore.NewStore(logger, g.reg, datastore.WithMaxEjectionPercent(cfg.MaxEjectionPercent))
 	if cfg.GossipBind != "" {
 		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	}
@@ -154,6 +154,7 @@ func (g *Gateway) buildScheduling() error {
 	fc.Enabled = s.FlowControl()
 	fc.MaxQueue, fc.TTL = g.cfg.QueueLimit, g.cfg.QueueTTL
 	fc.ObjectivePriorities, _ = flowcontrol.ParseObjectivePriorities(g.cfg.ObjectivePriorities) // validated
+	fc.MinPriority, fc.MaxPriority = g.cfg.MinPriority, g.cfg.MaxPriority
 	g.flow, err = flowcontrol.New(fc, s, flowcontrol.Options{
 		IsSaturated: func(err error) bool { return errors.Is(err, scheduling.ErrSaturated) },
 		Logger:      g.log, Registerer: g.reg,
@@ -191,13 +192,14 @@ func (g *Gateway) buildFrontDoors() error {
 		return err
 	}
 	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m})
+		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, Logger: g.log})
 	if err != nil {
 		return err
 	}
 	pc := proxy.DefaultConfig()
 	pc.Listen, pc.Cluster, pc.Region = g.cfg.Listen, g.cfg.Cluster, g.cfg.Region
 	pc.EndpointHeader, pc.MaxAttempts, pc.DrainTimeout, pc.Staleness = g.cfg.EndpointHeader, g.cfg.MaxAttempts, g.cfg.DrainTimeout, g.cfg.Staleness
+	pc.EndpointHeaderAddress = g.cfg.EndpointHeaderAddress
 	if g.httpSrv, err = proxy.New(pc, pipe, g.store, g.log); err != nil {
 		return err
 	}
@@ -206,7 +208,7 @@ func (g *Gateway) buildFrontDoors() error {
 	}
 	ec := extproc.DefaultConfig()
 	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
-	ec.MaxBodyBytes, ec.DrainTimeout = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout
+	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress
 	if ec.TLS, err = g.extProcTLS(); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
 
 type gateway struct {
@@ -132,7 +133,8 @@ func post(t *testing.T, url, body string) (*http.Response, string) {
 
 func TestHTTPFrontDoor(t *testing.T) {
 	g := startGateway(t, 3)
-	addrs := []string{g.pods[0].addr(), g.pods[1].addr(), g.pods[2].addr()}
+	// x-switchyard-endpoint names the pod (opaquely: the pods are listed without names).
+	names := []string{datastore.OpaqueName(g.pods[0].addr()), datastore.OpaqueName(g.pods[1].addr()), datastore.OpaqueName(g.pods[2].addr())}
 	tests := []struct {
 		name, path, body string
 		status           int
@@ -153,7 +155,7 @@ func TestHTTPFrontDoor(t *testing.T) {
 			if resp.Header.Get("X-Switchyard-Cluster") != "c1" || resp.Header.Get("X-Switchyard-Region") != "us-east-1" {
 				t.Fatalf("headers %v", resp.Header)
 			}
-			if tt.status == 200 && !slices.Contains(addrs, resp.Header.Get("X-Switchyard-Endpoint")) {
+			if tt.status == 200 && !slices.Contains(names, resp.Header.Get("X-Switchyard-Endpoint")) {
 				t.Fatalf("endpoint header %q", resp.Header.Get("X-Switchyard-Endpoint"))
 			}
 		})
@@ -283,7 +285,7 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", base, nil, func(c app.Config) bool {
-			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20
+			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20 && c.MaxEjectionPercent == 50
 		}, ""},
 		{"env", []string{"--endpoints=127.0.0.1:1"}, map[string]string{"SWITCHYARD_CLUSTER": "c", "SWITCHYARD_REGION": "r", "SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
 			func(c app.Config) bool { return c.Cluster == "c" && c.ExtProcListen == ":7000" }, ""},
@@ -317,6 +319,21 @@ func TestParseConfig(t *testing.T) {
 		{"missing key file", append(base, "--gossip-key-file=does-not-exist"), nil, nil, "--gossip-key-file"},
 		{"bad env value", base, map[string]string{"SWITCHYARD_QUEUE_LIMIT": "many"}, nil, "SWITCHYARD_QUEUE_LIMIT"},
 		{"stray argument", append(base, "serve"), nil, nil, "unexpected argument"},
+		{"priority range", append(base, "--min-priority=-3", "--max-priority=20", "--objective-priorities=critical=20,batch=-3"), nil,
+			func(c app.Config) bool { return c.MinPriority == -3 && c.MaxPriority == 20 }, ""},
+		{"default priority range", base, nil, func(c app.Config) bool { return c.MinPriority == -10 && c.MaxPriority == 10 }, ""},
+		{"objective above the range", append(base, "--objective-priorities=critical=11"), nil, nil, `objective "critical" has priority 11`},
+		{"objective below a narrowed range", append(base, "--min-priority=-1", "--objective-priorities=batch=-5"), nil, nil, "--objective-priorities"},
+		{"inverted priority range", append(base, "--min-priority=5", "--max-priority=1"), nil, nil, "--min-priority=5 is above --max-priority=1"},
+		{"range without the default priority", append(base, "--min-priority=1"), nil, nil, "default priority"},
+		{"endpoint header shows the address", append(base, "--endpoint-header-address"), nil,
+			func(c app.Config) bool { return c.EndpointHeader && c.EndpointHeaderAddress }, ""},
+		{"named static endpoints", []string{"--cluster=c", "--region=r", "--endpoints=vllm-0=127.0.0.1:8001,127.0.0.1:8002"}, nil,
+			func(c app.Config) bool { return c.Endpoints == "vllm-0=127.0.0.1:8001,127.0.0.1:8002" }, ""},
+		{"ejection cap", append(base, "--max-ejection-percent=20"), nil,
+			func(c app.Config) bool { return c.MaxEjectionPercent == 20 }, ""},
+		{"ejection cap above 100%", append(base, "--max-ejection-percent=120"), nil, nil, "--max-ejection-percent"},
+		{"negative ejection cap", append(base, "--max-ejection-percent=-1"), nil, nil, "--max-ejection-percent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 )
@@ -64,14 +65,24 @@ type Config struct {
 	MaxBodyBytes int64
 	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
 	AdapterMap string
-	// EndpointHeader adds x-switchyard-endpoint to responses. Default true.
-	EndpointHeader bool
+	// EndpointHeader adds x-switchyard-endpoint, the serving pod's name, to responses. Default
+	// true. EndpointHeaderAddress shows the pod's ip:port there instead, for debugging (the
+	// address is internal to the cluster). Default false.
+	EndpointHeader, EndpointHeaderAddress bool
 	// QueueLimit, QueueTTL and ObjectivePriorities configure flow control (defaults 1024, 10 s, "").
 	QueueLimit          int
 	QueueTTL            time.Duration
 	ObjectivePriorities string
+	// MinPriority and MaxPriority bound the priority bands: an x-switchyard-priority header
+	// outside them (or not an integer) is answered 400, and every --objective-priorities value
+	// must lie inside them. Defaults -10 and 10.
+	MinPriority, MaxPriority int
 	// MaxAttempts bounds the endpoints the HTTP proxy tries per request. Default 3.
 	MaxAttempts int
+	// MaxEjectionPercent caps the share of the pool's endpoints that passive health may eject at
+	// once, as Envoy's max_ejection_percent (at least one of two or more; a lone endpoint is
+	// never ejected below 100). 0 turns ejection off. Default 50.
+	MaxEjectionPercent int
 	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
 	DrainTimeout time.Duration
 }
@@ -92,8 +103,12 @@ func DefaultConfig() Config {
 		EndpointHeader: true,
 		QueueLimit:     flowcontrol.DefaultConfig().MaxQueue,
 		QueueTTL:       flowcontrol.DefaultConfig().TTL,
+		MinPriority:    flowcontrol.DefaultMinPriority,
+		MaxPriority:    flowcontrol.DefaultMaxPriority,
 		MaxAttempts:    3,
 		DrainTimeout:   30 * time.Second,
+
+		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 	}
 }
 
@@ -183,12 +198,31 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("--max-attempts must be at least 1, got %d", c.MaxAttempts)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("--drain-timeout must be positive, got %v", c.DrainTimeout)
+	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
+		return fmt.Errorf("--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
 	}
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
 		return fmt.Errorf("--adapter-map: %w", err)
 	}
-	if _, err := flowcontrol.ParseObjectivePriorities(c.ObjectivePriorities); err != nil {
+	objectives, err := flowcontrol.ParseObjectivePriorities(c.ObjectivePriorities)
+	if err != nil {
 		return fmt.Errorf("--objective-priorities: %w", err)
+	}
+	return c.validatePriorities(objectives)
+}
+
+// validatePriorities checks the priority range and that every objective's priority is in it.
+func (c Config) validatePriorities(objectives map[string]int) error {
+	fc := flowcontrol.DefaultConfig()
+	fc.MinPriority, fc.MaxPriority = c.MinPriority, c.MaxPriority
+	switch {
+	case c.MinPriority > c.MaxPriority:
+		return fmt.Errorf("--min-priority=%d is above --max-priority=%d", c.MinPriority, c.MaxPriority)
+	case fc.DefaultPriority < c.MinPriority || fc.DefaultPriority > c.MaxPriority:
+		return fmt.Errorf("--min-priority=%d..--max-priority=%d must include the default priority %d", c.MinPriority, c.MaxPriority, fc.DefaultPriority)
+	}
+	if err := fc.ValidateObjectives(objectives); err != nil {
+		return fmt.Errorf("--objective-priorities: %w (--min-priority=%d, --max-priority=%d)", err, c.MinPriority, c.MaxPriority)
 	}
 	return nil
 }

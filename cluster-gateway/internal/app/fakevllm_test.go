@@ -15,6 +15,8 @@ type fakeVLLM struct {
 	srv      *httptest.Server
 	waiting  atomic.Int64
 	requests atomic.Int64
+	// failing makes completions answer 500, as a broken pod does.
+	failing atomic.Bool
 }
 
 func newFakeVLLM(t *testing.T) *fakeVLLM {
@@ -50,6 +52,10 @@ vllm:lora_requests_info{max_lora="4",running_lora_adapters="sql-lora",waiting_lo
 
 func (f *fakeVLLM) complete(w http.ResponseWriter, r *http.Request) {
 	f.requests.Add(1)
+	if f.failing.Load() {
+		http.Error(w, `{"error":{"message":"engine dead","type":"internal_error"}}`, http.StatusInternalServerError)
+		return
+	}
 	var req struct {
 		Model         string `json:"model"`
 		Stream        bool   `json:"stream"`

@@ -44,11 +44,15 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.Staleness, "staleness", c.Staleness, "metrics age beyond which a pod counts as stale")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "request body limit in bytes (413 beyond)")
 	fs.StringVar(&c.AdapterMap, "adapter-map", c.AdapterMap, "LoRA adapters pods load on demand: adapter=base,... or a YAML file")
-	fs.BoolVar(&c.EndpointHeader, "endpoint-header", c.EndpointHeader, "add x-switchyard-endpoint to responses")
+	fs.BoolVar(&c.EndpointHeader, "endpoint-header", c.EndpointHeader, "add x-switchyard-endpoint (the serving pod's name) to responses")
+	fs.BoolVar(&c.EndpointHeaderAddress, "endpoint-header-address", c.EndpointHeaderAddress, "debugging: show the pod's ip:port in x-switchyard-endpoint instead of its name")
 	fs.IntVar(&c.QueueLimit, "queue-limit", c.QueueLimit, "most requests queued by flow control")
 	fs.DurationVar(&c.QueueTTL, "queue-ttl", c.QueueTTL, "longest wait in the flow-control queue before 429")
 	fs.StringVar(&c.ObjectivePriorities, "objective-priorities", c.ObjectivePriorities, "x-gateway-inference-objective to priority: name=int,...")
+	fs.IntVar(&c.MinPriority, "min-priority", c.MinPriority, "lowest priority band: an x-switchyard-priority below it is answered 400")
+	fs.IntVar(&c.MaxPriority, "max-priority", c.MaxPriority, "highest priority band: an x-switchyard-priority above it is answered 400")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "endpoints tried per request before giving up")
+	fs.IntVar(&c.MaxEjectionPercent, "max-ejection-percent", c.MaxEjectionPercent, "most endpoints passive health may eject at once, in percent of the pool (0..100; at least one of two or more)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "longest wait for in-flight streams at shutdown")
 	return fs
 }

@@ -5,10 +5,20 @@
 package datastore
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"sync/atomic"
 	"time"
 )
+
+// OpaqueName is the name of an endpoint that has none (a static endpoint listed as a bare
+// host:port): "pod-" and the first 8 hex digits of the SHA-256 of its address. It is stable
+// across restarts and gateway replicas and tells pods apart without revealing the address.
+func OpaqueName(address string) string {
+	sum := sha256.Sum256([]byte(address))
+	return "pod-" + hex.EncodeToString(sum[:4])
+}
 
 // Engine names a model-server implementation; it selects the metric names scraped from the pod.
 type Engine string
@@ -93,7 +103,8 @@ func (m *Models) Serves(model string) bool {
 type Endpoint struct {
 	// Address is "ip:port" of the model server; it is the endpoint's key.
 	Address string
-	// Name is a human name (pod name, or the address for static endpoints).
+	// Name is the endpoint's name: its pod's (InferencePool discovery), the one a static list or
+	// file gives it, or else OpaqueName of its address. It is what x-switchyard-endpoint shows.
 	Name string
 	// Engine selects the metric names.
 	Engine Engine
@@ -111,10 +122,10 @@ type Endpoint struct {
 	health health
 }
 
-// NewEndpoint returns an endpoint with no metrics yet.
+// NewEndpoint returns an endpoint with no metrics yet; an empty name is OpaqueName(address).
 func NewEndpoint(address, name string, engine Engine, labels map[string]string) *Endpoint {
 	if name == "" {
-		name = address
+		name = OpaqueName(address)
 	}
 	if engine == "" {
 		engine = EngineVLLM

@@ -23,6 +23,10 @@ import (
 //     HealthRecoverySuccesses successes in a row after an ejection reset the backoff to EjectionBase.
 //   - An ejection clears the window, and results that arrive while the pod is ejected (requests that
 //     were already in flight) are ignored, so a returning pod starts with a clean slate.
+//   - At most a share of the pool is ejected at once (Envoy's max_ejection_percent; see
+//     MaxEjected and WithMaxEjectionPercent): an ejection past the cap is refused and the pod
+//     stays in rotation, its failures kept, so the next failure tries again once a slot frees.
+//     A failing dependency, or a client provoking errors, cannot empty the pool.
 const (
 	// HealthWindow is the number of recent results the failure ratio is computed over.
 	HealthWindow = 10
@@ -48,7 +52,32 @@ type health struct {
 	level        int // ejections since the last recovery
 	ejectedUntil atomic.Int64
 	ejections    atomic.Int64
-	onEject      func()
+	// gate admits ejections against the pool's cap; nil (an endpoint outside a Store) admits all.
+	gate ejectionGate
+}
+
+// ejectionGate decides whether an endpoint may be ejected now. admit calls eject, under a lock
+// shared by the whole pool, when it allows the ejection, so that two pods failing at once
+// cannot both take the last slot. It must be safe for concurrent use.
+type ejectionGate interface {
+	admit(e *Endpoint, now time.Time, eject func()) bool
+}
+
+// DefaultMaxEjectionPercent is the share of a pool's endpoints that may be ejected at once
+// unless configured otherwise (WithMaxEjectionPercent).
+const DefaultMaxEjectionPercent = 50
+
+// MaxEjected is how many of n endpoints (or clusters) may be ejected at once when percent of
+// them may: n·percent/100 rounded down, but at least one of two or more when percent > 0, so
+// that a failed member of a pair is still avoided. A lone member is never ejected (ejecting it
+// would empty the pool) unless percent is 100. percent is clamped to 0..100.
+func MaxEjected(n, percent int) int {
+	percent = min(max(percent, 0), 100)
+	k := n * percent / 100
+	if k == 0 && n >= 2 && percent > 0 {
+		k = 1
+	}
+	return k
 }
 
 // IsFailure reports whether a proxied result counts against the pod's health.
@@ -64,14 +93,18 @@ func (e *Endpoint) ObserveResult(status int, err error, now time.Time) {
 	}
 	h := &e.health
 	h.mu.Lock()
-	ejected := h.observe(IsFailure(status, err), now)
-	h.mu.Unlock()
-	if ejected && h.onEject != nil {
-		h.onEject()
+	defer h.mu.Unlock()
+	if !h.observe(IsFailure(status, err), now) {
+		return
 	}
+	if h.gate == nil {
+		h.eject(now)
+		return
+	}
+	h.gate.admit(e, now, func() { h.eject(now) })
 }
 
-// observe records one result and reports whether it caused an ejection. Callers hold mu.
+// observe records one result and reports whether an ejection is due. Callers hold mu.
 func (h *health) observe(failed bool, now time.Time) bool {
 	if now.UnixNano() < h.ejectedUntil.Load() {
 		return false
@@ -85,11 +118,7 @@ func (h *health) observe(failed bool, now time.Time) bool {
 		return false
 	}
 	h.successes = 0
-	if h.consecutive < HealthConsecutiveFailures && !h.mostlyFailing() {
-		return false
-	}
-	h.eject(now)
-	return true
+	return h.consecutive >= HealthConsecutiveFailures || h.mostlyFailing()
 }
 
 // record appends one result to the window.

@@ -10,6 +10,7 @@ import (
 // pays nothing for them.
 type storeMetrics struct {
 	ejections prometheus.Counter
+	refused   prometheus.Counter
 }
 
 // newStoreMetrics registers the store's collectors on reg (nothing when reg is nil).
@@ -17,12 +18,16 @@ func newStoreMetrics(s *Store, reg prometheus.Registerer) *storeMetrics {
 	m := &storeMetrics{ejections: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "switchyard_gateway_endpoint_ejections_total",
 		Help: "Times an endpoint was ejected by passive health checking (outlier detection).",
+	}), refused: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "switchyard_gateway_endpoint_ejections_refused_total",
+		Help: "Ejections passive health checking refused because the share of endpoints ejected at once had reached --max-ejection-percent.",
 	})}
 	if reg == nil {
 		return m
 	}
 	reg.MustRegister(
 		m.ejections,
+		m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "switchyard_gateway_endpoints",
 			Help: "Model-server endpoints currently discovered.",
@@ -34,9 +39,6 @@ func newStoreMetrics(s *Store, reg prometheus.Registerer) *storeMetrics {
 	)
 	return m
 }
-
-// ejected counts one ejection; it is the endpoints' onEject hook.
-func (m *storeMetrics) ejected() { m.ejections.Inc() }
 
 func countEjected(eps []*Endpoint, now time.Time) int {
 	n := 0

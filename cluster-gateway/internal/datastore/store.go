@@ -16,7 +16,7 @@ import (
 type EndpointSpec struct {
 	// Address is "host:port" of the model server; it is the endpoint's key.
 	Address string
-	// Name is a human name (pod name); empty means the address.
+	// Name is the endpoint's name (pod name); empty means OpaqueName(Address).
 	Name string
 	// Engine selects the metric names; empty means vLLM.
 	Engine Engine
@@ -34,6 +34,21 @@ type Store struct {
 	nextSub  int
 	logger   *slog.Logger
 	metrics  *storeMetrics
+	// maxEjectionPercent caps the share of the endpoints ejected at once; ejectMu serialises
+	// ejection decisions (see admit).
+	maxEjectionPercent int
+	ejectMu            sync.Mutex
+	refusalLogged      atomic.Int64 // when a refused ejection was last logged (Unix ns)
+}
+
+// StoreOption tunes a Store.
+type StoreOption func(*Store)
+
+// WithMaxEjectionPercent sets the share of the endpoints, in percent, that passive health may
+// eject at once (see MaxEjected); 0 turns ejection off, 100 lets every endpoint be ejected.
+// Values outside 0..100 are clamped. Default DefaultMaxEjectionPercent.
+func WithMaxEjectionPercent(percent int) StoreOption {
+	return func(s *Store) { s.maxEjectionPercent = min(max(percent, 0), 100) }
 }
 
 // snapshot is an immutable endpoint set.
@@ -43,11 +58,14 @@ type snapshot struct {
 }
 
 // NewStore returns an empty store. logger and reg may be nil (no logging, no metrics).
-func NewStore(logger *slog.Logger, reg prometheus.Registerer) *Store {
+func NewStore(logger *slog.Logger, reg prometheus.Registerer, opts ...StoreOption) *Store {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Store{subs: make(map[int]chan struct{}), logger: logger}
+	s := &Store{subs: make(map[int]chan struct{}), logger: logger, maxEjectionPercent: DefaultMaxEjectionPercent}
+	for _, o := range opts {
+		o(s)
+	}
 	s.snap.Store(&snapshot{byAddr: map[string]*Endpoint{}})
 	s.metrics = newStoreMetrics(s, reg)
 	return s
@@ -100,7 +118,7 @@ func (s *Store) build(old *snapshot, specs []EndpointSpec) (*snapshot, int) {
 			continue
 		}
 		ep := NewEndpoint(sp.Address, sp.Name, sp.Engine, maps.Clone(sp.Labels))
-		ep.health.onEject = s.metrics.ejected
+		ep.health.gate = s
 		next.byAddr[sp.Address] = ep
 		added++
 	}
@@ -126,7 +144,7 @@ func removedFrom(old, next *snapshot) []string {
 func sameIdentity(ep *Endpoint, sp EndpointSpec) bool {
 	name, engine := sp.Name, sp.Engine
 	if name == "" {
-		name = sp.Address
+		name = OpaqueName(sp.Address)
 	}
 	if engine == "" {
 		engine = EngineVLLM

@@ -53,7 +53,7 @@ func TestStoreSync(t *testing.T) {
 		{
 			name:     "defaults count as same identity",
 			first:    []datastore.EndpointSpec{{Address: "a:1"}},
-			next:     []datastore.EndpointSpec{{Address: "a:1", Name: "a:1", Engine: datastore.EngineVLLM}},
+			next:     []datastore.EndpointSpec{{Address: "a:1", Name: datastore.OpaqueName("a:1"), Engine: datastore.EngineVLLM}},
 			want:     []string{"a:1"},
 			wantKept: []string{"a:1"},
 		},
@@ -151,7 +151,13 @@ func TestStoreMetrics(t *testing.T) {
 	for range datastore.HealthConsecutiveFailures {
 		s.Get("a:1").ObserveResult(502, nil, now)
 	}
+	for range datastore.HealthConsecutiveFailures { // one of two may be ejected: b:1 is refused
+		s.Get("b:1").ObserveResult(502, nil, now)
+	}
 	const want = `
+# HELP switchyard_gateway_endpoint_ejections_refused_total Ejections passive health checking refused because the share of endpoints ejected at once had reached --max-ejection-percent.
+# TYPE switchyard_gateway_endpoint_ejections_refused_total counter
+switchyard_gateway_endpoint_ejections_refused_total 1
 # HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier detection).
 # TYPE switchyard_gateway_endpoint_ejections_total counter
 switchyard_gateway_endpoint_ejections_total 1

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,10 +112,22 @@ type fileEntry struct {
 	Labels  map[string]string `yaml:"labels"`
 }
 
-// UnmarshalYAML accepts both the short string form and the object form (unknown keys rejected).
+// UnmarshalYAML accepts both the short string form ("host:port" or "name=host:port") and the
+// object form (unknown keys rejected).
 func (e *fileEntry) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
-		return n.Decode(&e.Address)
+		var item string
+		if err := n.Decode(&item); err != nil {
+			return err
+		}
+		e.Address = item
+		if name, addr, ok := strings.Cut(item, "="); ok {
+			e.Name, e.Address = strings.TrimSpace(name), strings.TrimSpace(addr)
+			if e.Name == "" {
+				return fmt.Errorf("line %d: %q: empty name before '='", n.Line, item)
+			}
+		}
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: an endpoint is a host:port string or a mapping", n.Line)
@@ -130,11 +143,14 @@ func (e *fileEntry) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(e))
 }
 
-// ParseFile parses an endpoints file: a YAML list whose items are either "host:port" strings or
-// objects {address, name, engine, labels}. "[]" is a valid empty set, an empty file is not; bad addresses,
-// unknown engines, unknown keys and repeated addresses are errors.
+// ParseFile parses an endpoints file: a YAML list whose items are either "host:port" or
+// "name=host:port" strings or objects {address, name, engine, labels}. "[]" is a valid empty
+// set, an empty file is not; bad addresses or names, unknown engines, unknown keys and repeated
+// addresses or names are errors. An endpoint without a name is named datastore.OpaqueName of its
+// address.
 //
 //   - 10.0.0.1:8000
+//   - vllm-a=10.0.0.3:8000
 //   - address: 10.0.0.2:8000
 //     name: pod-b
 //     engine: sglang
@@ -150,6 +166,7 @@ func ParseFile(raw []byte) ([]datastore.EndpointSpec, error) {
 	}
 	specs := make([]datastore.EndpointSpec, 0, len(entries))
 	seen := make(map[string]bool, len(entries))
+	names := make(map[string]bool, len(entries))
 	for i, e := range entries {
 		if err := ValidateAddress(e.Address); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i+1, err)
@@ -160,6 +177,15 @@ func ParseFile(raw []byte) ([]datastore.EndpointSpec, error) {
 		}
 		if seen[e.Address] {
 			return nil, fmt.Errorf("entry %d: endpoint %q listed twice", i+1, e.Address)
+		}
+		if e.Name != "" {
+			if err := ValidateName(e.Name); err != nil {
+				return nil, fmt.Errorf("entry %d: %w", i+1, err)
+			}
+			if names[e.Name] {
+				return nil, fmt.Errorf("entry %d: endpoint name %q given twice", i+1, e.Name)
+			}
+			names[e.Name] = true
 		}
 		seen[e.Address] = true
 		if engine == "" {

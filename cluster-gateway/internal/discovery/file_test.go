@@ -70,13 +70,14 @@ func TestParseFile(t *testing.T) {
 func FuzzParseFile(f *testing.F) {
 	f.Add([]byte("- a:1\n- {address: b:2, engine: trtllm, labels: {x: y}}\n"))
 	f.Add([]byte("- &a {address: a:1}\n- *a\n"))
+	f.Add([]byte("- vllm-0=a:1\n- {address: b:2, name: vllm-1}\n"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		specs, err := discovery.ParseFile(raw)
 		if err != nil {
 			return
 		}
 		for _, s := range specs {
-			if discovery.ValidateAddress(s.Address) != nil || s.Engine == "" {
+			if discovery.ValidateAddress(s.Address) != nil || s.Engine == "" || (s.Name != "" && discovery.ValidateName(s.Name) != nil) {
 				t.Fatalf("invalid spec accepted: %+v", s)
 			}
 		}

@@ -38,6 +38,49 @@ func ValidateAddress(addr string) error {
 	return nil
 }
 
+// maxNameLen bounds an endpoint's name (a DNS name's length).
+const maxNameLen = 253
+
+// ValidateName checks that an endpoint's name is 1 to 253 letters, digits, '.', '_' or '-': it
+// is sent as the x-switchyard-endpoint response header, so it must be safe there (Kubernetes pod
+// names are).
+func ValidateName(name string) error {
+	if name == "" || len(name) > maxNameLen {
+		return fmt.Errorf("discovery: endpoint name %q: want 1 to %d characters", name, maxNameLen)
+	}
+	for _, c := range []byte(name) {
+		if !nameByte(c) {
+			return fmt.Errorf("discovery: endpoint name %q: only letters, digits, '.', '_' and '-' are allowed", name)
+		}
+	}
+	return nil
+}
+
+// nameByte reports whether c may appear in an endpoint's name.
+func nameByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return c == '.' || c == '_' || c == '-'
+}
+
+// ParseEndpoint parses one static endpoint, "host:port" or "name=host:port", into its name
+// ("" when none is given) and address.
+func ParseEndpoint(item string) (name, addr string, err error) {
+	addr = item
+	if n, a, ok := strings.Cut(item, "="); ok {
+		name, addr = strings.TrimSpace(n), strings.TrimSpace(a)
+		if err := ValidateName(name); err != nil {
+			return "", "", err
+		}
+	}
+	if err := ValidateAddress(addr); err != nil {
+		return "", "", err
+	}
+	return name, addr, nil
+}
+
 // ValidateEngine checks that e is empty (vLLM) or a supported engine.
 func ValidateEngine(e datastore.Engine) error {
 	switch e {
@@ -47,24 +90,31 @@ func ValidateEngine(e datastore.Engine) error {
 	return fmt.Errorf("discovery: unknown engine %q (want vllm, sglang or trtllm)", e)
 }
 
-// ParseList parses a comma-separated "host:port,host:port" list into vLLM endpoint specs.
-// Blanks around items are ignored; an empty list, a bad address or a repeated one is an error.
+// ParseList parses a comma-separated list of "host:port" or "name=host:port" items into vLLM
+// endpoint specs (an item without a name is named datastore.OpaqueName of its address). Blanks
+// around items are ignored; an empty list, a bad address or name, or a repeated address or name
+// is an error.
 func ParseList(list string) ([]datastore.EndpointSpec, error) {
 	var specs []datastore.EndpointSpec
 	seen := make(map[string]bool)
+	names := make(map[string]bool)
 	for item := range strings.SplitSeq(list, ",") {
-		addr := strings.TrimSpace(item)
-		if addr == "" {
+		item = strings.TrimSpace(item)
+		if item == "" {
 			continue
 		}
-		if err := ValidateAddress(addr); err != nil {
+		name, addr, err := ParseEndpoint(item)
+		if err != nil {
 			return nil, err
 		}
 		if seen[addr] {
 			return nil, fmt.Errorf("discovery: endpoint %q listed twice", addr)
 		}
-		seen[addr] = true
-		specs = append(specs, datastore.EndpointSpec{Address: addr, Engine: datastore.EngineVLLM})
+		if name != "" && names[name] {
+			return nil, fmt.Errorf("discovery: endpoint name %q given twice", name)
+		}
+		seen[addr], names[name] = true, true
+		specs = append(specs, datastore.EndpointSpec{Address: addr, Name: name, Engine: datastore.EngineVLLM})
 	}
 	if len(specs) == 0 {
 		return nil, errors.New("discovery: empty endpoint list")

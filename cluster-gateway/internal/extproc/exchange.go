@@ -45,7 +45,7 @@ type exchange struct {
 	size   int
 	body   []byte // the whole body, set once the last chunk arrived
 
-	target   string          // the chosen endpoint's address
+	target   string          // the chosen endpoint as x-switchyard-endpoint shows it (its name)
 	decision *proxy.Decision // released (Pipeline.Done) when the stream ends
 	attempt  *proxy.Attempt
 	status   int
@@ -254,7 +254,7 @@ func (x *exchange) decide(eos bool) error {
 	if len(targets) == 0 {
 		return x.immediate(bbr.Unavailable("no endpoint in the subset hint is usable", 1))
 	}
-	x.target = targets[0].Address
+	x.target = proxy.EndpointHeaderValue(targets[0], x.s.cfg.EndpointHeaderAddress)
 	x.attempt = x.s.pipe.Begin(d, targets[0])
 	a := decisionAnswers.Get().(*decisionAnswer)
 	err := x.send(x.requestHeadersResponse(a, d, targets))

@@ -300,7 +300,7 @@ func TestFullExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.GetResponseHeaders().GetResponse().GetHeaderMutation()
-	if headerValue(m, "x-switchyard-cluster") != "c1" || headerValue(m, "x-switchyard-region") != "eu-west-1" || headerValue(m, "x-switchyard-endpoint") != addrs[0] {
+	if headerValue(m, "x-switchyard-cluster") != "c1" || headerValue(m, "x-switchyard-region") != "eu-west-1" || headerValue(m, "x-switchyard-endpoint") != datastore.OpaqueName(addrs[0]) {
 		t.Fatalf("response header mutation = %v", m)
 	}
 	chunks := []string{

@@ -45,8 +45,12 @@ type Config struct {
 	Listen string
 	// Cluster and Region are added to responses as x-switchyard-cluster and x-switchyard-region.
 	Cluster, Region string
-	// EndpointHeader adds x-switchyard-endpoint to responses. Default true.
+	// EndpointHeader adds x-switchyard-endpoint, the name of the pod chosen, to responses.
+	// Default true.
 	EndpointHeader bool
+	// EndpointHeaderAddress shows the pod's ip:port in x-switchyard-endpoint instead of its
+	// name, for debugging. Default false.
+	EndpointHeaderAddress bool
 	// MaxBodyBytes bounds the buffered request body; larger bodies get 413. Default 32 MiB.
 	MaxBodyBytes int
 	// DrainTimeout bounds how long shutdown waits for open streams. Default 30 s.

@@ -8,6 +8,8 @@ package flowcontrol
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,30 @@ type Config struct {
 	DefaultPriority int
 	// ObjectivePriorities maps x-gateway-inference-objective values to priorities. Default empty.
 	ObjectivePriorities map[string]int
+	// MinPriority and MaxPriority bound the priority bands: an x-switchyard-priority header
+	// outside them is refused (400), and DefaultPriority and every objective's priority must lie
+	// inside them. Defaults -10 and 10.
+	MinPriority, MaxPriority int
+}
+
+// Default priority range (Config.MinPriority, Config.MaxPriority).
+const (
+	DefaultMinPriority = -10
+	DefaultMaxPriority = 10
+)
+
+// HeaderError is a request header flow control cannot accept; the front doors answer it 400,
+// naming the header.
+type HeaderError struct {
+	// Header is the header's lower-case name, Value what the request sent.
+	Header, Value string
+	// Want says what an acceptable value is.
+	Want string
+}
+
+// Error implements error.
+func (e *HeaderError) Error() string {
+	return fmt.Sprintf("invalid %s header %q: want %s", e.Header, e.Value, e.Want)
 }
 
 // DefaultConfig returns the defaults.
@@ -44,6 +70,8 @@ func DefaultConfig() Config {
 		RetryInterval:       50 * time.Millisecond,
 		RetryAfter:          time.Second,
 		ObjectivePriorities: map[string]int{},
+		MinPriority:         DefaultMinPriority,
+		MaxPriority:         DefaultMaxPriority,
 	}
 }
 
@@ -58,9 +86,25 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flowcontrol: RetryInterval must be positive, got %v", c.RetryInterval)
 	case c.RetryAfter <= 0:
 		return fmt.Errorf("flowcontrol: RetryAfter must be positive, got %v", c.RetryAfter)
+	case c.MinPriority > c.MaxPriority:
+		return fmt.Errorf("flowcontrol: MinPriority %d is above MaxPriority %d", c.MinPriority, c.MaxPriority)
+	case !c.inRange(c.DefaultPriority):
+		return fmt.Errorf("flowcontrol: DefaultPriority %d is outside %d..%d", c.DefaultPriority, c.MinPriority, c.MaxPriority)
+	}
+	return c.ValidateObjectives(c.ObjectivePriorities)
+}
+
+// ValidateObjectives checks that every objective's priority lies within MinPriority..MaxPriority.
+func (c Config) ValidateObjectives(objectives map[string]int) error {
+	for _, name := range slices.Sorted(maps.Keys(objectives)) {
+		if p := objectives[name]; !c.inRange(p) {
+			return fmt.Errorf("flowcontrol: objective %q has priority %d, outside %d..%d", name, p, c.MinPriority, c.MaxPriority)
+		}
 	}
 	return nil
 }
+
+func (c Config) inRange(p int) bool { return p >= c.MinPriority && p <= c.MaxPriority }
 
 // RetryAfterSeconds is RetryAfter in whole seconds, at least 1.
 func (c Config) RetryAfterSeconds() int {
@@ -88,7 +132,7 @@ func ParseObjectivePriorities(v string) (map[string]int, error) {
 
 // Classify reads the priority and the tenant of a request from its headers (get returns a header
 // value by lower-case name, "" when absent). x-switchyard-priority wins over the objective
-// mapping; an unparsable priority is an error.
+// mapping; a priority that is not an integer within MinPriority..MaxPriority is a *HeaderError.
 func (c Config) Classify(get func(name string) string) (priority int, tenant string, err error) {
 	priority = c.DefaultPriority
 	if obj := get(contract.HeaderObjective); obj != "" {
@@ -98,8 +142,9 @@ func (c Config) Classify(get func(name string) string) (priority int, tenant str
 	}
 	if v := strings.TrimSpace(get(contract.HeaderPriority)); v != "" {
 		p, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, "", fmt.Errorf("invalid %s header %q: want an integer", contract.HeaderPriority, v)
+		if err != nil || !c.inRange(p) {
+			return 0, "", &HeaderError{Header: contract.HeaderPriority, Value: v,
+				Want: fmt.Sprintf("an integer from %d to %d", c.MinPriority, c.MaxPriority)}
 		}
 		priority = p
 	}
@@ -113,5 +158,11 @@ func (c Config) Classify(get func(name string) string) (priority int, tenant str
 // HandBackAfter reads contract.HeaderHandBack (get as in Classify): 0 when absent, an error when
 // it is not a whole number of milliseconds from 1 to an hour.
 func HandBackAfter(get func(name string) string) (time.Duration, error) {
-	return contract.ParseHandBack(get(contract.HeaderHandBack))
+	v := strings.TrimSpace(get(contract.HeaderHandBack))
+	d, err := contract.ParseHandBack(v)
+	if err != nil {
+		return 0, &HeaderError{Header: contract.HeaderHandBack, Value: v,
+			Want: fmt.Sprintf("whole milliseconds from 1 to %d", contract.MaxHandBack.Milliseconds())}
+	}
+	return d, nil
 }

@@ -303,6 +303,35 @@ func TestRunRetriesOnNotifyAndStops(t *testing.T) {
 	}
 }
 
+func TestConfigValidatePriorities(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string // substring of the error; "" = valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"objectives inside the range", func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 10, "batch": -10} }, ""},
+		{"objective above the range", func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 11} }, `objective "critical"`},
+		{"objective below the range", func(c *Config) { c.ObjectivePriorities = map[string]int{"batch": -100} }, `objective "batch"`},
+		{"wider range", func(c *Config) {
+			c.MinPriority, c.MaxPriority = -100, 100
+			c.ObjectivePriorities = map[string]int{"critical": 100}
+		}, ""},
+		{"inverted range", func(c *Config) { c.MinPriority, c.MaxPriority = 5, -5 }, "MinPriority"},
+		{"default priority outside", func(c *Config) { c.MinPriority = 1 }, "DefaultPriority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mutate(&c)
+			err := c.Validate()
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate() = %v, want mention of %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestClassify(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ObjectivePriorities = map[string]int{"critical": 10, "batch": -1}
@@ -320,12 +349,24 @@ func TestClassify(t *testing.T) {
 		{"tenant", map[string]string{contract.HeaderTenant: "t1", contract.HeaderFairnessID: "f"}, 0, "t1", false},
 		{"fairness id", map[string]string{contract.HeaderFairnessID: "f"}, 0, "f", false},
 		{"bad priority", map[string]string{contract.HeaderPriority: "high"}, 0, "", true},
+		{"lowest band", map[string]string{contract.HeaderPriority: "-10"}, -10, "", false},
+		{"highest band", map[string]string{contract.HeaderPriority: " 10 "}, 10, "", false},
+		{"above the range", map[string]string{contract.HeaderPriority: "11"}, 0, "", true},
+		{"below the range", map[string]string{contract.HeaderPriority: "-11"}, 0, "", true},
+		{"huge", map[string]string{contract.HeaderPriority: "9223372036854775807"}, 0, "", true},
+		{"overflowing", map[string]string{contract.HeaderPriority: "99999999999999999999"}, 0, "", true},
+		{"fraction", map[string]string{contract.HeaderPriority: "1.5"}, 0, "", true},
+		{"out of range even with an objective", map[string]string{contract.HeaderObjective: "critical", contract.HeaderPriority: "1000"}, 0, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, tenant, err := cfg.Classify(func(k string) string { return tt.headers[k] })
 			if (err != nil) != tt.wantErr || (err == nil && (p != tt.priority || tenant != tt.tenant)) {
 				t.Fatalf("got %d %q %v", p, tenant, err)
+			}
+			var he *HeaderError
+			if err != nil && (!errors.As(err, &he) || he.Header != contract.HeaderPriority || !strings.Contains(err.Error(), "from -10 to 10")) {
+				t.Fatalf("error %v does not name the header and its range", err)
 			}
 		})
 	}

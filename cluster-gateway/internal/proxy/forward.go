@@ -157,7 +157,9 @@ func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *Dec
 }
 
 // stream copies the response to the client, flushing after every chunk so SSE events are not
-// buffered, while metering tokens and usage.
+// buffered, while metering tokens and usage. When the model server's body breaks after the
+// headers were sent, the client's answer is aborted (see abortTruncated): it must never end as
+// if it were complete.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, a *Attempt) {
 	defer resp.Body.Close()
 	copyResponseHeader(w.Header(), resp.Header)
@@ -168,38 +170,59 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	// answer start, and the time it waits for them is the time Server-Timing reports plus the
 	// network, not the prefill behind them.
 	_ = rc.Flush()
-	a.Respond(resp.StatusCode, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	a.Respond(resp.StatusCode, sse)
+	boundary, upErr := s.copyBody(w, r, rc, resp.Body, a)
+	if upErr == nil {
+		s.pipe.End(r.Context(), a, resp.StatusCode, nil, true)
+		return
+	}
+	if sse {
+		// The pod died or the connection broke mid-stream: tell the client in the stream
+		// itself, then abort it, so that it does not mistake a truncated answer for a complete one.
+		writeStreamError(w, boundary, "the model server's stream broke after it had started: "+upErr.Error())
+		_ = rc.Flush()
+	}
+	s.pipe.End(r.Context(), a, resp.StatusCode, upErr, true)
+	s.abortTruncated(a, sse, upErr)
+}
+
+// copyBody copies body to w chunk by chunk, flushing each. It returns whether the bytes sent end
+// between two SSE events and the model server's error that broke the body (nil at its end, or
+// when the client went away).
+func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body io.Reader, a *Attempt) (bool, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	var (
-		upErr    error
-		boundary = true // the bytes sent so far end between two SSE events
-	)
+	boundary := true // the bytes sent so far end between two SSE events
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
 			s.pipe.Observe(r.Context(), a, buf[:n], time.Now())
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				break // the client went away; its context cancels the upstream request
+				return boundary, nil // the client went away; its context cancels the upstream request
 			}
 			boundary = endsEvent(boundary, buf[:n])
 			_ = rc.Flush()
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
-				upErr = err
+			if errors.Is(err, io.EOF) || r.Context().Err() != nil {
+				return boundary, nil
 			}
-			break
+			return boundary, err
 		}
 	}
-	if upErr != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		// The pod died or the connection broke mid-stream: tell the client in the stream
-		// itself, so that it does not mistake a truncated answer for a complete one.
-		writeStreamError(w, boundary, "the model server's stream broke after it had started: "+upErr.Error())
-		_ = rc.Flush()
-	}
-	s.pipe.End(r.Context(), a, resp.StatusCode, upErr, true)
+}
+
+// abortTruncated counts and logs an answer whose model-server body broke after its headers were
+// sent, then aborts the handler: net/http then ends the client's response short (HTTP/1.1: the
+// connection is closed before the declared Content-Length or the last chunk; HTTP/2: the
+// stream is reset), so the client's read fails instead of seeing a clean end.
+func (s *Server) abortTruncated(a *Attempt, sse bool, err error) {
+	s.pipe.metrics.truncate(sse)
+	s.log.Warn("model server body cut short; aborting the answer", "request", a.d.Request.ID,
+		"endpoint", a.ep.Name, "address", a.ep.Address, "stream", sse, "err", err)
+	panic(http.ErrAbortHandler)
 }
 
 // endsEvent reports whether a stream ends between two SSE events after b, given whether it

@@ -64,8 +64,17 @@ func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
 		h.Set(contract.HeaderRegion, s.cfg.Region)
 	}
 	if ep != nil && s.cfg.EndpointHeader {
-		h.Set(contract.HeaderEndpoint, ep.Address)
+		h.Set(contract.HeaderEndpoint, EndpointHeaderValue(ep, s.cfg.EndpointHeaderAddress))
 	}
+}
+
+// EndpointHeaderValue is what x-switchyard-endpoint shows of ep: its name, or its address when
+// address is set (debugging).
+func EndpointHeaderValue(ep *datastore.Endpoint, address bool) string {
+	if address {
+		return ep.Address
+	}
+	return ep.Name
 }
 
 // headerGetter returns a lookup of h by lower-case name.

@@ -208,7 +208,7 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m})
+	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m, Logger: o.log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
@@ -25,7 +26,18 @@ type Metrics struct {
 	retries  *prometheus.CounterVec
 	models   *promlabel.Set
 	codes    *promlabel.Set
+	// truncated counts answers aborted because the model server's body broke after the
+	// response headers had been sent.
+	truncated *prometheus.CounterVec
+	// invalid counts requests refused for a header flow control cannot accept.
+	invalid *prometheus.CounterVec
 }
+
+// Body kinds of a truncated answer (the truncated metric's label).
+const (
+	bodyStream = "stream" // a server-sent event stream
+	bodyJSON   = "json"   // any other body (a JSON answer)
+)
 
 // NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -50,9 +62,24 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"reason"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
 		codes:  promlabel.NewSet(maxCodes),
+		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_upstream_truncated_total",
+			Help: "Answers aborted because the model server's body broke after the response headers were sent " +
+				"(connection closed short of Content-Length or before the last chunk), by body kind (stream, json).",
+		}, []string{"body"}),
+	}
+	m.invalid = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_gateway_invalid_header_requests_total",
+		Help: "Requests refused with 400 for a header flow control cannot accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer), by header.",
+	}, []string{"header"})
+	for _, b := range []string{bodyStream, bodyJSON} {
+		m.truncated.WithLabelValues(b)
+	}
+	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack} {
+		m.invalid.WithLabelValues(h)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries, m.truncated, m.invalid} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -85,3 +112,14 @@ func (m *Metrics) model(req *framework.Request) string {
 }
 
 func (m *Metrics) retry(reason string) { m.retries.WithLabelValues(reason).Inc() }
+
+// invalidHeader counts a request refused for header (one of flow control's header names).
+func (m *Metrics) invalidHeader(header string) { m.invalid.WithLabelValues(header).Inc() }
+
+func (m *Metrics) truncate(sse bool) {
+	if sse {
+		m.truncated.WithLabelValues(bodyStream).Inc()
+		return
+	}
+	m.truncated.WithLabelValues(bodyJSON).Inc()
+}

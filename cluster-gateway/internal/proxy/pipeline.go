@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -43,6 +44,7 @@ type Pipeline struct {
 	classify flowcontrol.Config
 	mapErr   ErrorMapper
 	metrics  *Metrics
+	log      *slog.Logger
 	ids      atomic.Uint64
 	now      func() time.Time
 }
@@ -61,6 +63,8 @@ type PipelineOptions struct {
 	MapError ErrorMapper
 	// Metrics are the shared request metrics (see NewMetrics); required.
 	Metrics *Metrics
+	// Logger receives the requests refused for a bad header; nil discards them.
+	Logger *slog.Logger
 }
 
 // NewPipeline returns a Pipeline.
@@ -68,7 +72,11 @@ func NewPipeline(o PipelineOptions) (*Pipeline, error) {
 	if o.Router == nil || o.Flow == nil || o.Metrics == nil {
 		return nil, errors.New("proxy: pipeline needs a router, an admitter and metrics")
 	}
-	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics, now: time.Now}, nil
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
+		log: o.Logger, now: time.Now}, nil
 }
 
 // Decision is an admitted request: what was asked and where it goes.
@@ -108,7 +116,7 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 	}
 	if err != nil {
 		p.router.Release(req)
-		return nil, p.reject(req, bbr.BadRequest(err.Error(), ""))
+		return nil, p.reject(req, p.badHeader(req, err))
 	}
 	req.Headers = map[string]string{
 		contract.HeaderModelName: req.Model, contract.HeaderBaseModelName: req.BaseModel,
@@ -158,6 +166,25 @@ func (p *Pipeline) Reschedule(ctx context.Context, d *Decision) (*framework.Resu
 // firstTokenHook is the optional hook run when a response's first token arrives.
 type firstTokenHook interface {
 	FirstToken(ctx context.Context, req *framework.Request, info *framework.ResponseInfo)
+}
+
+// maxLoggedValue bounds the part of a refused header value that is logged.
+const maxLoggedValue = 64
+
+// badHeader logs and counts a request refused for a header flow control cannot accept, and
+// returns its 400, naming the header.
+func (p *Pipeline) badHeader(req *framework.Request, err error) *bbr.Error {
+	var he *flowcontrol.HeaderError
+	if !errors.As(err, &he) {
+		return bbr.BadRequest(err.Error(), "")
+	}
+	p.metrics.invalidHeader(he.Header)
+	value := he.Value
+	if len(value) > maxLoggedValue {
+		value = value[:maxLoggedValue] + "..."
+	}
+	p.log.Info("request refused: invalid header", "request", req.ID, "header", he.Header, "value", value, "want", he.Want)
+	return bbr.BadRequest(err.Error(), he.Header)
 }
 
 // reject translates err for the client and counts it.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/contract"
 )
@@ -50,7 +52,7 @@ func TestStreamingPassThrough(t *testing.T) {
 	if !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("rest = %q", rest)
 	}
-	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1", contract.HeaderEndpoint: up, "Content-Type": "text/event-stream"} {
+	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1", contract.HeaderEndpoint: datastore.OpaqueName(up), "Content-Type": "text/event-stream"} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("response %s = %q, want %q", k, got, want)
 		}
@@ -88,7 +90,7 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, nil)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != good || !strings.Contains(string(body), "ok") {
+	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != datastore.OpaqueName(good) || !strings.Contains(string(body), "ok") {
 		t.Fatalf("status %d endpoint %q body %s", resp.StatusCode, resp.Header.Get(contract.HeaderEndpoint), body)
 	}
 	if busyHits.Load() != 1 {
@@ -146,10 +148,13 @@ func testNoRetryAfterFirstByte(t *testing.T, sent string) {
 	spare := upstream(t, func(w http.ResponseWriter, _ *http.Request) { hits.Add(100) })
 	e := newEnv(t, nil, broken, spare)
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x","stream":true}`, nil)
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"a"`) {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the cut stream: %v, want io.ErrUnexpectedEOF (the answer aborted)", err)
 	}
 	// The client learns in the stream that the answer is cut: a last, complete error event.
 	events := strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n")
@@ -163,6 +168,34 @@ func testNoRetryAfterFirstByte(t *testing.T, sent string) {
 	}
 	if info := e.hooks.posts()[0]; info.Err == nil {
 		t.Fatalf("mid-stream failure not reported: %+v", info)
+	}
+}
+
+// x-switchyard-endpoint names the pod that served the request, never its internal address,
+// unless EndpointHeaderAddress asks for the address (debugging).
+func TestEndpointHeaderValue(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "{}") })
+	tests := []struct {
+		name    string
+		address bool
+		want    string
+	}{
+		{"name by default", false, datastore.OpaqueName(up)},
+		{"address for debugging", true, up},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(c *proxy.Config) { c.EndpointHeaderAddress = tt.address }, up)
+			resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, nil)
+			resp.Body.Close()
+			got := resp.Header.Get(contract.HeaderEndpoint)
+			if resp.StatusCode != 200 || got != tt.want {
+				t.Fatalf("status %d, endpoint header %q, want %q", resp.StatusCode, got, tt.want)
+			}
+			if !tt.address && strings.Contains(got, "127.0.0.1") {
+				t.Fatalf("endpoint header %q shows the pod's address", got)
+			}
+		})
 	}
 }
 

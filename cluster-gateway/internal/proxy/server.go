@@ -2,7 +2,7 @@
 // body-based routing, flow control and the scheduler pick a model server, and forwards the request,
 // streaming SSE responses chunk by chunk. It retries another endpoint on a connect failure or a
 // 503/429 before the first response byte, strips client-supplied routing headers, and tags every
-// answer with the serving cluster, region and endpoint. The decision Pipeline in this package is
+// answer with the serving cluster, region and endpoint (the pod's name). The decision Pipeline in this package is
 // shared with the Envoy ext_proc front door.
 package proxy
 
@@ -26,8 +26,12 @@ type Config struct {
 	Listen string
 	// Cluster and Region are sent as x-switchyard-cluster and x-switchyard-region.
 	Cluster, Region string
-	// EndpointHeader adds x-switchyard-endpoint (the pod address) to responses. Default true.
+	// EndpointHeader adds x-switchyard-endpoint, the name of the pod that served the request
+	// (see datastore.Endpoint.Name), to responses. Default true.
 	EndpointHeader bool
+	// EndpointHeaderAddress shows the pod's ip:port in x-switchyard-endpoint instead of its
+	// name, for debugging: the address is internal to the cluster. Default false.
+	EndpointHeaderAddress bool
 	// MaxAttempts bounds the endpoints tried per request (first try plus retries). Default 3.
 	MaxAttempts int
 	// DrainTimeout bounds how long shutdown waits for in-flight streams. Default 30 s.

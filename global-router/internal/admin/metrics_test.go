@@ -10,8 +10,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
+	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 )
 

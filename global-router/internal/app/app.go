@@ -138,7 +138,10 @@ func (r *Router) nodeName() string {
 }
 
 func (r *Router) buildData(context.Context) error {
-	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT}, r.node, drainView{r.store})
+	ej := clustertable.DefaultEjectionConfig()
+	ej.MaxEjectionPercent = r.cfg.MaxEjectionPercent
+	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT, Ejection: ej,
+		Logger: r.log.With("component", "clustertable"), Registerer: r.reg}, r.node, drainView{r.store})
 	fc := forward.DefaultConfig()
 	fc.MaxAttempts = r.cfg.MaxAttempts
 	tc, err := r.cfg.gatewayTLS()

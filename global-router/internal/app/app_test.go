@@ -35,6 +35,11 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("defaults not applied: %+v", c)
 			}
 		}},
+		{name: "ejection cap", args: append(base, "--max-ejection-percent=25"), check: func(t *testing.T, c app.Config) {
+			if c.MaxEjectionPercent != 25 {
+				t.Errorf("max ejection percent %d", c.MaxEjectionPercent)
+			}
+		}},
 		{name: "local-only routing mode", args: append(base, "--routing-mode=local-only"), check: func(t *testing.T, c app.Config) {
 			if c.RoutingMode != app.RoutingLocalOnly {
 				t.Errorf("routing mode %q", c.RoutingMode)
@@ -127,6 +132,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "dns listen needs its file", args: append(base, "--dns-listen=:53"), wantErr: "--dns-config"},
 		{name: "bad simulated rtt", args: append(base, "--simulated-rtt=us-west-2"), wantErr: "region=duration"},
 		{name: "zero attempts", args: append(base, "--max-attempts=0"), wantErr: "--max-attempts"},
+		{name: "ejection cap above 100%", args: append(base, "--max-ejection-percent=101"), wantErr: "--max-ejection-percent"},
+		{name: "negative ejection cap", args: append(base, "--max-ejection-percent=-1"), wantErr: "--max-ejection-percent"},
 		{name: "bad log format", args: append(base, "--log-format=xml"), wantErr: "--log-format"},
 		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected arguments"},
 	}

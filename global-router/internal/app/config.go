@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 )
@@ -86,6 +87,10 @@ type Config struct {
 	QueueWait time.Duration
 	// MaxAttempts bounds the clusters tried per request. Default 3.
 	MaxAttempts int
+	// MaxEjectionPercent caps the share of the clusters with a fresh summary that passive health
+	// may eject at once (at least one of two or more; a lone cluster is never ejected below 100);
+	// 0 turns ejection off. Default 50.
+	MaxEjectionPercent int
 	// RoutingMode is "global" (default: local first, overflow to the best cluster anywhere) or
 	// "local-only" (never leaves the router's region: the baseline Tier 2 is measured against).
 	RoutingMode string
@@ -125,6 +130,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:       32 << 20,
 		QueueWait:          2 * time.Second,
 		MaxAttempts:        3,
+		MaxEjectionPercent: clustertable.DefaultEjectionConfig().MaxEjectionPercent,
 		RoutingMode:        RoutingGlobal,
 		PolicyUnavailable:  frontdoor.PolicyUnavailableRefuse,
 		LogFormat:          "text",
@@ -182,6 +188,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--queue-wait: %v must be >= 0", c.QueueWait)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts: %d must be >= 1", c.MaxAttempts)
+	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
+		return fmt.Errorf("--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
 	case c.RoutingMode != RoutingGlobal && c.RoutingMode != RoutingLocalOnly:
 		return fmt.Errorf("--routing-mode: %q must be %s or %s", c.RoutingMode, RoutingGlobal, RoutingLocalOnly)
 	case c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal:

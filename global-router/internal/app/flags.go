@@ -58,6 +58,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted")
 	fs.DurationVar(&cfg.QueueWait, "queue-wait", cfg.QueueWait, "how long a request waits for room before 429")
 	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "clusters tried per request (retry budget)")
+	fs.IntVar(&cfg.MaxEjectionPercent, "max-ejection-percent", cfg.MaxEjectionPercent, "most clusters passive health may eject at once, in percent of those with a fresh summary (0..100; at least one of two or more)")
 	fs.StringVar(&cfg.RoutingMode, "routing-mode", cfg.RoutingMode, "global (overflow across regions) or local-only (baseline: never leave the region)")
 	fs.StringVar(&cfg.PolicyUnavailable, "policy-unavailable", cfg.PolicyUnavailable, "while routing policies are not loaded from etcd: refuse (503) or local (route in this region only; violates residency rules that exclude it)")
 	fs.Func("simulated-rtt", "region=duration,... latency added to forwarded requests (local stack)", rttFlag(&cfg.SimulatedRTT))

@@ -1,6 +1,8 @@
 package clustertable
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"time"
@@ -28,12 +30,52 @@ type EjectionConfig struct {
 	// ejection ends, or once a restarted gateway's summary arrives after the cluster went stale;
 	// see slowstart.go. Default 5 s; 0 turns slow start off.
 	SlowStart time.Duration
+	// MaxEjectionPercent caps, as Envoy's max_ejection_percent, the share of the clusters with a
+	// fresh summary (in every region, drained or not: passive health is per cluster, not per
+	// model) that may be ejected at once: n·percent/100 rounded down, but at least one of two or
+	// more; a lone cluster is never ejected below 100. An ejection past the cap is refused and
+	// the cluster stays a candidate, so a failing dependency or a client provoking errors cannot
+	// empty the table. Default 50; 0 turns ejection off.
+	MaxEjectionPercent int
 }
 
 // DefaultEjectionConfig returns the defaults documented on EjectionConfig.
 func DefaultEjectionConfig() EjectionConfig {
 	return EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second, Probation: 30 * time.Second,
-		SlowStart: 5 * time.Second}
+		SlowStart: 5 * time.Second, MaxEjectionPercent: 50}
+}
+
+// Validate reports the first invalid field.
+func (c EjectionConfig) Validate() error {
+	switch {
+	case c.Consecutive < 1:
+		return fmt.Errorf("clustertable: Ejection.Consecutive %d must be >= 1", c.Consecutive)
+	case c.Base <= 0 || c.Max < c.Base:
+		return fmt.Errorf("clustertable: Ejection.Base (%v) must be > 0 and Ejection.Max (%v) >= Base", c.Base, c.Max)
+	case c.Probation < 0 || c.SlowStart < 0:
+		return errors.New("clustertable: Ejection.Probation and Ejection.SlowStart must be >= 0")
+	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
+		return fmt.Errorf("clustertable: Ejection.MaxEjectionPercent %d must be 0..100", c.MaxEjectionPercent)
+	}
+	return nil
+}
+
+// MaxEjected is how many of n clusters may be ejected at once when percent of them may:
+// n·percent/100 rounded down, but at least one of two or more when percent > 0 (a failed
+// cluster of a pair is still avoided). A lone cluster is never ejected unless percent is 100.
+// percent is clamped to 0..100.
+func MaxEjected(n, percent int) int {
+	percent = min(max(percent, 0), 100)
+	k := n * percent / 100
+	if k == 0 && n >= 2 && percent > 0 {
+		k = 1
+	}
+	return k
+}
+
+// failure reports whether o counts against its cluster's health (it may eject it).
+func failure(o forward.Outcome) bool {
+	return (o.Err != nil && o.Status == 0) || (o.Status >= 500 && o.Status != http.StatusServiceUnavailable)
 }
 
 type health struct {
@@ -54,20 +96,22 @@ type health struct {
 
 func (h *health) ejected(now time.Time) bool { return now.Before(h.until) }
 
-func (h *health) observe(o forward.Outcome, now time.Time, cfg EjectionConfig) {
+// observe records o at now. An ejection it makes due happens only if admit allows it (the
+// table's cap); it reports whether one was refused.
+func (h *health) observe(o forward.Outcome, now time.Time, cfg EjectionConfig, admit func() bool) (refused bool) {
 	if h.ejected(now) && (o.Err != nil || o.Status >= 500) {
 		// Requests sent before the ejection failing one after the other are one incident: they
 		// must not lengthen the ejection or escalate its backoff.
-		return
+		return false
 	}
 	h.noteAnswer(o, now)
 	switch {
 	case o.Err != nil && o.Status == 0:
-		h.eject(now, cfg)
+		return !h.tryEject(now, cfg, admit)
 	case o.Status >= 500 && o.Status != http.StatusServiceUnavailable:
 		h.failures++
 		if h.failures >= cfg.Consecutive {
-			h.eject(now, cfg)
+			return !h.tryEject(now, cfg, admit)
 		}
 	case o.Status == http.StatusServiceUnavailable, o.Status == http.StatusTooManyRequests:
 		// A full cluster is healthy: the routing estimate, not ejection, steers away from it.
@@ -77,6 +121,17 @@ func (h *health) observe(o forward.Outcome, now time.Time, cfg EjectionConfig) {
 			h.ejects = 0
 		}
 	}
+	return false
+}
+
+// tryEject ejects the cluster at now if admit allows it, and reports whether it did. A refused
+// ejection keeps the failure count, so the next failure tries again.
+func (h *health) tryEject(now time.Time, cfg EjectionConfig, admit func() bool) bool {
+	if !admit() {
+		return false
+	}
+	h.eject(now, cfg)
+	return true
 }
 
 func (h *health) eject(now time.Time, cfg EjectionConfig) {

@@ -139,9 +139,11 @@ func TestSlowStartWhenAGatewayIsReplaced(t *testing.T) {
 func TestFailuresDuringEjectionAreOneIncident(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	clk := &clock{t: t0}
-	src := source{summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2))}
+	// c2 is there so that c1 may be ejected (a lone cluster never is: see MaxEjectionPercent).
+	src := source{summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2))}
 	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now,
-		Ejection: clustertable.EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second}}
+		Ejection: clustertable.EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second, MaxEjectionPercent: 50}}
 	tb := clustertable.New(cfg, src, nil)
 	for range 20 { // every request in flight on a connection that broke
 		tb.Observe(refused)

@@ -6,10 +6,13 @@
 package clustertable
 
 import (
+	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
@@ -47,6 +50,10 @@ type Config struct {
 	// Rand returns a uniform number in [0,1) for slow start's admissions (default
 	// math/rand/v2.Float64). It must be safe for concurrent use.
 	Rand func() float64
+	// Logger receives the table's warnings (ejections refused by the cap); nil discards them.
+	Logger *slog.Logger
+	// Registerer, when set, registers the table's metrics.
+	Registerer prometheus.Registerer
 }
 
 // Table is safe for concurrent use.
@@ -61,6 +68,9 @@ type Table struct {
 	seq uint64
 	// sketchHolders counts the states holding decoded prefix sketches.
 	sketchHolders int
+
+	metrics       *metrics
+	refusalLogged time.Time // when a refused ejection was last logged; t.mu guards it
 }
 
 // clusterState is what the table keeps about one cluster between views; t.mu guards it.
@@ -92,7 +102,10 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 		cfg.Ejection = DefaultEjectionConfig()
 	}
 	cfg.MeasuredRTT = cfg.MeasuredRTT.withDefaults()
-	return &Table{cfg: cfg, src: src, drains: drains, states: map[string]*clusterState{}}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Table{cfg: cfg, src: src, drains: drains, states: map[string]*clusterState{}, metrics: newMetrics(cfg.Registerer)}
 }
 
 // Entry is one cluster in a view: its routing figures for one model and where to forward.
@@ -281,6 +294,10 @@ func (t *Table) Models() []string {
 // trip it measured, and, for an accepted request, that it was sent (it is not in the cluster's
 // summary yet) and, for a stream, that it waits for its first token.
 func (t *Table) Observe(o forward.Outcome) {
+	var fresh []string
+	if !o.Abandoned && failure(o) { // it may eject the cluster: the cap needs the fresh clusters
+		fresh = freshClusters(t.src.Snapshot())
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
@@ -291,7 +308,9 @@ func (t *Table) Observe(o forward.Outcome) {
 	if o.Abandoned { // the client left: nothing learned of the cluster
 		return
 	}
-	st.health.observe(o, now, t.cfg.Ejection)
+	if st.health.observe(o, now, t.cfg.Ejection, func() bool { return t.admitEjection(o.Target.Cluster, fresh, now) }) {
+		t.refused(o.Target.Cluster, fresh, now)
+	}
 	if o.RTT > 0 {
 		st.rtt.add(o.RTT, now, t.cfg.MeasuredRTT)
 	}

@@ -158,8 +158,12 @@ func TestInFlightSinceSummaryAndPrefixSketch(t *testing.T) {
 
 func TestFlappingClusterEjectedLongerEachTime(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	src := source{summary("c1", "us-east-1", "gw-a", "http://a", clk.t, false, model("llama", 2))}
-	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now}
+	// c2 is there so that c1 may be ejected (a lone cluster never is: see MaxEjectionPercent).
+	src := source{summary("c1", "us-east-1", "gw-a", "http://a", clk.t, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", clk.t, false, model("llama", 2))}
+	// Slow start always admits c1 once it is back: with c2 there it would otherwise be withheld
+	// from a share of the views.
+	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }}
 	cfg.Ejection = clustertable.DefaultEjectionConfig()
 	tb := clustertable.New(cfg, src, nil)
 	refused := forward.Outcome{Target: forward.Target{Cluster: "c1"}, Err: errors.New("refused")}
@@ -199,7 +203,9 @@ func TestFlappingClusterEjectedLongerEachTime(t *testing.T) {
 // and extra first-token reports never make the count wrong.
 func TestWaitingForFirstToken(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
+	// c2 is there so that c1 may be ejected (a lone cluster never is: see MaxEjectionPercent).
+	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", clk.t, false, model("llama", 2))}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
 	target := forward.Target{Cluster: "c1", URL: "http://a"}
 	waiting := func() int { return tb.View("llama", nil)[0].Cluster.Waiting }
@@ -234,7 +240,9 @@ func TestWaitingForFirstToken(t *testing.T) {
 // that left (abandoned) neither ejects the cluster nor counts as sent.
 func TestDispatchedCountsUntilOutcome(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2))}
+	// c2 is there so that c1 may be ejected (a lone cluster never is: see MaxEjectionPercent).
+	src := source{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, model("llama", 2)),
+		summary("c2", "us-east-1", "gw-b", "http://b", clk.t, false, model("llama", 2))}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
 	target := forward.Target{Cluster: "c1", URL: "http://a"}
 	clk.t = clk.t.Add(10 * time.Millisecond)

@@ -99,6 +99,14 @@ type TTFTObserver interface {
 	ObserveTTFT(t Target, ttft time.Duration)
 }
 
+// Truncator is an Observer that also wants to know when an answer breaks after it started:
+// Truncated is called once for every answer whose body from the gateway failed after its
+// headers had been passed on (the client's answer is then aborted, see ErrTruncated). It must
+// be safe for concurrent use.
+type Truncator interface {
+	Truncated(t Target, err error)
+}
+
 // Observer receives every attempt's outcome. It must be safe for concurrent use.
 type Observer interface {
 	Observe(o Outcome)
@@ -180,6 +188,13 @@ func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 // ErrExhausted is returned when every attempt was refused; the last refusal is wrapped.
 var ErrExhausted = errors.New("forward: every candidate refused the request")
 
+// ErrTruncated is returned when an answer had started (its headers and perhaps part of its body
+// were written to the client) and the gateway's body then broke: the connection closed short of
+// its Content-Length or last chunk, or the stream was reset. The caller must abort the client's
+// response (panic(http.ErrAbortHandler)) so that the client does not take the part it got for a
+// whole answer.
+var ErrTruncated = errors.New("forward: the answer broke after it had started")
+
 // errHandedBack wraps a refusal that answered the attempt's hand-back offer (see handedBack).
 var errHandedBack = errors.New("handed back")
 
@@ -196,8 +211,10 @@ func handedBack(t Target, status int) bool {
 type Retarget func(tried []string) []Target
 
 // Forward sends r (whose body has been read into body) to targets in order and streams the first
-// accepted answer to w. It returns nil once an answer was written (whatever its status), or an
-// error wrapping ErrExhausted when nothing accepted it, in which case nothing was written to w.
+// accepted answer to w. It returns nil once an answer was written (whatever its status), an
+// error wrapping ErrTruncated when the answer started and its body then broke (part of it was
+// written to w), or an error wrapping ErrExhausted when nothing accepted it, in which case
+// nothing was written to w.
 //
 // With again, the retries are chosen again: after a refused attempt the remaining targets are
 // replaced by again's (those not tried yet), so a retry goes where the request is now estimated
@@ -324,6 +341,13 @@ func (f *Forwarder) firstToken(t Target) {
 	}
 }
 
+// truncated tells the observer, if it wants to know, that t's answer broke after it started.
+func (f *Forwarder) truncated(t Target, err error) {
+	if tr, ok := f.obs.(Truncator); ok {
+		tr.Truncated(t, err)
+	}
+}
+
 // observeTTFT tells the observer, if it wants to know, t's time to first token.
 func (f *Forwarder) observeTTFT(t Target, ttft time.Duration) {
 	if o, ok := f.obs.(TTFTObserver); ok {
@@ -332,7 +356,8 @@ func (f *Forwarder) observeTTFT(t Target, ttft time.Duration) {
 }
 
 // stream copies the response to the client, flushing after every read so SSE events leave as
-// they arrive; start is when the attempt began.
+// they arrive; start is when the attempt began. It returns an error wrapping ErrTruncated when
+// the gateway's body broke.
 func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target, start time.Time) error {
 	defer resp.Body.Close()
 	sse := eventStream(resp)
@@ -377,15 +402,19 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 			_ = rc.Flush()
 		}
 		if err != nil {
-			// EOF, the client's cancellation, or a stream broken after its first byte: in every
-			// case the answer has started and cannot be retried. A broken event stream ends with
-			// an error event so the client does not mistake a truncated answer for a whole one.
-			if !errors.Is(err, io.EOF) && r.Context().Err() == nil &&
-				sse {
+			// EOF, the client's cancellation, or an answer broken after its first byte: in every
+			// case the answer has started and cannot be retried.
+			if errors.Is(err, io.EOF) || r.Context().Err() != nil {
+				return nil
+			}
+			// A broken event stream ends with an error event, and the caller aborts the
+			// answer, so the client does not mistake a truncated answer for a whole one.
+			if sse {
 				writeStreamError(w, boundary, "cluster "+t.Cluster+": the stream broke after it had started: "+err.Error())
 				_ = rc.Flush()
 			}
-			return nil
+			f.truncated(t, err)
+			return fmt.Errorf("%w: cluster %s: %w", ErrTruncated, t.Cluster, err)
 		}
 	}
 }

@@ -40,15 +40,24 @@ func (r *recorder) Observe(o forward.Outcome) {
 	r.out = append(r.out, o)
 }
 
-// router serves Forward over the given targets on a real loopback server and returns its URL.
+// router serves Forward over the given targets on a real loopback server (HTTP/1.1 and h2c)
+// and returns its URL. Like the front door, it aborts an answer that broke after it started.
 func router(t *testing.T, f *forward.Forwarder, targets []forward.Target) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := f.Forward(w, r, body, targets, nil); err != nil {
+		err := f.Forward(w, r, body, targets, nil)
+		switch {
+		case errors.Is(err, forward.ErrTruncated):
+			panic(http.ErrAbortHandler)
+		case err != nil:
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
 	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -25,9 +25,10 @@ const (
 // reports: at most promlabel.DefaultLimit of them over the process's life, the rest (and any
 // name that is not a valid label value) counted as promlabel.Other.
 type Metrics struct {
-	attempts *prometheus.CounterVec
-	estimate *prometheus.HistogramVec
-	clusters *promlabel.Set
+	attempts  *prometheus.CounterVec
+	estimate  *prometheus.HistogramVec
+	truncated *prometheus.CounterVec
+	clusters  *promlabel.Set
 }
 
 // NewMetrics registers the forwarder's collectors on reg (nil: not registered).
@@ -42,9 +43,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				"for the cluster when it decided (1 is exact; above 1, the estimate was short), by route (local, overflow, retry).",
 			Buckets: []float64{0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4},
 		}, []string{"route"}),
-		clusters: promlabel.NewSet(promlabel.DefaultLimit)}
+		clusters: promlabel.NewSet(promlabel.DefaultLimit),
+		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_upstream_truncated_total",
+			Help: "Answers aborted because the gateway's body broke after the response headers were passed on " +
+				"(connection or stream closed before the end of the answer), by cluster.",
+		}, []string{"cluster"})}
 	if reg != nil {
-		reg.MustRegister(m.attempts, m.estimate)
+		reg.MustRegister(m.attempts, m.estimate, m.truncated)
 	}
 	return m
 }
@@ -55,6 +61,11 @@ func (m *Metrics) ObserveTTFT(t Target, ttft time.Duration) {
 	if t.Estimate > 0 {
 		m.estimate.WithLabelValues(t.Route).Observe(ttft.Seconds() / t.Estimate.Seconds())
 	}
+}
+
+// Truncated counts an answer from t that broke after it started (Truncator).
+func (m *Metrics) Truncated(t Target, _ error) {
+	m.truncated.WithLabelValues(m.clusters.Value(t.Cluster)).Inc()
 }
 
 // Observe counts o.
@@ -88,7 +99,18 @@ var (
 	_ Dispatcher   = Observers(nil)
 	_ TTFTObserver = Observers(nil)
 	_ TTFTObserver = (*Metrics)(nil)
+	_ Truncator    = Observers(nil)
+	_ Truncator    = (*Metrics)(nil)
 )
+
+// Truncated passes a broken answer on to the members that want it.
+func (os Observers) Truncated(t Target, err error) {
+	for _, x := range os {
+		if tr, ok := x.(Truncator); ok {
+			tr.Truncated(t, err)
+		}
+	}
+}
 
 // ObserveTTFT passes a stream's time to first token on to the members that want it.
 func (os Observers) ObserveTTFT(t Target, ttft time.Duration) {

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
+	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 )
 
 // TestClusterLabelBounded counts attempts to more clusters than the cluster label may take,

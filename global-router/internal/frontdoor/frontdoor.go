@@ -201,7 +201,16 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.request(model, outcome)
 	s.metrics.duration.Observe(time.Since(start).Seconds())
+	if outcome == outcomeTruncated {
+		// The answer started and its body broke: end the client's response short (HTTP/1.1:
+		// the connection closes before the declared length or the last chunk; HTTP/2: the
+		// stream is reset) so the client's read fails instead of seeing a clean end.
+		panic(http.ErrAbortHandler)
+	}
 }
+
+// outcomeTruncated is the outcome of a request whose answer broke after it had started.
+const outcomeTruncated = "truncated"
 
 // route decides and forwards, waiting up to QueueWait for room; it returns the outcome label
 // and whether a fresh cluster lists the model (so that the model may be a label value).
@@ -238,6 +247,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route), known
+			}
+			if errors.Is(ferr, forward.ErrTruncated) {
+				s.log.Warn("gateway answer cut short; aborting it", "model", model, "err", ferr)
+				return outcomeTruncated, known
 			}
 			s.log.Debug("forward refused everywhere", "model", model, "err", ferr)
 		}

@@ -119,7 +119,11 @@ func routerWith(t *testing.T, f *fleet, pol policies, opt routing.Options, reg p
 	cfg.Region = "us-east-1"
 	cfg.QueueWait = 200 * time.Millisecond
 	cfg.Options = opt
-	srv := httptest.NewServer(frontdoor.New(cfg, tb, pol, fwd, nil, frontdoor.NewMetrics(reg)).Handler())
+	srv := httptest.NewUnstartedServer(frontdoor.New(cfg, tb, pol, fwd, nil, frontdoor.NewMetrics(reg)).Handler())
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true) // clients may speak h2c, as to the real router
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
