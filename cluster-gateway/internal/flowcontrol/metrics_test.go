@@ -34,21 +34,21 @@ func queueGauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // label takes at most maxPriorityLabels of them plus the configured ones, the rest are counted
 // under "other", and each gauge returns to zero when its requests leave the queue.
 func TestPriorityLabelBounded(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 1000} })
+	h := newHarness(t, func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 10} })
 	ctx, cancel := context.WithCancel(context.Background())
 	const n = 3 * maxPriorityLabels
 	var chans []<-chan result
 	for i := range n {
 		chans = append(chans, h.admit(t, ctx, fmt.Sprint("r", i), "m", 100+i, ""))
 	}
-	chans = append(chans, h.admit(t, ctx, "critical", "m", 1000, ""))
+	chans = append(chans, h.admit(t, ctx, "critical", "m", 10, ""))
 	got := queueGauges(t, h.reg)
-	// The default priority (0) and the objective's (1000) are preset and take two of the slots.
+	// The default priority (0) and the objective's (10) are preset and take two of the slots.
 	if len(got) > maxPriorityLabels+1 {
 		t.Errorf("%d priority series for %d distinct priorities, want at most %d", len(got), n+1, maxPriorityLabels+1)
 	}
-	if got["1000"] != 1 {
-		t.Errorf("the configured priority 1000 has gauge %v, want its own series at 1", got["1000"])
+	if got["10"] != 1 {
+		t.Errorf("the configured priority 10 has gauge %v, want its own series at 1", got["10"])
 	}
 	if want := float64(n - (maxPriorityLabels - 2)); got[promlabel.Other] != want {
 		t.Errorf("other = %v, want %v (the priorities past the cap)", got[promlabel.Other], want)
