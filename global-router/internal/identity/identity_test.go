@@ -287,8 +287,9 @@ func TestWatchRevalidatesOnRegistrationChanges(t *testing.T) {
 	}
 	node := &fakeNode{}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = identity.Watch{Config: s, Verifier: v, Node: node}.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { _ = identity.Watch{Config: s, Verifier: v, Node: node}.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
 	time.Sleep(50 * time.Millisecond)
 	if err := s.SetClusterDrain(ctx, "c1", true); err != nil { // not a registration
 		t.Fatal(err)
@@ -326,8 +327,9 @@ func FuzzVerifySummary(f *testing.F) {
 		f.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = s.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }() // before the client closes
 	if _, err := s.PutRegistration(ctx, registration(), 0, true); err != nil {
 		f.Fatal(err)
 	}
