@@ -302,6 +302,7 @@ func encodeDelta(d *gossipv1.SummaryDelta) ([]byte, error) {
 	}
 	return encodeBlob(&gossipv1.SummaryDelta{
 		Models: d.GetModels(), PrefixSketch: d.GetPrefixSketch(), PrefixSketchRemoved: d.GetPrefixSketchRemoved(),
+		Signature:         d.GetSignature(),
 		BaseDistance:      d.GetSequence() - d.GetBaseSequence(),
 		GeneratedAtOffset: int64(uint64(d.GetGeneratedAtUnixNano()) - d.GetSequence()), // wraps back in decodeDelta
 	})

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -151,6 +152,22 @@ type Config struct {
 	BroadcastBudget int
 	// Precision is how finely published figures are rounded. Default DefaultPrecision().
 	Precision Precision
+
+	// SigningKey, when set, signs every summary this node publishes (a gateway holding its
+	// cluster's Ed25519 key; SetSigningKey replaces it while running). Default none: unsigned.
+	SigningKey ed25519.PrivateKey
+	// Verifier, when set, must accept every summary received before it is stored (a router
+	// checking cluster registrations). Default none: every well-formed summary is stored.
+	Verifier SummaryVerifier
+	// MaxClockSkew is how far ahead of this node's clock a received summary's sequence number
+	// and generation time may be; chunks and summaries beyond it are dropped, so that a forged
+	// sequence (sequences are the publisher's clock in nanoseconds) cannot make a node's real
+	// summaries look stale. Default 30 s.
+	MaxClockSkew time.Duration
+	// MaxStreamBytes bounds what one incoming TCP stream (push/pull, join, reliable message) may
+	// deliver; an encrypted stream whose header declares more is cut before its payload is read
+	// (memberlist would buffer up to 20 MB before authenticating it). Default 8 MiB.
+	MaxStreamBytes int
 	// Timings are the memberlist protocol periods. Default LANTimings or WANTimings.
 	Timings Timings
 
@@ -179,6 +196,8 @@ func DefaultLANConfig() Config {
 		FullSummaryInterval: 2 * time.Minute,
 		BroadcastBudget:     18_000,
 		Precision:           DefaultPrecision(),
+		MaxClockSkew:        30 * time.Second,
+		MaxStreamBytes:      8 << 20,
 	}
 }
 
@@ -271,6 +290,13 @@ func (c *Config) validateDurations() []error {
 	pos("JoinBackoffMax", c.JoinBackoffMax)
 	pos("LeaveTimeout", c.LeaveTimeout)
 	pos("FullSummaryInterval", c.FullSummaryInterval)
+	pos("MaxClockSkew", c.MaxClockSkew)
+	if c.MaxStreamBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("gossip: MaxStreamBytes %d, want at least 65536", c.MaxStreamBytes))
+	}
+	if c.SigningKey != nil && len(c.SigningKey) != ed25519.PrivateKeySize {
+		errs = append(errs, fmt.Errorf("gossip: SigningKey is %d bytes, want an Ed25519 private key (%d)", len(c.SigningKey), ed25519.PrivateKeySize))
+	}
 	if c.JoinBackoffMax < c.JoinBackoffMin {
 		errs = append(errs, fmt.Errorf("gossip: JoinBackoffMax %v below JoinBackoffMin %v", c.JoinBackoffMax, c.JoinBackoffMin))
 	}

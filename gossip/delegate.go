@@ -96,8 +96,17 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	for _, h := range held {
 		s := h.summary
 		d.n.metrics.received.WithLabelValues("pushpull").Inc()
+		if s.GetSequence() > d.n.futureBound(now) {
+			d.n.countRejected(ErrFuture)
+			continue
+		}
 		if s.GetNode() == d.n.cfg.NodeName {
 			d.n.seq.advancePast(s.GetSequence())
+			continue
+		}
+		if err := d.n.store.checkHeld(&h, now); err != nil {
+			d.n.countRejected(err)
+			d.n.log.Debug("gossip summary rejected", "from", s.GetNode(), "path", "pushpull", "err", err)
 			continue
 		}
 		if d.n.store.applyHeld(h, now) {

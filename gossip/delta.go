@@ -25,12 +25,13 @@ var (
 	fSummaryGen     = summaryFields.ByName("generated_at_unix_nano")
 	fSummaryModels  = summaryFields.ByName("models")
 	fSummarySketch  = summaryFields.ByName("prefix_sketch")
+	fSummarySig     = summaryFields.ByName("signature")
 	modelFields     = (&gossipv1.ModelCapacity{}).ProtoReflect().Descriptor().Fields()
 	fModelName      = modelFields.ByName("name")
 	fModelAdapters  = modelFields.ByName("adapters")
 	fModelSketch    = modelFields.ByName("prefix_sketch")
 	fAdapterName    = (&gossipv1.AdapterCapacity{}).ProtoReflect().Descriptor().Fields().ByName("name")
-	headerSkip      = []protoreflect.FieldDescriptor{fSummarySeq, fSummaryGen, fSummaryModels, fSummarySketch}
+	headerSkip      = []protoreflect.FieldDescriptor{fSummarySeq, fSummaryGen, fSummaryModels, fSummarySketch, fSummarySig}
 	modelFigureSkip = []protoreflect.FieldDescriptor{fModelName, fModelAdapters, fModelSketch}
 	modelFigureSet  = newFigureSet(modelFields.ByName("name").ContainingMessage(), modelFigureSkip)
 	adapterSkip     = []protoreflect.FieldDescriptor{fAdapterName}
@@ -49,7 +50,7 @@ func diffSummary(base, next *gossipv1.CapacitySummary) *gossipv1.SummaryDelta {
 	}
 	d := &gossipv1.SummaryDelta{
 		Node: next.GetNode(), Sequence: next.GetSequence(), BaseSequence: base.GetSequence(),
-		GeneratedAtUnixNano: next.GetGeneratedAtUnixNano(),
+		GeneratedAtUnixNano: next.GetGeneratedAtUnixNano(), Signature: next.GetSignature(),
 	}
 	for i, nm := range next.GetModels() {
 		md, ok := diffModel(base.GetModels()[i], nm)
@@ -155,7 +156,7 @@ func applyDelta(base *gossipv1.CapacitySummary, d *gossipv1.SummaryDelta) (*goss
 	}
 	out := &gossipv1.CapacitySummary{}
 	copyExcept(out.ProtoReflect(), base.ProtoReflect(), headerSkip)
-	out.Sequence, out.GeneratedAtUnixNano = d.GetSequence(), d.GetGeneratedAtUnixNano()
+	out.Sequence, out.GeneratedAtUnixNano, out.Signature = d.GetSequence(), d.GetGeneratedAtUnixNano(), d.GetSignature()
 	out.Models = slices.Clone(base.GetModels())
 	next := 0
 	for _, md := range d.GetModels() {

@@ -77,6 +77,7 @@ type peers struct {
 	alive    int
 	gateways int // alive members whose role is gateway: the publishers
 	legacy   int // alive members that do not read the deltas this version writes (deltaFeatures)
+	unsigned int // alive members that do not read signed deltas (featureSignedDeltas)
 }
 
 // recordLeave notes node's leave announcement with sequence seq and reports whether it was new.
@@ -128,7 +129,7 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 	rec.Member = Member{Name: node.Name, Addr: net.JoinHostPort(node.Addr.String(), strconv.Itoa(int(node.Port))),
 		State: st, Meta: meta, MetaErr: err, Since: rec.Since}
 	rec.features = feats
-	p.alive, p.gateways, p.legacy = 0, 0, 0
+	p.alive, p.gateways, p.legacy, p.unsigned = 0, 0, 0, 0
 	for _, r := range p.members {
 		if r.State == StateAlive {
 			p.alive++
@@ -137,6 +138,9 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 			}
 			if r.features&deltaFeatures != deltaFeatures {
 				p.legacy++
+			}
+			if r.features&featureSignedDeltas == 0 {
+				p.unsigned++
 			}
 		}
 	}
@@ -177,6 +181,13 @@ func (p *peers) allReadOwnDeltas() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.legacy == 0
+}
+
+// allReadSignedDeltas reports whether every alive member advertises featureSignedDeltas.
+func (p *peers) allReadSignedDeltas() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unsigned == 0
 }
 
 // observe records a peer's coordinate and a measured RTT to it.

@@ -26,8 +26,13 @@ const featureCompactDeltas features = 1 << 0
 // know, but keeps that field when it comes inside a model's figures.
 const featureSchema2Figures features = 1 << 1
 
+// featureSignedDeltas: the node reads deltas that carry a signature (SummaryDelta.signature). A
+// reader without it refuses them as carrying an unknown field, so publishers that sign send full
+// summaries only while such a member is alive.
+const featureSignedDeltas features = 1 << 2
+
 // ownFeatures are the features this package implements.
-const ownFeatures = featureCompactDeltas | featureSchema2Figures
+const ownFeatures = featureCompactDeltas | featureSchema2Figures | featureSignedDeltas
 
 // deltaFeatures are the features a reader needs for the deltas this package writes; while a
 // member lacks one, publishers write their deltas as the first deltas were (legacyDelta).

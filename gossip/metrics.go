@@ -25,21 +25,24 @@ type Stats struct {
 
 // metrics are the node's Prometheus collectors and plain counters.
 type metrics struct {
-	members        *prometheus.GaugeVec
-	summaryAge     *prometheus.GaugeVec
-	received       *prometheus.CounterVec
-	applied        *prometheus.CounterVec
-	stale          prometheus.Counter
-	decodeErrors   prometheus.Counter
-	invalidMeta    prometheus.Counter
-	propagation    prometheus.Histogram
-	bytes          *prometheus.CounterVec
-	broadcastBytes *prometheus.CounterVec
-	published      prometheus.Counter
-	deltas         *prometheus.CounterVec
-	keyChanges     prometheus.Counter
-	keyErrors      prometheus.Counter
-	joinAttempts   *prometheus.CounterVec
+	members          *prometheus.GaugeVec
+	summaryAge       *prometheus.GaugeVec
+	received         *prometheus.CounterVec
+	applied          *prometheus.CounterVec
+	stale            prometheus.Counter
+	rejected         *prometheus.CounterVec
+	decodeErrors     prometheus.Counter
+	invalidMeta      prometheus.Counter
+	propagation      prometheus.Histogram
+	bytes            *prometheus.CounterVec
+	broadcastBytes   *prometheus.CounterVec
+	published        prometheus.Counter
+	deltas           *prometheus.CounterVec
+	keyChanges       prometheus.Counter
+	keyErrors        prometheus.Counter
+	signingKeyErrors prometheus.Counter
+	streamsCut       prometheus.Counter
+	joinAttempts     *prometheus.CounterVec
 
 	packetSent, packetRecv, streamSent, streamRecv atomic.Uint64
 	ownBytes, relayedBytes, appliedCount           atomic.Uint64
@@ -51,11 +54,13 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		return prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
 	}
 	m := &metrics{
-		members:      prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("members", "Known members by state (alive, suspect, dead, left).")), []string{"state"}),
-		summaryAge:   prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("summary_age_seconds", "Age of the newest summary per publishing node.")), []string{"node", "cluster"}),
-		received:     prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_received_total", "Summary messages received (chunks on broadcast, summaries on push/pull).")), []string{"path"}),
-		applied:      prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_applied_total", "Summaries that replaced an older one from the same node.")), []string{"path"}),
-		stale:        prometheus.NewCounter(prometheus.CounterOpts(opts("summaries_stale_total", "Summary messages dropped because a newer sequence was already held."))),
+		members:    prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("members", "Known members by state (alive, suspect, dead, left).")), []string{"state"}),
+		summaryAge: prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("summary_age_seconds", "Age of the newest summary per publishing node.")), []string{"node", "cluster"}),
+		received:   prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_received_total", "Summary messages received (chunks on broadcast, summaries on push/pull).")), []string{"path"}),
+		applied:    prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_applied_total", "Summaries that replaced an older one from the same node.")), []string{"path"}),
+		stale:      prometheus.NewCounter(prometheus.CounterOpts(opts("summaries_stale_total", "Summary messages dropped because a newer sequence was already held."))),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_rejected_total",
+			"Received summaries and chunks refused before storing, by reason: clock_skew (sequence or generation time beyond the allowed clock skew), verifier (the verifier refused it).")), []string{"reason"}),
 		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts(opts("decode_errors_total", "Gossip messages that could not be decoded."))),
 		invalidMeta:  prometheus.NewCounter(prometheus.CounterOpts(opts("invalid_metadata_total", "Member metadata that failed validation."))),
 		propagation: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "summary_propagation_seconds",
@@ -65,13 +70,16 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		published:      prometheus.NewCounter(prometheus.CounterOpts(opts("published_total", "Summaries published by this node."))),
 		deltas: prometheus.NewCounterVec(prometheus.CounterOpts(opts("deltas_total",
 			"Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.")), []string{"event"}),
-		keyChanges:   prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
-		keyErrors:    prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."))),
+		keyChanges:       prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
+		keyErrors:        prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."))),
+		signingKeyErrors: prometheus.NewCounter(prometheus.CounterOpts(opts("signing_key_reload_errors_total", "Signing-key-file reloads refused (unreadable file or invalid key)."))),
+		streamsCut: prometheus.NewCounter(prometheus.CounterOpts(opts("streams_cut_total",
+			"Incoming TCP streams cut before memberlist read them whole: an encrypted message header declaring more than MaxStreamBytes, or more bytes than that in all."))),
 		joinAttempts: prometheus.NewCounterVec(prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")), []string{"result"}),
 	}
 	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")), queueDepth)
-	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.decodeErrors,
-		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges, m.keyErrors, m.joinAttempts, queue} {
+	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected, m.decodeErrors,
+		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges, m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

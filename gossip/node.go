@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,9 @@ type Node struct {
 	subs      subscribers
 	peers     peers
 
+	// signingKey signs published summaries; nil: unsigned.
+	signingKey atomic.Pointer[ed25519.PrivateKey]
+
 	running atomic.Bool
 	ready   chan struct{}
 	mlMu    sync.RWMutex
@@ -71,6 +75,11 @@ func New(cfg Config) (*Node, error) {
 		peers:  peers{members: map[string]*memberRecord{}, coords: map[string]vivaldi.Coordinate{}},
 	}
 	n.store.baseWait = baseWaitFor(cfg.Timings.GossipInterval)
+	n.store.accept = n.accept
+	if cfg.SigningKey != nil {
+		key := cfg.SigningKey
+		n.signingKey.Store(&key)
+	}
 	if n.log == nil {
 		n.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -135,7 +144,7 @@ func (n *Node) Run(ctx context.Context) error {
 // create builds the transport and the memberlist.
 func (n *Node) create() (*memberlist.Memberlist, error) {
 	mlog := newMemberlistLogger(n.log)
-	tr, err := newCountingTransport(n.cfg.BindAddr, n.cfg.BindPort, mlog, n.metrics)
+	tr, err := newCountingTransport(n.cfg.BindAddr, n.cfg.BindPort, mlog, n.metrics, streamLimits{maxBytes: n.cfg.MaxStreamBytes, timeout: n.cfg.Timings.TCPTimeout})
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // SchemaVersion is the CapacitySummary schema this package writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // packetReserve is the part of a UDP packet left to memberlist's framing (compound header, user
 // message header, AES-GCM nonce and tag) when sizing summary chunks.
@@ -80,6 +80,11 @@ func (n *Node) Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, 
 	defer n.pub.mu.Unlock()
 	out := n.stamp(s)
 	n.cfg.Precision.apply(out)
+	if key := n.signingKey.Load(); key != nil {
+		if err := SignSummary(out, *key); err != nil {
+			return nil, fmt.Errorf("gossip: publish: %w", err)
+		}
+	}
 	now := n.now()
 	if p := &n.pub; !p.lastCall.IsZero() {
 		p.cadence = now.Sub(p.lastCall)
@@ -153,8 +158,8 @@ func (n *Node) deltaBlob(out *gossipv1.CapacitySummary, now time.Time) []byte {
 		return nil
 	}
 	d := diffSummary(p.base, out)
-	if d == nil {
-		return nil
+	if d == nil || (len(out.GetSignature()) > 0 && !n.peers.allReadSignedDeltas()) {
+		return nil // a member that predates signatures would drop a signed delta: send in full
 	}
 	encode := encodeDelta
 	if !n.peers.allReadOwnDeltas() {

@@ -17,17 +17,29 @@ func (n *Node) handleChunk(b []byte) {
 		return
 	}
 	n.metrics.received.WithLabelValues("broadcast").Inc()
+	now := n.now()
+	if c.seq > n.futureBound(now) {
+		// Forged or from a clock far ahead: neither assembled (it would hold back the node's
+		// real chunks), relayed, nor followed by our own sequencer.
+		n.countRejected(ErrFuture)
+		n.log.Debug("gossip summary chunk from the future dropped", "from", c.node, "sequence", c.seq)
+		return
+	}
 	if c.node == n.cfg.NodeName {
 		// Our own summary from a previous incarnation: continue above its sequence.
 		n.seq.advancePast(c.seq)
 		return
 	}
-	now := n.now()
 	// Sequences are the publisher's clock in nanoseconds: the gap to the newest one held tells a
 	// heartbeat delta (relayed as often as full summaries) from one of a quick series.
 	prev := n.store.newest(c.node)
 	heartbeat := prev == 0 || c.seq <= prev || time.Duration(c.seq-prev) >= heartbeatGap
 	out, sum, err := n.store.addChunk(c, now)
+	if out == chunkRejected {
+		n.countRejected(err)
+		n.log.Debug("gossip summary rejected", "from", c.node, "sequence", c.seq, "err", err)
+		return
+	}
 	if err != nil {
 		n.metrics.decodeErrors.Inc()
 		n.log.Debug("gossip bad summary chunk", "from", c.node, "err", err)

@@ -61,6 +61,7 @@ const (
 	chunkApplied                   // completed a newer summary: relay it
 	chunkParked                    // completed a delta whose base is not held (yet): relay it
 	chunkBaseMissed                // as chunkParked, and the base is overdue: ask for a full summary
+	chunkRejected                  // completed a summary that failed its checks (clock, verifier): dropped, not relayed
 )
 
 // baseGrace is how long after a full summary (by its publisher's sequence clock) a receiver may
@@ -89,6 +90,8 @@ type store struct {
 	// baseWait is the receiver-side wait for a missing base (baseWaitFor); 0 leaves only the
 	// sequence-clock grace.
 	baseWait time.Duration
+	// accept checks every summary before it is stored (see Node.accept); nil accepts all.
+	accept func(s *gossipv1.CapacitySummary, now time.Time) error
 }
 
 func newStore(limit int) *store {
@@ -162,6 +165,9 @@ func (s *store) complete(node string, a *assembly, now time.Time) (outcome, *gos
 	if sum.GetNode() != node || sum.GetSequence() != a.seq {
 		return chunkPartial, nil, fmt.Errorf("%w: chunk header says %s/%d, summary %s/%d", ErrMalformed, node, a.seq, sum.GetNode(), sum.GetSequence())
 	}
+	if err := s.check(sum, now); err != nil {
+		return chunkRejected, nil, err
+	}
 	s.applyLocked(heldSummary{summary: sum}, now)
 	return chunkApplied, s.entries[node].summary, nil
 }
@@ -178,6 +184,9 @@ func (s *store) completeDelta(node string, a *assembly, now time.Time) (outcome,
 		sum, err := applyDelta(base, d)
 		if err != nil {
 			return chunkPartial, nil, fmt.Errorf("node %s delta %d: %w", node, a.seq, err)
+		}
+		if err := s.check(sum, now); err != nil {
+			return chunkRejected, nil, err
 		}
 		s.applyLocked(heldSummary{summary: sum, base: base}, now)
 		return chunkApplied, sum, nil
@@ -278,11 +287,57 @@ func (s *store) unparkLocked(e *entry, now time.Time) bool {
 	}
 	delete(s.parked, node)
 	sum, err := applyDelta(base, p.delta)
-	if err != nil {
+	if err != nil || s.check(sum, now) != nil {
 		return false
 	}
 	e.summary, e.receivedAt = sum, now
 	return true
+}
+
+// check runs the store's acceptance check on sum. Called with s.mu held.
+func (s *store) check(sum *gossipv1.CapacitySummary, now time.Time) error {
+	if s.accept == nil {
+		return nil
+	}
+	return s.accept(sum, now)
+}
+
+// checkHeld checks a summary that arrived complete (push/pull) and, when it has one, its base: it
+// returns the error of a rejected summary, and drops a rejected base from h.
+func (s *store) checkHeld(h *heldSummary, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(h.summary, now); err != nil {
+		return err
+	}
+	if h.base != nil && s.check(h.base, now) != nil {
+		h.base = nil
+	}
+	return nil
+}
+
+// recheck runs the acceptance check again on every stored summary and forgets the nodes whose
+// summary now fails it (a base that fails is dropped, its deltas then wait for the next full
+// summary). It returns the nodes forgotten.
+func (s *store) recheck(now time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var dropped []string
+	for node, e := range s.entries {
+		if s.check(e.summary, now) != nil {
+			delete(s.entries, node)
+			delete(s.parked, node)
+			delete(s.pending, pendingKey{node: node})
+			delete(s.pending, pendingKey{node: node, delta: true})
+			dropped = append(dropped, node)
+			continue
+		}
+		if e.base != nil && e.base != e.summary && s.check(e.base, now) != nil {
+			e.base = nil
+		}
+	}
+	sort.Strings(dropped)
+	return dropped
 }
 
 // newest returns the sequence of the newest summary held from node, or 0.

@@ -14,6 +14,7 @@ import (
 type countingTransport struct {
 	inner   *memberlist.NetTransport
 	m       *metrics
+	limits  streamLimits
 	packets chan *memberlist.Packet
 	streams chan net.Conn
 	done    chan struct{}
@@ -23,7 +24,7 @@ var _ memberlist.NodeAwareTransport = (*countingTransport)(nil)
 
 // newCountingTransport binds addr:port (port 0: a free port, retried as memberlist does, since
 // UDP and TCP must get the same number).
-func newCountingTransport(addr string, port int, logger *log.Logger, m *metrics) (*countingTransport, error) {
+func newCountingTransport(addr string, port int, logger *log.Logger, m *metrics, limits streamLimits) (*countingTransport, error) {
 	cfg := &memberlist.NetTransportConfig{BindAddrs: []string{addr}, BindPort: port, Logger: logger}
 	attempts := 1
 	if port == 0 {
@@ -33,7 +34,7 @@ func newCountingTransport(addr string, port int, logger *log.Logger, m *metrics)
 	for range attempts {
 		var nt *memberlist.NetTransport
 		if nt, err = memberlist.NewNetTransport(cfg); err == nil {
-			t := &countingTransport{inner: nt, m: m, packets: make(chan *memberlist.Packet),
+			t := &countingTransport{inner: nt, m: m, limits: limits, packets: make(chan *memberlist.Packet),
 				streams: make(chan net.Conn), done: make(chan struct{})}
 			go t.forward()
 			return t, nil
@@ -45,7 +46,8 @@ func newCountingTransport(addr string, port int, logger *log.Logger, m *metrics)
 	return nil, fmt.Errorf("gossip: bind %s:%d: %w", addr, port, err)
 }
 
-// forward moves received packets and accepted streams from the inner transport, counting them.
+// forward moves received packets and accepted streams from the inner transport, counting them;
+// accepted streams are bounded (streamLimits).
 func (t *countingTransport) forward() {
 	for {
 		select {
@@ -58,7 +60,7 @@ func (t *countingTransport) forward() {
 			}
 		case c := <-t.inner.StreamCh():
 			select {
-			case t.streams <- &countingConn{Conn: c, m: t.m}:
+			case t.streams <- &countingConn{Conn: t.limits.guard(c, t.m), m: t.m}:
 			case <-t.done:
 				_ = c.Close()
 				return

@@ -28,7 +28,8 @@ var gatewayValueSets = map[string]map[string]any{
 		"serviceMonitor":  map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"podAntiAffinity": "hard",
 		"gossip": map[string]any{"existingSecret": "fleet-gossip",
-			"join": []any{"sy-global-router-gossip.switchyard.svc:7946"}},
+			"join":           []any{"sy-global-router-gossip.switchyard.svc:7946"},
+			"summarySigning": map[string]any{"existingSecret": "c1-summary-signing"}},
 		"extraArgs":    []any{"--queue-limit=2048"},
 		"tls":          map[string]any{"secretName": "gw-tls", "requireClientCertificates": true},
 		"advertiseURL": "https://gw.use1.example.com:8080",
@@ -109,7 +110,12 @@ func checkGatewayTLS(t *testing.T, dep *appsv1.Deployment, vals map[string]any) 
 			t.Errorf("--cert-path=%s is not the read-only mount of Secret %s", path, wantSecret)
 		}
 	}
-	checkSecretFiles(t, spec, c, "tls-cert-file", "tls-key-file", "tls-client-ca-file")
+	checkSecretFiles(t, spec, c, "tls-cert-file", "tls-key-file", "tls-client-ca-file", "summary-signing-key-file")
+	g, _ := vals["gossip"].(map[string]any)
+	signing, _ := g["summarySigning"].(map[string]any)
+	if want := signing["existingSecret"] != nil && signing["existingSecret"] != ""; (argValue(c.Args, "summary-signing-key-file") != "") != want {
+		t.Errorf("--summary-signing-key-file given %v, want %v", argValue(c.Args, "summary-signing-key-file") != "", want)
+	}
 	if tls, _ := vals["tls"].(map[string]any); tls != nil && tls["secretName"] != "" {
 		if argValue(c.Args, "tls-cert-file") == "" || !strings.HasPrefix(argValue(c.Args, "advertise-url"), "https://") {
 			t.Errorf("TLS on, but args %v", c.Args)

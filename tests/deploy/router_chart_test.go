@@ -39,6 +39,9 @@ var routerValueSets = map[string]map[string]any{
 		"tls":     map[string]any{"secretName": "router-tls", "requireClientCertificates": true},
 		"service": map[string]any{"port": 443},
 	},
+	"compatibility mode allowed, cleartext gateways": {
+		"clusterIdentity": map[string]any{"required": false, "allowCleartextGateways": true, "maxClockSkew": "10s"},
+	},
 	"OpenAI port over TLS, own health check": {
 		"tls": map[string]any{"secretName": "router-tls"},
 		"service": map[string]any{"annotations": map[string]any{
@@ -76,6 +79,7 @@ func TestRouterChart(t *testing.T) {
 				t.Error("POD_IP is not set from status.podIP")
 			}
 			checkEtcdFiles(t, spec, c)
+			checkClusterIdentity(t, args, vals)
 			checkRouterServices(t, objs)
 			checkListenTLS(t, objs, c, vals)
 		})
@@ -187,5 +191,22 @@ func checkRouterServices(t *testing.T, objs []object) {
 	}
 	if !gossip.Spec.PublishNotReadyAddresses {
 		t.Error("gossip Service must publish not-ready routers (they become ready only after gateways join)")
+	}
+}
+
+// checkClusterIdentity checks that the chart requires cluster identity unless told otherwise and
+// passes the identity flags it is given.
+func checkClusterIdentity(t *testing.T, args []string, vals map[string]any) {
+	t.Helper()
+	ci, _ := vals["clusterIdentity"].(map[string]any)
+	wantRequired := ci == nil || ci["required"] != false
+	if got := argValue(args, "require-cluster-identity") == "true"; got != wantRequired {
+		t.Errorf("--require-cluster-identity=true given %v, want %v: %v", got, wantRequired, args)
+	}
+	if got, want := argValue(args, "allow-cleartext-gateways") == "true", ci != nil && ci["allowCleartextGateways"] == true; got != want {
+		t.Errorf("--allow-cleartext-gateways=true given %v, want %v", got, want)
+	}
+	if skew, _ := ci["maxClockSkew"].(string); argValue(args, "max-clock-skew") != skew {
+		t.Errorf("--max-clock-skew=%q, want %q", argValue(args, "max-clock-skew"), skew)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+	"github.com/switchyard-dev/switchyard/gossip"
 )
 
 // Config is every setting of the gateway; flags bind to it.
@@ -55,6 +56,11 @@ type Config struct {
 	ConfigFile, Profile string
 	// Gossip settings (validated; the publisher uses them).
 	GossipBind, GossipJoin, GossipKeyFile, AdvertiseURL string
+	// SummarySigningKeyFile holds the cluster's Ed25519 signing key (PEM PKCS #8 or the base64 of
+	// the 32-byte seed); every capacity summary is signed with it, and routers that have the
+	// cluster registered accept only summaries its public key verifies. Re-read every 10 s.
+	// Default: unsigned.
+	SummarySigningKeyFile string
 	// LogFormat is text or json; LogLevel debug, info, warn or error. Defaults text, info.
 	LogFormat, LogLevel string
 	// ScrapeInterval is the per-pod metrics scrape interval for small fleets. Default 50 ms.
@@ -253,6 +259,14 @@ func (c Config) validateGossip() error {
 	if c.GossipKeyFile != "" {
 		if _, err := ReadGossipKeys(c.GossipKeyFile); err != nil {
 			return fmt.Errorf("--gossip-key-file: %w", err)
+		}
+	}
+	if c.SummarySigningKeyFile != "" {
+		if c.GossipBind == "" {
+			return errors.New("--summary-signing-key-file needs --gossip-bind")
+		}
+		if _, err := gossip.LoadSigningKeyFile(c.SummarySigningKeyFile); err != nil {
+			return fmt.Errorf("--summary-signing-key-file: %w", err)
 		}
 	}
 	return nil

@@ -35,6 +35,7 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.GossipJoin, "gossip-join", c.GossipJoin, "gossip peers to join: host:port,...")
 	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", c.GossipKeyFile, "file of base64 32-byte gossip keys, one per line")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "URL routers use to reach this gateway")
+	fs.StringVar(&c.SummarySigningKeyFile, "summary-signing-key-file", c.SummarySigningKeyFile, "Ed25519 key that signs the capacity summaries (PEM PKCS #8 or base64 of the 32-byte seed; re-read every 10 s)")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate that serves --listen over TLS (with --tls-key-file)")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM key of --tls-cert-file")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile, "PEM CAs whose client certificates --listen requires over TLS")

@@ -36,6 +36,11 @@ func (g *Gateway) buildGossip() error {
 	}
 	gc.Seeds, gc.Keys = splitList(g.cfg.GossipJoin), keys
 	gc.Logger, gc.Registerer = g.log.With("component", "gossip"), g.reg
+	if g.cfg.SummarySigningKeyFile != "" {
+		if gc.SigningKey, err = gossip.LoadSigningKeyFile(g.cfg.SummarySigningKeyFile); err != nil {
+			return fmt.Errorf("--summary-signing-key-file: %w", err)
+		}
+	}
 	node, err := gossip.New(gc)
 	if err != nil {
 		return fmt.Errorf("gossip: %w", err)
@@ -46,6 +51,12 @@ func (g *Gateway) buildGossip() error {
 	}
 	watch := gossip.KeyFileWatcher{Node: node, Path: g.cfg.GossipKeyFile} // rotation without restarts
 	g.components = append(g.components, node, pub, watch)
+	if g.cfg.SummarySigningKeyFile != "" {
+		g.log.Info("capacity summaries signed", "key_id", node.SigningKeyID(), "file", g.cfg.SummarySigningKeyFile)
+		g.components = append(g.components, gossip.SigningKeyFileWatcher{Node: node, Path: g.cfg.SummarySigningKeyFile})
+	} else {
+		g.log.Info("capacity summaries unsigned: routers with registered clusters will ignore them (see --summary-signing-key-file)")
+	}
 	return nil
 }
 

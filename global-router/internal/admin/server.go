@@ -83,6 +83,21 @@ type Explainer interface {
 	Policy(model string) (routing.Policy, error)
 }
 
+// RegistrationStore reads and writes cluster registrations with optimistic concurrency.
+// *configstore.Store implements it. Implementations must be safe for concurrent use and return
+// errors wrapping configstore.ErrNotFound, ErrConflict and ErrInvalid as documented there.
+type RegistrationStore interface {
+	PutRegistration(ctx context.Context, r *adminv1.ClusterRegistration, expectedRevision int64, allowCleartext bool) (*adminv1.ClusterRegistration, error)
+	DeleteRegistration(ctx context.Context, cluster string, expectedRevision int64) error
+	ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegistration, error)
+}
+
+// IdentityMode reports how the router checks capacity summaries now. *identity.Verifier
+// implements it. It must be safe for concurrent use.
+type IdentityMode interface {
+	Mode() string
+}
+
 // Deps are the components the service reads and writes. Every field is required.
 type Deps struct {
 	// Policies reads and writes policies (the config store).
@@ -97,6 +112,10 @@ type Deps struct {
 	Gossip Gossip
 	// Explainer is the front door's routing decision.
 	Explainer Explainer
+	// Registrations reads and writes cluster registrations (the config store).
+	Registrations RegistrationStore
+	// Identity is the router's summary verifier (its mode).
+	Identity IdentityMode
 }
 
 func (d Deps) validate() error {
@@ -113,6 +132,10 @@ func (d Deps) validate() error {
 		return errors.New("admin: Deps.Gossip is nil")
 	case d.Explainer == nil:
 		return errors.New("admin: Deps.Explainer is nil")
+	case d.Registrations == nil:
+		return errors.New("admin: Deps.Registrations is nil")
+	case d.Identity == nil:
+		return errors.New("admin: Deps.Identity is nil")
 	}
 	return nil
 }
@@ -137,6 +160,9 @@ type Config struct {
 	StoreTimeout time.Duration
 	// MaxRequestBytes bounds a request message (ExplainRoute carries a prompt). Default 8 MiB.
 	MaxRequestBytes int
+	// AllowCleartextGateways lets RegisterCluster store http:// gateway URLs
+	// (--allow-cleartext-gateways). Default false: https:// only.
+	AllowCleartextGateways bool
 }
 
 // DefaultConfig returns the defaults documented on Config, with no token and no region.

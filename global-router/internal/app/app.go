@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
+	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
@@ -38,6 +39,7 @@ type Router struct {
 	client *clientv3.Client
 	store  *configstore.Store
 	node   *gossip.Node
+	ident  *identity.Verifier
 	table  *clustertable.Table
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
@@ -125,6 +127,12 @@ func (r *Router) buildGossip(context.Context) error {
 	}
 	gc.Seeds, gc.Keys = r.cfg.GossipJoin, keys
 	gc.Logger, gc.Registerer = r.log.With("component", "gossip"), r.reg
+	ic := identity.DefaultConfig()
+	ic.Require, ic.AllowCleartext = r.cfg.RequireClusterIdentity, r.cfg.AllowCleartextGateways
+	if r.ident, err = identity.New(ic, r.store, r.log.With("component", "identity"), r.reg); err != nil {
+		return err
+	}
+	gc.Verifier, gc.MaxClockSkew = r.ident, r.cfg.MaxClockSkew
 	r.node, err = gossip.New(gc)
 	return err
 }
@@ -177,9 +185,10 @@ func (r *Router) buildToken(context.Context) error {
 
 func (r *Router) buildAdmin(context.Context) error {
 	ac := admin.DefaultConfig()
-	ac.Token, ac.Region = r.tokens[0], r.cfg.Region
+	ac.Token, ac.Region, ac.AllowCleartextGateways = r.tokens[0], r.cfg.Region, r.cfg.AllowCleartextGateways
 	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
-		Clusters: r.table, Gossip: r.node, Explainer: r.front}, r.log.With("component", "admin"), r.reg)
+		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident},
+		r.log.With("component", "admin"), r.reg)
 	if err == nil {
 		err = srv.SetTokens(r.tokens)
 	}
@@ -214,6 +223,9 @@ func (r *Router) run(ctx context.Context) error {
 	g.Go(func() error { return r.node.Run(ctx) })
 	g.Go(func() error { return gossip.KeyFileWatcher{Node: r.node, Path: r.cfg.GossipKeyFile}.Run(ctx) })
 	g.Go(func() error { return r.tokenWatcher().Run(ctx) })
+	g.Go(func() error {
+		return identity.Watch{Config: r.store, Verifier: r.ident, Node: r.node, Logger: r.log.With("component", "identity")}.Run(ctx)
+	})
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })
 	}

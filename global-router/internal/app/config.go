@@ -81,6 +81,16 @@ type Config struct {
 	// GatewayCertFile and GatewayKeyFile, both or neither, are the client certificate the router
 	// presents to them (for a listener that requires one). Read at every handshake.
 	GatewayCAFile, GatewayCertFile, GatewayKeyFile string
+	// RequireClusterIdentity refuses every capacity summary while no cluster is registered,
+	// instead of accepting them unverified (compatibility mode). Default false; the Helm chart
+	// sets it.
+	RequireClusterIdentity bool
+	// AllowCleartextGateways lets registrations and summaries name http:// gateway URLs; otherwise
+	// only https:// ones are accepted once clusters are registered. Default false.
+	AllowCleartextGateways bool
+	// MaxClockSkew is how far ahead of this router's clock a summary's sequence number and
+	// generation time may be before the summary is dropped. Default 30 s.
+	MaxClockSkew time.Duration
 	// MaxBodyBytes bounds a request body. Default 32 MiB.
 	MaxBodyBytes int64
 	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
@@ -127,6 +137,7 @@ func DefaultConfig() Config {
 		EmbeddedEtcdListen: "127.0.0.1:0",
 		GossipBind:         ":7946",
 		GossipProfile:      "wan",
+		MaxClockSkew:       30 * time.Second,
 		MaxBodyBytes:       32 << 20,
 		QueueWait:          2 * time.Second,
 		MaxAttempts:        3,
@@ -182,6 +193,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--gossip-profile: %q must be wan or lan", c.GossipProfile)
 	case len(c.EtcdEndpoints) == 0 && c.DataDir == "":
 		return errors.New("--data-dir is required when no --etcd-endpoints are given")
+	case c.MaxClockSkew <= 0:
+		return fmt.Errorf("--max-clock-skew: %v must be positive", c.MaxClockSkew)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("--max-body-bytes: %d must be >= 1", c.MaxBodyBytes)
 	case c.QueueWait < 0:

@@ -1,5 +1,6 @@
 // Package configstore keeps the global router's shared configuration in etcd: per-model routing
-// policies and drains of clusters and regions, under the key prefix /switchyard/v1/. Writes use
+// policies, drains of clusters and regions, and cluster registrations (the identity a cluster's
+// capacity summaries must match), under the key prefix /switchyard/v1/. Writes use
 // optimistic concurrency (a stale revision gets ErrConflict, never a silent overwrite). Store.Run
 // loads the prefix and then watches it, publishing every change as a new immutable View that the
 // data path reads without locks; while etcd is unreachable the last good View stays in force.
@@ -27,12 +28,15 @@ const (
 	RegionDrainPrefix = Prefix + "drain/region/"
 	// ElectionPrefix + election name holds the candidates' keys of a leader election.
 	ElectionPrefix = Prefix + "election/"
+	// ClusterPrefix + cluster holds a cluster's registration (protobuf JSON of
+	// switchyard.admin.v1.ClusterRegistration): the identity its capacity summaries must match.
+	ClusterPrefix = Prefix + "clusters/"
 )
 
 // Errors. The admin API maps them to gRPC codes: ErrNotFound to NotFound, ErrConflict to
 // FailedPrecondition, ErrInvalid to InvalidArgument, ErrUnreadable to DataLoss.
 var (
-	// ErrNotFound means no policy is stored for the model.
+	// ErrNotFound means no policy is stored for the model (or no registration for the cluster).
 	ErrNotFound = errors.New("configstore: not found")
 	// ErrConflict means the stored revision is not the expected one: someone else wrote first.
 	ErrConflict = errors.New("configstore: revision conflict")

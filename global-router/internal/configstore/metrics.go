@@ -8,14 +8,15 @@ import (
 
 // metrics are the store's collectors.
 type metrics struct {
-	reloads     prometheus.Counter
-	events      prometheus.Counter
-	invalid     prometheus.Counter
-	writes      *prometheus.CounterVec
-	revision    prometheus.Gauge
-	policies    prometheus.Gauge
-	unreadable  prometheus.Gauge
-	lastApplied prometheus.Gauge
+	reloads       prometheus.Counter
+	events        prometheus.Counter
+	invalid       prometheus.Counter
+	writes        *prometheus.CounterVec
+	revision      prometheus.Gauge
+	policies      prometheus.Gauge
+	registrations prometheus.Gauge
+	unreadable    prometheus.Gauge
+	lastApplied   prometheus.Gauge
 }
 
 // newMetrics creates the collectors and registers them on reg (nothing when reg is nil).
@@ -31,7 +32,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchyard_router_config_invalid_values_total",
-			Help: "Stored policy values that failed to decode or validate; each makes its model refused until it is replaced or deleted.",
+			Help: "Stored policy and registration values that failed to decode or validate; an unreadable policy makes its model refused until it is replaced or deleted, an invalid registration is ignored.",
 		}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_config_writes_total",
@@ -49,6 +50,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "switchyard_router_config_unreadable_policies",
 			Help: "Stored policy values in the config view in force that cannot be read; their models are refused.",
 		}),
+		registrations: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchyard_router_config_registrations",
+			Help: "Cluster registrations in the config view in force.",
+		}),
 		lastApplied: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchyard_router_config_last_change_timestamp_seconds",
 			Help: "Unix time at which the last config change from the watch was applied.",
@@ -57,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.unreadable, m.lastApplied} {
+	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.registrations, m.unreadable, m.lastApplied} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("configstore: register metrics: %w", err)
 		}

@@ -22,7 +22,11 @@ type View struct {
 	unreadable map[string]UnreadablePolicy
 	clusters   map[string]struct{} // drained clusters
 	regions    map[string]struct{} // drained regions
-	replaced   chan struct{}
+	// registrations are the cluster registrations by cluster; registrationsRevision is the etcd
+	// revision of their last change (0: none loaded).
+	registrations         map[string]Registration
+	registrationsRevision int64
+	replaced              chan struct{}
 }
 
 type policyEntry struct {
@@ -50,6 +54,8 @@ func emptyView() *View {
 		clusters:   map[string]struct{}{},
 		regions:    map[string]struct{}{},
 		replaced:   make(chan struct{}),
+
+		registrations: map[string]Registration{},
 	}
 }
 
@@ -62,6 +68,9 @@ func (v *View) clone(rev int64) *View {
 		clusters:   maps.Clone(v.clusters),
 		regions:    maps.Clone(v.regions),
 		replaced:   make(chan struct{}),
+
+		registrations:         maps.Clone(v.registrations),
+		registrationsRevision: v.registrationsRevision,
 	}
 }
 
@@ -143,6 +152,28 @@ func (v *View) DrainedClusters() []string { return slices.Sorted(maps.Keys(v.clu
 // DrainedRegions returns the drained regions, sorted.
 func (v *View) DrainedRegions() []string { return slices.Sorted(maps.Keys(v.regions)) }
 
+// Registration returns cluster's registration, if it is registered.
+func (v *View) Registration(cluster string) (Registration, bool) {
+	r, ok := v.registrations[cluster]
+	return r, ok
+}
+
+// RegistrationCount returns the number of registered clusters.
+func (v *View) RegistrationCount() int { return len(v.registrations) }
+
+// Registrations returns every registration, ordered by cluster. The values must not be modified.
+func (v *View) Registrations() []*adminv1.ClusterRegistration {
+	out := make([]*adminv1.ClusterRegistration, 0, len(v.registrations))
+	for _, c := range slices.Sorted(maps.Keys(v.registrations)) {
+		out = append(out, v.registrations[c].Stored)
+	}
+	return out
+}
+
+// RegistrationsRevision is the etcd revision at which the registrations last changed in this
+// view's history (0 while none has been loaded); it changes exactly when they may have.
+func (v *View) RegistrationsRevision() int64 { return v.registrationsRevision }
+
 // Snapshot returns the current view. It never blocks and never returns nil.
 func (s *Store) Snapshot() *View { return s.view.Load() }
 
@@ -154,4 +185,5 @@ func (s *Store) publish(next *View) {
 	s.metrics.revision.Set(float64(next.revision))
 	s.metrics.policies.Set(float64(len(next.policies)))
 	s.metrics.unreadable.Set(float64(len(next.unreadable)))
+	s.metrics.registrations.Set(float64(len(next.registrations)))
 }

@@ -59,12 +59,14 @@ func (s *Store) load(ctx context.Context) (int64, error) {
 	prev := s.view.Load()
 	next := emptyView()
 	next.revision = resp.Header.Revision
+	// A reload may have missed deletions: count the registrations as changed.
+	next.registrationsRevision = next.revision
 	for _, kv := range resp.Kvs {
 		s.put(next, prev, string(kv.Key), kv.Value, kv.ModRevision)
 	}
 	s.publish(next)
 	s.logger.Info("config loaded", "revision", next.revision, "policies", len(next.policies),
-		"drained_clusters", len(next.clusters), "drained_regions", len(next.regions))
+		"drained_clusters", len(next.clusters), "drained_regions", len(next.regions), "registrations", len(next.registrations))
 	return next.revision, nil
 }
 
@@ -130,6 +132,8 @@ func (s *Store) put(next, prev *View, key string, value []byte, modRev int64) {
 		next.clusters[strings.TrimPrefix(key, ClusterDrainPrefix)] = struct{}{}
 	case strings.HasPrefix(key, RegionDrainPrefix):
 		next.regions[strings.TrimPrefix(key, RegionDrainPrefix)] = struct{}{}
+	case strings.HasPrefix(key, ClusterPrefix):
+		s.putRegistration(next, prev, strings.TrimPrefix(key, ClusterPrefix), value, modRev)
 	}
 }
 
@@ -143,6 +147,22 @@ func (s *Store) markUnreadable(next, prev *View, key string, u UnreadablePolicy)
 	}
 	s.metrics.invalid.Inc()
 	s.logger.Warn("stored policy unreadable, model refused until it is fixed", "key", key, "revision", u.Revision, "reason", u.Reason)
+}
+
+// putRegistration applies one stored registration to next. An invalid value leaves the cluster's
+// previous registration (from prev) in force.
+func (s *Store) putRegistration(next, prev *View, cluster string, value []byte, modRev int64) {
+	next.registrationsRevision = max(next.registrationsRevision, modRev)
+	r, err := DecodeRegistration(cluster, value, modRev)
+	if err != nil {
+		s.metrics.invalid.Inc()
+		s.logger.Warn("invalid stored registration ignored", "key", ClusterKey(cluster), "err", err)
+		if old, ok := prev.registrations[cluster]; ok {
+			next.registrations[cluster] = old
+		}
+		return
+	}
+	next.registrations[cluster] = newRegistration(r)
 }
 
 // remove applies the deletion of one key to next.
@@ -159,5 +179,8 @@ func (s *Store) remove(next *View, key string) {
 		delete(next.clusters, strings.TrimPrefix(key, ClusterDrainPrefix))
 	case strings.HasPrefix(key, RegionDrainPrefix):
 		delete(next.regions, strings.TrimPrefix(key, RegionDrainPrefix))
+	case strings.HasPrefix(key, ClusterPrefix):
+		delete(next.registrations, strings.TrimPrefix(key, ClusterPrefix))
+		next.registrationsRevision = next.revision
 	}
 }

@@ -35,6 +35,12 @@ func (inv *invocation) prepare() (command, error) {
 		return inv.explain()
 	case "members":
 		return inv.members()
+	case "register-cluster":
+		return inv.registerCluster()
+	case "revoke-cluster":
+		return inv.revokeCluster()
+	case "registrations":
+		return inv.registrations()
 	}
 	return nil, errors.New("unknown command") // parse accepts only the commands above
 }

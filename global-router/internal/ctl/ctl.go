@@ -1,7 +1,7 @@
 // Package ctl is switchyardctl, the command-line client of the global router's admin API
 // (switchyard.admin.v1.AdminService): it lists and watches clusters, drains and undrains clusters
-// and regions, reads and writes per-model routing policies, explains routing decisions and lists
-// the gossip membership. Flags may stand before or after the subcommand. Output is a human table
+// and regions, reads and writes per-model routing policies, registers and revokes cluster
+// identities, explains routing decisions and lists the gossip membership. Flags may stand before or after the subcommand. Output is a human table
 // by default, or protobuf JSON with the proto field names and every field (-o json).
 package ctl
 
@@ -108,6 +108,11 @@ Commands:
   explain --model=M [--prompt=TEXT] [--prompt-tokens=N] [--region=R]
                                                    dry-run the routing decision
   members                                          the gossip membership
+  register-cluster CLUSTER --region=R --gateway-urls=URL[,URL] --public-key-file=FILE[,FILE]
+             [--models=a,b] [--revision=N]         register (or, with the revision read, update)
+                                                   a cluster's identity: summaries must match it
+  revoke-cluster CLUSTER [--revision=N]            remove a cluster's registration
+  registrations                                    every registration and the identity mode
 
 Flags (before or after the command):
   --addr=URL          admin API URL (env SWITCHYARD_ADDR; default http://127.0.0.1:9090)

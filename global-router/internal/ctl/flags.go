@@ -29,6 +29,7 @@ type invocation struct {
 	promptTokens                                        uint
 	revision                                            int64
 	watch                                               bool
+	gatewayURLs, models, publicKeyFiles                 string
 }
 
 // commandFlags lists, per command, the flags it accepts besides the global ones.
@@ -44,6 +45,10 @@ var commandFlags = map[string][]string{
 	"policy list":    nil,
 	"explain":        {"model", "prompt", "prompt-tokens", "region"},
 	"members":        nil,
+	// Cluster identities.
+	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision"},
+	"revoke-cluster":   {"revision"},
+	"registrations":    nil,
 }
 
 var globalFlags = []string{"addr", "token-file", "o", "output", "protocol", "timeout", "ca-file", "cert-file", "key-file"}
@@ -76,6 +81,9 @@ func (inv *invocation) flagSet(getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&inv.prompt, "prompt", "", "")
 	fs.UintVar(&inv.promptTokens, "prompt-tokens", 0, "")
 	fs.StringVar(&inv.region, "region", "", "")
+	fs.StringVar(&inv.gatewayURLs, "gateway-urls", "", "")
+	fs.StringVar(&inv.models, "models", "", "")
+	fs.StringVar(&inv.publicKeyFiles, "public-key-file", "", "")
 	return fs
 }
 

@@ -85,6 +85,12 @@ resource "helm_release" "router" {
       requireClientCertificates = var.router_tls != null ? var.router_tls.require_client_certificates : false
     }
     ports = { metrics = local.router_metrics_port }
+
+    # This module provisions no summary signing keys: the routers start in compatibility mode
+    # (every summary accepted while no cluster is registered) instead of the chart's default,
+    # which requires registered clusters. Registering a cluster (switchyardctl register-cluster)
+    # turns strict mode on for every cluster; see docs/gossip.md#cluster-identity.
+    clusterIdentity = { required = false }
     gossip = {
       key  = var.gossip_key
       join = var.gossip_join

@@ -110,6 +110,9 @@ app.kubernetes.io/part-of: switchyard
 {{- with .Values.gossip.join }}
 - --gossip-join={{ join "," . }}
 {{- end }}
+{{- if .Values.gossip.summarySigning.existingSecret }}
+- --summary-signing-key-file=/etc/switchyard/signing/{{ .Values.gossip.summarySigning.secretKey }}
+{{- end }}
 {{- end }}
 {{- if .Values.tls.secretName }}
 - --tls-cert-file=/etc/switchyard/tls/tls.crt

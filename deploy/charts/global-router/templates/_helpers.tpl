@@ -129,6 +129,15 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 {{- with .Values.gossip.join }}
 - --gossip-join={{ join "," . }}
 {{- end }}
+{{- if .Values.clusterIdentity.required }}
+- --require-cluster-identity=true
+{{- end }}
+{{- if .Values.clusterIdentity.allowCleartextGateways }}
+- --allow-cleartext-gateways=true
+{{- end }}
+{{- with .Values.clusterIdentity.maxClockSkew }}
+- --max-clock-skew={{ . }}
+{{- end }}
 - --admin-token-file=/etc/switchyard/admin/{{ .Values.admin.secretKey }}
 {{- if .Values.admin.tls.secretName }}
 - --admin-tls-cert-file=/etc/switchyard/admin-tls/tls.crt

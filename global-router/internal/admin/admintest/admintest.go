@@ -29,6 +29,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
+	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
@@ -111,9 +112,14 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	e.Front = frontdoor.New(fc, e.Table, policyView{e.Store}, nil, nil, nil)
 	cfg := admin.DefaultConfig()
 	cfg.Token, cfg.Region, cfg.WatchResync = Token, Region, 200*time.Millisecond
+	ident, err := identity.New(identity.DefaultConfig(), e.Store, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := admin.New(cfg, admin.Deps{
 		Policies: e.Store, Drains: e.Store, Config: e.Store,
 		Clusters: e.Table, Gossip: e.Pool.Node(0), Explainer: e.Front,
+		Registrations: e.Store, Identity: ident,
 	}, slog.New(slog.NewTextHandler(e.Logs, nil)), e.Reg)
 	if err != nil {
 		t.Fatal(err)

@@ -1815,6 +1815,402 @@ func (x *ListMembersResponse) GetMembers() []*Member {
 	return nil
 }
 
+// ClusterRegistration is a cluster's identity, stored in etcd under
+// /switchyard/v1/clusters/<cluster>. A router accepts a capacity summary of the cluster only when
+// it names this region and one of these gateway URLs, serves only these models (when listed), and
+// carries a signature that one of these public keys verifies.
+type ClusterRegistration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cluster name, unique across regions.
+	Cluster string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Region the cluster runs in.
+	Region string `protobuf:"bytes,2,opt,name=region,proto3" json:"region,omitempty"`
+	// Exact base URLs the cluster's gateways advertise (scheme, host and port, no path), e.g.
+	// "https://gw.us-east-1.example.com:8443". https:// only, unless the router allows cleartext
+	// gateways (--allow-cleartext-gateways).
+	GatewayUrls []string `protobuf:"bytes,3,rep,name=gateway_urls,json=gatewayUrls,proto3" json:"gateway_urls,omitempty"`
+	// Base models the cluster may serve; empty allows any.
+	Models []string `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
+	// Raw 32-byte Ed25519 public keys that verify the cluster's summaries; more than one while a
+	// signing key rotates.
+	PublicKeys [][]byte `protobuf:"bytes,5,rep,name=public_keys,json=publicKeys,proto3" json:"public_keys,omitempty"`
+	// Revision for optimistic concurrency. In responses: the etcd revision at which the
+	// registration was last written. In RegisterCluster: the revision the caller read (0 = create
+	// only).
+	Revision int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Key ids of public_keys, in the same order, as summaries name them (signing_key_id). Output
+	// only: ignored in RegisterCluster.
+	KeyIds        []string `protobuf:"bytes,7,rep,name=key_ids,json=keyIds,proto3" json:"key_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterRegistration) Reset() {
+	*x = ClusterRegistration{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterRegistration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterRegistration) ProtoMessage() {}
+
+func (x *ClusterRegistration) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterRegistration.ProtoReflect.Descriptor instead.
+func (*ClusterRegistration) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ClusterRegistration) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ClusterRegistration) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *ClusterRegistration) GetGatewayUrls() []string {
+	if x != nil {
+		return x.GatewayUrls
+	}
+	return nil
+}
+
+func (x *ClusterRegistration) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *ClusterRegistration) GetPublicKeys() [][]byte {
+	if x != nil {
+		return x.PublicKeys
+	}
+	return nil
+}
+
+func (x *ClusterRegistration) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ClusterRegistration) GetKeyIds() []string {
+	if x != nil {
+		return x.KeyIds
+	}
+	return nil
+}
+
+// RegisterClusterRequest writes a registration.
+type RegisterClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The registration; registration.revision is the expected stored revision (0 = create only).
+	Registration  *ClusterRegistration `protobuf:"bytes,1,opt,name=registration,proto3" json:"registration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterClusterRequest) Reset() {
+	*x = RegisterClusterRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterClusterRequest) ProtoMessage() {}
+
+func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
+func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RegisterClusterRequest) GetRegistration() *ClusterRegistration {
+	if x != nil {
+		return x.Registration
+	}
+	return nil
+}
+
+// RegisterClusterResponse carries the registration as stored, with its new revision.
+type RegisterClusterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored registration.
+	Registration  *ClusterRegistration `protobuf:"bytes,1,opt,name=registration,proto3" json:"registration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterClusterResponse) Reset() {
+	*x = RegisterClusterResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterClusterResponse) ProtoMessage() {}
+
+func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
+func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RegisterClusterResponse) GetRegistration() *ClusterRegistration {
+	if x != nil {
+		return x.Registration
+	}
+	return nil
+}
+
+// RevokeClusterRequest removes a cluster's registration.
+type RevokeClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cluster name.
+	Cluster string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Expected stored revision; 0 removes whatever is stored.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeClusterRequest) Reset() {
+	*x = RevokeClusterRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeClusterRequest) ProtoMessage() {}
+
+func (x *RevokeClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeClusterRequest.ProtoReflect.Descriptor instead.
+func (*RevokeClusterRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RevokeClusterRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *RevokeClusterRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// RevokeClusterResponse confirms the removal.
+type RevokeClusterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cluster name.
+	Cluster       string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeClusterResponse) Reset() {
+	*x = RevokeClusterResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeClusterResponse) ProtoMessage() {}
+
+func (x *RevokeClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeClusterResponse.ProtoReflect.Descriptor instead.
+func (*RevokeClusterResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RevokeClusterResponse) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+// ListRegistrationsRequest asks for every cluster registration.
+type ListRegistrationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRegistrationsRequest) Reset() {
+	*x = ListRegistrationsRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRegistrationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRegistrationsRequest) ProtoMessage() {}
+
+func (x *ListRegistrationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRegistrationsRequest.ProtoReflect.Descriptor instead.
+func (*ListRegistrationsRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+// ListRegistrationsResponse holds every registration, ordered by cluster.
+type ListRegistrationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The registrations.
+	Registrations []*ClusterRegistration `protobuf:"bytes,1,rep,name=registrations,proto3" json:"registrations,omitempty"`
+	// How this router checks summaries now: "compatibility" (no cluster registered: unsigned
+	// summaries accepted), "strict" (only signed summaries of registered clusters) or "required"
+	// (strict, and nothing is accepted while no cluster is registered: --require-cluster-identity).
+	IdentityMode  string `protobuf:"bytes,2,opt,name=identity_mode,json=identityMode,proto3" json:"identity_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRegistrationsResponse) Reset() {
+	*x = ListRegistrationsResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRegistrationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRegistrationsResponse) ProtoMessage() {}
+
+func (x *ListRegistrationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRegistrationsResponse.ProtoReflect.Descriptor instead.
+func (*ListRegistrationsResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListRegistrationsResponse) GetRegistrations() []*ClusterRegistration {
+	if x != nil {
+		return x.Registrations
+	}
+	return nil
+}
+
+func (x *ListRegistrationsResponse) GetIdentityMode() string {
+	if x != nil {
+		return x.IdentityMode
+	}
+	return ""
+}
+
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
@@ -1946,13 +2342,36 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x05error\x18\x06 \x01(\tR\x05error\"\x14\n" +
 	"\x12ListMembersRequest\"L\n" +
 	"\x13ListMembersResponse\x125\n" +
-	"\amembers\x18\x01 \x03(\v2\x1b.switchyard.admin.v1.MemberR\amembers*\x8b\x01\n" +
+	"\amembers\x18\x01 \x03(\v2\x1b.switchyard.admin.v1.MemberR\amembers\"\xd8\x01\n" +
+	"\x13ClusterRegistration\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x16\n" +
+	"\x06region\x18\x02 \x01(\tR\x06region\x12!\n" +
+	"\fgateway_urls\x18\x03 \x03(\tR\vgatewayUrls\x12\x16\n" +
+	"\x06models\x18\x04 \x03(\tR\x06models\x12\x1f\n" +
+	"\vpublic_keys\x18\x05 \x03(\fR\n" +
+	"publicKeys\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\x03R\brevision\x12\x17\n" +
+	"\akey_ids\x18\a \x03(\tR\x06keyIds\"f\n" +
+	"\x16RegisterClusterRequest\x12L\n" +
+	"\fregistration\x18\x01 \x01(\v2(.switchyard.admin.v1.ClusterRegistrationR\fregistration\"g\n" +
+	"\x17RegisterClusterResponse\x12L\n" +
+	"\fregistration\x18\x01 \x01(\v2(.switchyard.admin.v1.ClusterRegistrationR\fregistration\"L\n" +
+	"\x14RevokeClusterRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"1\n" +
+	"\x15RevokeClusterResponse\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\"\x1a\n" +
+	"\x18ListRegistrationsRequest\"\x90\x01\n" +
+	"\x19ListRegistrationsResponse\x12N\n" +
+	"\rregistrations\x18\x01 \x03(\v2(.switchyard.admin.v1.ClusterRegistrationR\rregistrations\x12#\n" +
+	"\ridentity_mode\x18\x02 \x01(\tR\fidentityMode*\x8b\x01\n" +
 	"\vMemberState\x12\x1c\n" +
 	"\x18MEMBER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12MEMBER_STATE_ALIVE\x10\x01\x12\x18\n" +
 	"\x14MEMBER_STATE_SUSPECT\x10\x02\x12\x15\n" +
 	"\x11MEMBER_STATE_DEAD\x10\x03\x12\x15\n" +
-	"\x11MEMBER_STATE_LEFT\x10\x042\xed\a\n" +
+	"\x11MEMBER_STATE_LEFT\x10\x042\xb7\n" +
+	"\n" +
 	"\fAdminService\x12c\n" +
 	"\fListClusters\x12(.switchyard.admin.v1.ListClustersRequest\x1a).switchyard.admin.v1.ListClustersResponse\x12h\n" +
 	"\rWatchClusters\x12).switchyard.admin.v1.WatchClustersRequest\x1a*.switchyard.admin.v1.WatchClustersResponse0\x01\x12c\n" +
@@ -1963,7 +2382,10 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\fDeletePolicy\x12(.switchyard.admin.v1.DeletePolicyRequest\x1a).switchyard.admin.v1.DeletePolicyResponse\x12c\n" +
 	"\fListPolicies\x12(.switchyard.admin.v1.ListPoliciesRequest\x1a).switchyard.admin.v1.ListPoliciesResponse\x12c\n" +
 	"\fExplainRoute\x12(.switchyard.admin.v1.ExplainRouteRequest\x1a).switchyard.admin.v1.ExplainRouteResponse\x12`\n" +
-	"\vListMembers\x12'.switchyard.admin.v1.ListMembersRequest\x1a(.switchyard.admin.v1.ListMembersResponseB\xdf\x01\n" +
+	"\vListMembers\x12'.switchyard.admin.v1.ListMembersRequest\x1a(.switchyard.admin.v1.ListMembersResponse\x12l\n" +
+	"\x0fRegisterCluster\x12+.switchyard.admin.v1.RegisterClusterRequest\x1a,.switchyard.admin.v1.RegisterClusterResponse\x12f\n" +
+	"\rRevokeCluster\x12).switchyard.admin.v1.RevokeClusterRequest\x1a*.switchyard.admin.v1.RevokeClusterResponse\x12r\n" +
+	"\x11ListRegistrations\x12-.switchyard.admin.v1.ListRegistrationsRequest\x1a..switchyard.admin.v1.ListRegistrationsResponseB\xdf\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01ZJgithub.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"
 
@@ -1980,40 +2402,47 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
-	(MemberState)(0),              // 0: switchyard.admin.v1.MemberState
-	(*Cluster)(nil),               // 1: switchyard.admin.v1.Cluster
-	(*ClusterModel)(nil),          // 2: switchyard.admin.v1.ClusterModel
-	(*Policy)(nil),                // 3: switchyard.admin.v1.Policy
-	(*Member)(nil),                // 4: switchyard.admin.v1.Member
-	(*Candidate)(nil),             // 5: switchyard.admin.v1.Candidate
-	(*ListClustersRequest)(nil),   // 6: switchyard.admin.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),  // 7: switchyard.admin.v1.ListClustersResponse
-	(*WatchClustersRequest)(nil),  // 8: switchyard.admin.v1.WatchClustersRequest
-	(*WatchClustersResponse)(nil), // 9: switchyard.admin.v1.WatchClustersResponse
-	(*DrainClusterRequest)(nil),   // 10: switchyard.admin.v1.DrainClusterRequest
-	(*DrainClusterResponse)(nil),  // 11: switchyard.admin.v1.DrainClusterResponse
-	(*DrainRegionRequest)(nil),    // 12: switchyard.admin.v1.DrainRegionRequest
-	(*DrainRegionResponse)(nil),   // 13: switchyard.admin.v1.DrainRegionResponse
-	(*GetPolicyRequest)(nil),      // 14: switchyard.admin.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),     // 15: switchyard.admin.v1.GetPolicyResponse
-	(*PutPolicyRequest)(nil),      // 16: switchyard.admin.v1.PutPolicyRequest
-	(*PutPolicyResponse)(nil),     // 17: switchyard.admin.v1.PutPolicyResponse
-	(*DeletePolicyRequest)(nil),   // 18: switchyard.admin.v1.DeletePolicyRequest
-	(*DeletePolicyResponse)(nil),  // 19: switchyard.admin.v1.DeletePolicyResponse
-	(*ListPoliciesRequest)(nil),   // 20: switchyard.admin.v1.ListPoliciesRequest
-	(*ListPoliciesResponse)(nil),  // 21: switchyard.admin.v1.ListPoliciesResponse
-	(*UnreadablePolicy)(nil),      // 22: switchyard.admin.v1.UnreadablePolicy
-	(*ExplainRouteRequest)(nil),   // 23: switchyard.admin.v1.ExplainRouteRequest
-	(*ExplainRouteResponse)(nil),  // 24: switchyard.admin.v1.ExplainRouteResponse
-	(*ListMembersRequest)(nil),    // 25: switchyard.admin.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),   // 26: switchyard.admin.v1.ListMembersResponse
-	nil,                           // 27: switchyard.admin.v1.Policy.ScorerWeightsEntry
+	(MemberState)(0),                  // 0: switchyard.admin.v1.MemberState
+	(*Cluster)(nil),                   // 1: switchyard.admin.v1.Cluster
+	(*ClusterModel)(nil),              // 2: switchyard.admin.v1.ClusterModel
+	(*Policy)(nil),                    // 3: switchyard.admin.v1.Policy
+	(*Member)(nil),                    // 4: switchyard.admin.v1.Member
+	(*Candidate)(nil),                 // 5: switchyard.admin.v1.Candidate
+	(*ListClustersRequest)(nil),       // 6: switchyard.admin.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),      // 7: switchyard.admin.v1.ListClustersResponse
+	(*WatchClustersRequest)(nil),      // 8: switchyard.admin.v1.WatchClustersRequest
+	(*WatchClustersResponse)(nil),     // 9: switchyard.admin.v1.WatchClustersResponse
+	(*DrainClusterRequest)(nil),       // 10: switchyard.admin.v1.DrainClusterRequest
+	(*DrainClusterResponse)(nil),      // 11: switchyard.admin.v1.DrainClusterResponse
+	(*DrainRegionRequest)(nil),        // 12: switchyard.admin.v1.DrainRegionRequest
+	(*DrainRegionResponse)(nil),       // 13: switchyard.admin.v1.DrainRegionResponse
+	(*GetPolicyRequest)(nil),          // 14: switchyard.admin.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),         // 15: switchyard.admin.v1.GetPolicyResponse
+	(*PutPolicyRequest)(nil),          // 16: switchyard.admin.v1.PutPolicyRequest
+	(*PutPolicyResponse)(nil),         // 17: switchyard.admin.v1.PutPolicyResponse
+	(*DeletePolicyRequest)(nil),       // 18: switchyard.admin.v1.DeletePolicyRequest
+	(*DeletePolicyResponse)(nil),      // 19: switchyard.admin.v1.DeletePolicyResponse
+	(*ListPoliciesRequest)(nil),       // 20: switchyard.admin.v1.ListPoliciesRequest
+	(*ListPoliciesResponse)(nil),      // 21: switchyard.admin.v1.ListPoliciesResponse
+	(*UnreadablePolicy)(nil),          // 22: switchyard.admin.v1.UnreadablePolicy
+	(*ExplainRouteRequest)(nil),       // 23: switchyard.admin.v1.ExplainRouteRequest
+	(*ExplainRouteResponse)(nil),      // 24: switchyard.admin.v1.ExplainRouteResponse
+	(*ListMembersRequest)(nil),        // 25: switchyard.admin.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),       // 26: switchyard.admin.v1.ListMembersResponse
+	(*ClusterRegistration)(nil),       // 27: switchyard.admin.v1.ClusterRegistration
+	(*RegisterClusterRequest)(nil),    // 28: switchyard.admin.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil),   // 29: switchyard.admin.v1.RegisterClusterResponse
+	(*RevokeClusterRequest)(nil),      // 30: switchyard.admin.v1.RevokeClusterRequest
+	(*RevokeClusterResponse)(nil),     // 31: switchyard.admin.v1.RevokeClusterResponse
+	(*ListRegistrationsRequest)(nil),  // 32: switchyard.admin.v1.ListRegistrationsRequest
+	(*ListRegistrationsResponse)(nil), // 33: switchyard.admin.v1.ListRegistrationsResponse
+	nil,                               // 34: switchyard.admin.v1.Policy.ScorerWeightsEntry
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	2,  // 0: switchyard.admin.v1.Cluster.models:type_name -> switchyard.admin.v1.ClusterModel
-	27, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
+	34, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
 	0,  // 2: switchyard.admin.v1.Member.state:type_name -> switchyard.admin.v1.MemberState
 	1,  // 3: switchyard.admin.v1.ListClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
 	1,  // 4: switchyard.admin.v1.WatchClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
@@ -2025,31 +2454,40 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	5,  // 10: switchyard.admin.v1.ExplainRouteResponse.candidates:type_name -> switchyard.admin.v1.Candidate
 	3,  // 11: switchyard.admin.v1.ExplainRouteResponse.policy:type_name -> switchyard.admin.v1.Policy
 	4,  // 12: switchyard.admin.v1.ListMembersResponse.members:type_name -> switchyard.admin.v1.Member
-	6,  // 13: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
-	8,  // 14: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
-	10, // 15: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
-	12, // 16: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
-	14, // 17: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
-	16, // 18: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
-	18, // 19: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
-	20, // 20: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
-	23, // 21: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
-	25, // 22: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
-	7,  // 23: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
-	9,  // 24: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
-	11, // 25: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
-	13, // 26: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
-	15, // 27: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
-	17, // 28: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
-	19, // 29: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
-	21, // 30: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
-	24, // 31: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
-	26, // 32: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
-	23, // [23:33] is the sub-list for method output_type
-	13, // [13:23] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	27, // 13: switchyard.admin.v1.RegisterClusterRequest.registration:type_name -> switchyard.admin.v1.ClusterRegistration
+	27, // 14: switchyard.admin.v1.RegisterClusterResponse.registration:type_name -> switchyard.admin.v1.ClusterRegistration
+	27, // 15: switchyard.admin.v1.ListRegistrationsResponse.registrations:type_name -> switchyard.admin.v1.ClusterRegistration
+	6,  // 16: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
+	8,  // 17: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
+	10, // 18: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
+	12, // 19: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
+	14, // 20: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
+	16, // 21: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
+	18, // 22: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
+	20, // 23: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
+	23, // 24: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
+	25, // 25: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
+	28, // 26: switchyard.admin.v1.AdminService.RegisterCluster:input_type -> switchyard.admin.v1.RegisterClusterRequest
+	30, // 27: switchyard.admin.v1.AdminService.RevokeCluster:input_type -> switchyard.admin.v1.RevokeClusterRequest
+	32, // 28: switchyard.admin.v1.AdminService.ListRegistrations:input_type -> switchyard.admin.v1.ListRegistrationsRequest
+	7,  // 29: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
+	9,  // 30: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
+	11, // 31: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
+	13, // 32: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
+	15, // 33: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
+	17, // 34: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
+	19, // 35: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
+	21, // 36: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
+	24, // 37: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
+	26, // 38: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
+	29, // 39: switchyard.admin.v1.AdminService.RegisterCluster:output_type -> switchyard.admin.v1.RegisterClusterResponse
+	31, // 40: switchyard.admin.v1.AdminService.RevokeCluster:output_type -> switchyard.admin.v1.RevokeClusterResponse
+	33, // 41: switchyard.admin.v1.AdminService.ListRegistrations:output_type -> switchyard.admin.v1.ListRegistrationsResponse
+	29, // [29:42] is the sub-list for method output_type
+	16, // [16:29] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -2064,7 +2502,7 @@ func file_switchyard_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,16 +25,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListClusters_FullMethodName  = "/switchyard.admin.v1.AdminService/ListClusters"
-	AdminService_WatchClusters_FullMethodName = "/switchyard.admin.v1.AdminService/WatchClusters"
-	AdminService_DrainCluster_FullMethodName  = "/switchyard.admin.v1.AdminService/DrainCluster"
-	AdminService_DrainRegion_FullMethodName   = "/switchyard.admin.v1.AdminService/DrainRegion"
-	AdminService_GetPolicy_FullMethodName     = "/switchyard.admin.v1.AdminService/GetPolicy"
-	AdminService_PutPolicy_FullMethodName     = "/switchyard.admin.v1.AdminService/PutPolicy"
-	AdminService_DeletePolicy_FullMethodName  = "/switchyard.admin.v1.AdminService/DeletePolicy"
-	AdminService_ListPolicies_FullMethodName  = "/switchyard.admin.v1.AdminService/ListPolicies"
-	AdminService_ExplainRoute_FullMethodName  = "/switchyard.admin.v1.AdminService/ExplainRoute"
-	AdminService_ListMembers_FullMethodName   = "/switchyard.admin.v1.AdminService/ListMembers"
+	AdminService_ListClusters_FullMethodName      = "/switchyard.admin.v1.AdminService/ListClusters"
+	AdminService_WatchClusters_FullMethodName     = "/switchyard.admin.v1.AdminService/WatchClusters"
+	AdminService_DrainCluster_FullMethodName      = "/switchyard.admin.v1.AdminService/DrainCluster"
+	AdminService_DrainRegion_FullMethodName       = "/switchyard.admin.v1.AdminService/DrainRegion"
+	AdminService_GetPolicy_FullMethodName         = "/switchyard.admin.v1.AdminService/GetPolicy"
+	AdminService_PutPolicy_FullMethodName         = "/switchyard.admin.v1.AdminService/PutPolicy"
+	AdminService_DeletePolicy_FullMethodName      = "/switchyard.admin.v1.AdminService/DeletePolicy"
+	AdminService_ListPolicies_FullMethodName      = "/switchyard.admin.v1.AdminService/ListPolicies"
+	AdminService_ExplainRoute_FullMethodName      = "/switchyard.admin.v1.AdminService/ExplainRoute"
+	AdminService_ListMembers_FullMethodName       = "/switchyard.admin.v1.AdminService/ListMembers"
+	AdminService_RegisterCluster_FullMethodName   = "/switchyard.admin.v1.AdminService/RegisterCluster"
+	AdminService_RevokeCluster_FullMethodName     = "/switchyard.admin.v1.AdminService/RevokeCluster"
+	AdminService_ListRegistrations_FullMethodName = "/switchyard.admin.v1.AdminService/ListRegistrations"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -75,6 +78,19 @@ type AdminServiceClient interface {
 	ExplainRoute(ctx context.Context, in *ExplainRouteRequest, opts ...grpc.CallOption) (*ExplainRouteResponse, error)
 	// ListMembers returns the gossip membership as this router sees it.
 	ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error)
+	// RegisterCluster creates or replaces a cluster's registration: the identity every router
+	// checks the cluster's capacity summaries against. registration.revision is the revision the
+	// caller read (0 creates a registration that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; an invalid registration is INVALID_ARGUMENT naming the field. Once any
+	// cluster is registered, routers accept only signed summaries of registered clusters.
+	RegisterCluster(ctx context.Context, in *RegisterClusterRequest, opts ...grpc.CallOption) (*RegisterClusterResponse, error)
+	// RevokeCluster removes a cluster's registration, so routers ignore its summaries (while other
+	// clusters stay registered). A non-zero revision must match the stored one
+	// (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	RevokeCluster(ctx context.Context, in *RevokeClusterRequest, opts ...grpc.CallOption) (*RevokeClusterResponse, error)
+	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
+	// mode this router applies.
+	ListRegistrations(ctx context.Context, in *ListRegistrationsRequest, opts ...grpc.CallOption) (*ListRegistrationsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -194,6 +210,36 @@ func (c *adminServiceClient) ListMembers(ctx context.Context, in *ListMembersReq
 	return out, nil
 }
 
+func (c *adminServiceClient) RegisterCluster(ctx context.Context, in *RegisterClusterRequest, opts ...grpc.CallOption) (*RegisterClusterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegisterClusterResponse)
+	err := c.cc.Invoke(ctx, AdminService_RegisterCluster_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RevokeCluster(ctx context.Context, in *RevokeClusterRequest, opts ...grpc.CallOption) (*RevokeClusterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeClusterResponse)
+	err := c.cc.Invoke(ctx, AdminService_RevokeCluster_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListRegistrations(ctx context.Context, in *ListRegistrationsRequest, opts ...grpc.CallOption) (*ListRegistrationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRegistrationsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListRegistrations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -232,6 +278,19 @@ type AdminServiceServer interface {
 	ExplainRoute(context.Context, *ExplainRouteRequest) (*ExplainRouteResponse, error)
 	// ListMembers returns the gossip membership as this router sees it.
 	ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error)
+	// RegisterCluster creates or replaces a cluster's registration: the identity every router
+	// checks the cluster's capacity summaries against. registration.revision is the revision the
+	// caller read (0 creates a registration that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; an invalid registration is INVALID_ARGUMENT naming the field. Once any
+	// cluster is registered, routers accept only signed summaries of registered clusters.
+	RegisterCluster(context.Context, *RegisterClusterRequest) (*RegisterClusterResponse, error)
+	// RevokeCluster removes a cluster's registration, so routers ignore its summaries (while other
+	// clusters stay registered). A non-zero revision must match the stored one
+	// (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	RevokeCluster(context.Context, *RevokeClusterRequest) (*RevokeClusterResponse, error)
+	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
+	// mode this router applies.
+	ListRegistrations(context.Context, *ListRegistrationsRequest) (*ListRegistrationsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -271,6 +330,15 @@ func (UnimplementedAdminServiceServer) ExplainRoute(context.Context, *ExplainRou
 }
 func (UnimplementedAdminServiceServer) ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMembers not implemented")
+}
+func (UnimplementedAdminServiceServer) RegisterCluster(context.Context, *RegisterClusterRequest) (*RegisterClusterResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegisterCluster not implemented")
+}
+func (UnimplementedAdminServiceServer) RevokeCluster(context.Context, *RevokeClusterRequest) (*RevokeClusterResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeCluster not implemented")
+}
+func (UnimplementedAdminServiceServer) ListRegistrations(context.Context, *ListRegistrationsRequest) (*ListRegistrationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRegistrations not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -466,6 +534,60 @@ func _AdminService_ListMembers_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_RegisterCluster_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegisterClusterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RegisterCluster(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RegisterCluster_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RegisterCluster(ctx, req.(*RegisterClusterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RevokeCluster_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeClusterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RevokeCluster(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RevokeCluster_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RevokeCluster(ctx, req.(*RevokeClusterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListRegistrations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRegistrationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListRegistrations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListRegistrations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListRegistrations(ctx, req.(*ListRegistrationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -508,6 +630,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMembers",
 			Handler:    _AdminService_ListMembers_Handler,
+		},
+		{
+			MethodName: "RegisterCluster",
+			Handler:    _AdminService_RegisterCluster_Handler,
+		},
+		{
+			MethodName: "RevokeCluster",
+			Handler:    _AdminService_RevokeCluster_Handler,
+		},
+		{
+			MethodName: "ListRegistrations",
+			Handler:    _AdminService_ListRegistrations_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -32,7 +32,7 @@ const (
 type CapacitySummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Version of this message's schema: 1 for the fields below, 2 adds
-	// ModelCapacity.mean_predicted_ttft_ms.
+	// ModelCapacity.mean_predicted_ttft_ms, 3 adds signature and signing_key_id.
 	SchemaVersion uint32 `protobuf:"varint,1,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
 	// Cluster the gateway serves.
 	Cluster string `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -49,7 +49,16 @@ type CapacitySummary struct {
 	// Capacity per base model the cluster serves.
 	Models []*ModelCapacity `protobuf:"bytes,8,rep,name=models,proto3" json:"models,omitempty"`
 	// Hot prefix-block hashes across every model of the cluster; absent when the gateway keeps none.
-	PrefixSketch  *PrefixSketch `protobuf:"bytes,9,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
+	PrefixSketch *PrefixSketch `protobuf:"bytes,9,opt,name=prefix_sketch,json=prefixSketch,proto3" json:"prefix_sketch,omitempty"`
+	// Ed25519 signature by the cluster's signing key over the summary: the bytes
+	// "switchyard.gossip.v1.CapacitySummary\x00" followed by the summary's deterministic protobuf
+	// encoding with this field cleared (signing_key_id included). Empty when the gateway signs
+	// nothing. Fields added later must take numbers above every existing one, so that a reader
+	// that keeps them as unknown fields re-encodes the summary byte for byte.
+	Signature []byte `protobuf:"bytes,10,opt,name=signature,proto3" json:"signature,omitempty"`
+	// Identifies the public key that verifies signature: the lowercase hex of the first 8 bytes of
+	// the SHA-256 of the raw 32-byte Ed25519 public key. Empty when unsigned.
+	SigningKeyId  string `protobuf:"bytes,11,opt,name=signing_key_id,json=signingKeyId,proto3" json:"signing_key_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,6 +154,20 @@ func (x *CapacitySummary) GetPrefixSketch() *PrefixSketch {
 		return x.PrefixSketch
 	}
 	return nil
+}
+
+func (x *CapacitySummary) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *CapacitySummary) GetSigningKeyId() string {
+	if x != nil {
+		return x.SigningKeyId
+	}
+	return ""
 }
 
 // ModelCapacity is the capacity of one base model across the cluster's ready pods.
@@ -567,8 +590,11 @@ type SummaryDelta struct {
 	// Compact header: generated_at_unix_nano minus sequence (usually zero: a publisher stamps both
 	// from the same clock reading).
 	GeneratedAtOffset int64 `protobuf:"zigzag64,9,opt,name=generated_at_offset,json=generatedAtOffset,proto3" json:"generated_at_offset,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Signature of the rebuilt summary (CapacitySummary.signature), which differs from the base's
+	// with every summary; empty when the publisher signs nothing. The key id is the base's.
+	Signature     []byte `protobuf:"bytes,10,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SummaryDelta) Reset() {
@@ -662,6 +688,13 @@ func (x *SummaryDelta) GetGeneratedAtOffset() int64 {
 		return x.GeneratedAtOffset
 	}
 	return 0
+}
+
+func (x *SummaryDelta) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
 }
 
 // ModelDelta is how one model differs from the same model in the base summary.
@@ -903,7 +936,7 @@ var File_switchyard_gossip_v1_gossip_proto protoreflect.FileDescriptor
 
 const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\n" +
-	"!switchyard/gossip/v1/gossip.proto\x12\x14switchyard.gossip.v1\"\xf6\x02\n" +
+	"!switchyard/gossip/v1/gossip.proto\x12\x14switchyard.gossip.v1\"\xba\x03\n" +
 	"\x0fCapacitySummary\x12%\n" +
 	"\x0eschema_version\x18\x01 \x01(\rR\rschemaVersion\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x12\x16\n" +
@@ -914,7 +947,10 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\bsequence\x18\x06 \x01(\x04R\bsequence\x123\n" +
 	"\x16generated_at_unix_nano\x18\a \x01(\x03R\x13generatedAtUnixNano\x12;\n" +
 	"\x06models\x18\b \x03(\v2#.switchyard.gossip.v1.ModelCapacityR\x06models\x12G\n" +
-	"\rprefix_sketch\x18\t \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\"\xea\x04\n" +
+	"\rprefix_sketch\x18\t \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x12\x1c\n" +
+	"\tsignature\x18\n" +
+	" \x01(\fR\tsignature\x12$\n" +
+	"\x0esigning_key_id\x18\v \x01(\tR\fsigningKeyId\"\xea\x04\n" +
 	"\rModelCapacity\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -950,7 +986,7 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\tnum_items\x18\x05 \x01(\rR\bnumItems\"\x8d\x01\n" +
 	"\tNodeState\x12C\n" +
 	"\tsummaries\x18\x01 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\tsummaries\x12;\n" +
-	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xa4\x03\n" +
+	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xc2\x03\n" +
 	"\fSummaryDelta\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12#\n" +
@@ -960,7 +996,9 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\rprefix_sketch\x18\x06 \x01(\v2\".switchyard.gossip.v1.PrefixSketchR\fprefixSketch\x122\n" +
 	"\x15prefix_sketch_removed\x18\a \x01(\bR\x13prefixSketchRemoved\x12#\n" +
 	"\rbase_distance\x18\b \x01(\x04R\fbaseDistance\x12.\n" +
-	"\x13generated_at_offset\x18\t \x01(\x12R\x11generatedAtOffset\"\xaa\x03\n" +
+	"\x13generated_at_offset\x18\t \x01(\x12R\x11generatedAtOffset\x12\x1c\n" +
+	"\tsignature\x18\n" +
+	" \x01(\fR\tsignature\"\xaa\x03\n" +
 	"\n" +
 	"ModelDelta\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12=\n" +

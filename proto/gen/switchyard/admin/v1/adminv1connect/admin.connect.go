@@ -66,6 +66,15 @@ const (
 	// AdminServiceListMembersProcedure is the fully-qualified name of the AdminService's ListMembers
 	// RPC.
 	AdminServiceListMembersProcedure = "/switchyard.admin.v1.AdminService/ListMembers"
+	// AdminServiceRegisterClusterProcedure is the fully-qualified name of the AdminService's
+	// RegisterCluster RPC.
+	AdminServiceRegisterClusterProcedure = "/switchyard.admin.v1.AdminService/RegisterCluster"
+	// AdminServiceRevokeClusterProcedure is the fully-qualified name of the AdminService's
+	// RevokeCluster RPC.
+	AdminServiceRevokeClusterProcedure = "/switchyard.admin.v1.AdminService/RevokeCluster"
+	// AdminServiceListRegistrationsProcedure is the fully-qualified name of the AdminService's
+	// ListRegistrations RPC.
+	AdminServiceListRegistrationsProcedure = "/switchyard.admin.v1.AdminService/ListRegistrations"
 )
 
 // AdminServiceClient is a client for the switchyard.admin.v1.AdminService service.
@@ -100,6 +109,19 @@ type AdminServiceClient interface {
 	ExplainRoute(context.Context, *connect.Request[v1.ExplainRouteRequest]) (*connect.Response[v1.ExplainRouteResponse], error)
 	// ListMembers returns the gossip membership as this router sees it.
 	ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error)
+	// RegisterCluster creates or replaces a cluster's registration: the identity every router
+	// checks the cluster's capacity summaries against. registration.revision is the revision the
+	// caller read (0 creates a registration that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; an invalid registration is INVALID_ARGUMENT naming the field. Once any
+	// cluster is registered, routers accept only signed summaries of registered clusters.
+	RegisterCluster(context.Context, *connect.Request[v1.RegisterClusterRequest]) (*connect.Response[v1.RegisterClusterResponse], error)
+	// RevokeCluster removes a cluster's registration, so routers ignore its summaries (while other
+	// clusters stay registered). A non-zero revision must match the stored one
+	// (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	RevokeCluster(context.Context, *connect.Request[v1.RevokeClusterRequest]) (*connect.Response[v1.RevokeClusterResponse], error)
+	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
+	// mode this router applies.
+	ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the switchyard.admin.v1.AdminService service. By
@@ -173,21 +195,42 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListMembers")),
 			connect.WithClientOptions(opts...),
 		),
+		registerCluster: connect.NewClient[v1.RegisterClusterRequest, v1.RegisterClusterResponse](
+			httpClient,
+			baseURL+AdminServiceRegisterClusterProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RegisterCluster")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeCluster: connect.NewClient[v1.RevokeClusterRequest, v1.RevokeClusterResponse](
+			httpClient,
+			baseURL+AdminServiceRevokeClusterProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RevokeCluster")),
+			connect.WithClientOptions(opts...),
+		),
+		listRegistrations: connect.NewClient[v1.ListRegistrationsRequest, v1.ListRegistrationsResponse](
+			httpClient,
+			baseURL+AdminServiceListRegistrationsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListRegistrations")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // adminServiceClient implements AdminServiceClient.
 type adminServiceClient struct {
-	listClusters  *connect.Client[v1.ListClustersRequest, v1.ListClustersResponse]
-	watchClusters *connect.Client[v1.WatchClustersRequest, v1.WatchClustersResponse]
-	drainCluster  *connect.Client[v1.DrainClusterRequest, v1.DrainClusterResponse]
-	drainRegion   *connect.Client[v1.DrainRegionRequest, v1.DrainRegionResponse]
-	getPolicy     *connect.Client[v1.GetPolicyRequest, v1.GetPolicyResponse]
-	putPolicy     *connect.Client[v1.PutPolicyRequest, v1.PutPolicyResponse]
-	deletePolicy  *connect.Client[v1.DeletePolicyRequest, v1.DeletePolicyResponse]
-	listPolicies  *connect.Client[v1.ListPoliciesRequest, v1.ListPoliciesResponse]
-	explainRoute  *connect.Client[v1.ExplainRouteRequest, v1.ExplainRouteResponse]
-	listMembers   *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
+	listClusters      *connect.Client[v1.ListClustersRequest, v1.ListClustersResponse]
+	watchClusters     *connect.Client[v1.WatchClustersRequest, v1.WatchClustersResponse]
+	drainCluster      *connect.Client[v1.DrainClusterRequest, v1.DrainClusterResponse]
+	drainRegion       *connect.Client[v1.DrainRegionRequest, v1.DrainRegionResponse]
+	getPolicy         *connect.Client[v1.GetPolicyRequest, v1.GetPolicyResponse]
+	putPolicy         *connect.Client[v1.PutPolicyRequest, v1.PutPolicyResponse]
+	deletePolicy      *connect.Client[v1.DeletePolicyRequest, v1.DeletePolicyResponse]
+	listPolicies      *connect.Client[v1.ListPoliciesRequest, v1.ListPoliciesResponse]
+	explainRoute      *connect.Client[v1.ExplainRouteRequest, v1.ExplainRouteResponse]
+	listMembers       *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
+	registerCluster   *connect.Client[v1.RegisterClusterRequest, v1.RegisterClusterResponse]
+	revokeCluster     *connect.Client[v1.RevokeClusterRequest, v1.RevokeClusterResponse]
+	listRegistrations *connect.Client[v1.ListRegistrationsRequest, v1.ListRegistrationsResponse]
 }
 
 // ListClusters calls switchyard.admin.v1.AdminService.ListClusters.
@@ -240,6 +283,21 @@ func (c *adminServiceClient) ListMembers(ctx context.Context, req *connect.Reque
 	return c.listMembers.CallUnary(ctx, req)
 }
 
+// RegisterCluster calls switchyard.admin.v1.AdminService.RegisterCluster.
+func (c *adminServiceClient) RegisterCluster(ctx context.Context, req *connect.Request[v1.RegisterClusterRequest]) (*connect.Response[v1.RegisterClusterResponse], error) {
+	return c.registerCluster.CallUnary(ctx, req)
+}
+
+// RevokeCluster calls switchyard.admin.v1.AdminService.RevokeCluster.
+func (c *adminServiceClient) RevokeCluster(ctx context.Context, req *connect.Request[v1.RevokeClusterRequest]) (*connect.Response[v1.RevokeClusterResponse], error) {
+	return c.revokeCluster.CallUnary(ctx, req)
+}
+
+// ListRegistrations calls switchyard.admin.v1.AdminService.ListRegistrations.
+func (c *adminServiceClient) ListRegistrations(ctx context.Context, req *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error) {
+	return c.listRegistrations.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the switchyard.admin.v1.AdminService service.
 type AdminServiceHandler interface {
 	// ListClusters returns the router's cluster table: one entry per cluster it has heard of.
@@ -272,6 +330,19 @@ type AdminServiceHandler interface {
 	ExplainRoute(context.Context, *connect.Request[v1.ExplainRouteRequest]) (*connect.Response[v1.ExplainRouteResponse], error)
 	// ListMembers returns the gossip membership as this router sees it.
 	ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error)
+	// RegisterCluster creates or replaces a cluster's registration: the identity every router
+	// checks the cluster's capacity summaries against. registration.revision is the revision the
+	// caller read (0 creates a registration that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; an invalid registration is INVALID_ARGUMENT naming the field. Once any
+	// cluster is registered, routers accept only signed summaries of registered clusters.
+	RegisterCluster(context.Context, *connect.Request[v1.RegisterClusterRequest]) (*connect.Response[v1.RegisterClusterResponse], error)
+	// RevokeCluster removes a cluster's registration, so routers ignore its summaries (while other
+	// clusters stay registered). A non-zero revision must match the stored one
+	// (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	RevokeCluster(context.Context, *connect.Request[v1.RevokeClusterRequest]) (*connect.Response[v1.RevokeClusterResponse], error)
+	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
+	// mode this router applies.
+	ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -341,6 +412,24 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListMembers")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceRegisterClusterHandler := connect.NewUnaryHandler(
+		AdminServiceRegisterClusterProcedure,
+		svc.RegisterCluster,
+		connect.WithSchema(adminServiceMethods.ByName("RegisterCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceRevokeClusterHandler := connect.NewUnaryHandler(
+		AdminServiceRevokeClusterProcedure,
+		svc.RevokeCluster,
+		connect.WithSchema(adminServiceMethods.ByName("RevokeCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListRegistrationsHandler := connect.NewUnaryHandler(
+		AdminServiceListRegistrationsProcedure,
+		svc.ListRegistrations,
+		connect.WithSchema(adminServiceMethods.ByName("ListRegistrations")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/switchyard.admin.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceListClustersProcedure:
@@ -363,6 +452,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceExplainRouteHandler.ServeHTTP(w, r)
 		case AdminServiceListMembersProcedure:
 			adminServiceListMembersHandler.ServeHTTP(w, r)
+		case AdminServiceRegisterClusterProcedure:
+			adminServiceRegisterClusterHandler.ServeHTTP(w, r)
+		case AdminServiceRevokeClusterProcedure:
+			adminServiceRevokeClusterHandler.ServeHTTP(w, r)
+		case AdminServiceListRegistrationsProcedure:
+			adminServiceListRegistrationsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -410,4 +505,16 @@ func (UnimplementedAdminServiceHandler) ExplainRoute(context.Context, *connect.R
 
 func (UnimplementedAdminServiceHandler) ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.ListMembers is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RegisterCluster(context.Context, *connect.Request[v1.RegisterClusterRequest]) (*connect.Response[v1.RegisterClusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.RegisterCluster is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RevokeCluster(context.Context, *connect.Request[v1.RevokeClusterRequest]) (*connect.Response[v1.RevokeClusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.RevokeCluster is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.ListRegistrations is not implemented"))
 }

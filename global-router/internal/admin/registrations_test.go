@@ -1,0 +1,103 @@
+package admin_test
+
+import (
+	"crypto/ed25519"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
+	"github.com/switchyard-dev/switchyard/gossip"
+)
+
+func testRegistration() *adminv1.ClusterRegistration {
+	seed := make([]byte, ed25519.SeedSize)
+	seed[0] = 7
+	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+	return &adminv1.ClusterRegistration{Cluster: "c1", Region: "us-east-1",
+		GatewayUrls: []string{"https://gw.c1.example.com"}, PublicKeys: [][]byte{pub}}
+}
+
+func TestRegistrationLifecycle(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t)
+	c := e.Client
+	register := func(r *adminv1.ClusterRegistration) (*adminv1.ClusterRegistration, error) {
+		resp, err := c.RegisterCluster(ctx, connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: r}))
+		if err != nil {
+			return nil, err
+		}
+		return resp.Msg.GetRegistration(), nil
+	}
+	list := func() *adminv1.ListRegistrationsResponse {
+		resp, err := c.ListRegistrations(ctx, connect.NewRequest(&adminv1.ListRegistrationsRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Msg
+	}
+	if got := list(); len(got.GetRegistrations()) != 0 || got.GetIdentityMode() != "compatibility" {
+		t.Fatalf("initial list = %v", got)
+	}
+
+	stored, err := register(testRegistration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantID := gossip.KeyID(testRegistration().GetPublicKeys()[0])
+	if stored.GetRevision() == 0 || len(stored.GetKeyIds()) != 1 || stored.GetKeyIds()[0] != wantID {
+		t.Fatalf("stored = %v, want a revision and key id %s", stored, wantID)
+	}
+	_, err = register(testRegistration())
+	wantCode(t, err, connect.CodeFailedPrecondition)
+	admintest.WaitFor(t, "strict mode", func() bool { return list().GetIdentityMode() == "strict" })
+	if got := list().GetRegistrations(); len(got) != 1 || got[0].GetRevision() != stored.GetRevision() {
+		t.Fatalf("list = %v", got)
+	}
+
+	bad := []struct {
+		name, field string
+		edit        func(r *adminv1.ClusterRegistration)
+	}{
+		{"cleartext url", "gateway_urls[0]", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://gw.c1.example.com"} }},
+		{"no key", "public_keys", func(r *adminv1.ClusterRegistration) { r.PublicKeys = nil }},
+		{"no cluster", "cluster", func(r *adminv1.ClusterRegistration) { r.Cluster = "" }},
+		{"bad region", "region", func(r *adminv1.ClusterRegistration) { r.Region = "a b" }},
+	}
+	for _, b := range bad {
+		r := testRegistration()
+		r.Revision = stored.GetRevision()
+		b.edit(r)
+		_, err := register(r)
+		wantCode(t, err, connect.CodeInvalidArgument)
+		if !strings.Contains(err.Error(), b.field) {
+			t.Errorf("%s: error %q does not name %s", b.name, err, b.field)
+		}
+	}
+	_, err = c.RegisterCluster(ctx, connect.NewRequest(&adminv1.RegisterClusterRequest{}))
+	wantCode(t, err, connect.CodeInvalidArgument)
+
+	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1", Revision: stored.GetRevision() + 100}))
+	wantCode(t, err, connect.CodeFailedPrecondition)
+	if _, err := c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1", Revision: stored.GetRevision()})); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1"}))
+	wantCode(t, err, connect.CodeNotFound)
+	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "bad/name"}))
+	wantCode(t, err, connect.CodeInvalidArgument)
+	admintest.WaitFor(t, "compatibility mode again", func() bool { return list().GetIdentityMode() == "compatibility" })
+}
+
+func TestRegistrationNeedsTheToken(t *testing.T) {
+	e := newEnv(t)
+	anon := adminv1connect.NewAdminServiceClient(e.Server.Client(), e.Server.URL)
+	_, err := anon.RegisterCluster(testCtx(t), connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: testRegistration()}))
+	wantCode(t, err, connect.CodeUnauthenticated)
+	_, err = anon.RevokeCluster(testCtx(t), connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1"}))
+	wantCode(t, err, connect.CodeUnauthenticated)
+}

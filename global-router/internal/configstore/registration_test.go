@@ -1,0 +1,205 @@
+package configstore_test
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
+	"github.com/switchyard-dev/switchyard/gossip"
+)
+
+func testPublicKey(b byte) []byte {
+	seed := make([]byte, ed25519.SeedSize)
+	seed[0] = b
+	return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+}
+
+func validRegistration() *adminv1.ClusterRegistration {
+	return &adminv1.ClusterRegistration{
+		Cluster: "c1", Region: "us-east-1",
+		GatewayUrls: []string{"https://gw-a.c1.example.com:8443", "https://gw-b.c1.example.com"},
+		Models:      []string{"meta-llama/Llama-3.1-8B-Instruct"},
+		PublicKeys:  [][]byte{testPublicKey(1), testPublicKey(2)},
+	}
+}
+
+func TestValidateRegistration(t *testing.T) {
+	tests := []struct {
+		name      string
+		edit      func(*adminv1.ClusterRegistration)
+		cleartext bool
+		wantField string // "" = valid
+	}{
+		{"valid", func(*adminv1.ClusterRegistration) {}, false, ""},
+		{"any model", func(r *adminv1.ClusterRegistration) { r.Models = nil }, false, ""},
+		{"cleartext allowed", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://127.0.0.1:8081"} }, true, ""},
+		{"cleartext refused", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://127.0.0.1:8081"} }, false, "gateway_urls[0]"},
+		{"bad cluster", func(r *adminv1.ClusterRegistration) { r.Cluster = "a/b" }, false, "cluster"},
+		{"no region", func(r *adminv1.ClusterRegistration) { r.Region = "" }, false, "region"},
+		{"no url", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = nil }, false, "gateway_urls"},
+		{"url with path", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com/v1"} }, false, "gateway_urls[0]"},
+		{"url with slash", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com/"} }, false, "gateway_urls[0]"},
+		{"url with user", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://u:p@gw.example.com"} }, false, "gateway_urls[0]"},
+		{"url with query", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com?x=1"} }, false, "gateway_urls[0]"},
+		{"upper-case scheme", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"HTTPS://gw.example.com"} }, false, "gateway_urls[0]"},
+		{"other scheme", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"ftp://gw.example.com"} }, true, "gateway_urls[0]"},
+		{"relative url", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"gw.example.com:443"} }, false, "gateway_urls[0]"},
+		{"duplicate url", func(r *adminv1.ClusterRegistration) {
+			r.GatewayUrls = []string{"https://gw.example.com", "https://gw.example.com"}
+		}, false, "gateway_urls[1]"},
+		{"bad model", func(r *adminv1.ClusterRegistration) { r.Models = []string{"a b"} }, false, "models[0]"},
+		{"duplicate model", func(r *adminv1.ClusterRegistration) { r.Models = []string{"m", "m"} }, false, "models[1]"},
+		{"no key", func(r *adminv1.ClusterRegistration) { r.PublicKeys = nil }, false, "public_keys"},
+		{"short key", func(r *adminv1.ClusterRegistration) { r.PublicKeys = [][]byte{make([]byte, 31)} }, false, "public_keys[0]"},
+		{"duplicate key", func(r *adminv1.ClusterRegistration) { r.PublicKeys = [][]byte{testPublicKey(1), testPublicKey(1)} }, false, "public_keys[1]"},
+		{"too many keys", func(r *adminv1.ClusterRegistration) {
+			r.PublicKeys = nil
+			for i := range 9 {
+				r.PublicKeys = append(r.PublicKeys, testPublicKey(byte(i)))
+			}
+		}, false, "public_keys"},
+		{"negative revision", func(r *adminv1.ClusterRegistration) { r.Revision = -1 }, false, "revision"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := validRegistration()
+			tt.edit(r)
+			err := configstore.ValidateRegistration(r, tt.cleartext)
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("ValidateRegistration = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, configstore.ErrInvalid) || !strings.Contains(err.Error(), tt.wantField) {
+				t.Fatalf("ValidateRegistration = %v, want ErrInvalid naming %q", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestRegistrationLifecycle(t *testing.T) {
+	s := newStore(t, nsClient(t, shared))
+	runStore(t, s)
+	ctx := testCtx(t)
+
+	created, err := s.PutRegistration(ctx, validRegistration(), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.GetRevision() == 0 || len(created.GetKeyIds()) != 2 || created.GetKeyIds()[0] != gossip.KeyID(testPublicKey(1)) {
+		t.Fatalf("created = %v", created)
+	}
+	if _, err := s.PutRegistration(ctx, validRegistration(), 0, false); !errors.Is(err, configstore.ErrConflict) {
+		t.Fatalf("second create = %v, want ErrConflict", err)
+	}
+	cleartext := validRegistration()
+	cleartext.GatewayUrls = []string{"http://gw.c1.example.com"}
+	if _, err := s.PutRegistration(ctx, cleartext, created.GetRevision(), false); !errors.Is(err, configstore.ErrInvalid) {
+		t.Fatalf("cleartext without the flag = %v, want ErrInvalid", err)
+	}
+	waitFor(t, "registration watched", func() bool {
+		r, ok := s.Snapshot().Registration("c1")
+		return ok && r.Stored.GetRevision() == created.GetRevision()
+	})
+	v := s.Snapshot()
+	r, _ := v.Registration("c1")
+	if !r.AllowsURL("https://gw-b.c1.example.com") || r.AllowsURL("https://gw-c.c1.example.com") ||
+		!r.AllowsModel("meta-llama/Llama-3.1-8B-Instruct") || r.AllowsModel("other") {
+		t.Fatalf("registration view = %v", r.Stored)
+	}
+	if k := r.Keys[gossip.KeyID(testPublicKey(2))]; !k.Equal(ed25519.PublicKey(testPublicKey(2))) {
+		t.Fatal("second key not indexed by its id")
+	}
+	if v.RegistrationCount() != 1 || v.RegistrationsRevision() < created.GetRevision() {
+		t.Fatalf("count %d, revision %d", v.RegistrationCount(), v.RegistrationsRevision())
+	}
+
+	update := proto.CloneOf(created)
+	update.Models = nil
+	updated, err := s.PutRegistration(ctx, update, created.GetRevision(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutRegistration(ctx, update, created.GetRevision(), false); !errors.Is(err, configstore.ErrConflict) {
+		t.Fatalf("stale update = %v, want ErrConflict", err)
+	}
+	list, err := s.ListRegistrations(ctx)
+	if err != nil || len(list) != 1 || list[0].GetRevision() != updated.GetRevision() || len(list[0].GetModels()) != 0 {
+		t.Fatalf("list = %v, %v", list, err)
+	}
+	if err := s.DeleteRegistration(ctx, "c1", created.GetRevision()); !errors.Is(err, configstore.ErrConflict) {
+		t.Fatalf("stale revoke = %v, want ErrConflict", err)
+	}
+	if err := s.DeleteRegistration(ctx, "c1", updated.GetRevision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRegistration(ctx, "c1", 0); !errors.Is(err, configstore.ErrNotFound) {
+		t.Fatalf("revoke of nothing = %v, want ErrNotFound", err)
+	}
+	waitFor(t, "revocation watched", func() bool { return s.Snapshot().RegistrationCount() == 0 })
+	if s.Snapshot().RegistrationsRevision() <= updated.GetRevision() {
+		t.Fatal("registrations revision did not move on revocation")
+	}
+}
+
+func TestDecodeRegistrationRefusesBadValues(t *testing.T) {
+	good, err := configstore.EncodeRegistration(validRegistration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, cluster string
+		value         []byte
+	}{
+		{"not json", "c1", []byte("{")},
+		{"other cluster", "c2", good},
+		{"invalid", "c1", []byte(`{"cluster":"c1","region":"us-east-1"}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := configstore.DecodeRegistration(tt.cluster, tt.value, 5); !errors.Is(err, configstore.ErrInvalid) {
+				t.Fatalf("DecodeRegistration = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	r, err := configstore.DecodeRegistration("c1", good, 5)
+	if err != nil || r.GetRevision() != 5 || len(r.GetKeyIds()) != 2 {
+		t.Fatalf("DecodeRegistration(good) = %v, %v", r, err)
+	}
+}
+
+// FuzzDecodeRegistration: a stored value either fails with ErrInvalid or decodes to a valid
+// registration that survives its own encoding.
+func FuzzDecodeRegistration(f *testing.F) {
+	good, _ := configstore.EncodeRegistration(validRegistration())
+	f.Add(good)
+	f.Add([]byte(`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		r, err := configstore.DecodeRegistration("c1", value, 7)
+		if err != nil {
+			if !errors.Is(err, configstore.ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if err := configstore.ValidateRegistration(r, true); err != nil {
+			t.Fatalf("decoded registration invalid: %v", err)
+		}
+		again, err := configstore.EncodeRegistration(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := configstore.DecodeRegistration("c1", again, 7)
+		if err != nil || !proto.Equal(back, r) {
+			t.Fatalf("round trip: %v, %v", back, err)
+		}
+	})
+}

@@ -1,0 +1,245 @@
+// Package identity decides which capacity summaries the global router trusts. A cluster is
+// registered in etcd (configstore: region, exact gateway URLs, allowed models, Ed25519 public
+// keys); its gateways sign every summary with the cluster's private key. Verifier checks each
+// summary gossip receives against the registration before gossip stores it, so a node that holds
+// the gossip key but not a cluster's signing key can neither advertise that cluster, nor send its
+// prompts elsewhere, nor freeze its updates.
+//
+// Modes: while no cluster is registered at all, the router is in compatibility mode and accepts
+// every summary unchecked (a warning is logged once and the acceptances are counted), so a pool
+// without identities keeps working; with Config.Require (--require-cluster-identity) it accepts
+// nothing then. Once any cluster is registered, strict mode applies to every cluster: only signed
+// summaries of registered clusters that match their registration are accepted. Watch makes the
+// gossip node re-check what it holds whenever the registrations change.
+package identity
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
+	"github.com/switchyard-dev/switchyard/gossip"
+)
+
+// Why a summary is rejected: the reason label of switchyard_router_summaries_rejected_total.
+const (
+	// ReasonUnregistered: the summary's cluster is not registered (or, in required mode,
+	// nothing is).
+	ReasonUnregistered = "unregistered"
+	// ReasonUnsigned: the summary carries no signature.
+	ReasonUnsigned = "unsigned"
+	// ReasonUnknownKey: the summary's signing key id is not one of the cluster's registered keys.
+	ReasonUnknownKey = "unknown_key"
+	// ReasonBadSignature: the registered key does not verify the signature.
+	ReasonBadSignature = "bad_signature"
+	// ReasonRegionMismatch: the summary names another region than the registration.
+	ReasonRegionMismatch = "region_mismatch"
+	// ReasonURLMismatch: the summary's gateway URL is not one of the registered ones.
+	ReasonURLMismatch = "gateway_url_mismatch"
+	// ReasonCleartextURL: the gateway URL is http:// and cleartext gateways are not allowed.
+	ReasonCleartextURL = "cleartext_gateway_url"
+	// ReasonModelNotAllowed: the summary lists a model the registration does not allow.
+	ReasonModelNotAllowed = "model_not_allowed"
+)
+
+// Reasons lists every rejection reason.
+var Reasons = []string{ReasonUnregistered, ReasonUnsigned, ReasonUnknownKey, ReasonBadSignature,
+	ReasonRegionMismatch, ReasonURLMismatch, ReasonCleartextURL, ReasonModelNotAllowed}
+
+// Identity modes (ListRegistrations' identity_mode).
+const (
+	// ModeCompatibility: no cluster is registered; every summary is accepted unchecked.
+	ModeCompatibility = "compatibility"
+	// ModeStrict: some cluster is registered; only verified summaries are accepted.
+	ModeStrict = "strict"
+	// ModeRequired: strict, and nothing is accepted while no cluster is registered.
+	ModeRequired = "required"
+)
+
+// ErrRejected is wrapped by every error VerifySummary returns.
+var ErrRejected = errors.New("identity: summary rejected")
+
+// RejectedError is why a summary was rejected.
+type RejectedError struct {
+	// Reason is one of Reasons.
+	Reason string
+	// Detail explains it.
+	Detail string
+}
+
+func (e *RejectedError) Error() string { return fmt.Sprintf("identity: %s: %s", e.Reason, e.Detail) }
+
+// Unwrap makes the error match ErrRejected.
+func (e *RejectedError) Unwrap() error { return ErrRejected }
+
+// Config configures a Verifier.
+type Config struct {
+	// Require refuses every summary while no cluster is registered, instead of accepting them
+	// unchecked (--require-cluster-identity). Default false.
+	Require bool
+	// AllowCleartext accepts http:// gateway URLs in registrations and summaries
+	// (--allow-cleartext-gateways); otherwise only https:// ones. Default false.
+	AllowCleartext bool
+	// LogEvery is the least time between two logged rejections of one node for one reason.
+	// Default 1 min.
+	LogEvery time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config { return Config{LogEvery: time.Minute} }
+
+// Validate reports an invalid field.
+func (c Config) Validate() error {
+	if c.LogEvery <= 0 {
+		return fmt.Errorf("identity: LogEvery %v must be positive", c.LogEvery)
+	}
+	return nil
+}
+
+// ConfigSource returns the config view in force. *configstore.Store implements it. It must be
+// safe for concurrent use and never return nil.
+type ConfigSource interface {
+	Snapshot() *configstore.View
+}
+
+// Verifier checks capacity summaries against the cluster registrations. It implements
+// gossip.SummaryVerifier and is safe for concurrent use.
+type Verifier struct {
+	cfg     Config
+	src     ConfigSource
+	log     *slog.Logger
+	metrics *metrics
+	warned  atomic.Bool // the compatibility-mode warning was logged
+
+	mu     sync.Mutex
+	logged map[string]time.Time // node + reason → last logged rejection
+}
+
+var _ gossip.SummaryVerifier = (*Verifier)(nil)
+
+// New returns a verifier over the registrations of src. Its collectors are registered on reg
+// (none when reg is nil); logger may be nil.
+func New(cfg Config, src ConfigSource, logger *slog.Logger, reg prometheus.Registerer) (*Verifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, errors.New("identity: nil config source")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Verifier{cfg: cfg, src: src, log: logger, metrics: m, logged: map[string]time.Time{}}, nil
+}
+
+// Mode returns the identity mode in force: ModeCompatibility, ModeStrict or ModeRequired.
+func (v *Verifier) Mode() string { return v.mode(v.src.Snapshot()) }
+
+func (v *Verifier) mode(view *configstore.View) string {
+	switch {
+	case view.RegistrationCount() > 0:
+		return ModeStrict
+	case v.cfg.Require:
+		return ModeRequired
+	}
+	return ModeCompatibility
+}
+
+// VerifySummary accepts s, or returns a *RejectedError (wrapping ErrRejected) saying why not;
+// a rejection is counted and logged (at most once per LogEvery for a node and reason).
+func (v *Verifier) VerifySummary(s *gossipv1.CapacitySummary) error {
+	view := v.src.Snapshot()
+	switch v.mode(view) {
+	case ModeCompatibility:
+		v.metrics.accepted.WithLabelValues("unverified").Inc()
+		if !v.warned.Swap(true) {
+			v.log.Warn("accepting capacity summaries unverified: no cluster is registered (compatibility mode); register clusters or run with --require-cluster-identity",
+				"node", s.GetNode(), "cluster", s.GetCluster())
+		}
+		return nil
+	case ModeRequired:
+		return v.reject(s, ReasonUnregistered, "no cluster is registered and cluster identity is required")
+	}
+	reg, ok := view.Registration(s.GetCluster())
+	if !ok {
+		return v.reject(s, ReasonUnregistered, fmt.Sprintf("cluster %q is not registered", s.GetCluster()))
+	}
+	if reason, detail := v.check(s, reg); reason != "" {
+		return v.reject(s, reason, detail)
+	}
+	v.metrics.accepted.WithLabelValues("verified").Inc()
+	return nil
+}
+
+// check returns why s does not match reg ("" when it does).
+func (v *Verifier) check(s *gossipv1.CapacitySummary, reg configstore.Registration) (reason, detail string) {
+	if len(s.GetSignature()) == 0 {
+		return ReasonUnsigned, "the summary is not signed"
+	}
+	pub, ok := reg.Keys[s.GetSigningKeyId()]
+	if !ok {
+		return ReasonUnknownKey, fmt.Sprintf("signing key %q is not registered for cluster %q", s.GetSigningKeyId(), s.GetCluster())
+	}
+	if err := gossip.VerifySummary(s, pub); err != nil {
+		return ReasonBadSignature, fmt.Sprintf("key %q: %v", s.GetSigningKeyId(), err)
+	}
+	if s.GetRegion() != reg.Stored.GetRegion() {
+		return ReasonRegionMismatch, fmt.Sprintf("region %q, registered %q", s.GetRegion(), reg.Stored.GetRegion())
+	}
+	if !reg.AllowsURL(s.GetGatewayUrl()) {
+		return ReasonURLMismatch, fmt.Sprintf("gateway URL %q is not registered", s.GetGatewayUrl())
+	}
+	if u, err := url.Parse(s.GetGatewayUrl()); err != nil || (u.Scheme != "https" && !v.cfg.AllowCleartext) {
+		return ReasonCleartextURL, fmt.Sprintf("gateway URL %q is not https:// (see --allow-cleartext-gateways)", s.GetGatewayUrl())
+	}
+	for _, m := range s.GetModels() {
+		if !reg.AllowsModel(m.GetName()) {
+			return ReasonModelNotAllowed, fmt.Sprintf("model %q is not registered for cluster %q", m.GetName(), s.GetCluster())
+		}
+	}
+	return "", ""
+}
+
+// maxLogged bounds the rate-limiting memory; past it, it starts over (at worst one more log line
+// per node and reason).
+const maxLogged = 4096
+
+// reject counts and (rate-limited) logs a rejection and returns its error.
+func (v *Verifier) reject(s *gossipv1.CapacitySummary, reason, detail string) error {
+	v.metrics.rejected.WithLabelValues(reason).Inc()
+	now := v.cfg.Now()
+	key := s.GetNode() + "\x00" + reason
+	v.mu.Lock()
+	last, seen := v.logged[key]
+	due := !seen || now.Sub(last) >= v.cfg.LogEvery
+	if due {
+		if len(v.logged) >= maxLogged {
+			v.logged = map[string]time.Time{}
+		}
+		v.logged[key] = now
+	}
+	v.mu.Unlock()
+	if due {
+		v.log.Warn("capacity summary rejected", "reason", reason, "node", s.GetNode(), "cluster", s.GetCluster(),
+			"region", s.GetRegion(), "gateway_url", s.GetGatewayUrl(), "key_id", s.GetSigningKeyId(), "detail", detail)
+	}
+	return &RejectedError{Reason: reason, Detail: detail}
+}

@@ -1,0 +1,40 @@
+package identity
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the verifier's collectors.
+type metrics struct {
+	rejected *prometheus.CounterVec
+	accepted *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_summaries_rejected_total",
+			Help: "Capacity summaries ignored because they do not match their cluster's registration, by reason (unregistered, unsigned, unknown_key, bad_signature, region_mismatch, gateway_url_mismatch, cleartext_gateway_url, model_not_allowed).",
+		}, []string{"reason"}),
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_summaries_accepted_total",
+			Help: "Capacity summaries accepted: verified against their registration, or unverified (compatibility mode: no cluster registered).",
+		}, []string{"check"}),
+	}
+	for _, r := range Reasons {
+		m.rejected.WithLabelValues(r)
+	}
+	m.accepted.WithLabelValues("verified")
+	m.accepted.WithLabelValues("unverified")
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.rejected, m.accepted} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("identity: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
