@@ -12,12 +12,15 @@ func TestPodKilledMidLoad(t *testing.T) {
 	w := newWorld(t)
 	w.TimeScale = 1 // real-time streams, so that some are running on the pod when it dies
 	pods := []*node{w.Pod("h100"), w.Pod("h100"), w.Pod("h100")}
-	gw := w.Gateway("east-a", "us-east-1", []string{pods[0].Listen, pods[1].Listen, pods[2].Listen})
+	// Named, so that x-switchyard-endpoint tells which pod served each request.
+	names := []string{"east-a-0", "east-a-1", "east-a-2"}
+	gw := w.Gateway("east-a", "us-east-1", []string{names[0] + "=" + pods[0].Listen, names[1] + "=" + pods[1].Listen,
+		names[2] + "=" + pods[2].Listen})
 
 	const killAt = 4 * time.Second
 	l := startLoad(t, "http://"+gw.Listen, 15, 12*time.Second, 150)
 	time.Sleep(time.Until(l.started.Add(killAt)))
-	victim := pods[1]
+	victim, victimName := pods[1], names[1]
 	victim.Kill()
 	killedAt := time.Since(l.started)
 	t.Logf("pod %s killed at %s", victim.Listen, killedAt.Round(time.Millisecond))
@@ -34,15 +37,18 @@ func TestPodKilledMidLoad(t *testing.T) {
 	if o.OK < o.Total*8/10 {
 		t.Errorf("only %d of %d requests succeeded", o.OK, o.Total)
 	}
-	last := lastSentTo(samples, victim.Listen)
+	last := lastSentTo(samples, victimName)
 	t.Logf("FIGURES pod-kill: %d requests at 15/s, %d lost, %d streams cut with an error event, %d cut silently, last request to the dead pod sent %s after the kill",
 		o.Total, o.Lost, o.Cut-o.CutSilently, o.CutSilently, max(0, last-killedAt).Round(time.Millisecond))
+	if last < 0 {
+		t.Errorf("no answer names the victim %s in x-switchyard-endpoint, even before the kill", victimName)
+	}
 	// Allow one scrape interval and the retry of a request already connecting.
 	if last > killedAt+500*time.Millisecond {
 		t.Errorf("killed pod still served a request sent at %s (killed at %s)", last, killedAt)
 	}
 	after := servedAfter(samples, killedAt+time.Second, "endpoint")
-	if after[pods[0].Listen]+after[pods[2].Listen] == 0 {
+	if after[names[0]]+after[names[2]] == 0 {
 		t.Errorf("surviving pods served nothing after the kill: %v", after)
 	}
 	if o.Cut == 0 {
