@@ -307,3 +307,39 @@ type chunkReader struct {
 func (c *chunkReader) Read(b []byte) (int, error) {
 	return c.r.Read(b[:min(len(b), c.size)])
 }
+
+// TestPartialForgeryDoesNotHoldBackSummaries: a forged first chunk of a two-chunk summary under
+// the real node's name, with a sequence within the clock skew, does not make the node's next
+// (single-chunk) summaries and deltas look stale while it waits for a second chunk that never
+// comes.
+func TestPartialForgeryDoesNotHoldBackSummaries(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	key := testKey(8)
+	pub := key.Public().(ed25519.PublicKey)
+	v := &keyVerifier{}
+	v.pub.Store(&pub)
+	gw := newIdentityNode(t, clock, key, nil, nil)
+	router := newIdentityNode(t, clock, nil, v, nil)
+	ahead := uint64(clock.Now().Add(20 * time.Second).UnixNano())
+	for _, kind := range []byte{msgChunk, msgDelta} {
+		forged, err := encodeParts(kind, "gw", ahead, make([]byte, 3000), 1400)
+		if err != nil || len(forged) < 2 {
+			t.Fatalf("forged parts: %d, %v", len(forged), err)
+		}
+		router.handleChunk(forged[0])
+	}
+	cur := deltaBase(1, 2, 1)
+	cur.Node, cur.Sequence, cur.GeneratedAtUnixNano = "", 0, 0
+	for i := range 3 {
+		clock.Advance(250 * time.Millisecond)
+		cur.Models[0].QueueDepth++
+		out, err := gw.Publish(cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		relayQueued(gw, router)
+		if got := router.store.newest("gw"); got != out.GetSequence() {
+			t.Fatalf("summary %d: router holds sequence %d, want %d (held back by the forged assembly)", i, got, out.GetSequence())
+		}
+	}
+}

@@ -114,6 +114,9 @@ func (s *store) addChunk(c chunk, now time.Time) (outcome, *gossipv1.CapacitySum
 	}
 	key := pendingKey{node: c.node, delta: c.delta}
 	a := s.pending[key]
+	if c.count == 1 {
+		return s.completeSingle(key, c, now)
+	}
 	switch {
 	case a == nil || c.seq > a.seq:
 		a = &assembly{seq: c.seq, parts: make([][]byte, c.count), started: now}
@@ -138,6 +141,23 @@ func (s *store) addChunk(c chunk, now time.Time) (outcome, *gossipv1.CapacitySum
 		return chunkPartial, nil, nil
 	}
 	delete(s.pending, key)
+	if c.delta {
+		return s.completeDelta(c.node, a, now)
+	}
+	return s.complete(c.node, a, now)
+}
+
+// completeSingle applies a summary or delta that came in one chunk, whether or not a newer
+// one is still being assembled: an incomplete assembly (perhaps forged, its sequence merely
+// within the clock skew) never holds back a complete message. Called with s.mu held.
+func (s *store) completeSingle(key pendingKey, c chunk, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
+	if a := s.pending[key]; a != nil && a.seq <= c.seq {
+		delete(s.pending, key)
+	}
+	if len(c.payload) > s.limit {
+		return chunkStale, nil, fmt.Errorf("%w: node %s summary exceeds %d bytes", ErrMalformed, c.node, s.limit)
+	}
+	a := &assembly{seq: c.seq, parts: [][]byte{append([]byte(nil), c.payload...)}, got: 1, bytes: len(c.payload), started: now}
 	if c.delta {
 		return s.completeDelta(c.node, a, now)
 	}
