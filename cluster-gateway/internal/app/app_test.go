@@ -317,6 +317,15 @@ func TestParseConfig(t *testing.T) {
 		{"missing key file", append(base, "--gossip-key-file=does-not-exist"), nil, nil, "--gossip-key-file"},
 		{"bad env value", base, map[string]string{"SWITCHYARD_QUEUE_LIMIT": "many"}, nil, "SWITCHYARD_QUEUE_LIMIT"},
 		{"stray argument", append(base, "serve"), nil, nil, "unexpected argument"},
+		{"body budget", append(base, "--max-inflight-body-bytes=512MiB", "--memory-limit=2GiB"), nil,
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 512<<20 && c.MemoryLimit == "2GiB" }, ""},
+		{"body budget auto", append(base, "--max-inflight-body-bytes=auto"), nil,
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 0 && c.MemoryLimit == "" }, ""},
+		{"body budget from the environment", base, map[string]string{"SWITCHYARD_MAX_INFLIGHT_BODY_BYTES": "1Gi", "SWITCHYARD_MEMORY_LIMIT": "auto"},
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 1<<30 && c.MemoryLimit == "auto" }, ""},
+		{"body budget below the body limit", append(base, "--max-inflight-body-bytes=1MiB"), nil, nil, "at least --max-body-bytes"},
+		{"bad body budget", append(base, "--max-inflight-body-bytes=lots"), nil, nil, "max-inflight-body-bytes"},
+		{"bad memory limit", append(base, "--memory-limit=90%"), nil, nil, "--memory-limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

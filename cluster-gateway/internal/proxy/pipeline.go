@@ -3,10 +3,13 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -42,6 +45,9 @@ type Pipeline struct {
 	classify flowcontrol.Config
 	mapErr   ErrorMapper
 	metrics  *Metrics
+	bodies   *body.Budget
+	log      *slog.Logger
+	lastWarn atomic.Int64 // unix nanoseconds of the last budget warning (see RefuseBody)
 	ids      atomic.Uint64
 	now      func() time.Time
 }
@@ -60,6 +66,11 @@ type PipelineOptions struct {
 	MapError ErrorMapper
 	// Metrics are the shared request metrics (see NewMetrics); required.
 	Metrics *Metrics
+	// BodyBudget bounds the request-body memory of both front doors together; nil: no bound
+	// beyond each body's limit.
+	BodyBudget *body.Budget
+	// Logger receives the refusals of request bodies (see RefuseBody); nil discards them.
+	Logger *slog.Logger
 }
 
 // NewPipeline returns a Pipeline.
@@ -67,7 +78,12 @@ func NewPipeline(o PipelineOptions) (*Pipeline, error) {
 	if o.Router == nil || o.Flow == nil || o.Metrics == nil {
 		return nil, errors.New("proxy: pipeline needs a router, an admitter and metrics")
 	}
-	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics, now: time.Now}, nil
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
+		bodies: o.BodyBudget, log: log, now: time.Now}, nil
 }
 
 // Decision is an admitted request: what was asked and where it goes.
