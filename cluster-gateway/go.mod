@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/switchyard-dev/switchyard/contract v0.0.0
 	github.com/switchyard-dev/switchyard/gossip v0.0.0
 	github.com/switchyard-dev/switchyard/proto v0.0.0
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3
@@ -89,6 +90,7 @@ require (
 )
 
 replace (
+	github.com/switchyard-dev/switchyard/contract => ../contract
 	github.com/switchyard-dev/switchyard/gossip => ../gossip
 	github.com/switchyard-dev/switchyard/proto => ../proto
 )

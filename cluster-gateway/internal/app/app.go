@@ -16,6 +16,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
@@ -38,12 +40,16 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger := NewLogger(cfg, stderr)
+	if err := applyMemoryLimit(cfg.MemoryLimit, getenv, logger); err != nil {
+		return err
+	}
 	g, err := New(cfg, logger)
 	if err != nil {
 		return err
 	}
 	logger.Info("cluster-gateway started", "cluster", cfg.Cluster, "region", cfg.Region,
-		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "profile", g.sched.Profile())
+		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "profile", g.sched.Profile(),
+		"max_body_bytes", cfg.MaxBodyBytes, "max_inflight_body_bytes", g.bodies.Limit())
 	err = g.Run(ctx)
 	logger.Info("cluster-gateway stopped")
 	return err
@@ -79,6 +85,7 @@ type Gateway struct {
 	metricsLn  net.Listener
 	httpSrv    *proxy.Server
 	extSrv     *extproc.Server
+	bodies     *body.Budget // the in-flight body budget of both front doors
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
@@ -191,8 +198,12 @@ func (g *Gateway) buildFrontDoors() error {
 	if err != nil {
 		return err
 	}
+	g.bodies = body.NewBudget(bodyBudget(g.cfg.MaxInflightBodyBytes, g.cfg.MaxBodyBytes))
+	if err := proxy.RegisterBodyBudget(g.reg, g.bodies); err != nil {
+		return err
+	}
 	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, Logger: g.log})
+		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log})
 	if err != nil {
 		return err
 	}

@@ -334,6 +334,15 @@ func TestParseConfig(t *testing.T) {
 			func(c app.Config) bool { return c.MaxEjectionPercent == 20 }, ""},
 		{"ejection cap above 100%", append(base, "--max-ejection-percent=120"), nil, nil, "--max-ejection-percent"},
 		{"negative ejection cap", append(base, "--max-ejection-percent=-1"), nil, nil, "--max-ejection-percent"},
+		{"body budget", append(base, "--max-inflight-body-bytes=512MiB", "--memory-limit=2GiB"), nil,
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 512<<20 && c.MemoryLimit == "2GiB" }, ""},
+		{"body budget auto", append(base, "--max-inflight-body-bytes=auto"), nil,
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 0 && c.MemoryLimit == "" }, ""},
+		{"body budget from the environment", base, map[string]string{"SWITCHYARD_MAX_INFLIGHT_BODY_BYTES": "1Gi", "SWITCHYARD_MEMORY_LIMIT": "auto"},
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 1<<30 && c.MemoryLimit == "auto" }, ""},
+		{"body budget below the body limit", append(base, "--max-inflight-body-bytes=1MiB"), nil, nil, "at least --max-body-bytes"},
+		{"bad body budget", append(base, "--max-inflight-body-bytes=lots"), nil, nil, "max-inflight-body-bytes"},
+		{"bad memory limit", append(base, "--memory-limit=90%"), nil, nil, "--memory-limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

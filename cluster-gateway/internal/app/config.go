@@ -69,6 +69,16 @@ type Config struct {
 	Staleness time.Duration
 	// MaxBodyBytes is the request body limit (413 beyond). Default 32 MiB.
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes is the in-flight body budget: the request-body memory both front
+	// doors may hold at once, beyond which a request is answered 503 with Retry-After. 0
+	// (--max-inflight-body-bytes=auto) is a quarter of the Go memory limit in force (see
+	// MemoryLimit), or 256 MiB without one, and never less than MaxBodyBytes. Default auto.
+	MaxInflightBodyBytes int64
+	// MemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit): bytes
+	// with an optional suffix (e.g. 1536MiB), "auto" for 90% of the cgroup's memory.max (no limit
+	// outside a memory-limited cgroup), or "none". Default "": GOMEMLIMIT when it is set, else
+	// auto.
+	MemoryLimit string
 	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
 	AdapterMap string
 	// EndpointHeader adds x-switchyard-endpoint, the serving pod's name, to responses. Default
@@ -196,6 +206,11 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("--staleness must be positive, got %v", c.Staleness)
 	case c.MaxBodyBytes <= 0:
 		return fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
+	case c.MaxInflightBodyBytes < 0:
+		return fmt.Errorf("--max-inflight-body-bytes must not be negative, got %d", c.MaxInflightBodyBytes)
+	case c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < c.MaxBodyBytes:
+		return fmt.Errorf("--max-inflight-body-bytes=%d must be at least --max-body-bytes=%d, or no body of the largest size could be read",
+			c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	case c.QueueLimit < 0:
 		return fmt.Errorf("--queue-limit must not be negative, got %d", c.QueueLimit)
 	case c.QueueTTL <= 0:
@@ -206,6 +221,9 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("--drain-timeout must be positive, got %v", c.DrainTimeout)
 	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
 		return fmt.Errorf("--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
+	}
+	if err := checkMemoryLimit(c.MemoryLimit); err != nil {
+		return fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err)
 	}
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
 		return fmt.Errorf("--adapter-map: %w", err)

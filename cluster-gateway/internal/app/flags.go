@@ -44,6 +44,8 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", c.ScrapeInterval, "per-pod metrics scrape interval")
 	fs.DurationVar(&c.Staleness, "staleness", c.Staleness, "metrics age beyond which a pod counts as stale")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "request body limit in bytes (413 beyond)")
+	fs.Var(sizeFlag{&c.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory both front doors may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
+	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "Go soft memory limit: bytes with a suffix (e.g. 1536MiB), auto (90% of the cgroup's memory.max) or none (default: GOMEMLIMIT when set, else auto)")
 	fs.StringVar(&c.AdapterMap, "adapter-map", c.AdapterMap, "LoRA adapters pods load on demand: adapter=base,... or a YAML file")
 	fs.BoolVar(&c.EndpointHeader, "endpoint-header", c.EndpointHeader, "add x-switchyard-endpoint (the serving pod's name) to responses")
 	fs.BoolVar(&c.EndpointHeaderAddress, "endpoint-header-address", c.EndpointHeaderAddress, "debugging: show the pod's ip:port in x-switchyard-endpoint instead of its name")

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/contract"
@@ -34,16 +36,19 @@ type exchange struct {
 	decided   bool
 
 	// The request body arrives in chunks, each aliasing the gRPC buffer it was received in
-	// (see received). A body that arrives whole is used where it lies; otherwise the chunks are
-	// copied once into buf, a pooled buffer sized from Content-Length (want) as they arrive, or,
-	// without a Content-Length, joined when the last one arrives. held are the received buffers
-	// that chunks (or body) alias.
-	chunks [][]byte
-	held   []mem.Buffer
-	buf    *[]byte
-	want   int
-	size   int
-	body   []byte // the whole body, set once the last chunk arrived
+	// (see received). A body that arrives whole (its first chunk is its last) is used where it
+	// lies, in whole, its received buffer kept in held; otherwise the chunks are copied into acc
+	// as they arrive: a pooled buffer that grows with the bytes received, never sized from the
+	// content-length (want) alone. Both are reserved from the pipeline's body budget, shared
+	// with the HTTP proxy (heldBytes is held's reservation), until the body is released.
+	acc       body.Buffer
+	whole     []byte
+	held      mem.Buffer
+	heldBytes int64
+	streaming bool // a body chunk has arrived
+	want      int
+	size      int
+	body      []byte // the whole body, set once the last chunk arrived
 
 	target   string          // the chosen endpoint as x-switchyard-endpoint shows it (its name)
 	decision *proxy.Decision // released (Pipeline.Done) when the stream ends
@@ -53,11 +58,6 @@ type exchange struct {
 
 	chunk chunkAnswer // every body chunk sent back
 	recv  received    // every message received
-
-	// Room for the first chunks and held buffers without allocating: Envoy sends bodies in
-	// chunks of up to 64 KiB (two for a 100 KB body).
-	chunkRoom [2][]byte
-	heldRoom  [2]mem.Buffer
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
@@ -148,14 +148,14 @@ func (x *exchange) requestBody(m *received, b *extprocv3.HttpBody) error {
 	}
 	chunk := b.GetBody()
 	if x.size+len(chunk) > x.s.cfg.MaxBodyBytes {
-		return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
+		return x.immediate(x.s.pipe.RefuseBody(proxy.DoorExtProc, &body.TooLargeError{Limit: int64(x.s.cfg.MaxBodyBytes)}))
 	}
 	x.size += len(chunk)
-	if x.addChunk(chunk, b.GetEndOfStream()) && m.buf != nil {
-		if x.held == nil {
-			x.held = x.heldRoom[:0]
+	if err := x.addChunk(m, chunk, b.GetEndOfStream()); err != nil {
+		if e := x.s.pipe.RefuseBody(proxy.DoorExtProc, err); e != nil {
+			return x.immediate(e)
 		}
-		x.held = append(x.held, m.keep())
+		return err
 	}
 	if !b.GetEndOfStream() {
 		return nil
@@ -163,63 +163,54 @@ func (x *exchange) requestBody(m *received, b *extprocv3.HttpBody) error {
 	return x.decide(true)
 }
 
-// addChunk adds a body chunk, copying it into buf or keeping it as it is; kept reports the
-// latter (the chunk's memory must then stay valid until the body is released).
-func (x *exchange) addChunk(chunk []byte, last bool) (kept bool) {
-	switch {
-	case x.buf != nil:
-		*x.buf = append(*x.buf, chunk...)
-	case x.want > 0 && (!last || len(x.chunks) > 0): // more to come, or chunks to join
-		x.buf = x.s.pool.Get(max(x.want, len(chunk)))
-		*x.buf = append((*x.buf)[:0], chunk...)
-	default:
-		if x.chunks == nil {
-			x.chunks = x.chunkRoom[:0]
+// addChunk adds a body chunk: a first chunk that is also the last is kept where it lies (its
+// received buffer taken from m), any other is copied into acc. Either is reserved from the body
+// budget first; a *body.BudgetError says it did not fit.
+func (x *exchange) addChunk(m *received, chunk []byte, last bool) error {
+	first := !x.streaming
+	x.streaming = true
+	if first && last {
+		n := int64(len(chunk))
+		if m.buf != nil {
+			n = int64(m.buf.Len()) // the whole received message stays in memory
 		}
-		x.chunks = append(x.chunks, chunk)
-		return true
+		if err := x.s.pipe.BodyBudget().Reserve(n); err != nil {
+			return err
+		}
+		x.whole, x.heldBytes = chunk, n
+		if m.buf != nil {
+			x.held = m.keep()
+		}
+		return nil
 	}
-	return false
+	if first {
+		x.acc.Reset(body.Options{Limit: int64(x.s.cfg.MaxBodyBytes), Declared: int64(x.want),
+			Budget: x.s.pipe.BodyBudget(), Pool: x.s.pool})
+	}
+	return x.acc.Append(chunk)
 }
 
 // assemble sets x.body from the chunks received.
 func (x *exchange) assemble() {
-	switch {
-	case x.buf != nil:
-		x.body = *x.buf
-	case len(x.chunks) == 1:
-		x.body = x.chunks[0]
-	case len(x.chunks) > 1:
-		x.buf = x.s.pool.Get(x.size)
-		b := (*x.buf)[:0]
-		for _, c := range x.chunks {
-			b = append(b, c...)
-		}
-		*x.buf, x.body = b, b
-		x.freeHeld()
+	if x.whole != nil {
+		x.body = x.whole
+		return
 	}
-	x.chunks = nil
+	x.body = x.acc.Bytes()
 }
 
-// freeHeld releases the received buffers kept for the body.
-func (x *exchange) freeHeld() {
-	for _, b := range x.held {
-		b.Free()
-	}
-	clear(x.held)
-	x.held = x.held[:0]
-}
-
-// releaseBody drops the body once it was sent back (or the stream ended first); Send marshals
-// synchronously, and nothing else keeps a reference, so pooled buffers can be reused at once.
+// releaseBody drops the body once it was sent back (or the stream ended first) and gives back
+// its budget; Send marshals synchronously, and nothing else keeps a reference, so pooled buffers
+// can be reused at once.
 func (x *exchange) releaseBody() {
-	if x.buf != nil {
-		x.s.pool.Put(x.buf)
-		x.buf = nil
+	x.acc.Release()
+	if x.held != nil {
+		x.held.Free()
+		x.held = nil
 	}
-	x.freeHeld()
-	x.body, x.chunks = nil, nil
-	clear(x.chunkRoom[:])
+	x.s.pipe.BodyBudget().Release(x.heldBytes)
+	x.heldBytes = 0
+	x.body, x.whole = nil, nil
 }
 
 // requestTrailers ends a body that was not marked end_of_stream, then acknowledges the trailers.

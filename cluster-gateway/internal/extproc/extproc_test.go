@@ -19,6 +19,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
@@ -128,6 +130,12 @@ var addrs = []string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"}
 // newEnv starts the ext_proc server on 127.0.0.1:0 and a client dialled with opts.
 func newEnv(t testing.TB, opts ...grpc.DialOption) *env {
 	t.Helper()
+	return newEnvBudget(t, nil, opts...)
+}
+
+// newEnvBudget is newEnv with request bodies reserved from budget.
+func newEnvBudget(t testing.TB, budget *body.Budget, opts ...grpc.DialOption) *env {
+	t.Helper()
 	_, bench := t.(*testing.B) // benchmarks measure the real pools
 	e := &env{store: datastore.NewStore(nil, nil), hooks: &recorder{watch: !bench, hashes: map[*framework.Request][]uint64{}}}
 	var specs []datastore.EndpointSpec
@@ -150,7 +158,7 @@ func newEnv(t testing.TB, opts ...grpc.DialOption) *env {
 	fcfg.Enabled = false
 	flow, _ := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
 	m, _ := proxy.NewMetrics(nil)
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m})
+	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m, BodyBudget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ type Server struct {
 	pipe  *proxy.Pipeline
 	store Endpoints
 	log   *slog.Logger
-	pool  *bufferPool // gRPC's buffers and request bodies assembled from chunks
+	pool  *bufferPool // gRPC's buffers and request bodies assembled from chunks (see addChunk)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -121,8 +121,15 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Connection limits of the ext_proc listener.
 const (
-	// maxConcurrentStreams bounds the exchanges (requests) in flight on one connection.
-	maxConcurrentStreams = 10000
+	// maxConcurrentStreams bounds the exchanges (requests) in flight on one connection. An
+	// exchange lives as long as its request, generation included, and costs a goroutine and its
+	// gRPC receive state besides the body, which the body budget bounds across all streams;
+	// 1,024 is Envoy's default circuit-breaker limit of concurrent requests to one cluster
+	// (max_requests), so a default Envoy fits on one connection, and an Envoy whose limits
+	// were raised opens another connection when one is full (its HTTP/2 pool marks a
+	// connection busy at the stream limit and dials a new one for pending requests). It
+	// bounds what one client connection can hold open at 1,024 goroutines instead of 10,000.
+	maxConcurrentStreams = 1024
 	// maxConnectionIdle closes a connection without a stream for this long.
 	maxConnectionIdle = 10 * time.Minute
 	// minPingInterval is the shortest keepalive ping interval a client may use.

@@ -40,3 +40,38 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProxyBody sends non-streaming completions of growing body sizes through the gateway:
+// the body path (read, route, forward) is the part that grows with the size. Compare runs before
+// and after a change with benchstat.
+func BenchmarkProxyBody(b *testing.B) {
+	answer := `{"choices":[{"text":"ok"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`
+	up := upstream(b, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, answer)
+	})
+	e := newEnv(b, nil, up)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	for _, size := range []int{1 << 10, 16 << 10, 48 << 10} {
+		body := `{"model":"llama","prompt":"` + strings.Repeat("x", size-30) + `"}`
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			cpu := cpuTime()
+			defer func() {
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+			}()
+			for b.Loop() {
+				resp, err := client.Post(e.url+"/v1/completions", "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
@@ -24,7 +26,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		s.errorAnswer(w, r, bbr.Unavailable("the gateway is shutting down", 1))
 		return
 	}
-	body, apiErr := s.readBody(w, r)
+	buf, apiErr := s.readBody(w, r)
 	if apiErr != nil {
 		// Answered even when the request's context has ended: a body cut off by its read
 		// deadline cancels the context, and the client still deserves to know why.
@@ -32,6 +34,8 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		apiErr.Write(w)
 		return
 	}
+	defer buf.Release() // the body's budget is held until the last attempt ended
+	body := buf.Bytes()
 	d, apiErr := s.pipe.Decide(r.Context(), body, headerGetter(r.Header), nil)
 	if apiErr != nil {
 		s.errorAnswer(w, r, apiErr)
@@ -41,43 +45,29 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	s.forward(w, r, body, d)
 }
 
-// readBody reads the request body within BodyReadTimeout, then lifts the read deadline so the
-// answer may stream for as long as it needs. A body that does not arrive in time is a 400 (and
-// the connection is not reused: its deadline is kept).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *bbr.Error) {
+// readBody reads the request body within BodyReadTimeout into a buffer that grows as the bytes
+// arrive, reserved from the pipeline's body budget, then lifts the read deadline so the answer
+// may stream for as long as it needs. A body over the limit is a 413, a spent budget a 503 with
+// Retry-After, a body that does not arrive in time a 400 (and the connection is not reused: its
+// deadline is kept).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body.Buffer, *bbr.Error) {
 	rc := http.NewResponseController(w)
 	// A ResponseWriter without deadline support (a test recorder, say) reads without a bound.
 	bounded := s.cfg.BodyReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) == nil
-	body, apiErr := readBody(r, s.pipe.router.MaxBodyBytes())
-	switch {
-	case !bounded:
-	case apiErr == nil:
-		_ = rc.SetReadDeadline(time.Time{})
-	case r.Context().Err() != nil:
-		apiErr = bbr.BadRequest(fmt.Sprintf("the request body did not arrive within %s", s.cfg.BodyReadTimeout), "")
+	buf, err := body.Read(r.Body, s.pipe.BodyOptions(r.ContentLength))
+	if err == nil {
+		if bounded {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		return buf, nil
 	}
-	return body, apiErr
-}
-
-// readBody reads the whole body into one buffer sized from Content-Length, refusing more than
-// limit bytes with 413.
-func readBody(r *http.Request, limit int64) ([]byte, *bbr.Error) {
-	if r.ContentLength > limit {
-		return nil, bbr.TooLarge(limit)
+	if e := s.pipe.RefuseBody(DoorHTTP, err); e != nil {
+		return nil, e
 	}
-	size := int64(512)
-	if r.ContentLength > 0 {
-		size = r.ContentLength + 1 // +1 so the final Read sees EOF without growing
+	if bounded && r.Context().Err() != nil {
+		return nil, bbr.BadRequest(fmt.Sprintf("the request body did not arrive within %s", s.cfg.BodyReadTimeout), "")
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, bbr.BadRequest(fmt.Sprintf("reading request body: %v", err), "")
-	}
-	if n > limit {
-		return nil, bbr.TooLarge(limit)
-	}
-	return buf.Bytes(), nil
+	return nil, bbr.BadRequest(err.Error(), "")
 }
 
 // forward tries the decision's targets in order, then asks the scheduler again, until one

@@ -17,6 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
@@ -164,6 +166,8 @@ type envOptions struct {
 	tls *tls.Config
 	// log receives the server's logs; nil discards them.
 	log *slog.Logger
+	// budget bounds the request bodies in flight; nil: none.
+	budget *body.Budget
 }
 
 // newEnvWith is newEnv with o.
@@ -208,7 +212,8 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m, Logger: o.log})
+	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
+		BodyBudget: o.budget, Logger: o.log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/contract"
@@ -31,6 +33,8 @@ type Metrics struct {
 	truncated *prometheus.CounterVec
 	// invalid counts requests refused for a header flow control cannot accept.
 	invalid *prometheus.CounterVec
+	// bodyRefused counts request bodies refused by front door and reason.
+	bodyRefused *prometheus.CounterVec
 }
 
 // Body kinds of a truncated answer (the truncated metric's label).
@@ -67,6 +71,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Answers aborted because the model server's body broke after the response headers were sent " +
 				"(connection closed short of Content-Length or before the last chunk), by body kind (stream, json).",
 		}, []string{"body"}),
+		bodyRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_request_body_refused_total",
+			Help: "Request bodies refused, by front door (http, ext_proc) and reason: too_large (over --max-body-bytes, 413) or budget (the in-flight body budget --max-inflight-body-bytes was spent, 503).",
+		}, []string{"door", "reason"}),
+	}
+	for _, door := range []string{DoorHTTP, DoorExtProc} {
+		for _, reason := range []string{bodyTooLarge, bodyBudget} {
+			m.bodyRefused.WithLabelValues(door, reason)
+		}
 	}
 	m.invalid = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_gateway_invalid_header_requests_total",
@@ -79,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.invalid.WithLabelValues(h)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries, m.truncated, m.invalid} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.retries, m.truncated, m.invalid, m.bodyRefused} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -122,4 +135,24 @@ func (m *Metrics) truncate(sse bool) {
 		return
 	}
 	m.truncated.WithLabelValues(bodyJSON).Inc()
+}
+
+// RegisterBodyBudget registers the gauges of the in-flight body budget on reg: the bytes
+// reserved now and the budget's size.
+func RegisterBodyBudget(reg prometheus.Registerer, budget *body.Budget) error {
+	for _, g := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchyard_gateway_inflight_body_bytes",
+			Help: "Bytes of request-body buffers held now by both front doors, reserved from the in-flight body budget.",
+		}, func() float64 { return float64(budget.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchyard_gateway_inflight_body_budget_bytes",
+			Help: "The in-flight request body budget (--max-inflight-body-bytes): beyond it bodies are refused with 503.",
+		}, func() float64 { return float64(budget.Limit()) }),
+	} {
+		if err := reg.Register(g); err != nil {
+			return err
+		}
+	}
+	return nil
 }

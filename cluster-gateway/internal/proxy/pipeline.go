@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
@@ -44,7 +46,9 @@ type Pipeline struct {
 	classify flowcontrol.Config
 	mapErr   ErrorMapper
 	metrics  *Metrics
+	bodies   *body.Budget
 	log      *slog.Logger
+	lastWarn atomic.Int64 // unix nanoseconds of the last budget warning (see RefuseBody)
 	ids      atomic.Uint64
 	now      func() time.Time
 }
@@ -63,7 +67,11 @@ type PipelineOptions struct {
 	MapError ErrorMapper
 	// Metrics are the shared request metrics (see NewMetrics); required.
 	Metrics *Metrics
-	// Logger receives the requests refused for a bad header; nil discards them.
+	// BodyBudget bounds the request-body memory of both front doors together; nil: no bound
+	// beyond each body's limit.
+	BodyBudget *body.Budget
+	// Logger receives the refusals of request bodies (see RefuseBody) and of bad headers; nil
+	// discards them.
 	Logger *slog.Logger
 }
 
@@ -72,11 +80,12 @@ func NewPipeline(o PipelineOptions) (*Pipeline, error) {
 	if o.Router == nil || o.Flow == nil || o.Metrics == nil {
 		return nil, errors.New("proxy: pipeline needs a router, an admitter and metrics")
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
-		log: o.Logger, now: time.Now}, nil
+		bodies: o.BodyBudget, log: log, now: time.Now}, nil
 }
 
 // Decision is an admitted request: what was asked and where it goes.
