@@ -56,6 +56,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.GatewayCertFile, "gateway-cert-file", cfg.GatewayCertFile, "PEM client certificate presented to https:// gateways (with --gateway-key-file)")
 	fs.StringVar(&cfg.GatewayKeyFile, "gateway-key-file", cfg.GatewayKeyFile, "PEM key of --gateway-cert-file")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted")
+	fs.Var(sizeFlag{&cfg.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory the OpenAI port may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
+	fs.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "Go soft memory limit: bytes with a suffix (e.g. 1536MiB), auto (90% of the cgroup's memory.max) or none (default: GOMEMLIMIT when set, else auto)")
 	fs.DurationVar(&cfg.QueueWait, "queue-wait", cfg.QueueWait, "how long a request waits for room before 429")
 	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "clusters tried per request (retry budget)")
 	fs.StringVar(&cfg.RoutingMode, "routing-mode", cfg.RoutingMode, "global (overflow across regions) or local-only (baseline: never leave the region)")
