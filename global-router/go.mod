@@ -14,7 +14,7 @@ require (
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
-	github.com/switchyard-dev/switchyard/contract v0.0.0-00010101000000-000000000000
+	github.com/switchyard-dev/switchyard/contract v0.0.0
 	github.com/switchyard-dev/switchyard/gossip v0.0.0
 	github.com/switchyard-dev/switchyard/proto v0.0.0
 	go.etcd.io/etcd/api/v3 v3.7.3

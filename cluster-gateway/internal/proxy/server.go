@@ -56,8 +56,15 @@ const (
 	// maxHeaderBytes bounds a request's header block: HTTP/1.1 answers 431 beyond it and h2c
 	// advertises it as SETTINGS_MAX_HEADER_LIST_SIZE (about Envoy's 60 KiB default).
 	maxHeaderBytes = 64 << 10
-	// maxConcurrentStreams bounds the concurrent requests of one h2c connection.
+	// maxConcurrentStreams bounds the concurrent requests of one HTTP/2 connection (h2c or
+	// TLS). It matches the body budget: each stream's body starts in a buffer of at most 4 KiB
+	// (contract/body.FirstSize) and grows only as its bytes arrive, so one connection's streams
+	// make the gateway hold at most about 1 MiB it was not sent, besides the bodies' bytes,
+	// which the in-flight budget bounds.
 	maxConcurrentStreams = 250
+	// maxReceiveBuffer is HTTP/2's flow-control window per connection and per stream: the body
+	// bytes a client may send ahead of the handler reading them (net/http's default, stated).
+	maxReceiveBuffer = 1 << 20
 )
 
 // DefaultConfig returns the defaults.
@@ -171,7 +178,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	protocols.SetHTTP2(true)
 	srv := &http.Server{Handler: s.Handler(), Protocols: &protocols,
 		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams,
+			MaxReceiveBufferPerConnection: maxReceiveBuffer, MaxReceiveBufferPerStream: maxReceiveBuffer},
 		// Its own errors (TLS handshakes refused, a handler's panic) go to the structured log.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)

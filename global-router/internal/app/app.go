@@ -15,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -48,7 +50,8 @@ type Router struct {
 	// HTTP/1.1 and h2c.
 	listenTLS, adminTLS *tls.Config
 	tokens              []string
-	extra               []component // optional: DNS responder, Route 53 sync
+	extra               []component  // optional: DNS responder, Route 53 sync
+	bodies              *body.Budget // the OpenAI port's in-flight body budget
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -164,6 +167,11 @@ func (r *Router) buildData(context.Context) error {
 	r.fwd = fwd
 	dc := frontdoor.DefaultConfig()
 	dc.Region, dc.MaxBodyBytes, dc.QueueWait = r.cfg.Region, r.cfg.MaxBodyBytes, r.cfg.QueueWait
+	dc.Bodies = body.NewBudget(bodyBudget(r.cfg.MaxInflightBodyBytes, r.cfg.MaxBodyBytes))
+	if err := frontdoor.RegisterBodyBudget(r.reg, dc.Bodies); err != nil {
+		return err
+	}
+	r.bodies = dc.Bodies
 	dc.Options.LocalOnly = r.cfg.RoutingMode == RoutingLocalOnly
 	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
 	if len(r.cfg.SimulatedRTT) > 0 {
@@ -236,7 +244,8 @@ func (r *Router) run(ctx context.Context) error {
 	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })
 	g.Go(func() error { return serveTLS(ctx, r.cfg.AdminListen, r.admin.Handler(), r.adminTLS, r.log) })
 	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen, "listen_tls", r.listenTLS != nil,
-		"admin", r.cfg.AdminListen, "admin_tls", r.adminTLS != nil, "metrics", r.cfg.MetricsListen)
+		"admin", r.cfg.AdminListen, "admin_tls", r.adminTLS != nil, "metrics", r.cfg.MetricsListen,
+		"max_body_bytes", r.cfg.MaxBodyBytes, "max_inflight_body_bytes", r.bodies.Limit())
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -136,6 +136,27 @@ func TestParseFlags(t *testing.T) {
 		{name: "negative ejection cap", args: append(base, "--max-ejection-percent=-1"), wantErr: "--max-ejection-percent"},
 		{name: "bad log format", args: append(base, "--log-format=xml"), wantErr: "--log-format"},
 		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected arguments"},
+		{name: "body budget and memory limit", args: append(base, "--max-inflight-body-bytes=512MiB", "--memory-limit=2GiB"),
+			check: func(t *testing.T, c app.Config) {
+				if c.MaxInflightBodyBytes != 512<<20 || c.MemoryLimit != "2GiB" {
+					t.Errorf("budget %d memory limit %q", c.MaxInflightBodyBytes, c.MemoryLimit)
+				}
+			}},
+		{name: "body budget auto by default", args: base, check: func(t *testing.T, c app.Config) {
+			if c.MaxInflightBodyBytes != 0 || c.MemoryLimit != "" {
+				t.Errorf("budget %d memory limit %q", c.MaxInflightBodyBytes, c.MemoryLimit)
+			}
+		}},
+		{name: "body budget from the environment", args: base,
+			env: map[string]string{"SWITCHYARD_MAX_INFLIGHT_BODY_BYTES": "1Gi", "SWITCHYARD_MEMORY_LIMIT": "none"},
+			check: func(t *testing.T, c app.Config) {
+				if c.MaxInflightBodyBytes != 1<<30 || c.MemoryLimit != "none" {
+					t.Errorf("budget %d memory limit %q", c.MaxInflightBodyBytes, c.MemoryLimit)
+				}
+			}},
+		{name: "body budget below the body limit", args: append(base, "--max-inflight-body-bytes=1MiB"), wantErr: "at least --max-body-bytes"},
+		{name: "bad body budget", args: append(base, "--max-inflight-body-bytes=lots"), wantErr: "max-inflight-body-bytes"},
+		{name: "bad memory limit", args: append(base, "--memory-limit=90%"), wantErr: "--memory-limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

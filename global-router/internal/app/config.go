@@ -93,6 +93,16 @@ type Config struct {
 	MaxClockSkew time.Duration
 	// MaxBodyBytes bounds a request body. Default 32 MiB.
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes is the in-flight body budget: the request-body memory the OpenAI
+	// port may hold at once, beyond which a request is answered 503 with Retry-After. 0
+	// (--max-inflight-body-bytes=auto) is a quarter of the Go memory limit in force (see
+	// MemoryLimit), or 256 MiB without one, and never less than MaxBodyBytes. Default auto.
+	MaxInflightBodyBytes int64
+	// MemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit): bytes
+	// with an optional suffix (e.g. 1536MiB), "auto" for 90% of the cgroup's memory.max (no limit
+	// outside a memory-limited cgroup), or "none". Default "": GOMEMLIMIT when it is set, else
+	// auto.
+	MemoryLimit string
 	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
 	QueueWait time.Duration
 	// MaxAttempts bounds the clusters tried per request. Default 3.
@@ -197,6 +207,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--max-clock-skew: %v must be positive", c.MaxClockSkew)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("--max-body-bytes: %d must be >= 1", c.MaxBodyBytes)
+	case c.MaxInflightBodyBytes < 0:
+		return fmt.Errorf("--max-inflight-body-bytes: %d must not be negative", c.MaxInflightBodyBytes)
+	case c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < c.MaxBodyBytes:
+		return fmt.Errorf("--max-inflight-body-bytes: %d must be at least --max-body-bytes (%d), or no body of the largest size could be read",
+			c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	case c.QueueWait < 0:
 		return fmt.Errorf("--queue-wait: %v must be >= 0", c.QueueWait)
 	case c.MaxAttempts < 1:
@@ -209,6 +224,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("--log-format: %q must be text or json", c.LogFormat)
+	}
+	if err := checkMemoryLimit(c.MemoryLimit); err != nil {
+		return fmt.Errorf("--memory-limit: %q: %w", c.MemoryLimit, err)
 	}
 	for region, d := range c.SimulatedRTT {
 		if region == "" || d < 0 {

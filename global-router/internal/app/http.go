@@ -21,22 +21,28 @@ import (
 // shutdownGrace bounds how long in-flight streams may take to finish at shutdown.
 const shutdownGrace = 30 * time.Second
 
-// serve runs an HTTP server (HTTP/1.1 and h2c) on addr until ctx ends, then drains it: new
-// requests get 503 with Retry-After on the still open listener while in-flight requests finish
-// (within shutdownGrace), and the server shuts down once they have.
+// serve runs the metrics port's HTTP server (HTTP/1.1 and h2c, within metricsHTTPLimits) on
+// addr until ctx ends, then drains it: new requests get 503 with Retry-After on the still open
+// listener while in-flight requests finish (within shutdownGrace), and the server shuts down
+// once they have.
 func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	return serveTLS(ctx, addr, h, nil, log)
+	return serveWith(ctx, addr, h, nil, metricsHTTPLimits(), log)
 }
 
-// serveTLS is serve over TLS with tc (HTTP/2 by ALPN, and HTTP/1.1); a nil tc serves plain
-// HTTP/1.1 and h2c.
+// serveTLS serves a streaming port (OpenAI, admin) as serve does, within defaultHTTPLimits,
+// over TLS with tc (HTTP/2 by ALPN, and HTTP/1.1); a nil tc serves plain HTTP/1.1 and h2c.
 func serveTLS(ctx context.Context, addr string, h http.Handler, tc *tls.Config, log *slog.Logger) error {
+	return serveWith(ctx, addr, h, tc, defaultHTTPLimits(), log)
+}
+
+// serveWith is serveTLS within l.
+func serveWith(ctx context.Context, addr string, h http.Handler, tc *tls.Config, l httpLimits, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	gate := &drainGate{}
-	srv := newHTTPServer(gate.wrap(h), defaultHTTPLimits())
+	srv := newHTTPServer(gate.wrap(h), l)
 	// The server's own errors (TLS handshakes refused, a handler's panic) go to the structured
 	// log, not to the standard logger's plain text.
 	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)

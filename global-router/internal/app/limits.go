@@ -9,9 +9,11 @@ import (
 )
 
 // httpLimits bound what one client can hold on the router's HTTP ports (OpenAI, admin, metrics).
-// There is no ReadTimeout or WriteTimeout: responses stream for as long as a generation (or a
-// WatchClusters stream) lasts, and net/http's ReadTimeout would also cancel an HTTP/1.1 request
-// whose body was read before it ran out. Bodies are bounded by BodyReadTimeout instead.
+// The OpenAI and admin ports have no ReadTimeout or WriteTimeout: responses stream for as long as
+// a generation (or a WatchClusters stream) lasts, and net/http's ReadTimeout would also cancel an
+// HTTP/1.1 request whose body was read before it ran out. Bodies are bounded by BodyReadTimeout
+// instead. The metrics port's answers are small and quick, so there the whole request and
+// response are bounded (metricsHTTPLimits).
 type httpLimits struct {
 	// ReadHeaderTimeout bounds reading a request's headers: a client that trickles them is cut
 	// off. Default 10 s.
@@ -23,8 +25,18 @@ type httpLimits struct {
 	// net/http's 4 KiB slack) and h2c advertises it as SETTINGS_MAX_HEADER_LIST_SIZE. Default
 	// 64 KiB, about Envoy's 60 KiB default.
 	MaxHeaderBytes int
-	// MaxConcurrentStreams bounds the concurrent requests of one h2c connection. Default 250.
+	// MaxConcurrentStreams bounds the concurrent requests of one HTTP/2 connection (h2c or
+	// TLS). It matches the body budget: each stream's body starts in a buffer of at most 4 KiB
+	// (contract/body.FirstSize) and grows only as its bytes arrive, so a connection's streams
+	// make the router hold at most about 1 MiB it was not sent, besides the bodies' bytes,
+	// which the in-flight budget bounds. Default 250.
 	MaxConcurrentStreams int
+	// MaxReceiveBuffer is HTTP/2's flow-control window per connection and per stream: the body
+	// bytes a client may send ahead of the handler reading them. Default 1 MiB (net/http's).
+	MaxReceiveBuffer int
+	// ReadTimeout and WriteTimeout bound a whole request and a whole response; 0: none (the
+	// OpenAI and admin ports, which stream). Default 0.
+	ReadTimeout, WriteTimeout time.Duration
 	// BodyReadTimeout bounds reading a request body on the OpenAI port, from the end of the
 	// headers to the end of the body: a client that trickles its body is answered an error
 	// instead of holding a request forever. The deadline is lifted once the body has been read,
@@ -39,8 +51,18 @@ func defaultHTTPLimits() httpLimits {
 		IdleTimeout:          2 * time.Minute,
 		MaxHeaderBytes:       64 << 10,
 		MaxConcurrentStreams: 250,
+		MaxReceiveBuffer:     1 << 20,
 		BodyReadTimeout:      time.Minute,
 	}
+}
+
+// metricsHTTPLimits are the metrics port's limits: the defaults, and a request must be read
+// within 10 s and its answer written within 30 s (a CPU profile or trace of --enable-pprof
+// must end within that).
+func metricsHTTPLimits() httpLimits {
+	l := defaultHTTPLimits()
+	l.ReadTimeout, l.WriteTimeout = 10*time.Second, 30*time.Second
+	return l
 }
 
 // newHTTPServer returns a server for h speaking HTTP/1.1 and h2c within l.
@@ -50,8 +72,11 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: l.MaxConcurrentStreams},
-		Protocols:         new(http.Protocols),
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: l.MaxConcurrentStreams,
+			MaxReceiveBufferPerConnection: l.MaxReceiveBuffer, MaxReceiveBufferPerStream: l.MaxReceiveBuffer},
+		Protocols: new(http.Protocols),
 	}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)

@@ -241,3 +241,47 @@ func TestBodyDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestMetricsPortBoundsTheWholeRequest: on the metrics port a request whose body trickles past
+// ReadTimeout is cut off, and an answer not written within WriteTimeout is dropped with its
+// connection, so a slow scraper cannot hold the port; the streaming ports have neither bound.
+func TestMetricsPortBoundsTheWholeRequest(t *testing.T) {
+	if l := defaultHTTPLimits(); l.ReadTimeout != 0 || l.WriteTimeout != 0 {
+		t.Fatalf("streaming ports bounded: read %v write %v", l.ReadTimeout, l.WriteTimeout)
+	}
+	if l := metricsHTTPLimits(); l.ReadTimeout <= 0 || l.WriteTimeout <= 0 {
+		t.Fatalf("metrics port unbounded: read %v write %v", l.ReadTimeout, l.WriteTimeout)
+	}
+	l := metricsHTTPLimits()
+	l.ReadTimeout, l.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(time.Second)
+		}
+		okHandler().ServeHTTP(w, r)
+	})
+	addr := startLimited(t, slow, l)
+	for _, tc := range []struct{ name, write string }{
+		{"trickled body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"},
+		{"slow answer", "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, tc.write); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(conn)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("connection still open 10 s after the limit (read %q)", got)
+			}
+			if strings.Contains(string(got), "200 OK") {
+				t.Fatalf("answered 200 past the limit: %q", got)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 )
 
@@ -16,6 +17,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log, err := NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
+		return err
+	}
+	if err := applyMemoryLimit(cfg.MemoryLimit, os.Getenv, log); err != nil {
 		return err
 	}
 	return Run(ctx, cfg, log)

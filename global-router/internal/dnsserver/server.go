@@ -113,9 +113,28 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, pc net.PacketConn, l net.Listener) error {
 	s.logger.Info("dns responder listening", "udp", pc.LocalAddr().String(), "tcp", l.Addr().String(), "name", s.name)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveOne(gctx, &dns.Server{PacketConn: pc, Handler: s}) })
-	g.Go(func() error { return serveOne(gctx, &dns.Server{Listener: l, Handler: s}) })
+	g.Go(func() error { return serveOne(gctx, limited(&dns.Server{PacketConn: pc, Handler: s})) })
+	g.Go(func() error { return serveOne(gctx, limited(&dns.Server{Listener: l, Handler: s})) })
 	return g.Wait()
+}
+
+// Connection limits of the responder (miekg/dns's defaults, stated so they are not lost).
+const (
+	// readTimeout bounds reading a query (a TCP client that sends nothing is cut off).
+	readTimeout = 2 * time.Second
+	// writeTimeout bounds writing an answer.
+	writeTimeout = 2 * time.Second
+	// tcpIdleTimeout closes a TCP connection with no query for this long.
+	tcpIdleTimeout = 8 * time.Second
+	// maxTCPQueries closes a TCP connection after this many queries.
+	maxTCPQueries = 128
+)
+
+// limited sets srv's timeouts and per-connection query limit.
+func limited(srv *dns.Server) *dns.Server {
+	srv.ReadTimeout, srv.WriteTimeout, srv.MaxTCPQueries = readTimeout, writeTimeout, maxTCPQueries
+	srv.IdleTimeout = func() time.Duration { return tcpIdleTimeout }
+	return srv
 }
 
 // serveOne runs srv until ctx is done and shuts it down.

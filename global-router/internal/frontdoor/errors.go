@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
@@ -127,10 +129,19 @@ func noRoom(model string, waited time.Duration) *apiError {
 		overflow: true, message: fmt.Sprintf("every cluster serving `%s` is full (waited %v); retry later", model, waited)}
 }
 
+// bodyBudgetSpent is the 503 answered when the in-flight body budget cannot hold one more body:
+// the request may succeed in a moment, here or at another router.
+func bodyBudgetSpent(e *body.BudgetError) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "body_budget_exhausted", retryAfter: time.Second,
+		message: fmt.Sprintf("the router is buffering %d bytes of request bodies, its limit; retry shortly", e.Budget)}
+}
+
 func outcomeOf(status int) string {
 	switch status {
 	case http.StatusRequestEntityTooLarge:
 		return "too_large"
+	case http.StatusServiceUnavailable:
+		return "body_budget"
 	default:
 		return "bad_request"
 	}

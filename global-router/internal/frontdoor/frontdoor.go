@@ -16,9 +16,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/body"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
@@ -56,6 +59,9 @@ type Config struct {
 	Region string
 	// MaxBodyBytes bounds a request body; larger ones get 413. Default 32 MiB.
 	MaxBodyBytes int64
+	// Bodies is the in-flight body budget every request body is reserved from while the request
+	// runs; when it is spent a request is answered 503 with Retry-After. Nil: no budget.
+	Bodies *body.Budget
 	// QueueWait bounds how long a request waits for room when every cluster is full before it is
 	// answered 429. Default 2 s.
 	QueueWait time.Duration
@@ -95,6 +101,7 @@ type Server struct {
 	fwd      Forwarder
 	log      *slog.Logger
 	metrics  *Metrics
+	lastWarn atomic.Int64 // unix nanoseconds of the last body budget warning
 }
 
 // New returns a front door.
@@ -183,12 +190,14 @@ func requestOf(prompt []byte) routing.Request {
 
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, perr := readBody(r, s.cfg.MaxBodyBytes)
+	buf, perr := s.readBody(r)
 	if perr != nil {
 		perr.write(w)
 		s.metrics.request("", outcomeOf(perr.status))
 		return
 	}
+	defer buf.Release() // the body's budget is held until the answer has been forwarded
+	body := buf.Bytes()
 	model, prompt, perr := parseRequest(body)
 	if perr != nil {
 		perr.write(w)

@@ -3,7 +3,9 @@ package frontdoor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
@@ -28,7 +30,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_requests_total",
-			Help: "Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, cancelled, truncated: the answer started and its body from the gateway broke).",
+			Help: "Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the answer started and its body from the gateway broke.",
 		}, []string{"model", "outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchyard_router_request_duration_seconds",
@@ -78,4 +80,24 @@ func (m *Metrics) request(model, outcome string) {
 		label = m.models.Value(model)
 	}
 	m.requests.WithLabelValues(label, outcome).Inc()
+}
+
+// RegisterBodyBudget registers the gauges of the in-flight body budget on reg: the bytes
+// reserved now and the budget's size.
+func RegisterBodyBudget(reg prometheus.Registerer, budget *body.Budget) error {
+	for _, g := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchyard_router_inflight_body_bytes",
+			Help: "Bytes of request-body buffers held now, reserved from the in-flight body budget.",
+		}, func() float64 { return float64(budget.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchyard_router_inflight_body_budget_bytes",
+			Help: "The in-flight request body budget (--max-inflight-body-bytes): beyond it bodies are refused with 503.",
+		}, func() float64 { return float64(budget.Limit()) }),
+	} {
+		if err := reg.Register(g); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,42 +1,6 @@
 package frontdoor
 
-import (
-	"bytes"
-	"io"
-	"net/http"
-
-	"github.com/switchyard-dev/switchyard/contract/openai"
-)
-
-// readBody reads the whole body, refusing more than limit bytes with 413. A body of known length
-// is read into one buffer of exactly its size.
-func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
-	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
-	}
-	if r.ContentLength > 0 {
-		return readKnown(r.Body, int(r.ContentLength))
-	}
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, badRequest("reading request body: "+err.Error(), "")
-	}
-	if n > limit {
-		return nil, tooLarge(limit)
-	}
-	return buf.Bytes(), nil
-}
-
-// readKnown reads a body that declared n bytes. net/http refuses a body longer than its
-// Content-Length, so the read ends at n or with an error.
-func readKnown(body io.Reader, n int) ([]byte, *apiError) {
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(body, buf); err != nil {
-		return nil, badRequest("reading request body: "+err.Error(), "")
-	}
-	return buf, nil
-}
+import "github.com/switchyard-dev/switchyard/contract/openai"
 
 // parseRequest returns the model and the prompt text (completions' prompt, chat messages'
 // contents, or embeddings' input) of an OpenAI request body, read by openai.Parse: the same
