@@ -67,7 +67,6 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/switchyard-dev/switchyard/contract v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.1 // indirect
@@ -90,7 +89,6 @@ require (
 )
 
 replace (
-	github.com/switchyard-dev/switchyard/contract => ../contract
 	github.com/switchyard-dev/switchyard/gossip => ../gossip
 	github.com/switchyard-dev/switchyard/proto => ../proto
 )
