@@ -124,6 +124,14 @@ func (p *Process) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// Pid is the process's id (0 before Start).
+func (p *Process) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 

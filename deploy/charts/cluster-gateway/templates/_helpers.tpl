@@ -127,3 +127,20 @@ app.kubernetes.io/part-of: switchyard
 - {{ . }}
 {{- end }}
 {{- end }}
+
+{{/* GOMEMLIMIT for the container: 90% of resources.limits.memory in MiB, so the Go runtime
+collects garbage harder before the kernel's OOM killer would act; empty without a memory limit.
+The limit is a Kubernetes quantity: an integer with Ki, Mi, Gi, Ti, k, M, G or T, or bytes. */}}
+{{- define "cluster-gateway.goMemLimit" -}}
+{{- $mem := "" }}
+{{- with (.Values.resources | default dict).limits }}
+{{- if kindIs "float64" .memory }}{{ $mem = printf "%d" (int64 .memory) }}{{ else }}{{ $mem = toString (.memory | default "") }}{{ end }}
+{{- end }}
+{{- if $mem }}
+{{- $num := regexFind "^[0-9]+" $mem }}
+{{- $unit := trimPrefix $num $mem }}
+{{- $factors := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 }}
+{{- if or (not $num) (not (hasKey $factors $unit)) }}{{ fail (printf "resources.limits.memory %q: want an integer with Ki, Mi, Gi, Ti, k, M, G or T" $mem) }}{{ end }}
+{{- printf "%dMiB" (div (mul (atoi $num) (get $factors $unit) 9) (mul 10 1048576)) }}
+{{- end }}
+{{- end }}
