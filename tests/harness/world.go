@@ -141,7 +141,7 @@ func (w *World) Router(region, etcd string, extra ...string) *Node {
 	n := &Node{w: w, bin: "global-router", Listen: w.port(), Metrics: w.port(), Gossip: w.port(), Admin: w.port()}
 	n.name = w.name("router-" + region)
 	n.health = "http://" + n.Metrics + "/readyz"
-	n.args = []string{"--region=" + region, "--Node-name=" + n.name, "--listen=" + n.Listen,
+	n.args = []string{"--region=" + region, "--node-name=" + n.name, "--listen=" + n.Listen,
 		"--admin-listen=" + n.Admin, "--metrics-listen=" + n.Metrics, "--gossip-bind=" + n.Gossip,
 		"--gossip-key-file=" + w.KeyFile, "--gossip-profile=lan", "--admin-token-file=" + w.TokenFile,
 		"--data-dir=" + filepath.Join(w.dir, n.name)}
