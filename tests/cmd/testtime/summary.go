@@ -217,7 +217,7 @@ func (s *summarizer) writeTable() {
 	}
 	fmt.Fprintf(s.out, "\ntime per package, slowest first (%d packages, %.1fs of tests", len(ran), sum)
 	if !s.first.IsZero() && s.last.After(s.first) {
-		fmt.Fprintf(s.out, " in %.1fs of wall time, compiling included", s.last.Sub(s.first).Seconds())
+		fmt.Fprintf(s.out, ", %.1fs from the first package's start to the last one's end", s.last.Sub(s.first).Seconds())
 	}
 	fmt.Fprintln(s.out, "):")
 	for _, p := range ran {

@@ -77,7 +77,7 @@ func TestSummary(t *testing.T) {
 			name: "all pass",
 			in:   slow + passing + noTests,
 			want: []string{
-				"time per package, slowest first (2 packages, 9.3s of tests in 9.0s of wall time",
+				"time per package, slowest first (2 packages, 9.3s of tests, 9.0s from the first package's start to the last one's end",
 				"     9.0s      slow  slowest TestB 7.0s\n",
 				"     0.3s      fast  slowest TestOK 0.3s\n",
 				"ok  \texample.com/m/slow\t9.020s\nok  \texample.com/m/fast\t0.312s\n?   \texample.com/m/lib\t[no test files]\n",
