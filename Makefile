@@ -50,9 +50,13 @@ TEST_PKGS := $(filter-out ./tests/...,$(PKGS)) \
 TEST_BIN      := $(BIN)/race
 TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/global-router \
 	./global-router/cmd/switchyardctl ./tests/cmd/modelsim ./tests/cmd/loadgen
-GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
+# TEST_P is how many packages go test builds or runs at once (go test -p). It is more than the
+# cores: many tests wait on timers, sockets and child processes, and a package that runs for a
+# minute would otherwise hold one of the two slots of a 2-core machine while the rest compile.
+TEST_P        ?= 4
+GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
 
-.PHONY: all build run bench-routing test test-e2e test-binaries test-short bench generate check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run bench-routing test test-packages test-e2e test-binaries test-short bench generate check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -69,7 +73,11 @@ run: build
 
 ## test: the generated-code check, then every test but the end-to-end ones with -race; the time per
 ## package at the end (tests/cmd/testtime), then go test's result lines
-test: check-generate test-binaries $(BIN)/testtime
+## (the check, whose tools are built from source on a fresh clone, runs beside the tests)
+test: $(BIN)/testtime
+	@$(MAKE) --no-print-directory -j2 check-generate test-packages
+
+test-packages: test-binaries
 	SWITCHYARD_E2E=0 $(GO_TEST_RACE) $(TEST_PKGS) | $(BIN)/testtime
 
 ## test-e2e: the end-to-end suites (real binaries, fault injection, routing benchmarks' smoke runs)
