@@ -1,8 +1,8 @@
 # Switchyard: two-tier router for LLM inference traffic.
 #
 #   make run       the local stack (simulated GPU servers; see README)
-#   make test      the generated-code check, then unit and integration tests with the race detector
-#                  (fuzz targets on their seed corpus); ends with the time per package
+#   make test      the generated-code check and the unit and integration tests with the race
+#                  detector (fuzz targets on their seed corpus); ends with the time per package
 #   make test-e2e  the end-to-end suites left out of `make test` (many processes, long scenarios)
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
@@ -71,9 +71,9 @@ build:
 run: build
 	$(BIN)/devstack --config=deploy/local/devstack.yaml --data-dir=.devstack --bin-dir=$(BIN)
 
-## test: the generated-code check, then every test but the end-to-end ones with -race; the time per
-## package at the end (tests/cmd/testtime), then go test's result lines
-## (the check, whose tools are built from source on a fresh clone, runs beside the tests)
+## test: the generated-code check and every test but the end-to-end ones, with -race; the time per
+## package at the end (tests/cmd/testtime), then go test's result lines. The check (its tools are
+## built from source on a fresh clone) runs beside the tests; either failing fails the target.
 test: $(BIN)/testtime
 	@$(MAKE) --no-print-directory -j2 check-generate test-packages
 
