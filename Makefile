@@ -1,7 +1,9 @@
 # Switchyard: two-tier router for LLM inference traffic.
 #
 #   make run       the local stack (simulated GPU servers; see README)
-#   make test      every test, with the race detector, the generated-code check and a brief fuzzing pass
+#   make test      the generated-code check and the unit and integration tests with the race
+#                  detector (fuzz targets on their seed corpus); ends with the time per package
+#   make test-e2e  the end-to-end suites left out of `make test` (many processes, long scenarios)
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
 #   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
@@ -28,17 +30,33 @@ TEST_FLAGS   ?=
 TEST_TIMEOUT ?= 15m
 BENCH        ?= .
 BENCHTIME    ?= 1s
-# Fuzzing (scripts/fuzz.sh): `make fuzz` fuzzes each target for FUZZTIME; `make test` for
-# TEST_FUZZTIME each, starting no target after TEST_FUZZ_BUDGET seconds (the rest still run their
-# seed corpus in go test). TEST_FUZZTIME=0 skips the pass; FUZZ_BUDGET=0 means no limit.
-FUZZTIME         ?= 30s
-FUZZ_BUDGET      ?= 0
-TEST_FUZZTIME    ?= 3s
-TEST_FUZZ_BUDGET ?= 200
+# Fuzzing (scripts/fuzz.sh): `make fuzz` fuzzes each target for FUZZTIME, starting no target after
+# FUZZ_BUDGET seconds (0: no limit). `make test` runs every fuzz target on its seed corpus only.
+FUZZTIME    ?= 30s
+FUZZ_BUDGET ?= 0
 
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
-.PHONY: all build run bench-routing test test-short bench generate check-generate lint tidy tools fmt fuzz clean
+# End-to-end: tests that start many processes or run long scenarios. `make test` leaves out the
+# packages in E2E_ONLY (nothing else in them) and skips the tests marked with harness.EndToEnd in
+# the others (SWITCHYARD_E2E=0); `make test-e2e` runs E2E_PKGS, where every such test lives.
+E2E_ONLY := tests/e2e
+E2E_PKGS := ./tests/e2e/... ./tests/bench/...
+TEST_PKGS := $(filter-out ./tests/...,$(PKGS)) \
+	$(patsubst %/,./%/...,$(filter-out $(addsuffix /,$(E2E_ONLY)),$(wildcard tests/*/)))
+
+# The binaries the tests start (tests/harness), built once per run with the race detector: they
+# share the packages the race-enabled test binaries compile, and the detector watches them too.
+TEST_BIN      := $(BIN)/race
+TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/global-router \
+	./global-router/cmd/switchyardctl ./tests/cmd/modelsim ./tests/cmd/loadgen
+# TEST_P is how many packages go test builds or runs at once (go test -p). It is more than the
+# cores: many tests wait on timers, sockets and child processes, and a package that runs for a
+# minute would otherwise hold one of the two slots of a 2-core machine while the rest compile.
+TEST_P        ?= 4
+GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
+
+.PHONY: all build run bench-routing test test-packages test-e2e test-binaries test-short bench generate check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -53,10 +71,28 @@ build:
 run: build
 	$(BIN)/devstack --config=deploy/local/devstack.yaml --data-dir=.devstack --bin-dir=$(BIN)
 
-## test: every test in every module, with -race, the generated-code check, then brief fuzzing
-test: check-generate
-	$(GO) test -race -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
-	@if [ "$(TEST_FUZZTIME)" != 0 ]; then GO="$(GO)" FUZZTIME=$(TEST_FUZZTIME) FUZZ_BUDGET=$(TEST_FUZZ_BUDGET) ./scripts/fuzz.sh $(MODULES); fi
+## test: the generated-code check and every test but the end-to-end ones, with -race; the time per
+## package at the end (tests/cmd/testtime), then go test's result lines. The check (its tools are
+## built from source on a fresh clone) runs beside the tests; either failing fails the target.
+test: $(BIN)/testtime
+	@$(MAKE) --no-print-directory -j2 check-generate test-packages
+
+test-packages: test-binaries
+	SWITCHYARD_E2E=0 $(GO_TEST_RACE) $(TEST_PKGS) | $(BIN)/testtime
+
+## test-e2e: the end-to-end suites (real binaries, fault injection, routing benchmarks' smoke runs)
+test-e2e: test-binaries $(BIN)/testtime
+	cd global-router && $(GO) build -race -o $(TEST_BIN)/etcd go.etcd.io/etcd/server/v3
+	$(GO_TEST_RACE) $(E2E_PKGS) | $(BIN)/testtime
+
+## test-binaries: what the tests start, race-enabled, into .bin/race/
+test-binaries:
+	$(GO) build -race -o $(TEST_BIN)/ $(TEST_BINARIES)
+
+# Always rebuilt (go build is a no-op when nothing changed).
+.PHONY: $(BIN)/testtime
+$(BIN)/testtime:
+	$(GO) build -o $@ ./tests/cmd/testtime
 
 test-short:
 	$(GO) test -short -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/bench"
+	"github.com/switchyard-dev/switchyard/tests/harness"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
 
 // TestSmoke runs the whole harness end to end on a tiny scenario: 2 pods, 2 policies, 3 s.
 func TestSmoke(t *testing.T) {
+	harness.EndToEnd(t)
 	bin, cleanup, err := bench.GatewayBinary("")
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +118,7 @@ func TestScenarios(t *testing.T) {
 // TestRegionalSmoke runs a Tier 2 scenario end to end on a tiny stack: three regions of one h100
 // pod each, both router modes, 4 s of region-burst arrivals.
 func TestRegionalSmoke(t *testing.T) {
+	harness.EndToEnd(t)
 	if testing.Short() {
 		t.Skip("starts 6 gateways and 6 routers")
 	}
@@ -200,6 +203,7 @@ func TestMeasureCapacity(t *testing.T) {
 // the requests and its queue builds; the default profile keeps requests off it, and their time
 // to first token shows it.
 func TestSlowPodAvoided(t *testing.T) {
+	harness.EndToEnd(t)
 	if testing.Short() {
 		t.Skip("starts gateway processes and a fleet for ~30 s")
 	}

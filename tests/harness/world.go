@@ -50,8 +50,9 @@ type Node struct {
 	name string
 	bin  string
 	args []string
-	// health is polled until it answers 200 after each start.
-	health string
+	// health is polled until it answers 200 after each start; then models (a gateway's plain-HTTP
+	// /v1/models), when set, until it lists a model.
+	health, models string
 	// Listen is the data-path address (OpenAI API), Metrics the /metrics,/healthz,/readyz
 	// address, Gossip the memberlist address, Admin the router's admin API, ExtProc the
 	// gateway's ext_proc gRPC address; each "" when the process has none.
@@ -126,6 +127,8 @@ func (w *World) Gateway(cluster, region string, pods []string, extra ...string) 
 	scheme := "http"
 	if slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--tls-cert-file=") }) {
 		scheme = "https"
+	} else {
+		n.models = "http://" + n.Listen + "/v1/models"
 	}
 	n.args = append([]string{"--cluster=" + cluster, "--region=" + region, "--listen=" + n.Listen,
 		"--metrics-listen=" + n.Metrics, "--ext-proc-listen=" + n.ExtProc, "--endpoints=" + strings.Join(pods, ","),
@@ -196,7 +199,7 @@ func (w *World) name(base string) string {
 	return fmt.Sprintf("%s-%d", base, w.seq)
 }
 
-// start launches n (again) and waits until it is healthy.
+// start launches n (again) and waits until it is healthy (a gateway: until it serves a model).
 func (w *World) start(n *Node) {
 	w.t.Helper()
 	w.mu.Lock()
@@ -207,7 +210,8 @@ func (w *World) start(n *Node) {
 	}
 }
 
-// Start launches the Node's process (again, after a kill or stop) and waits until it is healthy.
+// Start launches the Node's process (again, after a kill or stop) and waits until it is healthy
+// (a gateway with a plain-HTTP listener: until its /v1/models lists a model).
 func (n *Node) Start() error {
 	bin, err := FindBinary(n.w.binDir, n.bin)
 	if err != nil {
@@ -222,7 +226,10 @@ func (n *Node) Start() error {
 	if err := p.Start(); err != nil {
 		return err
 	}
-	return p.WaitHealthy(context.Background(), 90*time.Second)
+	if err := p.WaitHealthy(context.Background(), 90*time.Second); err != nil || n.models == "" {
+		return err
+	}
+	return p.waitServing(context.Background(), n.models, 90*time.Second)
 }
 
 // Kill ends the process with SIGKILL, as a crash or a lost machine would, and waits for it.

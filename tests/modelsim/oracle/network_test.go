@@ -23,6 +23,7 @@ func twoRegions(reqs []workload.Request, rtt time.Duration, localOnly bool) func
 }
 
 func TestNetworkRoundTripsAndReach(t *testing.T) {
+	t.Parallel() // a pure simulation (seconds of CPU, no shared state): runs beside the others
 	// Twice one h100's capacity from one region: the oracle must send part of it to the other
 	// region's pod and count that pod's round trip in those requests' times; kept local it may
 	// not, and its tail is far longer.

@@ -50,6 +50,7 @@ func replay(t testing.TB, cfg oracle.Config, w *workload.Workload, reqs []worklo
 }
 
 func TestOracleIsALowerBound(t *testing.T) {
+	t.Parallel() // a pure simulation (seconds of CPU, no shared state): runs beside the others
 	w, reqs := smallMixed(t, 18, 10*time.Second)
 	if len(reqs) < 40 {
 		t.Fatalf("only %d requests", len(reqs))
@@ -167,6 +168,7 @@ func TestPredictionExactWhenNothingFollows(t *testing.T) {
 // pod's prediction is the one among the candidates, the oracle's own choice at that moment is
 // the least of them, and the replay itself is the same as without Compare.
 func TestCompareReportsEveryPodsFirstToken(t *testing.T) {
+	t.Parallel() // a pure simulation (seconds of CPU, no shared state): runs beside the others
 	w, reqs := smallMixed(t, 18, 10*time.Second)
 	cfg := oracle.DefaultConfig()
 	cfg.Profiles, cfg.Assign = []string{"h100", "a10g"}, func(int) int { return 1 } // everything on the slow pod
