@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -40,9 +41,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger := NewLogger(cfg, stderr)
-	if err := applyMemoryLimit(cfg.MemoryLimit, getenv, logger); err != nil {
+	limit, source, err := memlimit.Apply(cfg.MemoryLimit, getenv)
+	if err != nil {
 		return err
 	}
+	logger.Info("memory limit", memlimit.LogAttrs(limit, source)...)
 	g, err := New(cfg, logger)
 	if err != nil {
 		return err
@@ -198,7 +201,7 @@ func (g *Gateway) buildFrontDoors() error {
 	if err != nil {
 		return err
 	}
-	g.bodies = body.NewBudget(bodyBudget(g.cfg.MaxInflightBodyBytes, g.cfg.MaxBodyBytes))
+	g.bodies = body.NewBudget(memlimit.BodyBudget(g.cfg.MaxInflightBodyBytes, g.cfg.MaxBodyBytes))
 	if err := proxy.RegisterBodyBudget(g.reg, g.bodies); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
 
@@ -222,7 +223,7 @@ func (c Config) validateLimits() error {
 	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
 		return fmt.Errorf("--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
 	}
-	if err := checkMemoryLimit(c.MemoryLimit); err != nil {
+	if err := memlimit.Check(c.MemoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err)
 	}
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {

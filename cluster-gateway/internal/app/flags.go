@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
 // EnvPrefix prefixes the environment variable of every flag: --listen is SWITCHYARD_LISTEN,
@@ -44,7 +46,7 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", c.ScrapeInterval, "per-pod metrics scrape interval")
 	fs.DurationVar(&c.Staleness, "staleness", c.Staleness, "metrics age beyond which a pod counts as stale")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "request body limit in bytes (413 beyond)")
-	fs.Var(sizeFlag{&c.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory both front doors may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
+	fs.Var(memlimit.SizeFlag{P: &c.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory both front doors may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
 	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "Go soft memory limit: bytes with a suffix (e.g. 1536MiB), auto (90% of the cgroup's memory.max) or none (default: GOMEMLIMIT when set, else auto)")
 	fs.StringVar(&c.AdapterMap, "adapter-map", c.AdapterMap, "LoRA adapters pods load on demand: adapter=base,... or a YAML file")
 	fs.BoolVar(&c.EndpointHeader, "endpoint-header", c.EndpointHeader, "add x-switchyard-endpoint (the serving pod's name) to responses")

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -167,7 +168,7 @@ func (r *Router) buildData(context.Context) error {
 	r.fwd = fwd
 	dc := frontdoor.DefaultConfig()
 	dc.Region, dc.MaxBodyBytes, dc.QueueWait = r.cfg.Region, r.cfg.MaxBodyBytes, r.cfg.QueueWait
-	dc.Bodies = body.NewBudget(bodyBudget(r.cfg.MaxInflightBodyBytes, r.cfg.MaxBodyBytes))
+	dc.Bodies = body.NewBudget(memlimit.BodyBudget(r.cfg.MaxInflightBodyBytes, r.cfg.MaxBodyBytes))
 	if err := frontdoor.RegisterBodyBudget(r.reg, dc.Bodies); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
@@ -225,7 +226,7 @@ func (c *Config) Validate() error {
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("--log-format: %q must be text or json", c.LogFormat)
 	}
-	if err := checkMemoryLimit(c.MemoryLimit); err != nil {
+	if err := memlimit.Check(c.MemoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit: %q: %w", c.MemoryLimit, err)
 	}
 	for region, d := range c.SimulatedRTT {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
 // ErrHelp is returned by ParseFlags when --help was asked for (usage has been printed).
@@ -59,7 +61,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.AllowCleartextGateways, "allow-cleartext-gateways", cfg.AllowCleartextGateways, "accept http:// gateway URLs in cluster registrations and summaries (default: https:// only)")
 	fs.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", cfg.MaxClockSkew, "how far ahead of this router's clock a summary's sequence and generation time may be")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted")
-	fs.Var(sizeFlag{&cfg.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory the OpenAI port may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
+	fs.Var(memlimit.SizeFlag{P: &cfg.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory the OpenAI port may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
 	fs.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "Go soft memory limit: bytes with a suffix (e.g. 1536MiB), auto (90% of the cgroup's memory.max) or none (default: GOMEMLIMIT when set, else auto)")
 	fs.DurationVar(&cfg.QueueWait, "queue-wait", cfg.QueueWait, "how long a request waits for room before 429")
 	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "clusters tried per request (retry budget)")

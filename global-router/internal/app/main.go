@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
 // Main parses flags, builds the logger and runs the router until ctx ends.
@@ -19,9 +21,11 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := applyMemoryLimit(cfg.MemoryLimit, os.Getenv, log); err != nil {
+	limit, source, err := memlimit.Apply(cfg.MemoryLimit, os.Getenv)
+	if err != nil {
 		return err
 	}
+	log.Info("memory limit", memlimit.LogAttrs(limit, source)...)
 	return Run(ctx, cfg, log)
 }
 

@@ -1,4 +1,4 @@
-package app
+package memlimit
 
 import (
 	"errors"
@@ -56,18 +56,18 @@ func TestBodyBudgetDefault(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 
 	debug.SetMemoryLimit(math.MaxInt64)
-	if got := bodyBudget(0, 32<<20); got != defaultBodyBudget {
+	if got := BodyBudget(0, 32<<20); got != defaultBodyBudget {
 		t.Errorf("no memory limit: %d, want %d", got, defaultBodyBudget)
 	}
 	debug.SetMemoryLimit(2 << 30)
-	if got := bodyBudget(0, 32<<20); got != 512<<20 {
+	if got := BodyBudget(0, 32<<20); got != 512<<20 {
 		t.Errorf("2 GiB memory limit: %d, want a quarter, 512 MiB", got)
 	}
 	debug.SetMemoryLimit(64 << 20)
-	if got := bodyBudget(0, 32<<20); got != 32<<20 {
+	if got := BodyBudget(0, 32<<20); got != 32<<20 {
 		t.Errorf("64 MiB memory limit: %d, want one largest body, 32 MiB", got)
 	}
-	if got := bodyBudget(100<<20, 32<<20); got != 100<<20 {
+	if got := BodyBudget(100<<20, 32<<20); got != 100<<20 {
 		t.Errorf("configured: %d, want 100 MiB", got)
 	}
 }

@@ -1,9 +1,11 @@
-package app
+// Package memlimit sets the Go runtime's soft memory limit from a --memory-limit value (a size,
+// auto from the cgroup, none, or GOMEMLIMIT honoured) and sizes the in-flight body budget that
+// follows from it. Both binaries use it, so the two flags mean the same on either tier.
+package memlimit
 
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"runtime/debug"
@@ -25,7 +27,8 @@ const (
 	defaultBodyBudget = 256 << 20
 	// bodyBudgetShare is the share of the memory limit the automatic body budget takes (1/4):
 	// bodies are held for a request's whole life (retries resend them), and the rest of the
-	// heap (routing, gossip, the embedded etcd, responses streaming) needs the rest.
+	// heap (scheduling or routing, gossip, the router's embedded etcd, responses streaming)
+	// needs the rest.
 	bodyBudgetShare = 4
 )
 
@@ -35,15 +38,15 @@ const (
 	memoryLimitNone = "none"
 )
 
-// memoryLimit is a resolved --memory-limit: the bytes to set (0: leave the runtime's own, which
+// limit is a resolved --memory-limit: the bytes to set (0: leave the runtime's own, which
 // GOMEMLIMIT set) and where they came from, for the log.
-type memoryLimit struct {
+type limit struct {
 	bytes  int64
 	source string
 }
 
-// checkMemoryLimit validates a --memory-limit value.
-func checkMemoryLimit(v string) error {
+// Check validates a --memory-limit value.
+func Check(v string) error {
 	switch v {
 	case "", memoryLimitAuto, memoryLimitNone:
 		return nil
@@ -59,68 +62,71 @@ func checkMemoryLimit(v string) error {
 // GOMEMLIMIT, else is auto; auto is autoMemoryPercent of the cgroup's memory.max (read with
 // readFile), or no limit outside a memory-limited cgroup; none lifts any limit; a size is used
 // as given.
-func resolveMemoryLimit(v string, getenv func(string) string, readFile func(string) ([]byte, error)) (memoryLimit, error) {
+func resolveMemoryLimit(v string, getenv func(string) string, readFile func(string) ([]byte, error)) (limit, error) {
 	switch v {
 	case "":
 		if g := getenv("GOMEMLIMIT"); g != "" {
-			return memoryLimit{source: "GOMEMLIMIT"}, nil
+			return limit{source: "GOMEMLIMIT"}, nil
 		}
 		return autoMemoryLimit(readFile)
 	case memoryLimitAuto:
 		return autoMemoryLimit(readFile)
 	case memoryLimitNone:
-		return memoryLimit{bytes: math.MaxInt64, source: "--memory-limit=none"}, nil
+		return limit{bytes: math.MaxInt64, source: "--memory-limit=none"}, nil
 	}
 	n, err := body.ParseSize(v)
 	if err != nil {
-		return memoryLimit{}, fmt.Errorf("--memory-limit: %w", err)
+		return limit{}, fmt.Errorf("--memory-limit: %w", err)
 	}
-	return memoryLimit{bytes: n, source: "--memory-limit"}, nil
+	return limit{bytes: n, source: "--memory-limit"}, nil
 }
 
 // autoMemoryLimit is autoMemoryPercent of the cgroup's memory limit; none without a cgroup
 // limit (the file is missing, or holds "max").
-func autoMemoryLimit(readFile func(string) ([]byte, error)) (memoryLimit, error) {
+func autoMemoryLimit(readFile func(string) ([]byte, error)) (limit, error) {
 	b, err := readFile(cgroupMemoryMax)
 	if errors.Is(err, os.ErrNotExist) {
-		return memoryLimit{source: "none (no cgroup memory limit)"}, nil
+		return limit{source: "none (no cgroup memory limit)"}, nil
 	}
 	if err != nil {
-		return memoryLimit{}, fmt.Errorf("--memory-limit=auto: %w", err)
+		return limit{}, fmt.Errorf("--memory-limit=auto: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "max" {
-		return memoryLimit{source: "none (no cgroup memory limit)"}, nil
+		return limit{source: "none (no cgroup memory limit)"}, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n <= 0 {
-		return memoryLimit{}, fmt.Errorf("--memory-limit=auto: %s holds %q", cgroupMemoryMax, s)
+		return limit{}, fmt.Errorf("--memory-limit=auto: %s holds %q", cgroupMemoryMax, s)
 	}
-	return memoryLimit{bytes: n / 100 * autoMemoryPercent, source: fmt.Sprintf("%d%% of the cgroup limit (%d bytes)", autoMemoryPercent, n)}, nil
+	return limit{bytes: n / 100 * autoMemoryPercent, source: fmt.Sprintf("%d%% of the cgroup limit (%d bytes)", autoMemoryPercent, n)}, nil
 }
 
-// applyMemoryLimit resolves --memory-limit, sets it as the Go runtime's soft memory limit and
-// logs the limit in force.
-func applyMemoryLimit(v string, getenv func(string) string, log *slog.Logger) error {
+// Apply resolves a --memory-limit value, sets it as the Go runtime's soft memory limit, and
+// returns the limit in force (math.MaxInt64: none) and where it came from, for the caller's log.
+func Apply(v string, getenv func(string) string) (inForce int64, source string, err error) {
 	l, err := resolveMemoryLimit(v, getenv, os.ReadFile)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	if l.bytes > 0 {
 		debug.SetMemoryLimit(l.bytes)
 	}
-	limit := debug.SetMemoryLimit(-1)
-	if limit == math.MaxInt64 {
-		log.Info("memory limit", "limit", "none", "source", l.source)
-		return nil
-	}
-	log.Info("memory limit", "limit_bytes", limit, "source", l.source)
-	return nil
+	return debug.SetMemoryLimit(-1), l.source, nil
 }
 
-// bodyBudget is the in-flight body budget: configured bytes, or with 0 (auto) a quarter of the
+// LogAttrs are the slog attributes that describe a limit Apply returned: "limit" ("none" or the
+// bytes) and "source".
+func LogAttrs(inForce int64, source string) []any {
+	if inForce == math.MaxInt64 {
+		return []any{"limit", "none", "source", source}
+	}
+	return []any{"limit_bytes", inForce, "source", source}
+}
+
+// BodyBudget is the in-flight body budget: configured bytes, or with 0 (auto) a quarter of the
 // runtime's memory limit in force, else defaultBodyBudget; never below one largest body.
-func bodyBudget(configured, maxBody int64) int64 {
+func BodyBudget(configured, maxBody int64) int64 {
 	if configured > 0 {
 		return configured
 	}
@@ -131,19 +137,22 @@ func bodyBudget(configured, maxBody int64) int64 {
 	return max(n, maxBody)
 }
 
-// sizeFlag is a flag of bytes with an optional suffix (body.ParseSize), or "auto" for 0.
-type sizeFlag struct{ p *int64 }
+// SizeFlag is a flag.Value of bytes with an optional suffix (body.ParseSize), or "auto" for 0,
+// stored in *P.
+type SizeFlag struct{ P *int64 }
 
-func (f sizeFlag) String() string {
-	if f.p == nil || *f.p == 0 {
+// String implements flag.Value.
+func (f SizeFlag) String() string {
+	if f.P == nil || *f.P == 0 {
 		return memoryLimitAuto
 	}
-	return strconv.FormatInt(*f.p, 10)
+	return strconv.FormatInt(*f.P, 10)
 }
 
-func (f sizeFlag) Set(s string) error {
+// Set implements flag.Value.
+func (f SizeFlag) Set(s string) error {
 	if s == memoryLimitAuto {
-		*f.p = 0
+		*f.P = 0
 		return nil
 	}
 	n, err := body.ParseSize(s)
@@ -153,6 +162,6 @@ func (f sizeFlag) Set(s string) error {
 	if n <= 0 {
 		return errors.New("must be positive (or auto)")
 	}
-	*f.p = n
+	*f.P = n
 	return nil
 }
