@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/namespace"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
@@ -41,15 +40,7 @@ func nsClientIn(t *testing.T, c *etcdtest.Cluster, ns string) *clientv3.Client {
 // nsClientAt returns a client of endpoints whose keys live under the namespace ns.
 func nsClientAt(t testing.TB, endpoints []string, ns string) *clientv3.Client {
 	t.Helper()
-	cli, err := etcdtest.NewClient(endpoints)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	cli.KV = namespace.NewKV(cli.KV, ns)
-	cli.Watcher = namespace.NewWatcher(cli.Watcher, ns)
-	cli.Lease = namespace.NewLease(cli.Lease, ns)
-	return cli
+	return etcdtest.NamespacedClient(t, endpoints, ns)
 }
 
 // newStore returns a store over cli.

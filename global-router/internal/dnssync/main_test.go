@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/namespace"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
@@ -29,15 +28,7 @@ var nsCounter atomic.Int64
 // nsClient returns an etcd client whose keys live under the namespace ns.
 func nsClient(t *testing.T, ns string) *clientv3.Client {
 	t.Helper()
-	cli, err := etcdtest.NewClient(shared.Endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	cli.KV = namespace.NewKV(cli.KV, ns)
-	cli.Watcher = namespace.NewWatcher(cli.Watcher, ns)
-	cli.Lease = namespace.NewLease(cli.Lease, ns)
-	return cli
+	return etcdtest.NamespacedClient(t, shared.Endpoints(), ns)
 }
 
 func newNamespace() string { return fmt.Sprintf("/dnssync-test-%d", nsCounter.Add(1)) }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.etcd.io/etcd/client/v3/namespace"
 	"google.golang.org/protobuf/proto"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
@@ -32,18 +30,10 @@ var shared *etcdtest.Cluster
 
 func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, 1, &shared)) }
 
-var nsCounter atomic.Int64
-
 // newStore returns a running config store in a namespace of its own.
 func newStore(t *testing.T) *configstore.Store {
 	t.Helper()
-	cli, err := etcdtest.NewClient(shared.Endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	ns := fmt.Sprintf("/identity-test-%d", nsCounter.Add(1))
-	cli.KV, cli.Watcher, cli.Lease = namespace.NewKV(cli.KV, ns), namespace.NewWatcher(cli.Watcher, ns), namespace.NewLease(cli.Lease, ns)
+	cli := etcdtest.NamespacedClient(t, shared.Endpoints(), etcdtest.UniqueNamespace("identity-test"))
 	s, err := configstore.New(cli, etcdtest.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -315,13 +305,7 @@ func FuzzVerifySummary(f *testing.F) {
 		b, _ := proto.Marshal(s)
 		f.Add(b)
 	}
-	cli, err := etcdtest.NewClient(shared.Endpoints())
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer cli.Close()
-	ns := fmt.Sprintf("/identity-fuzz-%d", time.Now().UnixNano())
-	cli.KV, cli.Watcher = namespace.NewKV(cli.KV, ns), namespace.NewWatcher(cli.Watcher, ns)
+	cli := etcdtest.NamespacedClient(f, shared.Endpoints(), etcdtest.UniqueNamespace("identity-fuzz"))
 	s, err := configstore.New(cli, etcdtest.Discard, nil)
 	if err != nil {
 		f.Fatal(err)

@@ -12,14 +12,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/namespace"
 
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -177,21 +175,11 @@ func Capacity(name string, pods uint32, freeKV uint64, adapters ...string) *goss
 	return m
 }
 
-var nsCounter atomic.Int64
-
 // newStore returns a running config store whose keys live in a namespace of their own, and its
 // client.
 func newStore(t testing.TB, etcd *etcdtest.Cluster) (*configstore.Store, *clientv3.Client) {
 	t.Helper()
-	cli, err := etcdtest.NewClient(etcd.Endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	ns := fmt.Sprintf("/admintest-%d-%d", time.Now().UnixNano(), nsCounter.Add(1))
-	cli.KV = namespace.NewKV(cli.KV, ns)
-	cli.Watcher = namespace.NewWatcher(cli.Watcher, ns)
-	cli.Lease = namespace.NewLease(cli.Lease, ns)
+	cli := etcdtest.NamespacedClient(t, etcd.Endpoints(), etcdtest.UniqueNamespace("admintest"))
 	s, err := configstore.New(cli, etcdtest.Discard, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
 	"go.uber.org/zap"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
@@ -198,6 +200,29 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
+}
+
+// NamespacedClient returns a client of endpoints whose keys, watches and leases live under the
+// prefix ns, closed when the test ends: tests that share one etcd isolate themselves with it.
+func NamespacedClient(t testing.TB, endpoints []string, ns string) *clientv3.Client {
+	t.Helper()
+	cli, err := NewClient(endpoints)
+	if err != nil {
+		t.Fatalf("etcdtest: client: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	cli.KV = namespace.NewKV(cli.KV, ns)
+	cli.Watcher = namespace.NewWatcher(cli.Watcher, ns)
+	cli.Lease = namespace.NewLease(cli.Lease, ns)
+	return cli
+}
+
+var namespaces atomic.Int64
+
+// UniqueNamespace returns a key prefix, starting with base, that no other call in this process
+// returns.
+func UniqueNamespace(base string) string {
+	return fmt.Sprintf("/%s-%d-%d", base, time.Now().UnixNano(), namespaces.Add(1))
 }
 
 // Discard is a logger that drops everything, for components under test.
