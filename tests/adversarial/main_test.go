@@ -5,8 +5,6 @@
 package adversarial
 
 import (
-	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -17,25 +15,7 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("adversarial: skipped in -short mode")
-		return 0
-	}
-	dir, err := harness.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer harness.Cleanup()
-	binDir = dir
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, "adversarial", false, &binDir)) }
 
 // newWorld returns a set of real processes for one attack, stopped when the test ends.
 func newWorld(t *testing.T) *harness.World { return harness.NewWorld(t, binDir) }

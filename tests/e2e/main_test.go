@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"flag"
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,26 +11,4 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("e2e: skipped in -short mode")
-		return 0
-	}
-	if harness.EndToEndSkipped() {
-		fmt.Println("e2e: skipped with " + harness.EndToEndEnv + "=0")
-		return 0
-	}
-	dir, err := harness.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer harness.Cleanup()
-	binDir = dir
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, "e2e", true, &binDir)) }

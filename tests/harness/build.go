@@ -2,12 +2,14 @@ package harness
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Binaries are the packages of every Switchyard binary, relative to the workspace root.
@@ -78,4 +80,28 @@ func WorkspaceRoot() (string, error) {
 		return "", fmt.Errorf("harness: not inside the Switchyard Go workspace")
 	}
 	return filepath.Dir(w), nil
+}
+
+// Main runs the tests of a suite that starts the real binaries: it builds them (see Build), puts
+// their directory in *binDir, runs the tests and removes the build. In -short mode, and with
+// endToEnd and SWITCHYARD_E2E=0, it runs nothing. Call it from TestMain as
+// os.Exit(harness.Main(m, "suite", endToEnd, &binDir)).
+func Main(m *testing.M, suite string, endToEnd bool, binDir *string) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println(suite + ": skipped in -short mode")
+		return 0
+	}
+	if endToEnd && EndToEndSkipped() {
+		fmt.Println(suite + ": skipped with " + EndToEndEnv + "=0")
+		return 0
+	}
+	dir, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer Cleanup()
+	*binDir = dir
+	return m.Run()
 }
