@@ -21,23 +21,29 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	for _, target := range []struct{ name, url string }{{"direct", "http://" + up}, {"gateway", e.url}} {
 		b.Run(target.name, func(b *testing.B) {
-			b.ReportAllocs()
-			cpu := cpuTime()
-			defer func() {
-				b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
-			}()
-			for b.Loop() {
-				resp, err := client.Post(target.url+"/v1/completions", "application/json", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					b.Fatalf("status %d", resp.StatusCode)
-				}
-			}
+			postLoop(b, client, target.url, body)
 		})
+	}
+}
+
+// postLoop posts body as a completion to url b.N times, reporting allocations and the process's
+// CPU time per request (cpu-us/op).
+func postLoop(b *testing.B, client *http.Client, url, body string) {
+	b.ReportAllocs()
+	cpu := cpuTime()
+	defer func() {
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+	}()
+	for b.Loop() {
+		resp, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
 	}
 }
 
@@ -55,23 +61,8 @@ func BenchmarkProxyBody(b *testing.B) {
 	for _, size := range []int{1 << 10, 16 << 10, 48 << 10} {
 		body := `{"model":"llama","prompt":"` + strings.Repeat("x", size-30) + `"}`
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
-			cpu := cpuTime()
-			defer func() {
-				b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
-			}()
-			for b.Loop() {
-				resp, err := client.Post(e.url+"/v1/completions", "application/json", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					b.Fatalf("status %d", resp.StatusCode)
-				}
-			}
+			postLoop(b, client, e.url, body)
 		})
 	}
 }
