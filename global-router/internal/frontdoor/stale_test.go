@@ -41,14 +41,15 @@ func startGateway(t *testing.T, cluster, region string) *gateway {
 	return g
 }
 
-// publishEvery publishes a summary of a cluster at kvUsed on node every interval until ctx ends:
-// a gateway's heartbeat.
-func publishEvery(ctx context.Context, t *testing.T, node *gossip.Node, url string, kvUsed float64, interval time.Duration) <-chan struct{} {
+// publishEvery publishes a summary of a cluster at kvUsed, predicting ttftMs, on node every
+// interval until ctx ends: a gateway's heartbeat.
+func publishEvery(ctx context.Context, t *testing.T, node *gossip.Node, url string, kvUsed float64, ttftMs float32,
+	interval time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	total := uint64(1_000_000)
 	s := &gossipv1.CapacitySummary{GatewayUrl: url, Models: []*gossipv1.ModelCapacity{{
 		Name: "llama", ReadyPods: 4, TotalKvTokens: total, FreeKvTokens: uint64((1 - kvUsed) * float64(total)),
-		PredictedTtftMs: 60, PrefillTokensPerSecond: 80_000,
+		PredictedTtftMs: ttftMs, PrefillTokensPerSecond: 80_000,
 	}}}
 	go func() {
 		defer close(done)
@@ -70,7 +71,8 @@ func publishEvery(ctx context.Context, t *testing.T, node *gossip.Node, url stri
 }
 
 // TestStaleSummariesAvoided runs a real gossip pool: a router node and two gateways of the
-// router's region. The preferred cluster (less loaded) gets the traffic while it publishes; once
+// router's region. The preferred cluster (less loaded, and predicting a sooner first token: with
+// no queue anywhere the load alone does not separate the two estimates) gets the traffic while it publishes; once
 // its gateway stops publishing (its summary outlives the TTL) it gets no new request while the
 // other cluster's summary is fresh.
 func TestStaleSummariesAvoided(t *testing.T) {
@@ -91,8 +93,8 @@ func TestStaleSummariesAvoided(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopPreferred, cancelPreferred := context.WithCancel(ctx)
-	preferredDone := publishEvery(stopPreferred, t, pool.Node(1), preferred.url, 0.1, 200*time.Millisecond)
-	fallbackDone := publishEvery(ctx, t, pool.Node(2), fallback.url, 0.5, 200*time.Millisecond)
+	preferredDone := publishEvery(stopPreferred, t, pool.Node(1), preferred.url, 0.1, 30, 200*time.Millisecond)
+	fallbackDone := publishEvery(ctx, t, pool.Node(2), fallback.url, 0.5, 60, 200*time.Millisecond)
 	defer func() { cancel(); <-preferredDone; <-fallbackDone }()
 
 	table := clustertable.New(clustertable.Config{Region: region}, pool.Node(0), nil)
