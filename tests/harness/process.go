@@ -1,7 +1,8 @@
 // Package harness starts Switchyard's real binaries for the local stack and for end-to-end tests:
 // it builds them once from this workspace, runs each as a supervised child process with its output
 // in a log file, waits for its health endpoint, and stops it with SIGTERM (SIGKILL after a grace
-// period).
+// period). On Linux a child also gets SIGTERM when its parent dies, SIGKILL included, so a killed
+// local stack or test binary leaves no process behind.
 package harness
 
 import (
@@ -45,7 +46,7 @@ func (p *Process) Start() error {
 	}
 	p.cmd = exec.Command(p.Bin, p.Args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.SysProcAttr = childAttr()
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("%s: start %s: %w", p.Name, p.Bin, err)
