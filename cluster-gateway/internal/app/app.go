@@ -155,7 +155,7 @@ func (g *Gateway) buildScraper() error {
 func (g *Gateway) buildScheduling() error {
 	sc := scheduling.DefaultConfig()
 	sc.Profile, sc.ConfigFile = g.cfg.Profile, g.cfg.ConfigFile
-	s, err := scheduling.New(sc, g.store, g.log, g.reg)
+	s, err := scheduling.New(sc, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return err
 	}
@@ -166,8 +166,7 @@ func (g *Gateway) buildScheduling() error {
 	fc.ObjectivePriorities, _ = flowcontrol.ParseObjectivePriorities(g.cfg.ObjectivePriorities) // validated
 	fc.MinPriority, fc.MaxPriority = g.cfg.MinPriority, g.cfg.MaxPriority
 	g.flow, err = flowcontrol.New(fc, s, flowcontrol.Options{
-		IsSaturated: func(err error) bool { return errors.Is(err, scheduling.ErrSaturated) },
-		Logger:      g.log, Registerer: g.reg,
+		Logger: g.log, Registerer: g.reg,
 	})
 	if err != nil {
 		return err

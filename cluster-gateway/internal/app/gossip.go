@@ -66,10 +66,9 @@ func (g *Gateway) newPublisher(node *gossip.Node) (*publish.Publisher, error) {
 	pc.Saturation.Staleness = g.cfg.Staleness
 	opts := publish.Options{Prefixes: g.recent, Queue: g.flow, Logger: g.log.With("component", "publish"), Registerer: g.reg}
 	if m := g.sched.TTFTModel(); m != nil {
-		opts.Predictor, _ = m.(publish.TTFTPredictor)
-		opts.Speeds, _ = m.(publish.SpeedSource)
+		opts.Predictor, opts.Speeds = m, m
 	}
-	pub, err := publish.New(pc, g.store, node, opts)
+	pub, err := publish.New(pc, g.store.View(), node, opts)
 	if err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // OpaqueName is the name of an endpoint that has none (a static endpoint listed as a bare
@@ -30,86 +32,24 @@ const (
 	EngineTRTLLM Engine = "trtllm"
 )
 
-// Metrics is one scrape of a model server, normalised across engines. It is immutable once stored.
-type Metrics struct {
-	// WaitingQueue is the number of requests waiting to be scheduled by the engine.
-	WaitingQueue int
-	// Running is the number of requests in the engine's running batch.
-	Running int
-	// KVUsage is the fraction of KV-cache blocks in use, 0..1.
-	KVUsage float64
-	// KVBlockSize is tokens per KV block; KVTotalBlocks the block count (0 when not reported).
-	KVBlockSize   int
-	KVTotalBlocks int
-	// ActiveAdapters and WaitingAdapters are the LoRA adapters in use and waiting (vLLM only).
-	ActiveAdapters  []string
-	WaitingAdapters []string
-	// MaxLoRA is the number of adapter slots (0 when not reported).
-	MaxLoRA int
-	// PrefixHits and PrefixQueries are the engine's cumulative prefix-cache counters, in tokens,
-	// when it exports them.
-	PrefixHits, PrefixQueries float64
-	// ScrapedAt is when the scrape completed.
-	ScrapedAt time.Time
-}
+// Metrics is one scrape of a model server, normalised across engines; the scheduling
+// framework's snapshot type. It is immutable once stored.
+type Metrics = framework.Metrics
 
-// KVTotalTokens is the KV capacity in tokens, or 0 when unknown.
-func (m *Metrics) KVTotalTokens() int { return m.KVBlockSize * m.KVTotalBlocks }
-
-// HasAdapter reports whether adapter is resident (active or waiting) on the pod per its metrics.
-func (m *Metrics) HasAdapter(adapter string) bool {
-	for _, a := range m.ActiveAdapters {
-		if a == adapter {
-			return true
-		}
-	}
-	for _, a := range m.WaitingAdapters {
-		if a == adapter {
-			return true
-		}
-	}
-	return false
-}
-
-// Models is what a pod serves, learned from its /v1/models. Immutable once stored.
-type Models struct {
-	// Base is the base model name (the entry whose parent/root is itself).
-	Base string
-	// Adapters are the LoRA adapters the pod has loaded or can serve.
-	Adapters []string
-	// FetchedAt is when the list was read.
-	FetchedAt time.Time
-}
-
-// Serves reports whether the pod serves model, either as its base model or as an adapter.
-func (m *Models) Serves(model string) bool {
-	if m == nil {
-		return false
-	}
-	if m.Base == model {
-		return true
-	}
-	for _, a := range m.Adapters {
-		if a == model {
-			return true
-		}
-	}
-	return false
-}
+// Models is what a pod serves, learned from its /v1/models; the scheduling framework's type.
+// Immutable once stored.
+type Models = framework.Models
 
 // Endpoint is one model-server pod. Identity fields are set at creation and never change; the
 // rest is updated concurrently by the scraper and the proxy and read through the accessor methods,
-// all safe for concurrent use.
+// all safe for concurrent use. It implements framework.Endpoint, the scheduler's view.
 type Endpoint struct {
-	// Address is "ip:port" of the model server; it is the endpoint's key.
-	Address string
-	// Name is the endpoint's name: its pod's (InferencePool discovery), the one a static list or
-	// file gives it, or else OpaqueName of its address. It is what x-switchyard-endpoint shows.
-	Name string
+	// EndpointMeta is the identity: Address ("ip:port", the endpoint's key), Name (the pod's,
+	// the one a static list or file gives it, or else OpaqueName of the address; what
+	// x-switchyard-endpoint shows) and Labels (the pod's; empty for static endpoints).
+	framework.EndpointMeta
 	// Engine selects the metric names.
 	Engine Engine
-	// Labels are the pod's labels (empty for static endpoints).
-	Labels map[string]string
 
 	metrics  atomic.Pointer[Metrics]
 	models   atomic.Pointer[Models]
@@ -130,8 +70,13 @@ func NewEndpoint(address, name string, engine Engine, labels map[string]string) 
 	if engine == "" {
 		engine = EngineVLLM
 	}
-	return &Endpoint{Address: address, Name: name, Engine: engine, Labels: labels}
+	return &Endpoint{EndpointMeta: framework.EndpointMeta{Address: address, Name: name, Labels: labels}, Engine: engine}
 }
+
+var _ framework.Endpoint = (*Endpoint)(nil)
+
+// Meta returns the endpoint's identity (framework.Endpoint).
+func (e *Endpoint) Meta() *framework.EndpointMeta { return &e.EndpointMeta }
 
 // Metrics returns the newest scrape, or nil if none succeeded yet.
 func (e *Endpoint) Metrics() *Metrics { return e.metrics.Load() }
@@ -162,7 +107,7 @@ func (e *Endpoint) RecordScrapeFailure() { e.scrapeFailures.Add(1) }
 func (e *Endpoint) ScrapeFailures() int { return int(e.scrapeFailures.Load()) }
 
 // Stale reports whether the pod's metrics cannot be trusted at now: older than limit, never
-// scraped, or the latest scrape failed. The scheduler treats a stale pod as saturated.
+// scraped, or the latest scrape failed. A stale pod is saturated (framework.Saturation).
 func (e *Endpoint) Stale(now time.Time, limit time.Duration) bool {
 	return e.scrapeFailures.Load() > 0 || e.MetricsAge(now) > limit
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // EndpointSpec is one endpoint as discovery reports it: identity only, no live state.
@@ -53,7 +55,8 @@ func WithMaxEjectionPercent(percent int) StoreOption {
 
 // snapshot is an immutable endpoint set.
 type snapshot struct {
-	list   []*Endpoint // sorted by address
+	list   []*Endpoint          // sorted by address
+	views  []framework.Endpoint // list as framework.Endpoint values, built once per Sync
 	byAddr map[string]*Endpoint
 }
 
@@ -73,6 +76,21 @@ func NewStore(logger *slog.Logger, reg prometheus.Registerer, opts ...StoreOptio
 
 // Endpoints returns the current endpoints sorted by address. The slice is shared: do not modify it.
 func (s *Store) Endpoints() []*Endpoint { return s.snap.Load().list }
+
+// View returns the store as the scheduler and the capacity publisher read it.
+func (s *Store) View() View { return View{s: s} }
+
+// View is a Store as the scheduling framework sees it: the same endpoints, typed as
+// framework.Endpoint, and the same removal notifications. It satisfies scheduling.EndpointSource
+// and publish.View. It is safe for concurrent use.
+type View struct{ s *Store }
+
+// Endpoints returns the current endpoints sorted by address, as Store.Endpoints, without a
+// per-call conversion (the slice is built once per Sync). It is shared: do not modify it.
+func (v View) Endpoints() []framework.Endpoint { return v.s.snap.Load().views }
+
+// OnRemove is Store.OnRemove.
+func (v View) OnRemove(f func(addr string)) { v.s.OnRemove(f) }
 
 // Get returns the endpoint with address addr, or nil.
 func (s *Store) Get(addr string) *Endpoint { return s.snap.Load().byAddr[addr] }
@@ -125,6 +143,10 @@ func (s *Store) build(old *snapshot, specs []EndpointSpec) (*snapshot, int) {
 	next.list = slices.SortedFunc(maps.Values(next.byAddr), func(a, b *Endpoint) int {
 		return strings.Compare(a.Address, b.Address)
 	})
+	next.views = make([]framework.Endpoint, len(next.list))
+	for i, ep := range next.list {
+		next.views[i] = ep
+	}
 	return next, added
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/contract"
 )
@@ -245,8 +246,9 @@ func (x *exchange) decide(eos bool) error {
 	if len(targets) == 0 {
 		return x.immediate(bbr.Unavailable("no endpoint in the subset hint is usable", 1))
 	}
-	x.target = proxy.EndpointHeaderValue(targets[0], x.s.cfg.EndpointHeaderAddress)
-	x.attempt = x.s.pipe.Begin(d, targets[0])
+	ep, _ := targets[0].(*datastore.Endpoint) // the scheduler picks among the store's endpoints
+	x.target = proxy.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
+	x.attempt = x.s.pipe.Begin(d, ep)
 	a := decisionAnswers.Get().(*decisionAnswer)
 	err := x.send(x.requestHeadersResponse(a, d, targets))
 	a.release()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/contract"
 )
@@ -27,7 +28,7 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 // requestHeadersResponse fills a, a pooled answer, with the decision: destination header,
 // model headers, the body's length, removal of client-supplied routing headers, and the
 // envoy.lb dynamic metadata.
-func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *proxy.Decision, targets []*datastore.Endpoint) *extprocv3.ProcessingResponse {
+func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *proxy.Decision, targets []framework.Endpoint) *extprocv3.ProcessingResponse {
 	var remove []string
 	for k := range x.headers {
 		if contract.IsRouting(k) && k != contract.HeaderDestination && k != contract.HeaderModelName && k != contract.HeaderBaseModelName {
@@ -99,13 +100,13 @@ func immediateResponse(e *bbr.Error, cfg Config) *extprocv3.ProcessingResponse {
 }
 
 // restrict keeps the targets whose address is in subset (all of them when subset is nil).
-func restrict(targets []*datastore.Endpoint, subset []string) []*datastore.Endpoint {
+func restrict[E framework.Endpoint](targets []E, subset []string) []E {
 	if subset == nil {
 		return targets
 	}
-	var out []*datastore.Endpoint
+	var out []E
 	for _, t := range targets {
-		if slices.Contains(subset, t.Address) {
+		if slices.Contains(subset, t.Meta().Address) {
 			out = append(out, t)
 		}
 	}

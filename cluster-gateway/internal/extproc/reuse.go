@@ -9,7 +9,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -101,14 +101,14 @@ func (a *decisionAnswer) setHeader(key, value string) {
 
 // fill sets the answer: headers (destination, model names, content-length when bodyLen > 0),
 // the headers to remove, and the metadata naming every target in order.
-func (a *decisionAnswer) fill(targets []*datastore.Endpoint, model, base string, bodyLen int, remove []string) *extprocv3.ProcessingResponse {
+func (a *decisionAnswer) fill(targets []framework.Endpoint, model, base string, bodyLen int, remove []string) *extprocv3.ProcessingResponse {
 	a.reset()
 	var length [20]byte
 	n := strconv.AppendInt(length[:0], int64(bodyLen), 10)
-	if need := len(targets[0].Address) + len(model) + len(base) + len(n); cap(a.raw) < need {
+	if need := len(targets[0].Meta().Address) + len(model) + len(base) + len(n); cap(a.raw) < need {
 		a.raw = make([]byte, 0, need)
 	}
-	a.setHeader(contract.HeaderDestination, targets[0].Address)
+	a.setHeader(contract.HeaderDestination, targets[0].Meta().Address)
 	a.setHeader(contract.HeaderModelName, model)
 	a.setHeader(contract.HeaderBaseModelName, base)
 	if bodyLen > 0 {
@@ -124,17 +124,17 @@ func (a *decisionAnswer) fill(targets []*datastore.Endpoint, model, base string,
 }
 
 // metadata is {"envoy.lb": {"x-gateway-destination-endpoint": "ip:port,fallback,..."}}.
-func (a *decisionAnswer) metadata(targets []*datastore.Endpoint) *structpb.Struct {
+func (a *decisionAnswer) metadata(targets []framework.Endpoint) *structpb.Struct {
 	n := len(targets) - 1
 	for _, t := range targets {
-		n += len(t.Address)
+		n += len(t.Meta().Address)
 	}
 	a.addrs.Grow(n)
 	for i, t := range targets {
 		if i > 0 {
 			a.addrs.WriteByte(',')
 		}
-		a.addrs.WriteString(t.Address)
+		a.addrs.WriteString(t.Meta().Address)
 	}
 	a.stringKind.StringValue = a.addrs.String()
 	a.addrsVal.Kind = &a.stringKind

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -59,7 +60,7 @@ func TestDecisionAnswerReuse(t *testing.T) {
 	a.meta.Fields, a.inner.Fields = map[string]*structpb.Value{}, map[string]*structpb.Value{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var eps []*datastore.Endpoint
+			var eps []framework.Endpoint
 			for _, addr := range tt.targets {
 				eps = append(eps, datastore.NewEndpoint(addr, "", "", nil))
 			}

@@ -44,7 +44,8 @@ func (realClock) Now() time.Time { return time.Now() }
 // Options are the Controller's collaborators.
 type Options struct {
 	// IsSaturated reports whether a scheduling error means "every candidate is saturated" (the
-	// only error that queues). Required.
+	// only error that queues). Default framework.IsSaturated: the error is
+	// framework.ErrSaturated, which the scheduler returns (as scheduling.ErrSaturated).
 	IsSaturated func(error) bool
 	// Clock defaults to the system clock.
 	Clock Clock
@@ -73,8 +74,11 @@ func New(cfg Config, sched Scheduler, opts Options) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if sched == nil || opts.IsSaturated == nil {
-		return nil, errors.New("flowcontrol: a scheduler and IsSaturated are required")
+	if sched == nil {
+		return nil, errors.New("flowcontrol: a scheduler is required")
+	}
+	if opts.IsSaturated == nil {
+		opts.IsSaturated = framework.IsSaturated
 	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}

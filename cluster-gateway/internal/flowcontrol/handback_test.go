@@ -26,7 +26,7 @@ type predictingScheduler struct {
 func (p *predictingScheduler) Schedule(ctx context.Context, req *framework.Request) (*framework.Result, error) {
 	res, err := p.fakeScheduler.Schedule(ctx, req)
 	if res != nil {
-		res.Targets = []*datastore.Endpoint{{}}
+		res.Targets = []framework.Endpoint{datastore.NewEndpoint("10.0.0.1:8000", "", "", nil)}
 	}
 	return res, err
 }

@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
 
 // Request is what the scheduler knows about one inference request. It is built once per request by
@@ -62,19 +60,19 @@ type TypedName struct {
 // alias the input slice's backing array. Implementations must be safe for concurrent use.
 type Filter interface {
 	Plugin
-	Filter(ctx context.Context, cs *CycleState, req *Request, eps []*datastore.Endpoint) []*datastore.Endpoint
+	Filter(ctx context.Context, cs *CycleState, req *Request, eps []Endpoint) []Endpoint
 }
 
 // Scorer rates each endpoint in [0,1], higher is better. It writes scores[i] for eps[i]; scores has
 // len(eps). Implementations must be safe for concurrent use.
 type Scorer interface {
 	Plugin
-	Score(ctx context.Context, cs *CycleState, req *Request, eps []*datastore.Endpoint, scores []float64)
+	Score(ctx context.Context, cs *CycleState, req *Request, eps []Endpoint, scores []float64)
 }
 
 // ScoredEndpoint is an endpoint with its weighted total score.
 type ScoredEndpoint struct {
-	Endpoint *datastore.Endpoint
+	Endpoint Endpoint
 	Score    float64
 }
 
@@ -88,7 +86,7 @@ type Picker interface {
 // Result is a scheduling decision: Targets[0] is the chosen endpoint, the rest are fallbacks in
 // order of preference.
 type Result struct {
-	Targets []*datastore.Endpoint
+	Targets []Endpoint
 	// State is the scheduling cycle's state, kept for the PreRequest hooks (e.g. the prefix match
 	// of the chosen endpoint). The scheduler clears it when its PreRequest returns; nil afterwards
 	// and for results not built by the scheduler.
@@ -104,7 +102,7 @@ type PreRequest interface {
 
 // ResponseInfo is what the front door observed about a finished request.
 type ResponseInfo struct {
-	Endpoint *datastore.Endpoint
+	Endpoint Endpoint
 	// Status is the HTTP status the pod answered with (0 on connection failure).
 	Status int
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens when reported, else -1.
@@ -191,7 +189,7 @@ func (c *CycleState) Write(key string, v any) {
 // concurrent use.
 type Handle interface {
 	// Endpoints returns the current endpoints (a snapshot; do not modify the slice).
-	Endpoints() []*datastore.Endpoint
+	Endpoints() []Endpoint
 	// OnRemove registers f to be called with the address of every endpoint that leaves the set,
 	// so plugins holding per-endpoint state can drop it. f must not block.
 	OnRemove(f func(addr string))
@@ -207,7 +205,7 @@ type Factory func(name string, params json.RawMessage, h Handle) (Plugin, error)
 // resultBuf lets a Result and a small Targets array share one allocation.
 type resultBuf struct {
 	r   Result
-	arr [4]*datastore.Endpoint
+	arr [4]Endpoint
 }
 
 // NewResult returns an empty Result whose Targets has room for n endpoints, allocated together
@@ -218,5 +216,5 @@ func NewResult(n int) *Result {
 		b.r.Targets = b.arr[:0:n]
 		return &b.r
 	}
-	return &Result{Targets: make([]*datastore.Endpoint, 0, n)}
+	return &Result{Targets: make([]Endpoint, 0, n)}
 }

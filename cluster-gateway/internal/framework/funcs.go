@@ -3,8 +3,6 @@ package framework
 import (
 	"context"
 	"encoding/json"
-
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
 
 // PickFunc orders scored endpoints and returns at most k of them, best first. It may reorder eps
@@ -39,7 +37,7 @@ func (p *funcPicker) Pick(_ context.Context, _ *CycleState, _ *Request, eps []Sc
 
 // ScoreFunc writes scores[i] in [0,1] for eps[i] from the endpoints alone. It must be safe for
 // concurrent use.
-type ScoreFunc func(eps []*datastore.Endpoint, scores []float64)
+type ScoreFunc func(eps []Endpoint, scores []float64)
 
 // ScorerFactory returns the Factory of a stateless scorer of type typ, without parameters, that
 // scores with score.
@@ -61,6 +59,38 @@ var _ Scorer = (*funcScorer)(nil)
 
 func (s *funcScorer) TypedName() TypedName { return s.name }
 
-func (s *funcScorer) Score(_ context.Context, _ *CycleState, _ *Request, eps []*datastore.Endpoint, scores []float64) {
+func (s *funcScorer) Score(_ context.Context, _ *CycleState, _ *Request, eps []Endpoint, scores []float64) {
 	s.score(eps, scores)
+}
+
+// MinMaxLowIsBetter scores eps by value(metrics), lowest 1, highest 0, linear between; all equal
+// gives 1; endpoints without metrics score 0 and do not take part in the range. It is the
+// normalisation of GIE's queue and running-requests scorers.
+func MinMaxLowIsBetter(eps []Endpoint, scores []float64, value func(*Metrics) float64) {
+	lo, hi, any := 0.0, 0.0, false
+	for _, e := range eps {
+		m := e.Metrics()
+		if m == nil {
+			continue
+		}
+		v := value(m)
+		if !any || v < lo {
+			lo = v
+		}
+		if !any || v > hi {
+			hi = v
+		}
+		any = true
+	}
+	for i, e := range eps {
+		m := e.Metrics()
+		switch {
+		case m == nil:
+			scores[i] = 0
+		case hi == lo:
+			scores[i] = 1
+		default:
+			scores[i] = (hi - value(m)) / (hi - lo)
+		}
+	}
 }

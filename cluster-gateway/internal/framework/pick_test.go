@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
 func scored(scores ...float64) []framework.ScoredEndpoint {
 	out := make([]framework.ScoredEndpoint, len(scores))
 	for i, s := range scores {
-		out[i] = framework.ScoredEndpoint{Endpoint: datastore.NewEndpoint(fmt.Sprintf("e%d", i), "", "", nil), Score: s}
+		out[i] = framework.ScoredEndpoint{Endpoint: plugintest.NewEndpoint(fmt.Sprintf("e%d", i)), Score: s}
 	}
 	return out
 }
@@ -19,7 +19,7 @@ func scored(scores ...float64) []framework.ScoredEndpoint {
 func names(r *framework.Result) string {
 	s := ""
 	for _, e := range r.Targets {
-		s += e.Address + " "
+		s += e.Meta().Address + " "
 	}
 	return s
 }
@@ -48,7 +48,7 @@ func TestSelectTopBreaksTiesAtRandom(t *testing.T) {
 	counts := map[string]int{}
 	for range 3000 {
 		r := framework.SelectTop(scored(0.5, 0.9, 0.9, 0.9), 1)
-		counts[r.Targets[0].Address]++
+		counts[r.Targets[0].Meta().Address]++
 	}
 	if counts["e0"] != 0 {
 		t.Fatalf("lower score picked: %v", counts)

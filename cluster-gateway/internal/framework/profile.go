@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
 
 // SaturationDetector judges the candidate set as a whole, as GIE's saturation detector does: a
@@ -14,7 +12,7 @@ import (
 // be sent. Implementations must be safe for concurrent use.
 type SaturationDetector interface {
 	Plugin
-	Saturation(ctx context.Context, cs *CycleState, eps []*datastore.Endpoint) float64
+	Saturation(ctx context.Context, cs *CycleState, eps []Endpoint) float64
 }
 
 // SaturationFilter is a Filter that removes saturated endpoints. When it removes every candidate

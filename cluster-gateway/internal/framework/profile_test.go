@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -26,16 +25,16 @@ type (
 )
 
 func (n named) TypedName() framework.TypedName { return n.tn }
-func (filter) Filter(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
+func (filter) Filter(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
 	return eps
 }
 func (satFilt) RemovesSaturated() {}
-func (scorer) Score(context.Context, *framework.CycleState, *framework.Request, []*datastore.Endpoint, []float64) {
+func (scorer) Score(context.Context, *framework.CycleState, *framework.Request, []framework.Endpoint, []float64) {
 }
 func (picker) Pick(context.Context, *framework.CycleState, *framework.Request, []framework.ScoredEndpoint) *framework.Result {
 	return nil
 }
-func (detector) Saturation(context.Context, *framework.CycleState, []*datastore.Endpoint) float64 {
+func (detector) Saturation(context.Context, *framework.CycleState, []framework.Endpoint) float64 {
 	return 0
 }
 func (hooked) PreRequest(context.Context, *framework.Request, *framework.Result)         {}

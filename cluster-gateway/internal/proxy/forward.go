@@ -103,8 +103,9 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 	if res == nil {
 		return nil
 	}
-	for _, ep := range res.Targets {
-		if ep != nil && !tried[ep.Address] {
+	for _, t := range res.Targets {
+		// The scheduler picks among the store's endpoints.
+		if ep, ok := t.(*datastore.Endpoint); ok && !tried[ep.Address] {
 			return ep
 		}
 	}

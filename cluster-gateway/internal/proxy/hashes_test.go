@@ -75,7 +75,7 @@ func TestPrefixHashesOutliveEveryReader(t *testing.T) {
 // capturing is a scheduler that keeps the hash slice of the last request it saw (as a
 // careless consumer would) and answers with its endpoints, or err.
 type capturing struct {
-	eps    []*datastore.Endpoint
+	eps    []framework.Endpoint
 	err    error
 	hashes []uint64
 }
@@ -143,7 +143,7 @@ func capturePipeline(t *testing.T, err error) (*proxy.Pipeline, *capturing) {
 	for _, ep := range store.Endpoints() {
 		ep.SetModels(&datastore.Models{Base: "llama"})
 	}
-	sched := &capturing{eps: store.Endpoints(), err: err}
+	sched := &capturing{eps: store.View().Endpoints(), err: err}
 	router, rerr := bbr.NewRouter(bbr.DefaultConfig(), store)
 	if rerr != nil {
 		t.Fatal(rerr)

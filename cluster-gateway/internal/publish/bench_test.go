@@ -29,7 +29,7 @@ func benchPublisher(b *testing.B, withSketch bool) *publish.Publisher {
 	if withSketch {
 		opts.Prefixes = hot
 	}
-	p, err := publish.New(publish.DefaultConfig(), newView(b, clk.Now(), specs...), &recordingSink{}, opts)
+	p, err := publish.New(publish.DefaultConfig(), newView(b, clk.Now(), specs...).View(), &recordingSink{}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

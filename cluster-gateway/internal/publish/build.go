@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/gossip/sketch"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
@@ -69,12 +69,12 @@ func (p *Publisher) build(now time.Time) *gossipv1.CapacitySummary {
 }
 
 // ready reports whether e counts toward capacity: fresh metrics, last scrape fine, not ejected.
-func (p *Publisher) ready(e *datastore.Endpoint, now time.Time) bool {
+func (p *Publisher) ready(e framework.Endpoint, now time.Time) bool {
 	return e.Metrics() != nil && !e.Ejected(now) && !e.Stale(now, p.cfg.Saturation.Staleness)
 }
 
 // addPod adds one ready pod's figures to its model.
-func (p *Publisher) addPod(a *modelAcc, e *datastore.Endpoint, mods *datastore.Models, now time.Time) {
+func (p *Publisher) addPod(a *modelAcc, e framework.Endpoint, mods *framework.Models, now time.Time) {
 	m := e.Metrics()
 	mc := a.mc
 	mc.ReadyPods++
@@ -109,7 +109,7 @@ func minTTFT(cur, d time.Duration) time.Duration {
 // addAdapters counts a pod's adapters. vLLM lists adapter names, not request counts, so a pod
 // running (or queueing) requests for an adapter adds one to its running (or queue) figure: a
 // lower bound.
-func (a *modelAcc) addAdapters(m *datastore.Metrics, mods *datastore.Models) {
+func (a *modelAcc) addAdapters(m *framework.Metrics, mods *framework.Models) {
 	for _, name := range mods.Adapters {
 		a.adapter(name).ResidentPods++
 	}
@@ -142,11 +142,8 @@ func (a *modelAcc) adapter(name string) *gossipv1.AdapterCapacity {
 // pod's when every pod is saturated; the mean predicted TTFT is over the same pods.
 func (p *Publisher) finish(a *modelAcc) *gossipv1.ModelCapacity {
 	mc := a.mc
-	mc.Saturated = mc.ReadyPods == 0 || a.saturated == int(mc.ReadyPods)
-	mc.Saturation = 1
-	if mc.ReadyPods > 0 {
-		mc.Saturation = float32(a.saturated) / float32(mc.ReadyPods)
-	}
+	share, all := framework.SaturatedShare(a.saturated, int(mc.ReadyPods))
+	mc.Saturation, mc.Saturated = float32(share), all
 	best, sum, n := a.best, a.sum, int(mc.ReadyPods)-a.saturated
 	if best < 0 {
 		best, sum, n = a.bestSat, a.sumSat, a.saturated
@@ -185,7 +182,7 @@ func (p *Publisher) gatewayQueue(model string) uint32 {
 }
 
 // speed returns the pod's prefill and decode speed: measured, or the configured priors.
-func (p *Publisher) speed(e *datastore.Endpoint) (prefill, decode float64) {
+func (p *Publisher) speed(e framework.Endpoint) (prefill, decode float64) {
 	if s := p.opts.Speeds; s != nil {
 		if pf, dc, ok := s.Speed(e); ok && pf > 0 && dc > 0 {
 			return pf, dc
@@ -196,7 +193,7 @@ func (p *Publisher) speed(e *datastore.Endpoint) (prefill, decode float64) {
 
 // predict returns the reference request's TTFT on e: the TTFTPredictor's, or else overhead +
 // the prefill of the waiting requests (each reference-sized) + one engine step + its own prefill.
-func (p *Publisher) predict(e *datastore.Endpoint, m *datastore.Metrics, prefill, decode float64) time.Duration {
+func (p *Publisher) predict(e framework.Endpoint, m *framework.Metrics, prefill, decode float64) time.Duration {
 	if p.opts.Predictor != nil {
 		return p.opts.Predictor.Predict(e, ReferencePromptTokens, 0)
 	}

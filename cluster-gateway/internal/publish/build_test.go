@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/predictedttft"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/gossip/sketch"
@@ -74,7 +75,7 @@ func TestBuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newClock()
-			p, err := publish.New(publish.DefaultConfig(), newView(t, clk.Now(), tt.pods...), &recordingSink{}, publish.Options{Now: clk.Now})
+			p, err := publish.New(publish.DefaultConfig(), newView(t, clk.Now(), tt.pods...).View(), &recordingSink{}, publish.Options{Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,17 +94,17 @@ func TestBuild(t *testing.T) {
 
 type fakePredictor map[string]time.Duration
 
-func (f fakePredictor) Predict(e *datastore.Endpoint, prompt, cached int) time.Duration {
+func (f fakePredictor) Predict(e framework.Endpoint, prompt, cached int) time.Duration {
 	if prompt != publish.ReferencePromptTokens || cached != 0 {
 		return time.Hour
 	}
-	return f[e.Address]
+	return f[e.Meta().Address]
 }
 
 type fakeSpeeds map[string][2]float64
 
-func (f fakeSpeeds) Speed(e *datastore.Endpoint) (float64, float64, bool) {
-	s, ok := f[e.Address]
+func (f fakeSpeeds) Speed(e framework.Endpoint) (float64, float64, bool) {
+	s, ok := f[e.Meta().Address]
 	return s[0], s[1], ok
 }
 
@@ -139,7 +140,7 @@ func TestBuildWithSources(t *testing.T) {
 	}
 	cfg := publish.DefaultConfig()
 	cfg.MaxHotPrefixes = 200
-	p, err := publish.New(cfg, view, &recordingSink{}, opts)
+	p, err := publish.New(cfg, view.View(), &recordingSink{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestFallbackAgreesWithUnmeasuredScorer(t *testing.T) {
 	scorer := predictedttft.New("ttft", predictedttft.DefaultConfig(), clk.Now)
 	var got [2]figures
 	for i, opts := range []publish.Options{{Now: clk.Now}, {Now: clk.Now, Predictor: scorer}} {
-		p, err := publish.New(publish.DefaultConfig(), view, &recordingSink{}, opts)
+		p, err := publish.New(publish.DefaultConfig(), view.View(), &recordingSink{}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

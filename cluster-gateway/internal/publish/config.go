@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/saturation"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // ReferencePromptTokens is the prompt length of the reference request whose predicted time to
@@ -33,10 +33,11 @@ type Config struct {
 	// published value is significant. Default 0.25.
 	TTFTChange float64
 
-	// Saturation are the per-pod saturation thresholds, the same as the saturation filter's:
-	// queue >= 5 or KV use >= 0.8 (times 1+headroom). Its Staleness (default 2 s) also decides
-	// readiness: a pod whose metrics are older, or whose last scrape failed, is not ready.
-	Saturation saturation.Thresholds
+	// Saturation is the per-pod saturation definition, the same as the saturation filter's
+	// (framework.Saturation): queue >= 5 or KV use >= 0.8 (times 1+headroom), stale or ejected.
+	// Its Staleness (default 2 s) also decides readiness: a pod whose metrics are older, or whose
+	// last scrape failed, is not ready.
+	Saturation framework.Saturation
 
 	// Overhead is the fixed per-request cost added by the fallback TTFT prediction (used when
 	// no TTFTPredictor is set). Default 5 ms, as the predicted-ttft-scorer.
@@ -68,7 +69,7 @@ func DefaultConfig() Config {
 		FreeKVChange:                0.05,                   // 5% of the model's KV capacity
 		QueueChange:                 2,                      // more than 2 requests
 		TTFTChange:                  0.25,                   // a quarter of the last prediction
-		Saturation:                  saturation.DefaultThresholds(),
+		Saturation:                  framework.DefaultSaturation(),
 		Overhead:                    5 * time.Millisecond,
 		PriorPrefillTokensPerSecond: 10000,
 		PriorDecodeTokensPerSecond:  50,

@@ -32,7 +32,7 @@ func TestRouterSeesPublishedSummary(t *testing.T) {
 	}, "pool did not form")
 
 	view := newView(t, time.Now(), podSpec{base: "m", m: kv(1, 0, 0.5)}, podSpec{base: "m", m: kv(0, 0, 0.5)})
-	p, err := publish.New(testConfig(), view, gw, publish.Options{Registerer: prometheus.NewRegistry()})
+	p, err := publish.New(testConfig(), view.View(), gw, publish.Options{Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // The gateway's components satisfy the publisher's interfaces.
 var (
 	_ publish.Sink          = (*gossip.Node)(nil)
-	_ publish.View          = (*datastore.Store)(nil)
+	_ publish.View          = datastore.View{}
 	_ publish.TTFTPredictor = (*predictedttft.Scorer)(nil)
 )
 

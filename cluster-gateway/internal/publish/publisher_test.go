@@ -27,7 +27,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{clk: newClock(), sink: &recordingSink{}, speeds: fakeSpeeds{}, reg: prometheus.NewRegistry()}
 	h.view = newView(t, h.clk.Now(), podSpec{base: "m", m: kv(1, 0, 0.5)}, podSpec{base: "m", m: kv(1, 0, 0.5)})
-	p, err := publish.New(testConfig(), h.view, h.sink, publish.Options{Now: h.clk.Now, Registerer: h.reg, Speeds: h.speeds})
+	p, err := publish.New(testConfig(), h.view.View(), h.sink, publish.Options{Now: h.clk.Now, Registerer: h.reg, Speeds: h.speeds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	sink := &recordingSink{}
 	cfg := testConfig()
 	cfg.CheckInterval = 5 * time.Millisecond
-	p, err := publish.New(cfg, newView(t, time.Now(), podSpec{base: "m", m: kv(0, 0, 0)}), sink, publish.Options{})
+	p, err := publish.New(cfg, newView(t, time.Now(), podSpec{base: "m", m: kv(0, 0, 0)}).View(), sink, publish.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

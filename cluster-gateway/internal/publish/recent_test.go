@@ -69,7 +69,7 @@ func TestSketchOfRoutedPrompts(t *testing.T) {
 	system := []byte(fmt.Sprintf("%0640d", 7)) // 10 blocks
 	routed := prefix.Hashes(nil, "m", append(system, "first question, long enough for one block of sixty-four bytes."...), 0)
 	rec.Record("m", routed)
-	p, err := publish.New(publish.DefaultConfig(), newView(t, clk.Now(), podSpec{base: "m", m: kv(0, 0, 0)}), &recordingSink{},
+	p, err := publish.New(publish.DefaultConfig(), newView(t, clk.Now(), podSpec{base: "m", m: kv(0, 0, 0)}).View(), &recordingSink{},
 		publish.Options{Now: clk.Now, Prefixes: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@ package publish
 import (
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
@@ -14,10 +14,10 @@ type Sink interface {
 	Publish(s *gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, error)
 }
 
-// View is the gateway's live set of model-server endpoints. *datastore.Store implements it.
+// View is the gateway's live set of model-server endpoints. datastore.Store's View implements it.
 // It must be safe for concurrent use.
 type View interface {
-	Endpoints() []*datastore.Endpoint
+	Endpoints() []framework.Endpoint
 }
 
 // TTFTPredictor predicts the time to first token of a request of promptTokens (cachedTokens of
@@ -25,7 +25,7 @@ type View interface {
 // It must be safe for concurrent use. Without one, the Publisher predicts from the pod's queue
 // and running batch with the speeds of the SpeedSource or the configured priors.
 type TTFTPredictor interface {
-	Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) time.Duration
+	Predict(e framework.Endpoint, promptTokens, cachedTokens int) time.Duration
 }
 
 // SpeedSource reports the speeds the gateway has measured on a pod: prefill in prompt tokens per
@@ -33,7 +33,7 @@ type TTFTPredictor interface {
 // source has no estimate at all; the Publisher then uses its configured priors. It must be safe
 // for concurrent use.
 type SpeedSource interface {
-	Speed(e *datastore.Endpoint) (prefillTokensPerSecond, decodeTokensPerSecond float64, ok bool)
+	Speed(e framework.Endpoint) (prefillTokensPerSecond, decodeTokensPerSecond float64, ok bool)
 }
 
 // PrefixSource reports the prefix-block hashes (gossip/prefix chains) the gateway routed recently

@@ -12,11 +12,15 @@ import (
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
-// benchFleet returns n endpoints with varied load, all serving "m".
-func benchFleet(n int) []*datastore.Endpoint {
-	eps := make([]*datastore.Endpoint, n)
+// benchFleet returns n of the gateway's endpoints (datastore's, as the scheduler gets them in
+// production) with varied load, all serving "m".
+func benchFleet(n int) []framework.Endpoint {
+	eps := make([]framework.Endpoint, n)
 	for i := range eps {
-		eps[i] = plugintest.Endpoint(fmt.Sprintf("10.%d.%d.%d:8000", i/65536, (i/256)%256, i%256), "m", i%4, 8+i%16, float64(i%7)/10, plugintest.Epoch)
+		e := datastore.NewEndpoint(fmt.Sprintf("10.%d.%d.%d:8000", i/65536, (i/256)%256, i%256), "", "", nil)
+		e.SetModels(&datastore.Models{Base: "m", FetchedAt: plugintest.Epoch})
+		e.SetMetrics(&datastore.Metrics{WaitingQueue: i % 4, Running: 8 + i%16, KVUsage: float64(i%7) / 10, ScrapedAt: plugintest.Epoch})
+		eps[i] = e
 	}
 	return eps
 }

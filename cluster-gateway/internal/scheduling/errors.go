@@ -1,6 +1,10 @@
 package scheduling
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+)
 
 // Errors returned by Schedule; the front doors translate them once, at the edge.
 var (
@@ -9,5 +13,6 @@ var (
 	// ErrNoEndpoints: the model is served but no endpoint is usable (HTTP 503).
 	ErrNoEndpoints = errors.New("scheduling: no usable endpoint")
 	// ErrSaturated: every candidate is saturated; flow control may queue the request, else 429.
-	ErrSaturated = errors.New("scheduling: all candidate endpoints are saturated")
+	// It is framework.ErrSaturated, the one saturation outcome (framework.IsSaturated).
+	ErrSaturated = framework.ErrSaturated
 )

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
@@ -43,8 +42,8 @@ func dispatch(t *testing.T, s *scheduling.Scheduler, n int) map[string]int {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		s.PreRequest(context.Background(), req, res)
-		res.Targets[0].AddInFlight(1)
-		picks[res.Targets[0].Address]++
+		res.Targets[0].(*plugintest.FakeEndpoint).AddInFlight(1)
+		picks[res.Targets[0].Meta().Address]++
 	}
 	return picks
 }
@@ -65,7 +64,7 @@ func TestSaturatedSlowPodAvoided(t *testing.T) {
 			slow := plugintest.Endpoint("10.0.0.3:8000", "m", 8, 30, 0.85, at) // queue 8, KV 85%
 			s := newScheduler(t, tt.profile, plugintest.NewHandle(fast1, fast2, slow))
 			picks := dispatch(t, s, 30)
-			if got := picks[slow.Address]; !tt.wantSlow(got) {
+			if got := picks[slow.Meta().Address]; !tt.wantSlow(got) {
 				t.Fatalf("saturated slow pod got %d of 30 requests (picks %v)", got, picks)
 			}
 		})
@@ -83,7 +82,7 @@ func TestBurstIsSpread(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.profile, func(t *testing.T) {
-			var eps []*datastore.Endpoint
+			var eps []*plugintest.FakeEndpoint
 			for i := range 8 {
 				// One pod looks slightly better in the last scrape: a stale-view picker herds onto it.
 				q := 1
@@ -92,11 +91,11 @@ func TestBurstIsSpread(t *testing.T) {
 				}
 				eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", q, 4, 0.2, plugintest.Epoch))
 			}
-			s := newScheduler(t, tt.profile, plugintest.NewHandle(eps...))
+			s := newScheduler(t, tt.profile, plugintest.NewHandle(plugintest.Endpoints(eps...)...))
 			dispatch(t, s, 40)
 			for _, e := range eps {
 				if e.InFlight() > int64(tt.maxPod) {
-					t.Errorf("%s has %d in flight after a burst of 40 over 8 pods (max %d)", e.Address, e.InFlight(), tt.maxPod)
+					t.Errorf("%s has %d in flight after a burst of 40 over 8 pods (max %d)", e.Meta().Address, e.InFlight(), tt.maxPod)
 				}
 			}
 		})
@@ -106,7 +105,7 @@ func TestBurstIsSpread(t *testing.T) {
 func TestGIEDefaultHerdsOnStaleView(t *testing.T) {
 	// The weakness the default profile fixes: GIE's scorers see only scraped metrics, so a burst
 	// between two scrapes lands on the pod that looked best.
-	var eps []*datastore.Endpoint
+	var eps []*plugintest.FakeEndpoint
 	for i := range 8 {
 		q := 1
 		if i == 0 {
@@ -114,9 +113,9 @@ func TestGIEDefaultHerdsOnStaleView(t *testing.T) {
 		}
 		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", q, 4, 0.2, plugintest.Epoch))
 	}
-	s := newScheduler(t, "gie-default", plugintest.NewHandle(eps...))
+	s := newScheduler(t, "gie-default", plugintest.NewHandle(plugintest.Endpoints(eps...)...))
 	picks := dispatch(t, s, 40)
-	if picks[eps[0].Address] < 30 {
+	if picks[eps[0].Meta().Address] < 30 {
 		t.Fatalf("gie-default spread the burst (%v); the comparison in the docs assumes it herds", picks)
 	}
 }

@@ -7,13 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // scratch is one decision's reusable memory, pooled across requests.
 type scratch struct {
-	cands  []*datastore.Endpoint
+	cands  []framework.Endpoint
 	totals []float64
 	tmp    []float64
 	scored []framework.ScoredEndpoint
@@ -52,7 +51,7 @@ func (s *Scheduler) Schedule(ctx context.Context, req *framework.Request) (*fram
 	}
 	res.State = &sc.cs
 	s.metrics.ok.Inc()
-	s.metrics.picks.WithLabelValues(res.Targets[0].Address).Inc()
+	s.metrics.picks.WithLabelValues(res.Targets[0].Meta().Address).Inc()
 	return res, nil
 }
 
@@ -73,7 +72,7 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 	}
 	if dbg != nil {
 		s.log.LogAttrs(ctx, slog.LevelDebug, "schedule decision", slog.String("model", req.Model),
-			slog.Int("prompt_tokens", req.PromptTokens), slog.String("picked", res.Targets[0].Address),
+			slog.Int("prompt_tokens", req.PromptTokens), slog.String("picked", res.Targets[0].Meta().Address),
 			slog.String("scores", dbg.String()))
 	}
 	return res, nil
@@ -81,7 +80,7 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 
 // candidates runs the fixed pre-filters (model, subset hint, passive health) and the profile's
 // filters, mapping an empty result to the right error.
-func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *scratch) ([]*datastore.Endpoint, error) {
+func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *scratch) ([]framework.Endpoint, error) {
 	cs := &sc.cs
 	cands := append(sc.cands[:0], s.src.Endpoints()...)
 	sc.cands = cands
@@ -92,7 +91,7 @@ func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *
 		return nil, ErrNoEndpoints
 	}
 	cands = dropEjected(cands, cs.Now)
-	if d := s.profile.Detector; d != nil && d.Saturation(ctx, cs, cands) >= 1 {
+	if d := s.profile.Detector; d != nil && framework.PoolSaturated(d.Saturation(ctx, cs, cands)) {
 		return nil, ErrSaturated
 	}
 	for _, f := range s.profile.Filters {
@@ -109,7 +108,7 @@ func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *
 // dropEjected removes endpoints in an ejection backoff unless every candidate is ejected, in
 // which case all are kept (Envoy's panic mode): a failing pool is still tried rather than
 // refused. Profiles with a saturation filter then treat ejected endpoints as saturated.
-func dropEjected(eps []*datastore.Endpoint, now time.Time) []*datastore.Endpoint {
+func dropEjected(eps []framework.Endpoint, now time.Time) []framework.Endpoint {
 	n := 0
 	for _, e := range eps {
 		if !e.Ejected(now) {
@@ -130,7 +129,7 @@ func dropEjected(eps []*datastore.Endpoint, now time.Time) []*datastore.Endpoint
 
 // score sums weight·score over the profile's scorers into ScoredEndpoints. With dbg it also writes
 // every endpoint's score from every scorer there, "address: scorer=score ... total=sum; ...".
-func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []*datastore.Endpoint, dbg *strings.Builder) []framework.ScoredEndpoint {
+func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []framework.Endpoint, dbg *strings.Builder) []framework.ScoredEndpoint {
 	n := len(cands)
 	sc.totals = grow(sc.totals, n)
 	sc.tmp = grow(sc.tmp, n)
@@ -154,7 +153,7 @@ func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scrat
 		if i > 0 {
 			dbg.WriteString("; ")
 		}
-		fmt.Fprintf(dbg, "%s: %s total=%.3f", cands[i].Address, strings.Join(p, " "), sc.totals[i])
+		fmt.Fprintf(dbg, "%s: %s total=%.3f", cands[i].Meta().Address, strings.Join(p, " "), sc.totals[i])
 	}
 	if cap(sc.scored) < n {
 		sc.scored = make([]framework.ScoredEndpoint, n, n+n/4)

@@ -11,18 +11,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/modelfilter"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/subsethint"
 )
 
 // EndpointSource is what the scheduler needs from the endpoint store: a lock-free snapshot of the
 // endpoints (not modified by the scheduler) and removal notifications, so plugins can drop
-// per-endpoint state. datastore.Store satisfies it.
+// per-endpoint state. datastore.Store's View satisfies it; so does plugintest.Handle.
 type EndpointSource interface {
-	Endpoints() []*datastore.Endpoint
+	Endpoints() []framework.Endpoint
 	OnRemove(f func(addr string))
 }
 
@@ -38,14 +36,23 @@ type Scheduler struct {
 	metrics  *metrics
 	model    *modelfilter.Filter
 	subset   *subsethint.Filter
-	ttft     ttftPredictor
+	ttft     TTFTModel
 	pool     sync.Pool
 }
 
-// ttftPredictor is implemented by scorers that predict time to first token
-// (predicted-ttft-scorer).
-type ttftPredictor interface {
-	Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) time.Duration
+// TTFTModel is a profile's time-to-first-token model, implemented by the predicted-ttft-scorer:
+// the scheduler predicts with it (PredictTTFT, PredictChosen) and hands it to the capacity
+// publisher, which reads a reference request's prediction and the measured speeds of every pod
+// (publish.TTFTPredictor and publish.SpeedSource). Implementations must be safe for concurrent
+// use.
+type TTFTModel interface {
+	// Predict returns the predicted time to first token of a request of promptTokens
+	// (cachedTokens of them in the pod's prefix cache) sent to e now.
+	Predict(e framework.Endpoint, promptTokens, cachedTokens int) time.Duration
+	// Speed returns the prefill speed (prompt tokens per second) and decode speed (output
+	// tokens per second of one sequence) the model assumes for e; ok is false when it has no
+	// estimate at all.
+	Speed(e framework.Endpoint) (prefillTokensPerSecond, decodeTokensPerSecond float64, ok bool)
 }
 
 // New builds the scheduler for cfg over src. logger may be nil (discard); reg may be nil (metrics
@@ -99,7 +106,7 @@ func (s *Scheduler) setup() {
 	}
 	s.profile.Filters = filters
 	for _, ws := range s.profile.Scorers {
-		if p, ok := ws.Scorer.(ttftPredictor); ok && s.ttft == nil {
+		if p, ok := ws.Scorer.(TTFTModel); ok && s.ttft == nil {
 			s.ttft = p
 		}
 	}
@@ -123,7 +130,7 @@ func (s *Scheduler) Profile() string { return s.name }
 // PredictTTFT predicts the time to first token of a request of promptTokens (none cached) on e
 // with the profile's predicted-ttft-scorer, e.g. for a reference request in the capacity summary;
 // ok is false when the profile has no such scorer.
-func (s *Scheduler) PredictTTFT(e *datastore.Endpoint, promptTokens int) (d time.Duration, ok bool) {
+func (s *Scheduler) PredictTTFT(e framework.Endpoint, promptTokens int) (d time.Duration, ok bool) {
 	if s.ttft == nil {
 		return 0, false
 	}
@@ -138,7 +145,7 @@ func (s *Scheduler) PredictChosen(req *framework.Request, res *framework.Result)
 		return 0, false
 	}
 	e := res.Targets[0]
-	cached := prefixcache.ReadMatch(res.State).TokensFor(e)
+	cached := framework.ReadPrefixMatch(res.State).TokensFor(e)
 	return s.ttft.Predict(e, req.PromptTokens, cached), true
 }
 
@@ -156,9 +163,9 @@ func (s *Scheduler) Discard(res *framework.Result) {
 	}
 }
 
-// TTFTModel returns the profile's predicted-TTFT plugin (for the capacity summary), or nil when
-// the profile has none.
-func (s *Scheduler) TTFTModel() any { return s.ttft }
+// TTFTModel returns the profile's time-to-first-token model (its predicted-ttft-scorer), for the
+// capacity summary, or nil when the profile has none.
+func (s *Scheduler) TTFTModel() TTFTModel { return s.ttft }
 
 // FlowControl reports whether the profile uses saturation (and so flow control): false for the
 // baseline profiles, which behave like a plain Kubernetes Service.
@@ -197,7 +204,7 @@ func (s *Scheduler) PostResponse(ctx context.Context, req *framework.Request, in
 // handle is the framework.Handle given to plugin factories.
 type handle struct{ s *Scheduler }
 
-func (h *handle) Endpoints() []*datastore.Endpoint { return h.s.src.Endpoints() }
+func (h *handle) Endpoints() []framework.Endpoint { return h.s.src.Endpoints() }
 func (h *handle) OnRemove(f func(addr string))     { h.s.src.OnRemove(f) }
 func (h *handle) Now() time.Time                   { return h.s.now() }
 func (h *handle) Logger() *slog.Logger             { return h.s.log }

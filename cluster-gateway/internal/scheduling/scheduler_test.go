@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
@@ -81,7 +80,7 @@ func TestLoadGIEConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Targets) != 2 || res.Targets[0].Address != "10.0.0.1:8000" || res.Targets[1].Address != "10.0.0.2:8000" {
+	if len(res.Targets) != 2 || res.Targets[0].Meta().Address != "10.0.0.1:8000" || res.Targets[1].Meta().Address != "10.0.0.2:8000" {
 		t.Fatalf("targets %v, want the two least loaded, best first (maxNumOfEndpoints: 2)", res.Targets)
 	}
 	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section", "dataLayer section"} {
@@ -123,43 +122,41 @@ func TestEveryGIETypeIsKnown(t *testing.T) {
 
 func TestScheduleOutcomes(t *testing.T) {
 	at := plugintest.Epoch
-	idle := func(addr string) *datastore.Endpoint { return plugintest.Endpoint(addr, "m", 0, 0, 0.1, at) }
-	busy := func(addr string) *datastore.Endpoint { return plugintest.Endpoint(addr, "m", 9, 40, 0.95, at) }
+	idle := func(addr string) *plugintest.FakeEndpoint { return plugintest.Endpoint(addr, "m", 0, 0, 0.1, at) }
+	busy := func(addr string) *plugintest.FakeEndpoint { return plugintest.Endpoint(addr, "m", 9, 40, 0.95, at) }
 	tests := []struct {
 		name    string
 		profile string
-		eps     []*datastore.Endpoint
+		eps     []*plugintest.FakeEndpoint
 		req     framework.Request
 		wantErr error
 	}{
-		{"ok", "default", []*datastore.Endpoint{idle("a"), busy("b")}, framework.Request{Model: "m"}, nil},
-		{"unknown model", "default", []*datastore.Endpoint{idle("a")}, framework.Request{Model: "x"}, scheduling.ErrUnknownModel},
-		{"unknown model on baseline", "round-robin", []*datastore.Endpoint{idle("a")}, framework.Request{Model: "x"}, scheduling.ErrUnknownModel},
+		{"ok", "default", []*plugintest.FakeEndpoint{idle("a"), busy("b")}, framework.Request{Model: "m"}, nil},
+		{"unknown model", "default", []*plugintest.FakeEndpoint{idle("a")}, framework.Request{Model: "x"}, scheduling.ErrUnknownModel},
+		{"unknown model on baseline", "round-robin", []*plugintest.FakeEndpoint{idle("a")}, framework.Request{Model: "x"}, scheduling.ErrUnknownModel},
 		{"no endpoints at all", "default", nil, framework.Request{Model: "m"}, scheduling.ErrUnknownModel},
-		{"subset hint excludes all", "default", []*datastore.Endpoint{idle("a")}, framework.Request{Model: "m", SubsetHint: []string{"z"}}, scheduling.ErrNoEndpoints},
-		{"all saturated", "default", []*datastore.Endpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
-		{"gie pool saturated", "gie-default", []*datastore.Endpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
-		{"baseline ignores saturation", "round-robin", []*datastore.Endpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, nil},
-		{"least-request ignores saturation", "least-request", []*datastore.Endpoint{busy("a")}, framework.Request{Model: "m"}, nil},
+		{"subset hint excludes all", "default", []*plugintest.FakeEndpoint{idle("a")}, framework.Request{Model: "m", SubsetHint: []string{"z"}}, scheduling.ErrNoEndpoints},
+		{"all saturated", "default", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
+		{"gie pool saturated", "gie-default", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
+		{"baseline ignores saturation", "round-robin", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, nil},
+		{"least-request ignores saturation", "least-request", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newScheduler(t, tt.profile, plugintest.NewHandle(tt.eps...))
+			s := newScheduler(t, tt.profile, plugintest.NewHandle(plugintest.Endpoints(tt.eps...)...))
 			res, err := s.Schedule(context.Background(), &tt.req)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			if err == nil && tt.profile == "default" && res.Targets[0].Address != "a" {
-				t.Fatalf("picked %s, want the idle pod", res.Targets[0].Address)
+			if err == nil && tt.profile == "default" && res.Targets[0].Meta().Address != "a" {
+				t.Fatalf("picked %s, want the idle pod", res.Targets[0].Meta().Address)
 			}
 		})
 	}
 }
 
-func eject(e *datastore.Endpoint, now time.Time) {
-	for range datastore.HealthConsecutiveFailures {
-		e.ObserveResult(502, nil, now)
-	}
+func eject(e *plugintest.FakeEndpoint, now time.Time) {
+	e.EjectUntil(now.Add(5 * time.Second))
 }
 
 func TestEjectedEndpoints(t *testing.T) {
@@ -178,7 +175,7 @@ func TestEjectedEndpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var eps []*datastore.Endpoint
+			var eps []*plugintest.FakeEndpoint
 			for i := range 3 {
 				e := plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:80", i), "m", 0, 0, 0, at)
 				if i < tt.ejected {
@@ -186,7 +183,7 @@ func TestEjectedEndpoints(t *testing.T) {
 				}
 				eps = append(eps, e)
 			}
-			s := newScheduler(t, tt.profile, plugintest.NewHandle(eps...))
+			s := newScheduler(t, tt.profile, plugintest.NewHandle(plugintest.Endpoints(eps...)...))
 			for range 6 {
 				res, err := s.Schedule(context.Background(), &framework.Request{Model: "m"})
 				if !errors.Is(err, tt.wantErr) {
@@ -202,18 +199,18 @@ func TestEjectedEndpoints(t *testing.T) {
 
 func TestTargetsAreOrderedFallbacks(t *testing.T) {
 	at := plugintest.Epoch
-	var eps []*datastore.Endpoint
+	var eps []*plugintest.FakeEndpoint
 	for i, q := range []int{3, 0, 4, 1, 2} {
 		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:80", i), "m", q, 0, 0.1, at))
 	}
-	s := newScheduler(t, "default", plugintest.NewHandle(eps...))
+	s := newScheduler(t, "default", plugintest.NewHandle(plugintest.Endpoints(eps...)...))
 	res, err := s.Schedule(context.Background(), &framework.Request{Model: "m", PromptTokens: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, e := range res.Targets {
-		got = append(got, e.Address)
+		got = append(got, e.Meta().Address)
 	}
 	if strings.Join(got, " ") != "10.0.0.1:80 10.0.0.3:80 10.0.0.4:80" {
 		t.Fatalf("targets %v, want queues 0, 1, 2 in that order", got)
@@ -263,12 +260,12 @@ switchyard_gateway_scheduling_picks_total{endpoint="10.0.0.1:80"} 2
 }
 
 func TestConcurrentSchedule(t *testing.T) {
-	var eps []*datastore.Endpoint
+	var eps []*plugintest.FakeEndpoint
 	for i := range 16 {
 		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:80", i), "m", i%3, i%5, 0.1, plugintest.Epoch))
 	}
 	for _, profile := range []string{"default", "gie-default"} {
-		s := newScheduler(t, profile, plugintest.NewHandle(eps...))
+		s := newScheduler(t, profile, plugintest.NewHandle(plugintest.Endpoints(eps...)...))
 		var wg sync.WaitGroup
 		for g := range 4 {
 			wg.Add(1)
@@ -293,13 +290,13 @@ func TestConcurrentSchedule(t *testing.T) {
 }
 
 func TestPrefixAffinity(t *testing.T) {
-	var eps []*datastore.Endpoint
+	var eps []*plugintest.FakeEndpoint
 	for i := range 4 {
 		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:80", i), "m", 0, 2, 0.1, plugintest.Epoch))
 	}
 	for _, profile := range []string{"default", "gie-default"} {
 		t.Run(profile, func(t *testing.T) {
-			s := newScheduler(t, profile, plugintest.NewHandle(eps...))
+			s := newScheduler(t, profile, plugintest.NewHandle(plugintest.Endpoints(eps...)...))
 			picked := map[string]int{}
 			for range 8 { // one after another, each finishing before the next
 				req := benchRequest(1) // the same long prompt each time
@@ -308,7 +305,7 @@ func TestPrefixAffinity(t *testing.T) {
 					t.Fatal(err)
 				}
 				s.PreRequest(context.Background(), req, res)
-				picked[res.Targets[0].Address]++
+				picked[res.Targets[0].Meta().Address]++
 			}
 			if len(picked) != 1 {
 				t.Fatalf("a repeated prompt went to %d pods (%v), want one (its prefix is cached there)", len(picked), picked)

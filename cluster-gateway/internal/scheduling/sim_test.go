@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
@@ -43,7 +42,7 @@ type simReq struct {
 }
 
 type simPod struct {
-	ep       *datastore.Endpoint
+	ep       *plugintest.FakeEndpoint
 	p        simProfile
 	queue    []*simReq
 	decoding []*simReq
@@ -71,15 +70,15 @@ type sim struct {
 func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
 	t.Helper()
 	sm := &sim{t: t, h: plugintest.NewHandle(), byAddr: map[string]*simPod{}}
-	var eps []*datastore.Endpoint
+	var eps []*plugintest.FakeEndpoint
 	for i, p := range fleet {
 		e := plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch)
 		pod := &simPod{ep: e, p: p}
 		sm.pods = append(sm.pods, pod)
-		sm.byAddr[e.Address] = pod
+		sm.byAddr[e.Meta().Address] = pod
 		eps = append(eps, e)
 	}
-	sm.h.Set(eps...)
+	sm.h.Set(plugintest.Endpoints(eps...)...)
 	cfg := scheduling.DefaultConfig()
 	cfg.Profile = profile
 	cfg.Now = sm.h.Now
@@ -133,7 +132,7 @@ func (sm *sim) place(h held) bool {
 		}
 		return false
 	}
-	pod := sm.byAddr[res.Targets[0].Address]
+	pod := sm.byAddr[res.Targets[0].Meta().Address]
 	sm.s.PreRequest(context.Background(), req, res)
 	pod.ep.AddInFlight(1)
 	pod.served++

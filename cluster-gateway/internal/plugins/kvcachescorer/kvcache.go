@@ -3,7 +3,6 @@
 package kvcachescorer
 
 import (
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -16,7 +15,7 @@ func init() { framework.Register(Type, Factory) }
 var Factory = framework.ScorerFactory(Type, Score)
 
 // Score writes 1 - KVUsage, clamped to [0,1]; an endpoint with no metrics yet scores 0.
-func Score(eps []*datastore.Endpoint, scores []float64) {
+func Score(eps []framework.Endpoint, scores []float64) {
 	for i, e := range eps {
 		m := e.Metrics()
 		if m == nil {

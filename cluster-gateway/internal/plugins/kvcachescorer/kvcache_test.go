@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/kvcachescorer"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
@@ -23,7 +22,7 @@ func TestScore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range tests {
-		eps := []*datastore.Endpoint{plugintest.Endpoint("e", "m", 0, 0, tt.kv, plugintest.Epoch), datastore.NewEndpoint("x", "", "", nil)}
+		eps := []framework.Endpoint{plugintest.Endpoint("e", "m", 0, 0, tt.kv, plugintest.Epoch), plugintest.NewEndpoint("x")}
 		scores := make([]float64, 2)
 		p.(framework.Scorer).Score(context.Background(), &framework.CycleState{}, &framework.Request{}, eps, scores)
 		if scores[0] != tt.want || scores[1] != 0 {

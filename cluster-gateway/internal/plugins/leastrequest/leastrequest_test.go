@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/leastrequest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
@@ -12,9 +11,9 @@ import (
 
 func TestPickFewestInFlight(t *testing.T) {
 	inflight := map[string]int64{"a": 3, "b": 0, "c": 1, "d": 7}
-	var eps []*datastore.Endpoint
+	var eps []framework.Endpoint
 	for _, a := range []string{"a", "b", "c", "d"} {
-		e := datastore.NewEndpoint(a, "", "", nil)
+		e := plugintest.NewEndpoint(a)
 		e.AddInFlight(inflight[a])
 		eps = append(eps, e)
 	}
@@ -26,7 +25,7 @@ func TestPickFewestInFlight(t *testing.T) {
 	res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 1, 0, 0, 9))
 	got := ""
 	for _, e := range res.Targets {
-		got += e.Address
+		got += e.Meta().Address
 	}
 	if got != "bca" {
 		t.Fatalf("targets %q, want bca", got)
@@ -34,15 +33,15 @@ func TestPickFewestInFlight(t *testing.T) {
 }
 
 func TestPickSpreadsBurst(t *testing.T) {
-	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil), datastore.NewEndpoint("c", "", "", nil)}
+	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"), plugintest.NewEndpoint("c")}
 	p, _ := leastrequest.Factory("l", nil, nil)
 	for range 9 {
 		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 0, 0, 0))
-		res.Targets[0].AddInFlight(1)
+		res.Targets[0].(*plugintest.FakeEndpoint).AddInFlight(1)
 	}
 	for _, e := range eps {
 		if e.InFlight() != 3 {
-			t.Fatalf("%s has %d in flight, want 3", e.Address, e.InFlight())
+			t.Fatalf("%s has %d in flight, want 3", e.Meta().Address, e.InFlight())
 		}
 	}
 }

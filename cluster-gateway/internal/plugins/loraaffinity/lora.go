@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -44,13 +43,13 @@ func (s *Scorer) TypedName() framework.TypedName {
 }
 
 // Score writes each endpoint's adapter-residency score.
-func (s *Scorer) Score(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []*datastore.Endpoint, scores []float64) {
+func (s *Scorer) Score(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
 	for i, e := range eps {
 		scores[i] = score(req.Adapter, e.Metrics())
 	}
 }
 
-func score(adapter string, m *datastore.Metrics) float64 {
+func score(adapter string, m *framework.Metrics) float64 {
 	switch {
 	case adapter == "":
 		return 1

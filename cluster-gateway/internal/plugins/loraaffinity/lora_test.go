@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/loraaffinity"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
-func ep(active, waiting []string, maxLoRA int) *datastore.Endpoint {
-	e := datastore.NewEndpoint("e", "", "", nil)
-	e.SetMetrics(&datastore.Metrics{ActiveAdapters: active, WaitingAdapters: waiting, MaxLoRA: maxLoRA})
+func ep(active, waiting []string, maxLoRA int) *plugintest.FakeEndpoint {
+	e := plugintest.NewEndpoint("e")
+	e.SetMetrics(&framework.Metrics{ActiveAdapters: active, WaitingAdapters: waiting, MaxLoRA: maxLoRA})
 	return e
 }
 
@@ -19,7 +19,7 @@ func TestScore(t *testing.T) {
 	tests := []struct {
 		name    string
 		adapter string
-		ep      *datastore.Endpoint
+		ep      *plugintest.FakeEndpoint
 		want    float64
 	}{
 		{"base model is neutral", "", ep(nil, nil, 0), 1},
@@ -27,7 +27,7 @@ func TestScore(t *testing.T) {
 		{"free slot", "a", ep([]string{"b"}, nil, 2), loraaffinity.ScoreFreeSlot},
 		{"waiting, no slot", "a", ep([]string{"b"}, []string{"a"}, 2), loraaffinity.ScoreWaiting},
 		{"absent, no slot", "a", ep([]string{"b", "c"}, nil, 2), 0},
-		{"no metrics", "a", datastore.NewEndpoint("e", "", "", nil), 0},
+		{"no metrics", "a", plugintest.NewEndpoint("e"), 0},
 	}
 	p, err := loraaffinity.Factory("l", nil, nil)
 	if err != nil {
@@ -36,7 +36,7 @@ func TestScore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scores := make([]float64, 1)
-			p.(framework.Scorer).Score(context.Background(), &framework.CycleState{}, &framework.Request{Adapter: tt.adapter}, []*datastore.Endpoint{tt.ep}, scores)
+			p.(framework.Scorer).Score(context.Background(), &framework.CycleState{}, &framework.Request{Adapter: tt.adapter}, []framework.Endpoint{tt.ep}, scores)
 			if scores[0] != tt.want {
 				t.Fatalf("score = %v, want %v", scores[0], tt.want)
 			}

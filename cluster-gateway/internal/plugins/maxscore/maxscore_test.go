@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/maxscore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
 func TestPick(t *testing.T) {
-	eps := []*datastore.Endpoint{
-		datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil),
-		datastore.NewEndpoint("c", "", "", nil), datastore.NewEndpoint("d", "", "", nil),
+	eps := []framework.Endpoint{
+		plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"),
+		plugintest.NewEndpoint("c"), plugintest.NewEndpoint("d"),
 	}
 	tests := []struct {
 		params string
@@ -35,8 +34,8 @@ func TestPick(t *testing.T) {
 				t.Fatalf("targets = %v, want %v", res.Targets, tt.want)
 			}
 			for i, e := range res.Targets {
-				if e.Address != tt.want[i] {
-					t.Fatalf("target %d = %s, want %s", i, e.Address, tt.want[i])
+				if e.Meta().Address != tt.want[i] {
+					t.Fatalf("target %d = %s, want %s", i, e.Meta().Address, tt.want[i])
 				}
 			}
 		})

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -53,7 +52,7 @@ func (f *Filter) TypedName() framework.TypedName {
 }
 
 // Filter compacts eps in place to the endpoints serving the request's model.
-func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
+func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
 	model := req.Model
 	if req.Adapter != "" {
 		model = req.Adapter
@@ -64,20 +63,20 @@ func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framewo
 	if model == "" {
 		return eps
 	}
-	kept := keep(eps, func(e *datastore.Endpoint) bool { return Serves(e, model, req.Adapter != "") })
+	kept := keep(eps, func(e framework.Endpoint) bool { return Serves(e, model, req.Adapter != "") })
 	if len(kept) > 0 || req.Adapter == "" || !f.loadOnDemand || req.BaseModel == "" {
 		return kept
 	}
-	if kept = keep(eps, func(e *datastore.Endpoint) bool { return canLoad(e, req.BaseModel) }); len(kept) > 0 {
+	if kept = keep(eps, func(e framework.Endpoint) bool { return canLoad(e, req.BaseModel) }); len(kept) > 0 {
 		return kept
 	}
 	// No pod reports LoRA slots: trust the adapter's mapping to its base model (body-based
 	// routing resolved it from the adapter map) and keep the pods serving the base.
-	return keep(eps, func(e *datastore.Endpoint) bool { return e.Models().Serves(req.BaseModel) })
+	return keep(eps, func(e framework.Endpoint) bool { return e.Models().Serves(req.BaseModel) })
 }
 
 // Serves reports whether e serves model (an adapter when adapter is true).
-func Serves(e *datastore.Endpoint, model string, adapter bool) bool {
+func Serves(e framework.Endpoint, model string, adapter bool) bool {
 	if e.Models().Serves(model) {
 		return true
 	}
@@ -87,14 +86,14 @@ func Serves(e *datastore.Endpoint, model string, adapter bool) bool {
 	return false
 }
 
-func canLoad(e *datastore.Endpoint, base string) bool {
+func canLoad(e framework.Endpoint, base string) bool {
 	ms, m := e.Models(), e.Metrics()
 	return ms != nil && ms.Base == base && m != nil && m.MaxLoRA > 0
 }
 
 // keep compacts eps in place to the endpoints for which ok is true. When nothing matches, eps is
 // left untouched and an empty slice returned, so a caller can still try another rule on eps.
-func keep(eps []*datastore.Endpoint, ok func(*datastore.Endpoint) bool) []*datastore.Endpoint {
+func keep(eps []framework.Endpoint, ok func(framework.Endpoint) bool) []framework.Endpoint {
 	first := -1
 	for i, e := range eps {
 		if ok(e) {

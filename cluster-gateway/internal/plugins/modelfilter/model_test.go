@@ -6,23 +6,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/modelfilter"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
-func ep(addr, base string, adapters []string, active []string, maxLoRA int) *datastore.Endpoint {
-	e := datastore.NewEndpoint(addr, "", "", nil)
+func ep(addr, base string, adapters []string, active []string, maxLoRA int) *plugintest.FakeEndpoint {
+	e := plugintest.NewEndpoint(addr)
 	if base != "" {
-		e.SetModels(&datastore.Models{Base: base, Adapters: adapters})
+		e.SetModels(&framework.Models{Base: base, Adapters: adapters})
 	}
-	e.SetMetrics(&datastore.Metrics{ActiveAdapters: active, MaxLoRA: maxLoRA})
+	e.SetMetrics(&framework.Metrics{ActiveAdapters: active, MaxLoRA: maxLoRA})
 	return e
 }
 
 func TestFilter(t *testing.T) {
-	fleet := func() []*datastore.Endpoint {
-		return []*datastore.Endpoint{
+	fleet := func() []framework.Endpoint {
+		return []framework.Endpoint{
 			ep("a", "llama", []string{"sql"}, nil, 4),
 			ep("b", "llama", nil, []string{"chat"}, 4),
 			ep("c", "llama", nil, nil, 0),
@@ -53,7 +53,7 @@ func TestFilter(t *testing.T) {
 			got := f.Filter(context.Background(), &framework.CycleState{}, &tt.req, fleet())
 			var addrs []string
 			for _, e := range got {
-				addrs = append(addrs, e.Address)
+				addrs = append(addrs, e.Meta().Address)
 			}
 			if s := strings.Join(addrs, " "); s != tt.want {
 				t.Fatalf("kept %q, want %q", s, tt.want)

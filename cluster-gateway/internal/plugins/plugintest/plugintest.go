@@ -1,5 +1,6 @@
-// Package plugintest provides a working fake framework.Handle with an injected clock and helpers
-// that build endpoints with given metrics, for the scheduler's plugin and scheduling tests.
+// Package plugintest provides a working fake framework.Handle with an injected clock, a fake
+// framework.Endpoint whose metrics, models, in-flight count, scrape failures and ejection a test
+// sets, and helpers that build such endpoints, for the scheduler's plugin and scheduling tests.
 package plugintest
 
 import (
@@ -7,18 +8,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // Epoch is the fixed start time of every fake clock.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Handle is an in-memory framework.Handle: a mutable endpoint set, a manual clock and OnRemove
-// callbacks fired by Remove. It is safe for concurrent use.
+// Handle is an in-memory framework.Handle (and scheduling.EndpointSource): a mutable endpoint
+// set, a manual clock and OnRemove callbacks fired by Remove. It is safe for concurrent use.
 type Handle struct {
 	mu       sync.Mutex
-	eps      []*datastore.Endpoint
+	eps      []framework.Endpoint
 	now      time.Time
 	onRemove []func(string)
 }
@@ -26,12 +26,12 @@ type Handle struct {
 var _ framework.Handle = (*Handle)(nil)
 
 // NewHandle returns a handle holding eps with its clock at Epoch.
-func NewHandle(eps ...*datastore.Endpoint) *Handle {
+func NewHandle(eps ...framework.Endpoint) *Handle {
 	return &Handle{eps: eps, now: Epoch}
 }
 
 // Endpoints returns the current endpoints.
-func (h *Handle) Endpoints() []*datastore.Endpoint {
+func (h *Handle) Endpoints() []framework.Endpoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.eps
@@ -62,7 +62,7 @@ func (h *Handle) Advance(d time.Duration) {
 }
 
 // Set replaces the endpoint set (without firing OnRemove).
-func (h *Handle) Set(eps ...*datastore.Endpoint) {
+func (h *Handle) Set(eps ...framework.Endpoint) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.eps = eps
@@ -71,9 +71,9 @@ func (h *Handle) Set(eps ...*datastore.Endpoint) {
 // Remove drops the endpoint with addr and fires the OnRemove callbacks.
 func (h *Handle) Remove(addr string) {
 	h.mu.Lock()
-	kept := make([]*datastore.Endpoint, 0, len(h.eps))
+	kept := make([]framework.Endpoint, 0, len(h.eps))
 	for _, e := range h.eps {
-		if e.Address != addr {
+		if e.Meta().Address != addr {
 			kept = append(kept, e)
 		}
 	}
@@ -87,16 +87,25 @@ func (h *Handle) Remove(addr string) {
 
 // Endpoint returns an endpoint serving model with the given queue, running count and KV use,
 // scraped at at.
-func Endpoint(addr, model string, queue, running int, kv float64, at time.Time) *datastore.Endpoint {
-	e := datastore.NewEndpoint(addr, "", datastore.EngineVLLM, nil)
-	e.SetModels(&datastore.Models{Base: model, FetchedAt: at})
-	e.SetMetrics(&datastore.Metrics{WaitingQueue: queue, Running: running, KVUsage: kv, ScrapedAt: at})
+func Endpoint(addr, model string, queue, running int, kv float64, at time.Time) *FakeEndpoint {
+	e := NewEndpoint(addr)
+	e.SetModels(&framework.Models{Base: model, FetchedAt: at})
+	e.SetMetrics(&framework.Metrics{WaitingQueue: queue, Running: running, KVUsage: kv, ScrapedAt: at})
 	return e
 }
 
+// Endpoints returns eps as a []framework.Endpoint, for filters, scorers and handles.
+func Endpoints(eps ...*FakeEndpoint) []framework.Endpoint {
+	out := make([]framework.Endpoint, len(eps))
+	for i, e := range eps {
+		out[i] = e
+	}
+	return out
+}
+
 // SetLoad replaces e's metrics with a new scrape of queue, running and kv at at, keeping the rest.
-func SetLoad(e *datastore.Endpoint, queue, running int, kv float64, at time.Time) {
-	m := datastore.Metrics{}
+func SetLoad(e *FakeEndpoint, queue, running int, kv float64, at time.Time) {
+	m := framework.Metrics{}
 	if old := e.Metrics(); old != nil {
 		m = *old
 	}
@@ -105,7 +114,7 @@ func SetLoad(e *datastore.Endpoint, queue, running int, kv float64, at time.Time
 }
 
 // Scored wraps endpoints with the given scores for picker tests.
-func Scored(eps []*datastore.Endpoint, scores ...float64) []framework.ScoredEndpoint {
+func Scored(eps []framework.Endpoint, scores ...float64) []framework.ScoredEndpoint {
 	out := make([]framework.ScoredEndpoint, len(eps))
 	for i, e := range eps {
 		out[i] = framework.ScoredEndpoint{Endpoint: e, Score: scores[i]}

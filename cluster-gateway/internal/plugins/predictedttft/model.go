@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // Estimate is a predicted time to first token on one endpoint, in seconds, with its parts.
@@ -38,7 +38,7 @@ const defaultPromptTokens = 256
 // request, at its measured drain rate, which includes the decode work of the running batch that
 // shares every engine step, but never faster than its learned prefill speed, at which an idle
 // pod prefills.
-func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req request) Estimate {
+func (s *Scorer) estimate(e framework.Endpoint, st *pod, prior *speed, req request) Estimate {
 	sp := effective(st, prior)
 	m := e.Metrics()
 	avg := sp.avgUncached
@@ -68,7 +68,7 @@ func (s *Scorer) estimate(e *datastore.Endpoint, st *pod, prior *speed, req requ
 // sizes the requests whose size is unknown, and the pod works through this gateway's own at drain
 // tokens per second (0: not measured yet, so none of their tokens is assumed done: with a guessed
 // rate, a slow pod's backlog would melt on paper and draw more requests).
-func (s *Scorer) backlog(e *datastore.Endpoint, st *pod, m *datastore.Metrics, avg, drain float64, now time.Time) (ahead, tokens float64) {
+func (s *Scorer) backlog(e framework.Endpoint, st *pod, m *framework.Metrics, avg, drain float64, now time.Time) (ahead, tokens float64) {
 	waiting, running, sent := 0, 0, 0
 	if m != nil {
 		waiting, running = m.WaitingQueue, m.Running
@@ -103,7 +103,7 @@ type request struct {
 
 // adapterWait is the expected LoRA load time on a pod where the adapter is not active: one load,
 // or two when every slot is taken (the request first waits for a slot to free).
-func (s *Scorer) adapterWait(adapter string, m *datastore.Metrics) float64 {
+func (s *Scorer) adapterWait(adapter string, m *framework.Metrics) float64 {
 	if adapter == "" || m == nil || slices.Contains(m.ActiveAdapters, adapter) {
 		return 0
 	}

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
 func TestEstimate(t *testing.T) {
@@ -27,8 +28,8 @@ func TestEstimate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := datastore.NewEndpoint("e", "", "", nil)
-			e.SetMetrics(&datastore.Metrics{WaitingQueue: tt.waiting, Running: tt.running, ScrapedAt: at})
+			e := plugintest.NewEndpoint("e")
+			e.SetMetrics(&framework.Metrics{WaitingQueue: tt.waiting, Running: tt.running, ScrapedAt: at})
 			e.AddInFlight(int64(tt.inFlight))
 			est := s.estimate(e, nil, prior, request{prompt: tt.prompt, cached: tt.cached})
 			if est.Ahead != tt.wantAhead || math.Abs(est.Total-tt.wantTotal) > 1e-9 {
@@ -64,13 +65,13 @@ func TestAdapterWait(t *testing.T) {
 	tests := []struct {
 		name    string
 		adapter string
-		m       *datastore.Metrics
+		m       *framework.Metrics
 		want    float64
 	}{
-		{"base model", "", &datastore.Metrics{}, 0},
-		{"active", "a", &datastore.Metrics{ActiveAdapters: []string{"a"}, MaxLoRA: 1}, 0},
-		{"free slot", "a", &datastore.Metrics{ActiveAdapters: []string{"b"}, MaxLoRA: 2}, 0.1},
-		{"slots full", "a", &datastore.Metrics{ActiveAdapters: []string{"b"}, WaitingAdapters: []string{"c"}, MaxLoRA: 2}, 0.2},
+		{"base model", "", &framework.Metrics{}, 0},
+		{"active", "a", &framework.Metrics{ActiveAdapters: []string{"a"}, MaxLoRA: 1}, 0},
+		{"free slot", "a", &framework.Metrics{ActiveAdapters: []string{"b"}, MaxLoRA: 2}, 0.1},
+		{"slots full", "a", &framework.Metrics{ActiveAdapters: []string{"b"}, WaitingAdapters: []string{"c"}, MaxLoRA: 2}, 0.2},
 	}
 	for _, tt := range tests {
 		if got := s.adapterWait(tt.adapter, tt.m); math.Abs(got-tt.want) > 1e-9 {

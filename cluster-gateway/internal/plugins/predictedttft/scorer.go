@@ -18,9 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 )
 
 // Type is the registered plugin type.
@@ -34,7 +32,7 @@ type Scorer struct {
 	cfg     Config
 	now     func() time.Time
 	mu      sync.RWMutex
-	pods    map[*datastore.Endpoint]*pod
+	pods    map[framework.Endpoint]*pod
 	prior   atomic.Pointer[speed]
 	learned atomic.Uint64
 	// firstTokens is set once the front door reports first tokens, enabling exact prefill backlog.
@@ -46,7 +44,7 @@ type Scorer struct {
 
 // dispatch is what PreRequest predicted, kept for learning at PostResponse.
 type dispatch struct {
-	ep                    *datastore.Endpoint
+	ep                    framework.Endpoint
 	at                    time.Time // when it was sent
 	ahead, wait, uncached float64
 	total                 float64 // the predicted TTFT, in seconds
@@ -83,7 +81,7 @@ func Factory(name string, params json.RawMessage, h framework.Handle) (framework
 
 // New returns a Scorer with a validated cfg and clock now.
 func New(name string, cfg Config, now func() time.Time) *Scorer {
-	s := &Scorer{name: name, cfg: cfg, now: now, pods: make(map[*datastore.Endpoint]*pod), pending: framework.NewPendingMap[dispatch](4096)}
+	s := &Scorer{name: name, cfg: cfg, now: now, pods: make(map[framework.Endpoint]*pod), pending: framework.NewPendingMap[dispatch](4096)}
 	s.prior.Store(&speed{prefill: cfg.PriorPrefill, itl: cfg.PriorITL.Seconds()})
 	return s
 }
@@ -94,8 +92,8 @@ func (s *Scorer) TypedName() framework.TypedName {
 }
 
 // Score writes best/own predicted TTFT per endpoint.
-func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []*datastore.Endpoint, scores []float64) {
-	m := prefixcache.ReadMatch(cs)
+func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
+	m := framework.ReadPrefixMatch(cs)
 	aligned := m != nil && len(m.Blocks) == len(eps)
 	prior := s.prior.Load()
 	best := math.Inf(1)
@@ -104,7 +102,7 @@ func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framewo
 	for i, e := range eps {
 		cached := 0
 		if aligned {
-			cached = int(m.Blocks[i]) * prefixcache.TokensPerBlock
+			cached = int(m.Blocks[i]) * framework.PrefixTokensPerBlock
 		}
 		scores[i] = s.estimate(e, s.pods[e], prior, request{req.PromptTokens, cached, req.Adapter, now}).Total
 		best = min(best, scores[i])
@@ -117,7 +115,7 @@ func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framewo
 
 // Predict returns the predicted TTFT of a request of promptTokens (cachedTokens of them in the
 // pod's prefix cache) on e now, e.g. for a reference request in the gateway's capacity summary.
-func (s *Scorer) Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) time.Duration {
+func (s *Scorer) Predict(e framework.Endpoint, promptTokens, cachedTokens int) time.Duration {
 	s.mu.RLock()
 	st := s.pods[e]
 	s.mu.RUnlock()
@@ -127,7 +125,7 @@ func (s *Scorer) Predict(e *datastore.Endpoint, promptTokens, cachedTokens int) 
 
 // Speed returns the prefill speed (prompt tokens per second) and decode speed (output tokens per
 // second) the scorer assumes for e: measured where it has samples, the neutral prior elsewhere.
-func (s *Scorer) Speed(e *datastore.Endpoint) (prefill, decode float64, ok bool) {
+func (s *Scorer) Speed(e framework.Endpoint) (prefill, decode float64, ok bool) {
 	s.mu.RLock()
 	st := s.pods[e]
 	s.mu.RUnlock()
@@ -160,7 +158,7 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 		return
 	}
 	e := res.Targets[0]
-	cached := prefixcache.ReadMatch(res.State).TokensFor(e)
+	cached := framework.ReadPrefixMatch(res.State).TokensFor(e)
 	st := s.podFor(e)
 	now := s.now()
 	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter, now})
@@ -169,7 +167,7 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total, seq: seq})
 }
 
-func (s *Scorer) podFor(e *datastore.Endpoint) *pod {
+func (s *Scorer) podFor(e framework.Endpoint) *pod {
 	s.mu.RLock()
 	st := s.pods[e]
 	s.mu.RUnlock()
@@ -186,8 +184,8 @@ func (s *Scorer) podFor(e *datastore.Endpoint) *pod {
 }
 
 // retain drops the learned state of endpoints no longer in eps and recomputes the prior.
-func (s *Scorer) retain(eps []*datastore.Endpoint) {
-	keep := make(map[*datastore.Endpoint]bool, len(eps))
+func (s *Scorer) retain(eps []framework.Endpoint) {
+	keep := make(map[framework.Endpoint]bool, len(eps))
 	for _, e := range eps {
 		keep[e] = true
 	}

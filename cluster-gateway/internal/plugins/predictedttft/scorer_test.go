@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/predictedttft"
@@ -18,21 +17,24 @@ import (
 type fixture struct {
 	h   *plugintest.Handle
 	s   *predictedttft.Scorer
-	eps []*datastore.Endpoint
+	eps []framework.Endpoint
+	// fakes are eps, for setting their state.
+	fakes []*plugintest.FakeEndpoint
 }
 
 func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
-	var eps []*datastore.Endpoint
+	var fakes []*plugintest.FakeEndpoint
 	for i := range n {
-		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch))
+		fakes = append(fakes, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch))
 	}
+	eps := plugintest.Endpoints(fakes...)
 	h := plugintest.NewHandle(eps...)
 	p, err := predictedttft.Factory("ttft", nil, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{h: h, s: p.(*predictedttft.Scorer), eps: eps}
+	return &fixture{h: h, s: p.(*predictedttft.Scorer), eps: eps, fakes: fakes}
 }
 
 func (f *fixture) scores(prompt int) []float64 {
@@ -44,7 +46,7 @@ func (f *fixture) scores(prompt int) []float64 {
 // serve routes a request of prompt tokens to endpoint i and reports a response with ttft.
 func (f *fixture) serve(i, prompt int, ttft, itl time.Duration) {
 	req := &framework.Request{PromptTokens: prompt}
-	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: []*datastore.Endpoint{f.eps[i]}})
+	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: []framework.Endpoint{f.eps[i]}})
 	f.s.FirstToken(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[i], Status: 200, TTFT: ttft, CachedTokens: -1})
 	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{
 		Endpoint: f.eps[i], Status: 200, TTFT: ttft, MeanITL: itl, OutputTokens: 100, PromptTokens: prompt, CachedTokens: -1,
@@ -65,8 +67,8 @@ func TestLoadLowersScore(t *testing.T) {
 		name  string
 		setup func(f *fixture)
 	}{
-		{"scraped queue", func(f *fixture) { plugintest.SetLoad(f.eps[0], 4, 0, 0, f.h.Now()) }},
-		{"in flight before any scrape shows it", func(f *fixture) { f.eps[0].AddInFlight(4) }},
+		{"scraped queue", func(f *fixture) { plugintest.SetLoad(f.fakes[0], 4, 0, 0, f.h.Now()) }},
+		{"in flight before any scrape shows it", func(f *fixture) { f.fakes[0].AddInFlight(4) }},
 		{"dispatched since the scrape", func(f *fixture) {
 			f.h.Advance(time.Millisecond)
 			for range 4 {
@@ -112,8 +114,8 @@ func TestFailedResponsesTeachNothing(t *testing.T) {
 	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: f.eps[:1]})
 	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 503, TTFT: 5 * time.Second})
 	f.h.Advance(time.Hour) // the dispatch no longer counts as load
-	plugintest.SetLoad(f.eps[0], 0, 0, 0, f.h.Now())
-	plugintest.SetLoad(f.eps[1], 0, 0, 0, f.h.Now())
+	plugintest.SetLoad(f.fakes[0], 0, 0, 0, f.h.Now())
+	plugintest.SetLoad(f.fakes[1], 0, 0, 0, f.h.Now())
 	if s := f.scores(1000); s[0] != 1 || s[1] != 1 {
 		t.Fatalf("scores %v after a 503, want no learning", s)
 	}
@@ -125,7 +127,7 @@ func TestRemovedEndpointForgotten(t *testing.T) {
 		f.serve(1, 1000, time.Second, 50*time.Millisecond)
 	}
 	gone := f.eps[1]
-	f.h.Remove(gone.Address)
+	f.h.Remove(gone.Meta().Address)
 	if p := f.s.Predict(gone, 1000, 0); p > 500*time.Millisecond {
 		t.Fatalf("removed endpoint still predicted slow (%v): its learned state was kept", p)
 	}
@@ -149,7 +151,7 @@ func TestFactoryParameters(t *testing.T) {
 
 func TestScoresInUnitRange(t *testing.T) {
 	f := newFixture(t, 4)
-	for i, e := range f.eps {
+	for i, e := range f.fakes {
 		plugintest.SetLoad(e, i*3, i*10, 0.2, f.h.Now())
 	}
 	for _, s := range f.scores(500) {
@@ -166,7 +168,7 @@ func TestPrefillBacklogFromFirstTokens(t *testing.T) {
 	// A 4,000-token request to pod 0 is in flight and has not produced its first token.
 	long := &framework.Request{PromptTokens: 4000}
 	f.s.PreRequest(context.Background(), long, &framework.Result{Targets: f.eps[:1]})
-	f.eps[0].AddInFlight(1)
+	f.fakes[0].AddInFlight(1)
 	before := f.s.Predict(f.eps[0], 1000, 0)
 	f.s.FirstToken(context.Background(), long, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 200 * time.Millisecond, CachedTokens: -1})
 	after := f.s.Predict(f.eps[0], 1000, 0)
@@ -182,7 +184,7 @@ func TestRetryOnFallbackTeachesNothing(t *testing.T) {
 	// The answer came from the fallback (eps[1]), not the endpoint the prediction was for.
 	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[1], Status: 200, TTFT: 5 * time.Second, PromptTokens: 1000, CachedTokens: -1})
 	f.h.Advance(time.Hour)
-	for _, e := range f.eps {
+	for _, e := range f.fakes {
 		plugintest.SetLoad(e, 0, 0, 0, f.h.Now())
 	}
 	if s := f.scores(1000); s[0] != 1 || s[1] != 1 {
@@ -214,13 +216,13 @@ func TestBacklogDrainsWhileWaiting(t *testing.T) {
 		for i := range reqs {
 			reqs[i] = &framework.Request{PromptTokens: 1000}
 			f.s.PreRequest(ctx, reqs[i], &framework.Result{Targets: f.eps})
-			f.eps[0].AddInFlight(1)
+			f.fakes[0].AddInFlight(1)
 		}
 		for _, r := range reqs {
 			f.h.Advance(250 * time.Millisecond)
 			f.s.FirstToken(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, CachedTokens: -1})
 			f.s.PostResponse(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, PromptTokens: 1000, CachedTokens: -1})
-			f.eps[0].AddInFlight(-1)
+			f.fakes[0].AddInFlight(-1)
 		}
 		f.h.Advance(time.Second)
 	}
@@ -228,8 +230,8 @@ func TestBacklogDrainsWhileWaiting(t *testing.T) {
 	// with it waiting.
 	long := &framework.Request{PromptTokens: 8000}
 	f.s.PreRequest(ctx, long, &framework.Result{Targets: f.eps})
-	f.eps[0].AddInFlight(1)
-	plugintest.SetLoad(f.eps[0], 1, 0, 0, f.h.Now())
+	f.fakes[0].AddInFlight(1)
+	plugintest.SetLoad(f.fakes[0], 1, 0, 0, f.h.Now())
 	at0 := f.s.Predict(f.eps[0], 1000, 0)
 	// overhead 5ms + 8,000 then 1,000 tokens at 4,000 tokens/s + one 10ms step (the learned ITL).
 	if want := 2265 * time.Millisecond; at0 < want-30*time.Millisecond || at0 > want+30*time.Millisecond {
@@ -257,8 +259,8 @@ func TestBacklogKeptWholeUntilDrainMeasured(t *testing.T) {
 	f.serve(0, 1000, 60*time.Millisecond, 10*time.Millisecond) // first-token reports on, no drain yet
 	long := &framework.Request{PromptTokens: 8000}
 	f.s.PreRequest(ctx, long, &framework.Result{Targets: f.eps})
-	f.eps[0].AddInFlight(1)
-	plugintest.SetLoad(f.eps[0], 1, 0, 0, f.h.Now())
+	f.fakes[0].AddInFlight(1)
+	plugintest.SetLoad(f.fakes[0], 1, 0, 0, f.h.Now())
 	before := f.s.Predict(f.eps[0], 1000, 0)
 	f.h.Advance(5 * time.Second)
 	if after := f.s.Predict(f.eps[0], 1000, 0); after != before {
@@ -281,7 +283,7 @@ func TestBatchSentTogetherIsNotASlowPod(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = &framework.Request{PromptTokens: 1000}
 		f.s.PreRequest(ctx, reqs[i], &framework.Result{Targets: f.eps})
-		f.eps[0].AddInFlight(1)
+		f.fakes[0].AddInFlight(1)
 	}
 	f.h.Advance(350 * time.Millisecond)
 	for _, r := range reqs {
@@ -289,7 +291,7 @@ func TestBatchSentTogetherIsNotASlowPod(t *testing.T) {
 		f.s.PostResponse(ctx, r, &framework.ResponseInfo{
 			Endpoint: f.eps[0], Status: 200, TTFT: 350 * time.Millisecond, MeanITL: 10 * time.Millisecond, OutputTokens: 100, PromptTokens: 1000, CachedTokens: -1,
 		})
-		f.eps[0].AddInFlight(-1)
+		f.fakes[0].AddInFlight(-1)
 	}
 	after := f.s.Predict(f.eps[0], 1000, 0)
 	if float64(after) > 1.25*float64(before) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
@@ -14,7 +13,7 @@ import (
 // BenchmarkScore scores 1,000 endpoints for a 64-block prompt whose first 32 blocks (a shared
 // system prompt) are on every pod.
 func BenchmarkScore(b *testing.B) {
-	eps := make([]*datastore.Endpoint, 1000)
+	eps := make([]framework.Endpoint, 1000)
 	for i := range eps {
 		eps[i] = plugintest.Endpoint(fmt.Sprintf("10.0.%d.%d:80", i/256, i%256), "m", 0, 0, 0, plugintest.Epoch)
 	}
@@ -23,7 +22,7 @@ func BenchmarkScore(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i, e := range eps {
-		s.PreRequest(context.Background(), prompt(32, 64, fmt.Sprint(i)), &framework.Result{Targets: []*datastore.Endpoint{e}})
+		s.PreRequest(context.Background(), prompt(32, 64, fmt.Sprint(i)), &framework.Result{Targets: []framework.Endpoint{e}})
 	}
 	req := prompt(32, 64, "query")
 	scores := make([]float64, len(eps))

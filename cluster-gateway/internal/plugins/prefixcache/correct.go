@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -26,7 +25,7 @@ const (
 
 // prediction is the prefix predicted on the chosen endpoint when a request was routed.
 type prediction struct {
-	ep     *datastore.Endpoint
+	ep     framework.Endpoint
 	blocks int
 }
 

@@ -3,7 +3,7 @@ package prefixcache
 import (
 	"sync"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // index maps block hashes to the endpoints believed to hold them, with one bounded LRU per
@@ -12,19 +12,19 @@ import (
 type index struct {
 	mu     sync.RWMutex
 	owners map[uint64]ownerSet // block hash -> ids of pods holding it
-	pods   map[*datastore.Endpoint]*podLRU
+	pods   map[framework.Endpoint]*podLRU
 	slots  []*podLRU // id -> pod (nil for a free slot)
 	freeID []int32
 }
 
 func newIndex() *index {
-	return &index{owners: make(map[uint64]ownerSet), pods: make(map[*datastore.Endpoint]*podLRU)}
+	return &index{owners: make(map[uint64]ownerSet), pods: make(map[framework.Endpoint]*podLRU)}
 }
 
 // insert records that e now holds hashes (the prompt's blocks, in chain order). Blocks are
 // touched last-to-first so the chain's first blocks are the most recent and evicted last, as an
 // engine's prefix cache frees a chain from its tail.
-func (x *index) insert(e *datastore.Endpoint, capacity int, hashes []uint64) {
+func (x *index) insert(e framework.Endpoint, capacity int, hashes []uint64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	p := x.pods[e]
@@ -44,7 +44,7 @@ func (x *index) insert(e *datastore.Endpoint, capacity int, hashes []uint64) {
 	}
 }
 
-func (x *index) addPod(e *datastore.Endpoint, capacity int) *podLRU {
+func (x *index) addPod(e framework.Endpoint, capacity int) *podLRU {
 	var id int32
 	if n := len(x.freeID); n > 0 {
 		id, x.freeID = x.freeID[n-1], x.freeID[:n-1]
@@ -71,7 +71,7 @@ func (x *index) dropOwner(h uint64, id int32) {
 	x.owners[h] = o
 }
 
-func (x *index) removeLocked(e *datastore.Endpoint) {
+func (x *index) removeLocked(e framework.Endpoint) {
 	p := x.pods[e]
 	if p == nil {
 		return
@@ -85,8 +85,8 @@ func (x *index) removeLocked(e *datastore.Endpoint) {
 }
 
 // retain forgets every endpoint whose address is not in eps.
-func (x *index) retain(eps []*datastore.Endpoint) {
-	keep := make(map[*datastore.Endpoint]bool, len(eps))
+func (x *index) retain(eps []framework.Endpoint) {
+	keep := make(map[framework.Endpoint]bool, len(eps))
 	for _, e := range eps {
 		keep[e] = true
 	}
@@ -101,7 +101,7 @@ func (x *index) retain(eps []*datastore.Endpoint) {
 
 // resize sets e's capacity to capacity (bounded by [minCap, its configured maximum]),
 // evicting the oldest blocks when it shrinks.
-func (x *index) resize(e *datastore.Endpoint, capacity, minCap int) {
+func (x *index) resize(e framework.Endpoint, capacity, minCap int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	p := x.pods[e]
@@ -116,7 +116,7 @@ func (x *index) resize(e *datastore.Endpoint, capacity, minCap int) {
 }
 
 // stats returns e's entry count and capacity (zeros when unknown).
-func (x *index) stats(e *datastore.Endpoint) (n, capacity int) {
+func (x *index) stats(e framework.Endpoint) (n, capacity int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if p := x.pods[e]; p != nil {
@@ -126,7 +126,7 @@ func (x *index) stats(e *datastore.Endpoint) (n, capacity int) {
 }
 
 // prefixLen is how many leading blocks of hashes e holds.
-func (x *index) prefixLen(e *datastore.Endpoint, hashes []uint64) int {
+func (x *index) prefixLen(e framework.Endpoint, hashes []uint64) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	p := x.pods[e]

@@ -4,12 +4,13 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
 func TestIndexMemoryIsBounded(t *testing.T) {
 	x := newIndex()
-	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil)}
+	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b")}
 	hashes := make([]uint64, 16)
 	for i := range 1000 {
 		for j := range hashes {
@@ -19,7 +20,7 @@ func TestIndexMemoryIsBounded(t *testing.T) {
 	}
 	for _, e := range eps {
 		if n, c := x.stats(e); n != 100 || c != 100 {
-			t.Fatalf("%s holds %d entries (capacity %d), want 100", e.Address, n, c)
+			t.Fatalf("%s holds %d entries (capacity %d), want 100", e.Meta().Address, n, c)
 		}
 	}
 	if len(x.owners) != 200 {
@@ -44,7 +45,7 @@ func TestIndexMemoryLevelsOff(t *testing.T) {
 	}
 	const capacity = DefaultLRUCapacityPerServer
 	x := newIndex()
-	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil)}
+	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b")}
 	hashes := make([]uint64, 20) // a 320-token prompt: the soak's prompts
 	next := uint64(1)
 	fill := func(blocks int) {
@@ -69,7 +70,7 @@ func TestIndexMemoryLevelsOff(t *testing.T) {
 	after := heap()
 	for _, e := range eps {
 		if n, _ := x.stats(e); n != capacity {
-			t.Fatalf("%s holds %d blocks, want %d", e.Address, n, capacity)
+			t.Fatalf("%s holds %d blocks, want %d", e.Meta().Address, n, capacity)
 		}
 	}
 	used := int64(full) - int64(before)
@@ -104,7 +105,7 @@ func TestLRUOrder(t *testing.T) {
 
 func BenchmarkIndexInsert(b *testing.B) {
 	x := newIndex()
-	e := datastore.NewEndpoint("a", "", "", nil)
+	e := plugintest.NewEndpoint("a")
 	hashes := make([]uint64, 64)
 	b.ReportAllocs()
 	i := 0

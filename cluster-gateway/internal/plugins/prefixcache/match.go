@@ -3,71 +3,33 @@ package prefixcache
 import (
 	"sync"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // StateKey is the CycleState key under which the scorer stores its *Match for later scorers.
-const StateKey = "prefix-cache-scorer/match"
+const StateKey = framework.PrefixMatchKey
 
 // TokensPerBlock is the approximate number of tokens in one hashed block (64 bytes at about four
 // characters a token).
-const TokensPerBlock = 16
+const TokensPerBlock = framework.PrefixTokensPerBlock
 
-// Match is one cycle's prefix-match result: Blocks[i] is how many leading blocks of the prompt
-// candidate i (in the order the scorers received them) is believed to hold, of Total.
-type Match struct {
-	Total  int
-	Blocks []int32
-	eps    []*datastore.Endpoint // the candidates Blocks is aligned with
-	byID   []int32               // scratch: pod id -> matched length, -1 = candidate not yet assigned
-}
-
-var matchPool = sync.Pool{New: func() any { return new(Match) }}
-
-// Release returns the Match to its pool when the cycle ends (framework.Releaser).
-func (m *Match) Release() {
-	m.eps = nil
-	matchPool.Put(m)
-}
-
-// BlocksFor returns the matched block count of endpoint e, 0 when e was not a candidate.
-func (m *Match) BlocksFor(e *datastore.Endpoint) int {
-	if m == nil {
-		return 0
-	}
-	for i, c := range m.eps {
-		if c == e {
-			return int(m.Blocks[i])
-		}
-	}
-	return 0
-}
-
-// TokensFor returns the prompt tokens endpoint e holds in its prefix cache (its matched blocks),
-// 0 when e was not a candidate or m is nil.
-func (m *Match) TokensFor(e *datastore.Endpoint) int { return m.BlocksFor(e) * TokensPerBlock }
+// Match is one cycle's prefix-match result (framework.PrefixMatch, which other plugins read).
+type Match = framework.PrefixMatch
 
 // ReadMatch returns the Match stored in cs by a prefix-cache-scorer in this cycle, or nil.
-func ReadMatch(cs *framework.CycleState) *Match {
-	if cs == nil {
-		return nil
-	}
-	v, ok := cs.Read(StateKey)
-	if !ok {
-		return nil
-	}
-	m, _ := v.(*Match)
-	return m
-}
+func ReadMatch(cs *framework.CycleState) *Match { return framework.ReadPrefixMatch(cs) }
+
+// scratchPool holds match's pod id -> matched length scratch (-1 = candidate not yet assigned),
+// all zero between uses.
+var scratchPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // match fills m.Blocks for eps. Because hashes are chained, a pod holding block i saw the whole
 // prefix up to i, so a pod's match length is the last block it holds among the pods holding the
 // first block. Walking from the last block down, each pod is assigned once; the walk stops when
 // every pod holding the first block has its length.
-func (x *index) match(hashes []uint64, eps []*datastore.Endpoint, m *Match) {
+func (x *index) match(hashes []uint64, eps []framework.Endpoint, m *Match) {
 	m.Blocks = resize(m.Blocks, len(eps))
-	m.eps = eps
+	m.Endpoints = eps
 	clear(m.Blocks)
 	if len(hashes) == 0 {
 		return
@@ -78,19 +40,22 @@ func (x *index) match(hashes []uint64, eps []*datastore.Endpoint, m *Match) {
 	if first.n == 0 {
 		return
 	}
-	m.byID = resize(m.byID, len(x.slots))
+	sp := scratchPool.Get().(*[]int32)
+	byID := resize(*sp, len(x.slots))
 	for i := int32(0); i < first.n; i++ {
-		m.byID[first.at(i)] = -1
+		byID[first.at(i)] = -1
 	}
-	x.assign(hashes, m.byID, int(first.n))
+	x.assign(hashes, byID, int(first.n))
 	for i, e := range eps {
-		if p := x.pods[e]; p != nil && m.byID[p.id] > 0 {
-			m.Blocks[i] = m.byID[p.id]
+		if p := x.pods[e]; p != nil && byID[p.id] > 0 {
+			m.Blocks[i] = byID[p.id]
 		}
 	}
 	for i := int32(0); i < first.n; i++ {
-		m.byID[first.at(i)] = 0
+		byID[first.at(i)] = 0
 	}
+	*sp = byID
+	scratchPool.Put(sp)
 }
 
 func (x *index) assign(hashes []uint64, byID []int32, remaining int) {

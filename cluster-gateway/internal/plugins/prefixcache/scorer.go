@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
@@ -116,9 +115,9 @@ func (s *Scorer) hashes(req *framework.Request) []uint64 {
 }
 
 // Score writes matched/total blocks per endpoint and stores the *Match under StateKey.
-func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []*datastore.Endpoint, scores []float64) {
+func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
 	hashes := s.hashes(req)
-	m := matchPool.Get().(*Match)
+	m := framework.NewPrefixMatch()
 	m.Total = len(hashes)
 	s.idx.match(hashes, eps, m)
 	for i := range eps {
@@ -141,7 +140,7 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	s.idx.insert(e, s.capacityFor(e), hashes)
 }
 
-func (s *Scorer) capacityFor(e *datastore.Endpoint) int {
+func (s *Scorer) capacityFor(e framework.Endpoint) int {
 	if m := e.Metrics(); s.autoTune && m != nil && m.KVTotalTokens() > 0 {
 		return max(minCapacity, m.KVTotalTokens()/TokensPerBlock)
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
@@ -31,12 +30,12 @@ func prompt(shared, blocks int, tag string) *framework.Request {
 type fixture struct {
 	h   *plugintest.Handle
 	s   *prefixcache.Scorer
-	eps []*datastore.Endpoint
+	eps []framework.Endpoint
 }
 
 func newFixture(t *testing.T, params string) *fixture {
 	t.Helper()
-	var eps []*datastore.Endpoint
+	var eps []framework.Endpoint
 	for i := range 3 {
 		eps = append(eps, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0, plugintest.Epoch))
 	}
@@ -53,7 +52,7 @@ func newFixture(t *testing.T, params string) *fixture {
 }
 
 func (f *fixture) route(req *framework.Request, to int) {
-	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: []*datastore.Endpoint{f.eps[to]}})
+	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: []framework.Endpoint{f.eps[to]}})
 }
 
 func (f *fixture) score(req *framework.Request) []float64 {
@@ -132,7 +131,7 @@ func TestRemovedEndpointIsForgotten(t *testing.T) {
 	f := newFixture(t, "")
 	req := prompt(8, 8, "a")
 	f.route(req, 2)
-	f.h.Remove(f.eps[2].Address)
+	f.h.Remove(f.eps[2].Meta().Address)
 	f.h.Set(f.eps...) // the same address comes back as a fresh pod: nothing cached
 	if got := f.score(req); got[2] != 0 {
 		t.Fatalf("removed endpoint still scores %v", got[2])

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/queuescorer"
@@ -24,11 +23,11 @@ func TestScore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eps := make([]*datastore.Endpoint, len(tt.queues))
+			eps := make([]framework.Endpoint, len(tt.queues))
 			for i, q := range tt.queues {
 				eps[i] = plugintest.Endpoint("e", "m", max(q, 0), 0, 0, plugintest.Epoch)
 				if q < 0 {
-					eps[i] = datastore.NewEndpoint("e", "", "", nil)
+					eps[i] = plugintest.NewEndpoint("e")
 				}
 			}
 			p, err := queuescorer.Factory("q", nil, nil)

@@ -4,14 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/randompicker"
 )
 
 func TestPickUniformDistinct(t *testing.T) {
-	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil), datastore.NewEndpoint("c", "", "", nil), datastore.NewEndpoint("d", "", "", nil)}
+	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"), plugintest.NewEndpoint("c"), plugintest.NewEndpoint("d")}
 	p, err := randompicker.Factory("r", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -24,12 +23,12 @@ func TestPickUniformDistinct(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for _, e := range res.Targets {
-			if seen[e.Address] {
-				t.Fatalf("duplicate target %s", e.Address)
+			if seen[e.Meta().Address] {
+				t.Fatalf("duplicate target %s", e.Meta().Address)
 			}
-			seen[e.Address] = true
+			seen[e.Meta().Address] = true
 		}
-		counts[res.Targets[0].Address]++
+		counts[res.Targets[0].Meta().Address]++
 	}
 	for a, n := range counts {
 		if n < 800 || n > 1200 {

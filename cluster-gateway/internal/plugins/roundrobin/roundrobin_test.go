@@ -5,14 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/roundrobin"
 )
 
 func TestRotation(t *testing.T) {
-	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil), datastore.NewEndpoint("c", "", "", nil)}
+	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"), plugintest.NewEndpoint("c")}
 	p, err := roundrobin.Factory("rr", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +21,7 @@ func TestRotation(t *testing.T) {
 		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 0, 5, 0))
 		var all []string
 		for _, e := range res.Targets {
-			all = append(all, e.Address)
+			all = append(all, e.Meta().Address)
 		}
 		if len(firsts) == 1 && strings.Join(all, "") != "bca" {
 			t.Fatalf("second pick targets %v, want b c a (fallbacks follow the rotation)", all)

@@ -4,9 +4,7 @@
 package runningrequests
 
 import (
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/queuescorer"
 )
 
 // Type is the registered plugin type.
@@ -18,6 +16,6 @@ func init() { framework.Register(Type, Factory) }
 var Factory = framework.ScorerFactory(Type, Score)
 
 // Score writes min-max normalised running-batch scores; an endpoint with no metrics yet scores 0.
-func Score(eps []*datastore.Endpoint, scores []float64) {
-	queuescorer.MinMaxLowIsBetter(eps, scores, func(m *datastore.Metrics) float64 { return float64(m.Running) })
+func Score(eps []framework.Endpoint, scores []float64) {
+	framework.MinMaxLowIsBetter(eps, scores, func(m *framework.Metrics) float64 { return float64(m.Running) })
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/runningrequests"
@@ -22,7 +21,7 @@ func TestScore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eps := make([]*datastore.Endpoint, len(tt.running))
+			eps := make([]framework.Endpoint, len(tt.running))
 			for i, r := range tt.running {
 				eps[i] = plugintest.Endpoint("e", "m", 9, r, 0.5, plugintest.Epoch)
 			}

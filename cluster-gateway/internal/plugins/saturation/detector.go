@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -41,20 +41,14 @@ func (u *Utilization) TypedName() framework.TypedName {
 }
 
 // Filter keeps unsaturated endpoints, or every endpoint when none is unsaturated.
-func (u *Utilization) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
-	return keepOrAll(eps, func(e *datastore.Endpoint) bool { return !u.t.Saturated(e, cs.Now) })
+func (u *Utilization) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+	return keepOrAll(eps, func(e framework.Endpoint) bool { return !u.t.Saturated(e, cs.Now) })
 }
 
-// Saturation is the average per-pod load; 1 for no candidates.
-func (u *Utilization) Saturation(_ context.Context, cs *framework.CycleState, eps []*datastore.Endpoint) float64 {
-	if len(eps) == 0 {
-		return 1
-	}
-	var sum float64
-	for _, e := range eps {
-		sum += u.t.Load(e, cs.Now)
-	}
-	return sum / float64(len(eps))
+// Saturation is the pool's saturation figure, framework.MeanLoad of the thresholds' per-pod
+// load; 1 for no candidates.
+func (u *Utilization) Saturation(_ context.Context, cs *framework.CycleState, eps []framework.Endpoint) float64 {
+	return framework.MeanLoad(&u.t, eps, cs.Now)
 }
 
 // ConcurrencyParams are concurrency-detector's parameters (GIE names). Only the "requests" mode
@@ -69,9 +63,27 @@ type ConcurrencyParams struct {
 // Concurrency is concurrency-detector: load is the gateway's in-flight requests to a pod over
 // maxConcurrency (default 100).
 type Concurrency struct {
-	name     string
+	name  string
+	limit concurrencyLimit
+}
+
+// concurrencyLimit is concurrency-detector's saturation criterion: a pod is saturated at
+// max·(1+headroom) requests in flight from this gateway, and its load is in-flight/max.
+type concurrencyLimit struct {
 	max      float64
 	headroom float64
+}
+
+var _ framework.Loader = (*concurrencyLimit)(nil)
+
+// Saturated reports whether e has max·(1+headroom) or more requests in flight.
+func (c *concurrencyLimit) Saturated(e framework.Endpoint) bool {
+	return float64(e.InFlight()) >= c.max*(1+c.headroom)
+}
+
+// Load is e's in-flight requests over max.
+func (c *concurrencyLimit) Load(e framework.Endpoint, _ time.Time) float64 {
+	return float64(e.InFlight()) / c.max
 }
 
 var (
@@ -88,17 +100,17 @@ func ConcurrencyFactory(name string, params json.RawMessage, _ framework.Handle)
 	if p.ConcurrencyMode != "" && p.ConcurrencyMode != "requests" {
 		return nil, fmt.Errorf("concurrencyMode %q is not supported (only \"requests\")", p.ConcurrencyMode)
 	}
-	c := &Concurrency{name: name, max: 100}
+	l := concurrencyLimit{max: 100}
 	if p.MaxConcurrency != nil {
-		c.max = float64(*p.MaxConcurrency)
+		l.max = float64(*p.MaxConcurrency)
 	}
 	if p.Headroom != nil {
-		c.headroom = *p.Headroom
+		l.headroom = *p.Headroom
 	}
-	if c.max <= 0 || c.headroom < 0 {
-		return nil, fmt.Errorf("maxConcurrency must be > 0 and headroom >= 0, got %g and %g", c.max, c.headroom)
+	if l.max <= 0 || l.headroom < 0 {
+		return nil, fmt.Errorf("maxConcurrency must be > 0 and headroom >= 0, got %g and %g", l.max, l.headroom)
 	}
-	return c, nil
+	return &Concurrency{name: name, limit: l}, nil
 }
 
 // TypedName returns the plugin's type and name.
@@ -107,25 +119,18 @@ func (c *Concurrency) TypedName() framework.TypedName {
 }
 
 // Filter keeps endpoints under maxConcurrency*(1+headroom) in flight, or all when none is.
-func (c *Concurrency) Filter(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
-	limit := c.max * (1 + c.headroom)
-	return keepOrAll(eps, func(e *datastore.Endpoint) bool { return float64(e.InFlight()) < limit })
+func (c *Concurrency) Filter(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+	return keepOrAll(eps, func(e framework.Endpoint) bool { return !c.limit.Saturated(e) })
 }
 
-// Saturation is the average in-flight/maxConcurrency; 1 for no candidates.
-func (c *Concurrency) Saturation(_ context.Context, _ *framework.CycleState, eps []*datastore.Endpoint) float64 {
-	if len(eps) == 0 {
-		return 1
-	}
-	var sum float64
-	for _, e := range eps {
-		sum += float64(e.InFlight()) / c.max
-	}
-	return sum / float64(len(eps))
+// Saturation is the pool's saturation figure, framework.MeanLoad of in-flight/maxConcurrency;
+// 1 for no candidates.
+func (c *Concurrency) Saturation(_ context.Context, _ *framework.CycleState, eps []framework.Endpoint) float64 {
+	return framework.MeanLoad(&c.limit, eps, time.Time{}) // in-flight load does not age
 }
 
 // keepOrAll compacts eps to those for which ok is true, or returns eps unchanged when none is.
-func keepOrAll(eps []*datastore.Endpoint, ok func(*datastore.Endpoint) bool) []*datastore.Endpoint {
+func keepOrAll(eps []framework.Endpoint, ok func(framework.Endpoint) bool) []framework.Endpoint {
 	n := 0
 	for _, e := range eps {
 		if ok(e) {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -82,11 +80,11 @@ func (f *Filter) RemovesSaturated() {}
 
 // Filter compacts eps in place to the unsaturated endpoints; with the pool scope, while any is
 // unsaturated, to those saturated by their queue depth alone as well.
-func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
+func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
 	out := eps[:0]
 	room := false // a kept endpoint's queue is under the threshold
 	for _, e := range eps {
-		if f.t.unfit(e, cs.Now) {
+		if f.t.Unfit(e, cs.Now) {
 			continue
 		}
 		full := f.queueFull(e)
@@ -106,41 +104,11 @@ func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framewor
 // when the filter counts it and the scrape showed a queue, the in-flight growth since that scrape.
 // A pod with requests waiting has no room in its batch, so whatever is sent to it waits too; one
 // without may start them at once, which the next scrape shows. e's metrics must be present
-// (unfit is checked first: no metrics are stale).
-func (f *Filter) queueFull(e *datastore.Endpoint) bool {
+// (Unfit is checked first: no metrics are stale).
+func (f *Filter) queueFull(e framework.Endpoint) bool {
 	waiting := float64(e.Metrics().WaitingQueue)
 	if f.sent && waiting > 0 {
 		waiting += float64(e.InFlightSinceScrape())
 	}
-	return f.t.queueOver(waiting)
-}
-
-// Saturated reports whether e is saturated at now: ejected, metrics stale or failing, or queue or
-// KV use at or above threshold*(1+headroom).
-func (t Thresholds) Saturated(e *datastore.Endpoint, now time.Time) bool {
-	if t.unfit(e, now) {
-		return true
-	}
-	return t.queueOver(float64(e.Metrics().WaitingQueue))
-}
-
-// queueOver reports whether a queue of waiting requests is at or above threshold*(1+headroom).
-func (t Thresholds) queueOver(waiting float64) bool {
-	return waiting >= float64(t.Queue)*(1+t.Headroom)
-}
-
-// unfit reports whether e is saturated at now by anything but its queue depth: ejected, metrics
-// stale or failing, or KV use at or above threshold*(1+headroom).
-func (t Thresholds) unfit(e *datastore.Endpoint, now time.Time) bool {
-	return e.Ejected(now) || e.Stale(now, t.Staleness) || e.Metrics().KVUsage >= t.KV*(1+t.Headroom)
-}
-
-// Load is GIE's per-pod saturation score: max(queue/queueThreshold, kv/kvThreshold), 1 when
-// the metrics are stale.
-func (t Thresholds) Load(e *datastore.Endpoint, now time.Time) float64 {
-	if e.Stale(now, t.Staleness) {
-		return 1
-	}
-	m := e.Metrics()
-	return max(float64(m.WaitingQueue)/float64(t.Queue), m.KVUsage/t.KV)
+	return f.t.QueueOver(waiting)
 }

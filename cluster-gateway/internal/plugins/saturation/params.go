@@ -7,9 +7,6 @@
 package saturation
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -26,13 +23,13 @@ func init() {
 	framework.Register(ConcurrencyType, ConcurrencyFactory)
 }
 
-// Defaults shared by saturation-filter and utilization-detector. GIE's utilization-detector
-// defaults its staleness to 200ms; Switchyard uses 2s because its scrape interval grows with the
-// pod count (200ms at 1,000 pods).
+// Defaults shared by saturation-filter and utilization-detector: framework.DefaultSaturation's.
+// GIE's utilization-detector defaults its staleness to 200ms; Switchyard uses 2s because its
+// scrape interval grows with the pod count (200ms at 1,000 pods).
 const (
-	DefaultQueueDepthThreshold       = 5
-	DefaultKVCacheUtilThreshold      = 0.8
-	DefaultMetricsStalenessThreshold = 2 * time.Second
+	DefaultQueueDepthThreshold       = framework.DefaultSaturationQueue
+	DefaultKVCacheUtilThreshold      = framework.DefaultSaturationKV
+	DefaultMetricsStalenessThreshold = framework.DefaultSaturationStaleness
 )
 
 // Params are the utilization thresholds (GIE's utilization-detector parameter names).
@@ -47,18 +44,12 @@ type Params struct {
 	Headroom *float64 `json:"headroom,omitempty"`
 }
 
-// Thresholds are validated utilization limits.
-type Thresholds struct {
-	Queue     int
-	KV        float64
-	Staleness time.Duration
-	Headroom  float64
-}
+// Thresholds are validated utilization limits: the gateway's one definition of a saturated
+// endpoint, framework.Saturation, which this package's plugins and the capacity publisher share.
+type Thresholds = framework.Saturation
 
 // DefaultThresholds returns queue 5, KV 0.8, staleness 2s, no headroom.
-func DefaultThresholds() Thresholds {
-	return Thresholds{Queue: DefaultQueueDepthThreshold, KV: DefaultKVCacheUtilThreshold, Staleness: DefaultMetricsStalenessThreshold}
-}
+func DefaultThresholds() Thresholds { return framework.DefaultSaturation() }
 
 func (p Params) thresholds() (Thresholds, error) {
 	t := DefaultThresholds()
@@ -75,19 +66,4 @@ func (p Params) thresholds() (Thresholds, error) {
 		t.Headroom = *p.Headroom
 	}
 	return t, t.Validate()
-}
-
-// Validate returns an error naming the first invalid field.
-func (t Thresholds) Validate() error {
-	switch {
-	case t.Queue <= 0:
-		return fmt.Errorf("queueDepthThreshold must be > 0, got %d", t.Queue)
-	case t.KV <= 0 || t.KV > 1:
-		return fmt.Errorf("kvCacheUtilThreshold must be in (0,1], got %g", t.KV)
-	case t.Staleness <= 0:
-		return fmt.Errorf("metricsStalenessThreshold must be > 0, got %s", t.Staleness)
-	case t.Headroom < 0:
-		return fmt.Errorf("headroom must be >= 0, got %g", t.Headroom)
-	}
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/saturation"
@@ -16,7 +15,7 @@ import (
 var now = plugintest.Epoch.Add(10 * time.Second)
 
 // state builds an endpoint in a named condition.
-func state(name string) *datastore.Endpoint {
+func state(name string) *plugintest.FakeEndpoint {
 	fresh := now.Add(-100 * time.Millisecond)
 	switch name {
 	case "idle":
@@ -47,26 +46,24 @@ func state(name string) *datastore.Endpoint {
 		e.RecordScrapeFailure()
 		return e
 	case "no-metrics":
-		return datastore.NewEndpoint(name, "", "", nil)
+		return plugintest.NewEndpoint(name)
 	case "ejected":
 		e := plugintest.Endpoint(name, "m", 0, 1, 0.1, fresh)
-		for range datastore.HealthConsecutiveFailures {
-			e.ObserveResult(500, nil, now)
-		}
+		e.EjectUntil(now.Add(5 * time.Second))
 		return e
 	}
 	panic(name)
 }
 
 func run(f framework.Filter, names ...string) string {
-	eps := make([]*datastore.Endpoint, len(names))
+	eps := make([]framework.Endpoint, len(names))
 	for i, n := range names {
 		eps[i] = state(n)
 	}
 	got := f.Filter(context.Background(), &framework.CycleState{Now: now}, &framework.Request{}, eps)
 	var out []string
 	for _, e := range got {
-		out = append(out, e.Address)
+		out = append(out, e.Meta().Address)
 	}
 	return strings.Join(out, " ")
 }
@@ -143,7 +140,7 @@ func TestUtilizationDetector(t *testing.T) {
 		{nil, 1},
 	}
 	for _, tt := range tests {
-		eps := make([]*datastore.Endpoint, len(tt.names))
+		eps := make([]framework.Endpoint, len(tt.names))
 		for i, n := range tt.names {
 			eps[i] = state(n)
 		}
@@ -158,12 +155,12 @@ func TestConcurrencyDetector(t *testing.T) {
 	d := newPlugin(t, saturation.ConcurrencyFactory, `{"maxConcurrency": 2}`)
 	a, b := state("idle"), state("idle")
 	a.AddInFlight(2)
-	eps := []*datastore.Endpoint{a, b}
+	eps := []framework.Endpoint{a, b}
 	cs := &framework.CycleState{Now: now}
 	if got := d.(framework.Filter).Filter(context.Background(), cs, &framework.Request{}, eps); len(got) != 1 || got[0] != b {
 		t.Fatalf("kept %v, want only the endpoint under the limit", got)
 	}
-	if got := d.(framework.SaturationDetector).Saturation(context.Background(), cs, []*datastore.Endpoint{a, b}); got != 0.5 {
+	if got := d.(framework.SaturationDetector).Saturation(context.Background(), cs, []framework.Endpoint{a, b}); got != 0.5 {
 		t.Fatalf("saturation = %v, want 0.5", got)
 	}
 }

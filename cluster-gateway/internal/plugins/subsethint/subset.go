@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -38,13 +37,13 @@ func (f *Filter) TypedName() framework.TypedName {
 }
 
 // Filter compacts eps in place to the hinted addresses.
-func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []*datastore.Endpoint) []*datastore.Endpoint {
+func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
 	if len(req.SubsetHint) == 0 {
 		return eps
 	}
 	out := eps[:0]
 	for _, e := range eps {
-		if slices.Contains(req.SubsetHint, e.Address) {
+		if slices.Contains(req.SubsetHint, e.Meta().Address) {
 			out = append(out, e)
 		}
 	}

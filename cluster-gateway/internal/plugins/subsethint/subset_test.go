@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/subsethint"
 )
 
@@ -22,15 +22,15 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eps := []*datastore.Endpoint{
-				datastore.NewEndpoint("10.0.0.1:80", "", "", nil),
-				datastore.NewEndpoint("10.0.0.2:80", "", "", nil),
-				datastore.NewEndpoint("10.0.0.3:80", "", "", nil),
+			eps := []framework.Endpoint{
+				plugintest.NewEndpoint("10.0.0.1:80"),
+				plugintest.NewEndpoint("10.0.0.2:80"),
+				plugintest.NewEndpoint("10.0.0.3:80"),
 			}
 			got := subsethint.New("s").Filter(context.Background(), &framework.CycleState{}, &framework.Request{SubsetHint: tt.hint}, eps)
 			var addrs []string
 			for _, e := range got {
-				addrs = append(addrs, e.Address)
+				addrs = append(addrs, e.Meta().Address)
 			}
 			if s := strings.Join(addrs, " "); s != tt.want {
 				t.Fatalf("kept %q, want %q", s, tt.want)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedrandom"
@@ -13,7 +12,7 @@ import (
 
 func pickCounts(t *testing.T, scores ...float64) map[string]int {
 	t.Helper()
-	eps := []*datastore.Endpoint{datastore.NewEndpoint("a", "", "", nil), datastore.NewEndpoint("b", "", "", nil), datastore.NewEndpoint("c", "", "", nil)}
+	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"), plugintest.NewEndpoint("c")}
 	p, err := weightedrandom.Factory("w", json.RawMessage(`{"maxNumOfEndpoints": 1}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -21,7 +20,7 @@ func pickCounts(t *testing.T, scores ...float64) map[string]int {
 	counts := map[string]int{}
 	for range 6000 {
 		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, scores...))
-		counts[res.Targets[0].Address]++
+		counts[res.Targets[0].Meta().Address]++
 	}
 	return counts
 }
