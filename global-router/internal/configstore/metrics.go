@@ -15,8 +15,10 @@ type metrics struct {
 	revision      prometheus.Gauge
 	policies      prometheus.Gauge
 	registrations prometheus.Gauge
-	unreadable    prometheus.Gauge
-	lastApplied   prometheus.Gauge
+	// invalidRegistrations counts the stored registration values that cannot be read.
+	invalidRegistrations prometheus.Gauge
+	unreadable           prometheus.Gauge
+	lastApplied          prometheus.Gauge
 }
 
 // newMetrics creates the collectors and registers them on reg (nothing when reg is nil).
@@ -32,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchyard_router_config_invalid_values_total",
-			Help: "Stored policy and registration values that failed to decode or validate; an unreadable policy makes its model refused until it is replaced or deleted, an invalid registration is ignored.",
+			Help: "Stored policy and registration values that failed to decode or validate; an unreadable policy makes its model refused, an invalid registration its cluster's summaries rejected, until the value is replaced or deleted.",
 		}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_config_writes_total",
@@ -54,6 +56,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "switchyard_router_config_registrations",
 			Help: "Cluster registrations in the config view in force.",
 		}),
+		invalidRegistrations: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchyard_router_config_invalid_registrations",
+			Help: "Stored cluster registration values in the config view in force that cannot be read; their clusters' summaries are rejected.",
+		}),
 		lastApplied: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchyard_router_config_last_change_timestamp_seconds",
 			Help: "Unix time at which the last config change from the watch was applied.",
@@ -62,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.registrations, m.unreadable, m.lastApplied} {
+	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.registrations, m.invalidRegistrations, m.unreadable, m.lastApplied} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("configstore: register metrics: %w", err)
 		}

@@ -38,8 +38,8 @@ type Registration struct {
 // AllowsURL reports whether url is one of the registration's gateway URLs.
 func (r Registration) AllowsURL(u string) bool { return slices.Contains(r.Stored.GetGatewayUrls(), u) }
 
-// AllowsModel reports whether the registration lets the cluster serve model (any, when it lists
-// none).
+// AllowsModel reports whether the registration lets the cluster serve model, a base model or a
+// LoRA adapter name (any, when it lists none).
 func (r Registration) AllowsModel(model string) bool {
 	ms := r.Stored.GetModels()
 	return len(ms) == 0 || slices.Contains(ms, model)

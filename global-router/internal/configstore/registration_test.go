@@ -2,10 +2,13 @@ package configstore_test
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
@@ -202,4 +205,89 @@ func FuzzDecodeRegistration(f *testing.F) {
 			t.Fatalf("round trip: %v, %v", back, err)
 		}
 	})
+}
+
+// TestInvalidStoredRegistrationFailsClosed: a registration value written around the API that does
+// not decode or validate drops the registration it replaced (which may have allowed other URLs,
+// models or keys) and records the cluster as invalid, counted and logged once per value; a valid
+// value written later, or a deletion, clears it.
+func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
+	tests := []struct{ name, value string }{
+		{"garbage bytes", "\x00\xffnot json"},
+		{"unknown field", `{"cluster":"c1","region":"us-east-1","gateway_url":["https://gw.c1.example.com"]}`},
+		{"another cluster", `{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` + base64.StdEncoding.EncodeToString(testPublicKey(1)) + `"]}`},
+		{"short key", `{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["AAAA"]}`},
+		{"no key", `{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			cli := nsClient(t, shared)
+			reg := prometheus.NewRegistry()
+			var logs syncBuffer
+			s, err := configstore.New(cli, slog.New(slog.NewTextHandler(&logs, nil)), reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runStore(t, s)
+			if _, err := s.PutRegistration(ctx, validRegistration(), 0, false); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "registration watched", func() bool { return s.Snapshot().RegistrationCount() == 1 })
+			put, err := cli.Put(ctx, configstore.ClusterKey("c1"), tt.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "registration invalid", func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok })
+			v := s.Snapshot()
+			if _, ok := v.Registration("c1"); ok || v.RegistrationCount() != 0 {
+				t.Fatal("the previous registration is still in force")
+			}
+			bad, _ := v.InvalidRegistration("c1")
+			if bad.Cluster != "c1" || bad.Revision != put.Header.Revision || bad.Reason == "" {
+				t.Fatalf("InvalidRegistration = %+v, want revision %d with a reason", bad, put.Header.Revision)
+			}
+			if all := v.InvalidRegistrations(); len(all) != 1 || all[0] != bad {
+				t.Fatalf("InvalidRegistrations = %v", all)
+			}
+			if n := metricValue(t, reg, "switchyard_router_config_invalid_values_total"); n != 1 {
+				t.Fatalf("invalid values counted %v, want 1", n)
+			}
+			if n := metricValue(t, reg, "switchyard_router_config_invalid_registrations"); n != 1 {
+				t.Fatalf("invalid registrations gauge %v, want 1", n)
+			}
+			if n := strings.Count(logs.String(), "stored registration invalid"); n != 1 {
+				t.Fatalf("logged %d times, want once:\n%s", n, logs.String())
+			}
+
+			// Fixed through the API (naming the invalid value's revision), the cluster is registered again.
+			fixed, err := s.PutRegistration(ctx, validRegistration(), put.Header.Revision, false)
+			if err != nil {
+				t.Fatalf("replace the invalid value: %v", err)
+			}
+			waitFor(t, "the fix applied", func() bool {
+				r, ok := s.Snapshot().Registration("c1")
+				return ok && r.Stored.GetRevision() == fixed.GetRevision()
+			})
+			if _, ok := s.Snapshot().InvalidRegistration("c1"); ok {
+				t.Fatal("still invalid after the fix")
+			}
+			if n := metricValue(t, reg, "switchyard_router_config_invalid_registrations"); n != 0 {
+				t.Fatalf("invalid registrations gauge after the fix %v, want 0", n)
+			}
+
+			// Broken again and revoked: nothing is left of the cluster.
+			if _, err := cli.Put(ctx, configstore.ClusterKey("c1"), tt.value); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "invalid again", func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok })
+			if err := s.DeleteRegistration(ctx, "c1", 0); err != nil {
+				t.Fatalf("revoke the invalid value: %v", err)
+			}
+			waitFor(t, "revoked", func() bool { return len(s.Snapshot().InvalidRegistrations()) == 0 })
+			if s.Snapshot().RegistrationCount() != 0 {
+				t.Fatal("registered after the revocation")
+			}
+		})
+	}
 }

@@ -26,7 +26,23 @@ type View struct {
 	// revision of their last change (0: none loaded).
 	registrations         map[string]Registration
 	registrationsRevision int64
-	replaced              chan struct{}
+	// invalidRegistrations holds the clusters whose stored registration value cannot be read:
+	// their summaries are refused (the cluster counts as registered, so identity is strict).
+	invalidRegistrations map[string]InvalidRegistration
+	replaced             chan struct{}
+}
+
+// InvalidRegistration is a stored registration value that does not decode or validate (written
+// to etcd around the admin API). Its cluster is neither trusted with the registration it
+// replaced nor left unchecked: routers reject the cluster's summaries until the value is replaced
+// by a valid one or deleted.
+type InvalidRegistration struct {
+	// Cluster is the cluster named by the key.
+	Cluster string
+	// Revision is the etcd revision at which the value was written.
+	Revision int64
+	// Reason says why the value cannot be read.
+	Reason string
 }
 
 type policyEntry struct {
@@ -55,7 +71,8 @@ func emptyView() *View {
 		regions:    map[string]struct{}{},
 		replaced:   make(chan struct{}),
 
-		registrations: map[string]Registration{},
+		registrations:        map[string]Registration{},
+		invalidRegistrations: map[string]InvalidRegistration{},
 	}
 }
 
@@ -71,6 +88,7 @@ func (v *View) clone(rev int64) *View {
 
 		registrations:         maps.Clone(v.registrations),
 		registrationsRevision: v.registrationsRevision,
+		invalidRegistrations:  maps.Clone(v.invalidRegistrations),
 	}
 }
 
@@ -158,8 +176,25 @@ func (v *View) Registration(cluster string) (Registration, bool) {
 	return r, ok
 }
 
-// RegistrationCount returns the number of registered clusters.
+// RegistrationCount returns the number of registered clusters (valid registrations only).
 func (v *View) RegistrationCount() int { return len(v.registrations) }
+
+// InvalidRegistration returns cluster's stored registration value that cannot be read, if there
+// is one.
+func (v *View) InvalidRegistration(cluster string) (InvalidRegistration, bool) {
+	r, ok := v.invalidRegistrations[cluster]
+	return r, ok
+}
+
+// InvalidRegistrations returns every stored registration value that cannot be read, ordered by
+// cluster.
+func (v *View) InvalidRegistrations() []InvalidRegistration {
+	out := make([]InvalidRegistration, 0, len(v.invalidRegistrations))
+	for _, c := range slices.Sorted(maps.Keys(v.invalidRegistrations)) {
+		out = append(out, v.invalidRegistrations[c])
+	}
+	return out
+}
 
 // Registrations returns every registration, ordered by cluster. The values must not be modified.
 func (v *View) Registrations() []*adminv1.ClusterRegistration {
@@ -186,4 +221,5 @@ func (s *Store) publish(next *View) {
 	s.metrics.policies.Set(float64(len(next.policies)))
 	s.metrics.unreadable.Set(float64(len(next.unreadable)))
 	s.metrics.registrations.Set(float64(len(next.registrations)))
+	s.metrics.invalidRegistrations.Set(float64(len(next.invalidRegistrations)))
 }

@@ -149,19 +149,28 @@ func (s *Store) markUnreadable(next, prev *View, key string, u UnreadablePolicy)
 	s.logger.Warn("stored policy unreadable, model refused until it is fixed", "key", key, "revision", u.Revision, "reason", u.Reason)
 }
 
-// putRegistration applies one stored registration to next. An invalid value leaves the cluster's
-// previous registration (from prev) in force.
+// putRegistration applies one stored registration to next. An invalid value fails closed: the
+// cluster's previous registration (it may have allowed other URLs, models or keys) is dropped and
+// the cluster is recorded as invalid, so routers reject its summaries until the value is fixed or
+// deleted. It is counted and logged once per written value (a reload reads it again silently).
 func (s *Store) putRegistration(next, prev *View, cluster string, value []byte, modRev int64) {
 	next.registrationsRevision = max(next.registrationsRevision, modRev)
 	r, err := DecodeRegistration(cluster, value, modRev)
 	if err != nil {
-		s.metrics.invalid.Inc()
-		s.logger.Warn("invalid stored registration ignored", "key", ClusterKey(cluster), "err", err)
-		if old, ok := prev.registrations[cluster]; ok {
-			next.registrations[cluster] = old
+		delete(next.registrations, cluster)
+		next.invalidRegistrations[cluster] = InvalidRegistration{Cluster: cluster, Revision: modRev, Reason: err.Error()}
+		if old, ok := prev.invalidRegistrations[cluster]; ok && old.Revision == modRev {
+			return
 		}
+		s.metrics.invalid.Inc()
+		s.logger.Warn("stored registration invalid, cluster's summaries rejected until it is fixed",
+			"key", ClusterKey(cluster), "revision", modRev, "err", err)
 		return
 	}
+	if _, was := prev.invalidRegistrations[cluster]; was {
+		s.logger.Info("stored registration valid again", "key", ClusterKey(cluster), "revision", modRev)
+	}
+	delete(next.invalidRegistrations, cluster)
 	next.registrations[cluster] = newRegistration(r)
 }
 
@@ -181,6 +190,7 @@ func (s *Store) remove(next *View, key string) {
 		delete(next.regions, strings.TrimPrefix(key, RegionDrainPrefix))
 	case strings.HasPrefix(key, ClusterPrefix):
 		delete(next.registrations, strings.TrimPrefix(key, ClusterPrefix))
+		delete(next.invalidRegistrations, strings.TrimPrefix(key, ClusterPrefix))
 		next.registrationsRevision = next.revision
 	}
 }

@@ -9,7 +9,9 @@
 // every summary unchecked (a warning is logged once and the acceptances are counted), so a pool
 // without identities keeps working; with Config.Require (--require-cluster-identity) it accepts
 // nothing then. Once any cluster is registered, strict mode applies to every cluster: only signed
-// summaries of registered clusters that match their registration are accepted. Watch makes the
+// summaries of registered clusters that match their registration are accepted. A stored
+// registration that does not decode or validate fails closed: it counts as registered (strict
+// mode), and its cluster's summaries are rejected until the value is fixed or deleted. Watch makes the
 // gossip node re-check what it holds whenever the registrations change.
 package identity
 
@@ -49,11 +51,17 @@ const (
 	ReasonCleartextURL = "cleartext_gateway_url"
 	// ReasonModelNotAllowed: the summary lists a model the registration does not allow.
 	ReasonModelNotAllowed = "model_not_allowed"
+	// ReasonAdapterNotAllowed: the summary lists a LoRA adapter the registration does not list.
+	ReasonAdapterNotAllowed = "adapter_not_allowed"
+	// ReasonInvalidRegistration: the cluster's stored registration value does not decode or
+	// validate; the cluster is rejected until it is fixed (never trusted with an older one).
+	ReasonInvalidRegistration = "invalid_registration"
 )
 
 // Reasons lists every rejection reason.
 var Reasons = []string{ReasonUnregistered, ReasonUnsigned, ReasonUnknownKey, ReasonBadSignature,
-	ReasonRegionMismatch, ReasonURLMismatch, ReasonCleartextURL, ReasonModelNotAllowed}
+	ReasonRegionMismatch, ReasonURLMismatch, ReasonCleartextURL, ReasonModelNotAllowed, ReasonAdapterNotAllowed,
+	ReasonInvalidRegistration}
 
 // Identity modes (ListRegistrations' identity_mode).
 const (
@@ -155,7 +163,7 @@ func (v *Verifier) Mode() string { return v.mode(v.src.Snapshot()) }
 
 func (v *Verifier) mode(view *configstore.View) string {
 	switch {
-	case view.RegistrationCount() > 0:
+	case view.RegistrationCount() > 0 || len(view.InvalidRegistrations()) > 0:
 		return ModeStrict
 	case v.cfg.Require:
 		return ModeRequired
@@ -177,6 +185,10 @@ func (v *Verifier) VerifySummary(s *gossipv1.CapacitySummary) error {
 		return nil
 	case ModeRequired:
 		return v.reject(s, ReasonUnregistered, "no cluster is registered and cluster identity is required")
+	}
+	if bad, ok := view.InvalidRegistration(s.GetCluster()); ok {
+		return v.reject(s, ReasonInvalidRegistration, fmt.Sprintf("the stored registration of cluster %q (revision %d) is invalid: %s",
+			s.GetCluster(), bad.Revision, bad.Reason))
 	}
 	reg, ok := view.Registration(s.GetCluster())
 	if !ok {
@@ -213,6 +225,15 @@ func (v *Verifier) check(s *gossipv1.CapacitySummary, reg configstore.Registrati
 	for _, m := range s.GetModels() {
 		if !reg.AllowsModel(m.GetName()) {
 			return ReasonModelNotAllowed, fmt.Sprintf("model %q is not registered for cluster %q", m.GetName(), s.GetCluster())
+		}
+		// An adapter is a model name the cluster attracts requests for: when the registration
+		// lists models, it must list each adapter too (its base model is checked above), so that
+		// a cluster registered for one model cannot claim another's name as an adapter.
+		for _, a := range m.GetAdapters() {
+			if !reg.AllowsModel(a.GetName()) {
+				return ReasonAdapterNotAllowed, fmt.Sprintf("adapter %q of model %q is not registered for cluster %q",
+					a.GetName(), m.GetName(), s.GetCluster())
+			}
 		}
 	}
 	return "", ""

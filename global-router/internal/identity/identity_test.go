@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
@@ -33,6 +35,14 @@ func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, 1, &shared)) }
 // newStore returns a running config store in a namespace of its own.
 func newStore(t *testing.T) *configstore.Store {
 	t.Helper()
+	s, _ := newStoreClient(t)
+	return s
+}
+
+// newStoreClient returns a running config store in a namespace of its own and a client of that
+// namespace, to write values around the store.
+func newStoreClient(t *testing.T) (*configstore.Store, *clientv3.Client) {
+	t.Helper()
 	cli := etcdtest.NamespacedClient(t, shared.Endpoints(), etcdtest.UniqueNamespace("identity-test"))
 	s, err := configstore.New(cli, etcdtest.Discard, nil)
 	if err != nil {
@@ -48,7 +58,7 @@ func newStore(t *testing.T) *configstore.Store {
 		}
 	})
 	waitFor(t, "config loaded", func() bool { return s.Snapshot().Loaded() })
-	return s
+	return s, cli
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -103,7 +113,7 @@ func summary(t testing.TB, k ed25519.PrivateKey, edit func(*gossipv1.CapacitySum
 func registration() *adminv1.ClusterRegistration {
 	return &adminv1.ClusterRegistration{Cluster: "c1", Region: "us-east-1",
 		GatewayUrls: []string{"https://gw.c1.example.com", "http://gw-plain.c1.example.com"},
-		Models:      []string{"llama"}, PublicKeys: [][]byte{pub(key(1)), pub(key(2))}}
+		Models:      []string{"llama", "llama-sql"}, PublicKeys: [][]byte{pub(key(1)), pub(key(2))}}
 }
 
 func TestVerifySummary(t *testing.T) {
@@ -144,6 +154,16 @@ func TestVerifySummary(t *testing.T) {
 		{"model not allowed", summary(t, real, func(s *gossipv1.CapacitySummary) {
 			s.Models = append(s.Models, &gossipv1.ModelCapacity{Name: "other"})
 		}), false, identity.ReasonModelNotAllowed},
+		{"adapter listed", summary(t, real, func(s *gossipv1.CapacitySummary) {
+			s.Models[0].Adapters = []*gossipv1.AdapterCapacity{{Name: "llama-sql", ResidentPods: 1}}
+		}), false, ""},
+		{"adapter not listed", summary(t, real, func(s *gossipv1.CapacitySummary) {
+			s.Models[0].Adapters = []*gossipv1.AdapterCapacity{{Name: "llama-sql"}, {Name: "eu-only-model"}}
+		}), false, identity.ReasonAdapterNotAllowed},
+		{"adapter named as an allowed base model", summary(t, real, func(s *gossipv1.CapacitySummary) {
+			s.Models[0].Name = "llama-sql"
+			s.Models[0].Adapters = []*gossipv1.AdapterCapacity{{Name: "llama"}}
+		}), false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,6 +192,64 @@ func TestVerifySummary(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInvalidRegistrationRejectsTheCluster: a registration value written straight to etcd that
+// does not validate makes the router reject the cluster's summaries (reason
+// invalid_registration, logged once), never accept them under the registration it replaced nor
+// unchecked in compatibility mode; other clusters are unaffected; fixing the value restores it.
+func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
+	s, cli := newStoreClient(t)
+	register(t, s, registration())
+	var logs syncBuffer
+	reg := prometheus.NewRegistry()
+	v, err := identity.New(identity.DefaultConfig(), s, slog.New(slog.NewTextHandler(&logs, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := summary(t, key(1), nil)
+	if err := v.VerifySummary(signed); err != nil {
+		t.Fatalf("before: %v", err)
+	}
+	// The looser value it replaces allowed key 1; the new one is not a registration at all.
+	put, err := cli.Put(context.Background(), configstore.ClusterKey("c1"), `{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["AAAA"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "invalid registration watched", func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok })
+	if v.Mode() != identity.ModeStrict {
+		t.Fatalf("mode %q with only an invalid registration stored, want strict", v.Mode())
+	}
+	for range 5 {
+		var rej *identity.RejectedError
+		if err := v.VerifySummary(signed); !errors.As(err, &rej) || rej.Reason != identity.ReasonInvalidRegistration {
+			t.Fatalf("VerifySummary = %v, want reason %s", err, identity.ReasonInvalidRegistration)
+		}
+	}
+	if got := testutil.ToFloat64(counter(t, reg, "switchyard_router_summaries_rejected_total", identity.ReasonInvalidRegistration)); got != 5 {
+		t.Fatalf("rejected{invalid_registration} = %v, want 5", got)
+	}
+	if n := strings.Count(logs.String(), "capacity summary rejected"); n != 1 {
+		t.Fatalf("logged %d rejections, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "revision "+strconv.FormatInt(put.Header.Revision, 10)) {
+		t.Fatalf("the log line does not name the invalid value's revision %d:\n%s", put.Header.Revision, logs.String())
+	}
+	// Another registered cluster is checked as before.
+	other := registration()
+	other.Cluster, other.PublicKeys = "c2", [][]byte{pub(key(5))}
+	register(t, s, other)
+	if err := v.VerifySummary(summary(t, key(5), func(x *gossipv1.CapacitySummary) { x.Cluster, x.Node = "c2", "gw-c2-0" })); err != nil {
+		t.Fatalf("another cluster: %v", err)
+	}
+	// Fixed through the API, naming the invalid value's revision.
+	if _, err := s.PutRegistration(context.Background(), registration(), put.Header.Revision, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fixed registration watched", func() bool { _, ok := s.Snapshot().Registration("c1"); return ok })
+	if err := v.VerifySummary(signed); err != nil {
+		t.Fatalf("after the fix: %v", err)
 	}
 }
 

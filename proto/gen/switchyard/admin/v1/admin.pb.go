@@ -1829,7 +1829,8 @@ type ClusterRegistration struct {
 	// "https://gw.us-east-1.example.com:8443". https:// only, unless the router allows cleartext
 	// gateways (--allow-cleartext-gateways).
 	GatewayUrls []string `protobuf:"bytes,3,rep,name=gateway_urls,json=gatewayUrls,proto3" json:"gateway_urls,omitempty"`
-	// Base models the cluster may serve; empty allows any.
+	// Models the cluster may serve: its base models and every LoRA adapter it advertises (an
+	// adapter is a model name clients ask for, so it is listed like one); empty allows any.
 	Models []string `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
 	// Raw 32-byte Ed25519 public keys that verify the cluster's summaries; more than one while a
 	// signing key rotates.
