@@ -7,7 +7,7 @@
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
 #   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
-#   make generate  regenerate protobuf code (committed)
+#   make generate  regenerate protobuf code and the import graphs in docs/architecture.md (committed)
 #   make lint      gofmt, go vet, golangci-lint, go mod tidy and generate leave no diff
 
 SHELL := /bin/bash
@@ -56,7 +56,7 @@ TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/globa
 TEST_P        ?= 4
 GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
 
-.PHONY: all build run bench-routing test test-packages test-e2e test-binaries test-short bench generate check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run bench-routing test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -139,12 +139,17 @@ $(BIN)/golangci-lint: Makefile
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	@touch $@
 
-## generate: regenerate protobuf Go code under proto/gen
-generate: tools
+## generate: regenerate protobuf Go code under proto/gen and the import graphs in docs/architecture.md
+generate: tools generate-graph
 	cd proto && rm -rf gen && buf lint && buf generate
 
-## check-generate: fail when regenerating would change the generated code in the tree
+## generate-graph: the import graphs in docs/architecture.md, from `go list` (needs no tools)
+generate-graph:
+	$(GO) run ./tests/cmd/importgraph
+
+## check-generate: fail when regenerating would change the generated code or the import graphs in the tree
 check-generate: tools
+	@$(GO) run ./tests/cmd/importgraph --check
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	  (cd proto && buf lint && buf generate -o $$tmp); \
 	  mkdir -p $$tmp/gen proto/gen; \
