@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/fleet"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/server"
 )
@@ -24,8 +25,10 @@ const usageHead = `modelsim: a simulated vLLM-compatible model server.
 Usage:
   modelsim --listen=127.0.0.1:8001 --profile=h100|a100|l40s|a10g --model=NAME [--lora=a,b]
            [--max-loras=N] [--time-scale=1.0] [--seed=N] [--engine=vllm|sglang|trtllm]
-           [--max-model-len=131072] [--log-format=text|json]
-  modelsim --fleet=FILE [--time-scale=X] [--log-format=text|json]
+           [--max-model-len=131072] [--physics=linear|blis|attention] [--physics-jitter=F]
+           [--report-cached-tokens=true] [--log-format=text|json]
+  modelsim --fleet=FILE [--time-scale=X] [--physics=F] [--physics-jitter=F]
+           [--report-cached-tokens=B] [--log-format=text|json]
 
 Every flag may also come from the environment as SWITCHYARD_<FLAG> (e.g. SWITCHYARD_TIME_SCALE).
 
@@ -61,6 +64,11 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of generated text and step-time jitter")
 	fs.StringVar(&c.Engine, "engine", c.Engine, "metric names to export: vllm, sglang or trtllm")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "context length in tokens (prompt + output)")
+	fs.StringVar(&c.Physics, "physics", c.Physics, "step-time model: "+physicsNames())
+	fs.Float64Var(&c.PhysicsJitter, "physics-jitter", c.PhysicsJitter,
+		"lognormal sigma of step-time jitter (0 = none; -1 = the family's: uniform ±2% for linear, lognormal 0.03 otherwise)")
+	fs.BoolVar(&c.ReportCachedTokens, "report-cached-tokens", c.ReportCachedTokens,
+		"report usage.prompt_tokens_details.cached_tokens (false: null, as most engines)")
 	fs.StringVar(&o.fleet, "fleet", "", "YAML file listing many servers (same settings as the flags)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -95,8 +103,18 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*options, 
 	return o, nil
 }
 
-// fleetFlags may accompany --fleet; every other server flag belongs in the fleet file.
-var fleetFlags = map[string]bool{"fleet": true, "time-scale": true, "log-format": true, "log-level": true}
+// fleetFlags may accompany --fleet; every other server flag belongs in the fleet file. The
+// server settings among them override every entry's.
+var fleetFlags = map[string]bool{"fleet": true, "time-scale": true, "physics": true, "physics-jitter": true,
+	"report-cached-tokens": true, "log-format": true, "log-level": true}
+
+func physicsNames() string {
+	var names []string
+	for _, f := range physics.Families() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
+}
 
 // configs returns the server configurations the options describe.
 func (o *options) configs() ([]server.Config, error) {
@@ -115,15 +133,29 @@ func (o *options) configs() ([]server.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.set["time-scale"] {
-		for i := range cfgs {
-			cfgs[i].TimeScale = o.cfg.TimeScale
-			if err := cfgs[i].Validate(); err != nil {
-				return nil, err
-			}
+	for i := range cfgs {
+		o.override(&cfgs[i])
+		if err := cfgs[i].Validate(); err != nil {
+			return nil, fmt.Errorf("fleet: entry %d: %w", i+1, err)
 		}
 	}
 	return cfgs, nil
+}
+
+// override applies the server flags given beside --fleet to one entry.
+func (o *options) override(c *server.Config) {
+	if o.set["time-scale"] {
+		c.TimeScale = o.cfg.TimeScale
+	}
+	if o.set["physics"] {
+		c.Physics = o.cfg.Physics
+	}
+	if o.set["physics-jitter"] {
+		c.PhysicsJitter = o.cfg.PhysicsJitter
+	}
+	if o.set["report-cached-tokens"] {
+		c.ReportCachedTokens = o.cfg.ReportCachedTokens
+	}
 }
 
 func (o *options) logger(w io.Writer) (*slog.Logger, error) {

@@ -43,7 +43,7 @@ func (e *Engine) clone(handles map[*Handle]*Handle) *Engine {
 	c := &Engine{
 		cfg: e.cfg, log: e.log, watermark: e.watermark, wake: make(chan struct{}, 1),
 		pool: e.pool.clone(), lora: e.lora.clone(), pcg: &pcg, rng: rand.New(&pcg),
-		prefill: e.prefill, loads: e.loads, stats: e.stats.clone(), lastWarn: e.lastWarn,
+		model: e.model, batch: e.batch, stats: e.stats.clone(), lastWarn: e.lastWarn,
 	}
 	var seqs map[*seq]*seq // only needed to remap a planned step (between plan and commit)
 	if len(e.step) > 0 {
@@ -116,5 +116,8 @@ func (l *loraSlots) clone() *loraSlots {
 func (st Stats) clone() Stats {
 	st.Finished = maps.Clone(st.Finished)
 	st.TTFT, st.ITL, st.Lag = st.TTFT.clone(), st.ITL.clone(), st.Lag.clone()
+	st.E2E, st.Queue, st.Prefill = st.E2E.clone(), st.Queue.clone(), st.Prefill.clone()
+	st.Decode, st.Inference = st.Decode.clone(), st.Inference.clone()
+	st.IterationTokens = st.IterationTokens.clone()
 	return st
 }

@@ -3,14 +3,16 @@
 // chunked prefill, preemption by recomputation and LoRA adapter slots. It holds no HTTP: requests
 // are submitted as Request values and followed through a Handle.
 //
-// Time is simulated. Each step's duration comes from the GPU profile:
+// Time is simulated. Each step's duration comes from the GPU profile through a physics model
+// (package physics): by default the linear one,
 //
 //	step = overhead + uncached prefill tokens / prefill rate + decode(batch) + adapter loads
 //
 // where decode(b) = ITL(b) - overhead for b decoding sequences, ITL interpolated linearly between
-// the profile's batch-1 and batch-64 figures. Run drives the engine against a Clock (wall time scaled
-// by a factor in the server); Simulator drives it on a virtual clock, deterministically and without
-// sleeping.
+// the profile's batch-1 and batch-64 figures; or a calibrated family fitted to measured vLLM runs,
+// with attention terms in the batch's context. Run drives the engine against a Clock (wall time
+// scaled by a factor in the server); Simulator drives it on a virtual clock, deterministically and
+// without sleeping.
 package engine
 
 import (
@@ -22,6 +24,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
@@ -31,6 +34,8 @@ type Config struct {
 	Profile profile.Profile
 	// MaxLoras is the number of adapter slots (0 = adapters cannot run).
 	MaxLoras int
+	// Physics selects the step-time model and its jitter.
+	Physics physics.Config
 	// Seed seeds the step-time jitter; the same seed gives the same timings.
 	Seed uint64
 	// WatermarkBlocks is the number of free blocks admission keeps in reserve so that running
@@ -45,16 +50,20 @@ func DefaultConfig() Config {
 	p, _ := profile.Lookup("h100")
 	return Config{
 		Profile:         p,
-		MaxLoras:        0,                      // no adapters
-		Seed:            1,                      // fixed seed: reproducible timings
-		WatermarkBlocks: -1,                     // 1% of the KV cache
-		LagWarn:         250 * time.Millisecond, // a quarter second behind is worth a warning
+		MaxLoras:        0,                       // no adapters
+		Physics:         physics.DefaultConfig(), // the linear model, uniform ±2% jitter
+		Seed:            1,                       // fixed seed: reproducible timings
+		WatermarkBlocks: -1,                      // 1% of the KV cache
+		LagWarn:         250 * time.Millisecond,  // a quarter second behind is worth a warning
 	}
 }
 
 // Validate reports the first unusable field.
 func (c Config) Validate() error {
 	if err := c.Profile.Validate(); err != nil {
+		return fmt.Errorf("engine config: %w", err)
+	}
+	if err := c.Physics.Validate(); err != nil {
 		return fmt.Errorf("engine config: %w", err)
 	}
 	if c.MaxLoras < 0 {
@@ -93,6 +102,8 @@ type seq struct {
 	generated   int
 	registered  int // prompt blocks registered in the prefix cache
 	lastToken   time.Duration
+	firstToken  time.Duration
+	scheduled   time.Duration // start of the first step that computed for it (-1 before)
 	admitted    bool
 	preemptions int
 }
@@ -116,10 +127,10 @@ type Engine struct {
 	lora     *loraSlots
 	waiting  []*seq
 	running  []*seq
+	model    *physics.Model // immutable; shared by clones
 	step     []stepEntry
-	prefill  int
-	loads    int
-	pcg      *rand.PCG // rng's source, kept so that Clone can copy its state
+	batch    physics.Batch // the planned step's work
+	pcg      *rand.PCG     // rng's source, kept so that Clone can copy its state
 	rng      *rand.Rand
 	stats    Stats
 	lastWarn time.Time
@@ -129,6 +140,10 @@ type Engine struct {
 func New(cfg Config, logger *slog.Logger) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	model, err := physics.New(cfg.Physics, cfg.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -142,6 +157,7 @@ func New(cfg Config, logger *slog.Logger) (*Engine, error) {
 		cfg: cfg, log: logger, watermark: wm, wake: make(chan struct{}, 1),
 		pool:  newBlockPool(cfg.Profile.NumBlocks()),
 		lora:  newLoRASlots(cfg.MaxLoras),
+		model: model,
 		pcg:   pcg,
 		rng:   rand.New(pcg),
 		stats: newStats(),
@@ -150,6 +166,15 @@ func New(cfg Config, logger *slog.Logger) (*Engine, error) {
 
 // Profile returns the engine's GPU profile.
 func (e *Engine) Profile() profile.Profile { return e.cfg.Profile }
+
+// Physics returns the engine's step-time model.
+func (e *Engine) Physics() *physics.Model { return e.model }
+
+// APIOverhead is how long the front end holds a request of promptTokens before it reaches the
+// engine (the physics model's figure).
+func (e *Engine) APIOverhead(promptTokens int) time.Duration {
+	return e.model.APIOverhead(promptTokens)
+}
 
 // MaxLoras returns the number of adapter slots.
 func (e *Engine) MaxLoras() int { return e.cfg.MaxLoras }
@@ -188,7 +213,7 @@ func (e *Engine) submitHandle(r Request, arrival time.Duration, h *Handle) {
 		r.FinishReason = "length"
 	}
 	s := &seq{
-		h: h, req: r, arrival: arrival, state: stateWaiting, target: r.PromptTokens,
+		h: h, req: r, arrival: arrival, state: stateWaiting, target: r.PromptTokens, scheduled: -1,
 		hashes: prefix.Hashes(nil, r.Model, r.Prompt, 0),
 	}
 	h.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Histogram is a fixed-bucket histogram of durations in seconds, shaped like a Prometheus
+// Histogram is a fixed-bucket histogram of durations in seconds (or, for IterationTokens, of counts), shaped like a Prometheus
 // histogram (cumulative counts are computed when exported). Not safe for concurrent use.
 type Histogram struct {
 	// Bounds are the upper bounds of the buckets in seconds, ascending (+Inf is implicit).
@@ -25,6 +25,11 @@ var (
 	itlBounds = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
 		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
 	lagBounds = expBounds(50e-6, 2, 20)
+	// requestBounds are vLLM's request_latency_buckets (e2e, queue, prefill, decode, inference).
+	requestBounds = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	// iterationTokenBounds are vLLM's buckets of vllm:iteration_tokens_total (tokens, not seconds).
+	iterationTokenBounds = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 )
 
 func expBounds(start, factor float64, n int) []float64 {
@@ -39,8 +44,9 @@ func newHistogram(bounds []float64) Histogram {
 	return Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
 }
 
-func (h *Histogram) observe(d time.Duration) {
-	v := d.Seconds()
+func (h *Histogram) observe(d time.Duration) { h.observeValue(d.Seconds()) }
+
+func (h *Histogram) observeValue(v float64) {
 	i := sort.SearchFloat64s(h.Bounds, v)
 	h.Counts[i]++
 	h.Sum += v

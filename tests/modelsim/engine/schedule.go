@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
@@ -13,7 +14,7 @@ import (
 func (e *Engine) plan() (time.Duration, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.step, e.prefill, e.loads = e.step[:0], 0, 0
+	e.step, e.batch = e.step[:0], physics.Batch{}
 	budget := e.cfg.Profile.MaxBatchedTokens
 	budget = e.scheduleDecodes(budget)
 	budget = e.schedulePrefills(budget)
@@ -34,6 +35,7 @@ func (e *Engine) scheduleDecodes(budget int) int {
 			break // s was the newest sequence and preempted itself
 		}
 		e.step = append(e.step, stepEntry{s: s, n: 1, decode: true})
+		e.batch.AddDecode(s.computed)
 		budget--
 	}
 	return budget
@@ -49,7 +51,7 @@ func (e *Engine) schedulePrefills(budget int) int {
 		}
 		n := min(s.target-s.computed, budget)
 		e.step = append(e.step, stepEntry{s: s, n: n})
-		e.prefill += n
+		e.batch.AddPrefill(s.computed, n)
 		budget -= n
 	}
 	return budget
@@ -112,7 +114,7 @@ func (e *Engine) admit(budget int) {
 		e.start(s)
 		n := min(s.target-s.computed, budget)
 		e.step = append(e.step, stepEntry{s: s, n: n})
-		e.prefill += n
+		e.batch.AddPrefill(s.computed, n)
 		budget -= n
 	}
 	clear(e.waiting[len(kept):])
@@ -124,7 +126,7 @@ func (e *Engine) start(s *seq) {
 	e.running = append(e.running, s)
 	e.lora.addWaiting(s.req.Adapter, -1)
 	if e.lora.start(s.req.Adapter) {
-		e.loads++
+		e.batch.AdapterLoads++
 	}
 }
 
@@ -156,23 +158,9 @@ func (e *Engine) allocate(s *seq) bool {
 	return true
 }
 
-// stepDuration is overhead + prefill time + decode time + adapter loads, with seeded jitter.
+// stepDuration is the physics model's time for the planned batch, with seeded jitter.
 func (e *Engine) stepDuration() time.Duration {
-	p := e.cfg.Profile
-	decoding := 0
-	for _, en := range e.step {
-		if en.decode {
-			decoding++
-		}
-	}
-	d := p.StepOverhead + p.PrefillTime(e.prefill) + time.Duration(e.loads)*p.LoRALoad
-	if decoding > 0 {
-		d += max(p.ITL(decoding)-p.StepOverhead, 0)
-	}
-	if p.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + p.Jitter*(2*e.rng.Float64()-1)))
-	}
-	return d
+	return e.model.Jittered(e.model.StepTime(e.batch), e.rng)
 }
 
 // commit applies the planned step, which ended at simulated time end: computed tokens advance,
@@ -183,11 +171,15 @@ func (e *Engine) commit(end time.Duration, dur time.Duration) {
 	defer e.mu.Unlock()
 	e.stats.Steps++
 	e.stats.StepTime += dur
+	e.stats.IterationTokens.observeValue(float64(e.batch.PrefillTokens + e.batch.DecodeSeqs))
 	finished := false
 	for _, en := range e.step {
 		s := en.s
 		if s.state != stateRunning {
 			continue // cancelled during the step
+		}
+		if s.scheduled < 0 {
+			s.scheduled = end - dur
 		}
 		s.computed += en.n
 		e.register(s)
@@ -215,6 +207,7 @@ func (e *Engine) emit(s *seq, end time.Duration) bool {
 	s.generated++
 	e.stats.GenerationTokens++
 	if s.generated == 1 {
+		s.firstToken = end
 		e.stats.TTFT.observe(end - s.arrival)
 	} else {
 		e.stats.ITL.observe(end - s.lastToken)
@@ -227,6 +220,7 @@ func (e *Engine) emit(s *seq, end time.Duration) bool {
 		s.blocks = nil
 		e.lora.stop(s.req.Adapter)
 		e.stats.Finished[s.req.FinishReason]++
+		e.observeFinished(s, end)
 	}
 	s.h.setToken(s.generated, end, s.req.RecordTimes, done, s.req.FinishReason)
 	return done
@@ -241,4 +235,15 @@ func (e *Engine) dropFinished() {
 	}
 	clear(e.running[len(kept):])
 	e.running = kept
+}
+
+// observeFinished records the phase times of s, which produced its last token at end.
+func (e *Engine) observeFinished(s *seq, end time.Duration) {
+	st := &e.stats
+	queued := s.arrival + e.model.APIOverhead(s.req.PromptTokens)
+	st.E2E.observe(end - s.arrival)
+	st.Queue.observe(max(s.scheduled-queued, 0))
+	st.Prefill.observe(s.firstToken - s.scheduled)
+	st.Decode.observe(end - s.firstToken)
+	st.Inference.observe(end - s.scheduled)
 }

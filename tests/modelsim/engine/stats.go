@@ -26,6 +26,13 @@ type Stats struct {
 	StepTime time.Duration
 	// TTFT and ITL are the time-to-first-token and inter-token-latency histograms.
 	TTFT, ITL Histogram
+	// E2E, Queue, Prefill, Decode and Inference are vLLM's per-request phase histograms of
+	// finished requests: arrival to last token; reaching the engine (after the API overhead) to
+	// first being scheduled; first scheduled to first token; first to last token; first scheduled
+	// to last token.
+	E2E, Queue, Prefill, Decode, Inference Histogram
+	// IterationTokens is the histogram of tokens computed per engine step (prefill and decode).
+	IterationTokens Histogram
 	// Lag is the histogram of how far (simulated time, early or late) each step ended from its
 	// schedule, and LastLag the most recent signed value (negative: early). Only Run observes them.
 	Lag     Histogram
@@ -42,6 +49,13 @@ func newStats() Stats {
 		TTFT:     newHistogram(ttftBounds),
 		ITL:      newHistogram(itlBounds),
 		Lag:      newHistogram(lagBounds),
+
+		E2E:             newHistogram(requestBounds),
+		Queue:           newHistogram(requestBounds),
+		Prefill:         newHistogram(requestBounds),
+		Decode:          newHistogram(requestBounds),
+		Inference:       newHistogram(requestBounds),
+		IterationTokens: newHistogram(iterationTokenBounds),
 	}
 }
 
@@ -74,12 +88,7 @@ func (s Snapshot) KVUsage() float64 {
 func (e *Engine) Snapshot() Snapshot {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := e.stats
-	st.Finished = make(map[string]uint64, len(e.stats.Finished))
-	for k, v := range e.stats.Finished {
-		st.Finished[k] = v
-	}
-	st.TTFT, st.ITL, st.Lag = e.stats.TTFT.clone(), e.stats.ITL.clone(), e.stats.Lag.clone()
+	st := e.stats.clone()
 	st.AdapterLoads = e.lora.loads
 	return Snapshot{
 		Waiting: len(e.waiting), Running: len(e.running),

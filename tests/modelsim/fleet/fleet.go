@@ -11,6 +11,9 @@
 //     profile: a10g
 //     model: meta-llama/Llama-3.1-8B-Instruct
 //     engine: sglang
+//     physics: attention       # step-time model (linear, blis, attention)
+//     physics-jitter: 0.1      # lognormal σ of step-time jitter
+//     report-cached-tokens: false
 package fleet
 
 import (
@@ -37,6 +40,9 @@ type entry struct {
 	Seed        *uint64      `yaml:"seed"`
 	Engine      *string      `yaml:"engine"`
 	MaxModelLen *int         `yaml:"max-model-len"`
+	Physics     *string      `yaml:"physics"`
+	Jitter      *float64     `yaml:"physics-jitter"`
+	ReportCache *bool        `yaml:"report-cached-tokens"`
 }
 
 // adapterList accepts a YAML sequence of names or one comma-separated string.
@@ -80,6 +86,9 @@ func (e entry) config() server.Config {
 	set(&c.Seed, e.Seed)
 	set(&c.Engine, e.Engine)
 	set(&c.MaxModelLen, e.MaxModelLen)
+	set(&c.Physics, e.Physics)
+	set(&c.PhysicsJitter, e.Jitter)
+	set(&c.ReportCachedTokens, e.ReportCache)
 	return c
 }
 
@@ -122,7 +131,8 @@ func Parse(r io.Reader) ([]server.Config, error) {
 
 // knownKeys are the keys an entry may hold.
 var knownKeys = map[string]bool{"listen": true, "profile": true, "model": true, "lora": true,
-	"max-loras": true, "time-scale": true, "seed": true, "engine": true, "max-model-len": true}
+	"max-loras": true, "time-scale": true, "seed": true, "engine": true, "max-model-len": true,
+	"physics": true, "physics-jitter": true, "report-cached-tokens": true}
 
 // decode reads the entries: a list at the top level, or under a single "servers" key. Keys may use
 // underscores for dashes (max_loras); unknown keys are errors with their line.

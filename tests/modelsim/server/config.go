@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
@@ -34,6 +36,14 @@ type Config struct {
 	TimeScale float64
 	// Seed makes generated text and step-time jitter reproducible.
 	Seed uint64
+	// Physics names the step-time model family (physics.Families: linear, blis, attention).
+	Physics string
+	// PhysicsJitter is the lognormal σ of step-time jitter; physics.FamilyDefaultJitter (-1) keeps
+	// the family's own (linear: uniform ±2%; blis, attention: lognormal σ 0.03), 0 turns it off.
+	PhysicsJitter float64
+	// ReportCachedTokens makes usage carry prompt_tokens_details.cached_tokens; off, the details
+	// are null, as most engines (vLLM without --enable-prompt-tokens-details) answer.
+	ReportCachedTokens bool
 	// Engine selects the metric names: vllm, sglang or trtllm.
 	Engine string
 	// MaxModelLen is the context length: prompt plus output tokens may not exceed it.
@@ -49,17 +59,20 @@ type Config struct {
 // DefaultConfig returns the defaults of the modelsim command.
 func DefaultConfig() Config {
 	return Config{
-		Listen:           "127.0.0.1:8001", // the first port of a local fleet
-		Profile:          "h100",           // the fastest GPU
-		Model:            "meta-llama/Llama-3.1-8B-Instruct",
-		MaxLoras:         -1,  // 1 with adapters, else 0
-		TimeScale:        1.0, // real time
-		Seed:             1,   // reproducible runs
-		Engine:           EngineVLLM,
-		MaxModelLen:      131072,   // Llama-3.1's context length
-		DefaultMaxTokens: 256,      // output bound without max_tokens
-		MaxBodyBytes:     32 << 20, // 32 MiB, the gateway's limit
-		DrainTimeout:     30 * time.Second,
+		Listen:             "127.0.0.1:8001", // the first port of a local fleet
+		Profile:            "h100",           // the fastest GPU
+		Model:              "meta-llama/Llama-3.1-8B-Instruct",
+		MaxLoras:           -1,                          // 1 with adapters, else 0
+		TimeScale:          1.0,                         // real time
+		Seed:               1,                           // reproducible runs
+		PhysicsJitter:      physics.FamilyDefaultJitter, // the family's own jitter
+		Physics:            string(physics.Linear),      // the original model
+		ReportCachedTokens: true,                        // the cached-token count of prompt_tokens_details
+		Engine:             EngineVLLM,
+		MaxModelLen:        131072,   // Llama-3.1's context length
+		DefaultMaxTokens:   256,      // output bound without max_tokens
+		MaxBodyBytes:       32 << 20, // 32 MiB, the gateway's limit
+		DrainTimeout:       30 * time.Second,
 	}
 }
 
@@ -82,6 +95,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := profile.Lookup(c.Profile); err != nil {
 		return fmt.Errorf("profile: %w", err)
+	}
+	if err := c.physics().Validate(); err != nil {
+		return fmt.Errorf("physics: %w", err)
 	}
 	if strings.TrimSpace(c.Model) == "" {
 		return errors.New("model: must not be empty")
@@ -128,4 +144,26 @@ func (c Config) validateAdapters() error {
 		return errors.New("max-loras: must be >= 1 when adapters are configured")
 	}
 	return nil
+}
+
+// physics returns the step-time model configuration.
+func (c Config) physics() physics.Config {
+	f, err := physics.ParseFamily(c.Physics)
+	if err != nil {
+		f = physics.Family(c.Physics) // Validate reports it
+	}
+	return physics.Config{Family: f, Jitter: c.PhysicsJitter}
+}
+
+// EngineConfig returns the configuration of the engine a server with this configuration runs:
+// its GPU profile, adapter slots, seed and physics. Offline simulations use it to run exactly the
+// engine the served pod runs.
+func (c Config) EngineConfig() (engine.Config, error) {
+	prof, err := profile.Lookup(c.Profile)
+	if err != nil {
+		return engine.Config{}, fmt.Errorf("profile: %w", err)
+	}
+	ecfg := engine.DefaultConfig()
+	ecfg.Profile, ecfg.MaxLoras, ecfg.Seed, ecfg.Physics = prof, c.EffectiveMaxLoras(), c.Seed, c.physics()
+	return ecfg, ecfg.Validate()
 }

@@ -39,7 +39,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	arrival := s.clock.Now()
-	if s.clock.Sleep(r.Context(), s.prof.APIOverhead) != nil {
+	if s.clock.Sleep(r.Context(), s.engine.APIOverhead(ereq.PromptTokens)) != nil {
 		return
 	}
 	h, err := s.engine.Submit(ereq, arrival)
@@ -54,7 +54,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	n := ereq.PromptTokens
 	resp := embeddingResponse{Object: "list", Model: model,
 		Data:  []embeddingData{{Object: "embedding", Embedding: embed(s.cfg.Seed, string(ereq.Prompt))}},
-		Usage: usage{PromptTokens: n, TotalTokens: n, PromptTokensDetails: promptDetails{CachedTokens: p.CachedTokens}}}
+		Usage: usage{PromptTokens: n, TotalTokens: n, PromptTokensDetails: details(s.cfg.ReportCachedTokens, p)}}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
 }

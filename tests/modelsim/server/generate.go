@@ -21,7 +21,7 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			return
 		}
 		arrival := s.clock.Now()
-		if err := s.clock.Sleep(r.Context(), s.prof.APIOverhead); err != nil {
+		if err := s.clock.Sleep(r.Context(), s.engine.APIOverhead(ereq.PromptTokens)); err != nil {
 			return // client gone
 		}
 		h, err := s.engine.Submit(ereq, arrival)
@@ -77,10 +77,13 @@ type output struct {
 	id      string
 	created int64
 	head    []byte // the JSON chunk prefix up to the choices
+	// reportCached: usage carries prompt_tokens_details.cached_tokens (Config.ReportCachedTokens).
+	reportCached bool
 }
 
 func (s *Server) newOutput(req *genRequest, h *engine.Handle) *output {
-	o := &output{req: req, h: h, gen: textgen.NewGenerator(s.cfg.Seed, req.prompt), created: time.Now().Unix()}
+	o := &output{req: req, h: h, gen: textgen.NewGenerator(s.cfg.Seed, req.prompt), created: time.Now().Unix(),
+		reportCached: s.cfg.ReportCachedTokens}
 	prefix, object := "cmpl-", "text_completion"
 	if req.chat {
 		prefix, object = "chatcmpl-", "chat.completion.chunk"
@@ -94,12 +97,13 @@ func (s *Server) newOutput(req *genRequest, h *engine.Handle) *output {
 	return o
 }
 
-// usage is the OpenAI usage object with vLLM's prompt_tokens_details.
+// usage is the OpenAI usage object with vLLM's prompt_tokens_details, which is null when the
+// server does not report cached tokens (vLLM without --enable-prompt-tokens-details).
 type usage struct {
-	PromptTokens        int           `json:"prompt_tokens"`
-	TotalTokens         int           `json:"total_tokens"`
-	CompletionTokens    int           `json:"completion_tokens"`
-	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details"`
 }
 
 type promptDetails struct {
@@ -109,7 +113,16 @@ type promptDetails struct {
 func (o *output) usage(p engine.Progress) usage {
 	return usage{PromptTokens: o.req.promptTokens, CompletionTokens: p.Generated,
 		TotalTokens:         o.req.promptTokens + p.Generated,
-		PromptTokensDetails: promptDetails{CachedTokens: p.CachedTokens}}
+		PromptTokensDetails: details(o.reportCached, p)}
+}
+
+// details returns a request's prompt_tokens_details: its cached tokens, or nil (JSON null) when
+// the server does not report them.
+func details(report bool, p engine.Progress) *promptDetails {
+	if !report {
+		return nil
+	}
+	return &promptDetails{CachedTokens: p.CachedTokens}
 }
 
 // wait blocks until the request is done or the client went away (then it cancels the request).

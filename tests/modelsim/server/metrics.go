@@ -20,6 +20,8 @@ type metricNames struct {
 	prefixQueries, prefixHits, preemptions    string
 	success, promptTokens, genTokens          string
 	ttft, itl                                 string
+	// vLLM's per-request phase histograms and tokens per engine step.
+	e2e, queue, prefill, decode, inference, iterationTokens string
 }
 
 var engineMetrics = map[string]metricNames{
@@ -32,6 +34,9 @@ var engineMetrics = map[string]metricNames{
 		preemptions: "vllm:num_preemptions_total", success: "vllm:request_success_total",
 		promptTokens: "vllm:prompt_tokens_total", genTokens: "vllm:generation_tokens_total",
 		ttft: "vllm:time_to_first_token_seconds", itl: "vllm:inter_token_latency_seconds",
+		e2e: "vllm:e2e_request_latency_seconds", queue: "vllm:request_queue_time_seconds",
+		prefill: "vllm:request_prefill_time_seconds", decode: "vllm:request_decode_time_seconds",
+		inference: "vllm:request_inference_time_seconds", iterationTokens: "vllm:iteration_tokens_total",
 	},
 	EngineSGLang: {
 		waiting: "sglang:num_queue_reqs", running: "sglang:num_running_reqs", kvUsage: "sglang:token_usage",
@@ -86,6 +91,12 @@ func newCollector(cfg Config, src snapshotter) *collector {
 	c.add(n.genTokens, "Number of generation tokens processed.", ml)
 	c.add(n.ttft, "Histogram of time to first token in seconds.", ml)
 	c.add(n.itl, "Histogram of inter-token latency in seconds.", ml)
+	c.add(n.e2e, "Histogram of e2e request latency in seconds.", ml)
+	c.add(n.queue, "Histogram of time spent in WAITING phase for request.", ml)
+	c.add(n.prefill, "Histogram of time spent in PREFILL phase for request.", ml)
+	c.add(n.decode, "Histogram of time spent in DECODE phase for request.", ml)
+	c.add(n.inference, "Histogram of time spent in RUNNING phase for request.", ml)
+	c.add(n.iterationTokens, "Histogram of number of tokens per engine_step.", ml)
 	c.add("modelsim_clock_lag_seconds", "How far (simulated seconds) the engine loop ended its last step behind schedule.", nil)
 	c.add("modelsim_step_lag_seconds", "Histogram of how late (simulated seconds) engine steps ended versus schedule.", nil)
 	return c
@@ -130,6 +141,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.counter(ch, n.genTokens, float64(st.GenerationTokens), c.model)
 	c.histogram(ch, n.ttft, st.TTFT, c.model)
 	c.histogram(ch, n.itl, st.ITL, c.model)
+	c.histogram(ch, n.e2e, st.E2E, c.model)
+	c.histogram(ch, n.queue, st.Queue, c.model)
+	c.histogram(ch, n.prefill, st.Prefill, c.model)
+	c.histogram(ch, n.decode, st.Decode, c.model)
+	c.histogram(ch, n.inference, st.Inference, c.model)
+	c.histogram(ch, n.iterationTokens, st.IterationTokens, c.model)
 	c.gauge(ch, "modelsim_clock_lag_seconds", st.LastLag.Seconds())
 	c.histogram(ch, "modelsim_step_lag_seconds", st.Lag)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
-	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
 // Server is one simulated model server. Create it with New and run it with Run or Serve.
@@ -28,7 +27,6 @@ type Server struct {
 	log      *slog.Logger
 	engine   *engine.Engine
 	clock    *engine.ScaledClock
-	prof     profile.Profile
 	adapters map[string]bool
 	gatherer prometheus.Gatherer
 	handler  http.Handler
@@ -54,15 +52,16 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Server, e
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	prof, _ := profile.Lookup(cfg.Profile)
-	ecfg := engine.DefaultConfig()
-	ecfg.Profile, ecfg.MaxLoras, ecfg.Seed = prof, cfg.EffectiveMaxLoras(), cfg.Seed
+	ecfg, err := cfg.EngineConfig()
+	if err != nil {
+		return nil, fmt.Errorf("modelsim config: %w", err)
+	}
 	eng, err := engine.New(ecfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, log: logger, engine: eng, clock: engine.NewScaledClock(cfg.TimeScale), prof: prof,
+		cfg: cfg, log: logger, engine: eng, clock: engine.NewScaledClock(cfg.TimeScale),
 		adapters: map[string]bool{}, created: time.Now().Unix(), ready: make(chan struct{}),
 	}
 	for _, a := range cfg.LoRAs {
@@ -116,7 +115,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("modelsim serving", "addr", ln.Addr().String(), "model", s.cfg.Model,
-		"profile", s.cfg.Profile, "engine", s.cfg.Engine, "time_scale", s.cfg.TimeScale)
+		"profile", s.cfg.Profile, "engine", s.cfg.Engine, "physics", s.cfg.Physics, "time_scale", s.cfg.TimeScale)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("modelsim serve: %w", err)
