@@ -30,8 +30,8 @@ var regionBurst = regionBurstScenario("region-burst", 4)
 
 // regionBurstOverload is the same burst on three regions of equal size (2 × l40s each): a burst
 // offers the whole fleet 125% of its capacity, so even perfect spreading queues and the burst
-// region's tail is set by the fleet's backlog as much as by the router. It was the region-burst
-// layout through the twelfth round (docs/benchmarks.md); it is kept as the stress case.
+// region's tail is set by the fleet's backlog as much as by the router. It is kept beside
+// region-burst as the stress case (docs/benchmarks.md reports both).
 var regionBurstOverload = regionBurstScenario("region-burst-overload", 2)
 
 // regionBurstScenario lays out a region-burst scenario whose steady regions have steadyPods l40s

@@ -258,7 +258,8 @@ func TestSlug(t *testing.T) {
 }
 
 func TestAnchorsAndLinks(t *testing.T) {
-	src := []byte("# Title\n\n## Part\n\n## Part\n\n<a id=\"custom\"></a>\n\n```sh\n# not a heading\n[x](nope.md)\n```\n\n" +
+	src := []byte("# Title\n\n## Part\n\n## Part\n\n<a id=\"custom\"></a>\n\n" +
+		"```sh\n# not a heading\n[x](nope.md)\n```\n\n" +
 		"See [a](other.md#part), `[b](code.md)`, ![img](img/a.svg \"t\") and <img src=\"img/b.svg\">.\n\n[ref]: ref.md\n")
 	a := anchors(src)
 	for _, want := range []string{"title", "part", "part-1", "custom"} {

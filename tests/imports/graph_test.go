@@ -35,6 +35,7 @@ func TestArchitectureGraphCurrent(t *testing.T) {
 		t.Fatalf("%s: %v", file, err)
 	}
 	if string(updated) != string(doc) {
-		t.Errorf("%s: the import graph is out of date; run 'make generate' (or 'go run ./tests/cmd/importgraph') and commit", file)
+		t.Errorf("%s: the import graph is out of date; run 'make generate' "+
+			"(or 'go run ./tests/cmd/importgraph') and commit", file)
 	}
 }

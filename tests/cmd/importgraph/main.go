@@ -32,7 +32,8 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("importgraph", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("file", "docs/architecture.md", "Markdown file with the graph markers, relative to the workspace root")
+	file := fs.String("file", "docs/architecture.md",
+		"Markdown file with the graph markers, relative to the workspace root")
 	check := fs.Bool("check", false, "do not write; exit 1 when the file's graphs differ from the code's")
 	if err := fs.Parse(args); err != nil {
 		return 2
