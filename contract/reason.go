@@ -8,7 +8,7 @@ import (
 // Reason is why a tier decided what it did: why a router chose, passed over or could not use a
 // cluster, why a request left the router's region, why a request was refused (the code of an
 // OpenAI-style error answer), why a gateway published a capacity summary or how its flow control
-// ended a queued request. Its value is the reason's stable machine spelling (snake_case): the
+// ended a request it held back. Its value is the reason's stable machine spelling (snake_case): the
 // wire value in JSON (the router's "reason_code" and error "code" fields), in the admin API's
 // reason_code and in metric label values. Text gives the human text shown beside it.
 //
@@ -123,6 +123,26 @@ const (
 	ReasonPublishHeartbeat Reason = "heartbeat"
 )
 
+// How a gateway's flow control ended a request it held back: the outcome label of
+// switchyard_gateway_flow_outcomes_total. Every one but ReasonFlowDispatched and ReasonFlowError
+// is a shedding (answered 429 with the overflow marker, except a cancelled request).
+const (
+	// ReasonFlowDispatched: a queued request was scheduled once room freed.
+	ReasonFlowDispatched Reason = "dispatched"
+	// ReasonFlowError: scheduling a queued request failed for another reason than saturation.
+	ReasonFlowError Reason = "error"
+	// ReasonFlowExpired: the request waited in the queue past the queue TTL.
+	ReasonFlowExpired Reason = "expired"
+	// ReasonFlowEvicted: a higher-priority request took the request's place in a full queue.
+	ReasonFlowEvicted Reason = "evicted"
+	// ReasonFlowRejected: refused without queueing (queue full, flow control off, shutting down).
+	ReasonFlowRejected Reason = "rejected"
+	// ReasonFlowCancelled: the client went away while the request was queued.
+	ReasonFlowCancelled Reason = "cancelled"
+	// ReasonFlowHandedBack: the gateway took a router's offer and gave the request back.
+	ReasonFlowHandedBack Reason = "handed_back"
+)
+
 // Use says where a reason appears. A reason may appear in several places.
 type Use uint8
 
@@ -143,6 +163,9 @@ const (
 	// UsePublish: why a gateway published a summary,
 	// switchyard_gateway_summaries_published_total{reason}.
 	UsePublish
+	// UseFlowOutcome: how flow control ended a request,
+	// switchyard_gateway_flow_outcomes_total{outcome}.
+	UseFlowOutcome
 )
 
 // reasonInfo is a reason's human text and where it appears.
@@ -198,6 +221,14 @@ var reasons = map[Reason]reasonInfo{
 	ReasonPublishFirst:     {"the first summary since the gateway started", UsePublish},
 	ReasonPublishChange:    {"a figure moved past its threshold", UsePublish},
 	ReasonPublishHeartbeat: {"nothing moved for the heartbeat interval", UsePublish},
+
+	ReasonFlowDispatched: {"scheduled from the flow-control queue once room freed", UseFlowOutcome},
+	ReasonFlowError:      {"scheduling from the flow-control queue failed", UseFlowOutcome},
+	ReasonFlowExpired:    {"queued longer than the queue TTL", UseFlowOutcome},
+	ReasonFlowEvicted:    {"evicted from the full queue by a higher-priority request", UseFlowOutcome},
+	ReasonFlowRejected:   {"refused without queueing: queue full, flow control off or shutting down", UseFlowOutcome},
+	ReasonFlowCancelled:  {"the client went away while queued", UseFlowOutcome},
+	ReasonFlowHandedBack: {"handed back to the router that offered to take it elsewhere", UseFlowOutcome},
 }
 
 // returning is what a chosen reason adds when the cluster was drawn as a returning cluster's share.

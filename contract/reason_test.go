@@ -15,8 +15,8 @@ var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 // and parses back from its spelling.
 func TestReasonsWellFormed(t *testing.T) {
 	all := contract.Reasons(0)
-	if len(all) < 39 {
-		t.Fatalf("%d reasons, want at least 39", len(all))
+	if len(all) < 46 {
+		t.Fatalf("%d reasons, want at least 46", len(all))
 	}
 	texts := map[string]contract.Reason{}
 	for _, r := range all {
@@ -118,6 +118,8 @@ func TestReasonsByUse(t *testing.T) {
 			contract.ReasonPastThroughput, contract.ReasonRemoteSooner, contract.ReasonUnavailable}},
 		{contract.UsePolicy, []contract.Reason{contract.ReasonNotLoaded, contract.ReasonUndecodable}},
 		{contract.UsePublish, []contract.Reason{contract.ReasonPublishChange, contract.ReasonPublishFirst, contract.ReasonPublishHeartbeat}},
+		{contract.UseFlowOutcome, []contract.Reason{contract.ReasonFlowCancelled, contract.ReasonFlowDispatched, contract.ReasonFlowError,
+			contract.ReasonFlowEvicted, contract.ReasonFlowExpired, contract.ReasonFlowHandedBack, contract.ReasonFlowRejected}},
 	}
 	for _, tt := range tests {
 		if got := contract.Reasons(tt.use); !slices.Equal(got, tt.want) {
