@@ -3,6 +3,7 @@
 // a request with Parse, so the router and the gateway can never see different models, streaming
 // flags or priorities in the same bytes: a body that names model, stream or priority twice, or
 // also under a key that differs only in case (which encoding/json would take), is refused.
+// Both tiers answer a refused request with Error, the one OpenAI-style error body and writer.
 package openai
 
 import (

@@ -1,7 +1,6 @@
 package bbr
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -9,79 +8,13 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
-// Error is an error answered to the client as an OpenAI-style JSON body:
-// {"error":{"message":...,"type":...,"param":...,"code":...}}. Front doors render it once, at
-// the edge, with the HTTP status in Status.
-type Error struct {
-	// Status is the HTTP status code.
-	Status int
-	// Message is the human-readable message.
-	Message string
-	// Type is the OpenAI error type, e.g. "invalid_request_error".
-	Type string
-	// Param names the offending request field, if any.
-	Param string
-	// Code is a machine-readable code, e.g. "model_not_found".
-	Code string
-	// Overflow marks a 429 that another cluster may serve (header x-switchyard-overflow: 1).
-	Overflow bool
-	// RetryAfterSeconds, when > 0, is sent as the Retry-After header.
-	RetryAfterSeconds int
-}
-
-// Error implements error.
-func (e *Error) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
-}
-
-type errorBody struct {
-	Error errorFields `json:"error"`
-}
-
-type errorFields struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// JSON returns the OpenAI-style error body.
-func (e *Error) JSON() []byte {
-	f := errorFields{Message: e.Message, Type: e.Type}
-	if e.Param != "" {
-		f.Param = &e.Param
-	}
-	if e.Code != "" {
-		f.Code = &e.Code
-	}
-	b, _ := json.Marshal(errorBody{Error: f}) // cannot fail: strings only
-	return b
-}
-
-// Headers returns the extra response headers the error carries (Retry-After, overflow marker).
-func (e *Error) Headers() http.Header {
-	h := http.Header{"Content-Type": {"application/json"}}
-	if e.RetryAfterSeconds > 0 {
-		h.Set("Retry-After", fmt.Sprint(e.RetryAfterSeconds))
-	}
-	if e.Overflow {
-		contract.SetOverflow(h)
-	}
-	return h
-}
-
-// Write renders the error on w.
-func (e *Error) Write(w http.ResponseWriter) {
-	for k, v := range e.Headers() {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(e.JSON())
-}
+// Error is the OpenAI-style error answer both tiers write, contract/openai.Error; the
+// constructors below build the gateway's.
+type Error = openai.Error
 
 // BadRequest is a 400 invalid_request_error.
 func BadRequest(msg, param string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: msg, Type: "invalid_request_error", Param: param, Code: "invalid_request"}
+	return &Error{Status: http.StatusBadRequest, Message: msg, Type: openai.TypeInvalidRequest, Param: param, Code: contract.ReasonInvalidRequest}
 }
 
 // ParseError is the 400 for a body openai.Parse refused: a missing model, a routing key given
@@ -93,7 +26,7 @@ func ParseError(err error) *Error {
 // ModelNotFound is the 404 for a model no ready endpoint serves.
 func ModelNotFound(model string) *Error {
 	return &Error{
-		Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Param: "model", Code: contract.ReasonModelNotFound,
 		Message: fmt.Sprintf("the model %q does not exist or no ready server serves it", model),
 	}
 }
@@ -101,20 +34,20 @@ func ModelNotFound(model string) *Error {
 // TooLarge is the 413 for a body over the limit.
 func TooLarge(limit int64) *Error {
 	return &Error{
-		Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+		Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: contract.ReasonRequestTooLarge,
 		Message: fmt.Sprintf("request body exceeds the limit of %d bytes", limit),
 	}
 }
 
 // Unavailable is a 503 (no usable endpoint, or the gateway is shutting down).
 func Unavailable(msg string, retryAfter int) *Error {
-	return &Error{Status: http.StatusServiceUnavailable, Type: "service_unavailable", Code: "no_capacity", Message: msg, RetryAfterSeconds: retryAfter}
+	return &Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonNoCapacity, Message: msg, RetryAfterSeconds: retryAfter}
 }
 
 // Overloaded is the 429 answered when flow control sheds a request; Tier 2 may retry elsewhere.
 func Overloaded(msg string, retryAfter int) *Error {
 	return &Error{
-		Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "overloaded", Message: msg,
+		Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonOverloaded, Message: msg,
 		Overflow: true, RetryAfterSeconds: retryAfter,
 	}
 }

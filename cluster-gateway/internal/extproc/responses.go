@@ -94,7 +94,7 @@ func immediateResponse(e *bbr.Error, cfg Config) *extprocv3.ProcessingResponse {
 			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(e.Status)},
 			Headers: &extprocv3.HeaderMutation{SetHeaders: set},
 			Body:    e.JSON(),
-			Details: e.Code,
+			Details: string(e.Code),
 		},
 	}}
 }

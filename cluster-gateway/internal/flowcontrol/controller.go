@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
@@ -132,7 +134,7 @@ func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framew
 		return res, err
 	}
 	if !c.cfg.Enabled {
-		c.metrics.outcome("rejected")
+		c.metrics.outcome(contract.ReasonFlowRejected)
 		return nil, fmt.Errorf("%w: every endpoint is saturated", ErrOverflow)
 	}
 	return c.wait(ctx, req, false)
@@ -140,7 +142,7 @@ func (c *Controller) Admit(ctx context.Context, req *framework.Request) (*framew
 
 // handedBack counts a request given back to its router and returns its refusal.
 func (c *Controller) handedBack(why string) error {
-	c.metrics.outcome("handed_back")
+	c.metrics.outcome(contract.ReasonFlowHandedBack)
 	return fmt.Errorf("%w: handed back: %s", ErrOverflow, why)
 }
 
@@ -187,10 +189,10 @@ func (c *Controller) enqueue(req *framework.Request) (*item, error) {
 	if c.q.size >= c.cfg.MaxQueue {
 		v := c.q.victim(req.Priority)
 		if v == nil {
-			c.metrics.outcome("rejected")
+			c.metrics.outcome(contract.ReasonFlowRejected)
 			return nil, fmt.Errorf("%w: queue full", ErrOverflow)
 		}
-		c.finish(v, outcome{err: fmt.Errorf("%w: evicted by a higher-priority request", ErrOverflow)}, "evicted", now)
+		c.finish(v, outcome{err: fmt.Errorf("%w: evicted by a higher-priority request", ErrOverflow)}, contract.ReasonFlowEvicted, now)
 	}
 	it.sizeGauge = c.metrics.sizeGauge(req.Priority)
 	c.q.push(it)
@@ -205,13 +207,13 @@ func (c *Controller) cancel(it *item, err error) error {
 	defer c.mu.Unlock()
 	if c.q.remove(it) {
 		it.sizeGauge.Dec()
-		c.metrics.outcome("cancelled")
+		c.metrics.outcome(contract.ReasonFlowCancelled)
 	}
 	return err
 }
 
 // finish removes it from the queue and delivers out. The caller holds c.mu.
-func (c *Controller) finish(it *item, out outcome, label string, now time.Time) {
+func (c *Controller) finish(it *item, out outcome, label contract.Reason, now time.Time) {
 	if !c.q.remove(it) {
 		return
 	}
@@ -253,7 +255,7 @@ func (c *Controller) stop() {
 	c.stopped = true
 	now := c.opts.Clock.Now()
 	for _, it := range c.q.all() {
-		c.finish(it, outcome{err: fmt.Errorf("%w: shutting down", ErrOverflow)}, "rejected", now)
+		c.finish(it, outcome{err: fmt.Errorf("%w: shutting down", ErrOverflow)}, contract.ReasonFlowRejected, now)
 	}
 }
 

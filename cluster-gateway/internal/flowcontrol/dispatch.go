@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Dispatch makes one pass over the queue: it answers expired requests with ErrOverflow, then
@@ -14,7 +16,7 @@ func (c *Controller) Dispatch(ctx context.Context) {
 	defer c.mu.Unlock()
 	now := c.opts.Clock.Now()
 	for _, it := range c.q.expired(now) {
-		c.finish(it, outcome{err: fmt.Errorf("%w: queued longer than %v", ErrOverflow, c.cfg.TTL)}, "expired", now)
+		c.finish(it, outcome{err: fmt.Errorf("%w: queued longer than %v", ErrOverflow, c.cfg.TTL)}, contract.ReasonFlowExpired, now)
 	}
 	saturated := map[string]bool{}
 	for i := 0; i < len(c.q.bands); {
@@ -48,9 +50,9 @@ func (c *Controller) dispatchBand(ctx context.Context, b *band, saturated map[st
 			idle++
 			continue
 		}
-		label := "dispatched"
+		label := contract.ReasonFlowDispatched
 		if err != nil {
-			label = "error"
+			label = contract.ReasonFlowError
 		}
 		lastOfTenant := len(t.items) == 1
 		c.finish(head, outcome{res: res, err: err}, label, now)

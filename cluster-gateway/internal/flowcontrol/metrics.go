@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
@@ -59,4 +60,4 @@ func (m *metrics) sizeGauge(priority int) prometheus.Gauge {
 	return m.size.WithLabelValues(m.bands.Value(strconv.Itoa(priority)))
 }
 
-func (m *metrics) outcome(label string) { m.outcomes.WithLabelValues(label).Inc() }
+func (m *metrics) outcome(r contract.Reason) { m.outcomes.WithLabelValues(r.String()).Inc() }

@@ -4,13 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// Reasons a summary was published (the reason label of summaries_published_total).
-const (
-	reasonFirst     = "first"
-	reasonChange    = "change"
-	reasonHeartbeat = "heartbeat"
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // metrics are the Publisher's collectors.
@@ -35,8 +30,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Protobuf size of the last published capacity summary, before compression.",
 		}),
 	}
-	for _, r := range []string{reasonFirst, reasonChange, reasonHeartbeat} {
-		m.published.WithLabelValues(r)
+	// The reason label's values: contract's publish reasons (first, change, heartbeat).
+	for _, r := range contract.Reasons(contract.UsePublish) {
+		m.published.WithLabelValues(r.String())
 	}
 	if reg == nil {
 		return m, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
@@ -137,23 +138,23 @@ func (p *Publisher) Step() (bool, error) {
 	}
 	p.last, p.lastPublished = next, now
 	size := proto.Size(out)
-	p.metrics.published.WithLabelValues(reason).Inc()
+	p.metrics.published.WithLabelValues(reason.String()).Inc()
 	p.metrics.size.Set(float64(size))
-	p.log.Debug("capacity summary published", "reason", reason, "change", why, "models", len(next.GetModels()), "bytes", size)
+	p.log.Debug("capacity summary published", "reason", reason.String(), "change", why, "models", len(next.GetModels()), "bytes", size)
 	return true, nil
 }
 
 // due returns why next should be published now ("" when it should not), and for a change, what
 // changed.
-func (p *Publisher) due(next *gossipv1.CapacitySummary, now time.Time) (reason, why string) {
+func (p *Publisher) due(next *gossipv1.CapacitySummary, now time.Time) (reason contract.Reason, why string) {
 	if p.last == nil {
-		return reasonFirst, ""
+		return contract.ReasonPublishFirst, ""
 	}
 	if why := p.cfg.change(p.last, next); why != "" {
-		return reasonChange, why
+		return contract.ReasonPublishChange, why
 	}
 	if now.Sub(p.lastPublished) >= p.cfg.Heartbeat {
-		return reasonHeartbeat, ""
+		return contract.ReasonPublishHeartbeat, ""
 	}
 	return "", ""
 }

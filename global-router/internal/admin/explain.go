@@ -94,6 +94,7 @@ func candidateOf(e routing.Explanation) *adminv1.Candidate {
 		Chosen:      e.Chosen,
 		EstimateMs:  millis(e.Estimate),
 		Utilization: e.Utilization,
-		Reason:      e.Reason,
+		Reason:      e.Reason.Text(),
+		ReasonCode:  e.Reason.String(),
 	}
 }

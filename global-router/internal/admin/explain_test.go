@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -45,6 +46,15 @@ func TestExplainRoute(t *testing.T) {
 	if c2.GetChosen() || !c2.GetEligible() || c2.GetRegion() != "eu-west-1" || c2.GetReason() == "" {
 		t.Errorf("c2 candidate = %v", c2)
 	}
+	// Beside each text, its machine code, the contract's spelling of the same reason.
+	for _, tc := range []struct {
+		c    *adminv1.Candidate
+		want contract.Reason
+	}{{c1, contract.ReasonChosenLocal}, {c2, contract.ReasonLocalHasRoom}} {
+		if tc.c.GetReasonCode() != string(tc.want) || tc.c.GetReason() != tc.want.Text() {
+			t.Errorf("%s: reason code %q (%q), want %q (%q)", tc.c.GetCluster(), tc.c.GetReasonCode(), tc.c.GetReason(), tc.want, tc.want.Text())
+		}
+	}
 	if p := local.GetPolicy(); p.GetModel() != "llama" || p.GetOverflowThreshold() != 0.8 || p.GetRevision() != 0 {
 		t.Errorf("policy in force with none stored = %v, want the defaults", p)
 	}
@@ -64,7 +74,8 @@ func TestExplainRoute(t *testing.T) {
 	}
 	admintest.WaitFor(t, "drain in the view", func() bool { return e.Store.Snapshot().ClusterDrained("c1") })
 	over := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama"})
-	if over.GetRoute() != "overflow" || over.GetChosenCluster() != "c2" || candidate(over, "c1").GetEligible() || candidate(over, "c1").GetReason() != "drained" {
+	if over.GetRoute() != "overflow" || over.GetChosenCluster() != "c2" || candidate(over, "c1").GetEligible() || candidate(over, "c1").GetReason() != "drained" ||
+		candidate(over, "c1").GetReasonCode() != string(contract.ReasonDrained) {
 		t.Fatalf("explain with c1 drained = %v, want overflow to c2 and c1 drained", over)
 	}
 
@@ -74,7 +85,8 @@ func TestExplainRoute(t *testing.T) {
 	}
 	admintest.WaitFor(t, "policy in the view", func() bool { _, ok := e.Store.Snapshot().StoredPolicy("llama"); return ok })
 	none := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama"})
-	if none.GetRoute() != "" || none.GetChosenCluster() != "" || none.GetError() == "" || candidate(none, "c2").GetReason() != "region not allowed by policy" {
+	if none.GetRoute() != "" || none.GetChosenCluster() != "" || none.GetError() == "" || candidate(none, "c2").GetReason() != "region not allowed by policy" ||
+		candidate(none, "c2").GetReasonCode() != string(contract.ReasonRegionNotAllowed) {
 		t.Fatalf("explain with residency and the only allowed cluster drained = %v, want no route and an error", none)
 	}
 	if p := none.GetPolicy(); p.GetRevision() != stored.GetRevision() || !slices.Equal(p.GetAllowedRegions(), []string{"us-east-1"}) {

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
 // drainGate keeps a server's listener open while it drains at shutdown: every request arriving
@@ -16,19 +19,16 @@ type drainGate struct {
 	active   atomic.Int64
 }
 
-// drainingBody is the answer to a request that arrives during the drain, in OpenAI's error shape.
-const drainingBody = `{"error":{"message":"the router is shutting down; retry","type":"service_unavailable","param":null,"code":"shutting_down"}}` + "\n"
+// draining is the answer to a request that arrives during the drain, in OpenAI's error shape.
+var draining = openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable,
+	Code: contract.ReasonShuttingDown, Message: "the router is shutting down; retry", RetryAfterSeconds: 1}
 
 // wrap counts the requests h serves and refuses new ones once the drain has begun.
 func (g *drainGate) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.draining.Load() {
-			hdr := w.Header()
-			hdr.Set("Connection", "close")
-			hdr.Set("Retry-After", "1")
-			hdr.Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(drainingBody))
+			w.Header().Set("Connection", "close")
+			draining.Write(w)
 			return
 		}
 		g.active.Add(1)

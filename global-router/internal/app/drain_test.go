@@ -56,16 +56,21 @@ func TestServeDrains(t *testing.T) {
 	cancel()
 
 	var resp *http.Response
+	var refusal string
 	waitUntil(t, "a 503 while draining", func() bool {
-		r, _, err := get("/fast")
+		r, body, err := get("/fast")
 		if err != nil {
 			t.Fatalf("new request while draining: %v; want 503 on the open listener", err)
 		}
-		resp = r
+		resp, refusal = r, body
 		return r.StatusCode == http.StatusServiceUnavailable
 	})
 	if resp.Header.Get("Retry-After") == "" || !resp.Close {
 		t.Errorf("503 while draining: Retry-After %q, Connection: close %v; want both", resp.Header.Get("Retry-After"), resp.Close)
+	}
+	const wantBody = `{"error":{"message":"the router is shutting down; retry","type":"service_unavailable","param":null,"code":"shutting_down"}}` + "\n"
+	if refusal != wantBody || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("503 while draining: body %q (%s), want %q", refusal, resp.Header.Get("Content-Type"), wantBody)
 	}
 	select {
 	case err := <-served:

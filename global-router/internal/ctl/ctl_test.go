@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -200,6 +201,10 @@ func TestExplainAndMembers(t *testing.T) {
 	if !strings.Contains(out, "route: local  chosen: c1  fallbacks: c2") || !strings.Contains(out, "CLUSTER") {
 		t.Fatalf("explain table:\n%s", out)
 	}
+	// Each candidate's machine code stands beside its text.
+	if !strings.Contains(out, "chosen_local  ") || !strings.Contains(out, contract.ReasonChosenLocal.Text()) {
+		t.Fatalf("explain table without the chosen cluster's reason code:\n%s", out)
+	}
 	js := f.run(t, "-o", "json", "explain", "--model", "llama", "--prompt-tokens=2000")
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
@@ -208,7 +213,8 @@ func TestExplainAndMembers(t *testing.T) {
 	if doc["chosen_cluster"] != "c1" || doc["route"] != "local" || doc["error"] != "" {
 		t.Fatalf("explain JSON = %v", doc)
 	}
-	if cands, _ := doc["candidates"].([]any); len(cands) != 2 || cands[0].(map[string]any)["estimate_ms"] == nil {
+	if cands, _ := doc["candidates"].([]any); len(cands) != 2 || cands[0].(map[string]any)["estimate_ms"] == nil ||
+		cands[0].(map[string]any)["reason_code"] != string(contract.ReasonChosenLocal) {
 		t.Fatalf("explain JSON candidates = %v", doc["candidates"])
 	}
 	admintest.WaitFor(t, "three members in the table", func() bool {

@@ -184,9 +184,9 @@ func (c *caller) explanation(resp *adminv1.ExplainRouteResponse) error {
 			est = ms(cd.GetEstimateMs())
 		}
 		rows = append(rows, []string{cd.GetCluster(), cd.GetRegion(), yesNo(cd.GetEligible()), yesNo(cd.GetChosen()),
-			est, strconv.FormatFloat(cd.GetUtilization(), 'f', 2, 64), cd.GetReason()})
+			est, strconv.FormatFloat(cd.GetUtilization(), 'f', 2, 64), orDash(cd.GetReasonCode()), cd.GetReason()})
 	}
-	return c.table("CLUSTER\tREGION\tELIGIBLE\tCHOSEN\tESTIMATE\tUTIL\tREASON", rows)
+	return c.table("CLUSTER\tREGION\tELIGIBLE\tCHOSEN\tESTIMATE\tUTIL\tCODE\tREASON", rows)
 }
 
 func (c *caller) memberTable(resp *adminv1.ListMembersResponse) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
 // budgetWarnEvery spaces the warnings of a spent body budget: under a flood of stalled uploads
@@ -17,7 +18,7 @@ const budgetWarnEvery = time.Second
 // readBody reads the whole body into a buffer that grows as its bytes arrive (never sized from
 // Content-Length alone), reserved from the body budget until the caller releases it. A body over
 // MaxBodyBytes is a 413, a spent budget a 503 with Retry-After, a failed read a 400.
-func (s *Server) readBody(r *http.Request) (*body.Buffer, *apiError) {
+func (s *Server) readBody(r *http.Request) (*body.Buffer, *openai.Error) {
 	buf, err := body.Read(r.Body, body.Options{Limit: s.cfg.MaxBodyBytes, Declared: r.ContentLength, Budget: s.cfg.Bodies})
 	var spent *body.BudgetError
 	switch {

@@ -192,16 +192,16 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	buf, perr := s.readBody(r)
 	if perr != nil {
-		perr.write(w)
-		s.metrics.request("", outcomeOf(perr.status))
+		perr.Write(w)
+		s.metrics.request("", outcomeOf(perr.Status))
 		return
 	}
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
 	model, prompt, perr := parseRequest(body)
 	if perr != nil {
-		perr.write(w)
-		s.metrics.request("", outcomeOf(perr.status))
+		perr.Write(w)
+		s.metrics.request("", outcomeOf(perr.Status))
 		return
 	}
 	outcome, known := s.route(w, r, body, model, prompt)
@@ -240,14 +240,14 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 		case errors.Is(err, routing.ErrPolicyNotLoaded), errors.Is(err, routing.ErrPolicyUnreadable):
 			return s.refuse(r, w, model, err), known
 		case errors.Is(err, routing.ErrNoCandidate):
-			modelNotFound(model).write(w)
+			modelNotFound(model).Write(w)
 			return "not_found", known
 		case errors.Is(err, routing.ErrNotAllowed):
-			notAllowed(model, d).write(w)
+			notAllowed(model, d).Write(w)
 			return "not_allowed", known
 		case err == nil:
 			if d.LeftBecause != "" {
-				s.metrics.left.WithLabelValues(d.LeftBecause).Inc()
+				s.metrics.left.WithLabelValues(d.LeftBecause.String()).Inc()
 			}
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.logDecision(r.Context(), model, req.PromptTokens, view, d)
@@ -267,7 +267,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			return "cancelled", known
 		}
 		if !time.Now().Before(deadline) || !sleep(r.Context(), s.cfg.RetryPoll) {
-			noRoom(model, s.cfg.QueueWait).write(w)
+			noRoom(model, s.cfg.QueueWait).Write(w)
 			return "no_room", known
 		}
 	}
@@ -277,13 +277,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 // routing.ErrPolicyNotLoaded or ErrPolicyUnreadable), counts it, and returns its outcome label.
 // The store logs the cause once per change; the refusal itself is logged at debug level.
 func (s *Server) refuse(r *http.Request, w http.ResponseWriter, model string, err error) string {
-	reason := reasonUndecodable
+	reason := contract.ReasonUndecodable
 	if errors.Is(err, routing.ErrPolicyNotLoaded) {
-		reason = reasonNotLoaded
+		reason = contract.ReasonNotLoaded
 	}
-	s.metrics.unavailable.WithLabelValues(reason).Inc()
+	s.metrics.unavailable.WithLabelValues(reason.String()).Inc()
 	s.log.DebugContext(r.Context(), "request refused: no routing policy in force", "model", model, "reason", reason, "err", err)
-	policyUnavailable(model, reason, s.cfg.Region, err).write(w)
+	policyUnavailable(model, reason, s.cfg.Region, err).Write(w)
 	return outcomePolicyUnavailable
 }
 
@@ -414,6 +414,6 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 	s.log.LogAttrs(ctx, slog.LevelDebug, "route decision", slog.String("model", model),
 		slog.Int("prompt_tokens", promptTokens),
 		slog.String("chosen", chosen), slog.String("route", string(d.Route)),
-		slog.String("left_because", d.LeftBecause), slog.Int64("hand_back_ms", d.HandBack.Milliseconds()),
+		slog.String("left_because", d.LeftBecause.String()), slog.Int64("hand_back_ms", d.HandBack.Milliseconds()),
 		slog.String("estimates_ms", b.String()))
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
@@ -184,6 +186,35 @@ func TestRouting(t *testing.T) {
 				t.Errorf("429 without Retry-After / overflow header: %v", resp.Header)
 			}
 		})
+	}
+}
+
+// The residency refusal lists every candidate with its reason's text and, beside it, its
+// machine code, in the OpenAI error shape both tiers write (param null when empty).
+func TestResidencyRefusalListsCandidates(t *testing.T) {
+	f := newFleet(t, clusterSpec{"east", "us-east-1", 0.1, 0})
+	resp, body := post(t, router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}}), okBody)
+	want := `{"error":{"message":"no cluster serving ` + "`llama`" + ` is in a region its policy allows (serving regions: us-east-1)",` +
+		`"type":"service_unavailable","param":null,"code":"residency_policy","candidates":[` +
+		`{"cluster":"east","region":"us-east-1","eligible":false,"reason":"region not allowed by policy","reason_code":"region_not_allowed"}]}}` + "\n"
+	if resp.StatusCode != http.StatusServiceUnavailable || body != want {
+		t.Fatalf("status %d body\n%s\nwant\n%s", resp.StatusCode, body, want)
+	}
+	var doc struct {
+		Error struct {
+			Code       contract.Reason `json:"code"`
+			Candidates []struct {
+				Reason     string          `json:"reason"`
+				ReasonCode contract.Reason `json:"reason_code"`
+			} `json:"candidates"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if c := doc.Error.Candidates; doc.Error.Code != contract.ReasonResidencyPolicy || len(c) != 1 ||
+		c[0].ReasonCode != contract.ReasonRegionNotAllowed || c[0].Reason != contract.ReasonRegionNotAllowed.Text() {
+		t.Fatalf("decoded %+v", doc)
 	}
 }
 

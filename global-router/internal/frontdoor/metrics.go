@@ -3,10 +3,9 @@ package frontdoor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
-
-	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
 
 // Metrics are the front door's Prometheus collectors. The model label of requests_total takes
@@ -58,11 +57,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, c := range []string{landedBest, landedNearBest, landedOther} {
 		m.overflow.WithLabelValues(c)
 	}
-	for _, r := range []string{routing.LeftPastThroughput, routing.LeftRemoteSooner, routing.LeftOverThreshold, routing.LeftUnavailable, routing.LeftNoLocal} {
-		m.left.WithLabelValues(r)
+	for _, r := range contract.Reasons(contract.UseLeftRegion) {
+		m.left.WithLabelValues(r.String())
 	}
-	for _, r := range []string{reasonNotLoaded, reasonUndecodable} {
-		m.unavailable.WithLabelValues(r)
+	for _, r := range contract.Reasons(contract.UsePolicy) {
+		m.unavailable.WithLabelValues(r.String())
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal)

@@ -36,13 +36,13 @@ func TestParseRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			model, text, perr := parseRequest([]byte(tc.body))
 			if tc.status != 0 {
-				if perr == nil || perr.status != tc.status {
+				if perr == nil || perr.Status != tc.status {
 					t.Fatalf("got model %q text %q err %+v, want status %d", model, text, perr, tc.status)
 				}
 				return
 			}
 			if perr != nil {
-				t.Fatalf("status %d: %s", perr.status, perr.message)
+				t.Fatalf("status %d: %s", perr.Status, perr.Message)
 			}
 			if model != tc.model || string(text) != tc.text {
 				t.Fatalf("got model %q text %q, want %q %q", model, text, tc.model, tc.text)
@@ -81,7 +81,7 @@ func TestParseRequestKeepsBytesAsSent(t *testing.T) {
 // TestParseRequestNamesTheAmbiguousKey checks the 400 for a body both tiers refuse names the key.
 func TestParseRequestNamesTheAmbiguousKey(t *testing.T) {
 	_, _, perr := parseRequest([]byte(`{"model":"eu-only","Model":"open"}`))
-	if perr == nil || perr.param != "model" || !strings.Contains(perr.message, `"Model"`) {
+	if perr == nil || perr.Param != "model" || !strings.Contains(perr.Message, `"Model"`) {
 		t.Fatalf("got %+v, want a 400 naming the model key", perr)
 	}
 }

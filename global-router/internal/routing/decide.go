@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Fallback figures used when a summary does not carry them.
@@ -24,8 +26,9 @@ type Explanation struct {
 	Estimate time.Duration
 	// Utilization is the cluster's load used against the overflow threshold.
 	Utilization float64
-	// Reason is a short human explanation of the outcome.
-	Reason string
+	// Reason is why the cluster was chosen, passed over or ineligible; Reason.Text is the short
+	// human explanation ExplainRoute shows.
+	Reason contract.Reason
 
 	// prefill is the part of Estimate that is the prefill of this request's own uncached prompt.
 	prefill time.Duration
@@ -46,8 +49,8 @@ type Decision struct {
 	// NearBest is the highest estimate that counted as near the best.
 	NearBest time.Duration
 	// LeftBecause says, for a request routed out of the router's region, why no local cluster
-	// kept it (one of the Left* values); empty otherwise.
-	LeftBecause string
+	// kept it (a reason of contract.UseLeftRegion); empty otherwise.
+	LeftBecause contract.Reason
 	// HandBack, when above zero, is the offer the router makes to the chosen cluster: the time to
 	// first token, as the cluster's gateway would predict it (round trip left out), above which
 	// the gateway should hand the request back so that it goes elsewhere. It is made for a busy
@@ -60,15 +63,13 @@ type Decision struct {
 	remote, common time.Duration
 }
 
-// Why a request left the router's region (Decision.LeftBecause): the reason of the local
-// cluster that came nearest to keeping it, in this order.
-const (
-	LeftPastThroughput = "past_throughput" // this router's streams queue for a first token there
-	LeftRemoteSooner   = "remote_sooner"   // busy, and elsewhere is LocalPreference times sooner
-	LeftOverThreshold  = "over_threshold"  // at or over the policy's overflow threshold
-	LeftUnavailable    = "unavailable"     // drained, stale, unhealthy, saturated or without ready pods
-	LeftNoLocal        = "no_local"        // no cluster of the region serves the model
-)
+// leftOrder ranks why a request left the router's region (Decision.LeftBecause), from the
+// farthest from keeping it to the nearest: no local cluster serves the model; every local one is
+// unavailable (drained, stale, unhealthy, saturated or without ready pods); over the policy's
+// overflow threshold; busy, and elsewhere LocalPreference times sooner; this router's streams
+// queue there for a first token. The reason is that of the local cluster nearest to keeping it.
+var leftOrder = [...]contract.Reason{contract.ReasonNoLocal, contract.ReasonUnavailable,
+	contract.ReasonOverThreshold, contract.ReasonRemoteSooner, contract.ReasonPastThroughput}
 
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
@@ -212,7 +213,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 		e.Utilization = c.Utilization(req.AvgTokens)
 		e.Reason = ineligibleReason(c, pol, e.Utilization)
 		if opt.LocalOnly && c.Region != region && e.Reason == "" {
-			e.Reason = reasonLocalOnly
+			e.Reason = contract.ReasonLocalOnly
 		}
 		if c.Serves || c.Lists {
 			serving++
@@ -240,15 +241,15 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	if len(pool) == 0 {
 		return d, ErrNoRoom
 	}
-	left := ""
-	if route == reasonChosenOverflow {
+	var left contract.Reason
+	if route == contract.ReasonChosenOverflow {
 		left = leftBecause(region, clusters, d.Explain)
 	}
 	chosen := powerOfD(pool, d.Explain, opt, rng, &d)
 	reason := route
 	if r := returningShare(pool, clusters, rng); r >= 0 && r != chosen {
-		d.Explain[chosen].Reason = reasonYielded
-		chosen, reason = r, route+reasonReturning
+		d.Explain[chosen].Reason = contract.ReasonYielded
+		chosen, reason = r, returningReason(route)
 	}
 	d.Explain[chosen].Chosen = true
 	d.Explain[chosen].Reason = reason
@@ -265,26 +266,34 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 }
 
 // ineligibleReason returns why c cannot take the request at all, or "".
-func ineligibleReason(c *Cluster, pol Policy, util float64) string {
+func ineligibleReason(c *Cluster, pol Policy, util float64) contract.Reason {
 	switch {
 	case !c.Serves && c.Lists:
-		return "no ready pods"
+		return contract.ReasonNoReadyPods
 	case !c.Serves:
-		return "does not serve the model"
+		return contract.ReasonNotServed
 	case !regionAllowed(pol, c.Region):
-		return "region not allowed by policy"
+		return contract.ReasonRegionNotAllowed
 	case c.Drained:
-		return "drained"
+		return contract.ReasonDrained
 	case c.Stale:
-		return "stale capacity summary"
+		return contract.ReasonStale
 	case c.Unhealthy:
-		return "unhealthy (passive health)"
+		return contract.ReasonUnhealthy
 	case c.ReadyPods <= 0:
-		return "no ready pods"
+		return contract.ReasonNoReadyPods
 	case util >= 1:
-		return "saturated"
+		return contract.ReasonSaturated
 	}
 	return ""
+}
+
+// returningReason is the chosen reason route for a cluster drawn as a returning cluster's share.
+func returningReason(route contract.Reason) contract.Reason {
+	if route == contract.ReasonChosenLocal {
+		return contract.ReasonChosenLocalReturning
+	}
+	return contract.ReasonChosenOverflowReturning
 }
 
 func regionAllowed(pol Policy, region string) bool {
@@ -312,7 +321,7 @@ func backlogged(c *Cluster, perPod float64) bool {
 // opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a faster
 // GPU generation sits elsewhere. It records why the others were passed over. The pool is built in
 // buf (which needs room for every eligible cluster) in the order of eligible.
-func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible, buf []int, d *Decision) ([]int, string) {
+func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible, buf []int, d *Decision) ([]int, contract.Reason) {
 	capped := func(i int) bool {
 		c := &clusters[i]
 		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
@@ -345,11 +354,11 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		switch {
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
-			e.Reason = reasonOverThreshold
+			e.Reason = contract.ReasonOverThreshold
 		case backlogged(&clusters[i], opt.BacklogPerPod) && startsSooner(e):
-			e.Reason = reasonBacklogged
+			e.Reason = contract.ReasonPastThroughput
 		case busy(&clusters[i]) && sooner(e):
-			e.Reason = reasonRemoteSooner
+			e.Reason = contract.ReasonRemoteSooner
 		default:
 			local = append(local, i)
 		}
@@ -357,43 +366,37 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 	if len(local) > 0 {
 		for _, i := range eligible {
 			if clusters[i].Region != region {
-				d.Explain[i].Reason = reasonLocalHasRoom
+				d.Explain[i].Reason = contract.ReasonLocalHasRoom
 			}
 		}
-		return local, reasonChosenLocal
+		return local, contract.ReasonChosenLocal
 	}
 	pool := buf[:0]
 	for _, i := range eligible {
 		if capped(i) {
-			d.Explain[i].Reason = reasonOverflowCap
+			d.Explain[i].Reason = contract.ReasonOverflowCap
 			continue
 		}
 		pool = append(pool, i)
 	}
-	return pool, reasonChosenOverflow
+	return pool, contract.ReasonChosenOverflow
 }
 
 // leftBecause names why no local cluster kept a request, from the local clusters' reasons as
-// choosePool left them: the one nearest to keeping it.
-func leftBecause(region string, clusters []Cluster, ex []Explanation) string {
-	order := [...]string{LeftNoLocal, LeftUnavailable, LeftOverThreshold, LeftRemoteSooner, LeftPastThroughput}
+// choosePool left them: the one nearest to keeping it (leftOrder).
+func leftBecause(region string, clusters []Cluster, ex []Explanation) contract.Reason {
 	best := 0
 	for i := range clusters {
 		if clusters[i].Region != region || (!clusters[i].Serves && !clusters[i].Lists) {
 			continue
 		}
-		r := 1 // unavailable
-		switch ex[i].Reason {
-		case reasonBacklogged:
-			r = 4
-		case reasonRemoteSooner:
-			r = 3
-		case reasonOverThreshold:
-			r = 2
+		r := 1 // unavailable: any other reason
+		if k := slices.Index(leftOrder[2:], ex[i].Reason); k >= 0 {
+			r = 2 + k
 		}
 		best = max(best, r)
 	}
-	return order[best]
+	return leftOrder[best]
 }
 
 // powerOfD samples opt.D distinct candidates among the near-best of pool and returns the one with
@@ -410,7 +413,7 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 	var buf [8]int
 	near := smallest(buf[:0], pool, ex, min(max(opt.MaxChoices, 1), len(buf)), func(i int) bool { return ex[i].Estimate <= limit })
 	for _, i := range pool {
-		ex[i].Reason = reasonNotNearBest
+		ex[i].Reason = contract.ReasonNotNearBest
 	}
 	pick := near[0]
 	if len(near) > 1 {
@@ -426,7 +429,7 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 		}
 	}
 	for _, i := range near {
-		ex[i].Reason = reasonNotDrawn
+		ex[i].Reason = contract.ReasonNotDrawn
 	}
 	return pick
 }
@@ -472,28 +475,12 @@ func orderTargets(chosen int, pool, eligible []int, ex []Explanation) []int {
 	out = smallest(out, pool, ex, maxTargets, func(i int) bool { return true })
 	return smallest(out, eligible, ex, maxTargets, func(i int) bool {
 		_, inPool := slices.BinarySearch(pool, i)
-		return !inPool && ex[i].Reason != reasonOverflowCap
+		return !inPool && ex[i].Reason != contract.ReasonOverflowCap
 	})
 }
 
 // maxTargets bounds the chosen cluster plus its fallbacks.
 const maxTargets = 4
-
-// Reasons reported in explanations.
-const (
-	reasonChosenLocal    = "chosen: local first, under the overflow threshold"
-	reasonChosenOverflow = "chosen: overflow, no local cluster has room"
-	reasonLocalHasRoom   = "a local cluster has room"
-	reasonOverThreshold  = "over the overflow threshold"
-	reasonRemoteSooner   = "a cluster elsewhere is estimated to answer several times sooner"
-	reasonBacklogged     = "past its throughput (this router's requests queue there for a first token) and a cluster elsewhere is estimated sooner beyond the near-best window"
-	reasonOverflowCap    = "region overflow cap reached"
-	reasonNotNearBest    = "not near the best estimate"
-	reasonNotDrawn       = "near the best, not drawn by power-of-d"
-	reasonLocalOnly      = "outside the router's region (local-only routing mode)"
-	reasonYielded        = "drawn by power-of-d, passed over for a returning cluster's share"
-	reasonReturning      = "; returning from slow start, sent its share whatever its estimate"
-)
 
 func intN(rng *rand.Rand, n int) int {
 	if rng == nil {

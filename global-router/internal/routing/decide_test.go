@@ -3,9 +3,10 @@ package routing_test
 import (
 	"errors"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 )
@@ -46,7 +47,7 @@ func TestDecide(t *testing.T) {
 		wantErr   error
 		wantFirst string
 		wantRoute routing.Route
-		reasonOf  map[string]string // cluster -> expected reason prefix
+		reasonOf  map[string]contract.Reason // cluster -> expected reason
 	}{
 		{
 			name: "local first while under threshold",
@@ -54,7 +55,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{cluster("east-a", "us-east-1", 0.5, 2*ms), cluster("west", "us-west-2", 0.0, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "east-a", wantRoute: routing.RouteLocal,
-			reasonOf: map[string]string{"west": "a local cluster has room"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonLocalHasRoom},
 		},
 		{
 			name: "overflow to the best remote when local is over threshold",
@@ -66,7 +67,7 @@ func TestDecide(t *testing.T) {
 				}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
-			reasonOf: map[string]string{"eu": "not near the best"},
+			reasonOf: map[string]contract.Reason{"eu": contract.ReasonNotNearBest},
 		},
 		{
 			name: "residency fails closed",
@@ -75,7 +76,7 @@ func TestDecide(t *testing.T) {
 			},
 			policy:   routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}},
 			wantErr:  routing.ErrNotAllowed,
-			reasonOf: map[string]string{"east-a": "region not allowed"},
+			reasonOf: map[string]contract.Reason{"east-a": contract.ReasonRegionNotAllowed},
 		},
 		{
 			name: "residency keeps overflow inside allowed regions",
@@ -97,7 +98,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{a, b, c, cluster("d", "us-west-2", 0.3, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "d", wantRoute: routing.RouteOverflow,
-			reasonOf: map[string]string{"a": "drained", "b": "stale", "c": "unhealthy"},
+			reasonOf: map[string]contract.Reason{"a": contract.ReasonDrained, "b": contract.ReasonStale, "c": contract.ReasonUnhealthy},
 		},
 		{
 			name: "listed, but no ready pods anywhere for now: wait for room, not unknown",
@@ -107,7 +108,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{c}
 			},
 			policy: routing.DefaultPolicy(), wantErr: routing.ErrNoRoom,
-			reasonOf: map[string]string{"a": "no ready pods"},
+			reasonOf: map[string]contract.Reason{"a": contract.ReasonNoReadyPods},
 		},
 		{
 			name: "listed without ready pods only outside the allowed regions",
@@ -135,7 +136,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{a, cluster("b", "us-west-2", 1.0, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), wantErr: routing.ErrNoRoom,
-			reasonOf: map[string]string{"a": "saturated", "b": "saturated"},
+			reasonOf: map[string]contract.Reason{"a": contract.ReasonSaturated, "b": contract.ReasonSaturated},
 		},
 		{
 			name: "overflow cap excludes a capped region",
@@ -146,7 +147,7 @@ func TestDecide(t *testing.T) {
 			},
 			policy:    routing.Policy{OverflowThreshold: 0.8, OverflowCap: 10},
 			wantFirst: "east", wantRoute: routing.RouteLocal, // eu's 80 ms RTT loses to the busy local cluster
-			reasonOf: map[string]string{"west": "region overflow cap"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonOverflowCap},
 		},
 		{
 			name: "prefix cache makes a remote cluster the best",
@@ -165,7 +166,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 400*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
-			reasonOf: map[string]string{"east-a": "not near the best"}, // in the overflow pool, too slow
+			reasonOf: map[string]contract.Reason{"east-a": contract.ReasonNotNearBest}, // in the overflow pool, too slow
 		},
 		{
 			name: "stay local when a remote cluster is less than LocalPreference times as fast",
@@ -174,7 +175,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 200*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "east-a", wantRoute: routing.RouteLocal,
-			reasonOf: map[string]string{"west": "a local cluster has room"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonLocalHasRoom},
 		},
 		{
 			name: "local-only keeps a busy region's traffic at home",
@@ -185,7 +186,7 @@ func TestDecide(t *testing.T) {
 				}
 			},
 			policy: routing.DefaultPolicy(), localOnly: true, wantFirst: "east-a", wantRoute: routing.RouteLocal,
-			reasonOf: map[string]string{"west": "outside the router's region"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonLocalOnly},
 		},
 		{
 			name: "local-only with no local cluster serving has no room",
@@ -193,7 +194,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{cluster("west", "us-west-2", 0.1, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), localOnly: true, wantErr: routing.ErrNoRoom,
-			reasonOf: map[string]string{"west": "outside the router's region"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonLocalOnly},
 		},
 		{
 			name: "local-only with a saturated local cluster has no room",
@@ -203,7 +204,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{a, cluster("west", "us-west-2", 0.1, 70*ms)}
 			},
 			policy: routing.DefaultPolicy(), localOnly: true, wantErr: routing.ErrNoRoom,
-			reasonOf: map[string]string{"east-a": "saturated", "west": "outside the router's region"},
+			reasonOf: map[string]contract.Reason{"east-a": contract.ReasonSaturated, "west": contract.ReasonLocalOnly},
 		},
 		{
 			name: "local-only policy keeps a saturated region's traffic home",
@@ -213,7 +214,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{a, cluster("west", "us-west-2", 0.0, 70*ms)}
 			},
 			policy: routing.LocalOnlyPolicy("us-east-1"), wantErr: routing.ErrNoRoom,
-			reasonOf: map[string]string{"east-a": "saturated", "west": "region not allowed by policy"},
+			reasonOf: map[string]contract.Reason{"east-a": contract.ReasonSaturated, "west": contract.ReasonRegionNotAllowed},
 		},
 		{
 			name: "local-only policy with no local cluster allows none",
@@ -221,7 +222,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{cluster("west", "us-west-2", 0.0, 70*ms)}
 			},
 			policy: routing.LocalOnlyPolicy("us-east-1"), wantErr: routing.ErrNotAllowed,
-			reasonOf: map[string]string{"west": "region not allowed by policy"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonRegionNotAllowed},
 		},
 		{
 			name: "local-only policy routes locally over the threshold",
@@ -229,7 +230,7 @@ func TestDecide(t *testing.T) {
 				return []routing.Cluster{cluster("east-a", "us-east-1", 0.9, 2*ms), cluster("west", "us-west-2", 0.0, 70*ms)}
 			},
 			policy: routing.LocalOnlyPolicy("us-east-1"), wantFirst: "east-a", wantRoute: routing.RouteLocal,
-			reasonOf: map[string]string{"west": "region not allowed by policy"},
+			reasonOf: map[string]contract.Reason{"west": contract.ReasonRegionNotAllowed},
 		},
 	}
 	for _, tt := range tests {
@@ -245,8 +246,8 @@ func TestDecide(t *testing.T) {
 				t.Fatalf("explanations = %d, want %d", len(d.Explain), len(cs))
 			}
 			for _, e := range d.Explain {
-				if want, ok := tt.reasonOf[e.Cluster]; ok && !hasPrefix(e.Reason, want) {
-					t.Errorf("%s: reason %q, want prefix %q", e.Cluster, e.Reason, want)
+				if want, ok := tt.reasonOf[e.Cluster]; ok && e.Reason != want {
+					t.Errorf("%s: reason %q, want %q", e.Cluster, e.Reason, want)
 				}
 			}
 			if tt.wantErr != nil {
@@ -264,8 +265,6 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // TestPowerOfDSpreadsAmongNearBest checks that overflow is spread among near-equal clusters but
 // never lands on one outside the 20% window.
@@ -287,7 +286,7 @@ func TestReturningClusterGetsItsShare(t *testing.T) {
 			}
 			if d.Targets[0] == 2 {
 				n++
-				if !strings.Contains(d.Explain[2].Reason, "returning") || d.Route != routing.RouteLocal {
+				if d.Explain[2].Reason != contract.ReasonChosenLocalReturning || d.Route != routing.RouteLocal {
 					t.Fatalf("returning cluster chosen with reason %q, route %s", d.Explain[2].Reason, d.Route)
 				}
 			}
@@ -496,7 +495,7 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		remote routing.Cluster
 		opt    routing.Options
 		want   string
-		reason string // the local cluster's reason when passed over
+		reason contract.Reason // the local cluster's reason when passed over
 		// handBack is the offer made to the busy local cluster kept: backlogged, the throughput
 		// rule's limit, 50 ms of common prefill + 1.2 × the rest of the remote estimate; short
 		// of the backlog, 3 × the remote estimate (LocalPreference); less east's 2-ms RTT.
@@ -507,7 +506,7 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		// same everywhere): 2 + 200 = 202 ms against 70 + 20 = 90 for west.
 		// west: 140 ms, so 3 × 140 − 2.
 		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", "", 418 * ms},
-		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", "not near the best estimate", 0},
+		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", contract.ReasonNotNearBest, 0},
 		// eu: 470 ms: 50 + 1.2 × 420 − 2.
 		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", "", 552 * ms},
 		// eu: 190 + 20 = 210 ms to start, later than local's 202.
@@ -530,7 +529,7 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 			if tc.reason != "" && d.Explain[0].Reason != tc.reason {
 				t.Fatalf("local reason %q, want %q", d.Explain[0].Reason, tc.reason)
 			}
-			if want := map[string]string{"west": routing.LeftPastThroughput, "eu": routing.LeftPastThroughput}[tc.want]; d.LeftBecause != want {
+			if want := map[string]contract.Reason{"west": contract.ReasonPastThroughput, "eu": contract.ReasonPastThroughput}[tc.want]; d.LeftBecause != want {
 				t.Fatalf("left because %q, want %q", d.LeftBecause, want)
 			}
 			if d.HandBack != tc.handBack {
@@ -598,12 +597,12 @@ func TestLeftBecause(t *testing.T) {
 	tests := []struct {
 		name     string
 		clusters []routing.Cluster
-		want     string
+		want     contract.Reason
 	}{
-		{"no local cluster", []routing.Cluster{west}, routing.LeftNoLocal},
-		{"drained", []routing.Cluster{drained, west}, routing.LeftUnavailable},
-		{"over threshold beats drained", []routing.Cluster{drained, full, west}, routing.LeftOverThreshold},
-		{"remote sooner beats over threshold", []routing.Cluster{full, remote, west}, routing.LeftRemoteSooner},
+		{"no local cluster", []routing.Cluster{west}, contract.ReasonNoLocal},
+		{"drained", []routing.Cluster{drained, west}, contract.ReasonUnavailable},
+		{"over threshold beats drained", []routing.Cluster{drained, full, west}, contract.ReasonOverThreshold},
+		{"remote sooner beats over threshold", []routing.Cluster{full, remote, west}, contract.ReasonRemoteSooner},
 		{"kept local", []routing.Cluster{cluster("east", "us-east-1", 0.1, 2*ms), west}, ""},
 	}
 	for _, tt := range tests {

@@ -626,7 +626,11 @@ type Candidate struct {
 	// Utilization compared against the policy's overflow threshold, in [0,1].
 	Utilization float64 `protobuf:"fixed64,6,opt,name=utilization,proto3" json:"utilization,omitempty"`
 	// Short human explanation of the outcome.
-	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The same outcome as a stable machine code (snake_case, e.g. "drained", "over_threshold",
+	// "chosen_local"): the contract.Reason spelling, listed in docs/contract.md. Compare this, not
+	// reason, whose wording may change.
+	ReasonCode    string `protobuf:"bytes,8,opt,name=reason_code,json=reasonCode,proto3" json:"reason_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -706,6 +710,13 @@ func (x *Candidate) GetUtilization() float64 {
 func (x *Candidate) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *Candidate) GetReasonCode() string {
+	if x != nil {
+		return x.ReasonCode
 	}
 	return ""
 }
@@ -2272,7 +2283,7 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x03url\x18\x06 \x01(\tR\x03url\x12\x18\n" +
 	"\aversion\x18\a \x01(\tR\aversion\x126\n" +
 	"\x05state\x18\b \x01(\x0e2 .switchyard.admin.v1.MemberStateR\x05state\x12\x15\n" +
-	"\x06rtt_ms\x18\t \x01(\x01R\x05rttMs\"\xcc\x01\n" +
+	"\x06rtt_ms\x18\t \x01(\x01R\x05rttMs\"\xed\x01\n" +
 	"\tCandidate\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x1a\n" +
@@ -2281,7 +2292,9 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\vestimate_ms\x18\x05 \x01(\x01R\n" +
 	"estimateMs\x12 \n" +
 	"\vutilization\x18\x06 \x01(\x01R\vutilization\x12\x16\n" +
-	"\x06reason\x18\a \x01(\tR\x06reason\"+\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x1f\n" +
+	"\vreason_code\x18\b \x01(\tR\n" +
+	"reasonCode\"+\n" +
 	"\x13ListClustersRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\"P\n" +
 	"\x14ListClustersResponse\x128\n" +
