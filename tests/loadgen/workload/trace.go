@@ -23,7 +23,8 @@ import (
 //
 // The replayed window starts at Start (recorded time) and lasts the workload's Duration of
 // replay time, that is Duration × TimeScale of the recording, or MaxRequests requests, whichever
-// ends first.
+// ends first. The trace is read as a stream, but the window's requests (prompts included) are held
+// in memory, as every workload's schedule is: about 50 MB for 1,000 full-length Mooncake prompts.
 type Trace struct {
 	// Format is mooncake or azure.
 	Format trace.Format `yaml:"format"`
@@ -187,7 +188,10 @@ func generateTrace(w *Workload, seed uint64) ([]Request, error) {
 		if rec.At >= end {
 			break
 		}
-		r := g.traceRequest(len(reqs), &rec)
+		r, err := g.traceRequest(len(reqs), &rec)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %s line %d: %w", w.Name, t.File(), rec.Line, err)
+		}
 		r.At = time.Duration(float64(rec.At-t.Start) / t.TimeScale)
 		reqs = append(reqs, r)
 	}
@@ -206,19 +210,28 @@ func traceEnd(start, d time.Duration, scale float64) time.Duration {
 // blockSalt keeps the random streams of prompt blocks apart from the generator's other streams.
 const blockSalt = 0x9e3779b97f4a7c15
 
-// traceRequest is the request of trace record rec, the i-th of the replay.
-func (g *Generator) traceRequest(i int, rec *trace.Record) Request {
+// traceRequest is the request of trace record rec, the i-th of the replay. A scaled length
+// beyond the workload's token bound is an error.
+func (g *Generator) traceRequest(i int, rec *trace.Record) (Request, error) {
 	t := g.w.Trace
 	rng := rand.New(rand.NewPCG(g.seed, domainContent|uint64(i)))
 	r := Request{Index: i, Endpoint: g.w.Endpoint, Model: g.pickModel(rng), Group: -1}
+	block := ScaledBlockTokens(t.PromptScale)
 	if rec.HashIDs != nil {
-		r.Prompt, r.PromptTokens = blockPrompt(g.seed, rec, ScaledBlockTokens(t.PromptScale))
+		r.PromptTokens = blockPromptTokens(rec, block)
 	} else {
 		r.PromptTokens = max(1, int(math.Round(float64(rec.InputTokens)*t.PromptScale)))
+	}
+	r.MaxTokens = max(1, int(math.Round(float64(rec.OutputTokens)*t.OutputScale)))
+	if r.PromptTokens > maxTokens || r.MaxTokens > maxTokens {
+		return Request{}, fmt.Errorf("%d prompt and %d output tokens after scaling, more than %d", r.PromptTokens, r.MaxTokens, maxTokens)
+	}
+	if rec.HashIDs != nil {
+		r.Prompt = blockPrompt(g.seed, rec, block, r.PromptTokens)
+	} else {
 		r.Prompt = uniquePrompt(rng, i, r.PromptTokens*CharsPerToken)
 	}
-	r.MaxTokens = min(maxTokens, max(1, int(math.Round(float64(rec.OutputTokens)*t.OutputScale))))
-	return r
+	return r, nil
 }
 
 // ScaledBlockTokens is the prompt tokens one Mooncake hash id stands for at prompt scale s:
@@ -227,14 +240,12 @@ func ScaledBlockTokens(s float64) int {
 	return max(16, int(math.Round(trace.BlockTokens*s/16))*16)
 }
 
-// blockPrompt builds a Mooncake record's prompt: one block of deterministic text per hash id,
-// each block tokens long, the last one cut to the record's length (scaled alike). A block's text
+// blockPrompt builds a Mooncake record's prompt of total tokens: one block of deterministic text
+// per hash id, each block tokens long, the last one cut to the record's length (scaled alike). A block's text
 // depends only on the seed and its id, and a cut block is a prefix of the whole one, so two
 // prompts share exactly the blocks of their common leading ids.
-func blockPrompt(seed uint64, rec *trace.Record, tokens int) (string, int) {
+func blockPrompt(seed uint64, rec *trace.Record, tokens, total int) string {
 	n := len(rec.HashIDs)
-	last := rec.InputTokens - (n-1)*trace.BlockTokens
-	total := (n-1)*tokens + (last*tokens+trace.BlockTokens-1)/trace.BlockTokens
 	var b strings.Builder
 	b.Grow(total * CharsPerToken)
 	for j, id := range rec.HashIDs {
@@ -244,7 +255,15 @@ func blockPrompt(seed uint64, rec *trace.Record, tokens int) (string, int) {
 		}
 		writeBlock(&b, seed, id, k*CharsPerToken)
 	}
-	return b.String(), total
+	return b.String()
+}
+
+// blockPromptTokens is the length of rec's prompt with blocks of tokens: whole blocks for all
+// ids but the last, whose share of a block is scaled alike (rounded up).
+func blockPromptTokens(rec *trace.Record, tokens int) int {
+	n := len(rec.HashIDs)
+	last := rec.InputTokens - (n-1)*trace.BlockTokens
+	return (n-1)*tokens + (last*tokens+trace.BlockTokens-1)/trace.BlockTokens
 }
 
 // writeBlock appends the first n bytes of block id's text: a tag naming the id (so blocks of

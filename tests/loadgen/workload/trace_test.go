@@ -304,3 +304,17 @@ func TestSLOMet(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceLengthBound: a length scaled past the workload's token bound is an error naming the
+// record's line, not a gigantic prompt.
+func TestTraceLengthBound(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "big.csv")
+	src := "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-01-01 00:00:00,10,1\n2024-01-01 00:00:01,1000000,1\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := traceWorkload(t, "azure", file, "", "  prompt_scale: 2\n")
+	if _, err := workload.Generate(w, 1); err == nil || !strings.Contains(err.Error(), "line 3: 2000000 prompt and 1 output tokens after scaling") {
+		t.Errorf("error %v, want the scaled length refused on line 3", err)
+	}
+}

@@ -53,7 +53,7 @@ func TestEmbeddedWorkloadsLoadAndValidate(t *testing.T) {
 				if !strings.HasPrefix(w.Trace.Path, "../shared/traces/") || w.SLO == nil || w.Endpoint != workload.Completions {
 					t.Errorf("trace %+v, slo %v, endpoint %s", w.Trace, w.SLO, w.Endpoint)
 				}
-				short, _ = short.WithTrace(func(tr *workload.Trace) { tr.Path = testdata(t, file) })
+				short, _ = short.WithTrace(func(tr *workload.Trace) { tr.Path, tr.Start = testdata(t, file), 0 })
 			}
 			if reqs := mustGenerate(t, short, w.Seed); len(reqs) == 0 {
 				t.Error("no requests in 5 s")
