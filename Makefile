@@ -56,7 +56,7 @@ TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/globa
 TEST_P        ?= 4
 GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
 
-.PHONY: all build run bench-routing test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -107,6 +107,14 @@ BENCH_DURATION ?= 60s
 BENCH_OUT      ?= bench-results
 bench-routing: build
 	for s in $(SCENARIOS); do $(GO) run ./tests/cmd/bench --scenario=$$s --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) --bin-dir=$(BIN) || exit 1; done
+
+## bench-traces: the trace-replay scenarios (docs/loadgen.md); the traces are not in the repository:
+## TRACE_DIR holds them (default ../shared/traces); QUICK=1 runs each scenario's short window
+TRACE_SCENARIOS ?= trace-conversation trace-azure-conv
+TRACE_DIR       ?= ../shared/traces
+QUICK           ?=
+bench-traces: build
+	for s in $(TRACE_SCENARIOS); do $(GO) run ./tests/cmd/bench --scenario=$$s --trace-dir=$(TRACE_DIR) $(if $(QUICK),--quick) --out=$(BENCH_OUT) --bin-dir=$(BIN) || exit 1; done
 
 ## soak: SOAK_DURATION of load on the local stack (free ports), sampling every gateway's and router's
 ## heap and goroutines; fails on growth (docs/reliability.md). Not part of `make test`.

@@ -44,6 +44,9 @@ type Config struct {
 	GatewayBin string
 	// RouterBin is the global-router executable (required by Tier 2 scenarios).
 	RouterBin string
+	// TracePath replaces a trace scenario's trace file; TraceDir is a directory holding it
+	// under its own file name (the scenarios name ../shared/traces/FILE from the repository root).
+	TracePath, TraceDir string
 	// Out is the directory the reports go to; LogDir the gateway logs (default Out/logs).
 	Out, LogDir string
 	// Repeat runs a Tier 2 scenario's request sequence this many times, each on fresh stacks, and
@@ -114,6 +117,8 @@ type Result struct {
 	// Target and Verdict state the scenario's target and whether the default profile met it.
 	Target  string   `json:"target,omitempty"`
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// Trace describes a trace scenario's replay and its offered load (trace scenarios only).
+	Trace *TraceFigures `json:"trace,omitempty"`
 	// LoadAvg is the machine's 1-minute load average at the start and at the end of the run
 	// (Linux; empty elsewhere): the figures are only as good as the CPU the simulation got.
 	LoadAvg [2]string `json:"load_avg"`
@@ -200,10 +205,16 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 	if err != nil {
 		return nil, err
 	}
+	if w, err = applyTraceFile(cfg, w); err != nil {
+		return nil, err
+	}
 	if cfg.Duration > 0 {
 		if w, err = w.WithDuration(cfg.Duration); err != nil {
 			return nil, err
 		}
+	}
+	if w.IsTrace() {
+		return prepareTrace(ctx, cfg, res, w)
 	}
 	res.Capacity = cfg.Capacity
 	if res.Capacity == 0 {
@@ -252,6 +263,9 @@ func scaleTime(w *workload.Workload, ts float64) (*workload.Workload, error) {
 	}
 	if c.Arrival != nil {
 		scaleArrival(c.Arrival)
+	}
+	if c.Trace != nil {
+		scaleTrace(c, ts)
 	}
 	for i := range c.Regions { // Clone copied the regions: changing them leaves w alone
 		scaleArrival(&c.Regions[i].Arrival)

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,7 +99,7 @@ func TestSmoke(t *testing.T) {
 // TestScenarios checks the scenario table: every scenario resolves and names its target.
 func TestScenarios(t *testing.T) {
 	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8, "region-burst": 10,
-		"region-burst-overload": 6}
+		"region-burst-overload": 6, "trace-conversation": 8, "trace-azure-conv": 8}
 	for name, pods := range want {
 		t.Run(name, func(t *testing.T) {
 			sc, err := bench.Lookup(name)
@@ -112,6 +113,86 @@ func TestScenarios(t *testing.T) {
 	}
 	if _, err := bench.Lookup("nope"); err == nil {
 		t.Error("unknown scenario accepted")
+	}
+}
+
+// TestTraceSmoke runs each trace scenario end to end on the synthetic traces: 2 h100 pods,
+// round-robin and default, the whole trace (8 requests over about 2 s).
+func TestTraceSmoke(t *testing.T) {
+	harness.EndToEnd(t)
+	bin, cleanup, err := bench.GatewayBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	for _, tc := range []struct {
+		scenario, file, attribution string
+	}{
+		{"trace-conversation", "mooncake.jsonl", "Mooncake"},
+		{"trace-azure-conv", "azure.csv", "Splitwise"},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			sc, err := bench.Lookup(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Pools = []bench.Pool{{Profile: "h100", Count: 2}}
+			dir, err := filepath.Abs(filepath.Join("..", "loadgen", "trace", "testdata"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := workload.Load(sc.Workload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The synthetic trace lasts 2.3 s: replay it whole, from its start.
+			file := filepath.Join(t.TempDir(), "w.yaml")
+			src := fmt.Sprintf("name: %s\nseed: 3\nduration: 3s\nendpoint: completions\nignore_eos: true\nslo: {ttft: 1s, tpot: 100ms}\n"+
+				"trace: {format: %s, path: %s}\n", sc.Name, w.Trace.Format, filepath.Join(dir, tc.file))
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sc.Workload = file
+			cfg := bench.DefaultConfig()
+			cfg.Scenario, cfg.Policies = sc, []string{"round-robin", "default"}
+			cfg.Capacity, cfg.GatewayBin, cfg.Out = 10, bin, t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := bench.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Trace == nil || res.Trace.Requests != 8 || res.Trace.TimeScale != 1 || res.RateRPS != 8.0/3 {
+				t.Fatalf("trace figures %+v, rate %v", res.Trace, res.RateRPS)
+			}
+			for i, tg := range res.Report.Targets {
+				if tg.Requests != 8 || tg.OK != 8 || tg.Goodput == nil {
+					t.Errorf("%s: %d of %d requests ok, goodput %v (%v)", tg.Name, tg.OK, tg.Requests, tg.Goodput, tg.ErrorsByKind)
+				}
+				// Mooncake's hash ids share prefixes: round robin over two pods still finds some.
+				if tc.file == "mooncake.jsonl" && !(tg.PrefixCacheHitRate > 0) {
+					t.Errorf("%s: prefix-cache hit rate %v, want > 0", tg.Name, tg.PrefixCacheHitRate)
+				}
+				if tc.file == "azure.csv" && tg.CachedTokens != 0 {
+					t.Errorf("%s: %d cached tokens from prompts that share no prefix", tg.Name, tg.CachedTokens)
+				}
+				// modelsim honours max_tokens: every request generated its recorded output length.
+				for _, s := range res.Samples.Targets[i].Samples {
+					if s.OutputTokens != s.MaxTokens {
+						t.Errorf("%s request %d: %d output tokens, max_tokens %d", tg.Name, s.Index, s.OutputTokens, s.MaxTokens)
+					}
+				}
+			}
+			md, err := os.ReadFile(filepath.Join(cfg.Out, sc.Name+".md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"time-scale factor 1×", "goodput req/s", tc.attribution, "| default |"} {
+				if !strings.Contains(string(md), want) {
+					t.Errorf("markdown lacks %q:\n%s", want, md)
+				}
+			}
+		})
 	}
 }
 

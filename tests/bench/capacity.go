@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -42,6 +43,8 @@ type Probe struct {
 	MeanWaiting float64
 	// Sustained is MeanWaiting <= CapacityConfig.MaxMeanWaiting.
 	Sustained bool
+	// TooLong counts the requests left out because they do not fit the pod's KV cache at all.
+	TooLong int
 }
 
 // MeasureCapacity returns the highest Poisson arrival rate (req/s, simulated time) of w's request
@@ -53,11 +56,15 @@ func MeasureCapacity(ctx context.Context, w *workload.Workload, prof string, cfg
 		return 0, nil, err
 	}
 	var probes []Probe
+	var src requestSource = steadyRequests{w}
+	if w.IsTrace() {
+		src = &traceProbeRequests{w: w}
+	}
 	probe := func(rate float64) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		pr, err := simulateRate(w, p, rate, cfg)
+		pr, err := simulateRate(w, src, p, rate, cfg)
 		if err != nil {
 			return false, err
 		}
@@ -93,17 +100,30 @@ func MeasureCapacity(ctx context.Context, w *workload.Workload, prof string, cfg
 	return lo, probes, nil
 }
 
-// simulateRate sends span of Poisson arrivals of w's shape at rate to one simulated pod and
-// samples its waiting queue every simulated second.
-func simulateRate(w *workload.Workload, p profile.Profile, rate float64, cfg CapacityConfig) (Probe, error) {
-	steady := w.Clone()
+// requestSource gives the requests of one capacity probe: Poisson arrivals at rate for span.
+type requestSource interface {
+	requests(rate float64, span time.Duration) ([]workload.Request, error)
+}
+
+// steadyRequests draws a workload's requests, its arrivals replaced by a Poisson process.
+type steadyRequests struct{ w *workload.Workload }
+
+func (s steadyRequests) requests(rate float64, span time.Duration) ([]workload.Request, error) {
+	steady := s.w.Clone()
 	steady.Arrival = &workload.Arrival{Process: workload.Poisson, Rate: rate}
 	steady.Regions = nil
-	steady.Duration = cfg.Span
+	steady.Duration = span
 	if err := steady.Validate(); err != nil {
-		return Probe{}, err
+		return nil, err
 	}
-	reqs, err := workload.Generate(steady, steady.Seed)
+	return workload.Generate(steady, steady.Seed)
+}
+
+// simulateRate sends span of Poisson arrivals of w's shape at rate to one simulated pod and
+// samples its waiting queue every simulated second. A request too long for the pod's KV cache
+// (a pod answers it 400) is left out and counted.
+func simulateRate(w *workload.Workload, src requestSource, p profile.Profile, rate float64, cfg CapacityConfig) (Probe, error) {
+	reqs, err := src.requests(rate, cfg.Span)
 	if err != nil {
 		return Probe{}, err
 	}
@@ -113,8 +133,11 @@ func simulateRate(w *workload.Workload, p profile.Profile, rate float64, cfg Cap
 	if err != nil {
 		return Probe{}, err
 	}
+	tooLong := 0
 	for i := range reqs {
-		if _, err := sim.Submit(reqs[i].At, engineRequest(w, &reqs[i])); err != nil {
+		if _, err := sim.Submit(reqs[i].At, engineRequest(w, &reqs[i])); errors.Is(err, engine.ErrExceedsKV) {
+			tooLong++
+		} else if err != nil {
 			return Probe{}, fmt.Errorf("request %d: %w", i, err)
 		}
 	}
@@ -128,7 +151,7 @@ func simulateRate(w *workload.Workload, p profile.Profile, rate float64, cfg Cap
 		}
 	}
 	mean := sum / math.Max(1, float64(n))
-	return Probe{Rate: rate, MeanWaiting: mean, Sustained: mean <= cfg.MaxMeanWaiting}, nil
+	return Probe{Rate: rate, MeanWaiting: mean, Sustained: mean <= cfg.MaxMeanWaiting, TooLong: tooLong}, nil
 }
 
 // engineRequest renders r the way modelsim's HTTP API hands it to the engine.

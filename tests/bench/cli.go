@@ -30,6 +30,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "--log-level of the gateways and routers started (debug logs every routing decision)")
 	fs.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "Tier 2 scenarios: runs of the request sequence, each on fresh stacks, pooled into one report")
+	fs.StringVar(&cfg.TracePath, "trace", "", "trace scenarios: the trace file (default: the scenario's, ../shared/traces/FILE from the repository root)")
+	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "trace scenarios: a directory holding the trace under its own file name")
+	quick := fs.Bool("quick", false, "the scenario's quick run: "+quickDuration.String()+" of arrivals (trace scenarios: their own short window)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -43,11 +46,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Scenario, cfg.Policies = sc, strings.Split(*policies, ",")
+	if *quick && !flagSet(fs, "duration") {
+		cfg.Duration = sc.quick()
+	}
 	if sc.Regional() && !flagSet(fs, "policies") {
 		cfg.Policies = RouterModes
 	}
 	if *measure {
-		return printCapacity(ctx, sc, stdout, stderr)
+		return printCapacity(ctx, &cfg, stdout, stderr)
 	}
 	if *progress {
 		cfg.Progress = stderr
@@ -102,8 +108,12 @@ func names() []string {
 }
 
 // printCapacity measures and prints the capacity search of each profile in sc's fleet.
-func printCapacity(ctx context.Context, sc Scenario, stdout, stderr io.Writer) int {
+func printCapacity(ctx context.Context, cfg *Config, stdout, stderr io.Writer) int {
+	sc := cfg.Scenario
 	w, err := workload.Load(sc.Workload)
+	if err == nil {
+		w, err = applyTraceFile(cfg, w)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -119,10 +129,19 @@ func printCapacity(ctx context.Context, sc Scenario, stdout, stderr io.Writer) i
 			return 1
 		}
 		for _, pr := range probes {
-			fmt.Fprintf(stdout, "  %s %s rate %.3f req/s: mean waiting %.2f sustained=%v\n", sc.Workload, p.Profile, pr.Rate, pr.MeanWaiting, pr.Sustained)
+			fmt.Fprintf(stdout, "  %s %s rate %.3f req/s: mean waiting %.2f sustained=%v", sc.Workload, p.Profile, pr.Rate, pr.MeanWaiting, pr.Sustained)
+			if pr.TooLong > 0 {
+				fmt.Fprintf(stdout, " (%d requests too long for the KV cache left out)", pr.TooLong)
+			}
+			fmt.Fprintln(stdout)
 		}
 		fmt.Fprintf(stdout, "%s %s: %.2f req/s per pod (%d probes, %s)\n", sc.Workload, p.Profile, c, len(probes), time.Since(start).Round(time.Millisecond))
 		total += float64(p.Count) * c
+	}
+	if w.IsTrace() {
+		fmt.Fprintf(stdout, "%s fleet (%s): %.2f req/s; round robin sustains %d × the slowest pod's; the trace at %g× its recorded rate\n",
+			sc.Name, pools(sc), total, sc.Pods(), w.Trace.TimeScale)
+		return 0
 	}
 	fmt.Fprintf(stdout, "%s fleet (%s): %.2f req/s; load %.3f gives %.2f req/s\n", sc.Name, pools(sc), total, w.Load, w.Load*total)
 	return 0

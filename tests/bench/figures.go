@@ -99,3 +99,12 @@ func (f Figures) AdapterLoads(policy string) uint64 {
 	}
 	return 0
 }
+
+// Goodput returns the fraction of policy's requests that met the workload's SLO; NaN when the
+// policy did not run or the workload sets no SLO.
+func (f Figures) Goodput(policy string) float64 {
+	if t := f.target(policy); t != nil && t.Goodput != nil {
+		return float64(t.Goodput.Fraction)
+	}
+	return math.NaN()
+}

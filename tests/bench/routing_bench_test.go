@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/bench"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
 
 // BenchmarkRouting runs the scenarios named in SWITCHYARD_BENCH_SCENARIOS (comma-separated, or
@@ -16,7 +18,8 @@ import (
 // SWITCHYARD_BENCH_OUT (default bench-results). Each scenario runs once whatever b.N is (it lasts
 // minutes, so the framework never asks for more); the default profile's TTFT ratios against round
 // robin are reported as metrics, and for Tier 2 scenarios the global mode's figures against
-// local-only.
+// local-only. Trace scenarios read their trace from SWITCHYARD_TRACE_DIR when set, and are
+// skipped when the trace is missing.
 func BenchmarkRouting(b *testing.B) {
 	list := os.Getenv("SWITCHYARD_BENCH_SCENARIOS")
 	if list == "" {
@@ -65,7 +68,11 @@ func runScenario(b *testing.B, sc bench.Scenario, bin, router string) {
 	if out := os.Getenv("SWITCHYARD_BENCH_OUT"); out != "" {
 		cfg.Out = out
 	}
+	cfg.TraceDir = os.Getenv("SWITCHYARD_TRACE_DIR")
 	res, err := bench.Run(context.Background(), cfg)
+	if errors.Is(err, workload.ErrTraceMissing) {
+		b.Skipf("%v (set SWITCHYARD_TRACE_DIR to the traces' directory)", err)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,6 +35,19 @@ type Scenario struct {
 	// Target states the target in words; Check decides it from a run's figures.
 	Target string
 	Check  func(f Figures) Verdict
+	// Quick is the arrivals' duration of a --quick run (0 = quickDuration).
+	Quick time.Duration
+}
+
+// quickDuration is a --quick run's arrivals for scenarios that name no Quick duration.
+const quickDuration = 15 * time.Second
+
+// quick returns the arrivals' duration of a --quick run.
+func (s Scenario) quick() time.Duration {
+	if s.Quick > 0 {
+		return s.Quick
+	}
+	return quickDuration
 }
 
 // Region is one region of a Tier 2 scenario.
@@ -115,6 +128,8 @@ var scenarios = []Scenario{
 	},
 	regionBurst,
 	regionBurstOverload,
+	traceConversation,
+	traceAzureConv,
 	{
 		Name: "uniform-steady", Workload: "uniform-steady",
 		Pools:  []Pool{{"h100", 8}},

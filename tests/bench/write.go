@@ -95,6 +95,11 @@ func tier1Table(b *strings.Builder, cfg *Config, res *Result) {
 		pools(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
 		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
 		res.LoadAvg[0], res.LoadAvg[1])
+	traceLines(b, cfg.Scenario.Pods(), res)
+	if res.Trace != nil {
+		traceTable(b, res)
+		return
+	}
 	b.WriteString("| policy | TTFT P50 | P95 | P99 | P50 / RR | P95 / RR | P99 / RR | errors | hit rate | adapter loads |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets {

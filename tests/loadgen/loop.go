@@ -136,6 +136,10 @@ func (r *runner) result() *Result {
 	res := &Result{
 		Workload: w.Name, Seed: r.cfg.Seed, Rate: w.MeanRate(), Duration: w.Duration,
 		Started: r.start, Elapsed: time.Duration(r.end.Load()),
+		Trace: traceInfo(w, len(r.reqs)), SLO: w.SLO,
+	}
+	if w.IsTrace() {
+		res.Rate = float64(len(r.reqs)) / w.Duration.Seconds()
 	}
 	for i, t := range r.targets {
 		st := r.state[i]

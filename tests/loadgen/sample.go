@@ -1,6 +1,24 @@
 package loadgen
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+)
+
+// traceInfo describes w's trace replay of n requests (nil for other workloads).
+func traceInfo(w *workload.Workload, n int) *TraceInfo {
+	t := w.Trace
+	if t == nil {
+		return nil
+	}
+	return &TraceInfo{
+		Format: string(t.Format), File: filepath.Base(t.Path), TimeScale: t.TimeScale,
+		PromptScale: t.PromptScale, OutputScale: t.OutputScale, StartS: t.Start.Seconds(), Requests: n,
+		Attribution: t.Format.Attribution(),
+	}
+}
 
 // ErrorKind classifies a failed request. The empty kind means success.
 type ErrorKind string
@@ -91,6 +109,28 @@ type Result struct {
 	Elapsed time.Duration
 	// Targets holds one result per target, in the order given.
 	Targets []TargetResult
+	// Trace describes the replayed trace (trace workloads only).
+	Trace *TraceInfo
+	// SLO is the workload's per-request objective (nil when it sets none).
+	SLO *workload.SLO
+}
+
+// TraceInfo describes a trace replay, for reports.
+type TraceInfo struct {
+	// Format is the trace's format; File its file name (without its directory).
+	Format string `json:"format"`
+	File   string `json:"file"`
+	// TimeScale is the replay's rate as a multiple of the recorded one; PromptScale and
+	// OutputScale the length factors.
+	TimeScale   float64 `json:"time_scale"`
+	PromptScale float64 `json:"prompt_scale"`
+	OutputScale float64 `json:"output_scale"`
+	// StartS is where in the recording the window starts, in seconds; Requests how many
+	// requests it holds.
+	StartS   float64 `json:"start_s"`
+	Requests int     `json:"requests"`
+	// Attribution is the citation the trace's licence asks for with its results.
+	Attribution string `json:"attribution"`
 }
 
 // TargetResult is one target's samples, ordered by request index.

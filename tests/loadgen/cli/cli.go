@@ -38,6 +38,20 @@ type options struct {
 	LogFormat     string
 	LogLevel      string
 	ListWorkloads bool
+	Trace         traceOptions
+	SLOTTFT       time.Duration
+	SLOTPOT       time.Duration
+}
+
+// traceOptions are the flags that change a trace workload's replay.
+type traceOptions struct {
+	Path        string
+	Format      string
+	TimeScale   float64
+	PromptScale float64
+	OutputScale float64
+	Start       time.Duration
+	MaxRequests int
 }
 
 // targetList is the repeatable --target flag.
@@ -72,6 +86,15 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.ListWorkloads, "list-workloads", false, "list the embedded workloads and exit")
+	fs.StringVar(&o.Trace.Path, "trace", "", "trace workloads: the trace file (default: the workload's trace.path)")
+	fs.StringVar(&o.Trace.Format, "trace-format", "", "trace workloads: mooncake or azure (default: the workload's)")
+	fs.Float64Var(&o.Trace.TimeScale, "trace-time-scale", 0, "trace workloads: replay at this multiple of the recorded rate (default: the workload's)")
+	fs.Float64Var(&o.Trace.PromptScale, "trace-prompt-scale", 0, "trace workloads: multiply prompt lengths (default: the workload's)")
+	fs.Float64Var(&o.Trace.OutputScale, "trace-output-scale", 0, "trace workloads: multiply output lengths (default: the workload's)")
+	fs.DurationVar(&o.Trace.Start, "trace-start", 0, "trace workloads: skip this much of the recording (default: the workload's)")
+	fs.IntVar(&o.Trace.MaxRequests, "trace-max-requests", 0, "trace workloads: replay at most this many requests (default: the workload's)")
+	fs.DurationVar(&o.SLOTTFT, "slo-ttft", 0, "goodput: TTFT bound per request (default: the workload's slo)")
+	fs.DurationVar(&o.SLOTPOT, "slo-tpot", 0, "goodput: time per output token bound (default: the workload's slo)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loadgen --target=URL|NAME=URL [--target=...] --workload=NAME|FILE [flags]\n\n"+
 			"Sends a workload's request sequence to every target and reports TTFT, ITL and E2E percentiles.\n"+

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/trace"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
 
@@ -81,6 +82,17 @@ func loadWorkload(o *options) (*workload.Workload, error) {
 		{o.Adapters != "", func(w *workload.Workload) (*workload.Workload, error) {
 			return w.WithAdapters(strings.Split(o.Adapters, ","))
 		}},
+		{o.Trace != (traceOptions{}), o.Trace.apply},
+		{o.SLOTTFT != 0 || o.SLOTPOT != 0, func(w *workload.Workload) (*workload.Workload, error) {
+			slo := workload.SLO{TTFT: o.SLOTTFT, TPOT: o.SLOTPOT}
+			if w.SLO != nil && o.SLOTTFT == 0 {
+				slo.TTFT = w.SLO.TTFT
+			}
+			if w.SLO != nil && o.SLOTPOT == 0 {
+				slo.TPOT = w.SLO.TPOT
+			}
+			return w.WithSLO(slo)
+		}},
 	}
 	for _, s := range steps {
 		if err != nil || !s.on {
@@ -92,6 +104,35 @@ func loadWorkload(o *options) (*workload.Workload, error) {
 		return nil, fmt.Errorf("--workload=%s: %w", o.Workload, err)
 	}
 	return w, nil
+}
+
+// apply sets the trace flags that were given on a trace workload.
+func (t traceOptions) apply(w *workload.Workload) (*workload.Workload, error) {
+	if !w.IsTrace() {
+		return nil, fmt.Errorf("--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file with trace:)", w.Name)
+	}
+	if t.TimeScale < 0 || t.PromptScale < 0 || t.OutputScale < 0 || t.Start < 0 || t.MaxRequests < 0 {
+		return nil, errors.New("--trace flags: scales, start and max requests must not be negative")
+	}
+	return w.WithTrace(func(tr *workload.Trace) {
+		if t.Path != "" {
+			tr.Path = t.Path
+		}
+		if t.Format != "" {
+			tr.Format = trace.Format(t.Format)
+		}
+		for _, f := range []struct{ src, dst *float64 }{{&t.TimeScale, &tr.TimeScale}, {&t.PromptScale, &tr.PromptScale}, {&t.OutputScale, &tr.OutputScale}} {
+			if *f.src != 0 {
+				*f.dst = *f.src
+			}
+		}
+		if t.Start != 0 {
+			tr.Start = t.Start
+		}
+		if t.MaxRequests != 0 {
+			tr.MaxRequests = t.MaxRequests
+		}
+	})
 }
 
 func parseTargets(specs []string) ([]loadgen.Target, error) {
@@ -128,8 +169,11 @@ func listWorkloads(stdout io.Writer) error {
 			return err
 		}
 		rate := fmt.Sprintf("%g req/s", w.MeanRate())
-		if w.IsClosedLoop() {
+		switch {
+		case w.IsClosedLoop():
 			rate = fmt.Sprintf("%d in flight", w.Arrival.Concurrency)
+		case w.IsTrace():
+			rate = fmt.Sprintf("%s ×%g", w.Trace.Format, w.Trace.TimeScale)
 		}
 		fmt.Fprintf(stdout, "%-15s %-12s %-6s seed %-3d %s\n", name, rate, w.Duration, w.Seed, w.Description)
 	}

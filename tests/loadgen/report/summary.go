@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
 
 // Schema names the JSON layout; it changes only when a field changes meaning or goes away.
@@ -35,6 +36,26 @@ type Report struct {
 	Baseline string `json:"baseline,omitempty"`
 	// Targets has one entry per target, in run order.
 	Targets []Target `json:"targets"`
+	// Trace describes the replayed trace, with the attribution its results must carry (trace
+	// workloads only).
+	Trace *loadgen.TraceInfo `json:"trace,omitempty"`
+	// SLO is the per-request objective goodput is counted against (workloads that set one).
+	SLO *SLO `json:"slo,omitempty"`
+}
+
+// SLO is a per-request objective in milliseconds (0: not checked).
+type SLO struct {
+	TTFTMs float64 `json:"ttft_ms"`
+	TPOTMs float64 `json:"tpot_ms"`
+}
+
+// Goodput counts the requests that met the SLO.
+type Goodput struct {
+	// Requests met the SLO: succeeded, TTFT and time per output token within it.
+	Requests int `json:"requests"`
+	// PerS divides them by the arrivals' duration; Fraction by every request sent.
+	PerS     Num `json:"per_s"`
+	Fraction Num `json:"fraction"`
 }
 
 // Percentiles of a latency in milliseconds; failed requests count as "inf".
@@ -86,6 +107,8 @@ type Target struct {
 	TTFTCDF []CDFPoint `json:"ttft_cdf"`
 	// Timeline counts requests per second of sending time.
 	Timeline []Bucket `json:"timeline"`
+	// Goodput counts the requests that met the report's SLO (present with an SLO).
+	Goodput *Goodput `json:"goodput,omitempty"`
 }
 
 // CDFPoint is one point of a cumulative distribution.
@@ -118,9 +141,17 @@ func Summarize(res *loadgen.Result, baseline string) (*Report, error) {
 	r := &Report{
 		Schema: Schema, Workload: res.Workload, Seed: res.Seed, RateRPS: Num(res.Rate),
 		DurationS: res.Duration.Seconds(), Started: res.Started, ElapsedS: res.Elapsed.Seconds(),
+		Trace: res.Trace,
+	}
+	if res.SLO != nil {
+		r.SLO = &SLO{TTFTMs: ms(res.SLO.TTFT), TPOTMs: ms(res.SLO.TPOT)}
 	}
 	for i := range res.Targets {
-		r.Targets = append(r.Targets, summarizeTarget(&res.Targets[i]))
+		t := summarizeTarget(&res.Targets[i])
+		if res.SLO != nil {
+			t.Goodput = goodput(res.Targets[i].Samples, res.SLO, res.Duration)
+		}
+		r.Targets = append(r.Targets, t)
 	}
 	if err := r.SetBaseline(baseline); err != nil {
 		return nil, err
@@ -165,6 +196,24 @@ func (t *Target) ratioFigures() []Num {
 func percentiles(values []float64) Percentiles {
 	slices.Sort(values)
 	return Percentiles{P50: Percentile(values, 50), P95: Percentile(values, 95), P99: Percentile(values, 99)}
+}
+
+// goodput counts the samples that met slo, per second of d.
+func goodput(samples []loadgen.Sample, slo *workload.SLO, d time.Duration) *Goodput {
+	g := &Goodput{}
+	for i := range samples {
+		s := &samples[i]
+		if s.OK() && slo.Met(s.TTFT, s.E2E, s.OutputTokens) {
+			g.Requests++
+		}
+	}
+	if d > 0 {
+		g.PerS = Num(float64(g.Requests) / d.Seconds())
+	}
+	if len(samples) > 0 {
+		g.Fraction = Num(float64(g.Requests) / float64(len(samples)))
+	}
+	return g
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -38,6 +38,7 @@ func ReadJSON(rd io.Reader) (*Report, error) {
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## loadgen: %s (seed %d, %s req/s for %gs)\n\n", r.Workload, r.Seed, r.RateRPS, r.DurationS)
+	writeTrace(&b, r)
 	b.WriteString("Times in ms; failed requests count as infinitely slow (∞).\n\n")
 	b.WriteString("| target | requests | errors | TTFT P50 | TTFT P95 | TTFT P99 | ITL P50 | ITL P99 | E2E P50 | E2E P95 | E2E P99 | output tok/s | prefix-cache hit |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -46,12 +47,48 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			t.Name, t.Requests, t.Errors, errorKinds(t.ErrorsByKind), t.TTFTMs.P50, t.TTFTMs.P95, t.TTFTMs.P99,
 			t.ITLMs.P50, t.ITLMs.P99, t.E2EMs.P50, t.E2EMs.P95, t.E2EMs.P99, t.OutputTokensPerS, percent(t.PrefixCacheHitRate))
 	}
+	writeGoodput(&b, r)
 	writeRatios(&b, r)
 	writePlaces(&b, r)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("report: write markdown: %w", err)
 	}
 	return nil
+}
+
+// writeTrace says which trace was replayed, how, and whose it is.
+func writeTrace(b *strings.Builder, r *Report) {
+	t := r.Trace
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(b, "Trace replay: %s `%s`, %d requests from %gs of the recording, at %g× the recorded rate", t.Format, t.File,
+		t.Requests, t.StartS, t.TimeScale)
+	if t.PromptScale != 1 || t.OutputScale != 1 {
+		fmt.Fprintf(b, ", prompts × %g, outputs × %g", t.PromptScale, t.OutputScale)
+	}
+	fmt.Fprintf(b, ". Trace: %s.\n\n", t.Attribution)
+}
+
+// writeGoodput writes the goodput table when the workload sets an SLO.
+func writeGoodput(b *strings.Builder, r *Report) {
+	if r.SLO == nil {
+		return
+	}
+	var bounds []string
+	if r.SLO.TTFTMs > 0 {
+		bounds = append(bounds, fmt.Sprintf("TTFT ≤ %g ms", r.SLO.TTFTMs))
+	}
+	if r.SLO.TPOTMs > 0 {
+		bounds = append(bounds, fmt.Sprintf("time per output token ≤ %g ms", r.SLO.TPOTMs))
+	}
+	fmt.Fprintf(b, "\nGoodput: requests that succeeded with %s.\n\n", strings.Join(bounds, " and "))
+	b.WriteString("| target | within SLO | share | goodput req/s |\n|---|---:|---:|---:|\n")
+	for _, t := range r.Targets {
+		if g := t.Goodput; g != nil {
+			fmt.Fprintf(b, "| %s | %d | %s | %s |\n", t.Name, g.Requests, percent(g.Fraction), g.PerS)
+		}
+	}
 }
 
 // writeRatios writes the ratio table when there is a baseline.

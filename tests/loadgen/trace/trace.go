@@ -45,7 +45,7 @@ const (
 	MaxTimestamp = 1_000_000 * time.Second
 )
 
-// Attribution is the citation the Azure trace's licence (CC-BY 4.0) asks for wherever results
+// AzureAttribution is the citation the Azure trace's licence (CC-BY 4.0) asks for wherever results
 // from it are published.
 const AzureAttribution = "Azure LLM inference trace 2023 (Azure Public Dataset, CC-BY 4.0): " +
 	"Patel et al., \"Splitwise: Efficient Generative LLM Inference Using Phase Splitting\", ISCA 2024"

@@ -71,6 +71,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("arrival: {process: poisson, rate: 5}\nprompt: {dist: fixed, value: 10}\noutput: {dist: fixed, value: 10}\n"))
 	f.Add([]byte("regions: [{name: r, arrival: {process: onoff, rate: 1}}]\nshared_prefix: {groups: 1, prompts_per_group: 1, system_tokens: 1, question_tokens: 1}\noutput: {dist: lognormal, mean: 3}\n"))
 	f.Add([]byte("duration: 1s\narrival:\n  rate: [x]\n"))
+	f.Add([]byte("trace: {format: mooncake, path: t.jsonl, time_scale: 2, prompt_scale: 0.25, start: 1m, max_requests: 9}\nslo: {ttft: 1s}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, err := workload.Parse("fuzz.yaml", data)
 		if err != nil {

@@ -71,7 +71,8 @@ func NewGenerator(w *Workload, seed uint64) *Generator {
 }
 
 // Request returns request i's content (model, prompt, max_tokens); At and Region are left zero.
-// It depends only on the workload, the seed and i.
+// It depends only on the workload, the seed and i. A trace workload's requests come from its
+// trace: Generate returns them.
 func (g *Generator) Request(i int) Request {
 	rng := rand.New(rand.NewPCG(g.seed, domainContent|uint64(i)))
 	r := Request{Index: i, Endpoint: g.w.Endpoint, Model: g.pickModel(rng), Group: -1}
@@ -105,9 +106,14 @@ func (g *Generator) pickModel(rng *rand.Rand) string {
 }
 
 // Generate returns the whole open-loop request sequence of w with seed, ordered by arrival time.
+// For a trace workload it reads the trace's window (an error names the file, and the line of a
+// bad record; ErrTraceMissing when the file does not exist).
 func Generate(w *Workload, seed uint64) ([]Request, error) {
 	if w.IsClosedLoop() {
 		return nil, ErrClosedLoop
+	}
+	if w.Trace != nil {
+		return generateTrace(w, seed)
 	}
 	type arrival struct {
 		at     time.Duration

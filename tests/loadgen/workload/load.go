@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,7 +40,11 @@ func Names() []string {
 func Load(nameOrPath string) (*Workload, error) {
 	if data, err := embedded.ReadFile(path.Join("workloads", nameOrPath+".yaml")); err == nil &&
 		!strings.ContainsAny(nameOrPath, `/\`) {
-		return Parse(nameOrPath+".yaml", data)
+		w, err := Parse(nameOrPath+".yaml", data)
+		if err == nil && w.Trace != nil {
+			w.Trace.dir = repoRoot()
+		}
+		return w, err
 	}
 	data, err := os.ReadFile(nameOrPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -48,7 +53,11 @@ func Load(nameOrPath string) (*Workload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload: read %s: %w", nameOrPath, err)
 	}
-	return Parse(nameOrPath, data)
+	w, err := Parse(nameOrPath, data)
+	if err == nil && w.Trace != nil {
+		w.Trace.dir = filepath.Dir(nameOrPath)
+	}
+	return w, err
 }
 
 // Parse decodes and validates one workload. Unknown fields are rejected; source names the input
@@ -85,6 +94,9 @@ func (w *Workload) fillDefaults() {
 		w.Prompt.fillDefaults()
 	}
 	w.Output.fillDefaults()
+	if w.Trace != nil {
+		w.Trace.fillDefaults()
+	}
 }
 
 func (a *Arrival) fillDefaults() {

@@ -15,6 +15,9 @@ func (w *Workload) WithRate(rate float64) (*Workload, error) {
 	if w.IsClosedLoop() {
 		return nil, fmt.Errorf("rate: workload %s is a closed loop (arrival.concurrency sets its load)", w.Name)
 	}
+	if w.Trace != nil {
+		return nil, fmt.Errorf("rate: workload %s replays a trace (trace.time_scale sets its rate)", w.Name)
+	}
 	c := w.Clone()
 	scale := rate / w.MeanRate()
 	if c.Arrival != nil {
@@ -29,6 +32,9 @@ func (w *Workload) WithRate(rate float64) (*Workload, error) {
 // WithCapacity returns a copy whose mean rate is Load × capacity, capacity being the rate in req/s
 // of this workload's shape that the fleet under test sustains with a bounded queue.
 func (w *Workload) WithCapacity(capacity float64) (*Workload, error) {
+	if w.Trace != nil {
+		return nil, fmt.Errorf("capacity: workload %s replays a trace (trace.time_scale sets its rate)", w.Name)
+	}
 	if w.Load <= 0 {
 		return nil, fmt.Errorf("capacity: workload %s sets no load fraction", w.Name)
 	}
@@ -46,6 +52,13 @@ func (w *Workload) WithDuration(d time.Duration) (*Workload, error) {
 	c := w.Clone()
 	c.Duration = d
 	return c, nil
+}
+
+// WithSLO returns a copy whose goodput is counted against s.
+func (w *Workload) WithSLO(s SLO) (*Workload, error) {
+	c := w.Clone()
+	c.SLO = &s
+	return c, c.Validate()
 }
 
 // WithModel returns a copy whose requests name model as the base model.

@@ -28,6 +28,17 @@ func (w *Workload) Validate() error {
 	if !(w.Load >= 0 && w.Load <= 10) {
 		return fmt.Errorf("load: must be in [0,10], got %v", w.Load)
 	}
+	if w.SLO != nil {
+		if err := w.SLO.validate(); err != nil {
+			return fmt.Errorf("slo.%w", err)
+		}
+	}
+	if w.Trace != nil {
+		if err := w.validateTrace(); err != nil {
+			return err
+		}
+		return w.validateAdapters()
+	}
 	if err := w.validateArrivals(); err != nil {
 		return err
 	}

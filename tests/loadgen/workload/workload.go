@@ -7,6 +7,8 @@
 package workload
 
 import (
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -71,6 +73,44 @@ type Workload struct {
 	Output Dist `yaml:"output"`
 	// SharedPrefix makes prompts in groups that share a long system prompt.
 	SharedPrefix *SharedPrefix `yaml:"shared_prefix"`
+	// Trace replays a recorded trace: its arrivals, lengths and (Mooncake) shared prefixes.
+	// Exclusive with Arrival, Regions, Prompt, SharedPrefix, Output and Load.
+	Trace *Trace `yaml:"trace"`
+	// SLO, when set, is the per-request objective the report's goodput counts against.
+	SLO *SLO `yaml:"slo"`
+}
+
+// SLO is a per-request service-level objective: a request meets it when it succeeded, its time to
+// first token is at most TTFT and its time per output token after the first is at most TPOT (a
+// zero bound is not checked).
+type SLO struct {
+	// TTFT bounds the time to first token.
+	TTFT time.Duration `yaml:"ttft"`
+	// TPOT bounds the mean time per output token after the first: (E2E − TTFT) / (tokens − 1).
+	TPOT time.Duration `yaml:"tpot"`
+}
+
+// Met reports whether a successful request with these times and output tokens meets s.
+func (s *SLO) Met(ttft, e2e time.Duration, outputTokens int) bool {
+	if s.TTFT > 0 && ttft > s.TTFT {
+		return false
+	}
+	if s.TPOT > 0 && outputTokens > 1 && (e2e-ttft)/time.Duration(outputTokens-1) > s.TPOT {
+		return false
+	}
+	return true
+}
+
+func (s *SLO) validate() error {
+	switch {
+	case s.TTFT < 0:
+		return fmt.Errorf("ttft: must be >= 0, got %s", s.TTFT)
+	case s.TPOT < 0:
+		return fmt.Errorf("tpot: must be >= 0, got %s", s.TPOT)
+	case s.TTFT == 0 && s.TPOT == 0:
+		return errors.New("ttft, tpot: set at least one")
+	}
+	return nil
 }
 
 // Adapter is a LoRA adapter and the fraction of requests that name it.
@@ -144,13 +184,17 @@ func defaults() Workload {
 	}
 }
 
+// IsTrace reports whether the workload replays a recorded trace.
+func (w *Workload) IsTrace() bool { return w.Trace != nil }
+
 // IsClosedLoop reports whether the workload keeps a fixed number of requests in flight instead
 // of following an arrival schedule.
 func (w *Workload) IsClosedLoop() bool {
 	return w.Arrival != nil && w.Arrival.Process == Closed
 }
 
-// MeanRate is the total mean arrival rate over all regions (0 for closed loops).
+// MeanRate is the total mean arrival rate over all regions (0 for closed loops and for traces,
+// whose rate is known once the trace is read: the generated requests over Duration).
 func (w *Workload) MeanRate() float64 {
 	if w.Arrival != nil {
 		if w.Arrival.Process == Closed {
@@ -181,6 +225,14 @@ func (w *Workload) Clone() *Workload {
 	if w.SharedPrefix != nil {
 		s := *w.SharedPrefix
 		c.SharedPrefix = &s
+	}
+	if w.Trace != nil {
+		t := *w.Trace
+		c.Trace = &t
+	}
+	if w.SLO != nil {
+		s := *w.SLO
+		c.SLO = &s
 	}
 	return &c
 }

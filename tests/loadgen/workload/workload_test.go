@@ -29,7 +29,8 @@ func mustGenerate(t *testing.T, w *workload.Workload, seed uint64) []workload.Re
 }
 
 func TestEmbeddedWorkloadsLoadAndValidate(t *testing.T) {
-	want := []string{"bursty", "cluster-loss", "mixed-fleet", "multi-lora", "region-burst", "region-burst-overload", "shared-prefix", "uniform-steady"}
+	want := []string{"bursty", "cluster-loss", "mixed-fleet", "multi-lora", "region-burst", "region-burst-overload", "shared-prefix",
+		"trace-azure-conv", "trace-conversation", "uniform-steady"}
 	if got := workload.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -46,6 +47,14 @@ func TestEmbeddedWorkloadsLoadAndValidate(t *testing.T) {
 				t.Errorf("validate: %v", err)
 			}
 			short, _ := w.WithDuration(5 * time.Second)
+			if w.IsTrace() {
+				// The traces are not in the repository: replay the synthetic one of the format.
+				file := map[string]string{"mooncake": "mooncake.jsonl", "azure": "azure.csv"}[string(w.Trace.Format)]
+				if !strings.HasPrefix(w.Trace.Path, "../shared/traces/") || w.SLO == nil || w.Endpoint != workload.Completions {
+					t.Errorf("trace %+v, slo %v, endpoint %s", w.Trace, w.SLO, w.Endpoint)
+				}
+				short, _ = short.WithTrace(func(tr *workload.Trace) { tr.Path, tr.Start = testdata(t, file), 0 })
+			}
 			if reqs := mustGenerate(t, short, w.Seed); len(reqs) == 0 {
 				t.Error("no requests in 5 s")
 			}
