@@ -104,7 +104,7 @@ func TestStaleSummariesAvoided(t *testing.T) {
 	}
 	cfg := frontdoor.DefaultConfig()
 	cfg.Region, cfg.QueueWait = region, 2*time.Second // rides out a late heartbeat on a loaded machine
-	cfg.Options.NearBest = 0 // always the best estimate: the preferred cluster while it is fresh
+	cfg.Options.NearBest = 0                          // always the best estimate: the preferred cluster while it is fresh
 	srv := httptest.NewServer(frontdoor.New(cfg, table, policies{}, fwd, nil, nil).Handler())
 	t.Cleanup(srv.Close)
 
