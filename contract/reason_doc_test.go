@@ -1,13 +1,9 @@
 package contract_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -67,32 +63,6 @@ func TestReasonsDocumented(t *testing.T) {
 	}
 }
 
-// headerValues returns the value of every Header constant of headers.go.
-func headerValues(t *testing.T) map[string]bool {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "headers.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, decl := range f.Decls {
-		g, ok := decl.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Header") {
-					v, _ := strconv.Unquote(lit.Value)
-					out[v] = true
-				}
-			}
-		}
-	}
-	return out
-}
-
 // reasonMetrics are the metrics whose label takes reasons: the label and the reasons' use.
 var reasonMetrics = map[string]struct {
 	label string
@@ -136,7 +106,7 @@ func TestDocsMatchContract(t *testing.T) {
 		t.Run(p.page, func(t *testing.T) {
 			doc := readDoc(t, p.page)
 			for _, m := range headerName.FindAllStringSubmatch(doc, -1) {
-				if !headers[m[1]] {
+				if _, ok := headers[m[1]]; !ok {
 					t.Errorf("names the header %s, which contract does not define", m[1])
 				}
 			}

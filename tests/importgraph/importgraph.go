@@ -70,8 +70,8 @@ func decode(r io.Reader) ([]Package, error) {
 	}
 }
 
-// module returns the workspace module of an import path, "" for none.
-func module(path string) string {
+// Module returns the workspace module of an import path, "" for none.
+func Module(path string) string {
 	rest, ok := strings.CutPrefix(path, Root)
 	if !ok {
 		return ""
@@ -97,7 +97,7 @@ func Build(pkgs []Package, mod string) (Graph, error) {
 	var roots []string
 	for _, p := range pkgs {
 		byPath[p.ImportPath] = p
-		if p.Name == "main" && module(p.ImportPath) == mod {
+		if p.Name == "main" && Module(p.ImportPath) == mod {
 			roots = append(roots, p.ImportPath)
 		}
 	}
@@ -115,7 +115,7 @@ func Build(pkgs []Package, mod string) (Graph, error) {
 		}
 		direct[path] = []string{}
 		for _, imp := range byPath[path].Imports {
-			if m := module(imp); m == mod || slices.Contains(shared, m) {
+			if m := Module(imp); m == mod || slices.Contains(shared, m) {
 				direct[path] = append(direct[path], imp)
 				stack = append(stack, imp)
 			}

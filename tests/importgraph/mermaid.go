@@ -13,7 +13,7 @@ func Mermaid(g Graph) string {
 	var own, plugins, common []string
 	for _, n := range g.Nodes {
 		switch {
-		case module(Root+n) != g.Module:
+		case Module(Root+n) != g.Module:
 			common = append(common, n)
 		case strings.Contains(n, "/internal/plugins/"):
 			plugins = append(plugins, n)

@@ -13,9 +13,10 @@ import (
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/tests/harness"
+	"github.com/switchyard-dev/switchyard/tests/importgraph"
 )
 
-const root = "github.com/switchyard-dev/switchyard/"
+const root = importgraph.Root
 
 // pkg is the part of `go list -json` the rules read.
 type pkg struct {
@@ -66,16 +67,6 @@ func listWorkspace(t *testing.T) []pkg {
 	return pkgs
 }
 
-// module returns the workspace module of an import path ("" for none).
-func module(path string) string {
-	rest, ok := strings.CutPrefix(path, root)
-	if !ok {
-		return ""
-	}
-	m, _, _ := strings.Cut(rest, "/")
-	return m
-}
-
 // allowed lists, for each module, the workspace modules it may import besides itself.
 var allowed = map[string][]string{
 	"contract":        {},
@@ -88,9 +79,9 @@ var allowed = map[string][]string{
 
 func TestModuleBoundaries(t *testing.T) {
 	for _, p := range listWorkspace(t) {
-		from := module(p.ImportPath)
+		from := importgraph.Module(p.ImportPath)
 		for _, imp := range p.Imports {
-			to := module(imp)
+			to := importgraph.Module(imp)
 			if to == "" || to == from {
 				continue
 			}
@@ -109,11 +100,11 @@ func TestModuleBoundaries(t *testing.T) {
 // own packages aside), so either tier can take it without taking a dependency.
 func TestContractIsALeaf(t *testing.T) {
 	for _, p := range listWorkspace(t) {
-		if module(p.ImportPath) != "contract" {
+		if importgraph.Module(p.ImportPath) != "contract" {
 			continue
 		}
 		for _, imp := range p.Imports {
-			if module(imp) != "contract" && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+			if importgraph.Module(imp) != "contract" && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s, outside the standard library", p.ImportPath, imp)
 			}
 		}

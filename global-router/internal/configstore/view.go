@@ -1,6 +1,7 @@
 package configstore
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -128,11 +129,7 @@ func (v *View) Unreadable(model string) (UnreadablePolicy, bool) {
 
 // UnreadablePolicies returns every stored policy value that cannot be read, ordered by model.
 func (v *View) UnreadablePolicies() []UnreadablePolicy {
-	out := make([]UnreadablePolicy, 0, len(v.unreadable))
-	for _, m := range slices.Sorted(maps.Keys(v.unreadable)) {
-		out = append(out, v.unreadable[m])
-	}
-	return out
+	return valuesByKey(v.unreadable)
 }
 
 // StoredPolicy returns a copy of model's stored policy with its revision, if one is stored.
@@ -189,11 +186,7 @@ func (v *View) InvalidRegistration(cluster string) (InvalidRegistration, bool) {
 // InvalidRegistrations returns every stored registration value that cannot be read, ordered by
 // cluster.
 func (v *View) InvalidRegistrations() []InvalidRegistration {
-	out := make([]InvalidRegistration, 0, len(v.invalidRegistrations))
-	for _, c := range slices.Sorted(maps.Keys(v.invalidRegistrations)) {
-		out = append(out, v.invalidRegistrations[c])
-	}
-	return out
+	return valuesByKey(v.invalidRegistrations)
 }
 
 // Registrations returns every registration, ordered by cluster. The values must not be modified.
@@ -222,4 +215,13 @@ func (s *Store) publish(next *View) {
 	s.metrics.unreadable.Set(float64(len(next.unreadable)))
 	s.metrics.registrations.Set(float64(len(next.registrations)))
 	s.metrics.invalidRegistrations.Set(float64(len(next.invalidRegistrations)))
+}
+
+// valuesByKey returns m's values ordered by their keys.
+func valuesByKey[K cmp.Ordered, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
 }

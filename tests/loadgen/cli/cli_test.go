@@ -97,15 +97,7 @@ func TestRunWritesEveryReport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, out)
 	if rep.Seed != 77 || rep.Baseline != "round-robin" || len(rep.Targets) != 2 || rep.Targets[1].ClusterShare["c1"] != 1 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -127,4 +119,19 @@ func TestRunWritesEveryReport(t *testing.T) {
 	if _, err := png.DecodeConfig(pf); err != nil {
 		t.Fatalf("plot: %v", err)
 	}
+}
+
+// readReport reads the JSON report Main wrote to path.
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := report.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

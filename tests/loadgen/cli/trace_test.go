@@ -3,13 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/loadgentest"
-	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
 )
 
 // TestTraceReplayFlags replays the synthetic Azure trace through the command with every trace
@@ -31,15 +29,7 @@ func TestTraceReplayFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rep, err := report.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, out)
 	tr := rep.Trace
 	if tr == nil || tr.Format != "azure" || tr.File != "azure.csv" || tr.TimeScale != 4 || tr.Requests != 4 || tr.StartS != 0.3 ||
 		tr.PromptScale != 0.5 || tr.OutputScale != 2 || !strings.Contains(tr.Attribution, "Splitwise") {
