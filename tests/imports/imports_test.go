@@ -132,12 +132,8 @@ var layers = [][]string{
 // request-pipeline package both front doors will drive; the test fails on any other, and on
 // these once they are gone (so the list is kept true).
 var knownSiblingImports = map[string]string{
-	"cluster-gateway/internal/extproc -> cluster-gateway/internal/proxy": "extproc reuses the proxy's request pipeline",
-	// The cycle-state key a scorer publishes and another reads, and a normalisation helper,
-	// belong in the framework package.
-	"cluster-gateway/internal/plugins/predictedttft -> cluster-gateway/internal/plugins/prefixcache":   "reads the prefix match",
-	"cluster-gateway/internal/plugins/runningrequests -> cluster-gateway/internal/plugins/queuescorer": "min-max helper",
-	"cluster-gateway/internal/plugins/giecompat -> cluster-gateway/internal/plugins/maxscore":          "test only",
+	"cluster-gateway/internal/extproc -> cluster-gateway/internal/proxy":                      "extproc reuses the proxy's request pipeline",
+	"cluster-gateway/internal/plugins/giecompat -> cluster-gateway/internal/plugins/maxscore": "test only",
 }
 
 func TestNoSiblingImports(t *testing.T) {

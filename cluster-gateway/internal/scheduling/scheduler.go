@@ -205,6 +205,6 @@ func (s *Scheduler) PostResponse(ctx context.Context, req *framework.Request, in
 type handle struct{ s *Scheduler }
 
 func (h *handle) Endpoints() []framework.Endpoint { return h.s.src.Endpoints() }
-func (h *handle) OnRemove(f func(addr string))     { h.s.src.OnRemove(f) }
-func (h *handle) Now() time.Time                   { return h.s.now() }
-func (h *handle) Logger() *slog.Logger             { return h.s.log }
+func (h *handle) OnRemove(f func(addr string))    { h.s.src.OnRemove(f) }
+func (h *handle) Now() time.Time                  { return h.s.now() }
+func (h *handle) Logger() *slog.Logger            { return h.s.log }
