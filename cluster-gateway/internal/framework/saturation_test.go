@@ -74,8 +74,8 @@ func TestSaturation(t *testing.T) {
 			if got := s.Saturated(e, satNow); got != tt.saturated {
 				t.Errorf("Saturated = %v, want %v", got, tt.saturated)
 			}
-			if got := s.Unfit(e, satNow); got != tt.unfit {
-				t.Errorf("Unfit = %v, want %v", got, tt.unfit)
+			if m, got := s.Unfit(e, satNow); got != tt.unfit || (!got && m != e.Metrics()) {
+				t.Errorf("Unfit = %v, %v; want %v (with the metrics when fit)", m, got, tt.unfit)
 			}
 			if got := s.Load(e, satNow); math.Abs(got-tt.load) > 1e-9 {
 				t.Errorf("Load = %v, want %v", got, tt.load)
