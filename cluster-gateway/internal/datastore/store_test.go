@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 func addrs(eps []*datastore.Endpoint) []string {
@@ -227,5 +228,40 @@ func TestInFlightSinceScrape(t *testing.T) {
 		if got := e.InFlightSinceScrape(); got != s.want {
 			t.Fatalf("%s: in flight since scrape %d, want %d", s.what, got, s.want)
 		}
+	}
+}
+
+// The scheduler's view holds the store's endpoints, in the same order, typed as
+// framework.Endpoint; it follows every Sync and reading it allocates nothing.
+func TestViewFollowsTheStore(t *testing.T) {
+	s := datastore.NewStore(nil, nil)
+	v := s.View()
+	if len(v.Endpoints()) != 0 {
+		t.Fatal("an empty store has an empty view")
+	}
+	for _, addrs := range [][]string{{"10.0.0.2:80", "10.0.0.1:80"}, {"10.0.0.3:80"}, {"10.0.0.1:80", "10.0.0.3:80", "10.0.0.4:80"}} {
+		var specs []datastore.EndpointSpec
+		for _, a := range addrs {
+			specs = append(specs, datastore.EndpointSpec{Address: a})
+		}
+		s.Sync(specs)
+		eps, views := s.Endpoints(), v.Endpoints()
+		if len(views) != len(eps) {
+			t.Fatalf("view has %d endpoints, store %d", len(views), len(eps))
+		}
+		for i := range eps {
+			if views[i] != framework.Endpoint(eps[i]) || views[i].Meta() != &eps[i].EndpointMeta {
+				t.Fatalf("view[%d] = %s, store has %s", i, views[i].Meta().Address, eps[i].Address)
+			}
+		}
+	}
+	removed := ""
+	v.OnRemove(func(addr string) { removed = addr })
+	s.Sync([]datastore.EndpointSpec{{Address: "10.0.0.1:80"}, {Address: "10.0.0.3:80"}})
+	if removed != "10.0.0.4:80" {
+		t.Fatalf("OnRemove through the view got %q", removed)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = v.Endpoints() }); n != 0 {
+		t.Fatalf("View.Endpoints allocates %v times", n)
 	}
 }

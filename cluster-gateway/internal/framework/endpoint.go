@@ -10,7 +10,8 @@ import "time"
 // The gateway's datastore.Endpoint implements it; plugintest.Endpoint is a fake for tests.
 // Implementations must be safe for concurrent use, and every method must be cheap and must not
 // allocate: plugins call them for every candidate of every scheduling cycle. An Endpoint is
-// comparable (implementations are pointers) and may key maps for per-endpoint plugin state.
+// comparable (implementations are pointers); per-endpoint plugin state is best keyed by Meta(),
+// a stable pointer unique to the endpoint, whose map lookups are cheaper than an interface key's.
 type Endpoint interface {
 	// Meta returns the endpoint's identity. It never changes for the endpoint's lifetime (a pod
 	// whose identity changes is a new Endpoint).

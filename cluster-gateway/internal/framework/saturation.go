@@ -63,29 +63,34 @@ func (s Saturation) Validate() error {
 }
 
 // Saturated reports whether e is saturated at now (see Saturation).
-func (s Saturation) Saturated(e Endpoint, now time.Time) bool {
-	if s.Unfit(e, now) {
-		return true
-	}
-	return s.QueueOver(float64(e.Metrics().WaitingQueue))
+func (s *Saturation) Saturated(e Endpoint, now time.Time) bool {
+	m, unfit := s.Unfit(e, now)
+	return unfit || s.QueueOver(float64(m.WaitingQueue))
 }
 
 // Unfit reports whether e is saturated at now for a reason other than its queue: ejected,
-// metrics stale or failing, or KV use at or over KV·(1+Headroom). When it is false, e has
-// metrics.
-func (s Saturation) Unfit(e Endpoint, now time.Time) bool {
-	return e.Ejected(now) || e.Stale(now, s.Staleness) || e.Metrics().KVUsage >= s.KV*(1+s.Headroom)
+// metrics stale or failing, or KV use at or over KV·(1+Headroom). When it is false, m is e's
+// metrics (present, since they are not stale), so the caller need not read them again.
+func (s *Saturation) Unfit(e Endpoint, now time.Time) (m *Metrics, unfit bool) {
+	if e.Ejected(now) || e.Stale(now, s.Staleness) {
+		return nil, true
+	}
+	m = e.Metrics()
+	if m == nil || m.KVUsage >= s.KV*(1+s.Headroom) {
+		return nil, true
+	}
+	return m, false
 }
 
 // QueueOver reports whether a queue of waiting requests saturates a pod: at or over
 // Queue·(1+Headroom).
-func (s Saturation) QueueOver(waiting float64) bool {
+func (s *Saturation) QueueOver(waiting float64) bool {
 	return waiting >= float64(s.Queue)*(1+s.Headroom)
 }
 
 // Load is e's load at now, GIE's per-pod saturation score: max(queue/Queue, KV use/KV), 1 when
 // the metrics are stale.
-func (s Saturation) Load(e Endpoint, now time.Time) float64 {
+func (s *Saturation) Load(e Endpoint, now time.Time) float64 {
 	if e.Stale(now, s.Staleness) {
 		return 1
 	}

@@ -66,7 +66,7 @@ func (s *Scorer) prefillDone(d *dispatch) {
 	}
 	d.prefillDone = true
 	s.mu.RLock()
-	st := s.pods[d.ep]
+	st := s.pods[d.ep.Meta()]
 	s.mu.RUnlock()
 	if st != nil {
 		st.dequeue(d.uncached)
@@ -81,7 +81,7 @@ func (s *Scorer) drained(d *dispatch, info *framework.ResponseInfo) {
 		return
 	}
 	s.mu.RLock()
-	st := s.pods[d.ep]
+	st := s.pods[d.ep.Meta()]
 	s.mu.RUnlock()
 	if st == nil {
 		return
@@ -94,7 +94,7 @@ func (s *Scorer) drained(d *dispatch, info *framework.ResponseInfo) {
 
 func (s *Scorer) learn(d dispatch, info *framework.ResponseInfo, itl float64) {
 	s.mu.RLock()
-	st := s.pods[d.ep]
+	st := s.pods[d.ep.Meta()]
 	s.mu.RUnlock()
 	if st == nil {
 		return

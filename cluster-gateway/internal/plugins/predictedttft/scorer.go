@@ -32,7 +32,7 @@ type Scorer struct {
 	cfg     Config
 	now     func() time.Time
 	mu      sync.RWMutex
-	pods    map[framework.Endpoint]*pod
+	pods    map[*framework.EndpointMeta]*pod
 	prior   atomic.Pointer[speed]
 	learned atomic.Uint64
 	// firstTokens is set once the front door reports first tokens, enabling exact prefill backlog.
@@ -81,7 +81,7 @@ func Factory(name string, params json.RawMessage, h framework.Handle) (framework
 
 // New returns a Scorer with a validated cfg and clock now.
 func New(name string, cfg Config, now func() time.Time) *Scorer {
-	s := &Scorer{name: name, cfg: cfg, now: now, pods: make(map[framework.Endpoint]*pod), pending: framework.NewPendingMap[dispatch](4096)}
+	s := &Scorer{name: name, cfg: cfg, now: now, pods: make(map[*framework.EndpointMeta]*pod), pending: framework.NewPendingMap[dispatch](4096)}
 	s.prior.Store(&speed{prefill: cfg.PriorPrefill, itl: cfg.PriorITL.Seconds()})
 	return s
 }
@@ -104,7 +104,7 @@ func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framewo
 		if aligned {
 			cached = int(m.Blocks[i]) * framework.PrefixTokensPerBlock
 		}
-		scores[i] = s.estimate(e, s.pods[e], prior, request{req.PromptTokens, cached, req.Adapter, now}).Total
+		scores[i] = s.estimate(e, s.pods[e.Meta()], prior, request{req.PromptTokens, cached, req.Adapter, now}).Total
 		best = min(best, scores[i])
 	}
 	s.mu.RUnlock()
@@ -117,7 +117,7 @@ func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framewo
 // pod's prefix cache) on e now, e.g. for a reference request in the gateway's capacity summary.
 func (s *Scorer) Predict(e framework.Endpoint, promptTokens, cachedTokens int) time.Duration {
 	s.mu.RLock()
-	st := s.pods[e]
+	st := s.pods[e.Meta()]
 	s.mu.RUnlock()
 	est := s.estimate(e, st, s.prior.Load(), request{prompt: promptTokens, cached: cachedTokens, at: s.now()})
 	return time.Duration(est.Total * float64(time.Second))
@@ -127,7 +127,7 @@ func (s *Scorer) Predict(e framework.Endpoint, promptTokens, cachedTokens int) t
 // second) the scorer assumes for e: measured where it has samples, the neutral prior elsewhere.
 func (s *Scorer) Speed(e framework.Endpoint) (prefill, decode float64, ok bool) {
 	s.mu.RLock()
-	st := s.pods[e]
+	st := s.pods[e.Meta()]
 	s.mu.RUnlock()
 	sp := effective(st, s.prior.Load())
 	if sp.itl <= 0 {
@@ -169,25 +169,25 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 
 func (s *Scorer) podFor(e framework.Endpoint) *pod {
 	s.mu.RLock()
-	st := s.pods[e]
+	st := s.pods[e.Meta()]
 	s.mu.RUnlock()
 	if st != nil {
 		return st
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st = s.pods[e]; st == nil {
+	if st = s.pods[e.Meta()]; st == nil {
 		st = newPod()
-		s.pods[e] = st
+		s.pods[e.Meta()] = st
 	}
 	return st
 }
 
 // retain drops the learned state of endpoints no longer in eps and recomputes the prior.
 func (s *Scorer) retain(eps []framework.Endpoint) {
-	keep := make(map[framework.Endpoint]bool, len(eps))
+	keep := make(map[*framework.EndpointMeta]bool, len(eps))
 	for _, e := range eps {
-		keep[e] = true
+		keep[e.Meta()] = true
 	}
 	s.mu.Lock()
 	for e := range s.pods {

@@ -12,13 +12,13 @@ import (
 type index struct {
 	mu     sync.RWMutex
 	owners map[uint64]ownerSet // block hash -> ids of pods holding it
-	pods   map[framework.Endpoint]*podLRU
+	pods   map[*framework.EndpointMeta]*podLRU
 	slots  []*podLRU // id -> pod (nil for a free slot)
 	freeID []int32
 }
 
 func newIndex() *index {
-	return &index{owners: make(map[uint64]ownerSet), pods: make(map[framework.Endpoint]*podLRU)}
+	return &index{owners: make(map[uint64]ownerSet), pods: make(map[*framework.EndpointMeta]*podLRU)}
 }
 
 // insert records that e now holds hashes (the prompt's blocks, in chain order). Blocks are
@@ -27,7 +27,7 @@ func newIndex() *index {
 func (x *index) insert(e framework.Endpoint, capacity int, hashes []uint64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	p := x.pods[e]
+	p := x.pods[e.Meta()]
 	if p == nil {
 		p = x.addPod(e, capacity)
 	}
@@ -54,7 +54,7 @@ func (x *index) addPod(e framework.Endpoint, capacity int) *podLRU {
 	}
 	p := newPodLRU(id, capacity)
 	x.slots[id] = p
-	x.pods[e] = p
+	x.pods[e.Meta()] = p
 	return p
 }
 
@@ -71,24 +71,25 @@ func (x *index) dropOwner(h uint64, id int32) {
 	x.owners[h] = o
 }
 
-func (x *index) removeLocked(e framework.Endpoint) {
-	p := x.pods[e]
+// removeLocked forgets the endpoint whose identity is key. Callers hold mu.
+func (x *index) removeLocked(key *framework.EndpointMeta) {
+	p := x.pods[key]
 	if p == nil {
 		return
 	}
 	for h := range p.pos {
 		x.dropOwner(h, p.id)
 	}
-	delete(x.pods, e)
+	delete(x.pods, key)
 	x.slots[p.id] = nil
 	x.freeID = append(x.freeID, p.id)
 }
 
 // retain forgets every endpoint whose address is not in eps.
 func (x *index) retain(eps []framework.Endpoint) {
-	keep := make(map[framework.Endpoint]bool, len(eps))
+	keep := make(map[*framework.EndpointMeta]bool, len(eps))
 	for _, e := range eps {
-		keep[e] = true
+		keep[e.Meta()] = true
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -104,7 +105,7 @@ func (x *index) retain(eps []framework.Endpoint) {
 func (x *index) resize(e framework.Endpoint, capacity, minCap int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	p := x.pods[e]
+	p := x.pods[e.Meta()]
 	if p == nil {
 		return
 	}
@@ -119,7 +120,7 @@ func (x *index) resize(e framework.Endpoint, capacity, minCap int) {
 func (x *index) stats(e framework.Endpoint) (n, capacity int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if p := x.pods[e]; p != nil {
+	if p := x.pods[e.Meta()]; p != nil {
 		return p.len(), p.cap
 	}
 	return 0, 0
@@ -129,7 +130,7 @@ func (x *index) stats(e framework.Endpoint) (n, capacity int) {
 func (x *index) prefixLen(e framework.Endpoint, hashes []uint64) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	p := x.pods[e]
+	p := x.pods[e.Meta()]
 	if p == nil {
 		return 0
 	}

@@ -47,7 +47,7 @@ func (x *index) match(hashes []uint64, eps []framework.Endpoint, m *Match) {
 	}
 	x.assign(hashes, byID, int(first.n))
 	for i, e := range eps {
-		if p := x.pods[e]; p != nil && byID[p.id] > 0 {
+		if p := x.pods[e.Meta()]; p != nil && byID[p.id] > 0 {
 			m.Blocks[i] = byID[p.id]
 		}
 	}

@@ -84,10 +84,11 @@ func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framewor
 	out := eps[:0]
 	room := false // a kept endpoint's queue is under the threshold
 	for _, e := range eps {
-		if f.t.Unfit(e, cs.Now) {
+		m, unfit := f.t.Unfit(e, cs.Now)
+		if unfit {
 			continue
 		}
-		full := f.queueFull(e)
+		full := f.queueFull(e, m)
 		if full && !f.pool {
 			continue
 		}
@@ -103,10 +104,10 @@ func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framewor
 // queueFull reports whether e's queue depth is at or over the threshold: the scraped depth, plus,
 // when the filter counts it and the scrape showed a queue, the in-flight growth since that scrape.
 // A pod with requests waiting has no room in its batch, so whatever is sent to it waits too; one
-// without may start them at once, which the next scrape shows. e's metrics must be present
-// (Unfit is checked first: no metrics are stale).
-func (f *Filter) queueFull(e framework.Endpoint) bool {
-	waiting := float64(e.Metrics().WaitingQueue)
+// without may start them at once, which the next scrape shows. m is e's metrics, as Unfit
+// returned them.
+func (f *Filter) queueFull(e framework.Endpoint, m *framework.Metrics) bool {
+	waiting := float64(m.WaitingQueue)
 	if f.sent && waiting > 0 {
 		waiting += float64(e.InFlightSinceScrape())
 	}

@@ -191,3 +191,30 @@ func TestFactoryErrors(t *testing.T) {
 		})
 	}
 }
+
+// saturation-filter and utilization-detector decide with framework.Saturation and nothing else:
+// each endpoint alone is kept exactly when the definition says it is not saturated, and the
+// detector's pool figure is the definition's mean load.
+func TestPluginsUseTheOneDefinition(t *testing.T) {
+	def := framework.DefaultSaturation()
+	filter := newPlugin(t, saturation.FilterFactory, "").(framework.Filter)
+	detector := newPlugin(t, saturation.UtilizationFactory, "")
+	cs := &framework.CycleState{Now: now}
+	names := []string{"idle", "queue4", "queue5", "kv80", "stale", "scrape-failing", "no-metrics", "ejected", "queue2+sent3"}
+	var all []framework.Endpoint
+	for _, name := range names {
+		e := state(name)
+		all = append(all, e)
+		want := !def.Saturated(e, now)
+		for pl, f := range map[string]framework.Filter{"saturation-filter": filter, "utilization-detector": detector.(framework.Filter)} {
+			if kept := len(f.Filter(context.Background(), cs, &framework.Request{}, []framework.Endpoint{e})) == 1; kept != want && (want || pl == "saturation-filter") {
+				// utilization-detector keeps a lone saturated endpoint (it never empties the set).
+				t.Errorf("%s on %s: kept %v, the definition says unsaturated %v", pl, name, kept, want)
+			}
+		}
+	}
+	got := detector.(framework.SaturationDetector).Saturation(context.Background(), cs, all)
+	if want := framework.MeanLoad(&def, all, now); got != want {
+		t.Errorf("pool figure %v, want MeanLoad %v", got, want)
+	}
+}
