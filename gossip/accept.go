@@ -27,6 +27,9 @@ const (
 	RejectClockSkew = "clock_skew"
 	// RejectVerifier: Config.Verifier refused the summary.
 	RejectVerifier = "verifier"
+	// RejectForgedChunk: a linked chunk whose digest is not the one its message names (the head,
+	// or the previous chunk's link): made up by a node other than the publisher, or corrupted.
+	RejectForgedChunk = "forged_chunk"
 )
 
 // Errors of summary acceptance.

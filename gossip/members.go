@@ -78,6 +78,7 @@ type peers struct {
 	gateways int // alive members whose role is gateway: the publishers
 	legacy   int // alive members that do not read the deltas this version writes (deltaFeatures)
 	unsigned int // alive members that do not read signed deltas (featureSignedDeltas)
+	unlinked int // alive members that do not read linked chunks (featureLinkedChunks)
 }
 
 // recordLeave notes node's leave announcement with sequence seq and reports whether it was new.
@@ -129,7 +130,7 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 	rec.Member = Member{Name: node.Name, Addr: net.JoinHostPort(node.Addr.String(), strconv.Itoa(int(node.Port))),
 		State: st, Meta: meta, MetaErr: err, Since: rec.Since}
 	rec.features = feats
-	p.alive, p.gateways, p.legacy, p.unsigned = 0, 0, 0, 0
+	p.alive, p.gateways, p.legacy, p.unsigned, p.unlinked = 0, 0, 0, 0, 0
 	for _, r := range p.members {
 		if r.State == StateAlive {
 			p.alive++
@@ -141,6 +142,9 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 			}
 			if r.features&featureSignedDeltas == 0 {
 				p.unsigned++
+			}
+			if r.features&featureLinkedChunks == 0 {
+				p.unlinked++
 			}
 		}
 	}
@@ -188,6 +192,13 @@ func (p *peers) allReadSignedDeltas() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.unsigned == 0
+}
+
+// allReadLinkedChunks reports whether every alive member advertises featureLinkedChunks.
+func (p *peers) allReadLinkedChunks() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unlinked == 0
 }
 
 // observe records a peer's coordinate and a measured RTT to it.

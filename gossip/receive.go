@@ -35,6 +35,11 @@ func (n *Node) handleChunk(b []byte) {
 	prev := n.store.newest(c.node)
 	heartbeat := prev == 0 || c.seq <= prev || time.Duration(c.seq-prev) >= heartbeatGap
 	out, sum, err := n.store.addChunk(c, now)
+	if out == chunkForged {
+		n.metrics.rejected.WithLabelValues(RejectForgedChunk).Inc()
+		n.log.Debug("gossip forged chunk dropped", "from", c.node, "sequence", c.seq, "index", c.index)
+		return
+	}
 	if out == chunkRejected {
 		n.countRejected(err)
 		n.log.Debug("gossip summary rejected", "from", c.node, "sequence", c.seq, "err", err)
@@ -64,7 +69,8 @@ func (n *Node) handleChunk(b []byte) {
 		n.requestFull(c.node, now)
 	}
 	relay := append([]byte(nil), b...)
-	n.queueFor(c.delta, heartbeat).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay})
+	n.queueFor(c.delta, heartbeat).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay,
+		supersedes: out == chunkApplied})
 }
 
 // fullRequests limits how often this node asks each publisher for a full summary.
