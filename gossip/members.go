@@ -153,6 +153,11 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 		n.store.markDeparted(node.Name, time.Time{})
 	} else {
 		n.store.markDeparted(node.Name, now)
+		if held := n.store.summaryOf(node.Name); held != nil && !n.departureTrusted(held) {
+			n.metrics.rejected.WithLabelValues(RejectDeparture).Inc()
+			n.log.Info("gossip member departure not trusted for an authenticated publisher; its summary ages out instead",
+				"member", node.Name, "state", st.String(), "cluster", held.GetCluster())
+		}
 	}
 	n.subs.notify()
 }

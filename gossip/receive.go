@@ -149,7 +149,23 @@ func (n *Node) handleLeave(b []byte) {
 		n.metrics.decodeErrors.Inc()
 		return
 	}
-	if node == n.cfg.NodeName || n.store.newest(node) > seq || !n.peers.recordLeave(node, seq) {
+	if seq > n.futureBound(n.now()) {
+		// Forged or from a clock far ahead: it would outlast every later summary of the node.
+		n.countRejected(ErrFuture)
+		n.log.Debug("gossip leave from the future dropped", "node", node, "sequence", seq)
+		return
+	}
+	if node == n.cfg.NodeName || n.store.newest(node) > seq {
+		return
+	}
+	if held := n.store.summaryOf(node); held != nil && !n.departureTrusted(held) {
+		// Anyone with the gossip key can send a leave: for an authenticated publisher it is
+		// neither recorded nor relayed, and the summary ages out if the publisher did leave.
+		n.metrics.rejected.WithLabelValues(RejectDeparture).Inc()
+		n.log.Debug("gossip leave of an authenticated publisher not trusted", "node", node, "sequence", seq)
+		return
+	}
+	if !n.peers.recordLeave(node, seq) {
 		return
 	}
 	n.queue.QueueBroadcast(&leaveBroadcast{node: node, seq: seq, msg: append([]byte(nil), b...)})
@@ -159,22 +175,25 @@ func (n *Node) handleLeave(b []byte) {
 // announceLeave queues this node's leave message ahead of memberlist's own leave.
 func (n *Node) announceLeave() {
 	seq := n.seq.next(uint64(n.now().UnixNano()))
-	n.queue.QueueBroadcast(&leaveBroadcast{node: n.cfg.NodeName, seq: seq, msg: encodeLeave(n.cfg.NodeName, seq)})
+	n.queue.QueueBroadcast(&leaveBroadcast{node: n.cfg.NodeName, seq: seq, msg: encodeLeave(n.cfg.NodeName, seq), own: true})
 }
 
-// leaveBroadcast is a node's leave announcement in the broadcast queue. It replaces every queued
-// chunk of that node's older summaries.
+// leaveBroadcast is a node's leave announcement in the broadcast queue. The node's own replaces
+// every queued chunk of its older summaries; a relayed one replaces only older leaves, since any
+// key holder can send a leave and it must not cancel the relay of a publisher's summaries.
 type leaveBroadcast struct {
 	node string
 	seq  uint64
 	msg  []byte
+	own  bool
 }
 
-// Invalidates reports whether b makes other pointless: older chunks or leaves of the same node.
+// Invalidates reports whether b makes other pointless: older leaves of the same node and, for the
+// node's own leave, its older chunks.
 func (b *leaveBroadcast) Invalidates(other memberlist.Broadcast) bool {
 	switch o := other.(type) {
 	case *chunkBroadcast:
-		return o.node == b.node && o.seq < b.seq
+		return b.own && o.node == b.node && o.seq < b.seq
 	case *leaveBroadcast:
 		return o.node == b.node && o.seq <= b.seq
 	}

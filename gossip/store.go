@@ -363,6 +363,16 @@ func (s *store) recheck(now time.Time) []string {
 	return dropped
 }
 
+// summaryOf returns the newest summary held from node, or nil.
+func (s *store) summaryOf(node string) *gossipv1.CapacitySummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[node]; e != nil {
+		return e.summary
+	}
+	return nil
+}
+
 // newest returns the sequence of the newest summary held from node, or 0.
 func (s *store) newest(node string) uint64 {
 	s.mu.Lock()
