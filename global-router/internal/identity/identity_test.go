@@ -7,10 +7,10 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"strconv"
 	"testing"
 	"time"
 
