@@ -20,6 +20,17 @@ type SummaryVerifier interface {
 	VerifySummary(s *gossipv1.CapacitySummary) error
 }
 
+// SummaryAuthenticator is an optional interface of a SummaryVerifier. Authenticated reports
+// whether s, a summary the verifier accepted, was verified against its publisher's registered key
+// rather than accepted unchecked (a router's compatibility mode). Departure claims are not
+// authenticated (memberlist's dead and left messages, and this package's leave message, can come
+// from any holder of the gossip key), so the node never lets one make an authenticated summary
+// stale or forgotten: such a summary ages out by SummaryTTL once its publisher stops publishing.
+// The concurrency contract is VerifySummary's.
+type SummaryAuthenticator interface {
+	Authenticated(s *gossipv1.CapacitySummary) bool
+}
+
 // Why a node refuses a summary (the reason label of switchyard_gossip_summaries_rejected_total).
 const (
 	// RejectClockSkew: the summary's sequence number or generation time is further in the future
@@ -27,6 +38,13 @@ const (
 	RejectClockSkew = "clock_skew"
 	// RejectVerifier: Config.Verifier refused the summary.
 	RejectVerifier = "verifier"
+	// RejectDeparture: a departure claim (a leave message, or memberlist declaring the publisher
+	// dead or left) about a publisher whose summary is authenticated (SummaryAuthenticator): not
+	// trusted, the summary ages out instead.
+	RejectDeparture = "departure"
+	// RejectForgedChunk: a linked chunk whose digest is not the one its message names (the head,
+	// or the previous chunk's link): made up by a node other than the publisher, or corrupted.
+	RejectForgedChunk = "forged_chunk"
 )
 
 // Errors of summary acceptance.
@@ -59,6 +77,13 @@ func (n *Node) accept(s *gossipv1.CapacitySummary, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// departureTrusted reports whether a departure claim about the publisher of s may make s stale:
+// unless the verifier authenticated s.
+func (n *Node) departureTrusted(s *gossipv1.CapacitySummary) bool {
+	a, ok := n.cfg.Verifier.(SummaryAuthenticator)
+	return !ok || !a.Authenticated(s)
 }
 
 // countRejected counts a refused summary or chunk by its error.

@@ -22,17 +22,24 @@ import (
 //	leave:  0x03 | uvarint len(node) | node | uvarint sequence   (graceful departure)
 //	delta:  0x04 | same layout as chunk      (payloads form a SummaryDelta blob)
 //	want:   0x05 | uvarint len(node) | node  (sent to a publisher: "send a full summary")
+//	linked chunk: 0x06 | chunk header | 16-byte head | 16-byte link | payload   (count ≥ 2)
+//	linked delta: 0x07 | same layout as a linked chunk
 //
 // A summary (or delta) is encoded as a blob and cut into chunk payloads of at most one packet
 // each; the concatenated payloads of chunks 0..count-1 are the blob. A blob is a codec byte
 // followed by a protobuf message: 0x00 raw, 0x01 DEFLATE-compressed (whichever is smaller).
-// Nodes that predate deltas count 0x04 and 0x05 as undecodable and drop them.
+// Nodes that predate deltas count 0x04 and 0x05 as undecodable and drop them. A summary or delta
+// of two chunks or more travels as linked chunks while every member reads them (see chain.go):
+// each chunk's link is the digest of the next chunk, the head the digest of the first, so a
+// receiver checks every chunk as it arrives and a forged chunk cannot take a genuine one's place.
 const (
-	msgChunk    byte = 0x01
-	msgState    byte = 0x02
-	msgLeave    byte = 0x03
-	msgDelta    byte = 0x04
-	msgWantFull byte = 0x05
+	msgChunk       byte = 0x01
+	msgState       byte = 0x02
+	msgLeave       byte = 0x03
+	msgDelta       byte = 0x04
+	msgWantFull    byte = 0x05
+	msgLinked      byte = 0x06
+	msgLinkedDelta byte = 0x07
 
 	codecRaw     byte = 0x00
 	codecDeflate byte = 0x01
@@ -177,27 +184,47 @@ type chunk struct {
 	count   int
 	delta   bool // the payloads form a SummaryDelta blob
 	payload []byte
+	// linked chunks (msgLinked, msgLinkedDelta) carry the digest of the first chunk (head, the
+	// same in every chunk of one message) and of the next chunk (link; zero in the last).
+	linked     bool
+	head, link digest
 }
 
 // encodeChunks cuts a summary blob into chunk messages of at most maxMsg bytes each.
 func encodeChunks(node string, seq uint64, blob []byte, maxMsg int) ([][]byte, error) {
-	return encodeParts(msgChunk, node, seq, blob, maxMsg)
+	return encodeParts(msgChunk, node, seq, blob, maxMsg, false)
 }
 
-// encodeParts cuts blob into messages of type kind (msgChunk or msgDelta) of at most maxMsg bytes.
-func encodeParts(kind byte, node string, seq uint64, blob []byte, maxMsg int) ([][]byte, error) {
+// encodeParts cuts blob into messages of type kind (msgChunk or msgDelta) of at most maxMsg
+// bytes. With linked, a blob that needs two chunks or more is cut into linked chunks
+// (msgLinked or msgLinkedDelta); one chunk is always sent as kind.
+func encodeParts(kind byte, node string, seq uint64, blob []byte, maxMsg int, linked bool) ([][]byte, error) {
 	header := 1 + binary.MaxVarintLen64*4 + len(node)
 	room := maxMsg - header
 	if room < 64 {
 		return nil, fmt.Errorf("gossip: packet budget %d too small for node name %q", maxMsg, node)
 	}
+	if linked && len(blob) > room {
+		header += 2 * digestSize
+		room -= 2 * digestSize
+		kind = map[byte]byte{msgChunk: msgLinked, msgDelta: msgLinkedDelta}[kind]
+	} else {
+		linked = false
+	}
 	count := (len(blob) + room - 1) / room
 	if count > MaxChunks {
 		return nil, fmt.Errorf("gossip: summary of %d bytes needs %d chunks, limit %d", len(blob), count, MaxChunks)
 	}
+	parts := make([][]byte, count)
+	for i := range parts {
+		parts[i] = blob[i*room : min((i+1)*room, len(blob))]
+	}
+	var digests []digest
+	if linked {
+		digests = chainDigests(node, seq, parts)
+	}
 	msgs := make([][]byte, 0, count)
-	for i := 0; i < count; i++ {
-		part := blob[i*room : min((i+1)*room, len(blob))]
+	for i, part := range parts {
 		m := make([]byte, 0, header+len(part))
 		m = append(m, kind)
 		m = binary.AppendUvarint(m, uint64(len(node)))
@@ -205,14 +232,28 @@ func encodeParts(kind byte, node string, seq uint64, blob []byte, maxMsg int) ([
 		m = binary.AppendUvarint(m, seq)
 		m = binary.AppendUvarint(m, uint64(i))
 		m = binary.AppendUvarint(m, uint64(count))
+		if linked {
+			var next digest
+			if i+1 < count {
+				next = digests[i+1]
+			}
+			m = append(m, digests[0][:]...)
+			m = append(m, next[:]...)
+		}
 		msgs = append(msgs, append(m, part...))
 	}
 	return msgs, nil
 }
 
-// decodeChunk parses a chunk or delta message (type byte included). The payload aliases b.
+// isChunk reports whether a message type is one of the chunk types.
+func isChunk(kind byte) bool {
+	return kind == msgChunk || kind == msgDelta || kind == msgLinked || kind == msgLinkedDelta
+}
+
+// decodeChunk parses a chunk or delta message, linked or not (type byte included). The payload
+// aliases b.
 func decodeChunk(b []byte) (chunk, error) {
-	if len(b) < 1 || (b[0] != msgChunk && b[0] != msgDelta) {
+	if len(b) < 1 || !isChunk(b[0]) {
 		return chunk{}, fmt.Errorf("%w: not a chunk", ErrMalformed)
 	}
 	r := b[1:]
@@ -228,13 +269,25 @@ func decodeChunk(b []byte) (chunk, error) {
 	if !ok || nameLen == 0 || nameLen > maxNodeName || nameLen > uint64(len(r)) {
 		return chunk{}, fmt.Errorf("%w: chunk node name", ErrMalformed)
 	}
-	c := chunk{node: string(r[:nameLen]), delta: b[0] == msgDelta}
+	c := chunk{node: string(r[:nameLen]), delta: b[0] == msgDelta || b[0] == msgLinkedDelta,
+		linked: b[0] == msgLinked || b[0] == msgLinkedDelta}
 	r = r[nameLen:]
 	seq, ok1 := next()
 	idx, ok2 := next()
 	count, ok3 := next()
 	if !ok1 || !ok2 || !ok3 || seq == 0 || count == 0 || count > MaxChunks || idx >= count {
 		return chunk{}, fmt.Errorf("%w: chunk header", ErrMalformed)
+	}
+	if c.linked {
+		if count < 2 || len(r) < 2*digestSize {
+			return chunk{}, fmt.Errorf("%w: linked chunk header", ErrMalformed)
+		}
+		copy(c.head[:], r)
+		copy(c.link[:], r[digestSize:])
+		r = r[2*digestSize:]
+		if (idx+1 == count) != c.link.zero() {
+			return chunk{}, fmt.Errorf("%w: linked chunk %d of %d with a link of the wrong kind", ErrMalformed, idx, count)
+		}
 	}
 	c.seq, c.index, c.count, c.payload = seq, int(idx), int(count), r
 	return c, nil

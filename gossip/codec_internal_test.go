@@ -3,6 +3,7 @@ package gossip
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,43 +36,54 @@ func TestChunksReassembleInAnyOrder(t *testing.T) {
 		{"many chunks reversed", 50, func(n int) []int { return seqIdx(n, true) }},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sum := bigSummary("n1", 9, tt.models)
-			blob, err := EncodeSummary(sum)
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs, err := encodeChunks("n1", 9, blob, 1336)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := newStore(1 << 20)
-			var got *gossipv1.CapacitySummary
-			for k, i := range tt.order(len(msgs)) {
-				if len(msgs[i]) > 1336 {
-					t.Fatalf("chunk %d is %d bytes", i, len(msgs[i]))
-				}
-				c, err := decodeChunk(msgs[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, s, err := st.addChunk(c, time.Unix(0, 0))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if (out == chunkApplied) != (k == len(msgs)-1) {
-					t.Fatalf("chunk %d of %d: outcome %v", k, len(msgs), out)
-				}
-				got = s
-			}
-			if !proto.Equal(got, sum) {
-				t.Error("reassembled summary differs")
-			}
-			c, _ := decodeChunk(msgs[0])
-			if out, _, _ := st.addChunk(c, time.Unix(0, 0)); out != chunkStale {
-				t.Errorf("replayed chunk outcome %v, want stale", out)
-			}
-		})
+		for _, linked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/linked=%v", tt.name, linked), func(t *testing.T) {
+				chunksReassemble(t, tt.models, tt.order, linked)
+			})
+		}
+	}
+}
+
+// chunksReassemble cuts a summary of models into chunks (linked or not), hands them to a store in
+// order, and checks that exactly the last completes it.
+func chunksReassemble(t *testing.T, models int, order func(int) []int, linked bool) {
+	sum := bigSummary("n1", 9, models)
+	blob, err := EncodeSummary(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := encodeParts(msgChunk, "n1", 9, blob, 1336, linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(1 << 20)
+	var got *gossipv1.CapacitySummary
+	for k, i := range order(len(msgs)) {
+		if len(msgs[i]) > 1336 {
+			t.Fatalf("chunk %d is %d bytes", i, len(msgs[i]))
+		}
+		c, err := decodeChunk(msgs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, s, err := st.addChunk(c, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (out == chunkApplied) != (k == len(msgs)-1) {
+			t.Fatalf("chunk %d of %d: outcome %v", k, len(msgs), out)
+		}
+		got = s
+	}
+	if !proto.Equal(got, sum) {
+		t.Error("reassembled summary differs")
+	}
+	c, _ := decodeChunk(msgs[0])
+	if out, _, _ := st.addChunk(c, time.Unix(0, 0)); out != chunkStale {
+		t.Errorf("replayed chunk outcome %v, want stale", out)
+	}
+	if len(msgs) > 1 && c.linked != linked {
+		t.Errorf("linked chunks = %v, want %v", c.linked, linked)
 	}
 }
 
@@ -119,8 +131,13 @@ func TestStoreRejectsInconsistentChunks(t *testing.T) {
 	if _, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 0, count: 3, payload: []byte{1}}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 1, count: 4, payload: []byte{1}}, time.Time{}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("count mismatch: err %v", err)
+	// Another count under the same sequence is another message (perhaps forged): it assembles
+	// apart and leaves the first one's chunks alone.
+	if out, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 1, count: 4, payload: []byte{1}}, time.Time{}); err != nil || out != chunkPartial {
+		t.Errorf("count mismatch: outcome %v, err %v; want a partial assembly of its own", out, err)
+	}
+	if out, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 1, count: 3, payload: []byte{2}}, time.Time{}); err != nil || out != chunkPartial {
+		t.Errorf("first message's second chunk: outcome %v, err %v", out, err)
 	}
 	if _, _, err := st.addChunk(chunk{node: "a", seq: 3, index: 0, count: 2, payload: make([]byte, 4096)}, time.Time{}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("oversize assembly: err %v", err)
@@ -152,8 +169,12 @@ func FuzzDecodeChunk(f *testing.F) {
 		kind byte
 		blob []byte
 	}{{msgChunk, fb}, {msgDelta, db}} {
-		msgs, _ := encodeParts(m.kind, "gw", 3, m.blob, 1336)
+		msgs, _ := encodeParts(m.kind, "gw", 3, m.blob, 1336, false)
 		f.Add(msgs[0])
+	}
+	linked, _ := encodeParts(msgChunk, "n", 3, bytes.Repeat([]byte{1, 2, 3, 5, 8, 13, 21}, 600), 1336, true)
+	for _, m := range linked {
+		f.Add(m)
 	}
 	f.Add(encodeLeave("x", 1))
 	f.Add(encodeWantFull("x"))
@@ -163,6 +184,9 @@ func FuzzDecodeChunk(f *testing.F) {
 		if c, err := decodeChunk(b); err == nil {
 			if c.index >= c.count || c.count > MaxChunks || c.node == "" {
 				t.Fatalf("accepted bad header %+v", c)
+			}
+			if c.linked && (c.count < 2 || (c.index+1 == c.count) != c.link.zero()) {
+				t.Fatalf("accepted bad linked header %+v", c)
 			}
 			_, _, _ = st.addChunk(c, time.Time{})
 		}

@@ -36,9 +36,7 @@ func (d *delegate) NotifyMsg(b []byte) {
 		return
 	}
 	switch b[0] {
-	case msgChunk:
-		d.n.handleChunk(b)
-	case msgDelta:
+	case msgChunk, msgDelta, msgLinked, msgLinkedDelta:
 		d.n.handleChunk(b)
 	case msgLeave:
 		d.n.handleLeave(b)

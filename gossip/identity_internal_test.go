@@ -66,7 +66,7 @@ func newIdentityNode(t *testing.T, clock *fakeClock, key ed25519.PrivateKey, v S
 func relayQueued(from, to *Node) {
 	for _, q := range [][][]byte{from.queue.GetBroadcasts(0, 1<<20), from.beatQueue.GetBroadcasts(0, 1<<20), from.deltaQueue.GetBroadcasts(0, 1<<20)} {
 		for _, m := range q {
-			if m[0] == msgChunk || m[0] == msgDelta {
+			if isChunk(m[0]) {
 				to.handleChunk(m)
 			}
 		}
@@ -322,7 +322,7 @@ func TestPartialForgeryDoesNotHoldBackSummaries(t *testing.T) {
 	router := newIdentityNode(t, clock, nil, v, nil)
 	ahead := uint64(clock.Now().Add(20 * time.Second).UnixNano())
 	for _, kind := range []byte{msgChunk, msgDelta} {
-		forged, err := encodeParts(kind, "gw", ahead, make([]byte, 3000), 1400)
+		forged, err := encodeParts(kind, "gw", ahead, make([]byte, 3000), 1400, false)
 		if err != nil || len(forged) < 2 {
 			t.Fatalf("forged parts: %d, %v", len(forged), err)
 		}

@@ -78,6 +78,7 @@ type peers struct {
 	gateways int // alive members whose role is gateway: the publishers
 	legacy   int // alive members that do not read the deltas this version writes (deltaFeatures)
 	unsigned int // alive members that do not read signed deltas (featureSignedDeltas)
+	unlinked int // alive members that do not read linked chunks (featureLinkedChunks)
 }
 
 // recordLeave notes node's leave announcement with sequence seq and reports whether it was new.
@@ -129,7 +130,7 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 	rec.Member = Member{Name: node.Name, Addr: net.JoinHostPort(node.Addr.String(), strconv.Itoa(int(node.Port))),
 		State: st, Meta: meta, MetaErr: err, Since: rec.Since}
 	rec.features = feats
-	p.alive, p.gateways, p.legacy, p.unsigned = 0, 0, 0, 0
+	p.alive, p.gateways, p.legacy, p.unsigned, p.unlinked = 0, 0, 0, 0, 0
 	for _, r := range p.members {
 		if r.State == StateAlive {
 			p.alive++
@@ -142,6 +143,9 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 			if r.features&featureSignedDeltas == 0 {
 				p.unsigned++
 			}
+			if r.features&featureLinkedChunks == 0 {
+				p.unlinked++
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -149,6 +153,11 @@ func (p *peers) update(n *Node, node *memberlist.Node, st MemberState) {
 		n.store.markDeparted(node.Name, time.Time{})
 	} else {
 		n.store.markDeparted(node.Name, now)
+		if held := n.store.summaryOf(node.Name); held != nil && !n.departureTrusted(held) {
+			n.metrics.rejected.WithLabelValues(RejectDeparture).Inc()
+			n.log.Info("gossip member departure not trusted for an authenticated publisher; its summary ages out instead",
+				"member", node.Name, "state", st.String(), "cluster", held.GetCluster())
+		}
 	}
 	n.subs.notify()
 }
@@ -188,6 +197,13 @@ func (p *peers) allReadSignedDeltas() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.unsigned == 0
+}
+
+// allReadLinkedChunks reports whether every alive member advertises featureLinkedChunks.
+func (p *peers) allReadLinkedChunks() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unlinked == 0
 }
 
 // observe records a peer's coordinate and a measured RTT to it.

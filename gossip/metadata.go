@@ -31,8 +31,13 @@ const featureSchema2Figures features = 1 << 1
 // summaries only while such a member is alive.
 const featureSignedDeltas features = 1 << 2
 
+// featureLinkedChunks: the node reads linked chunks (msgLinked, msgLinkedDelta). A reader without
+// it drops them as undecodable, so publishers cut messages into linked chunks only while every
+// alive member advertises it.
+const featureLinkedChunks features = 1 << 3
+
 // ownFeatures are the features this package implements.
-const ownFeatures = featureCompactDeltas | featureSchema2Figures | featureSignedDeltas
+const ownFeatures = featureCompactDeltas | featureSchema2Figures | featureSignedDeltas | featureLinkedChunks
 
 // deltaFeatures are the features a reader needs for the deltas this package writes; while a
 // member lacks one, publishers write their deltas as the first deltas were (legacyDelta).

@@ -110,7 +110,7 @@ func (n *Node) sendFull(out *gossipv1.CapacitySummary, now time.Time) error {
 	if len(blob) > n.cfg.MaxSummaryBytes {
 		return fmt.Errorf("gossip: publish: summary is %d bytes, limit %d", len(blob), n.cfg.MaxSummaryBytes)
 	}
-	msgs, err := encodeParts(msgChunk, out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve)
+	msgs, err := encodeParts(msgChunk, out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve, n.peers.allReadLinkedChunks())
 	if err != nil {
 		return fmt.Errorf("gossip: publish: %w", err)
 	}
@@ -125,7 +125,7 @@ func (n *Node) sendFull(out *gossipv1.CapacitySummary, now time.Time) error {
 
 // sendDelta queues the delta d. Called with n.pub.mu held.
 func (n *Node) sendDelta(d *heldDelta, now time.Time) {
-	msgs, err := encodeParts(msgDelta, d.summary.GetNode(), d.summary.GetSequence(), d.blob, n.cfg.Timings.UDPBufferSize-packetReserve)
+	msgs, err := encodeParts(msgDelta, d.summary.GetNode(), d.summary.GetSequence(), d.blob, n.cfg.Timings.UDPBufferSize-packetReserve, n.peers.allReadLinkedChunks())
 	if err != nil { // a delta is at most half a full summary, which encoded
 		n.log.Error("gossip encode delta", "err", err)
 		return
@@ -141,7 +141,7 @@ func (n *Node) sendDelta(d *heldDelta, now time.Time) {
 func (n *Node) queueMsgs(q *memberlist.TransmitLimitedQueue, out *gossipv1.CapacitySummary, msgs [][]byte) {
 	n.pub.lastSeq = out.GetSequence()
 	for i, m := range msgs {
-		q.QueueBroadcast(&chunkBroadcast{node: out.GetNode(), seq: out.GetSequence(), index: i, msg: m})
+		q.QueueBroadcast(&chunkBroadcast{node: out.GetNode(), seq: out.GetSequence(), index: i, msg: m, supersedes: true})
 	}
 }
 
@@ -212,13 +212,17 @@ type chunkBroadcast struct {
 	seq   uint64
 	index int
 	msg   []byte
+	// supersedes is set on the publisher's own chunks and on a relayed chunk that completed a
+	// summary this node applied: only those replace queued chunks. A relayed piece of a message
+	// not (yet) complete may be forged, and must not cancel the relay of a genuine one.
+	supersedes bool
 }
 
-// Invalidates reports whether b replaces other in the queue: any chunk of an older summary from
-// the same node, or the same chunk queued twice.
+// Invalidates reports whether b replaces other in the queue: when b supersedes, any chunk of an
+// older summary from the same node, or the chunk of the same index of the same summary.
 func (b *chunkBroadcast) Invalidates(other memberlist.Broadcast) bool {
 	o, ok := other.(*chunkBroadcast)
-	if !ok || o.node != b.node {
+	if !ok || o.node != b.node || !b.supersedes {
 		return false
 	}
 	return o.seq < b.seq || (o.seq == b.seq && o.index == b.index)

@@ -35,6 +35,11 @@ func (n *Node) handleChunk(b []byte) {
 	prev := n.store.newest(c.node)
 	heartbeat := prev == 0 || c.seq <= prev || time.Duration(c.seq-prev) >= heartbeatGap
 	out, sum, err := n.store.addChunk(c, now)
+	if out == chunkForged {
+		n.metrics.rejected.WithLabelValues(RejectForgedChunk).Inc()
+		n.log.Debug("gossip forged chunk dropped", "from", c.node, "sequence", c.seq, "index", c.index)
+		return
+	}
 	if out == chunkRejected {
 		n.countRejected(err)
 		n.log.Debug("gossip summary rejected", "from", c.node, "sequence", c.seq, "err", err)
@@ -64,7 +69,8 @@ func (n *Node) handleChunk(b []byte) {
 		n.requestFull(c.node, now)
 	}
 	relay := append([]byte(nil), b...)
-	n.queueFor(c.delta, heartbeat).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay})
+	n.queueFor(c.delta, heartbeat).QueueBroadcast(&chunkBroadcast{node: c.node, seq: c.seq, index: c.index, msg: relay,
+		supersedes: out == chunkApplied})
 }
 
 // fullRequests limits how often this node asks each publisher for a full summary.
@@ -143,7 +149,23 @@ func (n *Node) handleLeave(b []byte) {
 		n.metrics.decodeErrors.Inc()
 		return
 	}
-	if node == n.cfg.NodeName || n.store.newest(node) > seq || !n.peers.recordLeave(node, seq) {
+	if seq > n.futureBound(n.now()) {
+		// Forged or from a clock far ahead: it would outlast every later summary of the node.
+		n.countRejected(ErrFuture)
+		n.log.Debug("gossip leave from the future dropped", "node", node, "sequence", seq)
+		return
+	}
+	if node == n.cfg.NodeName || n.store.newest(node) > seq {
+		return
+	}
+	if held := n.store.summaryOf(node); held != nil && !n.departureTrusted(held) {
+		// Anyone with the gossip key can send a leave: for an authenticated publisher it is
+		// neither recorded nor relayed, and the summary ages out if the publisher did leave.
+		n.metrics.rejected.WithLabelValues(RejectDeparture).Inc()
+		n.log.Debug("gossip leave of an authenticated publisher not trusted", "node", node, "sequence", seq)
+		return
+	}
+	if !n.peers.recordLeave(node, seq) {
 		return
 	}
 	n.queue.QueueBroadcast(&leaveBroadcast{node: node, seq: seq, msg: append([]byte(nil), b...)})
@@ -153,22 +175,25 @@ func (n *Node) handleLeave(b []byte) {
 // announceLeave queues this node's leave message ahead of memberlist's own leave.
 func (n *Node) announceLeave() {
 	seq := n.seq.next(uint64(n.now().UnixNano()))
-	n.queue.QueueBroadcast(&leaveBroadcast{node: n.cfg.NodeName, seq: seq, msg: encodeLeave(n.cfg.NodeName, seq)})
+	n.queue.QueueBroadcast(&leaveBroadcast{node: n.cfg.NodeName, seq: seq, msg: encodeLeave(n.cfg.NodeName, seq), own: true})
 }
 
-// leaveBroadcast is a node's leave announcement in the broadcast queue. It replaces every queued
-// chunk of that node's older summaries.
+// leaveBroadcast is a node's leave announcement in the broadcast queue. The node's own replaces
+// every queued chunk of its older summaries; a relayed one replaces only older leaves, since any
+// key holder can send a leave and it must not cancel the relay of a publisher's summaries.
 type leaveBroadcast struct {
 	node string
 	seq  uint64
 	msg  []byte
+	own  bool
 }
 
-// Invalidates reports whether b makes other pointless: older chunks or leaves of the same node.
+// Invalidates reports whether b makes other pointless: older leaves of the same node and, for the
+// node's own leave, its older chunks.
 func (b *leaveBroadcast) Invalidates(other memberlist.Broadcast) bool {
 	switch o := other.(type) {
 	case *chunkBroadcast:
-		return o.node == b.node && o.seq < b.seq
+		return b.own && o.node == b.node && o.seq < b.seq
 	case *leaveBroadcast:
 		return o.node == b.node && o.seq <= b.seq
 	}

@@ -46,7 +46,7 @@ func (n *Node) Snapshot() []Summary {
 		} else {
 			s.RTT, s.RTTKnown = n.peers.rtt(self, node)
 		}
-		s.Stale = s.Age > n.cfg.SummaryTTL || !e.departedAt.IsZero()
+		s.Stale = s.Age > n.cfg.SummaryTTL || n.departed(e)
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -56,6 +56,12 @@ func (n *Node) Snapshot() []Summary {
 		return out[i].Node < out[j].Node
 	})
 	return out
+}
+
+// departed reports whether e's publisher counts as gone: memberlist declared it dead or left, and
+// the claim may be trusted (departureTrusted).
+func (n *Node) departed(e entry) bool {
+	return !e.departedAt.IsZero() && n.departureTrusted(e.summary)
 }
 
 // age is measured from the earlier of generation and arrival, so a publisher's clock running
@@ -136,9 +142,9 @@ func (n *Node) sweep() {
 	forget := now.Add(-n.cfg.ForgetAfter)
 	changed := n.store.sweep(now.Add(-n.cfg.SummaryTTL), func(e entry) bool {
 		// Departed long ago, or silent for as long (e.g. learned second-hand from a dead publisher).
-		return (!e.departedAt.IsZero() && e.departedAt.Before(forget)) || n.age(e, now) > n.cfg.ForgetAfter
+		return (n.departed(e) && e.departedAt.Before(forget)) || n.age(e, now) > n.cfg.ForgetAfter
 	}, func(e entry) bool {
-		return n.age(e, now) > n.cfg.SummaryTTL || !e.departedAt.IsZero()
+		return n.age(e, now) > n.cfg.SummaryTTL || n.departed(e)
 	})
 	n.peers.forget(forget)
 	if changed {

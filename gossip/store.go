@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -21,15 +22,6 @@ type entry struct {
 	stale      bool      // last staleness reported to subscribers
 }
 
-// assembly collects the chunks of one summary sequence from one node.
-type assembly struct {
-	seq     uint64
-	parts   [][]byte
-	got     int
-	bytes   int
-	started time.Time
-}
-
 // heldSummary is a node's newest summary and, when it was rebuilt from a delta, the base it was
 // rebuilt from (nil otherwise).
 type heldSummary struct {
@@ -39,7 +31,10 @@ type heldSummary struct {
 // parkedDelta is a node's newest delta whose base this node does not hold (yet).
 type parkedDelta struct {
 	delta *gossipv1.SummaryDelta
-	at    time.Time
+	// id tells the parked message's chunks from other messages under the same sequence (see
+	// parkedID), so that they count as duplicates and are not relayed again.
+	id string
+	at time.Time
 	// since is when the first delta against the same base was parked.
 	since time.Time
 }
@@ -62,6 +57,7 @@ const (
 	chunkParked                    // completed a delta whose base is not held (yet): relay it
 	chunkBaseMissed                // as chunkParked, and the base is overdue: ask for a full summary
 	chunkRejected                  // completed a summary that failed its checks (clock, verifier): dropped, not relayed
+	chunkForged                    // a linked chunk whose digest is not the one its message names: dropped, not relayed
 )
 
 // baseGrace is how long after a full summary (by its publisher's sequence clock) a receiver may
@@ -85,7 +81,7 @@ type store struct {
 	mu      sync.Mutex
 	limit   int
 	entries map[string]*entry
-	pending map[pendingKey]*assembly
+	pending map[pendingKey][]*assembly // at most maxAssemblies per key
 	parked  map[string]parkedDelta
 	// baseWait is the receiver-side wait for a missing base (baseWaitFor); 0 leaves only the
 	// sequence-clock grace.
@@ -95,7 +91,7 @@ type store struct {
 }
 
 func newStore(limit int) *store {
-	return &store{limit: limit, entries: map[string]*entry{}, pending: map[pendingKey]*assembly{}, parked: map[string]parkedDelta{}}
+	return &store{limit: limit, entries: map[string]*entry{}, pending: map[pendingKey][]*assembly{}, parked: map[string]parkedDelta{}}
 }
 
 // addChunk records a chunk received at now. When it completes a summary, the decoded summary is
@@ -106,62 +102,61 @@ func (s *store) addChunk(c chunk, now time.Time) (outcome, *gossipv1.CapacitySum
 	if e := s.entries[c.node]; e != nil && c.seq <= e.summary.GetSequence() {
 		return chunkStale, nil, nil
 	}
-	if p, ok := s.parked[c.node]; ok && c.delta && c.seq <= p.delta.GetSequence() {
-		if c.seq == p.delta.GetSequence() {
-			return chunkDuplicate, nil, nil
-		}
-		return chunkStale, nil, nil
-	}
-	key := pendingKey{node: c.node, delta: c.delta}
-	a := s.pending[key]
-	if c.count == 1 {
-		return s.completeSingle(key, c, now)
-	}
-	switch {
-	case a == nil || c.seq > a.seq:
-		a = &assembly{seq: c.seq, parts: make([][]byte, c.count), started: now}
-		s.pending[key] = a
-	case c.seq < a.seq:
-		return chunkStale, nil, nil
-	}
-	if c.count != len(a.parts) {
-		return chunkStale, nil, fmt.Errorf("%w: node %s sequence %d: chunk count %d, earlier %d", ErrMalformed, c.node, c.seq, c.count, len(a.parts))
-	}
-	if a.parts[c.index] != nil {
+	// A parked delta (its base not held, so unverified) does not make other deltas of the node
+	// look stale: a forged one, its sequence ahead, would hold the real ones back.
+	if p, ok := s.parked[c.node]; ok && c.delta && c.seq == p.delta.GetSequence() && p.id == parkedID(c) {
 		return chunkDuplicate, nil, nil
 	}
-	if a.bytes+len(c.payload) > s.limit {
-		delete(s.pending, key)
-		return chunkStale, nil, fmt.Errorf("%w: node %s summary exceeds %d bytes", ErrMalformed, c.node, s.limit)
+	if c.count == 1 {
+		return s.completeSingle(c, now)
 	}
-	a.parts[c.index] = append([]byte(nil), c.payload...)
-	a.got++
-	a.bytes += len(c.payload)
-	if a.got < len(a.parts) {
-		return chunkPartial, nil, nil
+	if c.linked && c.index == 0 && c.digestOf() != c.head {
+		return chunkForged, nil, nil
 	}
-	delete(s.pending, key)
+	key := pendingKey{node: c.node, delta: c.delta}
+	a, list := assemblyFor(s.pending[key], c, now)
+	s.pending[key] = list
+	out, err := a.add(c, s.limit)
+	if err != nil {
+		s.pending[key] = without(list, func(x *assembly) bool { return x == a })
+		return out, nil, fmt.Errorf("node %s sequence %d: %w", c.node, c.seq, err)
+	}
+	if out != chunkPartial || !a.complete() {
+		return out, nil, nil
+	}
+	s.pending[key] = without(list, func(x *assembly) bool { return x == a })
 	if c.delta {
 		return s.completeDelta(c.node, a, now)
 	}
 	return s.complete(c.node, a, now)
 }
 
-// completeSingle applies a summary or delta that came in one chunk, whether or not a newer
-// one is still being assembled: an incomplete assembly (perhaps forged, its sequence merely
-// within the clock skew) never holds back a complete message. Called with s.mu held.
-func (s *store) completeSingle(key pendingKey, c chunk, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
-	if a := s.pending[key]; a != nil && a.seq <= c.seq {
-		delete(s.pending, key)
-	}
+// completeSingle applies a summary or delta that came in one chunk, whether or not other ones
+// are still being assembled: an incomplete assembly (perhaps forged, its sequence merely within
+// the clock skew) never holds back a complete message, and a one-chunk message drops no assembly
+// before it has been applied. Called with s.mu held.
+func (s *store) completeSingle(c chunk, now time.Time) (outcome, *gossipv1.CapacitySummary, error) {
 	if len(c.payload) > s.limit {
 		return chunkStale, nil, fmt.Errorf("%w: node %s summary exceeds %d bytes", ErrMalformed, c.node, s.limit)
 	}
-	a := &assembly{seq: c.seq, parts: [][]byte{append([]byte(nil), c.payload...)}, got: 1, bytes: len(c.payload), started: now}
+	a := &assembly{seq: c.seq, parts: [][]byte{append([]byte(nil), c.payload...)}, got: 1, bytes: len(c.payload), started: now, id: parkedID(c)}
 	if c.delta {
 		return s.completeDelta(c.node, a, now)
 	}
 	return s.complete(c.node, a, now)
+}
+
+// parkedID identifies the message c belongs to among those of its sequence: its head when linked,
+// its payload when it is the only chunk, nothing (the sequence alone) for an unlinked message of
+// several chunks.
+func parkedID(c chunk) string {
+	switch {
+	case c.linked:
+		return string(c.head[:])
+	case c.count == 1:
+		return string(c.payload)
+	}
+	return ""
 }
 
 // joined returns the assembled blob: the single part itself, or the parts concatenated.
@@ -215,17 +210,22 @@ func (s *store) completeDelta(node string, a *assembly, now time.Time) (outcome,
 		return chunkStale, nil, nil // against a base older than ours: we will never hold it
 	}
 	since := now
-	if p, ok := s.parked[node]; ok && p.delta.GetBaseSequence() == d.GetBaseSequence() {
-		since = p.since
+	if p, ok := s.parked[node]; ok {
+		if p.delta.GetSequence() > d.GetSequence() {
+			return chunkStale, nil, nil // a newer delta is parked
+		}
+		if p.delta.GetBaseSequence() == d.GetBaseSequence() {
+			since = p.since
+		}
 	}
-	s.parked[node] = parkedDelta{delta: d, at: now, since: since}
+	s.parked[node] = parkedDelta{delta: d, id: a.id, at: now, since: since}
 	if d.GetSequence()-d.GetBaseSequence() >= uint64(baseGrace) {
 		return chunkBaseMissed, nil, nil
 	}
 	// Waited a few rounds with no chunk of the base arriving: lost, not late. A base whose chunks
 	// are still arriving (a large summary takes rounds) is waited for up to the grace.
 	if s.baseWait > 0 && now.Sub(since) >= s.baseWait {
-		if a := s.pending[pendingKey{node: node}]; a == nil || a.seq != d.GetBaseSequence() {
+		if !slices.ContainsFunc(s.pending[pendingKey{node: node}], func(a *assembly) bool { return a.seq == d.GetBaseSequence() }) {
 			return chunkBaseMissed, nil, nil
 		}
 	}
@@ -279,8 +279,11 @@ func (s *store) applyLocked(h heldSummary, now time.Time) bool {
 		}
 		s.entries[node], e, applied = next, next, true
 		for _, delta := range []bool{false, true} {
-			if a := s.pending[pendingKey{node, delta}]; a != nil && a.seq <= h.summary.GetSequence() {
-				delete(s.pending, pendingKey{node, delta})
+			key := pendingKey{node, delta}
+			if list := without(s.pending[key], func(a *assembly) bool { return a.seq <= h.summary.GetSequence() }); len(list) > 0 {
+				s.pending[key] = list
+			} else {
+				delete(s.pending, key)
 			}
 		}
 	case e.base == nil || base.GetSequence() > e.base.GetSequence():
@@ -360,6 +363,16 @@ func (s *store) recheck(now time.Time) []string {
 	return dropped
 }
 
+// summaryOf returns the newest summary held from node, or nil.
+func (s *store) summaryOf(node string) *gossipv1.CapacitySummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[node]; e != nil {
+		return e.summary
+	}
+	return nil
+}
+
 // newest returns the sequence of the newest summary held from node, or 0.
 func (s *store) newest(node string) uint64 {
 	s.mu.Lock()
@@ -424,8 +437,10 @@ func (s *store) sweep(abandonBefore time.Time, forget, isStale func(entry) bool)
 			e.stale, changed = st, true
 		}
 	}
-	for key, a := range s.pending {
-		if a.started.Before(abandonBefore) {
+	for key, list := range s.pending {
+		if list = without(list, func(a *assembly) bool { return a.started.Before(abandonBefore) }); len(list) > 0 {
+			s.pending[key] = list
+		} else {
 			delete(s.pending, key)
 		}
 	}

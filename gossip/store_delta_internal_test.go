@@ -41,7 +41,7 @@ func deltaWire(t *testing.T, base, s *gossipv1.CapacitySummary) wire {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := encodeParts(msgDelta, s.GetNode(), s.GetSequence(), blob, 1336)
+	msgs, err := encodeParts(msgDelta, s.GetNode(), s.GetSequence(), blob, 1336, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,9 @@
 // summaries of registered clusters that match their registration are accepted. A stored
 // registration that does not decode or validate fails closed: it counts as registered (strict
 // mode), and its cluster's summaries are rejected until the value is fixed or deleted. Watch makes the
-// gossip node re-check what it holds whenever the registrations change.
+// gossip node re-check what it holds whenever the registrations change. The verifier also tells
+// gossip which summaries it authenticated, so that an unauthenticated departure claim (a forged
+// leave or dead message) cannot make a registered cluster's summary stale: it ages out instead.
 package identity
 
 import (
@@ -134,7 +136,10 @@ type Verifier struct {
 	logged map[string]time.Time // node + reason → last logged rejection
 }
 
-var _ gossip.SummaryVerifier = (*Verifier)(nil)
+var (
+	_ gossip.SummaryVerifier      = (*Verifier)(nil)
+	_ gossip.SummaryAuthenticator = (*Verifier)(nil)
+)
 
 // New returns a verifier over the registrations of src. Its collectors are registered on reg
 // (none when reg is nil); logger may be nil.
@@ -199,6 +204,19 @@ func (v *Verifier) VerifySummary(s *gossipv1.CapacitySummary) error {
 	}
 	v.metrics.accepted.WithLabelValues("verified").Inc()
 	return nil
+}
+
+// Authenticated reports whether s, a summary VerifySummary accepted, was verified against its
+// cluster's registered key: in strict mode, a signed summary of a registered cluster. Gossip then
+// ignores departure claims about its publisher (anyone with the gossip key can send them), and the
+// summary ages out when the publisher stops publishing.
+func (v *Verifier) Authenticated(s *gossipv1.CapacitySummary) bool {
+	view := v.src.Snapshot()
+	if v.mode(view) == ModeCompatibility || len(s.GetSignature()) == 0 {
+		return false
+	}
+	_, ok := view.Registration(s.GetCluster())
+	return ok
 }
 
 // check returns why s does not match reg ("" when it does).

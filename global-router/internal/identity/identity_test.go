@@ -302,9 +302,16 @@ func TestModes(t *testing.T) {
 		t.Fatalf("required mode (%s) accepted a summary with nothing registered", required.Mode())
 	}
 
+	if v.Authenticated(summary(t, key(1), nil)) {
+		t.Fatal("compatibility mode reports a summary as authenticated")
+	}
 	other := registration()
 	other.Cluster, other.PublicKeys = "c2", [][]byte{pub(key(5))}
 	register(t, s, other)
+	c2 := summary(t, key(5), func(x *gossipv1.CapacitySummary) { x.Cluster = "c2" })
+	if !v.Authenticated(c2) || v.Authenticated(summary(t, nil, func(x *gossipv1.CapacitySummary) { x.Cluster = "c2" })) {
+		t.Fatal("strict mode: a signed summary of a registered cluster not authenticated, or an unsigned one authenticated")
+	}
 	for _, ver := range []*identity.Verifier{v, required} {
 		if ver.Mode() != identity.ModeStrict {
 			t.Fatalf("mode %q after a registration, want strict", ver.Mode())
