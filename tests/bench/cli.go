@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 )
 
 // Main runs the bench command with args (without the program name) and returns its exit code:
@@ -30,7 +31,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "--log-level of the gateways and routers started (debug logs every routing decision)")
 	fs.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "Tier 2 scenarios: runs of the request sequence, each on fresh stacks, pooled into one report")
+	family := fs.String("physics", string(cfg.Physics.Family), "every pod's modelsim --physics: "+familyNames())
+	fs.Float64Var(&cfg.Physics.Jitter, "physics-jitter", cfg.Physics.Jitter, "every pod's modelsim --physics-jitter (-1 = the family's)")
+	fs.BoolVar(&cfg.ReportCachedTokens, "report-cached-tokens", cfg.ReportCachedTokens, "every pod's modelsim --report-cached-tokens")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	f, err := physics.ParseFamily(*family)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg.Physics.Family = f
+	if err := cfg.Physics.Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	sc, err := Lookup(*scenario)
@@ -47,7 +61,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Policies = RouterModes
 	}
 	if *measure {
-		return printCapacity(ctx, sc, stdout, stderr)
+		return printCapacity(ctx, sc, cfg.Physics, stdout, stderr)
 	}
 	if *progress {
 		cfg.Progress = stderr
@@ -93,6 +107,14 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+func familyNames() string {
+	var out []string
+	for _, f := range physics.Families() {
+		out = append(out, string(f))
+	}
+	return strings.Join(out, ", ")
+}
+
 func names() []string {
 	var out []string
 	for _, s := range scenarios {
@@ -102,14 +124,14 @@ func names() []string {
 }
 
 // printCapacity measures and prints the capacity search of each profile in sc's fleet.
-func printCapacity(ctx context.Context, sc Scenario, stdout, stderr io.Writer) int {
+func printCapacity(ctx context.Context, sc Scenario, pc physics.Config, stdout, stderr io.Writer) int {
 	w, err := workload.Load(sc.Workload)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	cc := DefaultCapacityConfig()
-	cc.MaxLoras = sc.MaxLoras
+	cc.MaxLoras, cc.Physics = sc.MaxLoras, pc
 	var total float64
 	for _, p := range sc.allPools() {
 		start := time.Now()
