@@ -19,6 +19,8 @@ import (
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/server"
 )
 
 // Config is one benchmark run's settings.
@@ -60,6 +62,11 @@ type Config struct {
 	Progress io.Writer
 	// Logger receives the fleets' logs (step-lag warnings); default LogDir/NAME-modelsim.log.
 	Logger *slog.Logger
+	// Physics is every pod's step-time model (modelsim --physics, --physics-jitter); the capacity
+	// measurement uses it too.
+	Physics physics.Config
+	// ReportCachedTokens is every pod's --report-cached-tokens.
+	ReportCachedTokens bool
 }
 
 // repeatValid reports whether runs of sc's request sequence can be pooled n times: at least
@@ -75,6 +82,9 @@ func DefaultConfig() Config {
 		Out:            "bench-results",
 		LogLevel:       "warn",
 		Repeat:         1,
+		Physics:        physics.DefaultConfig(), // modelsim's linear model
+		// Pods report usage.prompt_tokens_details.cached_tokens, as modelsim does by default.
+		ReportCachedTokens: true,
 	}
 }
 
@@ -100,6 +110,9 @@ func (c *Config) Validate() error {
 	case c.Out == "":
 		return errors.New("bench: out: required")
 	}
+	if err := c.Physics.Validate(); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	return nil
 }
 
@@ -114,6 +127,9 @@ type Result struct {
 	TimeScale float64 `json:"time_scale"`
 	// Repeat is how many runs of the sequence the figures pool (Config.Repeat, at least 1).
 	Repeat int `json:"repeat"`
+	// Physics describes the pods' step-time model and cached-token reporting when they are not
+	// modelsim's defaults (empty otherwise), e.g. "physics attention, step jitter σ 0.1".
+	Physics string `json:"physics,omitempty"`
 	// Target and Verdict state the scenario's target and whether the default profile met it.
 	Target  string   `json:"target,omitempty"`
 	Verdict *Verdict `json:"verdict,omitempty"`
@@ -147,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer f.Close()
 		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	res := &Result{TimeScale: cfg.TimeScale, Repeat: max(cfg.Repeat, 1)}
+	res := &Result{TimeScale: cfg.TimeScale, Repeat: max(cfg.Repeat, 1), Physics: physicsNote(&cfg)}
 	res.LoadAvg[0] = loadAvg()
 	sim, err := prepareWorkload(ctx, &cfg, res)
 	if err != nil {
@@ -218,7 +234,7 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 	}
 	res.Capacity = cfg.Capacity
 	if res.Capacity == 0 {
-		if res.Capacity, res.PodCapacity, err = FleetCapacity(ctx, cfg.Scenario, w); err != nil {
+		if res.Capacity, res.PodCapacity, err = FleetCapacity(ctx, cfg.Scenario, w, cfg.Physics); err != nil {
 			return nil, err
 		}
 	}
@@ -229,10 +245,11 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 	return w, nil
 }
 
-// FleetCapacity measures each pool profile's capacity for w's shape and sums it over the fleet.
-func FleetCapacity(ctx context.Context, sc Scenario, w *workload.Workload) (float64, map[string]float64, error) {
+// FleetCapacity measures each pool profile's capacity for w's shape under physics pc and sums it
+// over the fleet.
+func FleetCapacity(ctx context.Context, sc Scenario, w *workload.Workload, pc physics.Config) (float64, map[string]float64, error) {
 	cc := DefaultCapacityConfig()
-	cc.MaxLoras = sc.MaxLoras
+	cc.MaxLoras, cc.Physics = sc.MaxLoras, pc
 	per := map[string]float64{}
 	var total float64
 	for _, p := range sc.allPools() {
@@ -312,4 +329,12 @@ func (c *Config) logLevel() string {
 		return "warn"
 	}
 	return c.LogLevel
+}
+
+// podSettings gives every pod of a fleet the run's physics and cached-token reporting.
+func (c *Config) podSettings(cfgs []server.Config) {
+	for i := range cfgs {
+		cfgs[i].Physics, cfgs[i].PhysicsJitter = string(c.Physics.Family), c.Physics.Jitter
+		cfgs[i].ReportCachedTokens = c.ReportCachedTokens
+	}
 }

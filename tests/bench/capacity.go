@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/textgen"
 )
@@ -24,14 +25,17 @@ type CapacityConfig struct {
 	Precision float64
 	// MaxLoras and LoRAs configure the pod's adapter slots (multi-lora).
 	MaxLoras int
+	// Physics is the pod's step-time model.
+	Physics physics.Config
 }
 
 // DefaultCapacityConfig returns the settings the documented capacities were measured with.
 func DefaultCapacityConfig() CapacityConfig {
 	return CapacityConfig{
-		Span:           120 * time.Second, // two minutes: a growing queue has time to show
-		MaxMeanWaiting: 1,                 // at most one request waiting on average
-		Precision:      0.02,              // 2% of the rate
+		Span:           120 * time.Second,       // two minutes: a growing queue has time to show
+		MaxMeanWaiting: 1,                       // at most one request waiting on average
+		Precision:      0.02,                    // 2% of the rate
+		Physics:        physics.DefaultConfig(), // modelsim's default (linear) model
 	}
 }
 
@@ -128,7 +132,7 @@ func simulateRate(w *workload.Workload, src requestSource, p profile.Profile, ra
 		return Probe{}, err
 	}
 	ecfg := engine.DefaultConfig()
-	ecfg.Profile, ecfg.MaxLoras = p, cfg.MaxLoras
+	ecfg.Profile, ecfg.MaxLoras, ecfg.Physics = p, cfg.MaxLoras, cfg.Physics
 	sim, err := engine.NewSimulator(ecfg)
 	if err != nil {
 		return Probe{}, err

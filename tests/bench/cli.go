@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 )
 
 // Main runs the bench command with args (without the program name) and returns its exit code:
@@ -33,7 +34,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.TracePath, "trace", "", "trace scenarios: the trace file (default: the scenario's, ../shared/traces/FILE from the repository root)")
 	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "trace scenarios: a directory holding the trace under its own file name")
 	quick := fs.Bool("quick", false, "the scenario's quick run: "+quickDuration.String()+" of arrivals (trace scenarios: their own short window)")
+	family := fs.String("physics", string(cfg.Physics.Family), "every pod's modelsim --physics: "+familyNames())
+	fs.Float64Var(&cfg.Physics.Jitter, "physics-jitter", cfg.Physics.Jitter, "every pod's modelsim --physics-jitter (-1 = the family's)")
+	fs.BoolVar(&cfg.ReportCachedTokens, "report-cached-tokens", cfg.ReportCachedTokens, "every pod's modelsim --report-cached-tokens")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	f, err := physics.ParseFamily(*family)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg.Physics.Family = f
+	if err := cfg.Physics.Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	sc, err := Lookup(*scenario)
@@ -99,6 +113,14 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+func familyNames() string {
+	var out []string
+	for _, f := range physics.Families() {
+		out = append(out, string(f))
+	}
+	return strings.Join(out, ", ")
+}
+
 func names() []string {
 	var out []string
 	for _, s := range scenarios {
@@ -109,7 +131,7 @@ func names() []string {
 
 // printCapacity measures and prints the capacity search of each profile in sc's fleet.
 func printCapacity(ctx context.Context, cfg *Config, stdout, stderr io.Writer) int {
-	sc := cfg.Scenario
+	sc, pc := cfg.Scenario, cfg.Physics
 	w, err := workload.Load(sc.Workload)
 	if err == nil {
 		w, err = applyTraceFile(cfg, w)
@@ -119,7 +141,7 @@ func printCapacity(ctx context.Context, cfg *Config, stdout, stderr io.Writer) i
 		return 1
 	}
 	cc := DefaultCapacityConfig()
-	cc.MaxLoras = sc.MaxLoras
+	cc.MaxLoras, cc.Physics = sc.MaxLoras, pc
 	var total float64
 	for _, p := range sc.allPools() {
 		start := time.Now()

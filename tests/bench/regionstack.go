@@ -99,6 +99,7 @@ func (st *regionalStack) writeSecrets() error {
 // startCluster starts a cluster's pods (in process, run until fctx ends) and its gateway.
 func (st *regionalStack) startCluster(ctx, fctx context.Context, cfg *Config, w *workload.Workload, region string, c Cluster) error {
 	cfgs, _ := fleetConfigs(Scenario{Pools: c.Pools}, w, cfg.TimeScale)
+	cfg.podSettings(cfgs)
 	f, err := fleet.New(cfgs, cfg.Logger.With("mode", st.mode, "cluster", c.Name))
 	if err != nil {
 		return err

@@ -55,6 +55,7 @@ func fleetConfigs(sc Scenario, w *workload.Workload, timeScale float64) ([]serve
 // startStack starts the fleet, then the gateway, and waits until the gateway serves the model.
 func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workload, policy string) (*stack, error) {
 	cfgs, labels := fleetConfigs(sc, w, cfg.TimeScale)
+	cfg.podSettings(cfgs)
 	f, err := fleet.New(cfgs, cfg.Logger.With("policy", policy))
 	if err != nil {
 		return nil, err

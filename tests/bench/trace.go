@@ -65,7 +65,7 @@ func prepareTrace(ctx context.Context, cfg *Config, res *Result, w *workload.Wor
 	res.RateRPS = float64(len(reqs)) / w.Duration.Seconds()
 	res.Capacity = cfg.Capacity
 	if res.Capacity == 0 {
-		if res.Capacity, res.PodCapacity, err = FleetCapacity(ctx, cfg.Scenario, w); err != nil {
+		if res.Capacity, res.PodCapacity, err = FleetCapacity(ctx, cfg.Scenario, w, cfg.Physics); err != nil {
 			return nil, err
 		}
 	}

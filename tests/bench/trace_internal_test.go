@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
@@ -94,7 +95,7 @@ func TestTraceCapacityProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := simulateRate(w, src, p, 0.5, CapacityConfig{Span: 10 * time.Second, MaxMeanWaiting: 1})
+	pr, err := simulateRate(w, src, p, 0.5, CapacityConfig{Span: 10 * time.Second, MaxMeanWaiting: 1, Physics: physics.DefaultConfig()})
 	if err != nil || !pr.Sustained || pr.TooLong != 0 {
 		t.Errorf("probe %+v, %v", pr, err)
 	}

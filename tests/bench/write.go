@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen/report"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 )
 
 // writeReports writes NAME.json (loadgen's report), NAME-pods.json (this package's figures),
@@ -81,9 +82,9 @@ func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
 		runs = fmt.Sprintf(", %d times on fresh stacks, pooled", res.Repeat)
 	}
 	fmt.Fprintf(b, "Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals%s "+
-		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s%s. Load average at start / end of arrivals: %s / %s.\n\n",
 		regionsLine(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale/float64(max(res.Repeat, 1)), runs,
-		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
+		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale), physicsSuffix(res),
 		res.LoadAvg[0], res.LoadAvg[1])
 	regionalMarkdown(b, cfg.Scenario, r, res.Regional)
 }
@@ -91,9 +92,9 @@ func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
 func tier1Table(b *strings.Builder, cfg *Config, res *Result) {
 	r := res.Report
 	fmt.Fprintf(b, "Fleet per policy: %s. Workload `%s`, seed %d, %.2f req/s (simulated) for %.0f s of arrivals "+
-		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s%s. Load average at start / end of arrivals: %s / %s.\n\n",
 		pools(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale,
-		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale),
+		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale), physicsSuffix(res),
 		res.LoadAvg[0], res.LoadAvg[1])
 	traceLines(b, cfg.Scenario.Pods(), res)
 	if res.Trace != nil {
@@ -180,4 +181,28 @@ func counts(m map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s %.0f", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// physicsNote describes the pods' physics and cached-token reporting when they are not modelsim's
+// defaults, and is empty otherwise.
+func physicsNote(cfg *Config) string {
+	var parts []string
+	if cfg.Physics.Family != physics.Linear {
+		parts = append(parts, "physics "+string(cfg.Physics.Family))
+	}
+	if cfg.Physics.Jitter != physics.FamilyDefaultJitter {
+		parts = append(parts, fmt.Sprintf("step jitter σ %g", cfg.Physics.Jitter))
+	}
+	if !cfg.ReportCachedTokens {
+		parts = append(parts, "no cached_tokens in usage")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// physicsSuffix is the markdown header's mention of a non-default physics.
+func physicsSuffix(res *Result) string {
+	if res.Physics == "" {
+		return ""
+	}
+	return ", " + res.Physics
 }

@@ -36,6 +36,12 @@ func TestParse(t *testing.T) {
 			func(o *options) bool {
 				return o.cfg.TimeScale == 0.1 && o.cfg.Model == "m" && o.cfg.MaxModelLen == 4096
 			}, ""},
+		{"physics flags", []string{"--physics=blis", "--physics-jitter=0.1", "--report-cached-tokens=false"}, nil,
+			func(o *options) bool {
+				return o.cfg.Physics == "blis" && o.cfg.PhysicsJitter == 0.1 && !o.cfg.ReportCachedTokens
+			}, ""},
+		{"physics from env", nil, map[string]string{"SWITCHYARD_PHYSICS": "attention", "SWITCHYARD_REPORT_CACHED_TOKENS": "false"},
+			func(o *options) bool { return o.cfg.Physics == "attention" && !o.cfg.ReportCachedTokens }, ""},
 		{"bad env value", nil, map[string]string{"SWITCHYARD_SEED": "x"}, nil, "SWITCHYARD_SEED"},
 		{"bad flag value", []string{"--max-loras=many"}, nil, nil, "max-loras"},
 		{"positional argument", []string{"serve"}, nil, nil, "unexpected argument"},
@@ -76,12 +82,53 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad log format", []string{"--log-format=xml"}, 1},
 		{"fleet with model flag", []string{"--fleet=" + fleetFile, "--model=x"}, 1},
 		{"missing fleet file", []string{"--fleet=" + fleetFile + ".missing"}, 1},
+		{"bad physics", []string{"--physics=cubic"}, 1},
+		{"bad physics jitter", []string{"--physics-jitter=5"}, 1},
+		{"fleet with bad physics", []string{"--fleet=" + fleetFile, "--physics=cubic"}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			if got := Run(context.Background(), tt.args, env(nil), &out); got != tt.want {
 				t.Fatalf("exit code %d, want %d; output:\n%s", got, tt.want, out.String())
+			}
+		})
+	}
+}
+
+// TestFleetPhysicsOverride: --physics, --physics-jitter and --report-cached-tokens beside --fleet
+// apply to every entry; entries keep their own settings otherwise.
+func TestFleetPhysicsOverride(t *testing.T) {
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	yaml := "- {listen: '127.0.0.1:0', physics: blis}\n- {listen: '127.0.0.1:0', physics-jitter: 0.3}\n"
+	if err := os.WriteFile(fleetFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		args        []string
+		wantPhysics []string
+		wantJitter  []float64
+		wantReport  bool
+	}{
+		{"entries' own", []string{"--fleet=" + fleetFile}, []string{"blis", "linear"}, []float64{-1, 0.3}, true},
+		{"overridden", []string{"--fleet=" + fleetFile, "--physics=attention", "--physics-jitter=0", "--report-cached-tokens=false"},
+			[]string{"attention", "attention"}, []float64{0, 0}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(tt.args, env(nil), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs, err := o.configs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range cfgs {
+				if c.Physics != tt.wantPhysics[i] || c.PhysicsJitter != tt.wantJitter[i] || c.ReportCachedTokens != tt.wantReport {
+					t.Errorf("entry %d: physics %q jitter %v report %v", i, c.Physics, c.PhysicsJitter, c.ReportCachedTokens)
+				}
 			}
 		})
 	}

@@ -29,6 +29,9 @@ func TestParse(t *testing.T) {
   engine: sglang
   time-scale: 0.5
   max-model-len: 8192
+  physics: attention
+  physics-jitter: 0.2
+  report-cached-tokens: false
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -41,10 +44,12 @@ func TestParse(t *testing.T) {
 		t.Fatalf("entry 1: %+v", a)
 	}
 	if b.Engine != "sglang" || !slices.Equal(b.LoRAs, []string{"a", "b"}) || b.TimeScale != 0.5 ||
-		b.MaxModelLen != 8192 || b.EffectiveMaxLoras() != 1 {
+		b.MaxModelLen != 8192 || b.EffectiveMaxLoras() != 1 || b.Physics != "attention" || b.PhysicsJitter != 0.2 ||
+		b.ReportCachedTokens {
 		t.Fatalf("entry 2: %+v", b)
 	}
-	if d := server.DefaultConfig(); a.MaxModelLen != d.MaxModelLen || a.Engine != d.Engine {
+	if d := server.DefaultConfig(); a.MaxModelLen != d.MaxModelLen || a.Engine != d.Engine || a.Physics != d.Physics ||
+		a.PhysicsJitter != d.PhysicsJitter || !a.ReportCachedTokens {
 		t.Fatalf("defaults not applied: %+v", a)
 	}
 }
