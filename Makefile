@@ -7,7 +7,7 @@
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
 #   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
-#   make generate  regenerate protobuf code and the import graphs in docs/architecture.md (committed)
+#   make generate  regenerate protobuf code, the docs' flags tables and the import graphs in docs/architecture.md (committed)
 #   make lint      gofmt, go vet, golangci-lint, go mod tidy and generate leave no diff
 
 SHELL := /bin/bash
@@ -147,17 +147,27 @@ $(BIN)/golangci-lint: Makefile
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	@touch $@
 
-## generate: regenerate protobuf Go code under proto/gen and the import graphs in docs/architecture.md
+# FLAGS_DOCS are the binaries' app packages whose TestFlagsDocUpToDate checks, and with
+# -update-docs rewrites, the flags table of their doc page (docs/gateway.md, docs/router.md),
+# generated from their Config struct.
+FLAGS_DOCS := cluster-gateway global-router
+
+## generate: regenerate protobuf Go code under proto/gen, the flags tables of docs/gateway.md
+## and docs/router.md, and the import graphs in docs/architecture.md
 generate: tools generate-graph
 	cd proto && rm -rf gen && buf lint && buf generate
+	for m in $(FLAGS_DOCS); do (cd $$m && $(GO) test -count=1 -run='^TestFlagsDocUpToDate$$' ./internal/app -update-docs) || exit 1; done
 
 ## generate-graph: the import graphs in docs/architecture.md, from `go list` (needs no tools)
 generate-graph:
 	$(GO) run ./tests/cmd/importgraph
 
-## check-generate: fail when regenerating would change the generated code or the import graphs in the tree
+## check-generate: fail when regenerating would change the generated code, the docs' flags
+## tables or the import graphs in the tree
 check-generate: tools
 	@$(GO) run ./tests/cmd/importgraph --check
+	@for m in $(FLAGS_DOCS); do (cd $$m && $(GO) test -count=1 -run='^TestFlagsDocUpToDate$$' ./internal/app >/dev/null) || \
+	  { echo "the flags table generated from $$m's Config is out of date; run 'make generate' and commit"; exit 1; }; done
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	  (cd proto && buf lint && buf generate -o $$tmp); \
 	  mkdir -p $$tmp/gen proto/gen; \

@@ -31,16 +31,18 @@ type Flag struct {
 //
 //	flag:"name"       the flag's name; "-" leaves the field out. Required on every exported field,
 //	                  so that a new field cannot be forgotten.
-//	usage:"text"      the help text, in the docs' words (backticks mark code). Required.
+//	usage:"text"      the help text, in the docs' words; or BindOptions.Usage gives it (a
+//	                  struct tag cannot hold the backticks that mark code). One of them is required.
 //	alias:"a,b"       deprecated former names that still set the field.
 //	default:"text"    how --help and the docs describe the default of a field whose zero value
 //	                  stands for a computed default (e.g. from the hostname); only on such fields.
 //
 // A field is a string, bool, int, int64, uint, uint64, float64, time.Duration, []string (a
 // comma-separated list, blanks trimmed, empty items dropped; each setting replaces the list),
-// or of a type whose pointer implements flag.Value; values gives the flag.Value of a field by
-// flag name when its parse is another (a size with units, say) or its type none of these.
-func Bind(fs *flag.FlagSet, cfg any, values map[string]flag.Value) ([]Flag, error) {
+// or of a type whose pointer implements flag.Value; BindOptions.Values gives the flag.Value of a
+// field by flag name when its parse is another (a size with units, say) or its type none of
+// these.
+func Bind(fs *flag.FlagSet, cfg any, o BindOptions) ([]Flag, error) {
 	v := reflect.ValueOf(cfg)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("flagenv: Bind needs a pointer to a struct, got %T", cfg)
@@ -53,7 +55,7 @@ func Bind(fs *flag.FlagSet, cfg any, values map[string]flag.Value) ([]Flag, erro
 		if !sf.IsExported() {
 			continue
 		}
-		f, ok, err := bindField(fs, sf, v.Field(i), values)
+		f, ok, err := bindField(fs, sf, v.Field(i), o)
 		if err != nil {
 			return nil, fmt.Errorf("flagenv: %s.%s: %w", v.Type().Name(), sf.Name, err)
 		}
@@ -62,16 +64,34 @@ func Bind(fs *flag.FlagSet, cfg any, values map[string]flag.Value) ([]Flag, erro
 			out = append(out, f)
 		}
 	}
-	for name := range values {
-		if !used[name] {
-			return nil, fmt.Errorf("flagenv: a value is given for --%s, which no field of %s declares", name, v.Type().Name())
+	for _, names := range []map[string]bool{keys(o.Values), keys(o.Usage)} {
+		for name := range names {
+			if !used[name] {
+				return nil, fmt.Errorf("flagenv: BindOptions name --%s, which no field of %s declares", name, v.Type().Name())
+			}
 		}
 	}
 	return out, nil
 }
 
+// BindOptions complete the fields' tags.
+type BindOptions struct {
+	// Usage gives the help text of the flags, by name, whose fields have no usage tag.
+	Usage map[string]string
+	// Values gives the flag.Value of the flags, by name, whose parse is not their field type's.
+	Values map[string]flag.Value
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
 // bindField registers the flag of one field; ok is false for a field left out (flag:"-").
-func bindField(fs *flag.FlagSet, sf reflect.StructField, fv reflect.Value, values map[string]flag.Value) (Flag, bool, error) {
+func bindField(fs *flag.FlagSet, sf reflect.StructField, fv reflect.Value, o BindOptions) (Flag, bool, error) {
 	name, tagged := sf.Tag.Lookup("flag")
 	switch {
 	case !tagged:
@@ -79,11 +99,17 @@ func bindField(fs *flag.FlagSet, sf reflect.StructField, fv reflect.Value, value
 	case name == "-":
 		return Flag{}, false, nil
 	}
-	usage := sf.Tag.Get("usage")
-	if usage == "" {
-		return Flag{}, false, fmt.Errorf("--%s has no usage tag", name)
+	usage, tagged := sf.Tag.Lookup("usage")
+	switch {
+	case tagged && o.Usage[name] != "":
+		return Flag{}, false, fmt.Errorf("--%s has a usage tag and a BindOptions.Usage text", name)
+	case !tagged:
+		usage = o.Usage[name]
 	}
-	value := values[name]
+	if usage == "" {
+		return Flag{}, false, fmt.Errorf("--%s has no usage text (a usage tag or BindOptions.Usage)", name)
+	}
+	value := o.Values[name]
 	if value == nil {
 		var err error
 		if value, err = valueOf(fv); err != nil {

@@ -13,7 +13,7 @@ import (
 func TestBindDescribesEveryField(t *testing.T) {
 	c := defaults()
 	fset := flag.NewFlagSet("test", flag.ContinueOnError)
-	flags, err := flagenv.Bind(fset, &c, nil)
+	flags, err := flagenv.Bind(fset, &c, flagenv.BindOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +63,24 @@ func (s sizeValue) Set(v string) error {
 
 func TestBindValues(t *testing.T) {
 	var c struct {
-		Budget int64             `flag:"budget" usage:"bytes"`
+		Budget int64             `flag:"budget"`
 		RTT    map[string]string `flag:"rtt" usage:"round trips"`
 		Node   string            `flag:"node-name" usage:"node" default:"router-<region>-<hostname>"`
 	}
 	rtt := flag.Value(sizeValue{})
 	fset := flag.NewFlagSet("test", flag.ContinueOnError)
-	flags, err := flagenv.Bind(fset, &c, map[string]flag.Value{"budget": sizeValue{&c.Budget}, "rtt": rtt})
+	flags, err := flagenv.Bind(fset, &c, flagenv.BindOptions{
+		Values: map[string]flag.Value{"budget": sizeValue{&c.Budget}, "rtt": rtt},
+		Usage:  map[string]string{"budget": "bytes of `x`"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := fset.Parse([]string{"--budget=2KiB"}); err != nil || c.Budget != 2048 {
 		t.Fatalf("budget %d, err %v", c.Budget, err)
+	}
+	if flags[0].Usage != "bytes of `x`" {
+		t.Errorf("usage from BindOptions: %q", flags[0].Usage)
 	}
 	if flags[2].Default != "router-<region>-<hostname>" {
 		t.Errorf("described default %q", flags[2].Default)
@@ -101,20 +107,23 @@ func TestBindRejects(t *testing.T) {
 		name   string
 		cfg    any
 		values map[string]flag.Value
+		usage  map[string]string
 		want   string
 	}{
-		{"not a pointer", ok{}, nil, "pointer to a struct"},
-		{"untagged field", &untagged{}, nil, "untagged.Listen: no flag tag"},
-		{"no usage", &noUsage{}, nil, "--listen has no usage tag"},
-		{"unsupported type", &unsupported{}, nil, "unsupported type map[string]string"},
-		{"a described default over a real one", &describedRealDefault{Listen: ":8080"}, nil, `this field's is ":8080"`},
-		{"a value for no field", &ok{}, map[string]flag.Value{"lisen": sizeValue{}}, "--lisen, which no field"},
+		{"not a pointer", ok{}, nil, nil, "pointer to a struct"},
+		{"untagged field", &untagged{}, nil, nil, "untagged.Listen: no flag tag"},
+		{"no usage", &noUsage{}, nil, nil, "--listen has no usage text"},
+		{"usage twice", &ok{}, nil, map[string]string{"listen": "y"}, "a usage tag and a BindOptions.Usage text"},
+		{"usage for no field", &noUsage{}, nil, map[string]string{"listen": "x", "lisen": "y"}, "BindOptions name --lisen"},
+		{"unsupported type", &unsupported{}, nil, nil, "unsupported type map[string]string"},
+		{"a described default over a real one", &describedRealDefault{Listen: ":8080"}, nil, nil, `this field's is ":8080"`},
+		{"a value for no field", &ok{}, map[string]flag.Value{"lisen": sizeValue{}}, nil, "BindOptions name --lisen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fset := flag.NewFlagSet("test", flag.ContinueOnError)
 			fset.SetOutput(io.Discard)
-			if _, err := flagenv.Bind(fset, tt.cfg, tt.values); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := flagenv.Bind(fset, tt.cfg, flagenv.BindOptions{Values: tt.values, Usage: tt.usage}); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tt.want)
 			}
 		})

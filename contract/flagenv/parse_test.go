@@ -42,7 +42,7 @@ func parse(t *testing.T, args []string, env map[string]string, files map[string]
 	c := defaults()
 	fset := flag.NewFlagSet("test", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	if _, err := flagenv.Bind(fset, &c, nil); err != nil {
+	if _, err := flagenv.Bind(fset, &c, flagenv.BindOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	src, err := flagenv.Parse(fset, args, flagenv.Options{
@@ -301,7 +301,7 @@ func FuzzFile(f *testing.F) {
 		}
 		var b strings.Builder
 		fset := flag.NewFlagSet("written", flag.ContinueOnError)
-		if _, err := flagenv.Bind(fset, &c, nil); err != nil {
+		if _, err := flagenv.Bind(fset, &c, flagenv.BindOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for name, s := range src {

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/flagenv"
 )
 
 // Main parses devstack's flags (also from SWITCHYARD_<FLAG> environment variables), loads the
@@ -26,10 +26,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Usage: devstack [--config=FILE] [--data-dir=DIR] [--bin-dir=DIR]\n\nRuns the local Switchyard stack until interrupted.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := applyEnv(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args); err != nil {
+	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix}); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -40,19 +37,4 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return Run(ctx, cfg, opt)
-}
-
-// applyEnv sets each flag from SWITCHYARD_<FLAG> (dashes as underscores) when that is set;
-// command-line flags parsed afterwards win.
-func applyEnv(fs *flag.FlagSet) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		key := "SWITCHYARD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(key); ok && err == nil {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %w", key, e)
-			}
-		}
-	})
-	return err
 }

@@ -1,5 +1,5 @@
 // Package app assembles the cluster-gateway binary: it reads flags (and SWITCHYARD_<FLAG>
-// environment variables) into one Config, builds discovery, metrics scraping, the scheduler, flow
+// environment variables, and a --flags-file) into one Config, builds discovery, metrics scraping, the scheduler, flow
 // control and both front doors (HTTP proxy and Envoy ext_proc) around one endpoint store, and runs
 // them under an errgroup until the context ends.
 package app
@@ -22,86 +22,105 @@ import (
 	"github.com/switchyard-dev/switchyard/gossip"
 )
 
-// Config is every setting of the gateway; flags bind to it.
+// Config is every setting of the gateway. Each field is one flag, named by its tag; usage below
+// holds each flag's help text, and DefaultConfig its default. --help and the flags table of
+// docs/gateway.md are generated from them (flagenv.Bind), so they cannot drift.
 type Config struct {
 	// Cluster and Region name this gateway's cluster (response headers, gossip). Required.
-	Cluster, Region string
+	Cluster string `flag:"cluster"`
+	Region  string `flag:"region"`
 	// Listen is the HTTP proxy address. Default ":8080".
-	Listen string
+	Listen string `flag:"listen"`
 	// TLSCertFile and TLSKeyFile, both or neither, serve Listen over TLS (HTTP/2 by ALPN, and
 	// HTTP/1.1) for routers that reach the gateway across regions at an https:// advertise URL;
 	// TLSClientCAFile then requires client certificates signed by its CAs (the routers'
 	// --gateway-cert-file). The files are read at every handshake, so rotated certificates need no
 	// restart. Default: plain HTTP/1.1 and h2c.
-	TLSCertFile, TLSKeyFile, TLSClientCAFile string
+	TLSCertFile     string `flag:"tls-cert-file"`
+	TLSKeyFile      string `flag:"tls-key-file"`
+	TLSClientCAFile string `flag:"tls-client-ca-file"`
 	// ExtProcListen is the Envoy ext_proc gRPC address; empty disables it. Default ":9002".
-	ExtProcListen string
+	ExtProcListen string `flag:"ext-proc-listen"`
 	// SecureServing serves ExtProcListen over TLS, as GIE's endpoint picker does with the flag of
 	// the same name, for gateways that reach the endpoint picker with TLS (they do not verify its
 	// certificate unless configured to). CertPath is a directory holding tls.crt and tls.key (a
 	// Kubernetes TLS Secret mounted), read at every handshake; without it a self-signed
 	// certificate is made at start. Default false: HTTP/2 cleartext, as Envoy Gateway connects.
-	SecureServing bool
-	CertPath      string
+	SecureServing bool   `flag:"secure-serving"`
+	CertPath      string `flag:"cert-path"`
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9090".
-	MetricsListen string
+	MetricsListen string `flag:"metrics-listen"`
 	// EnablePprof also serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the
 	// metrics port. Default false.
-	EnablePprof bool
+	EnablePprof bool `flag:"enable-pprof"`
 	// Endpoints is a static "host:port,..." list; EndpointsFile a watched YAML list; PoolName and
 	// PoolNamespace an InferencePool to follow (Kubeconfig, when set, instead of in-cluster
 	// credentials). Exactly one source is required.
-	Endpoints, EndpointsFile, PoolName, PoolNamespace, Kubeconfig string
+	Endpoints     string `flag:"endpoints"`
+	EndpointsFile string `flag:"endpoints-file"`
+	PoolName      string `flag:"pool-name"`
+	PoolNamespace string `flag:"pool-namespace"`
+	Kubeconfig    string `flag:"kubeconfig"`
 	// ConfigFile is a GIE EndpointPickerConfig file; Profile a built-in profile used without it.
 	// Default profile "default".
-	ConfigFile, Profile string
+	ConfigFile string `flag:"config"`
+	Profile    string `flag:"profile"`
+	// FlagsFile is a file of flag values, one name=value a line (flagenv's format); the command
+	// line and the environment win over it. (--config is GIE's EndpointPickerConfig.)
+	FlagsFile string `flag:"flags-file"`
 	// Gossip settings (validated; the publisher uses them).
-	GossipBind, GossipJoin, GossipKeyFile, AdvertiseURL string
+	GossipBind    string `flag:"gossip-bind"`
+	GossipJoin    string `flag:"gossip-join"`
+	GossipKeyFile string `flag:"gossip-key-file"`
+	AdvertiseURL  string `flag:"advertise-url"`
 	// SummarySigningKeyFile holds the cluster's Ed25519 signing key (PEM PKCS #8 or the base64 of
 	// the 32-byte seed); every capacity summary is signed with it, and routers that have the
 	// cluster registered accept only summaries its public key verifies. Re-read every 10 s.
 	// Default: unsigned.
-	SummarySigningKeyFile string
+	SummarySigningKeyFile string `flag:"summary-signing-key-file"`
 	// LogFormat is text or json; LogLevel debug, info, warn or error. Defaults text, info.
-	LogFormat, LogLevel string
+	LogFormat string `flag:"log-format"`
+	LogLevel  string `flag:"log-level"`
 	// ScrapeInterval is the per-pod metrics scrape interval for small fleets. Default 50 ms.
-	ScrapeInterval time.Duration
+	ScrapeInterval time.Duration `flag:"scrape-interval"`
 	// Staleness is the metrics age beyond which a pod is not counted for readiness. Default 2 s.
-	Staleness time.Duration
+	Staleness time.Duration `flag:"staleness"`
 	// MaxBodyBytes is the request body limit (413 beyond). Default 32 MiB.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `flag:"max-body-bytes"`
 	// MaxInflightBodyBytes is the in-flight body budget: the request-body memory both front
 	// doors may hold at once, beyond which a request is answered 503 with Retry-After. 0
 	// (--max-inflight-body-bytes=auto) is a quarter of the Go memory limit in force (see
 	// MemoryLimit), or 256 MiB without one, and never less than MaxBodyBytes. Default auto.
-	MaxInflightBodyBytes int64
+	MaxInflightBodyBytes int64 `flag:"max-inflight-body-bytes"`
 	// MemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit): bytes
 	// with an optional suffix (e.g. 1536MiB), "auto" for 90% of the cgroup's memory.max (no limit
 	// outside a memory-limited cgroup), or "none". Default "": GOMEMLIMIT when it is set, else
 	// auto.
-	MemoryLimit string
+	MemoryLimit string `flag:"memory-limit" default:"GOMEMLIMIT, else auto"`
 	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
-	AdapterMap string
+	AdapterMap string `flag:"adapter-map"`
 	// EndpointHeader adds x-switchyard-endpoint, the serving pod's name, to responses. Default
 	// true. EndpointHeaderAddress shows the pod's ip:port there instead, for debugging (the
 	// address is internal to the cluster). Default false.
-	EndpointHeader, EndpointHeaderAddress bool
+	EndpointHeader        bool `flag:"endpoint-header"`
+	EndpointHeaderAddress bool `flag:"endpoint-header-address"`
 	// QueueLimit, QueueTTL and ObjectivePriorities configure flow control (defaults 1024, 10 s, "").
-	QueueLimit          int
-	QueueTTL            time.Duration
-	ObjectivePriorities string
+	QueueLimit          int           `flag:"queue-limit"`
+	QueueTTL            time.Duration `flag:"queue-ttl"`
+	ObjectivePriorities string        `flag:"objective-priorities"`
 	// MinPriority and MaxPriority bound the priority bands: an x-switchyard-priority header
 	// outside them (or not an integer) is answered 400, and every --objective-priorities value
 	// must lie inside them. Defaults -10 and 10.
-	MinPriority, MaxPriority int
+	MinPriority int `flag:"min-priority"`
+	MaxPriority int `flag:"max-priority"`
 	// MaxAttempts bounds the endpoints the HTTP proxy tries per request. Default 3.
-	MaxAttempts int
+	MaxAttempts int `flag:"max-attempts"`
 	// MaxEjectionPercent caps the share of the pool's endpoints that passive health may eject at
 	// once, as Envoy's max_ejection_percent (at least one of two or more; a lone endpoint is
 	// never ejected below 100). 0 turns ejection off. Default 50.
-	MaxEjectionPercent int
+	MaxEjectionPercent int `flag:"max-ejection-percent"`
 	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
-	DrainTimeout time.Duration
+	DrainTimeout time.Duration `flag:"drain-timeout"`
 }
 
 // DefaultConfig returns the defaults documented on each field.
@@ -129,51 +148,54 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate returns an error naming the first invalid flag.
+// Validate returns every problem of the configuration (errors.Join), each naming its flag.
 func (c Config) Validate() error {
-	checks := []func() error{c.validateIdentity, c.validateListeners, c.validateDiscovery, c.validateScheduling,
-		c.validateLimits, c.validateGossip, c.validateLogging}
-	for _, check := range checks {
-		if err := check(); err != nil {
-			return err
-		}
+	var errs []error
+	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery, c.validateScheduling,
+		c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging} {
+		errs = append(errs, check()...)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-func (c Config) validateIdentity() error {
+func (c Config) validateIdentity() []error {
+	var errs []error
 	if strings.TrimSpace(c.Cluster) == "" {
-		return errors.New("--cluster is required")
+		errs = append(errs, errors.New("--cluster is required"))
 	}
 	if strings.TrimSpace(c.Region) == "" {
-		return errors.New("--region is required")
+		errs = append(errs, errors.New("--region is required"))
 	}
-	return nil
+	return errs
 }
 
-func (c Config) validateListeners() error {
-	switch {
-	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
-		return errors.New("--tls-cert-file and --tls-key-file must be given together")
-	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
-		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
-	case c.CertPath != "" && !c.SecureServing:
-		return errors.New("--cert-path needs --secure-serving")
-	case c.SecureServing && c.ExtProcListen == "":
-		return errors.New("--secure-serving needs --ext-proc-listen")
+func (c Config) validateListeners() []error {
+	var errs []error
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file must be given together"))
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		errs = append(errs, errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file"))
+	}
+	if c.CertPath != "" && !c.SecureServing {
+		errs = append(errs, errors.New("--cert-path needs --secure-serving"))
+	}
+	if c.SecureServing && c.ExtProcListen == "" {
+		errs = append(errs, errors.New("--secure-serving needs --ext-proc-listen"))
 	}
 	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen}, {"--ext-proc-listen", c.ExtProcListen}} {
 		if l.addr == "" && l.flag == "--ext-proc-listen" {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(l.addr); err != nil {
-			return fmt.Errorf("%s=%q: want host:port: %v", l.flag, l.addr, err)
+			errs = append(errs, fmt.Errorf("%s=%q: want host:port: %v", l.flag, l.addr, err))
 		}
 	}
-	return nil
+	return errs
 }
 
-func (c Config) validateDiscovery() error {
+func (c Config) validateDiscovery() []error {
+	var errs []error
 	n := 0
 	for _, set := range []bool{c.Endpoints != "", c.EndpointsFile != "", c.PoolName != ""} {
 		if set {
@@ -181,59 +203,69 @@ func (c Config) validateDiscovery() error {
 		}
 	}
 	if n != 1 {
-		return errors.New("exactly one of --endpoints, --endpoints-file or --pool-name is required")
+		errs = append(errs, errors.New("exactly one of --endpoints, --endpoints-file or --pool-name is required"))
 	}
 	if c.PoolName != "" && c.PoolNamespace == "" {
-		return errors.New("--pool-namespace must not be empty with --pool-name")
+		errs = append(errs, errors.New("--pool-namespace must not be empty with --pool-name"))
+	}
+	return errs
+}
+
+func (c Config) validateScheduling() []error {
+	if c.ConfigFile != "" {
+		if _, err := os.Stat(c.ConfigFile); err != nil {
+			return []error{fmt.Errorf("--config: %w", err)}
+		}
+		return nil
+	}
+	if err := (scheduling.Config{Profile: c.Profile}).Validate(); err != nil {
+		return []error{err}
 	}
 	return nil
 }
 
-func (c Config) validateScheduling() error {
-	if c.ConfigFile != "" {
-		if _, err := os.Stat(c.ConfigFile); err != nil {
-			return fmt.Errorf("--config: %w", err)
+func (c Config) validateLimits() []error {
+	var errs []error
+	add := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
 		}
-		return nil
 	}
-	return scheduling.Config{Profile: c.Profile}.Validate()
-}
-
-func (c Config) validateLimits() error {
-	switch {
-	case c.ScrapeInterval <= 0:
-		return fmt.Errorf("--scrape-interval must be positive, got %v", c.ScrapeInterval)
-	case c.Staleness <= 0:
-		return fmt.Errorf("--staleness must be positive, got %v", c.Staleness)
-	case c.MaxBodyBytes <= 0:
-		return fmt.Errorf("--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
-	case c.MaxInflightBodyBytes < 0:
-		return fmt.Errorf("--max-inflight-body-bytes must not be negative, got %d", c.MaxInflightBodyBytes)
-	case c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < c.MaxBodyBytes:
-		return fmt.Errorf("--max-inflight-body-bytes=%d must be at least --max-body-bytes=%d, or no body of the largest size could be read",
-			c.MaxInflightBodyBytes, c.MaxBodyBytes)
-	case c.QueueLimit < 0:
-		return fmt.Errorf("--queue-limit must not be negative, got %d", c.QueueLimit)
-	case c.QueueTTL <= 0:
-		return fmt.Errorf("--queue-ttl must be positive, got %v", c.QueueTTL)
-	case c.MaxAttempts < 1:
-		return fmt.Errorf("--max-attempts must be at least 1, got %d", c.MaxAttempts)
-	case c.DrainTimeout <= 0:
-		return fmt.Errorf("--drain-timeout must be positive, got %v", c.DrainTimeout)
-	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
-		return fmt.Errorf("--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
-	}
+	add(c.ScrapeInterval <= 0, "--scrape-interval must be positive, got %v", c.ScrapeInterval)
+	add(c.Staleness <= 0, "--staleness must be positive, got %v", c.Staleness)
+	add(c.MaxBodyBytes <= 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
+	add(c.MaxInflightBodyBytes < 0, "--max-inflight-body-bytes must not be negative, got %d", c.MaxInflightBodyBytes)
+	add(c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < c.MaxBodyBytes,
+		"--max-inflight-body-bytes=%d must be at least --max-body-bytes=%d, or no body of the largest size could be read",
+		c.MaxInflightBodyBytes, c.MaxBodyBytes)
+	add(c.MaxAttempts < 1, "--max-attempts must be at least 1, got %d", c.MaxAttempts)
+	add(c.DrainTimeout <= 0, "--drain-timeout must be positive, got %v", c.DrainTimeout)
+	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
 	if err := memlimit.Check(c.MemoryLimit); err != nil {
-		return fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err)
+		errs = append(errs, fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err))
 	}
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
-		return fmt.Errorf("--adapter-map: %w", err)
+		errs = append(errs, fmt.Errorf("--adapter-map: %w", err))
+	}
+	return errs
+}
+
+func (c Config) validateFlowControl() []error {
+	var errs []error
+	if c.QueueLimit < 0 {
+		errs = append(errs, fmt.Errorf("--queue-limit must not be negative, got %d", c.QueueLimit))
+	}
+	if c.QueueTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--queue-ttl must be positive, got %v", c.QueueTTL))
 	}
 	objectives, err := flowcontrol.ParseObjectivePriorities(c.ObjectivePriorities)
 	if err != nil {
-		return fmt.Errorf("--objective-priorities: %w", err)
+		return append(errs, fmt.Errorf("--objective-priorities: %w", err))
 	}
-	return c.validatePriorities(objectives)
+	if err := c.validatePriorities(objectives); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // validatePriorities checks the priority range and that every objective's priority is in it.
@@ -252,53 +284,62 @@ func (c Config) validatePriorities(objectives map[string]int) error {
 	return nil
 }
 
-func (c Config) validateGossip() error {
+func (c Config) validateGossip() []error {
+	var errs []error
 	if c.GossipJoin != "" && c.GossipBind == "" {
-		return errors.New("--gossip-join needs --gossip-bind")
+		errs = append(errs, errors.New("--gossip-join needs --gossip-bind"))
 	}
 	if c.GossipBind != "" {
 		if _, _, err := net.SplitHostPort(c.GossipBind); err != nil {
-			return fmt.Errorf("--gossip-bind=%q: want host:port: %v", c.GossipBind, err)
+			errs = append(errs, fmt.Errorf("--gossip-bind=%q: want host:port: %v", c.GossipBind, err))
 		}
 	}
 	for _, peer := range splitList(c.GossipJoin) {
 		if _, _, err := net.SplitHostPort(peer); err != nil {
-			return fmt.Errorf("--gossip-join: %q: want host:port: %v", peer, err)
+			errs = append(errs, fmt.Errorf("--gossip-join: %q: want host:port: %v", peer, err))
 		}
 	}
-	if c.AdvertiseURL != "" {
-		u, err := url.Parse(c.AdvertiseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("--advertise-url=%q: want an http(s) URL", c.AdvertiseURL)
-		}
-		if u.Scheme == "http" && c.TLSCertFile != "" {
-			return fmt.Errorf("--advertise-url=%q: --listen serves TLS (--tls-cert-file): want an https URL", c.AdvertiseURL)
-		}
+	if err := c.validateAdvertiseURL(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.GossipKeyFile != "" {
 		if _, err := ReadGossipKeys(c.GossipKeyFile); err != nil {
-			return fmt.Errorf("--gossip-key-file: %w", err)
+			errs = append(errs, fmt.Errorf("--gossip-key-file: %w", err))
 		}
 	}
 	if c.SummarySigningKeyFile != "" {
 		if c.GossipBind == "" {
-			return errors.New("--summary-signing-key-file needs --gossip-bind")
+			errs = append(errs, errors.New("--summary-signing-key-file needs --gossip-bind"))
+		} else if _, err := gossip.LoadSigningKeyFile(c.SummarySigningKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--summary-signing-key-file: %w", err))
 		}
-		if _, err := gossip.LoadSigningKeyFile(c.SummarySigningKeyFile); err != nil {
-			return fmt.Errorf("--summary-signing-key-file: %w", err)
-		}
+	}
+	return errs
+}
+
+func (c Config) validateAdvertiseURL() error {
+	if c.AdvertiseURL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.AdvertiseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--advertise-url=%q: want an http(s) URL", c.AdvertiseURL)
+	}
+	if u.Scheme == "http" && c.TLSCertFile != "" {
+		return fmt.Errorf("--advertise-url=%q: --listen serves TLS (--tls-cert-file): want an https URL", c.AdvertiseURL)
 	}
 	return nil
 }
 
-func (c Config) validateLogging() error {
+func (c Config) validateLogging() []error {
+	var errs []error
 	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return fmt.Errorf("--log-format=%q: want text or json", c.LogFormat)
+		errs = append(errs, fmt.Errorf("--log-format=%q: want text or json", c.LogFormat))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
 	}
-	return nil
+	return errs
 }
 
 // ReadGossipKeys reads a gossip key file: one base64-encoded 32-byte key per line (surrounding

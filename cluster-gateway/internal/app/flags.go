@@ -5,90 +5,112 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
+	"github.com/switchyard-dev/switchyard/contract/flagenv"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
 // EnvPrefix prefixes the environment variable of every flag: --listen is SWITCHYARD_LISTEN,
-// --ext-proc-listen SWITCHYARD_EXT_PROC_LISTEN. Command-line flags win over the environment.
-const EnvPrefix = "SWITCHYARD_"
+// --ext-proc-listen SWITCHYARD_EXT_PROC_LISTEN. Command-line flags win over the environment,
+// and the environment over the --flags-file.
+const EnvPrefix = flagenv.Prefix + "_"
 
-// newFlagSet binds every flag to c.
-func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("cluster-gateway", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "name of this cluster (required)")
-	fs.StringVar(&c.Region, "region", c.Region, "region of this cluster (required)")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP proxy address (OpenAI API, /healthz, /readyz)")
-	fs.StringVar(&c.ExtProcListen, "ext-proc-listen", c.ExtProcListen, "Envoy ext_proc gRPC address (empty disables)")
-	fs.BoolVar(&c.SecureServing, "secure-serving", c.SecureServing, "serve --ext-proc-listen over TLS (GIE's flag)")
-	fs.StringVar(&c.CertPath, "cert-path", c.CertPath, "directory with tls.crt and tls.key for --secure-serving (default: a self-signed certificate)")
-	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "address of /metrics, /healthz and /readyz")
-	fs.BoolVar(&c.EnablePprof, "enable-pprof", c.EnablePprof, "serve Go's runtime profiles under /debug/pprof/ on the metrics port")
-	fs.StringVar(&c.Endpoints, "endpoints", c.Endpoints, "static model servers: host:port,...")
-	fs.StringVar(&c.EndpointsFile, "endpoints-file", c.EndpointsFile, "YAML list of model servers (watched)")
-	fs.StringVar(&c.PoolName, "pool-name", c.PoolName, "InferencePool to follow")
-	fs.StringVar(&c.PoolNamespace, "pool-namespace", c.PoolNamespace, "namespace of the InferencePool")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig file (default: in-cluster credentials)")
-	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "GIE EndpointPickerConfig YAML file (replaces --profile)")
-	fs.StringVar(&c.Profile, "profile", c.Profile, "built-in profile: default, gie-default, round-robin, least-request, random")
-	fs.StringVar(&c.GossipBind, "gossip-bind", c.GossipBind, "gossip bind address host:port")
-	fs.StringVar(&c.GossipJoin, "gossip-join", c.GossipJoin, "gossip peers to join: host:port,...")
-	fs.StringVar(&c.GossipKeyFile, "gossip-key-file", c.GossipKeyFile, "file of base64 32-byte gossip keys, one per line")
-	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "URL routers use to reach this gateway")
-	fs.StringVar(&c.SummarySigningKeyFile, "summary-signing-key-file", c.SummarySigningKeyFile, "Ed25519 key that signs the capacity summaries (PEM PKCS #8 or base64 of the 32-byte seed; re-read every 10 s)")
-	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate that serves --listen over TLS (with --tls-key-file)")
-	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM key of --tls-cert-file")
-	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile, "PEM CAs whose client certificates --listen requires over TLS")
-	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
-	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
-	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", c.ScrapeInterval, "per-pod metrics scrape interval")
-	fs.DurationVar(&c.Staleness, "staleness", c.Staleness, "metrics age beyond which a pod counts as stale")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "request body limit in bytes (413 beyond)")
-	fs.Var(memlimit.SizeFlag{P: &c.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory both front doors may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
-	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "Go soft memory limit: bytes with a suffix (e.g. 1536MiB), auto (90% of the cgroup's memory.max) or none (default: GOMEMLIMIT when set, else auto)")
-	fs.StringVar(&c.AdapterMap, "adapter-map", c.AdapterMap, "LoRA adapters pods load on demand: adapter=base,... or a YAML file")
-	fs.BoolVar(&c.EndpointHeader, "endpoint-header", c.EndpointHeader, "add x-switchyard-endpoint (the serving pod's name) to responses")
-	fs.BoolVar(&c.EndpointHeaderAddress, "endpoint-header-address", c.EndpointHeaderAddress, "debugging: show the pod's ip:port in x-switchyard-endpoint instead of its name")
-	fs.IntVar(&c.QueueLimit, "queue-limit", c.QueueLimit, "most requests queued by flow control")
-	fs.DurationVar(&c.QueueTTL, "queue-ttl", c.QueueTTL, "longest wait in the flow-control queue before 429")
-	fs.StringVar(&c.ObjectivePriorities, "objective-priorities", c.ObjectivePriorities, "x-gateway-inference-objective to priority: name=int,...")
-	fs.IntVar(&c.MinPriority, "min-priority", c.MinPriority, "lowest priority band: an x-switchyard-priority below it is answered 400")
-	fs.IntVar(&c.MaxPriority, "max-priority", c.MaxPriority, "highest priority band: an x-switchyard-priority above it is answered 400")
-	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "endpoints tried per request before giving up")
-	fs.IntVar(&c.MaxEjectionPercent, "max-ejection-percent", c.MaxEjectionPercent, "most endpoints passive health may eject at once, in percent of the pool (0..100; at least one of two or more)")
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "longest wait for in-flight streams at shutdown")
-	return fs
+// usage is the help text of every Config field's flag, in the docs' words (backticks mark code;
+// --help drops them). It is the field table flagenv.Bind completes the struct's tags with.
+var usage = map[string]string{
+	"cluster":            "name of this cluster (required): sent as `x-switchyard-cluster` and published to gossip",
+	"region":             "region of this cluster (required): sent as `x-switchyard-region` and published to gossip",
+	"listen":             "HTTP proxy address: OpenAI API, `/healthz`, `/readyz`",
+	"tls-cert-file":      "PEM certificate that serves `--listen` over TLS (HTTP/2 by ALPN, and HTTP/1.1), with `--tls-key-file`, for routers that reach the gateway across regions at an `https://` `--advertise-url` (the default advertised URL is then `https://`, and an `http://` one is refused at start); read at every handshake, so a rotated certificate needs no restart",
+	"tls-key-file":       "PEM key of `--tls-cert-file`",
+	"tls-client-ca-file": "PEM CAs whose client certificates `--listen` requires over TLS (the routers' `--gateway-cert-file`)",
+	"ext-proc-listen":    "Envoy ext_proc gRPC server and gRPC health; empty disables it",
+	"secure-serving": "serve `--ext-proc-listen` over TLS, as GIE's endpoint picker's flag of the same name does, for gateways that reach " +
+		"their endpoint picker with TLS (they do not verify its certificate unless configured to); off by default, unlike GIE's, " +
+		"as Envoy Gateway connects in HTTP/2 cleartext; gRPC health is then on the TLS port too, so probe `/healthz` on the metrics port",
+	"cert-path":       "directory with `tls.crt` and `tls.key` for `--secure-serving` (a Kubernetes TLS Secret mounted), read at every handshake; empty: a self-signed certificate made at start",
+	"metrics-listen":  "address of `/metrics` (Prometheus), `/healthz` and `/readyz`",
+	"enable-pprof":    "also serve Go's runtime profiles (`net/http/pprof`) under `/debug/pprof/` on the metrics port; a CPU profile or trace must end within the port's 30 s write timeout",
+	"endpoints":       "static pods: `host:port` or `name=host:port` items, comma-separated (see endpoint names in gateway-data.md)",
+	"endpoints-file":  "YAML list of pods, re-read when it changes",
+	"pool-name":       "GIE `InferencePool` to follow, with its ready pods",
+	"pool-namespace":  "namespace of `--pool-name`",
+	"kubeconfig":      "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
+	"config":          "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
+	"profile":         "built-in scheduling profile: `default`, `gie-default`, `round-robin`, `least-request`, `random`",
+	"flags-file":      "file of flag values, one `name=value` a line; the command line and the environment win over it",
+	"gossip-bind":     "gossip address `host:port` (empty: no gossip)",
+	"gossip-join":     "gossip peers to join: `host:port,...` (needs `--gossip-bind`)",
+	"gossip-key-file": "gossip keyring: base64 32-byte keys, one per line; the first sends, all are accepted; re-read every 10 s",
+	"advertise-url":   "URL routers use to reach this gateway (default: from `--listen`)",
+	"summary-signing-key-file": "the cluster's Ed25519 signing key (PEM `PRIVATE KEY`, PKCS #8, or the base64 of the 32-byte seed); every capacity " +
+		"summary is signed with it, and routers with registered clusters accept only summaries a registered key verifies (see gossip.md); " +
+		"re-read every 10 s. Empty: summaries are unsigned",
+	"log-format":      "log format: `text` or `json` (`log/slog`)",
+	"log-level":       "log level: `debug`, `info`, `warn`, `error`",
+	"scrape-interval": "per-pod metrics scrape interval (grows with the pod count)",
+	"staleness":       "metrics age beyond which a pod does not count towards readiness",
+	"max-body-bytes":  "request body limit in bytes (32 MiB); larger bodies get 413",
+	"max-inflight-body-bytes": "the in-flight body budget: request-body memory both front doors may hold at once (bytes, or with a unit: " +
+		"`256MiB`, `1Gi`); beyond it a request gets 503 with `Retry-After`. `auto` is a quarter of the Go memory limit in force, " +
+		"or 256 MiB without one, never below `--max-body-bytes`",
+	"memory-limit": "the Go runtime's soft memory limit (`runtime/debug.SetMemoryLimit`): bytes with a unit (`1536MiB`), `auto` for 90% " +
+		"of the cgroup's `/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
+	"adapter-map":             "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
+	"endpoint-header":         "add `x-switchyard-endpoint` (the serving pod's name) to responses",
+	"endpoint-header-address": "debugging: show the pod's `ip:port` in `x-switchyard-endpoint` instead of its name (the address is internal to the cluster)",
+	"queue-limit":             "most requests held by flow control",
+	"queue-ttl":               "longest wait in the flow-control queue before 429",
+	"objective-priorities":    "map `x-gateway-inference-objective` values to priorities: `critical=10,batch=-1`; each must lie in `--min-priority`..`--max-priority`",
+	"min-priority":            "lowest priority band: an `x-switchyard-priority` below it, or not an integer, is answered 400; the range must include 0, the default priority",
+	"max-priority":            "highest priority band: an `x-switchyard-priority` above it is answered 400",
+	"max-attempts":            "pods the HTTP proxy tries per request",
+	"max-ejection-percent":    "most pods passive health may eject at once, in percent of the pool (0..100; at least one of two or more; a lone pod never, below 100; 0 turns ejection off)",
+	"drain-timeout":           "longest wait for in-flight streams at shutdown",
+}
+
+// bindOptions completes c's tags: the help texts, and the flags whose parse is not their
+// field's type's.
+func (c *Config) bindOptions() flagenv.BindOptions {
+	return flagenv.BindOptions{Usage: usage, Values: map[string]flag.Value{
+		"max-inflight-body-bytes": memlimit.SizeFlag{P: &c.MaxInflightBodyBytes},
+	}}
+}
+
+// Flags describes every flag, with its default, in the order of Config's fields.
+func Flags() []flagenv.Flag {
+	c := DefaultConfig()
+	flags, err := flagenv.Bind(flag.NewFlagSet("cluster-gateway", flag.ContinueOnError), &c, c.bindOptions())
+	if err != nil {
+		panic(err) // Config's tags and the usage table: TestFlags checks them
+	}
+	return flags
 }
 
 // EnvName is the environment variable of a flag.
 func EnvName(flagName string) string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	return flagenv.EnvName(flagenv.Prefix, flagName)
 }
 
-// ParseConfig builds the Config from defaults, then the environment (getenv), then args. It
-// returns flag.ErrHelp after printing usage to out for --help, and a validation error otherwise.
+// ParseConfig builds the Config from the command line (args), then the environment (getenv)
+// for the flags args leaves unset, then the --flags-file for those still unset, then the
+// defaults. It returns flag.ErrHelp after printing usage to out for --help, and otherwise every
+// invalid value, each naming its flag.
 func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := DefaultConfig()
-	fs := newFlagSet(&c, out)
+	fs := flag.NewFlagSet("cluster-gateway", flag.ContinueOnError)
+	fs.SetOutput(out)
+	flags, err := flagenv.Bind(fs, &c, c.bindOptions())
+	if err != nil {
+		return c, err
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: cluster-gateway --cluster=NAME --region=NAME (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]\n\n")
-		fmt.Fprintf(out, "Every flag may also be set with the environment variable %s<FLAG> (e.g. %s).\n\n", EnvPrefix, EnvName("listen"))
-		fs.PrintDefaults()
+		fmt.Fprintf(out, "Every flag may also be set with the environment variable %s<FLAG> (e.g. %s), or in the file\n", EnvPrefix, EnvName("listen"))
+		fmt.Fprintf(out, "--flags-file names (name=value lines); the command line wins over both, the environment over the file.\n\n")
+		flagenv.PrintUsage(out, flags, flagenv.Prefix)
 	}
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v := getenv(EnvName(f.Name)); v != "" && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return c, envErr
-	}
-	if err := fs.Parse(args); err != nil {
+	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "flags-file"}); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {

@@ -91,7 +91,7 @@ func validateModelFilter(model string) error {
 
 // clusters builds the cluster table for model ("" for every cluster), ordered by region, name.
 func (s *Server) clusters(model string, view *configstore.View) []*adminv1.Cluster {
-	entries := s.deps.Clusters.Inspect(model, nil)
+	entries := s.deps.Clusters.View(model, nil)
 	live := liveClusters(s.deps.Gossip.Snapshot())
 	inFlight := s.inFlight(model, entries)
 	out := make([]*adminv1.Cluster, 0, len(entries))
@@ -131,7 +131,7 @@ func (s *Server) inFlight(model string, entries []clustertable.Entry) map[string
 		}
 	}
 	for m, names := range byModel {
-		for _, e := range s.deps.Clusters.Inspect(m, nil) {
+		for _, e := range s.deps.Clusters.View(m, nil) {
 			if slices.Contains(names, e.Cluster.Name) {
 				out[e.Cluster.Name] = e.Cluster.InFlight
 			}

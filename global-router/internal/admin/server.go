@@ -62,8 +62,8 @@ type ConfigSource interface {
 // ClusterTable is the router's cluster table. *clustertable.Table implements it. It must be safe
 // for concurrent use.
 type ClusterTable interface {
-	// Inspect returns the cluster view without changing what routing sees next.
-	Inspect(model string, prefixHashes []uint64) []clustertable.Entry
+	// View returns the cluster view without changing what routing sees next.
+	View(model string, prefixHashes []uint64) []clustertable.Entry
 }
 
 // Gossip is the router's gossip node: capacity summaries, membership and change signals.

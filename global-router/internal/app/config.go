@@ -1,12 +1,14 @@
-// Package app wires the global router: configuration from flags and environment, the config
-// store on etcd (embedded or external), the gossip node, the cluster table, the front door, the
-// admin API and the metrics endpoint, run together until the context ends.
+// Package app wires the global router: configuration from flags, environment and a --config
+// file, the config store on etcd (embedded or external), the gossip node, the cluster table, the
+// front door, the admin API and the metrics endpoint, run together until the context ends.
 package app
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,116 +19,133 @@ import (
 )
 
 // Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
+// Each field is one flag, named by its tag; usage holds each flag's help text, and
+// DefaultConfig its default. --help and the flags table of docs/router.md are generated from
+// them (flagenv.Bind), so they cannot drift.
 type Config struct {
 	// Region is the router's region (required).
-	Region string
+	Region string `flag:"region"`
 	// NodeName is the router's gossip node name. Default "router-<region>-<hostname>".
-	NodeName string
+	NodeName string `flag:"node-name" default:"router-<region>-<hostname>"`
 	// Listen is the OpenAI-compatible endpoint. Default ":8080".
-	Listen string
+	Listen string `flag:"listen"`
 	// TLSCertFile and TLSKeyFile, both or neither, serve Listen over TLS (HTTP/2 by ALPN, and
 	// HTTP/1.1) instead of plain HTTP/1.1 and h2c; TLSClientCAFile then also requires client
 	// certificates signed by its CAs (mutual TLS). The certificate and key are read at every
 	// handshake, so rotated certificates need no restart. Default: plain, TLS terminated in front.
-	TLSCertFile, TLSKeyFile, TLSClientCAFile string
+	TLSCertFile     string `flag:"tls-cert-file"`
+	TLSKeyFile      string `flag:"tls-key-file"`
+	TLSClientCAFile string `flag:"tls-client-ca-file"`
 	// AdminListen is the admin API (gRPC, gRPC-Web and Connect). Default ":9090".
-	AdminListen string
+	AdminListen string `flag:"admin-listen"`
 	// MetricsListen serves /metrics, /healthz and /readyz. Default ":9100".
-	MetricsListen string
+	MetricsListen string `flag:"metrics-listen"`
 	// EnablePprof also serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the
 	// metrics port. Default false.
-	EnablePprof bool
+	EnablePprof bool `flag:"enable-pprof"`
 	// DNSListen, when set, serves the built-in DNS responder configured by DNSConfig. Default off.
-	DNSListen string
+	DNSListen string `flag:"dns-listen"`
 	// DNSConfig is the DNS responder's file (zone, regional name, routers' addresses per region).
-	DNSConfig string
+	DNSConfig string `flag:"dns-config"`
 	// DNSSyncConfig, when set, turns on the Route 53 sync (the etcd-elected leader reconciles the
 	// regional latency records with drains). Default off.
-	DNSSyncConfig string
+	DNSSyncConfig string `flag:"dns-sync-config"`
 	// EtcdEndpoints are the etcd client URLs; empty starts an embedded etcd in DataDir.
-	EtcdEndpoints []string
+	EtcdEndpoints []string `flag:"etcd-endpoints"`
 	// DataDir holds the embedded etcd's data and the generated admin token. Default "switchyard-data".
-	DataDir string
+	DataDir string `flag:"data-dir"`
 	// EmbeddedEtcdListen is the client address of the embedded etcd, so other routers can share it
 	// (the local stack does). Default "127.0.0.1:0": a free loopback port.
-	EmbeddedEtcdListen string
+	EmbeddedEtcdListen string `flag:"embedded-etcd-listen"`
 	// EmbeddedEtcdCertFile and EmbeddedEtcdKeyFile, both or neither, make the embedded etcd serve
 	// its clients over TLS (https://EmbeddedEtcdListen); EmbeddedEtcdClientCAFile then also
 	// requires client certificates signed by its CAs. Default: plain http, for loopback.
-	EmbeddedEtcdCertFile, EmbeddedEtcdKeyFile, EmbeddedEtcdClientCAFile string
+	EmbeddedEtcdCertFile     string `flag:"embedded-etcd-cert-file"`
+	EmbeddedEtcdKeyFile      string `flag:"embedded-etcd-key-file"`
+	EmbeddedEtcdClientCAFile string `flag:"embedded-etcd-client-ca-file"`
 	// EtcdCAFile verifies the etcd servers' certificates (https; empty: the system roots);
 	// EtcdCertFile and EtcdKeyFile are the client certificate presented to etcd. They apply to
 	// external etcd and to a TLS embedded one alike.
-	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	EtcdCAFile   string `flag:"etcd-ca-file"`
+	EtcdCertFile string `flag:"etcd-cert-file"`
+	EtcdKeyFile  string `flag:"etcd-key-file"`
 	// EtcdUsername and EtcdPasswordFile authenticate to etcd when its authentication is on.
-	EtcdUsername, EtcdPasswordFile string
+	EtcdUsername     string `flag:"etcd-username"`
+	EtcdPasswordFile string `flag:"etcd-password-file"`
 	// GossipBind is the gossip address (host:port). Default ":7946".
-	GossipBind string
+	GossipBind string `flag:"gossip-bind"`
 	// GossipAdvertise is the address peers use to reach this node; empty: the bind address.
-	GossipAdvertise string
+	GossipAdvertise string `flag:"gossip-advertise"`
 	// GossipJoin are seed nodes to join.
-	GossipJoin []string
+	GossipJoin []string `flag:"gossip-join"`
 	// GossipKeyFile holds the gossip keyring (base64 32-byte keys, one per line). Required.
-	GossipKeyFile string
+	GossipKeyFile string `flag:"gossip-key-file"`
 	// GossipProfile selects memberlist timings: "wan" (default, one pool across regions) or "lan".
-	GossipProfile string
+	GossipProfile string `flag:"gossip-profile"`
 	// AdminTokenFile holds the admin bearer token; empty generates one in DataDir.
-	AdminTokenFile string
+	AdminTokenFile string `flag:"admin-token-file"`
 	// AdminTLSCertFile and AdminTLSKeyFile, both or neither, serve the admin API over TLS (HTTP/2
 	// by ALPN, and HTTP/1.1) instead of plain HTTP/1.1 and h2c; AdminTLSClientCAFile then also
 	// requires client certificates signed by its CAs (mutual TLS, in addition to the bearer
 	// token). The files are read at every handshake, so rotated certificates need no restart.
-	AdminTLSCertFile, AdminTLSKeyFile, AdminTLSClientCAFile string
+	AdminTLSCertFile     string `flag:"admin-tls-cert-file"`
+	AdminTLSKeyFile      string `flag:"admin-tls-key-file"`
+	AdminTLSClientCAFile string `flag:"admin-tls-client-ca-file"`
 	// GatewayCAFile verifies the certificates of https:// gateway URLs (forwarding across regions
 	// through a TLS listener in front of the gateways); empty: the system roots.
 	// GatewayCertFile and GatewayKeyFile, both or neither, are the client certificate the router
 	// presents to them (for a listener that requires one). Read at every handshake.
-	GatewayCAFile, GatewayCertFile, GatewayKeyFile string
+	GatewayCAFile   string `flag:"gateway-ca-file"`
+	GatewayCertFile string `flag:"gateway-cert-file"`
+	GatewayKeyFile  string `flag:"gateway-key-file"`
 	// RequireClusterIdentity refuses every capacity summary while no cluster is registered,
 	// instead of accepting them unverified (compatibility mode). Default false; the Helm chart
 	// sets it.
-	RequireClusterIdentity bool
+	RequireClusterIdentity bool `flag:"require-cluster-identity"`
 	// AllowCleartextGateways lets registrations and summaries name http:// gateway URLs; otherwise
 	// only https:// ones are accepted once clusters are registered. Default false.
-	AllowCleartextGateways bool
+	AllowCleartextGateways bool `flag:"allow-cleartext-gateways"`
 	// MaxClockSkew is how far ahead of this router's clock a summary's sequence number and
 	// generation time may be before the summary is dropped. Default 30 s.
-	MaxClockSkew time.Duration
+	MaxClockSkew time.Duration `flag:"max-clock-skew"`
 	// MaxBodyBytes bounds a request body. Default 32 MiB.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `flag:"max-body-bytes"`
 	// MaxInflightBodyBytes is the in-flight body budget: the request-body memory the OpenAI
 	// port may hold at once, beyond which a request is answered 503 with Retry-After. 0
 	// (--max-inflight-body-bytes=auto) is a quarter of the Go memory limit in force (see
 	// MemoryLimit), or 256 MiB without one, and never less than MaxBodyBytes. Default auto.
-	MaxInflightBodyBytes int64
+	MaxInflightBodyBytes int64 `flag:"max-inflight-body-bytes"`
 	// MemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit): bytes
 	// with an optional suffix (e.g. 1536MiB), "auto" for 90% of the cgroup's memory.max (no limit
 	// outside a memory-limited cgroup), or "none". Default "": GOMEMLIMIT when it is set, else
 	// auto.
-	MemoryLimit string
+	MemoryLimit string `flag:"memory-limit" default:"GOMEMLIMIT, else auto"`
 	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
-	QueueWait time.Duration
+	QueueWait time.Duration `flag:"queue-wait"`
 	// MaxAttempts bounds the clusters tried per request. Default 3.
-	MaxAttempts int
+	MaxAttempts int `flag:"max-attempts"`
 	// MaxEjectionPercent caps the share of the clusters with a fresh summary that passive health
 	// may eject at once (at least one of two or more; a lone cluster is never ejected below 100);
 	// 0 turns ejection off. Default 50.
-	MaxEjectionPercent int
+	MaxEjectionPercent int `flag:"max-ejection-percent"`
 	// RoutingMode is "global" (default: local first, overflow to the best cluster anywhere) or
 	// "local-only" (never leaves the router's region: the baseline Tier 2 is measured against).
-	RoutingMode string
+	RoutingMode string `flag:"routing-mode"`
 	// PolicyUnavailable is what a request gets while the routing policies have not been loaded
 	// from etcd yet (etcd unreachable since the router started): "refuse" (default) answers 503
 	// policy_unavailable with Retry-After; "local" routes it to this router's region only, which
 	// violates a residency rule that excludes this region. A model whose stored policy cannot be
 	// read is refused either way.
-	PolicyUnavailable string
+	PolicyUnavailable string `flag:"policy-unavailable"`
 	// SimulatedRTT adds latency to requests forwarded to a region (local stack). Default none.
-	SimulatedRTT map[string]time.Duration
+	SimulatedRTT map[string]time.Duration `flag:"simulated-rtt"`
 	// LogFormat is "text" or "json". Default "text".
-	LogFormat string
+	LogFormat string `flag:"log-format"`
 	// LogLevel is debug, info, warn or error. Default "info".
-	LogLevel string
+	LogLevel string `flag:"log-level"`
+	// ConfigFile is a file of flag values, one name=value a line (flagenv's format); the command
+	// line and the environment win over it. Default none.
+	ConfigFile string `flag:"config"`
 }
 
 // Routing modes (--routing-mode).
@@ -160,81 +179,84 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field, named as its flag.
+// Validate reports every invalid field (errors.Join), each named as its flag.
 func (c *Config) Validate() error {
+	var errs []error
 	if strings.TrimSpace(c.Region) == "" {
-		return errors.New("--region is required")
+		errs = append(errs, errors.New("--region is required"))
 	}
-	for flag, addr := range map[string]string{"--listen": c.Listen, "--admin-listen": c.AdminListen,
-		"--metrics-listen": c.MetricsListen, "--gossip-bind": c.GossipBind} {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
+	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--admin-listen", c.AdminListen},
+		{"--metrics-listen", c.MetricsListen}, {"--gossip-bind", c.GossipBind}, {"--embedded-etcd-listen", c.EmbeddedEtcdListen}} {
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.flag, err))
 		}
-	}
-	if _, _, err := net.SplitHostPort(c.EmbeddedEtcdListen); err != nil {
-		return fmt.Errorf("--embedded-etcd-listen: %w", err)
 	}
 	if err := c.validateEtcd(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	switch {
-	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
-		return errors.New("--tls-cert-file and --tls-key-file must be given together")
-	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
-		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
-	case (c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""):
-		return errors.New("--admin-tls-cert-file and --admin-tls-key-file must be given together")
-	case c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "":
-		return errors.New("--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file")
-	case (c.GatewayCertFile == "") != (c.GatewayKeyFile == ""):
-		return errors.New("--gateway-cert-file and --gateway-key-file must be given together")
-	}
+	errs = append(errs, c.validateTLS()...)
 	if c.DNSListen != "" {
 		if _, _, err := net.SplitHostPort(c.DNSListen); err != nil {
-			return fmt.Errorf("--dns-listen: %w", err)
+			errs = append(errs, fmt.Errorf("--dns-listen: %w", err))
 		}
 		if c.DNSConfig == "" {
-			return errors.New("--dns-config is required with --dns-listen")
+			errs = append(errs, errors.New("--dns-config is required with --dns-listen"))
 		}
 	}
-	switch {
-	case c.GossipKeyFile == "":
-		return errors.New("--gossip-key-file is required: gossip is always encrypted")
-	case c.GossipProfile != "wan" && c.GossipProfile != "lan":
-		return fmt.Errorf("--gossip-profile: %q must be wan or lan", c.GossipProfile)
-	case len(c.EtcdEndpoints) == 0 && c.DataDir == "":
-		return errors.New("--data-dir is required when no --etcd-endpoints are given")
-	case c.MaxClockSkew <= 0:
-		return fmt.Errorf("--max-clock-skew: %v must be positive", c.MaxClockSkew)
-	case c.MaxBodyBytes < 1:
-		return fmt.Errorf("--max-body-bytes: %d must be >= 1", c.MaxBodyBytes)
-	case c.MaxInflightBodyBytes < 0:
-		return fmt.Errorf("--max-inflight-body-bytes: %d must not be negative", c.MaxInflightBodyBytes)
-	case c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < c.MaxBodyBytes:
-		return fmt.Errorf("--max-inflight-body-bytes: %d must be at least --max-body-bytes (%d), or no body of the largest size could be read",
-			c.MaxInflightBodyBytes, c.MaxBodyBytes)
-	case c.QueueWait < 0:
-		return fmt.Errorf("--queue-wait: %v must be >= 0", c.QueueWait)
-	case c.MaxAttempts < 1:
-		return fmt.Errorf("--max-attempts: %d must be >= 1", c.MaxAttempts)
-	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
-		return fmt.Errorf("--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
-	case c.RoutingMode != RoutingGlobal && c.RoutingMode != RoutingLocalOnly:
-		return fmt.Errorf("--routing-mode: %q must be %s or %s", c.RoutingMode, RoutingGlobal, RoutingLocalOnly)
-	case c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal:
-		return fmt.Errorf("--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
-	case c.LogFormat != "text" && c.LogFormat != "json":
-		return fmt.Errorf("--log-format: %q must be text or json", c.LogFormat)
-	}
+	errs = append(errs, c.validateValues()...)
 	if err := memlimit.Check(c.MemoryLimit); err != nil {
-		return fmt.Errorf("--memory-limit: %q: %w", c.MemoryLimit, err)
+		errs = append(errs, fmt.Errorf("--memory-limit: %q: %w", c.MemoryLimit, err))
 	}
-	for region, d := range c.SimulatedRTT {
-		if region == "" || d < 0 {
-			return fmt.Errorf("--simulated-rtt: invalid entry %q=%v", region, d)
+	for _, region := range slices.Sorted(maps.Keys(c.SimulatedRTT)) {
+		if d := c.SimulatedRTT[region]; region == "" || d < 0 {
+			errs = append(errs, fmt.Errorf("--simulated-rtt: invalid entry %q=%v", region, d))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// validateTLS checks that certificates come with their keys, and client CAs with both.
+func (c *Config) validateTLS() []error {
+	var errs []error
+	add := func(bad bool, msg string) {
+		if bad {
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	add((c.TLSCertFile == "") != (c.TLSKeyFile == ""), "--tls-cert-file and --tls-key-file must be given together")
+	add(c.TLSClientCAFile != "" && c.TLSCertFile == "", "--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+	add((c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""), "--admin-tls-cert-file and --admin-tls-key-file must be given together")
+	add(c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "", "--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file")
+	add((c.GatewayCertFile == "") != (c.GatewayKeyFile == ""), "--gateway-cert-file and --gateway-key-file must be given together")
+	return errs
+}
+
+// validateValues checks the flags with a range or a set of values.
+func (c *Config) validateValues() []error {
+	var errs []error
+	add := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	add(c.GossipKeyFile == "", "--gossip-key-file is required: gossip is always encrypted")
+	add(c.GossipProfile != "wan" && c.GossipProfile != "lan", "--gossip-profile: %q must be wan or lan", c.GossipProfile)
+	add(len(c.EtcdEndpoints) == 0 && c.DataDir == "", "--data-dir is required when no --etcd-endpoints are given")
+	add(c.MaxClockSkew <= 0, "--max-clock-skew: %v must be positive", c.MaxClockSkew)
+	add(c.MaxBodyBytes < 1, "--max-body-bytes: %d must be >= 1", c.MaxBodyBytes)
+	add(c.MaxInflightBodyBytes < 0, "--max-inflight-body-bytes: %d must not be negative", c.MaxInflightBodyBytes)
+	add(c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < c.MaxBodyBytes,
+		"--max-inflight-body-bytes: %d must be at least --max-body-bytes (%d), or no body of the largest size could be read",
+		c.MaxInflightBodyBytes, c.MaxBodyBytes)
+	add(c.QueueWait < 0, "--queue-wait: %v must be >= 0", c.QueueWait)
+	add(c.MaxAttempts < 1, "--max-attempts: %d must be >= 1", c.MaxAttempts)
+	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
+	add(c.RoutingMode != RoutingGlobal && c.RoutingMode != RoutingLocalOnly,
+		"--routing-mode: %q must be %s or %s", c.RoutingMode, RoutingGlobal, RoutingLocalOnly)
+	add(c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
+		"--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
+	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
+	return errs
 }
 
 // validateEtcd checks the etcd connection's flags: the embedded server's TLS files when etcd is

@@ -1,80 +1,126 @@
 package app
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/flagenv"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
 // ErrHelp is returned by ParseFlags when --help was asked for (usage has been printed).
 var ErrHelp = flag.ErrHelp
 
-// ParseFlags binds the router's flags to a Config starting from DefaultConfig. Each flag may also
-// come from the environment variable SWITCHYARD_<FLAG> (dashes as underscores); the command line
-// wins.
+// usage is the help text of every Config field's flag, in the docs' words (backticks mark code;
+// --help drops them). It is the field table flagenv.Bind completes the struct's tags with.
+var usage = map[string]string{
+	"region":             "the router's region (required); clusters in it are local",
+	"node-name":          "gossip node name",
+	"listen":             "OpenAI-compatible endpoint (HTTP/1.1 and h2c, or TLS), `/healthz`, `/readyz`",
+	"tls-cert-file":      "PEM certificate that serves `--listen` over TLS (HTTP/2 by ALPN, and HTTP/1.1), with `--tls-key-file`; read at every handshake, so a rotated certificate needs no restart. The metrics port stays plain HTTP",
+	"tls-key-file":       "PEM key of `--tls-cert-file`",
+	"tls-client-ca-file": "PEM CAs whose client certificates `--listen` requires over TLS (mutual TLS)",
+	"admin-listen":       "admin API: gRPC, gRPC-Web and Connect on one port",
+	"metrics-listen":     "`/metrics`, `/healthz`, `/readyz`",
+	"enable-pprof":       "also serve Go's runtime profiles (`net/http/pprof`) under `/debug/pprof/` on the metrics port",
+	"dns-listen":         "address of the built-in DNS responder (off when empty; see dns.md)",
+	"dns-config":         "the DNS responder's file (zone, name, routers per region); needed with `--dns-listen`",
+	"dns-sync-config":    "Route 53 sync file; turns on the leader-elected sync of the regional latency records with drains (see dns.md)",
+	"etcd-endpoints":     "etcd client URLs, comma-separated; empty starts an embedded etcd in `--data-dir`",
+	"data-dir":           "embedded etcd data and the generated admin token",
+	"embedded-etcd-listen": "client address of the embedded etcd (used without `--etcd-endpoints`), so other routers can share it; " +
+		"port 0 picks a free one",
+	"embedded-etcd-cert-file":      "PEM certificate the embedded etcd serves its clients with over TLS, with `--embedded-etcd-key-file` (see config-store.md)",
+	"embedded-etcd-key-file":       "PEM key of `--embedded-etcd-cert-file`",
+	"embedded-etcd-client-ca-file": "PEM CAs whose client certificates the embedded etcd requires (client-cert-auth)",
+	"etcd-ca-file":                 "PEM CAs that verify the etcd servers' certificates (https endpoints; empty: the system roots)",
+	"etcd-cert-file":               "PEM client certificate presented to etcd, with `--etcd-key-file`",
+	"etcd-key-file":                "PEM key of `--etcd-cert-file`",
+	"etcd-username":                "etcd user when etcd's authentication is on, with `--etcd-password-file`",
+	"etcd-password-file":           "file holding `--etcd-username`'s password",
+	"gossip-bind":                  "gossip address `host:port`",
+	"gossip-advertise":             "gossip address peers use (empty: the bind address)",
+	"gossip-join":                  "gossip seed addresses, comma-separated",
+	"gossip-key-file":              "gossip keyring (required): base64 32-byte keys, one per line; the first sends, all are accepted",
+	"gossip-profile":               "memberlist timings: `wan` (one pool across regions) or `lan`",
+	"admin-token-file":             "admin bearer token file (empty: a token is generated into `<data-dir>/admin-token`, mode 0600)",
+	"admin-tls-cert-file":          "PEM certificate that serves the admin API over TLS (HTTP/2 by ALPN), with `--admin-tls-key-file` (see admin.md)",
+	"admin-tls-key-file":           "PEM key of `--admin-tls-cert-file`",
+	"admin-tls-client-ca-file":     "PEM CAs whose client certificates the admin API requires (mutual TLS, besides the bearer token)",
+	"gateway-ca-file":              "PEM CAs that verify `https://` gateway URLs when forwarding across regions (empty: the system roots)",
+	"gateway-cert-file":            "PEM client certificate presented to `https://` gateways, with `--gateway-key-file`; read at every handshake",
+	"gateway-key-file":             "PEM key of `--gateway-cert-file`",
+	"require-cluster-identity": "accept capacity summaries only of registered clusters even while none is registered (no compatibility mode; " +
+		"the Helm chart sets it); see gossip.md",
+	"allow-cleartext-gateways": "accept `http://` gateway URLs in cluster registrations and summaries; otherwise, once clusters are registered, only `https://` ones",
+	"max-clock-skew":           "summaries (and chunks) whose sequence or generation time is further ahead of this router's clock are dropped",
+	"max-body-bytes":           "request body limit in bytes; larger bodies get 413",
+	"max-inflight-body-bytes": "the in-flight body budget: request-body memory the OpenAI port may hold at once (bytes, or `256MiB`, `1Gi`); " +
+		"a request that does not fit gets 503 `body_budget_exhausted` with `Retry-After: 1`. `auto`: a quarter of the Go memory limit " +
+		"in force, or 256 MiB without one, never below `--max-body-bytes`",
+	"memory-limit": "the Go runtime's soft memory limit: bytes with a unit (`1536MiB`), `auto` for 90% of the cgroup's " +
+		"`/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
+	"queue-wait":           "how long a request waits for room before 429",
+	"max-attempts":         "clusters tried per request (the retry budget)",
+	"max-ejection-percent": "most clusters passive health may eject at once, in percent of the clusters with a fresh summary (0..100; at least one of two or more; a lone cluster never, below 100; 0 turns ejection off)",
+	"routing-mode":         "`global`: local first, overflow anywhere; `local-only`: never forward outside the region (the baseline Tier 2 is measured against)",
+	"policy-unavailable": "what a request gets while the routing policies are not loaded from etcd yet: `refuse` answers 503 " +
+		"`policy_unavailable`; `local` routes it inside this router's region only, which violates a residency rule that excludes this region",
+	"simulated-rtt": "`region=duration,...` latency added to requests forwarded to a region (local stack only)",
+	"log-format":    "log format: `text` or `json` (`log/slog`)",
+	"log-level":     "log level: `debug`, `info`, `warn`, `error`",
+	"config":        "file of flag values, one `name=value` a line; the command line and the environment win over it",
+}
+
+// bindOptions completes c's tags: the help texts, and the flags whose parse is not their
+// field's type's.
+func (c *Config) bindOptions() flagenv.BindOptions {
+	return flagenv.BindOptions{Usage: usage, Values: map[string]flag.Value{
+		"max-inflight-body-bytes": memlimit.SizeFlag{P: &c.MaxInflightBodyBytes},
+		"simulated-rtt":           rttValue{&c.SimulatedRTT},
+	}}
+}
+
+// Flags describes every flag, with its default, in the order of Config's fields.
+func Flags() []flagenv.Flag {
+	c := DefaultConfig()
+	flags, err := flagenv.Bind(flag.NewFlagSet("global-router", flag.ContinueOnError), &c, c.bindOptions())
+	if err != nil {
+		panic(err) // Config's tags and the usage table: TestFlags checks them
+	}
+	return flags
+}
+
+// ParseFlags builds the router's Config from the command line, then the environment variable
+// SWITCHYARD_<FLAG> (dashes as underscores) of each flag the command line leaves unset, then the
+// --config file for those still unset, then DefaultConfig. It returns ErrHelp after printing
+// usage for --help, and otherwise every invalid value, each naming its flag.
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
+	return parseFlags(args, os.Getenv, stderr)
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("global-router", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Region, "region", cfg.Region, "region of this router (required)")
-	fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "gossip node name (default router-<region>-<hostname>)")
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "OpenAI-compatible endpoint address")
-	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", cfg.TLSCertFile, "PEM certificate that serves --listen over TLS (with --tls-key-file)")
-	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", cfg.TLSKeyFile, "PEM key of --tls-cert-file")
-	fs.StringVar(&cfg.TLSClientCAFile, "tls-client-ca-file", cfg.TLSClientCAFile, "PEM CAs whose client certificates --listen requires over TLS (mutual TLS)")
-	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin API address (gRPC, gRPC-Web, Connect)")
-	fs.StringVar(&cfg.MetricsListen, "metrics-listen", cfg.MetricsListen, "address of /metrics, /healthz and /readyz")
-	fs.BoolVar(&cfg.EnablePprof, "enable-pprof", cfg.EnablePprof, "serve Go's runtime profiles under /debug/pprof/ on the metrics port")
-	fs.StringVar(&cfg.DNSListen, "dns-listen", cfg.DNSListen, "address of the built-in DNS responder (off when empty)")
-	fs.StringVar(&cfg.DNSConfig, "dns-config", cfg.DNSConfig, "DNS responder file (zone, name, routers per region); needed with --dns-listen")
-	fs.StringVar(&cfg.DNSSyncConfig, "dns-sync-config", cfg.DNSSyncConfig, "Route 53 sync file; turns on the leader-elected record sync")
-	fs.Func("etcd-endpoints", "comma-separated etcd client URLs (empty: embedded etcd in --data-dir)", listFlag(&cfg.EtcdEndpoints))
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded etcd and the generated admin token")
-	fs.StringVar(&cfg.EmbeddedEtcdListen, "embedded-etcd-listen", cfg.EmbeddedEtcdListen, "client address of the embedded etcd (used without --etcd-endpoints)")
-	fs.StringVar(&cfg.EmbeddedEtcdCertFile, "embedded-etcd-cert-file", cfg.EmbeddedEtcdCertFile, "PEM certificate the embedded etcd serves clients with over TLS (with --embedded-etcd-key-file)")
-	fs.StringVar(&cfg.EmbeddedEtcdKeyFile, "embedded-etcd-key-file", cfg.EmbeddedEtcdKeyFile, "PEM key of --embedded-etcd-cert-file")
-	fs.StringVar(&cfg.EmbeddedEtcdClientCAFile, "embedded-etcd-client-ca-file", cfg.EmbeddedEtcdClientCAFile, "PEM CAs whose client certificates the embedded etcd requires (client-cert-auth)")
-	fs.StringVar(&cfg.EtcdCAFile, "etcd-ca-file", cfg.EtcdCAFile, "PEM CAs that verify the etcd servers' certificates (https; default: the system roots)")
-	fs.StringVar(&cfg.EtcdCertFile, "etcd-cert-file", cfg.EtcdCertFile, "PEM client certificate presented to etcd (with --etcd-key-file)")
-	fs.StringVar(&cfg.EtcdKeyFile, "etcd-key-file", cfg.EtcdKeyFile, "PEM key of --etcd-cert-file")
-	fs.StringVar(&cfg.EtcdUsername, "etcd-username", cfg.EtcdUsername, "etcd user when etcd's authentication is on (with --etcd-password-file)")
-	fs.StringVar(&cfg.EtcdPasswordFile, "etcd-password-file", cfg.EtcdPasswordFile, "file holding --etcd-username's password")
-	fs.StringVar(&cfg.GossipBind, "gossip-bind", cfg.GossipBind, "gossip address host:port")
-	fs.StringVar(&cfg.GossipAdvertise, "gossip-advertise", cfg.GossipAdvertise, "gossip address peers use (default: the bind address)")
-	fs.Func("gossip-join", "comma-separated gossip seed addresses", listFlag(&cfg.GossipJoin))
-	fs.StringVar(&cfg.GossipKeyFile, "gossip-key-file", cfg.GossipKeyFile, "gossip keyring file: base64 32-byte keys, one per line (required)")
-	fs.StringVar(&cfg.GossipProfile, "gossip-profile", cfg.GossipProfile, "gossip timings: wan or lan")
-	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", cfg.AdminTokenFile, "admin bearer token file (default: generated in --data-dir)")
-	fs.StringVar(&cfg.AdminTLSCertFile, "admin-tls-cert-file", cfg.AdminTLSCertFile, "PEM certificate that serves the admin API over TLS (with --admin-tls-key-file)")
-	fs.StringVar(&cfg.AdminTLSKeyFile, "admin-tls-key-file", cfg.AdminTLSKeyFile, "PEM key of --admin-tls-cert-file")
-	fs.StringVar(&cfg.AdminTLSClientCAFile, "admin-tls-client-ca-file", cfg.AdminTLSClientCAFile, "PEM CAs whose client certificates the admin API requires (mutual TLS)")
-	fs.StringVar(&cfg.GatewayCAFile, "gateway-ca-file", cfg.GatewayCAFile, "PEM CAs that verify https:// gateway URLs (default: the system roots)")
-	fs.StringVar(&cfg.GatewayCertFile, "gateway-cert-file", cfg.GatewayCertFile, "PEM client certificate presented to https:// gateways (with --gateway-key-file)")
-	fs.StringVar(&cfg.GatewayKeyFile, "gateway-key-file", cfg.GatewayKeyFile, "PEM key of --gateway-cert-file")
-	fs.BoolVar(&cfg.RequireClusterIdentity, "require-cluster-identity", cfg.RequireClusterIdentity, "refuse every capacity summary while no cluster is registered (no compatibility mode)")
-	fs.BoolVar(&cfg.AllowCleartextGateways, "allow-cleartext-gateways", cfg.AllowCleartextGateways, "accept http:// gateway URLs in cluster registrations and summaries (default: https:// only)")
-	fs.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", cfg.MaxClockSkew, "how far ahead of this router's clock a summary's sequence and generation time may be")
-	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted")
-	fs.Var(memlimit.SizeFlag{P: &cfg.MaxInflightBodyBytes}, "max-inflight-body-bytes", "request-body memory the OpenAI port may hold at once, e.g. 256MiB (503 beyond); auto: a quarter of the memory limit, or 256 MiB without one")
-	fs.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "Go soft memory limit: bytes with a suffix (e.g. 1536MiB), auto (90% of the cgroup's memory.max) or none (default: GOMEMLIMIT when set, else auto)")
-	fs.DurationVar(&cfg.QueueWait, "queue-wait", cfg.QueueWait, "how long a request waits for room before 429")
-	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "clusters tried per request (retry budget)")
-	fs.IntVar(&cfg.MaxEjectionPercent, "max-ejection-percent", cfg.MaxEjectionPercent, "most clusters passive health may eject at once, in percent of those with a fresh summary (0..100; at least one of two or more)")
-	fs.StringVar(&cfg.RoutingMode, "routing-mode", cfg.RoutingMode, "global (overflow across regions) or local-only (baseline: never leave the region)")
-	fs.StringVar(&cfg.PolicyUnavailable, "policy-unavailable", cfg.PolicyUnavailable, "while routing policies are not loaded from etcd: refuse (503) or local (route in this region only; violates residency rules that exclude it)")
-	fs.Func("simulated-rtt", "region=duration,... latency added to forwarded requests (local stack)", rttFlag(&cfg.SimulatedRTT))
-	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
-	if err := applyEnv(fs); err != nil {
+	flags, err := flagenv.Bind(fs, &cfg, cfg.bindOptions())
+	if err != nil {
 		return cfg, err
 	}
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: global-router --region=NAME --gossip-key-file=FILE [flags]\n\n")
+		fmt.Fprintf(stderr, "Every flag may also be set with the environment variable %s (e.g. %s), or in the file\n",
+			flagenv.EnvName(flagenv.Prefix, "<FLAG>"), flagenv.EnvName(flagenv.Prefix, "listen"))
+		fmt.Fprintf(stderr, "--config names (name=value lines); the command line wins over both, the environment over the file.\n\n")
+		flagenv.PrintUsage(stderr, flags, flagenv.Prefix)
+	}
+	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "config"}); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
@@ -83,47 +129,33 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
-func listFlag(dst *[]string) func(string) error {
-	return func(s string) error {
-		*dst = nil
-		for _, v := range strings.Split(s, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				*dst = append(*dst, v)
-			}
-		}
-		return nil
+// rttValue is --simulated-rtt: region=duration,...; each setting replaces the map.
+type rttValue struct{ m *map[string]time.Duration }
+
+func (v rttValue) String() string {
+	if v.m == nil {
+		return ""
 	}
+	var items []string
+	for _, region := range slices.Sorted(maps.Keys(*v.m)) {
+		items = append(items, region+"="+(*v.m)[region].String())
+	}
+	return strings.Join(items, ",")
 }
 
-func rttFlag(dst *map[string]time.Duration) func(string) error {
-	return func(s string) error {
-		m := map[string]time.Duration{}
-		for _, kv := range strings.Split(s, ",") {
-			if kv = strings.TrimSpace(kv); kv == "" {
-				continue
-			}
-			region, dur, ok := strings.Cut(kv, "=")
-			d, err := time.ParseDuration(dur)
-			if !ok || err != nil || region == "" {
-				return fmt.Errorf("want region=duration, got %q", kv)
-			}
-			m[region] = d
+func (v rttValue) Set(s string) error {
+	m := map[string]time.Duration{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
 		}
-		*dst = m
-		return nil
+		region, dur, ok := strings.Cut(kv, "=")
+		d, err := time.ParseDuration(dur)
+		if !ok || err != nil || region == "" {
+			return fmt.Errorf("want region=duration, got %q", kv)
+		}
+		m[region] = d
 	}
-}
-
-// applyEnv sets flags from SWITCHYARD_<FLAG> environment variables.
-func applyEnv(fs *flag.FlagSet) error {
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		key := "SWITCHYARD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(key); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", key, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
+	*v.m = m
+	return nil
 }

@@ -41,7 +41,7 @@ func BenchmarkView(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		v := tb.View("llama", hashes)
+		v := routeView(tb, "llama", hashes)
 		if len(v) != len(names) || v[0].Cluster.CachedPrefixTokens == 0 {
 			b.Fatalf("view of %d clusters, first caches %d tokens", len(v), v[0].Cluster.CachedPrefixTokens)
 		}

@@ -104,7 +104,7 @@ func TestEjectionCapOverClusters(t *testing.T) {
 				}
 			}
 			unhealthy := 0
-			for _, e := range tb.View("llama", nil) {
+			for _, e := range routeView(tb, "llama", nil) {
 				if e.Cluster.Unhealthy && !e.Cluster.Stale {
 					unhealthy++
 				}
@@ -134,7 +134,7 @@ func TestClusterEjectedOnceASlotFrees(t *testing.T) {
 	}
 	unhealthy := func() string {
 		var out []string
-		for _, e := range tb.View("llama", nil) {
+		for _, e := range routeView(tb, "llama", nil) {
 			if e.Cluster.Unhealthy {
 				out = append(out, e.Cluster.Name)
 			}

@@ -23,7 +23,7 @@ func TestMeasuredRTTCorrectsPriorAndFades(t *testing.T) {
 		tb.Observe(forward.Outcome{Target: forward.Target{Cluster: cluster}, Status: 200, RTT: rtt})
 	}
 	rtt := func(cluster string) time.Duration {
-		for _, e := range tb.View("llama", nil) {
+		for _, e := range routeView(tb, "llama", nil) {
 			if e.Cluster.Name == cluster {
 				return e.Cluster.RTT
 			}
@@ -88,7 +88,7 @@ func TestMeasuredRTTOff(t *testing.T) {
 		MeasuredRTT: clustertable.RTTConfig{Off: true}}
 	tb := clustertable.New(cfg, src, nil)
 	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "west"}, Status: 200, RTT: time.Second})
-	if got := tb.View("llama", nil)[0].Cluster.RTT; got != 70*time.Millisecond {
+	if got := routeView(tb, "llama", nil)[0].Cluster.RTT; got != 70*time.Millisecond {
 		t.Errorf("with measurement off RTT = %v, want the prior 70ms", got)
 	}
 }
@@ -141,7 +141,7 @@ func TestFadedSlowClusterIsProbed(t *testing.T) {
 		if s.westAnswers > 0 {
 			answer("west", s.westAnswers)
 		}
-		for _, e := range tb.View("llama", nil) {
+		for _, e := range routeView(tb, "llama", nil) {
 			unverified, withheld := e.Cluster.Name == "west" && s.wantUnverified, e.Cluster.Name == "west" && s.wantWithheld
 			if e.Unverified != unverified || e.Withheld != withheld || e.Cluster.Unhealthy != withheld {
 				t.Errorf("%s: %s unverified %v withheld %v unhealthy %v (RTT %v), want %v %v %v", s.name, e.Cluster.Name,
@@ -164,7 +164,7 @@ func TestUnverifiedClusterNotWithheldWhenAlone(t *testing.T) {
 	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "west"}, Status: 200, RTT: 470 * time.Millisecond})
 	for _, at := range []time.Duration{8 * time.Second, 8100 * time.Millisecond, 8200 * time.Millisecond} {
 		clk.t = t0.Add(at)
-		if e := tb.View("llama", nil)[1]; !e.Unverified || e.Withheld || e.Cluster.Unhealthy {
+		if e := routeView(tb, "llama", nil)[1]; !e.Unverified || e.Withheld || e.Cluster.Unhealthy {
 			t.Errorf("%v: west unverified %v withheld %v unhealthy %v, want unverified and offered", at, e.Unverified, e.Withheld, e.Cluster.Unhealthy)
 		}
 	}
@@ -209,7 +209,7 @@ func TestFadedSlowPathGetsOneRequestAtATime(t *testing.T) {
 		pending = kept
 		best := ""
 		var bestRTT time.Duration
-		for _, e := range tb.View("llama", nil) {
+		for _, e := range routeView(tb, "llama", nil) {
 			if !e.Cluster.Unhealthy && (best == "" || e.Cluster.RTT < bestRTT) {
 				best, bestRTT = e.Cluster.Name, e.Cluster.RTT
 			}

@@ -69,10 +69,10 @@ func TestPrefixSketchFollowsNewestSummary(t *testing.T) {
 			clk.t = clk.t.Add(250 * time.Millisecond)
 			src.s = []gossip.Summary{summary("c1", "us-east-1", "gw", "http://a", clk.t, false, s.models...)}
 		}
-		if got := tb.View(s.ask, hashes)[0].Cluster.CachedPrefixTokens; got != s.want {
+		if got := routeView(tb, s.ask, hashes)[0].Cluster.CachedPrefixTokens; got != s.want {
 			t.Errorf("%s: cached prefix tokens %d, want %d", s.name, got, s.want)
 		}
-		if got := tb.View(s.ask, nil)[0].Cluster.CachedPrefixTokens; got != 0 {
+		if got := routeView(tb, s.ask, nil)[0].Cluster.CachedPrefixTokens; got != 0 {
 			t.Errorf("%s: with no prompt hashes cached prefix tokens %d, want 0", s.name, got)
 		}
 	}
@@ -134,7 +134,7 @@ func TestInFlightCountsBackFromNewestSend(t *testing.T) {
 				clk.t = clk.t.Add(time.Millisecond)
 				tb.Sent("c1")
 			}
-			if got := tb.View("llama", nil)[0].Cluster.InFlight; got != tt.want {
+			if got := routeView(tb, "llama", nil)[0].Cluster.InFlight; got != tt.want {
 				t.Errorf("in flight %d, want %d", got, tt.want)
 			}
 		})

@@ -93,7 +93,8 @@ func (t *Table) offer(h *health, share float64, unverified, route bool, now time
 
 // withhold leaves each cluster in slow start or to be probed out of the view unless offer lets it
 // in, and unless no other cluster could take the request: slow start and probes delay a returning
-// cluster's traffic, they never leave a request with nowhere to go.
+// cluster's traffic, they never leave a request with nowhere to go. A view (route false) reads
+// the entries' copies of the health; Claim (route true) the table's own, which offer changes.
 func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 	var held []int
 	open := false
@@ -103,7 +104,10 @@ func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 			continue
 		}
 		if out[i].Share < 1 || out[i].Unverified {
-			h := &out[i].state.health
+			h := &out[i].health
+			if route {
+				h = &out[i].state.health
+			}
 			// A half-open or unverified cluster is probed: offered to one request at a time, on
 			// its estimate. Only slow start's offers carry a share (routing.Cluster.Returning).
 			probe := h.halfOpen() || out[i].Unverified
@@ -127,7 +131,7 @@ func (t *Table) withhold(out []Entry, route bool, now time.Time) {
 	}
 }
 
-// Release gives back the probe turns view took (Table.View) of every cluster but the one at index
+// Release gives back the probe turns Claim took for view of every cluster but the one at index
 // used (-1: none), to which the request is sent: a half-open or unverified cluster offered to a
 // request that went elsewhere is offered to the next one, instead of waiting out probeWait
 // without a probe and, if it is never the best when its turn comes, never being probed at all.

@@ -74,7 +74,7 @@ func TestSlowStartAfterEjection(t *testing.T) {
 			if tt.outcome != nil {
 				tb.Observe(*tt.outcome)
 			}
-			e := tb.View("llama", nil)[0]
+			e := routeView(tb, "llama", nil)[0]
 			if e.Cluster.Unhealthy != tt.wantUnhealthy || e.Withheld != tt.wantWithheld || e.Cluster.Returning != tt.wantReturning {
 				t.Fatalf("share %.2f: unhealthy %v withheld %v returning %v, want %v %v %v", e.Share, e.Cluster.Unhealthy, e.Withheld,
 					e.Cluster.Returning, tt.wantUnhealthy, tt.wantWithheld, tt.wantReturning)
@@ -85,9 +85,9 @@ func TestSlowStartAfterEjection(t *testing.T) {
 
 func TestSlowStartNeverLeavesNowhereToGo(t *testing.T) {
 	tb, clk, t0 := halfOpenTable(nil, drains{"c2": true})
-	tb.View("llama", nil) // the half-open cluster's probe
+	routeView(tb, "llama", nil) // the half-open cluster's probe
 	clk.t = t0.Add(1300 * time.Millisecond)
-	if e := tb.View("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld || e.Share >= 1 {
+	if e := routeView(tb, "llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld || e.Share >= 1 {
 		t.Fatalf("c1 in slow start with c2 drained: %+v, want it offered (share < 1, not withheld)", e)
 	}
 }
@@ -115,20 +115,20 @@ func TestSlowStartWhenAGatewayIsReplaced(t *testing.T) {
 			clk := &clock{t: t0.Add(-10 * time.Second)}
 			src := &swappable{s: []gossip.Summary{c1("gw-a", false), c2}}
 			tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }}, src, nil)
-			tb.View("llama", nil)
+			routeView(tb, "llama", nil)
 			if tt.ejectFirst {
 				clk.t = t0.Add(-5 * time.Second)
 				tb.Observe(refused)
 			}
 			src.s = []gossip.Summary{c1("gw-a", true), c2}
 			clk.t = t0
-			if e := tb.View("llama", nil)[0]; !e.Cluster.Stale {
+			if e := routeView(tb, "llama", nil)[0]; !e.Cluster.Stale {
 				t.Fatalf("c1 should be stale: %+v", e.Cluster)
 			}
 			src.s = []gossip.Summary{c1(tt.after, false), c2}
 			for i, at := range []time.Duration{0, 0, 2500 * time.Millisecond, 5 * time.Second} {
 				clk.t = t0.Add(at)
-				if e := tb.View("llama", nil)[0]; e.Share != tt.wantShare[i] || e.Withheld {
+				if e := routeView(tb, "llama", nil)[0]; e.Share != tt.wantShare[i] || e.Withheld {
 					t.Errorf("view %d, %v after the fresh summary: share %.2f withheld %v, want %.2f offered", i, at, e.Share, e.Withheld, tt.wantShare[i])
 				}
 			}
@@ -166,33 +166,33 @@ func TestFailuresDuringEjectionAreOneIncident(t *testing.T) {
 		if s.fail {
 			tb.Observe(refused)
 		}
-		if got := tb.View("llama", nil)[0].Cluster.Unhealthy; got != s.ejected {
+		if got := routeView(tb, "llama", nil)[0].Cluster.Unhealthy; got != s.ejected {
 			t.Fatalf("%s: unhealthy %v, want %v", s.name, got, s.ejected)
 		}
 	}
 }
 
-// Inspect shows a half-open cluster's due probe turn and a slow-starting cluster without taking
-// the turn or drawing: however often an operator lists the clusters, the next request still
-// gets the probe.
-func TestInspectTakesNoProbeTurn(t *testing.T) {
+// View shows a half-open cluster's due probe turn and a slow-starting cluster without taking
+// the turn or drawing (Claim does): however often an operator lists the clusters, the next
+// request still gets the probe.
+func TestViewTakesNoProbeTurn(t *testing.T) {
 	tb, _, _ := halfOpenTable(nil, nil)
 	for range 5 {
-		if e := tb.Inspect("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld {
-			t.Fatalf("inspect: due probe shown unhealthy %v withheld %v", e.Cluster.Unhealthy, e.Withheld)
+		if e := tb.View("llama", nil)[0]; e.Cluster.Unhealthy || e.Withheld {
+			t.Fatalf("view: due probe shown unhealthy %v withheld %v", e.Cluster.Unhealthy, e.Withheld)
 		}
 	}
-	if e := tb.View("llama", nil)[0]; e.Cluster.Unhealthy {
-		t.Fatal("the request after the inspections did not get the probe turn")
-	}
-	if e := tb.Inspect("llama", nil)[0]; !e.Withheld {
-		t.Fatal("inspect after the probe was taken: want withheld until the next turn")
-	}
-	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 200}) // slow start from 10%
-	if e := tb.Inspect("llama", nil)[0]; e.Withheld || e.Share >= 1 {
-		t.Fatalf("inspect in slow start: withheld %v share %.2f, want offered with its share", e.Withheld, e.Share)
+	if e := routeView(tb, "llama", nil)[0]; e.Cluster.Unhealthy {
+		t.Fatal("the request after the views did not get the probe turn")
 	}
 	if e := tb.View("llama", nil)[0]; !e.Withheld {
+		t.Fatal("view after the probe was taken: want withheld until the next turn")
+	}
+	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 200}) // slow start from 10%
+	if e := tb.View("llama", nil)[0]; e.Withheld || e.Share >= 1 {
+		t.Fatalf("view in slow start: withheld %v share %.2f, want offered with its share", e.Withheld, e.Share)
+	}
+	if e := routeView(tb, "llama", nil)[0]; !e.Withheld {
 		t.Fatal("a request in slow start with a 0.99 draw: want withheld")
 	}
 }
@@ -202,9 +202,9 @@ func TestInspectTakesNoProbeTurn(t *testing.T) {
 // turn the request used stays taken.
 func TestProbeTurnReleased(t *testing.T) {
 	tb, _, _ := halfOpenTable(nil, nil)
-	offered := func() bool { e := tb.View("llama", nil)[0]; return !e.Withheld && !e.Cluster.Unhealthy }
+	offered := func() bool { e := routeView(tb, "llama", nil)[0]; return !e.Withheld && !e.Cluster.Unhealthy }
 
-	view := tb.View("llama", nil)
+	view := routeView(tb, "llama", nil)
 	if view[0].Withheld {
 		t.Fatal("half-open c1 not offered its probe")
 	}
@@ -212,7 +212,7 @@ func TestProbeTurnReleased(t *testing.T) {
 		t.Fatal("a second probe offered while the first turn is taken")
 	}
 	tb.Release(view, 1) // the request went to c2
-	view = tb.View("llama", nil)
+	view = routeView(tb, "llama", nil)
 	if view[0].Withheld {
 		t.Fatal("c1's turn was not given back when the request went elsewhere")
 	}
@@ -220,7 +220,7 @@ func TestProbeTurnReleased(t *testing.T) {
 	if offered() {
 		t.Fatal("a used probe turn was given back")
 	}
-	view = tb.Inspect("llama", nil) // a dry run takes no turn: nothing to give back
+	view = tb.View("llama", nil) // a dry run takes no turn: nothing to give back
 	tb.Release(view, -1)
 	if offered() {
 		t.Fatal("releasing a dry run's view gave the used turn back")
@@ -233,9 +233,9 @@ func TestSaturatedClusterDoesNotHoldOthersBack(t *testing.T) {
 	full := model("llama", 2)
 	full.Saturated = true
 	tb, clk, t0 := halfOpenTable(full, nil)
-	tb.View("llama", nil) // c1's probe turn, kept (the request went there)
+	routeView(tb, "llama", nil) // c1's probe turn, kept (the request went there)
 	clk.t = t0.Add(1300 * time.Millisecond)
-	if e := tb.View("llama", nil)[0]; e.Withheld || e.Cluster.Unhealthy {
+	if e := routeView(tb, "llama", nil)[0]; e.Withheld || e.Cluster.Unhealthy {
 		t.Fatalf("c1 withheld while the only other cluster is saturated: %+v", e.Cluster)
 	}
 }

@@ -132,44 +132,64 @@ type Entry struct {
 	best      *gossip.Summary         // the chosen replica's summary, in the snapshot
 	model     *gossipv1.ModelCapacity // the summary's figures for the model; nil if it does not serve it
 	state     *clusterState           // the table's state of the cluster
+	health    health                  // a copy of its health, with the summary's signal noted
 	bloom     *sketch.Bloom           // the model's decoded prefix sketch
 	known     bool                    // the table had decoded the sketch (bloom nil: invalid)
 }
 
 // View returns every known cluster as a routing candidate for model (a base model or an adapter)
-// whose prompt has the given prefix-block hashes.
+// whose prompt has the given prefix-block hashes. It is a read: it takes no probe turn of a
+// half-open or unverified cluster (one that is due shows as offered), draws no slow-start
+// admission (a cluster in slow start shows as offered, with its Share) and records nothing of
+// what it saw, so the admin API's cluster list and dry runs may poll it without starving a
+// returning cluster of its probes. A request that will be routed over the view calls Claim on
+// it first, and Release after the decision. (The table keeps the prefix sketches it decodes for
+// the next views: a cache, which changes no view.)
 //
-// The table's lock is held only while the cluster states are read and updated: the summaries'
-// figures are copied before, and the prompt is matched against the prefix sketches after.
+// The table's lock is held only while the cluster states are read: the summaries' figures are
+// copied before, and the prompt is matched against the prefix sketches after.
 func (t *Table) View(model string, prefixHashes []uint64) []Entry {
-	return t.view(model, prefixHashes, true)
-}
-
-// Inspect returns the view View would return now without changing what the next request sees:
-// it takes no probe turn of a half-open or unverified cluster (one that is due shows as offered)
-// and draws no slow-start admission (a cluster in slow start shows as offered, with its Share).
-// It is for reads that route nothing: the admin API's cluster list and dry runs, which an
-// operator may poll without starving a returning cluster of its probes.
-func (t *Table) Inspect(model string, prefixHashes []uint64) []Entry {
-	return t.view(model, prefixHashes, false)
-}
-
-// view builds a view; route says whether it is for a request that will be sent (it then takes
-// probe turns and slow-start draws).
-func (t *Table) view(model string, prefixHashes []uint64, route bool) []Entry {
 	now := t.cfg.Now()
 	out := t.candidates(t.src.Snapshot(), model)
-	misses := t.applyStates(out, len(prefixHashes) > 0, route, now)
+	misses := t.applyStates(out, len(prefixHashes) > 0, now)
 	if len(prefixHashes) > 0 {
 		t.matchSketches(out, prefixHashes, misses)
 	}
 	return out
 }
 
+// Claim readies view, which View returned, for the request about to be routed over it: it
+// records the signals the view saw (a restarted gateway's summary begins its slow start), takes
+// the probe turn of each half-open or unverified cluster the view offers and draws each
+// slow-starting cluster's admission. Clusters not admitted, or whose turn another request took
+// since the view, are left out (Unhealthy and Withheld) unless no other cluster could take the
+// request. Claim a view once; Release gives back the turns of the clusters the request does not
+// go to.
+func (t *Table) Claim(view []Entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.cfg.Now()
+	for i := range view {
+		e := &view[i]
+		if e.state == nil || e.best == nil {
+			continue
+		}
+		e.state.health.noteSignal(e.best.Stale, e.best.Node, now)
+		// What the view's own slow start and probes decided is decided again below, on the
+		// table's state.
+		if e.Withheld {
+			e.Withheld, e.Cluster.Unhealthy = false, false
+		}
+		e.Cluster.Returning = false
+	}
+	t.withhold(view, true, now)
+}
+
 // applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
 // health, slow start and probes, the measured round trip, requests sent since the summary, and
-// the cached prefix sketch (when wantSketch). It returns how many sketches must be decoded.
-func (t *Table) applyStates(out []Entry, wantSketch, route bool, now time.Time) (misses int) {
+// the cached prefix sketch (when wantSketch). It returns how many sketches must be decoded. It
+// changes no cluster's state but the cache (Claim records what the view saw).
+func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
@@ -184,7 +204,7 @@ func (t *Table) applyStates(out []Entry, wantSketch, route bool, now time.Time) 
 			}
 		}
 	}
-	t.withhold(out, route, now)
+	t.withhold(out, false, now)
 	if t.sketchHolders > len(out) {
 		t.forgetSketches()
 	}
@@ -192,10 +212,12 @@ func (t *Table) applyStates(out []Entry, wantSketch, route bool, now time.Time) 
 }
 
 // applyState fills in one cluster's health, round trip, requests sent since its summary (and
-// those on their way) and streams waiting there for a first token (and those on their way).
+// those on their way) and streams waiting there for a first token (and those on their way). The
+// health is a copy that has noted the summary's signal: the table's is Claim's to change.
 func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	c := &e.Cluster
-	h := &st.health
+	e.health = st.health
+	h := &e.health
 	h.noteSignal(e.best.Stale, e.best.Node, now)
 	c.Unhealthy = h.ejected(now)
 	e.Share = h.share(now, t.cfg.Ejection.SlowStart)

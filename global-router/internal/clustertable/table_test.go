@@ -58,7 +58,7 @@ func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
 	}
 	src[1].Age = 300 * time.Millisecond
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"eu-west-1": 80 * time.Millisecond}, Now: func() time.Time { return now }}, src, drains{})
-	view := tb.View("sql", nil)
+	view := routeView(tb, "sql", nil)
 	if len(view) != 2 {
 		t.Fatalf("view has %d clusters, want 2", len(view))
 	}
@@ -90,7 +90,7 @@ func TestDrainsAndPassiveHealth(t *testing.T) {
 		summary("c2", "us-west-2", "gw-b", "http://b", clk.t, false, model("llama", 2)),
 	}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, drains{"us-west-2": true})
-	if v := tb.View("llama", nil); v[0].Cluster.Drained || !v[1].Cluster.Drained {
+	if v := routeView(tb, "llama", nil); v[0].Cluster.Drained || !v[1].Cluster.Drained {
 		t.Fatalf("drain by region not applied: %+v / %+v", v[0].Cluster, v[1].Cluster)
 	}
 	target := forward.Target{Cluster: "c1"}
@@ -115,7 +115,7 @@ func TestDrainsAndPassiveHealth(t *testing.T) {
 			if tt.outcome.Target.Cluster != "" {
 				tb.Observe(tt.outcome)
 			}
-			if got := tb.View("llama", nil)[0].Cluster.Unhealthy; got != tt.wantEjected {
+			if got := routeView(tb, "llama", nil)[0].Cluster.Unhealthy; got != tt.wantEjected {
 				t.Fatalf("unhealthy = %v, want %v", got, tt.wantEjected)
 			}
 		})
@@ -147,7 +147,7 @@ func TestInFlightSinceSummaryAndPrefixSketch(t *testing.T) {
 	clk.t = clk.t.Add(20 * time.Millisecond)
 	tb.Sent("c1")
 	clk.t = clk.t.Add(30 * time.Millisecond)
-	c := tb.View("llama", hashes)[0].Cluster
+	c := routeView(tb, "llama", hashes)[0].Cluster
 	if c.InFlight != 2 || c.InFlightAge != 50*time.Millisecond {
 		t.Errorf("in-flight since summary = %d, the oldest sent %v ago; want 2, 50ms", c.InFlight, c.InFlightAge)
 	}
@@ -192,7 +192,7 @@ func TestFlappingClusterEjectedLongerEachTime(t *testing.T) {
 			if tt.outcome != nil {
 				tb.Observe(*tt.outcome)
 			}
-			if got := tb.View("llama", nil)[0].Cluster.Unhealthy; got != tt.wantEjected {
+			if got := routeView(tb, "llama", nil)[0].Cluster.Unhealthy; got != tt.wantEjected {
 				t.Fatalf("unhealthy = %v, want %v", got, tt.wantEjected)
 			}
 		})
@@ -208,7 +208,7 @@ func TestWaitingForFirstToken(t *testing.T) {
 		summary("c2", "us-east-1", "gw-b", "http://b", clk.t, false, model("llama", 2))}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now}, src, nil)
 	target := forward.Target{Cluster: "c1", URL: "http://a"}
-	waiting := func() int { return tb.View("llama", nil)[0].Cluster.Waiting }
+	waiting := func() int { return routeView(tb, "llama", nil)[0].Cluster.Waiting }
 
 	steps := []struct {
 		name string
@@ -247,7 +247,7 @@ func TestDispatchedCountsUntilOutcome(t *testing.T) {
 	target := forward.Target{Cluster: "c1", URL: "http://a"}
 	clk.t = clk.t.Add(10 * time.Millisecond)
 	view := func() (inFlight, waiting int, unhealthy bool) {
-		c := tb.View("llama", nil)[0].Cluster
+		c := routeView(tb, "llama", nil)[0].Cluster
 		return c.InFlight, c.Waiting, c.Unhealthy
 	}
 	steps := []struct {
@@ -302,7 +302,7 @@ func TestInFlightTokens(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.do()
-		c := tb.View("llama", nil)[0].Cluster
+		c := routeView(tb, "llama", nil)[0].Cluster
 		if c.InFlightTokens != s.inFlightTokens || c.WaitingTokens != s.waitingTok {
 			t.Fatalf("after %s: in-flight tokens %d waiting tokens %d, want %d %d", s.name, c.InFlightTokens, c.WaitingTokens, s.inFlightTokens, s.waitingTok)
 		}

@@ -71,6 +71,12 @@ func TestFlagsAroundCommand(t *testing.T) {
 		{"flags between", nil, []string{f.addr, "drain", f.tokenFile, "c1", "-o=json"}},
 		{"separate values", nil, []string{"--addr", f.env.Server.URL, "drain", "--token-file", token, "c1", "-o", "json"}},
 		{"environment", map[string]string{ctl.EnvAddr: f.env.Server.URL, ctl.EnvTokenFile: token}, []string{"drain", "-o", "json", "c1"}},
+		{"the command line wins over the environment", map[string]string{ctl.EnvAddr: "http://127.0.0.1:1", ctl.EnvTokenFile: "/no/such/token"},
+			[]string{f.addr, f.tokenFile, "drain", "c1", "-o", "json"}},
+		// Only --addr and --token-file come from the environment: a router's SWITCHYARD_REGION or
+		// a stray SWITCHYARD_TIMEOUT would otherwise break the command.
+		{"other flags never from the environment", map[string]string{ctl.EnvAddr: f.env.Server.URL, ctl.EnvTokenFile: token,
+			"SWITCHYARD_TIMEOUT": "soon", "SWITCHYARD_MODEL": "m", "SWITCHYARD_REGION": "r"}, []string{"drain", "-o", "json", "c1"}},
 		{"host and port only", nil, []string{"--addr=" + strings.TrimPrefix(f.env.Server.URL, "http://"), f.tokenFile, "drain", "c1", "-o", "json"}},
 	}
 	for _, tt := range tests {

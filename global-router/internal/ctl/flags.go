@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/flagenv"
 )
 
 var errHelp = errors.New("help requested")
@@ -51,15 +53,18 @@ var commandFlags = map[string][]string{
 	"registrations":    nil,
 }
 
+// envFlags are the flags read from the environment (EnvAddr, EnvTokenFile) when not given.
+var envFlags = []string{"addr", "token-file"}
+
 var globalFlags = []string{"addr", "token-file", "o", "output", "protocol", "timeout", "ca-file", "cert-file", "key-file"}
 
 // flagSet binds every flag of every command to inv.
-func (inv *invocation) flagSet(getenv func(string) string) *flag.FlagSet {
+func (inv *invocation) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("switchyardctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&inv.addr, "addr", envOr(getenv, EnvAddr, DefaultAddr), "")
-	fs.StringVar(&inv.tokenFile, "token-file", getenv(EnvTokenFile), "")
+	fs.StringVar(&inv.addr, "addr", DefaultAddr, "")
+	fs.StringVar(&inv.tokenFile, "token-file", "", "")
 	fs.StringVar(&inv.output, "o", "table", "")
 	fs.StringVar(&inv.output, "output", "table", "")
 	fs.StringVar(&inv.protocol, "protocol", "connect", "")
@@ -87,17 +92,10 @@ func (inv *invocation) flagSet(getenv func(string) string) *flag.FlagSet {
 	return fs
 }
 
-func envOr(getenv func(string) string, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 // parse reads a command line whose flags may stand anywhere around the command and operands.
 func parse(args []string, getenv func(string) string) (*invocation, error) {
 	inv := &invocation{set: map[string]bool{}}
-	fs := inv.flagSet(getenv)
+	fs := inv.flagSet()
 	words, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil, errHelp
@@ -106,6 +104,11 @@ func parse(args []string, getenv func(string) string) (*invocation, error) {
 		return nil, err
 	}
 	fs.Visit(func(f *flag.Flag) { inv.set[f.Name] = true })
+	// --addr and --token-file not given come from SWITCHYARD_ADDR and SWITCHYARD_TOKEN_FILE (the
+	// other flags never from the environment: SWITCHYARD_REGION is a router's, say).
+	if _, err := flagenv.Parse(fs, nil, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, EnvFlags: envFlags}); err != nil {
+		return nil, err
+	}
 	if len(words) == 0 {
 		return nil, errors.New("no command given")
 	}

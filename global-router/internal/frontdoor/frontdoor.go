@@ -30,13 +30,13 @@ import (
 
 // Table is the cluster view the front door routes over. *clustertable.Table implements it.
 type Table interface {
-	// View returns the view a request is routed over (it may take a returning cluster's probe
-	// turn); Release gives back the turns of the clusters the request does not go to (used is
-	// the index of the one it goes to, -1 for none). Inspect returns the same view for a dry
-	// run, changing nothing.
+	// View returns the cluster view, changing nothing (a dry run uses it as it is); Claim
+	// readies it for a request that will be routed over it (it may take a returning cluster's
+	// probe turn); Release gives back the turns of the clusters the request does not go to
+	// (used is the index of the one it goes to, -1 for none).
 	View(model string, prefixHashes []uint64) []clustertable.Entry
+	Claim(view []clustertable.Entry)
 	Release(view []clustertable.Entry, used int)
-	Inspect(model string, prefixHashes []uint64) []clustertable.Entry
 }
 
 // Policies returns the routing policy of a model: the stored one, or the defaults when none is
@@ -163,11 +163,9 @@ func (s *Server) decide(model string, hashes []uint64, req routing.Request, rout
 	if standIn && route {
 		s.metrics.unloadedLocal.Inc()
 	}
-	var view []clustertable.Entry
+	view := s.table.View(model, hashes)
 	if route {
-		view = s.table.View(model, hashes)
-	} else {
-		view = s.table.Inspect(model, hashes)
+		s.table.Claim(view)
 	}
 	cs := make([]routing.Cluster, len(view))
 	for i := range view {

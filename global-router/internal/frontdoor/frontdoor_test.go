@@ -379,9 +379,9 @@ func FuzzParseRequest(f *testing.F) {
 
 type emptyTable struct{}
 
-func (emptyTable) View(string, []uint64) []clustertable.Entry    { return nil }
-func (emptyTable) Inspect(string, []uint64) []clustertable.Entry { return nil }
-func (emptyTable) Release([]clustertable.Entry, int)             {}
+func (emptyTable) View(string, []uint64) []clustertable.Entry { return nil }
+func (emptyTable) Claim([]clustertable.Entry)                 {}
+func (emptyTable) Release([]clustertable.Entry, int)          {}
 
 // recordTargets is a forwarder that answers 200 at once and keeps the targets it was given.
 type recordTargets struct {

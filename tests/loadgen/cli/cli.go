@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/flagenv"
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
@@ -62,7 +63,7 @@ func (t *targetList) Set(v string) error { *t = append(*t, v); return nil }
 
 // envPrefix starts the environment variable of every flag: --max-in-flight is
 // SWITCHYARD_MAX_IN_FLIGHT. SWITCHYARD_TARGET holds one or more targets separated by spaces.
-const envPrefix = "SWITCHYARD_"
+const envPrefix = flagenv.Prefix + "_"
 
 func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
@@ -108,32 +109,13 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o, stderr)
-	if err := fs.Parse(args); err != nil {
+	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, SplitEnv: []string{"target"}}); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (flags are written --name=value)", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v := getenv(env)
-		if set[f.Name] || v == "" || err != nil {
-			return
-		}
-		values := []string{v}
-		if f.Name == "target" {
-			values = strings.Fields(v)
-		}
-		for _, one := range values {
-			if e := fs.Set(f.Name, one); e != nil {
-				err = fmt.Errorf("%s: %w", env, e)
-			}
-		}
-	})
-	return o, err
+	return o, nil
 }
 
 // Main runs the command and returns its exit code: 0 on success (failed requests are

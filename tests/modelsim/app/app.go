@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/switchyard-dev/switchyard/contract/flagenv"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/fleet"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
@@ -18,7 +19,7 @@ import (
 )
 
 // EnvPrefix prefixes the environment variable of each flag: --time-scale is SWITCHYARD_TIME_SCALE.
-const EnvPrefix = "SWITCHYARD_"
+const EnvPrefix = flagenv.Prefix + "_"
 
 const usageHead = `modelsim: a simulated vLLM-compatible model server.
 
@@ -79,25 +80,15 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 func parse(args []string, getenv func(string) string, out io.Writer) (*options, error) {
 	o := &options{cfg: server.DefaultConfig(), set: map[string]bool{}}
 	fs := newFlagSet(o, out)
-	if err := fs.Parse(args); err != nil {
+	sources, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv})
+	if err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (flags are written --name=value)", fs.Arg(0))
 	}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := EnvPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" && !o.set[f.Name] && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("environment %s: %w", name, err)
-			}
-			o.set[f.Name] = true
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
+	for name := range sources {
+		o.set[name] = true
 	}
 	o.cfg.LoRAs = fleet.SplitList(o.lora)
 	return o, nil
