@@ -128,11 +128,9 @@ var layers = [][]string{
 	{"global-router/internal/frontdoor", "global-router/internal/admin"},
 }
 
-// knownSiblingImports are the sibling imports the code still has, each to be removed by the
-// request-pipeline package both front doors will drive; the test fails on any other, and on
-// these once they are gone (so the list is kept true).
+// knownSiblingImports are the sibling imports the code still has, each to be removed; the test
+// fails on any other, and on these once they are gone (so the list is kept true).
 var knownSiblingImports = map[string]string{
-	"cluster-gateway/internal/extproc -> cluster-gateway/internal/proxy": "extproc reuses the proxy's request pipeline",
 	// The cycle-state key a scorer publishes and another reads, and a normalisation helper,
 	// belong in the framework package.
 	"cluster-gateway/internal/plugins/predictedttft -> cluster-gateway/internal/plugins/prefixcache":   "reads the prefix match",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
@@ -102,6 +103,10 @@ type Config struct {
 	MaxEjectionPercent int
 	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
 	DrainTimeout time.Duration
+	// ExtProcBodyTimeout bounds the time from a request's headers to the end of its body on the
+	// ext_proc server: past it the request is answered 408 and its body released (see
+	// extproc.Config.BodyTimeout). Default 30 s; must be positive.
+	ExtProcBodyTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults documented on each field.
@@ -126,6 +131,7 @@ func DefaultConfig() Config {
 		DrainTimeout:   30 * time.Second,
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
+		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
 	}
 }
 
@@ -220,6 +226,8 @@ func (c Config) validateLimits() error {
 		return fmt.Errorf("--max-attempts must be at least 1, got %d", c.MaxAttempts)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("--drain-timeout must be positive, got %v", c.DrainTimeout)
+	case c.ExtProcBodyTimeout <= 0:
+		return fmt.Errorf("--ext-proc-body-timeout must be positive, got %v", c.ExtProcBodyTimeout)
 	case c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100:
 		return fmt.Errorf("--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
 	}

@@ -59,6 +59,7 @@ func newFlagSet(c *Config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "endpoints tried per request before giving up")
 	fs.IntVar(&c.MaxEjectionPercent, "max-ejection-percent", c.MaxEjectionPercent, "most endpoints passive health may eject at once, in percent of the pool (0..100; at least one of two or more)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "longest wait for in-flight streams at shutdown")
+	fs.DurationVar(&c.ExtProcBodyTimeout, "ext-proc-body-timeout", c.ExtProcBodyTimeout, "longest time from a request's headers to the end of its body on ext_proc (408 beyond)")
 	return fs
 }
 

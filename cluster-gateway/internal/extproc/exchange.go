@@ -15,8 +15,8 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -50,31 +50,36 @@ type exchange struct {
 	size      int
 	body      []byte // the whole body, set once the last chunk arrived
 
-	target   string          // the chosen endpoint as x-switchyard-endpoint shows it (its name)
-	decision *proxy.Decision // released (Pipeline.Done) when the stream ends
-	attempt  *proxy.Attempt
+	target   string             // the chosen endpoint as x-switchyard-endpoint shows it (its name)
+	decision *pipeline.Decision // released (Pipeline.Done) when the stream ends
+	attempt  *pipeline.Attempt
 	status   int
 	ended    bool
 
 	chunk chunkAnswer // every body chunk sent back
-	recv  received    // every message received
+	recv  received    // every message received directly (outside the pump)
+	pump  *bodyPump   // receives while the request body is due (see bodyPump), else nil
+	// lastPumped is the pump that delivered the message being handled as its last one; it is
+	// released after that message was.
+	lastPumped *bodyPump
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
-// was handled, unless the exchange kept it for the request body.
+// was handled, unless the exchange kept it for the request body. While the body is due the
+// messages come from the pump, and a body late past Config.BodyTimeout ends the exchange with a
+// 408.
 func (x *exchange) run() error {
 	for {
-		m := &x.recv
-		*m = received{}
-		err := x.stream.RecvMsg(m)
-		if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+		m, err := x.next()
+		if errors.Is(err, errBodyTimeout) {
+			err = x.bodyTimedOut()
+		} else if errors.Is(err, io.EOF) || errors.Is(err, errStreamDone) || status.Code(err) == codes.Canceled {
 			return nil
 		}
-		if err != nil {
-			return err
+		if err == nil {
+			err = x.handle(m)
+			x.handled(m)
 		}
-		err = x.handle(m)
-		m.free()
 		if err != nil {
 			if errors.Is(err, errDone) {
 				return nil
@@ -82,6 +87,46 @@ func (x *exchange) run() error {
 			return err
 		}
 	}
+}
+
+// next receives the next message: from the pump while there is one, else from the stream.
+func (x *exchange) next() (*received, error) {
+	p := x.pump
+	if p == nil {
+		m := &x.recv
+		*m = received{}
+		return m, x.stream.RecvMsg(m)
+	}
+	r := p.next(x.ctx.Done())
+	if r.last {
+		x.pump = nil
+		if r.m == nil {
+			p.release()
+		} else {
+			x.lastPumped = p // released once its last message was handled
+		}
+	}
+	return r.m, r.err
+}
+
+// handled frees m's buffer (unless the body kept it) and gives its slot back to the pump.
+func (x *exchange) handled(m *received) {
+	m.free()
+	if x.pump != nil {
+		x.pump.handled(m)
+	}
+	if x.lastPumped != nil {
+		x.lastPumped.release()
+		x.lastPumped = nil
+	}
+}
+
+// bodyTimedOut answers a request whose body did not arrive within Config.BodyTimeout: a 408,
+// counted and logged, with the body's budget given back at once.
+func (x *exchange) bodyTimedOut() error {
+	late := &pipeline.BodyTimeoutError{Timeout: x.s.cfg.BodyTimeout, Received: int64(x.size)}
+	x.releaseBody()
+	return x.immediate(x.s.pipe.RefuseBody(pipeline.DoorExtProc, late))
 }
 
 func (x *exchange) handle(m *received) error {
@@ -118,12 +163,15 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 	x.subset, x.hasSubset = subsetHint(req)
 	if n := contentLength(x.headers["content-length"]); n > 0 {
 		if n > x.s.cfg.MaxBodyBytes {
-			return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
+			return x.immediate(apierror.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
 		}
 		x.want = n
 	}
 	if h.GetEndOfStream() {
 		return x.noBody()
+	}
+	if x.pump == nil && !x.decided {
+		x.pump = startPump(x.stream, x.s.cfg.BodyTimeout) // the body is due from now
 	}
 	return nil
 }
@@ -148,11 +196,11 @@ func (x *exchange) requestBody(m *received, b *extprocv3.HttpBody) error {
 	}
 	chunk := b.GetBody()
 	if x.size+len(chunk) > x.s.cfg.MaxBodyBytes {
-		return x.immediate(x.s.pipe.RefuseBody(proxy.DoorExtProc, &body.TooLargeError{Limit: int64(x.s.cfg.MaxBodyBytes)}))
+		return x.immediate(x.s.pipe.RefuseBody(pipeline.DoorExtProc, &body.TooLargeError{Limit: int64(x.s.cfg.MaxBodyBytes)}))
 	}
 	x.size += len(chunk)
 	if err := x.addChunk(m, chunk, b.GetEndOfStream()); err != nil {
-		if e := x.s.pipe.RefuseBody(proxy.DoorExtProc, err); e != nil {
+		if e := x.s.pipe.RefuseBody(pipeline.DoorExtProc, err); e != nil {
 			return x.immediate(e)
 		}
 		return err
@@ -230,7 +278,7 @@ func (x *exchange) decide(eos bool) error {
 	x.assemble()
 	defer x.releaseBody()
 	if x.hasSubset && len(x.subset) == 0 {
-		return x.immediate(bbr.Unavailable("the subset hint lists no endpoint", 1))
+		return x.immediate(apierror.Unavailable("the subset hint lists no endpoint", 1))
 	}
 	var subset []string
 	if x.hasSubset {
@@ -243,9 +291,9 @@ func (x *exchange) decide(eos bool) error {
 	x.decision = d
 	targets := restrict(d.Result.Targets, subset)
 	if len(targets) == 0 {
-		return x.immediate(bbr.Unavailable("no endpoint in the subset hint is usable", 1))
+		return x.immediate(apierror.Unavailable("no endpoint in the subset hint is usable", 1))
 	}
-	x.target = proxy.EndpointHeaderValue(targets[0], x.s.cfg.EndpointHeaderAddress)
+	x.target = pipeline.EndpointHeaderValue(targets[0], x.s.cfg.EndpointHeaderAddress)
 	x.attempt = x.s.pipe.Begin(d, targets[0])
 	a := decisionAnswers.Get().(*decisionAnswer)
 	err := x.send(x.requestHeadersResponse(a, d, targets))
@@ -307,6 +355,10 @@ func (x *exchange) finish() {
 // it), then the request body and the decision's pooled prefix hashes, which the attempt's
 // hooks read until then.
 func (x *exchange) close() {
+	if x.pump != nil {
+		x.pump.release() // still receiving: dropped, its deadline stopped
+		x.pump = nil
+	}
 	x.finish()
 	x.releaseBody()
 	x.s.pipe.Done(x.decision)
@@ -314,7 +366,7 @@ func (x *exchange) close() {
 }
 
 // immediate answers the client directly and ends the stream.
-func (x *exchange) immediate(e *bbr.Error) error {
+func (x *exchange) immediate(e *apierror.Error) error {
 	if err := x.send(immediateResponse(e, x.s.cfg)); err != nil {
 		return err
 	}
