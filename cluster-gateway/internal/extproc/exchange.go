@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -62,6 +63,30 @@ type exchange struct {
 	// lastPumped is the pump that delivered the message being handled as its last one; it is
 	// released after that message was.
 	lastPumped *bodyPump
+}
+
+// exchanges recycles exchanges (and their header maps) across streams: nothing refers to one
+// once its stream's Process returned (a pump still receiving holds only its own state).
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// maxPooledHeaders bounds the header map an exchange keeps for the next stream.
+const maxPooledHeaders = 64
+
+// start prepares x, fresh or from the pool, for stream.
+func (x *exchange) start(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) {
+	h := x.headers
+	if len(h) > maxPooledHeaders {
+		h = nil
+	}
+	clear(h)
+	*x = exchange{s: s, stream: stream, ctx: stream.Context(), headers: h}
+}
+
+// forget drops what x refers to once its stream is over, keeping only the header map.
+func (x *exchange) forget() {
+	h := x.headers
+	clear(h)
+	*x = exchange{headers: h}
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
@@ -152,7 +177,9 @@ func (x *exchange) handle(m *received) error {
 
 // requestHeaders stores the headers and the subset hint. The answer waits for the body.
 func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) error {
-	x.headers = make(map[string]string, len(h.GetHeaders().GetHeaders()))
+	if x.headers == nil {
+		x.headers = make(map[string]string, len(h.GetHeaders().GetHeaders()))
+	}
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		v := string(hv.GetRawValue())
 		if v == "" {
@@ -358,6 +385,10 @@ func (x *exchange) close() {
 	if x.pump != nil {
 		x.pump.release() // still receiving: dropped, its deadline stopped
 		x.pump = nil
+	}
+	if x.lastPumped != nil {
+		x.lastPumped.release()
+		x.lastPumped = nil
 	}
 	x.finish()
 	x.releaseBody()

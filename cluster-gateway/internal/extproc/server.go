@@ -198,7 +198,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Process handles one HTTP request's ext_proc stream.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	x := &exchange{s: s, stream: stream, ctx: stream.Context()}
-	defer x.close()
+	x := exchanges.Get().(*exchange)
+	x.start(s, stream)
+	defer func() {
+		x.close()
+		x.forget()
+		exchanges.Put(x)
+	}()
 	return x.run()
 }
