@@ -93,6 +93,8 @@ const (
 	ReasonInvalidRequest Reason = "invalid_request"
 	// ReasonRequestTooLarge: 413, the body is over the limit.
 	ReasonRequestTooLarge Reason = "request_too_large"
+	// ReasonRequestTimeout: the gateway's 408, the body did not arrive within its deadline.
+	ReasonRequestTimeout Reason = "request_timeout"
 	// ReasonModelNotFound: 404, nothing serves the model.
 	ReasonModelNotFound Reason = "model_not_found"
 	// ReasonResidencyPolicy: 503, no cluster serving the model is in a region its policy allows.
@@ -208,6 +210,7 @@ var reasons = map[Reason]reasonInfo{
 	ReasonBadRequest:          {"the request is malformed", UseRouterError},
 	ReasonInvalidRequest:      {"the request is malformed or carries a bad header", UseGatewayError},
 	ReasonRequestTooLarge:     {"the request body is over the limit", UseRouterError | UseGatewayError},
+	ReasonRequestTimeout:      {"the request body did not arrive within its deadline", UseGatewayError},
 	ReasonModelNotFound:       {"nothing serves the model", UseRouterError | UseGatewayError},
 	ReasonResidencyPolicy:     {"no cluster serving the model is in a region its policy allows", UseRouterError},
 	ReasonPolicyUnavailable:   {"no routing policy is in force for the model", UseRouterError},

@@ -119,11 +119,9 @@ var layers = [][]string{
 	{"global-router/internal/frontdoor", "global-router/internal/admin"},
 }
 
-// knownSiblingImports are the sibling imports the code still has, each to be removed by the
-// request-pipeline package both front doors will drive; the test fails on any other, and on
-// these once they are gone (so the list is kept true).
+// knownSiblingImports are the sibling imports the code still has, each to be removed; the test
+// fails on any other, and on these once they are gone (so the list is kept true).
 var knownSiblingImports = map[string]string{
-	"cluster-gateway/internal/extproc -> cluster-gateway/internal/proxy":                      "extproc reuses the proxy's request pipeline",
 	"cluster-gateway/internal/plugins/giecompat -> cluster-gateway/internal/plugins/maxscore": "test only",
 }
 

@@ -19,11 +19,13 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
@@ -61,8 +63,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // Compile-time checks that the packages fit the consumer-side interfaces they are wired into.
 var (
 	_ flowcontrol.Scheduler = (*scheduling.Scheduler)(nil)
-	_ proxy.Hooks           = (*scheduling.Scheduler)(nil)
-	_ proxy.Admitter        = (*flowcontrol.Controller)(nil)
+	_ pipeline.Hooks        = (*scheduling.Scheduler)(nil)
+	_ pipeline.Admitter     = (*flowcontrol.Controller)(nil)
 	_ proxy.Store           = (*datastore.Store)(nil)
 	_ extproc.Endpoints     = (*datastore.Store)(nil)
 	_ bbr.EndpointSource    = (*datastore.Store)(nil)
@@ -176,14 +178,14 @@ func (g *Gateway) buildScheduling() error {
 }
 
 // mapSchedulingError translates the scheduler's sentinels for clients.
-func mapSchedulingError(err error) *bbr.Error {
+func mapSchedulingError(err error) *apierror.Error {
 	switch {
 	case errors.Is(err, scheduling.ErrUnknownModel):
-		return &bbr.Error{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
+		return &apierror.Error{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
 	case errors.Is(err, scheduling.ErrNoEndpoints):
-		return bbr.Unavailable(err.Error(), 1)
+		return apierror.Unavailable(err.Error(), 1)
 	case errors.Is(err, scheduling.ErrSaturated):
-		return bbr.Overloaded(err.Error(), 1)
+		return apierror.Overloaded(err.Error(), 1)
 	}
 	return nil
 }
@@ -196,15 +198,15 @@ func (g *Gateway) buildFrontDoors() error {
 	if err != nil {
 		return err
 	}
-	m, err := proxy.NewMetrics(g.reg)
+	m, err := pipeline.NewMetrics(g.reg)
 	if err != nil {
 		return err
 	}
 	g.bodies = body.NewBudget(memlimit.BodyBudget(g.cfg.MaxInflightBodyBytes, g.cfg.MaxBodyBytes))
-	if err := proxy.RegisterBodyBudget(g.reg, g.bodies); err != nil {
+	if err := pipeline.RegisterBodyBudget(g.reg, g.bodies); err != nil {
 		return err
 	}
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
+	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
 		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log})
 	if err != nil {
 		return err
@@ -213,7 +215,7 @@ func (g *Gateway) buildFrontDoors() error {
 	pc.Listen, pc.Cluster, pc.Region = g.cfg.Listen, g.cfg.Cluster, g.cfg.Region
 	pc.EndpointHeader, pc.MaxAttempts, pc.DrainTimeout, pc.Staleness = g.cfg.EndpointHeader, g.cfg.MaxAttempts, g.cfg.DrainTimeout, g.cfg.Staleness
 	pc.EndpointHeaderAddress = g.cfg.EndpointHeaderAddress
-	if g.httpSrv, err = proxy.New(pc, pipe, g.store, g.log); err != nil {
+	if g.httpSrv, err = proxy.New(pc, pipe, g.store, g.log, g.reg); err != nil {
 		return err
 	}
 	if g.cfg.ExtProcListen == "" {
@@ -222,6 +224,7 @@ func (g *Gateway) buildFrontDoors() error {
 	ec := extproc.DefaultConfig()
 	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
 	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress
+	ec.BodyTimeout = g.cfg.ExtProcBodyTimeout
 	if ec.TLS, err = g.extProcTLS(); err != nil {
 		return err
 	}

@@ -343,6 +343,11 @@ func TestParseConfig(t *testing.T) {
 		{"body budget below the body limit", append(base, "--max-inflight-body-bytes=1MiB"), nil, nil, "at least --max-body-bytes"},
 		{"bad body budget", append(base, "--max-inflight-body-bytes=lots"), nil, nil, "max-inflight-body-bytes"},
 		{"bad memory limit", append(base, "--memory-limit=90%"), nil, nil, "--memory-limit"},
+		{"default ext_proc body deadline", base, nil, func(c app.Config) bool { return c.ExtProcBodyTimeout == 30*time.Second }, ""},
+		{"ext_proc body deadline", append(base, "--ext-proc-body-timeout=5s"), nil,
+			func(c app.Config) bool { return c.ExtProcBodyTimeout == 5*time.Second }, ""},
+		{"ext_proc body deadline off", append(base, "--ext-proc-body-timeout=0s"), nil, nil, "--ext-proc-body-timeout must be positive"},
+		{"negative ext_proc body deadline", append(base, "--ext-proc-body-timeout=-1s"), nil, nil, "--ext-proc-body-timeout must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

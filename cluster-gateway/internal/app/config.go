@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
@@ -121,6 +122,10 @@ type Config struct {
 	MaxEjectionPercent int `flag:"max-ejection-percent"`
 	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
 	DrainTimeout time.Duration `flag:"drain-timeout"`
+	// ExtProcBodyTimeout bounds the time from a request's headers to the end of its body on the
+	// ext_proc server: past it the request is answered 408 and its body released (see
+	// extproc.Config.BodyTimeout). Default 30 s; must be positive.
+	ExtProcBodyTimeout time.Duration `flag:"ext-proc-body-timeout"`
 }
 
 // DefaultConfig returns the defaults documented on each field.
@@ -145,6 +150,7 @@ func DefaultConfig() Config {
 		DrainTimeout:   30 * time.Second,
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
+		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
 	}
 }
 
@@ -240,6 +246,7 @@ func (c Config) validateLimits() []error {
 		c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	add(c.MaxAttempts < 1, "--max-attempts must be at least 1, got %d", c.MaxAttempts)
 	add(c.DrainTimeout <= 0, "--drain-timeout must be positive, got %v", c.DrainTimeout)
+	add(c.ExtProcBodyTimeout <= 0, "--ext-proc-body-timeout must be positive, got %v", c.ExtProcBodyTimeout)
 	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
 	if err := memlimit.Check(c.MemoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err))

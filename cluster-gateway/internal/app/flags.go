@@ -67,6 +67,7 @@ var usage = map[string]string{
 	"max-attempts":            "pods the HTTP proxy tries per request",
 	"max-ejection-percent":    "most pods passive health may eject at once, in percent of the pool (0..100; at least one of two or more; a lone pod never, below 100; 0 turns ejection off)",
 	"drain-timeout":           "longest wait for in-flight streams at shutdown",
+	"ext-proc-body-timeout":   "longest time from a request's headers to the end of its body on ext_proc; past it the request is answered 408 `request_timeout` and its body released",
 }
 
 // bindOptions completes c's tags: the help texts, and the flags whose parse is not their

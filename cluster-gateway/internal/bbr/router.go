@@ -1,15 +1,17 @@
 // Package bbr is body-based routing: it reads the model, streaming flags and prompt from an
 // OpenAI request body in one pass without copying the body, resolves a LoRA adapter to its base
-// model from what the endpoints serve (plus an optional adapter map), computes the prompt's
-// prefix-block hashes, and renders OpenAI-style errors. It also meters response bodies (SSE
-// token timing and usage) for both front doors.
+// model from what the endpoints serve (plus an optional adapter map), and computes the prompt's
+// prefix-block hashes into a pooled slice. The request pipeline runs it first for both front
+// doors.
 package bbr
 
 import (
 	"fmt"
 	"sync"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/hashpool"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
@@ -45,7 +47,7 @@ type Router struct {
 	cfg    Config
 	src    EndpointSource
 	bodies sync.Pool
-	hashes hashPool
+	hashes hashpool.Pool
 }
 
 // NewRouter returns a Router resolving models against src.
@@ -68,24 +70,24 @@ type Routed struct {
 }
 
 // Route parses body and fills req's Model, BaseModel, Adapter, PromptTokens, MaxTokens and
-// PrefixHashes. Errors are *Error values ready for the client (400, 404 or 413).
+// PrefixHashes. Errors are *apierror.Error values ready for the client (400, 404 or 413).
 //
 // PrefixHashes is set to a slice from the router's pool (whatever it held before is dropped):
 // once nothing reads the request's hashes any more (the scheduler, its hooks, retries), hand it
 // back with Release. A request that is never released only costs an allocation.
 func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	if int64(len(body)) > r.cfg.MaxBodyBytes {
-		return Routed{}, TooLarge(r.cfg.MaxBodyBytes)
+		return Routed{}, apierror.TooLarge(r.cfg.MaxBodyBytes)
 	}
 	b := r.bodies.Get().(*openai.Body)
 	defer r.release(b)
 	b.MaxPrompt = r.cfg.MaxPrefixBlocks * prefix.BlockSize // the text past it is not hashed
 	if err := openai.Parse(body, b); err != nil {
-		return Routed{}, ParseError(err)
+		return Routed{}, apierror.ParseError(err)
 	}
 	res, ok := resolve(r.src.Endpoints(), r.cfg.Adapters, b.Model)
 	if !ok {
-		return Routed{}, ModelNotFound(b.Model)
+		return Routed{}, apierror.ModelNotFound(b.Model)
 	}
 	req.Model, req.BaseModel, req.Adapter = b.Model, res.BaseModel, res.Adapter
 	req.PromptTokens = b.EstimatedPromptTokens()
@@ -94,7 +96,7 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	if r.cfg.MaxPrefixBlocks > 0 {
 		blocks = min(blocks, r.cfg.MaxPrefixBlocks)
 	}
-	req.PrefixHashes = prefix.Hashes(r.hashes.get(blocks), b.Model, b.Prompt, r.cfg.MaxPrefixBlocks)
+	req.PrefixHashes = prefix.Hashes(r.hashes.Get(blocks), b.Model, b.Prompt, r.cfg.MaxPrefixBlocks)
 	return Routed{Stream: b.Stream, IncludeUsage: b.IncludeUsage}, nil
 }
 
@@ -103,14 +105,14 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 // reused by the next request at once (and overwritten first in tests, see
 // PoisonReleasedHashes).
 func (r *Router) Release(req *framework.Request) {
-	r.hashes.put(req.PrefixHashes)
+	r.hashes.Put(req.PrefixHashes)
 	req.PrefixHashes = nil
 }
 
-// PoisonReleasedHashes makes Release overwrite every slice it gets back with PoisonHash, so a
-// request whose hashes are still read after their release sees them change. For tests; call
-// it before the router is used.
-func (r *Router) PoisonReleasedHashes() { r.hashes.poison = true }
+// PoisonReleasedHashes makes Release overwrite every slice it gets back with hashpool.Poison,
+// so a request whose hashes are still read after their release sees them change. For tests;
+// call it before the router is used.
+func (r *Router) PoisonReleasedHashes() { r.hashes.SetPoison() }
 
 // release returns b to the pool, dropping its reference to the request body and its prompt
 // buffer when that grew very large.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/openai"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
@@ -64,7 +65,7 @@ func TestRoute(t *testing.T) {
 			var req framework.Request
 			got, err := r.Route([]byte(tt.body), &req)
 			if tt.status != 0 {
-				var e *Error
+				var e *apierror.Error
 				if !errors.As(err, &e) || e.Status != tt.status {
 					t.Fatalf("err = %v, want status %d", err, tt.status)
 				}
@@ -124,17 +125,6 @@ func TestParseAdapterMap(t *testing.T) {
 				t.Fatalf("got %v, want %s", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestErrorJSON(t *testing.T) {
-	e := Overloaded("saturated", 2)
-	if got := string(e.JSON()); got != `{"error":{"message":"saturated","type":"rate_limit_error","param":null,"code":"overloaded"}}` {
-		t.Fatalf("json = %s", got)
-	}
-	h := e.Headers()
-	if h.Get("Retry-After") != "2" || h.Get("X-Switchyard-Overflow") != "1" {
-		t.Fatalf("headers = %v", h)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -15,9 +16,9 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -51,31 +52,60 @@ type exchange struct {
 	size      int
 	body      []byte // the whole body, set once the last chunk arrived
 
-	target   string          // the chosen endpoint as x-switchyard-endpoint shows it (its name)
-	decision *proxy.Decision // released (Pipeline.Done) when the stream ends
-	attempt  *proxy.Attempt
+	target   string             // the chosen endpoint as x-switchyard-endpoint shows it (its name)
+	decision *pipeline.Decision // released (Pipeline.Done) when the stream ends
+	attempt  *pipeline.Attempt
 	status   int
 	ended    bool
 
 	chunk chunkAnswer // every body chunk sent back
-	recv  received    // every message received
+	recv  received    // every message received directly (outside the pump)
+	pump  *bodyPump   // receives while the request body is due (see bodyPump), else nil
+	// lastPumped is the pump that delivered the message being handled as its last one; it is
+	// released after that message was.
+	lastPumped *bodyPump
+}
+
+// exchanges recycles exchanges (and their header maps) across streams: nothing refers to one
+// once its stream's Process returned (a pump still receiving holds only its own state).
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// maxPooledHeaders bounds the header map an exchange keeps for the next stream.
+const maxPooledHeaders = 64
+
+// start prepares x, fresh or from the pool, for stream.
+func (x *exchange) start(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) {
+	h := x.headers
+	if len(h) > maxPooledHeaders {
+		h = nil
+	}
+	clear(h)
+	*x = exchange{s: s, stream: stream, ctx: stream.Context(), headers: h}
+}
+
+// forget drops what x refers to once its stream is over, keeping only the header map.
+func (x *exchange) forget() {
+	h := x.headers
+	clear(h)
+	*x = exchange{headers: h}
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
-// was handled, unless the exchange kept it for the request body.
+// was handled, unless the exchange kept it for the request body. While the body is due the
+// messages come from the pump, and a body late past Config.BodyTimeout ends the exchange with a
+// 408.
 func (x *exchange) run() error {
 	for {
-		m := &x.recv
-		*m = received{}
-		err := x.stream.RecvMsg(m)
-		if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+		m, err := x.next()
+		if errors.Is(err, errBodyTimeout) {
+			err = x.bodyTimedOut()
+		} else if errors.Is(err, io.EOF) || errors.Is(err, errStreamDone) || status.Code(err) == codes.Canceled {
 			return nil
 		}
-		if err != nil {
-			return err
+		if err == nil {
+			err = x.handle(m)
+			x.handled(m)
 		}
-		err = x.handle(m)
-		m.free()
 		if err != nil {
 			if errors.Is(err, errDone) {
 				return nil
@@ -83,6 +113,46 @@ func (x *exchange) run() error {
 			return err
 		}
 	}
+}
+
+// next receives the next message: from the pump while there is one, else from the stream.
+func (x *exchange) next() (*received, error) {
+	p := x.pump
+	if p == nil {
+		m := &x.recv
+		*m = received{}
+		return m, x.stream.RecvMsg(m)
+	}
+	r := p.next(x.ctx.Done())
+	if r.last {
+		x.pump = nil
+		if r.m == nil {
+			p.release()
+		} else {
+			x.lastPumped = p // released once its last message was handled
+		}
+	}
+	return r.m, r.err
+}
+
+// handled frees m's buffer (unless the body kept it) and gives its slot back to the pump.
+func (x *exchange) handled(m *received) {
+	m.free()
+	if x.pump != nil {
+		x.pump.handled(m)
+	}
+	if x.lastPumped != nil {
+		x.lastPumped.release()
+		x.lastPumped = nil
+	}
+}
+
+// bodyTimedOut answers a request whose body did not arrive within Config.BodyTimeout: a 408,
+// counted and logged, with the body's budget given back at once.
+func (x *exchange) bodyTimedOut() error {
+	late := &pipeline.BodyTimeoutError{Timeout: x.s.cfg.BodyTimeout, Received: int64(x.size)}
+	x.releaseBody()
+	return x.immediate(x.s.pipe.RefuseBody(pipeline.DoorExtProc, late))
 }
 
 func (x *exchange) handle(m *received) error {
@@ -108,7 +178,9 @@ func (x *exchange) handle(m *received) error {
 
 // requestHeaders stores the headers and the subset hint. The answer waits for the body.
 func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) error {
-	x.headers = make(map[string]string, len(h.GetHeaders().GetHeaders()))
+	if x.headers == nil {
+		x.headers = make(map[string]string, len(h.GetHeaders().GetHeaders()))
+	}
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		v := string(hv.GetRawValue())
 		if v == "" {
@@ -119,12 +191,15 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 	x.subset, x.hasSubset = subsetHint(req)
 	if n := contentLength(x.headers["content-length"]); n > 0 {
 		if n > x.s.cfg.MaxBodyBytes {
-			return x.immediate(bbr.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
+			return x.immediate(apierror.TooLarge(int64(x.s.cfg.MaxBodyBytes)))
 		}
 		x.want = n
 	}
 	if h.GetEndOfStream() {
 		return x.noBody()
+	}
+	if x.pump == nil && !x.decided {
+		x.pump = startPump(x.stream, x.s.cfg.BodyTimeout) // the body is due from now
 	}
 	return nil
 }
@@ -149,11 +224,11 @@ func (x *exchange) requestBody(m *received, b *extprocv3.HttpBody) error {
 	}
 	chunk := b.GetBody()
 	if x.size+len(chunk) > x.s.cfg.MaxBodyBytes {
-		return x.immediate(x.s.pipe.RefuseBody(proxy.DoorExtProc, &body.TooLargeError{Limit: int64(x.s.cfg.MaxBodyBytes)}))
+		return x.immediate(x.s.pipe.RefuseBody(pipeline.DoorExtProc, &body.TooLargeError{Limit: int64(x.s.cfg.MaxBodyBytes)}))
 	}
 	x.size += len(chunk)
 	if err := x.addChunk(m, chunk, b.GetEndOfStream()); err != nil {
-		if e := x.s.pipe.RefuseBody(proxy.DoorExtProc, err); e != nil {
+		if e := x.s.pipe.RefuseBody(pipeline.DoorExtProc, err); e != nil {
 			return x.immediate(e)
 		}
 		return err
@@ -231,7 +306,7 @@ func (x *exchange) decide(eos bool) error {
 	x.assemble()
 	defer x.releaseBody()
 	if x.hasSubset && len(x.subset) == 0 {
-		return x.immediate(bbr.Unavailable("the subset hint lists no endpoint", 1))
+		return x.immediate(apierror.Unavailable("the subset hint lists no endpoint", 1))
 	}
 	var subset []string
 	if x.hasSubset {
@@ -244,10 +319,10 @@ func (x *exchange) decide(eos bool) error {
 	x.decision = d
 	targets := restrict(d.Result.Targets, subset)
 	if len(targets) == 0 {
-		return x.immediate(bbr.Unavailable("no endpoint in the subset hint is usable", 1))
+		return x.immediate(apierror.Unavailable("no endpoint in the subset hint is usable", 1))
 	}
 	ep, _ := targets[0].(*datastore.Endpoint) // the scheduler picks among the store's endpoints
-	x.target = proxy.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
+	x.target = pipeline.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
 	x.attempt = x.s.pipe.Begin(d, ep)
 	a := decisionAnswers.Get().(*decisionAnswer)
 	err := x.send(x.requestHeadersResponse(a, d, targets))
@@ -309,6 +384,14 @@ func (x *exchange) finish() {
 // it), then the request body and the decision's pooled prefix hashes, which the attempt's
 // hooks read until then.
 func (x *exchange) close() {
+	if x.pump != nil {
+		x.pump.release() // still receiving: dropped, its deadline stopped
+		x.pump = nil
+	}
+	if x.lastPumped != nil {
+		x.lastPumped.release()
+		x.lastPumped = nil
+	}
 	x.finish()
 	x.releaseBody()
 	x.s.pipe.Done(x.decision)
@@ -316,7 +399,7 @@ func (x *exchange) close() {
 }
 
 // immediate answers the client directly and ends the stream.
-func (x *exchange) immediate(e *bbr.Error) error {
+func (x *exchange) immediate(e *apierror.Error) error {
 	if err := x.send(immediateResponse(e, x.s.cfg)); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
@@ -26,7 +29,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -136,6 +139,25 @@ func newEnv(t testing.TB, opts ...grpc.DialOption) *env {
 // newEnvBudget is newEnv with request bodies reserved from budget.
 func newEnvBudget(t testing.TB, budget *body.Budget, opts ...grpc.DialOption) *env {
 	t.Helper()
+	return newEnvWith(t, envOptions{budget: budget}, opts...)
+}
+
+// envOptions are newEnvWith's settings.
+type envOptions struct {
+	// budget bounds the request bodies in flight; nil: none.
+	budget *body.Budget
+	// bodyTimeout, when set, is the server's BodyTimeout.
+	bodyTimeout time.Duration
+	// reg receives the pipeline's metrics; nil registers none.
+	reg prometheus.Registerer
+	// log receives the pipeline's and the server's logs; nil discards them.
+	log *slog.Logger
+}
+
+// newEnvWith is newEnv with o.
+func newEnvWith(t testing.TB, o envOptions, opts ...grpc.DialOption) *env {
+	t.Helper()
+	budget := o.budget
 	_, bench := t.(*testing.B) // benchmarks measure the real pools
 	e := &env{store: datastore.NewStore(nil, nil), hooks: &recorder{watch: !bench, hashes: map[*framework.Request][]uint64{}}}
 	var specs []datastore.EndpointSpec
@@ -157,14 +179,21 @@ func newEnvBudget(t testing.TB, budget *body.Budget, opts ...grpc.DialOption) *e
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = false
 	flow, _ := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
-	m, _ := proxy.NewMetrics(nil)
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m, BodyBudget: budget})
+	m, err := pipeline.NewMetrics(o.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
+		BodyBudget: budget, Logger: o.log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := extproc.DefaultConfig()
 	cfg.Cluster, cfg.Region, cfg.MaxBodyBytes = "c1", "eu-west-1", 4<<20
-	srv, err := extproc.New(cfg, pipe, e.store, nil)
+	if o.bodyTimeout > 0 {
+		cfg.BodyTimeout = o.bodyTimeout
+	}
+	srv, err := extproc.New(cfg, pipe, e.store, o.log)
 	if err != nil {
 		t.Fatal(err)
 	}

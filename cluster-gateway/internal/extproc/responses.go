@@ -10,10 +10,10 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -28,7 +28,7 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 // requestHeadersResponse fills a, a pooled answer, with the decision: destination header,
 // model headers, the body's length, removal of client-supplied routing headers, and the
 // envoy.lb dynamic metadata.
-func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *proxy.Decision, targets []framework.Endpoint) *extprocv3.ProcessingResponse {
+func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *pipeline.Decision, targets []framework.Endpoint) *extprocv3.ProcessingResponse {
 	var remove []string
 	for k := range x.headers {
 		if contract.IsRouting(k) && k != contract.HeaderDestination && k != contract.HeaderModelName && k != contract.HeaderBaseModelName {
@@ -83,7 +83,7 @@ func servedBy(cfg Config) []*corev3.HeaderValueOption {
 }
 
 // immediateResponse renders e as an ext_proc immediate response.
-func immediateResponse(e *bbr.Error, cfg Config) *extprocv3.ProcessingResponse {
+func immediateResponse(e *apierror.Error, cfg Config) *extprocv3.ProcessingResponse {
 	set := servedBy(cfg)
 	for k, vs := range e.Headers() {
 		set = append(set, setHeader(strings.ToLower(k), vs[0]))
@@ -128,7 +128,7 @@ func (x *exchange) noBody() error {
 		}
 	}
 	if best == nil {
-		return x.immediate(bbr.Unavailable("no endpoint available", 1))
+		return x.immediate(apierror.Unavailable("no endpoint available", 1))
 	}
 	return x.send(&extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{

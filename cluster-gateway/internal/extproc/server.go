@@ -4,8 +4,11 @@
 // and answers the request-headers message with the header x-gateway-destination-endpoint and the
 // dynamic metadata envoy.lb → x-gateway-destination-endpoint ("ip:port,fallback,..."), then streams
 // the body back unchanged. Refusals are immediate responses (400/404/413, 429 with
-// x-switchyard-overflow, 503). Response headers and body pass through while the gateway measures
-// time to first token and usage. A gRPC health service shares the port.
+// x-switchyard-overflow, 503). A request body that has not arrived in whole within BodyTimeout of
+// its headers is answered 408 and its stream ended. Response headers and body pass through while
+// the gateway measures time to first token and usage. A gRPC health service shares the port. The
+// decisions are the request pipeline's (package pipeline, which the HTTP proxy drives too): this
+// package is the Envoy adapter, the stream's state machine and the responses Envoy expects.
 package extproc
 
 import (
@@ -26,7 +29,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 )
 
 // Protocol names (GIE's defaults).
@@ -53,6 +56,13 @@ type Config struct {
 	EndpointHeaderAddress bool
 	// MaxBodyBytes bounds the buffered request body; larger bodies get 413. Default 32 MiB.
 	MaxBodyBytes int
+	// BodyTimeout bounds the time from a request's headers to the end of its body. Envoy
+	// streams the body as its client sends it, so a client that trickles or stalls its upload
+	// would otherwise hold the stream and the body's share of the in-flight body budget for as
+	// long as it likes; past the deadline the request is answered 408 (OpenAI-style JSON, an
+	// immediate response), its body released and its stream ended. The response is not bounded:
+	// a generation streams for as long as it needs. Default 30 s; must be positive.
+	BodyTimeout time.Duration
 	// DrainTimeout bounds how long shutdown waits for open streams. Default 30 s.
 	DrainTimeout time.Duration
 	// TLS, when set, serves ext_proc and health over TLS (HTTP/2 by ALPN), as GIE's endpoint
@@ -60,9 +70,14 @@ type Config struct {
 	TLS *tls.Config
 }
 
+// DefaultBodyTimeout is Config.BodyTimeout's default: about what a client on a slow link needs
+// to upload the largest body (32 MiB), far longer than Envoy takes to forward a normal one.
+const DefaultBodyTimeout = 30 * time.Second
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Listen: ":9002", EndpointHeader: true, MaxBodyBytes: 32 << 20, DrainTimeout: 30 * time.Second}
+	return Config{Listen: ":9002", EndpointHeader: true, MaxBodyBytes: 32 << 20, BodyTimeout: DefaultBodyTimeout,
+		DrainTimeout: 30 * time.Second}
 }
 
 // Validate checks the configuration.
@@ -72,6 +87,8 @@ func (c Config) Validate() error {
 		return errors.New("extproc: Listen is required")
 	case c.MaxBodyBytes <= 0:
 		return fmt.Errorf("extproc: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
+	case c.BodyTimeout <= 0:
+		return fmt.Errorf("extproc: BodyTimeout must be positive, got %v", c.BodyTimeout)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("extproc: DrainTimeout must be positive, got %v", c.DrainTimeout)
 	}
@@ -88,7 +105,7 @@ type Endpoints interface {
 type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
 	cfg   Config
-	pipe  *proxy.Pipeline
+	pipe  *pipeline.Pipeline
 	store Endpoints
 	log   *slog.Logger
 	pool  *bufferPool // gRPC's buffers and request bodies assembled from chunks (see addChunk)
@@ -97,7 +114,7 @@ type Server struct {
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
 
 // New returns a Server deciding with pipe.
-func New(cfg Config, pipe *proxy.Pipeline, store Endpoints, logger *slog.Logger) (*Server, error) {
+func New(cfg Config, pipe *pipeline.Pipeline, store Endpoints, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -181,7 +198,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Process handles one HTTP request's ext_proc stream.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	x := &exchange{s: s, stream: stream, ctx: stream.Context()}
-	defer x.close()
+	x := exchanges.Get().(*exchange)
+	x.start(s, stream)
+	defer func() {
+		x.close()
+		x.forget()
+		exchanges.Put(x)
+	}()
 	return x.run()
 }

@@ -13,9 +13,10 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 )
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -23,7 +24,7 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // serveInference handles POST /v1/completions, /v1/chat/completions and /v1/embeddings.
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		s.errorAnswer(w, r, bbr.Unavailable("the gateway is shutting down", 1))
+		s.errorAnswer(w, r, apierror.Unavailable("the gateway is shutting down", 1))
 		return
 	}
 	buf, apiErr := s.readBody(w, r)
@@ -50,7 +51,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 // may stream for as long as it needs. A body over the limit is a 413, a spent budget a 503 with
 // Retry-After, a body that does not arrive in time a 400 (and the connection is not reused: its
 // deadline is kept).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body.Buffer, *bbr.Error) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body.Buffer, *apierror.Error) {
 	rc := http.NewResponseController(w)
 	// A ResponseWriter without deadline support (a test recorder, say) reads without a bound.
 	bounded := s.cfg.BodyReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) == nil
@@ -61,18 +62,22 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body.Buffer,
 		}
 		return buf, nil
 	}
-	if e := s.pipe.RefuseBody(DoorHTTP, err); e != nil {
+	if e := s.pipe.RefuseBody(pipeline.DoorHTTP, err); e != nil {
 		return nil, e
 	}
 	if bounded && r.Context().Err() != nil {
-		return nil, bbr.BadRequest(fmt.Sprintf("the request body did not arrive within %s", s.cfg.BodyReadTimeout), "")
+		// Counted and logged as a slow body, answered 400 as before the ext_proc door had
+		// its own deadline (whose answer is a 408).
+		late := &pipeline.BodyTimeoutError{Timeout: s.cfg.BodyReadTimeout, Received: -1}
+		s.pipe.SlowBody(pipeline.DoorHTTP, late)
+		return nil, apierror.BadRequest(late.Error(), "")
 	}
-	return nil, bbr.BadRequest(err.Error(), "")
+	return nil, apierror.BadRequest(err.Error(), "")
 }
 
 // forward tries the decision's targets in order, then asks the scheduler again, until one
 // answers with something other than a connect failure, 503 or 429, or MaxAttempts is reached.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d *Decision) {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d *pipeline.Decision) {
 	tried := make(map[string]bool, s.cfg.MaxAttempts)
 	res := d.Result
 	for attempt := 1; ; attempt++ {
@@ -84,7 +89,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d 
 				return
 			}
 			if ep = nextTarget(res, tried); ep == nil {
-				s.errorAnswer(w, r, bbr.Unavailable("every candidate endpoint failed", 1))
+				s.errorAnswer(w, r, apierror.Unavailable("every candidate endpoint failed", 1))
 				return
 			}
 		}
@@ -93,7 +98,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d 
 		if done {
 			return
 		}
-		s.pipe.metrics.retry(reason)
+		s.metrics.retry(reason)
 		s.log.Debug("retrying on another endpoint", "request", d.Request.ID, "endpoint", ep.Address, "reason", reason)
 	}
 }
@@ -114,11 +119,11 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 
 // try sends the request to ep. It returns done=false with a reason when the attempt failed before
 // any byte reached the client and may be retried elsewhere (never when last).
-func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, ep *datastore.Endpoint, last bool) (string, bool) {
+func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *pipeline.Decision, ep *datastore.Endpoint, last bool) (string, bool) {
 	ctx := r.Context()
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ep.Address+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		s.errorAnswer(w, r, bbr.BadRequest(err.Error(), ""))
+		s.errorAnswer(w, r, apierror.BadRequest(err.Error(), ""))
 		return "", true
 	}
 	out.Header = upstreamHeader(r.Header, d)
@@ -132,7 +137,7 @@ func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *Dec
 		}
 		s.pipe.End(ctx, a, 0, err, last)
 		if last {
-			s.errorAnswer(w, r, &bbr.Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Message: err.Error()})
+			s.errorAnswer(w, r, &apierror.Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Message: err.Error()})
 			return "", true
 		}
 		return "connect", false
@@ -151,10 +156,10 @@ func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *Dec
 // buffered, while metering tokens and usage. When the model server's body breaks after the
 // headers were sent, the client's answer is aborted (see abortTruncated): it must never end as
 // if it were complete.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, a *Attempt) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, a *pipeline.Attempt) {
 	defer resp.Body.Close()
 	copyResponseHeader(w.Header(), resp.Header)
-	s.setServedBy(w.Header(), a.ep)
+	s.setServedBy(w.Header(), a.Endpoint())
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	// The headers leave now, not with the first token: a client (or a global router) sees the
@@ -181,7 +186,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 // copyBody copies body to w chunk by chunk, flushing each. It returns whether the bytes sent end
 // between two SSE events and the model server's error that broke the body (nil at its end, or
 // when the client went away).
-func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body io.Reader, a *Attempt) (bool, error) {
+func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body io.Reader, a *pipeline.Attempt) (bool, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
@@ -209,10 +214,11 @@ func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.Respo
 // sent, then aborts the handler: net/http then ends the client's response short (HTTP/1.1: the
 // connection is closed before the declared Content-Length or the last chunk; HTTP/2: the
 // stream is reset), so the client's read fails instead of seeing a clean end.
-func (s *Server) abortTruncated(a *Attempt, sse bool, err error) {
-	s.pipe.metrics.truncate(sse)
-	s.log.Warn("model server body cut short; aborting the answer", "request", a.d.Request.ID,
-		"endpoint", a.ep.Name, "address", a.ep.Address, "stream", sse, "err", err)
+func (s *Server) abortTruncated(a *pipeline.Attempt, sse bool, err error) {
+	s.metrics.truncate(sse)
+	ep := a.Endpoint()
+	s.log.Warn("model server body cut short; aborting the answer", "request", a.Decision().Request.ID,
+		"endpoint", ep.Name, "address", ep.Address, "stream", sse, "err", err)
 	panic(http.ErrAbortHandler)
 }
 

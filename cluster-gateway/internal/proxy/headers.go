@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -17,7 +18,7 @@ var hopHeaders = []string{
 }
 
 // upstreamHeader builds the header sent to the model server from the client's.
-func upstreamHeader(in http.Header, d *Decision) http.Header {
+func upstreamHeader(in http.Header, d *pipeline.Decision) http.Header {
 	out := make(http.Header, len(in)+2)
 	for k, v := range in {
 		if contract.IsRouting(k) || k == "Content-Length" {
@@ -64,17 +65,8 @@ func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
 		h.Set(contract.HeaderRegion, s.cfg.Region)
 	}
 	if ep != nil && s.cfg.EndpointHeader {
-		h.Set(contract.HeaderEndpoint, EndpointHeaderValue(ep, s.cfg.EndpointHeaderAddress))
+		h.Set(contract.HeaderEndpoint, pipeline.EndpointHeaderValue(ep, s.cfg.EndpointHeaderAddress))
 	}
-}
-
-// EndpointHeaderValue is what x-switchyard-endpoint shows of ep: its name, or its address when
-// address is set (debugging).
-func EndpointHeaderValue(ep *datastore.Endpoint, address bool) string {
-	if address {
-		return ep.Address
-	}
-	return ep.Name
 }
 
 // headerGetter returns a lookup of h by lower-case name.

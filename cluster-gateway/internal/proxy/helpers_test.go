@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 )
 
@@ -208,11 +209,11 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 		t.Fatal(err)
 	}
 	e.flow = flow
-	m, err := proxy.NewMetrics(e.reg)
+	m, err := pipeline.NewMetrics(e.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, err := proxy.NewPipeline(proxy.PipelineOptions{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
+	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
 		BodyBudget: o.budget, Logger: o.log})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	if e.srv, err = proxy.New(cfg, pipe, e.store, o.log); err != nil {
+	if e.srv, err = proxy.New(cfg, pipe, e.store, o.log, e.reg); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

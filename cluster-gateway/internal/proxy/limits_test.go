@@ -56,6 +56,9 @@ func TestTrickledBodyIsRefused(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("trickled body held the request %s (BodyReadTimeout 300 ms)", took)
 	}
+	if n := counter(t, e, "switchyard_gateway_request_body_refused_total", "door", "http", "reason", "timeout"); n != 1 {
+		t.Fatalf("slow bodies counted %v, want 1", n)
+	}
 }
 
 func TestBodyDeadlineDoesNotBoundTheStream(t *testing.T) {

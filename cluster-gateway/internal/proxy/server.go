@@ -1,9 +1,10 @@
-// Package proxy is the gateway's OpenAI-compatible HTTP front door. It reads the body once, lets
-// body-based routing, flow control and the scheduler pick a model server, and forwards the request,
-// streaming SSE responses chunk by chunk. It retries another endpoint on a connect failure or a
-// 503/429 before the first response byte, strips client-supplied routing headers, and tags every
-// answer with the serving cluster, region and endpoint (the pod's name). The decision Pipeline in this package is
-// shared with the Envoy ext_proc front door.
+// Package proxy is the gateway's OpenAI-compatible HTTP front door, a thin adapter over the
+// request pipeline (package pipeline, which the Envoy ext_proc front door drives too). It reads
+// the body once, within a deadline, has the pipeline pick a model server, and forwards the
+// request, streaming SSE responses chunk by chunk. It retries another endpoint on a connect
+// failure or a 503/429 before the first response byte, strips client-supplied routing headers,
+// tags every answer with the serving cluster, region and endpoint (the pod's name), aborts an
+// answer whose model server broke off, and drains in-flight streams at shutdown.
 package proxy
 
 import (
@@ -16,8 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 )
 
 // Config configures the HTTP front door.
@@ -106,16 +110,18 @@ type Store interface {
 // Server is the HTTP front door. It is safe for concurrent use.
 type Server struct {
 	cfg       Config
-	pipe      *Pipeline
+	pipe      *pipeline.Pipeline
 	store     Store
 	log       *slog.Logger
+	metrics   *metrics
 	transport *http.Transport
 	draining  atomic.Bool
 	active    atomic.Int64 // requests admitted before the drain began, still running
 }
 
-// New returns a Server.
-func New(cfg Config, pipe *Pipeline, store Store, logger *slog.Logger) (*Server, error) {
+// New returns a Server deciding with pipe. Its own metrics (retries, truncated answers) are
+// registered on reg (nil registers nothing); the request metrics are the pipeline's.
+func New(cfg Config, pipe *pipeline.Pipeline, store Store, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -125,7 +131,11 @@ func New(cfg Config, pipe *Pipeline, store Store, logger *slog.Logger) (*Server,
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger, transport: NewTransport(cfg.DialTimeout)}, nil
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
+	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger, metrics: m, transport: NewTransport(cfg.DialTimeout)}, nil
 }
 
 // NewTransport returns the transport tuned for model servers: many idle keep-alive connections
@@ -231,7 +241,7 @@ func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
 }
 
 // errorAnswer writes e unless the client is gone.
-func (s *Server) errorAnswer(w http.ResponseWriter, r *http.Request, e *bbr.Error) {
+func (s *Server) errorAnswer(w http.ResponseWriter, r *http.Request, e *apierror.Error) {
 	if r.Context().Err() != nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package bbr
+package apierror
 
 import (
 	"go/ast"

@@ -1,4 +1,4 @@
-package proxy
+package pipeline
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
@@ -26,7 +25,7 @@ func TestModelLabelBounded(t *testing.T) {
 	const served = 3 * promlabel.DefaultLimit
 	for i := range served {
 		req := &framework.Request{Model: fmt.Sprint("adapter-", i), BaseModel: "base"}
-		m.observe(&Decision{Request: req, Started: now}, 600+i%300, now, bbr.Measurement{TTFT: time.Millisecond})
+		m.observe(&Decision{Request: req, Started: now}, 600+i%300, now, Measurement{TTFT: time.Millisecond})
 		m.rejected(&framework.Request{Model: fmt.Sprint("unknown-\xff-", i)}, 404)
 	}
 	for _, tc := range []struct {

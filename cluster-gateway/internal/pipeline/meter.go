@@ -1,4 +1,4 @@
-package bbr
+package pipeline
 
 import (
 	"bytes"

@@ -1,4 +1,8 @@
-package bbr
+// Package apierror is the gateway's answer to a request it refuses: an OpenAI-style JSON error
+// body with its HTTP status and headers (Retry-After, the overflow marker). Both front doors
+// render the same Error, the HTTP proxy on the response and ext_proc as an Envoy immediate
+// response, so a client sees one shape whichever door it came through.
+package apierror
 
 import (
 	"fmt"
