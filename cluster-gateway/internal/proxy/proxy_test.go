@@ -302,7 +302,16 @@ func TestModelsHealthReady(t *testing.T) {
 			t.Fatalf("%s = %d", p, resp.StatusCode)
 		}
 	}
-	e.store.Get(up).SetMetrics(nil)
+	ep := e.store.Get(up)
+	models := ep.Models()
+	ep.SetModels(nil) // fresh metrics, but the model list is not known yet
+	resp, _ = http.Get(e.url + "/readyz")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz before the model list is known = %d", resp.StatusCode)
+	}
+	ep.SetModels(models)
+	ep.SetMetrics(nil)
 	resp, _ = http.Get(e.url + "/readyz")
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {

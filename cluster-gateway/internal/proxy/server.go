@@ -211,23 +211,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// ServeReady answers 200 when at least one endpoint has fresh metrics, else 503.
+// ServeReady answers 200 when at least one endpoint has fresh metrics and a known model list,
+// else 503.
 func (s *Server) ServeReady(w http.ResponseWriter, _ *http.Request) {
 	if s.draining.Load() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
 	if !Ready(s.store, s.cfg.Staleness, time.Now()) {
-		http.Error(w, "no endpoint with fresh metrics", http.StatusServiceUnavailable)
+		http.Error(w, "no endpoint with fresh metrics and a known model list", http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// Ready reports whether at least one endpoint has metrics younger than staleness at now.
+// Ready reports whether at least one endpoint has metrics younger than staleness at now and a
+// model list: before its models are known a pod can be routed nothing (every request would get
+// 404 model_not_found), so a gateway whose pods all lack one is not ready.
 func Ready(store Store, staleness time.Duration, now time.Time) bool {
 	for _, ep := range store.Endpoints() {
-		if ep.MetricsAge(now) <= staleness {
+		if ep.MetricsAge(now) <= staleness && ep.Models() != nil {
 			return true
 		}
 	}
