@@ -109,8 +109,11 @@ Commands:
                                                    dry-run the routing decision
   members                                          the gossip membership
   register-cluster CLUSTER --region=R --gateway-urls=URL[,URL] --public-key-file=FILE[,FILE]
-             [--models=a,b] [--revision=N]         register (or, with the revision read, update)
-                                                   a cluster's identity: summaries must match it
+             [--models=a,b] [--revision=N | --replace]
+                                                   register (or, with the revision read, update)
+                                                   a cluster's identity: summaries must match it;
+                                                   --replace writes over whatever is stored, and
+                                                   nothing when it already matches (idempotent)
   revoke-cluster CLUSTER [--revision=N]            remove a cluster's registration
   registrations                                    every registration and the identity mode
 

@@ -30,7 +30,7 @@ type invocation struct {
 	overflowCap                                         int
 	promptTokens                                        uint
 	revision                                            int64
-	watch                                               bool
+	watch, replace                                      bool
 	gatewayURLs, models, publicKeyFiles                 string
 }
 
@@ -48,7 +48,7 @@ var commandFlags = map[string][]string{
 	"explain":        {"model", "prompt", "prompt-tokens", "region"},
 	"members":        nil,
 	// Cluster identities.
-	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision"},
+	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision", "replace"},
 	"revoke-cluster":   {"revision"},
 	"registrations":    nil,
 }
@@ -89,6 +89,7 @@ func (inv *invocation) flagSet() *flag.FlagSet {
 	fs.StringVar(&inv.gatewayURLs, "gateway-urls", "", "")
 	fs.StringVar(&inv.models, "models", "", "")
 	fs.StringVar(&inv.publicKeyFiles, "public-key-file", "", "")
+	fs.BoolVar(&inv.replace, "replace", false, "")
 	return fs
 }
 

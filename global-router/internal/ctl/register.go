@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+
+	"connectrpc.com/connect"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
@@ -23,6 +26,8 @@ func (inv *invocation) registerCluster() (command, error) {
 		return nil, fmt.Errorf("missing --gateway-urls")
 	case len(splitList(inv.publicKeyFiles)) == 0:
 		return nil, fmt.Errorf("missing --public-key-file")
+	case inv.replace && inv.set["revision"]:
+		return nil, fmt.Errorf("--replace reads the stored revision itself: give --replace or --revision, not both")
 	}
 	// The key files are read when the command runs.
 	return func(ctx context.Context, c *caller) error {
@@ -32,8 +37,67 @@ func (inv *invocation) registerCluster() (command, error) {
 		}
 		r := &adminv1.ClusterRegistration{Cluster: name, Region: inv.region, GatewayUrls: splitList(inv.gatewayURLs),
 			Models: splitList(inv.models), PublicKeys: keys, Revision: inv.revision}
+		if inv.replace {
+			return c.replaceRegistration(ctx, r)
+		}
 		return unary(&adminv1.RegisterClusterRequest{Registration: r}, adminClient.RegisterCluster, (*caller).registered)(ctx, c)
 	}, nil
+}
+
+// replaceRegistration makes r the cluster's registration whatever is stored (--replace): it
+// reads the stored registration and writes r over it at the revision read (creates it when none
+// is stored), and writes nothing when the stored one already says the same. A registration
+// changed between the read and the write still fails with FailedPrecondition, so a concurrent
+// writer is never overwritten unseen; running the command again applies r over the new one.
+func (c *caller) replaceRegistration(ctx context.Context, r *adminv1.ClusterRegistration) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	listCtx, cancel := c.callCtx(ctx)
+	defer cancel()
+	list, err := cl.ListRegistrations(listCtx, connect.NewRequest(&adminv1.ListRegistrationsRequest{}))
+	if err != nil {
+		return err
+	}
+	for _, stored := range list.Msg.GetRegistrations() {
+		if stored.GetCluster() != r.GetCluster() {
+			continue
+		}
+		if sameRegistration(stored, r) {
+			return c.print(&adminv1.RegisterClusterResponse{Registration: stored}, func() error { return c.unchanged(stored) })
+		}
+		r.Revision = stored.GetRevision()
+	}
+	putCtx, cancelPut := c.callCtx(ctx)
+	defer cancelPut()
+	resp, err := cl.RegisterCluster(putCtx, connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: r}))
+	if err != nil {
+		return err
+	}
+	return c.print(resp.Msg, func() error { return c.registered(resp.Msg) })
+}
+
+// sameRegistration reports whether two registrations of a cluster allow the same: region,
+// gateway URLs, models and public keys, in any order.
+func sameRegistration(a, b *adminv1.ClusterRegistration) bool {
+	return a.GetRegion() == b.GetRegion() && sameSet(a.GetGatewayUrls(), b.GetGatewayUrls()) &&
+		sameSet(a.GetModels(), b.GetModels()) && sameSet(keyStrings(a.GetPublicKeys()), keyStrings(b.GetPublicKeys()))
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+func keyStrings(keys [][]byte) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = string(k)
+	}
+	return out
 }
 
 // readPublicKeys reads Ed25519 public keys (PEM or base64 of the raw key) from files.
@@ -71,6 +135,11 @@ func (inv *invocation) registrations() (command, error) {
 func (c *caller) registered(resp *adminv1.RegisterClusterResponse) error {
 	r := resp.GetRegistration()
 	_, err := fmt.Fprintf(c.out, "cluster %s registered at revision %d (keys %s)\n", r.GetCluster(), r.GetRevision(), strings.Join(r.GetKeyIds(), ", "))
+	return err
+}
+
+func (c *caller) unchanged(r *adminv1.ClusterRegistration) error {
+	_, err := fmt.Fprintf(c.out, "cluster %s unchanged at revision %d (keys %s)\n", r.GetCluster(), r.GetRevision(), strings.Join(r.GetKeyIds(), ", "))
 	return err
 }
 

@@ -96,3 +96,46 @@ func jsonNumber(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestRegisterClusterReplace checks --replace: it creates a registration, leaves an identical one
+// alone (no new revision, in any order), writes a changed one over the stored revision, and
+// refuses --revision beside it.
+func TestRegisterClusterReplace(t *testing.T) {
+	f := newFixture(t)
+	pubA, _, _ := ed25519.GenerateKey(nil)
+	pubB, _, _ := ed25519.GenerateKey(nil)
+	fileA := writeFile(t, "a.pub", base64.StdEncoding.EncodeToString(pubA))
+	fileB := writeFile(t, "b.pub", base64.StdEncoding.EncodeToString(pubB))
+	register := func(t *testing.T, args ...string) *adminv1.ClusterRegistration {
+		t.Helper()
+		out := f.run(t, append([]string{"register-cluster", "c-replace", "--region=us-east-1", "--replace", "-o", "json"}, args...)...)
+		var resp adminv1.RegisterClusterResponse
+		if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
+			t.Fatalf("-o json: %v\n%s", err, out)
+		}
+		return resp.GetRegistration()
+	}
+	created := register(t, "--gateway-urls=https://gw-a.test,https://gw-b.test", "--public-key-file="+fileA+","+fileB)
+	if created.GetRevision() == 0 || len(created.GetKeyIds()) != 2 {
+		t.Fatalf("created = %v", created)
+	}
+	same := register(t, "--gateway-urls=https://gw-b.test,https://gw-a.test", "--public-key-file="+fileB+","+fileA)
+	if same.GetRevision() != created.GetRevision() {
+		t.Fatalf("an identical registration was written again: revision %d, then %d", created.GetRevision(), same.GetRevision())
+	}
+	table := f.run(t, "register-cluster", "c-replace", "--region=us-east-1", "--replace",
+		"--gateway-urls=https://gw-a.test,https://gw-b.test", "--public-key-file="+fileA+","+fileB)
+	if !strings.Contains(table, "unchanged") {
+		t.Errorf("table output for an identical registration: %q", table)
+	}
+	changed := register(t, "--gateway-urls=https://gw-a.test", "--public-key-file="+fileB, "--models=llama")
+	if changed.GetRevision() <= created.GetRevision() || len(changed.GetKeyIds()) != 1 || changed.GetKeyIds()[0] != gossip.KeyID(pubB) ||
+		len(changed.GetGatewayUrls()) != 1 || len(changed.GetModels()) != 1 {
+		t.Fatalf("changed = %v", changed)
+	}
+	res := ctlRun(f.addr, f.tokenFile, "register-cluster", "c-replace", "--region=us-east-1", "--gateway-urls=https://gw-a.test",
+		"--public-key-file="+fileB, "--replace", "--revision=1")
+	if res.code != 2 || !strings.Contains(res.stderr, "--replace") {
+		t.Errorf("--replace with --revision: exit %d, stderr %q", res.code, res.stderr)
+	}
+}

@@ -27,6 +27,19 @@ locals {
     secret_name        = var.gateway_tls.router_secret_name
     client_certificate = var.gateway_tls.require_client_certificates
   }
+
+  # With cluster_identity, gateways without TLS advertise http://gateway-<region>.<zone>:8080
+  # (the same records and internal load balancers as with TLS), so every cluster has a stable URL
+  # to register; every region's routers register all three clusters (each region module's
+  # cluster_registration: the URL and the public key of the key it generated) and accept only
+  # their signed summaries.
+  gateway_advertise_url = { for r, _ in local.regions : r => var.cluster_identity && var.gateway_tls == null ? "http://gateway-${r}.${local.zone_suffix}:8080" : "" }
+  cluster_registrations = var.cluster_identity ? [
+    module.us_east_1.cluster_registration,
+    module.us_west_2.cluster_registration,
+    module.eu_west_1.cluster_registration,
+  ] : []
+  previous_signing_public_keys = { for r, _ in local.regions : r => try(var.previous_signing_public_keys[r], []) }
 }
 
 provider "aws" {
@@ -56,7 +69,7 @@ module "global" {
   record_name     = var.record_name
   etcd            = local.etcd
   router_tls      = local.router_tls
-  gateway_records = var.gateway_tls != null
+  gateway_records = var.gateway_tls != null || var.cluster_identity
   regions = {
     "us-east-1" = { lb_dns_name = module.us_east_1.router_lb_dns_name, lb_zone_id = module.us_east_1.router_lb_zone_id, gossip_lb_dns_name = module.us_east_1.gossip_lb_dns_name, gateway_lb_dns_name = module.us_east_1.gateway_lb_dns_name }
     "us-west-2" = { lb_dns_name = module.us_west_2.router_lb_dns_name, lb_zone_id = module.us_west_2.router_lb_zone_id, gossip_lb_dns_name = module.us_west_2.gossip_lb_dns_name, gateway_lb_dns_name = module.us_west_2.gateway_lb_dns_name }

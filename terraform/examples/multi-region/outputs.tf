@@ -35,3 +35,12 @@ output "gateway_names" {
   description = "With gateway_tls: the name each region's gateways advertise, which their certificates must cover."
   value       = module.global.gateway_names
 }
+
+output "signing_public_keys" {
+  description = "Each region's cluster's summary signing public key (PEM), as registered with the routers."
+  value = {
+    "us-east-1" = module.us_east_1.signing_public_key_pem
+    "us-west-2" = module.us_west_2.signing_public_key_pem
+    "eu-west-1" = module.eu_west_1.signing_public_key_pem
+  }
+}

@@ -58,6 +58,10 @@ module "us_east_1" {
   router_admin_tls        = var.router_admin_tls
   router_gateway_tls      = local.router_gateway_tls
   gateway_tls             = local.gateway_tls["us-east-1"]
+
+  gateway_advertise_url        = local.gateway_advertise_url["us-east-1"]
+  cluster_registrations        = local.cluster_registrations
+  previous_signing_public_keys = local.previous_signing_public_keys["us-east-1"]
 }
 
 module "us_west_2" {
@@ -79,6 +83,10 @@ module "us_west_2" {
   router_admin_tls        = var.router_admin_tls
   router_gateway_tls      = local.router_gateway_tls
   gateway_tls             = local.gateway_tls["us-west-2"]
+
+  gateway_advertise_url        = local.gateway_advertise_url["us-west-2"]
+  cluster_registrations        = local.cluster_registrations
+  previous_signing_public_keys = local.previous_signing_public_keys["us-west-2"]
 }
 
 module "eu_west_1" {
@@ -100,6 +108,10 @@ module "eu_west_1" {
   router_admin_tls        = var.router_admin_tls
   router_gateway_tls      = local.router_gateway_tls
   gateway_tls             = local.gateway_tls["eu-west-1"]
+
+  gateway_advertise_url        = local.gateway_advertise_url["eu-west-1"]
+  cluster_registrations        = local.cluster_registrations
+  previous_signing_public_keys = local.previous_signing_public_keys["eu-west-1"]
 }
 
 # Full mesh of VPC peering between the three regions.

@@ -47,10 +47,11 @@ variable "router_tls" {
 }
 
 variable "router_admin_tls" {
-  description = "TLS on every router's admin API: the Secret, in every region's namespace, whose tls.crt and tls.key name localhost (kubectl port-forward) and the admin Service, and whether switchyardctl must present a certificate signed by its ca.crt. Null: plain HTTP inside the cluster."
+  description = "TLS on every router's admin API: the Secret, in every region's namespace, whose tls.crt and tls.key name localhost (kubectl port-forward) and the admin Service, whether switchyardctl must present a certificate signed by its ca.crt, and then (with cluster_identity) client_secret_name, the Secret whose tls.crt and tls.key the registration Job presents. Null: plain HTTP inside the cluster."
   type = object({
     secret_name                 = string
     require_client_certificates = optional(bool, false)
+    client_secret_name          = optional(string, "")
   })
   default = null
 }
@@ -76,4 +77,16 @@ variable "gpu_node_groups" {
     disk_size_gb   = optional(number, 500)
   }))
   default = null
+}
+
+variable "cluster_identity" {
+  description = "Sign every cluster's capacity summaries with an Ed25519 key Terraform generates, register every cluster with every region's routers, and have the routers accept only registered clusters' signed summaries. Without gateway_tls, the gateways then advertise http://gateway-<region>.<zone>:8080 through an internal load balancer (a URL that can be registered) instead of their pod addresses. false: unregistered, unverified summaries (compatibility mode)."
+  type        = bool
+  default     = true
+}
+
+variable "previous_signing_public_keys" {
+  description = "While a cluster's signing key rotates: the PEM public keys (the region's former signing_public_key_pem) to keep registered beside the new key, by region. See docs/deploy.md, cluster identity."
+  type        = map(list(string))
+  default     = {}
 }

@@ -40,7 +40,8 @@ resource "helm_release" "lb_controller" {
 # health check cannot present a client certificate (and a plain HTTP one is refused by a TLS port),
 # so with TLS the NLB checks /readyz on the routers' plain metrics port, which answers the same.
 # TLS gateways are reached through an internal NLB with their HTTP port alone, at the name their
-# certificate covers (gateway_tls.advertise_url).
+# certificate covers (gateway_tls.advertise_url); cleartext gateways too when they advertise a
+# stable name (gateway_advertise_url), which cluster identity needs.
 locals {
   router_tls_mode     = var.router_tls == null ? "off" : (var.router_tls.require_client_certificates ? "mutual" : "on")
   router_metrics_port = 9100
@@ -86,11 +87,19 @@ resource "helm_release" "router" {
     }
     ports = { metrics = local.router_metrics_port }
 
-    # This module provisions no summary signing keys: the routers start in compatibility mode
-    # (every summary accepted while no cluster is registered) instead of the chart's default,
-    # which requires registered clusters. Registering a cluster (switchyardctl register-cluster)
-    # turns strict mode on for every cluster; see docs/gossip.md#cluster-identity.
-    clusterIdentity = { required = false }
+    # Cluster identity (identity.tf): the hook Job registers cluster_registrations, and then the
+    # routers accept only signed summaries of registered clusters. With no registration the
+    # routers run in compatibility mode unless require_cluster_identity says otherwise.
+    clusterIdentity = {
+      required               = local.identity_required
+      allowCleartextGateways = local.cleartext_gateways
+      registrations          = local.router_registrations
+      registrar = {
+        image                = { tag = var.image_tag }
+        clientCertSecretName = try(var.router_admin_tls.client_secret_name, "")
+      }
+    }
+    networkPolicy = { gossipFrom = local.router_gossip_from }
     gossip = {
       key  = var.gossip_key
       join = var.gossip_join
@@ -122,6 +131,14 @@ resource "helm_release" "router" {
       condition     = !try(var.gateway_tls.require_client_certificates, false) || try(var.router_gateway_tls.client_certificate, false)
       error_message = "gateway_tls.require_client_certificates needs router_gateway_tls with client_certificate = true: this region's routers reach its gateways at gateway_tls.advertise_url too, and must present a certificate signed by the gateway Secret's ca.crt (so must every other region's routers)."
     }
+    precondition {
+      condition     = length(var.cluster_registrations) == 0 || !try(var.router_admin_tls.require_client_certificates, false) || try(var.router_admin_tls.client_secret_name, "") != ""
+      error_message = "cluster_registrations with router_admin_tls.require_client_certificates need router_admin_tls.client_secret_name: the Secret whose tls.crt and tls.key the registration Job presents to the admin port."
+    }
+    precondition {
+      condition     = var.gateway_tls == null || var.gateway_advertise_url == ""
+      error_message = "Give gateway_advertise_url only without gateway_tls, whose advertise_url the gateways then advertise."
+    }
   }
 
   depends_on = [helm_release.lb_controller]
@@ -144,14 +161,15 @@ resource "helm_release" "gateway" {
       key  = var.gossip_key
       join = ["router-global-router-gossip.${var.namespace}.svc:7946"]
     }
+    networkPolicy = { gossipFrom = local.peer_gossip_from }
     tls = {
       secretName                = var.gateway_tls != null ? var.gateway_tls.secret_name : ""
       requireClientCertificates = var.gateway_tls != null ? var.gateway_tls.require_client_certificates : false
     }
-    advertiseURL = var.gateway_tls != null ? var.gateway_tls.advertise_url : ""
+    advertiseURL = local.gateway_url
     ports        = { http = local.gateway_http_port, metrics = local.gateway_health_port }
     proxyService = {
-      enabled = var.gateway_tls != null
+      enabled = local.gateway_url != ""
       annotations = {
         "service.beta.kubernetes.io/aws-load-balancer-type"                 = "external"
         "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"      = "ip"
@@ -166,6 +184,14 @@ resource "helm_release" "gateway" {
     }
     nodeSelector = { "switchyard.dev/role" = "system" }
   })]
+
+  # The summary signing key (identity.tf), kept out of the plan's output; the chart stores it in
+  # the Secret the gateways mount at --summary-signing-key-file.
+  set_sensitive = [{
+    name  = "gossip.summarySigning.key"
+    value = tls_private_key.signing.private_key_pem_pkcs8
+    type  = "string"
+  }]
 
   depends_on = [helm_release.router]
 }
@@ -186,16 +212,16 @@ data "aws_lb" "gossip" {
   depends_on = [time_sleep.load_balancers]
 }
 
-# The gateways' internal NLB comes with gateway_tls, perhaps long after the others: its own wait
-# is created with it, so the load balancer is read only once it exists.
+# The gateways' internal NLB comes with gateway_tls or gateway_advertise_url, perhaps long after
+# the others: its own wait is created with it, so the load balancer is read only once it exists.
 resource "time_sleep" "gateway_load_balancer" {
-  count           = var.gateway_tls != null ? 1 : 0
+  count           = local.gateway_url != "" ? 1 : 0
   create_duration = "120s"
   depends_on      = [helm_release.gateway]
 }
 
 data "aws_lb" "gateway" {
-  count      = var.gateway_tls != null ? 1 : 0
+  count      = local.gateway_url != "" ? 1 : 0
   name       = local.gateway_lb_name
   depends_on = [time_sleep.gateway_load_balancer]
 }

@@ -19,7 +19,7 @@ output "router_lb_zone_id" {
 }
 
 output "gateway_lb_dns_name" {
-  description = "DNS name of the internal load balancer in front of the gateways' TLS port, which gateway_tls.advertise_url's host must resolve to (the global module's gateway records); null without gateway_tls."
+  description = "DNS name of the internal load balancer in front of the gateways' HTTP port, which the host of gateway_tls.advertise_url or gateway_advertise_url must resolve to (the global module's gateway records); null with neither."
   value       = one(data.aws_lb.gateway[*].dns_name)
 }
 
@@ -56,4 +56,20 @@ output "vpc_cidr" {
 output "private_route_table_ids" {
   description = "Private route tables, for routes to the other regions' VPCs."
   value       = aws_route_table.private[*].id
+}
+
+output "signing_public_key_pem" {
+  description = "PEM public key (PKIX) of this cluster's summary signing key, which the routers must have registered."
+  value       = tls_private_key.signing.public_key_pem
+}
+
+output "cluster_registration" {
+  description = "This cluster's registration for every region's cluster_registrations: name, region, the URL its gateways advertise, allowed models and public keys (the current signing key's, then previous_signing_public_keys). Null when the gateways advertise their pod addresses (neither gateway_tls nor gateway_advertise_url), which cannot be registered."
+  value = local.gateway_url == "" ? null : {
+    cluster      = local.cluster_name
+    region       = var.region
+    gateway_urls = [local.gateway_url]
+    models       = var.cluster_models
+    public_keys  = concat([tls_private_key.signing.public_key_pem], var.previous_signing_public_keys)
+  }
 }

@@ -216,16 +216,22 @@ variable "router_tls" {
 }
 
 variable "router_admin_tls" {
-  description = "TLS on the router's admin API (switchyardctl): the Kubernetes Secret (in the namespace) whose tls.crt and tls.key it serves, naming the host switchyardctl dials (localhost for kubectl port-forward, router-global-router-admin.<namespace>.svc in the cluster), and whether clients must present certificates signed by its ca.crt (the bearer token is still required). Null: plain HTTP/1.1 and h2c inside the cluster."
+  description = "TLS on the router's admin API (switchyardctl): the Kubernetes Secret (in the namespace) whose tls.crt and tls.key it serves, naming the host switchyardctl dials (localhost for kubectl port-forward, router-global-router-admin.<namespace>.svc in the cluster, which the registration Job dials and verifies with the Secret's ca.crt), whether clients must present certificates signed by its ca.crt (the bearer token is still required), and then client_secret_name, the Secret whose tls.crt and tls.key the registration Job presents (needed with cluster_registrations). Null: plain HTTP/1.1 and h2c inside the cluster."
   type = object({
     secret_name                 = string
     require_client_certificates = optional(bool, false)
+    client_secret_name          = optional(string, "")
   })
   default = null
 
   validation {
     condition     = var.router_admin_tls == null || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.router_admin_tls.secret_name))
     error_message = "router_admin_tls.secret_name must be a Kubernetes object name (lower-case letters, digits, '-' and '.')."
+  }
+
+  validation {
+    condition     = var.router_admin_tls == null || try(var.router_admin_tls.client_secret_name == "" || can(regex("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", var.router_admin_tls.client_secret_name)), false)
+    error_message = "router_admin_tls.client_secret_name must be empty or a Kubernetes object name (lower-case letters, digits, '-' and '.')."
   }
 }
 
@@ -305,5 +311,71 @@ variable "peer_cidrs" {
   validation {
     condition     = alltrue([for c in var.peer_cidrs : can(cidrhost(c, 0))])
     error_message = "Each peer CIDR must be a valid IPv4 block."
+  }
+}
+
+variable "gateway_advertise_url" {
+  description = "Without gateway_tls: an http:// URL the gateways advertise instead of their pod addresses, so this cluster can be registered (output cluster_registration). Its host must resolve, from every region, to the internal load balancer this module then puts in front of the gateways' HTTP port (output gateway_lb_dns_name; it listens on 8080, so the URL ends in :8080), e.g. http://gateway-us-east-1.example.com:8080, a record the global module keeps with gateway_records. Routers then need cleartext gateway URLs allowed, which the module sets when a registration uses one. Empty: the pod addresses (or gateway_tls.advertise_url)."
+  type        = string
+  default     = ""
+  nullable    = false
+
+  validation {
+    condition     = var.gateway_advertise_url == "" || can(regex("^http://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?/?$", var.gateway_advertise_url))
+    error_message = "gateway_advertise_url must be http://HOST[:PORT] with a lower-case DNS name (gateway_tls.advertise_url is the https one), e.g. http://gateway-us-east-1.example.com:8080."
+  }
+}
+
+variable "cluster_registrations" {
+  description = "Every cluster of the fleet the routers of this region must accept (every region module's cluster_registration output, this one's included): cluster, region, the exact gateway URLs, allowed models (empty: any) and PEM public keys. A Helm hook Job of the router chart registers them after each apply (switchyardctl register-cluster --replace: created, updated when changed, left alone otherwise); with the embedded etcd every region keeps its own registrations, so give every region the whole list. A cluster removed from the list stays registered until switchyardctl revoke-cluster. Empty: nothing is registered by the module."
+  type = list(object({
+    cluster      = string
+    region       = string
+    gateway_urls = list(string)
+    models       = optional(list(string), [])
+    public_keys  = list(string)
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition     = length(distinct([for r in var.cluster_registrations : r.cluster])) == length(var.cluster_registrations)
+    error_message = "cluster_registrations lists a cluster twice."
+  }
+
+  validation {
+    condition = alltrue([for r in var.cluster_registrations : can(regex("^[a-z0-9][a-z0-9-]{0,62}$", r.cluster)) && length(r.gateway_urls) > 0 && length(r.public_keys) > 0 &&
+    alltrue([for u in r.gateway_urls : can(regex("^https?://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?$", u))])])
+    error_message = "Each of cluster_registrations needs a cluster name (a DNS label), at least one gateway URL, each http(s)://HOST[:PORT] with no path, and at least one public key."
+  }
+}
+
+variable "require_cluster_identity" {
+  description = "Routers accept capacity summaries only from registered clusters, even while none is registered (--require-cluster-identity). Null: on when cluster_registrations lists any cluster, off otherwise (compatibility mode: with nothing registered, every summary is accepted unverified)."
+  type        = bool
+  default     = null
+}
+
+variable "cluster_models" {
+  description = "Base models and LoRA adapters this cluster may advertise, for its registration (output cluster_registration). Empty: any model."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for m in var.cluster_models : length(m) > 0 && length(m) <= 256 && !can(regex("[, ]", m))])
+    error_message = "Each model name must be 1-256 characters without commas or spaces."
+  }
+}
+
+variable "previous_signing_public_keys" {
+  description = "PEM public keys registered for this cluster besides its current signing key's, while the key rotates (see docs/deploy.md, cluster identity): the old key stays accepted until every gateway signs with the new one."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for k in var.previous_signing_public_keys : startswith(trimspace(k), "-----BEGIN PUBLIC KEY-----")])
+    error_message = "Each previous signing public key must be a PEM PUBLIC KEY block (the signing_public_key_pem output)."
   }
 }

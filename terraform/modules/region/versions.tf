@@ -10,6 +10,10 @@ terraform {
       source  = "hashicorp/helm"
       version = ">= 3.0, < 4.0"
     }
+    tls = {
+      source  = "hashicorp/tls"
+      version = ">= 4.0, < 5.0"
+    }
     time = {
       source  = "hashicorp/time"
       version = ">= 0.12, < 1.0"

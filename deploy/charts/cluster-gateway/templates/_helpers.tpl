@@ -47,6 +47,16 @@ app.kubernetes.io/part-of: switchyard
 {{- default (printf "%s-gossip" (include "cluster-gateway.fullname" .)) .Values.gossip.existingSecret }}
 {{- end }}
 
+{{/* The Secret holding the summary signing key: the existing one, or the chart's own made from
+gossip.summarySigning.key; empty when summaries go unsigned. */}}
+{{- define "cluster-gateway.signingSecretName" -}}
+{{- if .Values.gossip.summarySigning.existingSecret }}
+{{- .Values.gossip.summarySigning.existingSecret }}
+{{- else if .Values.gossip.summarySigning.key }}
+{{- printf "%s-signing" (include "cluster-gateway.fullname" .) }}
+{{- end }}
+{{- end }}
+
 {{- define "cluster-gateway.configMapName" -}}
 {{- default (printf "%s-epp" (include "cluster-gateway.fullname" .)) .Values.existingConfigMap }}
 {{- end }}
@@ -63,6 +73,10 @@ app.kubernetes.io/part-of: switchyard
 {{- if not (or .Values.pool.name .Values.endpoints) }}{{ fail "set pool.name (an InferencePool) or endpoints (static model servers)" }}{{ end }}
 {{- if not (has .Values.profile (list "default" "gie-default" "round-robin" "least-request" "random")) }}{{ fail (printf "profile %q is not one of default, gie-default, round-robin, least-request, random" .Values.profile) }}{{ end }}
 {{- if and .Values.tls.requireClientCertificates (not .Values.tls.secretName) }}{{ fail "tls.requireClientCertificates needs tls.secretName" }}{{ end }}
+{{- if and .Values.gossip.summarySigning.key .Values.gossip.summarySigning.existingSecret }}{{ fail "set gossip.summarySigning.key or gossip.summarySigning.existingSecret, not both" }}{{ end }}
+{{- with .Values.gossip.summarySigning.key }}
+{{- if not (or (hasPrefix "-----BEGIN PRIVATE KEY-----" (trim .)) (regexMatch "^[A-Za-z0-9+/]{43}=$" (trim .))) }}{{ fail "gossip.summarySigning.key must be a PEM PRIVATE KEY block (PKCS #8, e.g. Terraform's tls_private_key private_key_pem_pkcs8) or the base64 of a 32-byte Ed25519 seed" }}{{ end }}
+{{- end }}
 {{- if and .Values.extProc.certSecretName (not .Values.extProc.secureServing) }}{{ fail "extProc.certSecretName needs extProc.secureServing" }}{{ end }}
 {{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
 {{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) (gt (int .Values.replicaCount) 1) }}{{ fail "podDisruptionBudget.minAvailable must be below replicaCount, or no node could ever be drained" }}{{ end }}
@@ -110,7 +124,7 @@ app.kubernetes.io/part-of: switchyard
 {{- with .Values.gossip.join }}
 - --gossip-join={{ join "," . }}
 {{- end }}
-{{- if .Values.gossip.summarySigning.existingSecret }}
+{{- if include "cluster-gateway.signingSecretName" . }}
 - --summary-signing-key-file=/etc/switchyard/signing/{{ .Values.gossip.summarySigning.secretKey }}
 {{- end }}
 {{- end }}

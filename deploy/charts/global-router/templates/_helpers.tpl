@@ -31,6 +31,42 @@ app.kubernetes.io/component: router
 app.kubernetes.io/part-of: switchyard
 {{- end }}
 
+{{/* Labels of the registration Job and its pod: not the router's selector labels, so no Service,
+PodDisruptionBudget or NetworkPolicy of the routers selects them. */}}
+{{- define "global-router.registrarLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ printf "%s-registrar" (include "global-router.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: registrar
+{{- end }}
+
+{{/* Fails rendering on cluster registrations the routers would refuse. */}}
+{{- define "global-router.validateRegistrations" -}}
+{{- $ci := .Values.clusterIdentity }}
+{{- $seen := dict }}
+{{- range $i, $r := $ci.registrations }}
+{{- $what := printf "clusterIdentity.registrations[%d]" $i }}
+{{- if not (and $r.cluster (regexMatch "^[A-Za-z0-9._-]{1,253}$" (toString $r.cluster))) }}{{ fail (printf "%s.cluster must be a cluster name ([A-Za-z0-9._-])" $what) }}{{ end }}
+{{- if hasKey $seen $r.cluster }}{{ fail (printf "%s: cluster %s is listed twice" $what $r.cluster) }}{{ end }}
+{{- $_ := set $seen $r.cluster true }}
+{{- if not (and $r.region (regexMatch "^[A-Za-z0-9._-]{1,253}$" (toString $r.region))) }}{{ fail (printf "%s.region must be a region name" $what) }}{{ end }}
+{{- if not $r.gatewayURLs }}{{ fail (printf "%s.gatewayURLs needs the exact URL each gateway of %s advertises" $what $r.cluster) }}{{ end }}
+{{- range $u := $r.gatewayURLs }}
+{{- if not (regexMatch "^https?://[^/?#@ ,]+$" (toString $u)) }}{{ fail (printf "%s.gatewayURLs: %q is not a base URL scheme://host[:port] without a path" $what $u) }}{{ end }}
+{{- if and (hasPrefix "http://" $u) (not $ci.allowCleartextGateways) }}{{ fail (printf "%s.gatewayURLs: %s is cleartext: use https:// or set clusterIdentity.allowCleartextGateways" $what $u) }}{{ end }}
+{{- end }}
+{{- if not $r.publicKeys }}{{ fail (printf "%s.publicKeys needs the cluster's Ed25519 public key (PEM PUBLIC KEY, or the base64 of the raw 32 bytes)" $what) }}{{ end }}
+{{- range $r.models }}
+{{- if regexMatch "[, ]" (toString .) }}{{ fail (printf "%s.models: %q holds a comma or a space" $what .) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if and $ci.registrations .Values.admin.tls.requireClientCertificates (not $ci.registrar.clientCertSecretName) }}
+{{- fail "clusterIdentity.registrations with admin.tls.requireClientCertificates need clusterIdentity.registrar.clientCertSecretName: the client certificate the registration Job presents to the admin port" }}
+{{- end }}
+{{- end }}
+
 {{- define "global-router.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "global-router.fullname" .) .Values.serviceAccount.name }}
@@ -90,6 +126,7 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 {{- if and .Values.dnsSync.enabled (not .Values.dnsSync.config) }}{{ fail "dnsSync.enabled needs dnsSync.config (hostedZoneID, recordName, regions)" }}{{ end }}
 {{- if not (has .Values.logFormat (list "text" "json")) }}{{ fail "logFormat must be text or json" }}{{ end }}
 {{- if not (has .Values.policyUnavailable (list "refuse" "local")) }}{{ fail "policyUnavailable must be refuse or local" }}{{ end }}
+{{- include "global-router.validateRegistrations" . }}
 {{- end }}
 
 {{/* The router's command-line flags, one per line. */}}
