@@ -35,6 +35,11 @@ var gatewayValueSets = map[string]map[string]any{
 		"advertiseURL": "https://gw.use1.example.com:8080",
 		"extProc":      map[string]any{"secureServing": true, "certSecretName": "epp-tls"},
 	},
+	"signed summaries, cleartext name": {
+		"gossip":        map[string]any{"summarySigning": map[string]any{"key": testSigningKeyPEM}},
+		"advertiseURL":  "http://gateway-us-east-1.example.com:8080",
+		"networkPolicy": map[string]any{"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.20.0.0/16"}}}},
+	},
 	"standalone, other pool namespace": {
 		"gossip":          map[string]any{"enabled": false},
 		"pool":            map[string]any{"name": "llama", "namespace": "models"},
@@ -69,8 +74,16 @@ func TestGatewayChart(t *testing.T) {
 			checkGatewayTLS(t, dep, vals)
 			gossipOn := vals["gossip"] == nil || vals["gossip"].(map[string]any)["enabled"] != false
 			ownSecret := gossipOn && (vals["gossip"] == nil || vals["gossip"].(map[string]any)["existingSecret"] == nil)
-			if got := len(find(objs, "Secret")) == 1; got != ownSecret {
+			ownSigning := gossipOn && valueAt(vals, "gossip", "summarySigning", "key") != nil
+			secrets := map[string]bool{}
+			for _, o := range find(objs, "Secret") {
+				secrets[o.name()] = true
+			}
+			if got := secrets["sy-cluster-gateway-gossip"]; got != ownSecret {
 				t.Errorf("gossip Secret rendered = %v, want %v", got, ownSecret)
+			}
+			if got := secrets["sy-cluster-gateway-signing"]; got != ownSigning || len(secrets) != btoi(ownSecret)+btoi(ownSigning) {
+				t.Errorf("Secrets %v, want the signing Secret %v", secrets, ownSigning)
 			}
 		})
 	}
@@ -113,7 +126,7 @@ func checkGatewayTLS(t *testing.T, dep *appsv1.Deployment, vals map[string]any) 
 	checkSecretFiles(t, spec, c, "tls-cert-file", "tls-key-file", "tls-client-ca-file", "summary-signing-key-file")
 	g, _ := vals["gossip"].(map[string]any)
 	signing, _ := g["summarySigning"].(map[string]any)
-	if want := signing["existingSecret"] != nil && signing["existingSecret"] != ""; (argValue(c.Args, "summary-signing-key-file") != "") != want {
+	if want := signing["existingSecret"] != nil && signing["existingSecret"] != "" || signing["key"] != nil && signing["key"] != ""; (argValue(c.Args, "summary-signing-key-file") != "") != want {
 		t.Errorf("--summary-signing-key-file given %v, want %v", argValue(c.Args, "summary-signing-key-file") != "", want)
 	}
 	if tls, _ := vals["tls"].(map[string]any); tls != nil && tls["secretName"] != "" {
@@ -270,3 +283,17 @@ func argValue(args []string, name string) string {
 	}
 	return ""
 }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// testSigningKeyPEM is an Ed25519 key as Terraform's tls_private_key private_key_pem_pkcs8 writes
+// it, and testPublicKeyPEM its public key (public_key_pem); for value sets only.
+const (
+	testSigningKeyPEM = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOtrnj603rmPEkYUZq+PfQuGjmYKC6N9WdAKa0L05iEH\n-----END PRIVATE KEY-----\n"
+	testPublicKeyPEM  = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n-----END PUBLIC KEY-----\n"
+)

@@ -39,6 +39,16 @@ var routerValueSets = map[string]map[string]any{
 		"tls":     map[string]any{"secretName": "router-tls", "requireClientCertificates": true},
 		"service": map[string]any{"port": 443},
 	},
+	"registered clusters, admin TLS": {
+		"admin": map[string]any{"tls": map[string]any{"secretName": "router-admin-tls"}},
+		"clusterIdentity": map[string]any{"allowCleartextGateways": true, "registrations": []any{
+			map[string]any{"cluster": "sy-use1", "region": "us-east-1", "gatewayURLs": []any{"http://gateway-us-east-1.example.com:8080"},
+				"publicKeys": []any{testPublicKeyPEM}},
+			map[string]any{"cluster": "sy-euw1", "region": "eu-west-1", "gatewayURLs": []any{"https://gateway-eu-west-1.example.com:8080"},
+				"models": []any{"llama"}, "publicKeys": []any{testPublicKeyPEM}},
+		}},
+		"networkPolicy": map[string]any{"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}}},
+	},
 	"compatibility mode allowed, cleartext gateways": {
 		"clusterIdentity": map[string]any{"required": false, "allowCleartextGateways": true, "maxClockSkew": "10s"},
 	},

@@ -89,7 +89,40 @@ gateway_tls        = { secret_name = "gw-tls", require_client_certificates = tru
 router_gateway_tls = { secret_name = "router-gw-tls", client_certificate = false }`,
 		"gateway_tls.require_client_certificates needs router_gateway_tls", true},
 	{"TLS gateways verified by system roots", `gateway_tls = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }`, "", false},
+	// Cluster identity.
+	{"cleartext gateway name", `gateway_advertise_url = "http://gateway-us-east-1.example.com:8080"`, "", false},
+	{"cleartext gateway name with https", `gateway_advertise_url = "https://gw.example.com:8080"`, "gateway_advertise_url must be http://", false},
+	{"two advertised URLs", `
+gateway_tls           = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }
+gateway_advertise_url = "http://gw.example.com:8080"`, "Give gateway_advertise_url only without gateway_tls", true},
+	{"registrations", testRegistrationVars, "", false},
+	{"a cluster registered twice", `
+cluster_registrations = [
+  { cluster = "sy-use1", region = "us-east-1", gateway_urls = ["https://gw.example.com:8080"], public_keys = ["k"] },
+  { cluster = "sy-use1", region = "us-west-2", gateway_urls = ["https://gw2.example.com:8080"], public_keys = ["k"] },
+]`, "cluster_registrations lists a cluster twice", false},
+	{"a registered URL with a path", `
+cluster_registrations = [{ cluster = "sy-use1", region = "us-east-1", gateway_urls = ["https://gw.example.com:8080/v1"], public_keys = ["k"] }]`,
+		"Each of cluster_registrations needs", false},
+	{"a registration without keys", `
+cluster_registrations = [{ cluster = "sy-use1", region = "us-east-1", gateway_urls = ["https://gw.example.com:8080"], public_keys = [] }]`,
+		"Each of cluster_registrations needs", false},
+	{"registrations behind admin mutual TLS without a client certificate", testRegistrationVars + `
+router_admin_tls = { secret_name = "admin-tls", require_client_certificates = true }`,
+		"need router_admin_tls.client_secret_name", true},
+	{"registrations behind admin mutual TLS", testRegistrationVars + `
+router_admin_tls = { secret_name = "admin-tls", require_client_certificates = true, client_secret_name = "registrar-tls" }`, "", false},
+	{"previous key not PEM", `previous_signing_public_keys = ["AAAA"]`, "must be a PEM PUBLIC KEY block", false},
+	{"model with a comma", `cluster_models = ["a,b"]`, "without commas or spaces", false},
 }
+
+// testRegistrationVars registers two clusters: this one over cleartext, another over TLS.
+const testRegistrationVars = `
+cluster_registrations = [
+  { cluster = "sy-use1", region = "us-east-1", gateway_urls = ["http://gateway-us-east-1.example.com:8080"], public_keys = ["-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n-----END PUBLIC KEY-----\n"] },
+  { cluster = "sy-usw2", region = "us-west-2", gateway_urls = ["https://gateway-us-west-2.example.com:8080"], models = ["llama"], public_keys = ["-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAF6Gz3nJrIVQx4ujwSrOWRflUL0xgqLcibpTeL3eq9+4=\n-----END PUBLIC KEY-----\n"] },
+]
+`
 
 // TestTerraformRegionValidations checks the region module refuses TLS settings that cannot work,
 // with a message naming the variable, and accepts the ones that can.
