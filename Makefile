@@ -101,12 +101,17 @@ test-short:
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem $(PKGS)
 
-## bench-routing: routing quality, every policy (Tier 1) or router mode (Tier 2) side by side (docs/benchmarks.md)
-SCENARIOS      ?= mixed-fleet bursty shared-prefix multi-lora uniform-steady region-burst region-burst-overload
-BENCH_DURATION ?= 60s
-BENCH_OUT      ?= bench-results
+## bench-routing: routing quality (docs/benchmarks.md): the Tier 1 load sweep (every scenario at
+## loads 0.3-0.9 of fleet capacity, 5 report seeds, 95% CIs, plots, weight sensitivity; resumable),
+## then the Tier 2 scenarios once each. QUICK=1 runs the quick sweep only (2 seeds, 2 loads, 5 s;
+## about 10 minutes on 2 cores). SWEEP_FLAGS adds flags, e.g. SWEEP_FLAGS="--seeds=10 --resume=false".
+TIER2_SCENARIOS ?= region-burst region-burst-overload
+BENCH_DURATION  ?= 60s
+BENCH_OUT       ?= bench-results
+SWEEP_FLAGS     ?=
 bench-routing: build
-	for s in $(SCENARIOS); do $(GO) run ./tests/cmd/bench --scenario=$$s --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) --bin-dir=$(BIN) || exit 1; done
+	$(GO) run ./tests/cmd/bench --sweep $(if $(QUICK),--quick) --out=$(BENCH_OUT) --bin-dir=$(BIN) $(SWEEP_FLAGS)
+	$(if $(QUICK),,for s in $(TIER2_SCENARIOS); do $(GO) run ./tests/cmd/bench --scenario=$$s --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) --bin-dir=$(BIN) || exit 1; done)
 
 ## bench-traces: the trace-replay scenarios (docs/loadgen.md); the traces are not in the repository:
 ## TRACE_DIR holds them (default ../shared/traces); QUICK=1 runs each scenario's short window

@@ -67,6 +67,18 @@ type Config struct {
 	Physics physics.Config
 	// ReportCachedTokens is every pod's --report-cached-tokens.
 	ReportCachedTokens bool
+	// Seed replaces the workload's request-sequence seed (0 = the workload's own; the fleet
+	// capacity is measured with the workload's own seed either way).
+	Seed uint64
+	// Load, when > 0, replaces the workload's offered load: the busiest phase of its arrivals
+	// (the whole run for Poisson, a burst for on/off) runs at Load × the fleet capacity (see
+	// OfferedLoad). Trace scenarios take 0.
+	Load float64
+	// SLO, when set, replaces the workload's goodput objective (simulated time).
+	SLO *workload.SLO
+	// PolicyConfigs maps a policy to a GIE EndpointPickerConfig file its gateway runs with
+	// (--config=FILE) instead of --profile=POLICY: a policy not named here is a built-in profile.
+	PolicyConfigs map[string]string
 }
 
 // repeatValid reports whether runs of sc's request sequence can be pooled n times: at least
@@ -109,6 +121,8 @@ func (c *Config) Validate() error {
 		return errors.New("bench: router binary: required by a Tier 2 scenario")
 	case c.Out == "":
 		return errors.New("bench: out: required")
+	case c.Load < 0 || c.Load > maxLoad:
+		return fmt.Errorf("bench: load: must be in [0, %g], got %v", maxLoad, c.Load)
 	}
 	if err := c.Physics.Validate(); err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -229,7 +243,15 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 			return nil, err
 		}
 	}
+	if cfg.SLO != nil {
+		if w, err = w.WithSLO(*cfg.SLO); err != nil {
+			return nil, fmt.Errorf("bench: slo: %w", err)
+		}
+	}
 	if w.IsTrace() {
+		if cfg.Load > 0 || cfg.Seed != 0 {
+			return nil, fmt.Errorf("bench: %s replays a trace: its rate and requests are the trace's (no load or seed)", w.Name)
+		}
 		return prepareTrace(ctx, cfg, res, w)
 	}
 	res.Capacity = cfg.Capacity
@@ -237,6 +259,15 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 		if res.Capacity, res.PodCapacity, err = FleetCapacity(ctx, cfg.Scenario, w, cfg.Physics); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Load > 0 {
+		if w, err = withOfferedLoad(w, cfg.Load); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Seed != 0 {
+		w = w.Clone()
+		w.Seed = cfg.Seed
 	}
 	if w, err = w.WithCapacity(res.Capacity); err != nil {
 		return nil, err
@@ -283,6 +314,9 @@ func scaleTime(w *workload.Workload, ts float64) (*workload.Workload, error) {
 	}
 	if c.Trace != nil {
 		scaleTrace(c, ts)
+	}
+	if c.SLO != nil { // Clone copied the SLO
+		c.SLO.TTFT, c.SLO.TPOT = scale(c.SLO.TTFT), scale(c.SLO.TPOT)
 	}
 	for i := range c.Regions { // Clone copied the regions: changing them leaves w alone
 		scaleArrival(&c.Regions[i].Arrival)

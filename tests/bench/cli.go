@@ -37,6 +37,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	family := fs.String("physics", string(cfg.Physics.Family), "every pod's modelsim --physics: "+familyNames())
 	fs.Float64Var(&cfg.Physics.Jitter, "physics-jitter", cfg.Physics.Jitter, "every pod's modelsim --physics-jitter (-1 = the family's)")
 	fs.BoolVar(&cfg.ReportCachedTokens, "report-cached-tokens", cfg.ReportCachedTokens, "every pod's modelsim --report-cached-tokens")
+	sw := addSweepFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,6 +51,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	cfg.Policies = strings.Split(*policies, ",")
+	if sw.on {
+		if *scenario != "" {
+			fmt.Fprintln(stderr, "bench: --sweep takes --scenarios, not --scenario")
+			return 2
+		}
+		scfg, err := sw.sweepConfig(fs, cfg, *quick)
+		if err == nil {
+			err = scfg.validateFlags()
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		return runSweepCLI(ctx, scfg, *binDir, stdout, stderr)
+	}
 	sc, err := Lookup(*scenario)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -59,7 +76,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: --repeat=%d: want 1 or more, and 1 for a Tier 1 scenario\n", cfg.Repeat)
 		return 2
 	}
-	cfg.Scenario, cfg.Policies = sc, strings.Split(*policies, ",")
+	cfg.Scenario = sc
 	if *quick && !flagSet(fs, "duration") {
 		cfg.Duration = sc.quick()
 	}

@@ -94,7 +94,7 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 			// The pod shares are attributed by address (x-switchyard-endpoint): the
 			// simulated pods are known here by the addresses they listen on.
 			"--endpoint-header-address",
-			"--profile=" + st.policy,
+			cfg.schedulingFlag(st.policy),
 			"--scrape-interval=" + scale(cfg.ScrapeInterval),
 			"--staleness=" + scale(2*time.Second),
 			"--log-level=" + cfg.logLevel(),
@@ -110,6 +110,15 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 	}
 	st.url, st.metrics = "http://"+listen, metrics
 	return waitModel(ctx, st.url, 30*time.Second)
+}
+
+// schedulingFlag is the gateway flag that selects policy: --config=FILE for a policy with an
+// EndpointPickerConfig file in PolicyConfigs, else the built-in --profile=POLICY.
+func (c *Config) schedulingFlag(policy string) string {
+	if f, ok := c.PolicyConfigs[policy]; ok {
+		return "--config=" + f
+	}
+	return "--profile=" + policy
 }
 
 // waitModel polls the gateway's /v1/models until it lists a model (the pods' /v1/models have

@@ -88,14 +88,8 @@ func prepareTrace(ctx context.Context, cfg *Config, res *Result, w *workload.Wor
 }
 
 // scaleTrace is scaleTime for a trace workload's copy c: the replay is 1/ts times as fast in
-// real time, and the SLO ts times as long.
-func scaleTrace(c *workload.Workload, ts float64) {
-	c.Trace.TimeScale /= ts
-	if c.SLO != nil {
-		c.SLO.TTFT = time.Duration(float64(c.SLO.TTFT) * ts)
-		c.SLO.TPOT = time.Duration(float64(c.SLO.TPOT) * ts)
-	}
-}
+// real time (scaleTime makes the SLO ts times as long).
+func scaleTrace(c *workload.Workload, ts float64) { c.Trace.TimeScale /= ts }
 
 // traceProbeRequests returns the requests of one capacity probe of a trace workload: the trace's
 // requests from its window's start, in order, with Poisson arrivals at rate over span. It reads
