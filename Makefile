@@ -6,6 +6,7 @@
 #   make test-e2e  the end-to-end suites left out of `make test` (many processes, long scenarios)
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
+#   make pgo-profile  regenerate cluster-gateway's profile-guided-optimisation profile (default.pgo)
 #   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
 #   make generate  regenerate protobuf code, the docs' flags tables and the import graphs in docs/architecture.md (committed)
 #   make lint      gofmt, go vet, golangci-lint, go mod tidy and generate leave no diff
@@ -56,7 +57,7 @@ TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/globa
 TEST_P        ?= 4
 GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
 
-.PHONY: all build run bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run pgo-profile bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -100,6 +101,25 @@ test-short:
 ## bench: Go benchmarks across modules (figures in the README come from here and tests/bench)
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem $(PKGS)
+
+## pgo-profile: regenerate the CPU profile that `go build` optimises the cluster-gateway binary
+## with (PGO: the toolchain uses a main package's default.pgo by itself, so make build, the
+## Dockerfile and CI's test binaries pick it up). It merges CPU profiles of the scheduling
+## benchmark at 100 and 1,000 endpoints (both shipped profiles), the HTTP proxy's request path
+## and the ext_proc decision, each benchmark run for PGO_BENCHTIME. Regenerate after large
+## changes to the hot paths and commit the result (docs/scheduling.md#measurements).
+PGO_PROFILE   := cluster-gateway/cmd/cluster-gateway/default.pgo
+PGO_BENCHTIME ?= 5s
+pgo-profile:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; cd cluster-gateway; \
+	  $(GO) test -run='^$$' -bench='^BenchmarkSchedule$$/./endpoints=(100|1000)$$' -benchtime=$(PGO_BENCHTIME) \
+	    -cpuprofile=$$tmp/schedule.prof -o $$tmp/scheduling.test ./internal/scheduling/; \
+	  $(GO) test -run='^$$' -bench='^BenchmarkProxy(Overhead|Body)$$/^(gateway|[0-9]+KiB)$$' -benchtime=$(PGO_BENCHTIME) \
+	    -cpuprofile=$$tmp/proxy.prof -o $$tmp/proxy.test ./internal/proxy/; \
+	  $(GO) test -run='^$$' -bench='^BenchmarkDecision100KB$$' -benchtime=$(PGO_BENCHTIME) \
+	    -cpuprofile=$$tmp/extproc.prof -o $$tmp/extproc.test ./internal/extproc/; \
+	  $(GO) tool pprof -proto $$tmp/schedule.prof $$tmp/proxy.prof $$tmp/extproc.prof > $(CURDIR)/$(PGO_PROFILE)
+	@echo "wrote $(PGO_PROFILE)"
 
 ## bench-routing: routing quality (docs/benchmarks.md): the Tier 1 load sweep (every scenario at
 ## loads 0.3-0.9 of fleet capacity, 5 report seeds, 95% CIs, plots, weight sensitivity; resumable),

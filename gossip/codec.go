@@ -63,6 +63,35 @@ var (
 	inflated = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
+// getDeflater returns a DEFLATE writer at best compression writing to w.
+func getDeflater(w io.Writer) *flate.Writer {
+	if !pooling {
+		d, _ := flate.NewWriter(w, flate.BestCompression)
+		return d
+	}
+	d := deflaters.Get().(*flate.Writer)
+	d.Reset(w)
+	return d
+}
+
+func getInflated() *bytes.Buffer {
+	if !pooling {
+		return new(bytes.Buffer)
+	}
+	return inflated.Get().(*bytes.Buffer)
+}
+
+func getInflater() *inflater {
+	if !pooling {
+		return inflaters.New().(*inflater)
+	}
+	return inflaters.Get().(*inflater)
+}
+
 // inflater is a reusable DEFLATE reader with its source and limit, so that inflating allocates
 // nothing once warm.
 type inflater struct {
@@ -89,11 +118,12 @@ func compressBlob(raw []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(raw)/2 + 16)
 	buf.WriteByte(codecDeflate)
-	w := deflaters.Get().(*flate.Writer)
-	w.Reset(&buf)
+	w := getDeflater(&buf)
 	_, _ = w.Write(raw)
 	_ = w.Close()
-	deflaters.Put(w)
+	if pooling {
+		deflaters.Put(w)
+	}
 	if buf.Len() < len(raw)+1 {
 		return buf.Bytes()
 	}
@@ -112,9 +142,9 @@ func decodeBlob(b []byte, m proto.Message, limit int) error {
 			return fmt.Errorf("%w: %d bytes, limit %d", ErrMalformed, len(raw), limit)
 		}
 	case codecDeflate:
-		buf := inflated.Get().(*bytes.Buffer)
+		buf := getInflated()
 		defer func() {
-			if buf.Cap() <= maxPooledBuffer {
+			if pooling && buf.Cap() <= maxPooledBuffer {
 				inflated.Put(buf)
 			}
 		}()
@@ -134,8 +164,10 @@ func decodeBlob(b []byte, m proto.Message, limit int) error {
 
 // inflate decompresses b into buf, refusing more than limit bytes.
 func inflate(buf *bytes.Buffer, b []byte, limit int) error {
-	in := inflaters.Get().(*inflater)
-	defer inflaters.Put(in)
+	in := getInflater()
+	if pooling {
+		defer inflaters.Put(in)
+	}
 	in.src.Reset(b)
 	if err := in.r.(flate.Resetter).Reset(&in.src, nil); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)

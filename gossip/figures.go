@@ -27,6 +27,19 @@ const maxMaskField = 64
 // wireBuffers holds the buffers apply encodes figures into (at most 64 figures of 11 bytes).
 var wireBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
 
+func getWireBuffer() *[]byte {
+	if !pooling {
+		return wireBuffers.New().(*[]byte)
+	}
+	return wireBuffers.Get().(*[]byte)
+}
+
+func putWireBuffer(b *[]byte) {
+	if pooling {
+		wireBuffers.Put(b)
+	}
+}
+
 // figureSet is the fields of a message type that figure masks may name, in field number order.
 type figureSet struct {
 	fields []protoreflect.FieldDescriptor
@@ -75,8 +88,8 @@ func (fs figureSet) apply(m proto.Message, mask uint64, values []uint64) error {
 		return fmt.Errorf("%w: figure mask names %d figures, %d values", ErrMalformed, bits.OnesCount64(mask), len(values))
 	}
 	fields := m.ProtoReflect().Descriptor().Fields()
-	buf := wireBuffers.Get().(*[]byte)
-	defer wireBuffers.Put(buf)
+	buf := getWireBuffer()
+	defer putWireBuffer(buf)
 	wire := (*buf)[:0]
 	defer func() { *buf = wire[:0] }()
 	for i := 0; mask != 0; i++ {

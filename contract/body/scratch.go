@@ -19,6 +19,10 @@ const (
 
 var scratchClasses [scratchClassNo]sync.Pool
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 // scratchClass is the class of a buffer of exactly size bytes, or -1.
 func scratchClass(size int64) int {
 	if size < FirstSize || size > maxScratch || size&(size-1) != 0 {
@@ -33,8 +37,10 @@ func getScratch(size int64) *[]byte {
 	if c < 0 {
 		return nil
 	}
-	if b, ok := scratchClasses[c].Get().(*[]byte); ok {
-		return b
+	if pooling {
+		if b, ok := scratchClasses[c].Get().(*[]byte); ok {
+			return b
+		}
 	}
 	b := make([]byte, 0, size)
 	return &b
@@ -42,7 +48,7 @@ func getScratch(size int64) *[]byte {
 
 // putScratch returns a buffer from getScratch.
 func putScratch(b *[]byte) {
-	if c := scratchClass(int64(cap(*b))); c >= 0 {
+	if c := scratchClass(int64(cap(*b))); pooling && c >= 0 {
 		*b = (*b)[:0]
 		scratchClasses[c].Put(b)
 	}

@@ -36,7 +36,9 @@ type Package struct {
 // Load lists the packages of the binaries' and the shared modules from the workspace rooted
 // at dir (test imports are not part of a binary, so they are left out).
 func Load(ctx context.Context, dir string) ([]Package, error) {
-	args := []string{"list", "-json=ImportPath,Name,Imports"}
+	// -pgo=off: with a main package's default.pgo, go list reports the packages that binary
+	// builds as variants of their own ("app [.../cmd/cluster-gateway]"); imports are the same.
+	args := []string{"list", "-pgo=off", "-json=ImportPath,Name,Imports"}
 	for _, m := range append(slices.Clone(Binaries), shared...) {
 		args = append(args, "./"+m+"/...")
 	}

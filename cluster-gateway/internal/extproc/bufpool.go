@@ -29,6 +29,10 @@ type bufferPool struct {
 
 var _ mem.BufferPool = (*bufferPool)(nil)
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 func newBufferPool() *bufferPool { return &bufferPool{} }
 
 // Get returns a buffer of length n from the smallest class that holds it.
@@ -38,9 +42,11 @@ func (p *bufferPool) Get(n int) *[]byte {
 		b := make([]byte, n)
 		return &b
 	}
-	if b, ok := p.classes[shift-minClassShift].Get().(*[]byte); ok {
-		*b = (*b)[:n]
-		return b
+	if pooling {
+		if b, ok := p.classes[shift-minClassShift].Get().(*[]byte); ok {
+			*b = (*b)[:n]
+			return b
+		}
 	}
 	b := make([]byte, n, 1<<shift)
 	return &b
@@ -50,7 +56,7 @@ func (p *bufferPool) Get(n int) *[]byte {
 func (p *bufferPool) Put(b *[]byte) {
 	c := cap(*b)
 	shift := bits.Len(uint(c)) - 1
-	if shift < minClassShift || shift > maxClassShift || c != 1<<shift {
+	if !pooling || shift < minClassShift || shift > maxClassShift || c != 1<<shift {
 		return
 	}
 	if p.poison {

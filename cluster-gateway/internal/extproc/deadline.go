@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"errors"
-	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -18,8 +17,8 @@ var errBodyTimeout = errors.New("extproc: request body deadline passed")
 // its stream. The pump starts after request headers that announce a body and stops by itself
 // after the message that ends the body (a body chunk with end_of_stream, trailers, or anything
 // but a body chunk) or after a receive error, so the response phase, which may last minutes, is
-// received by the exchange directly. Pumps are pooled (see pumps); one that may still be
-// receiving when its exchange ends is left to the garbage collector instead.
+// received by the exchange directly. A pump that may still be receiving when its exchange ends
+// returns once the stream's context is done.
 type bodyPump struct {
 	// slots are the two messages in flight: one the exchange handles while the pump receives
 	// into the other.
@@ -39,19 +38,13 @@ type pumped struct {
 	last bool
 }
 
-var pumps = sync.Pool{New: func() any {
-	p := &bodyPump{free: make(chan *received, 2), in: make(chan pumped, 3), timer: time.NewTimer(time.Hour)}
-	p.timer.Stop()
-	return p
-}}
-
-// startPump runs a pump on stream whose deadline passes after timeout.
+// startPump runs a pump on stream whose deadline passes after timeout. Pumps are not pooled:
+// reusing them saved 8 of an exchange's ~320 allocations and no measurable CPU time
+// (docs/architecture.md#pools).
 func startPump(stream grpc.ServerStream, timeout time.Duration) *bodyPump {
-	p := pumps.Get().(*bodyPump)
-	p.late, p.over = false, false
+	p := &bodyPump{free: make(chan *received, 2), in: make(chan pumped, 3), timer: time.NewTimer(timeout)}
 	p.free <- &p.slots[0]
 	p.free <- &p.slots[1]
-	p.timer.Reset(timeout)
 	go p.run(stream)
 	return p
 }
@@ -126,19 +119,9 @@ func (p *bodyPump) handled(m *received) {
 	}
 }
 
-// release stops p's deadline and pools p when its goroutine has returned; one still receiving
-// (the exchange ended first) is dropped: it returns when the stream's context ends.
-func (p *bodyPump) release() {
-	p.timer.Stop()
-	if !p.over {
-		return
-	}
-	for len(p.free) > 0 {
-		<-p.free
-	}
-	p.slots = [2]received{}
-	pumps.Put(p)
-}
+// release stops p's deadline. A pump still receiving (the exchange ended first) returns when
+// the stream's context ends.
+func (p *bodyPump) release() { p.timer.Stop() }
 
 // errStreamDone ends an exchange whose stream ended while the pump waited.
 var errStreamDone = errors.New("extproc: stream ended")

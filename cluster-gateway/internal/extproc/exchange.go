@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -61,33 +60,12 @@ type exchange struct {
 	chunk chunkAnswer // every body chunk sent back
 	recv  received    // every message received directly (outside the pump)
 	pump  *bodyPump   // receives while the request body is due (see bodyPump), else nil
-	// lastPumped is the pump that delivered the message being handled as its last one; it is
-	// released after that message was.
-	lastPumped *bodyPump
 }
 
-// exchanges recycles exchanges (and their header maps) across streams: nothing refers to one
-// once its stream's Process returned (a pump still receiving holds only its own state).
-var exchanges = sync.Pool{New: func() any { return new(exchange) }}
-
-// maxPooledHeaders bounds the header map an exchange keeps for the next stream.
-const maxPooledHeaders = 64
-
-// start prepares x, fresh or from the pool, for stream.
-func (x *exchange) start(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) {
-	h := x.headers
-	if len(h) > maxPooledHeaders {
-		h = nil
-	}
-	clear(h)
-	*x = exchange{s: s, stream: stream, ctx: stream.Context(), headers: h}
-}
-
-// forget drops what x refers to once its stream is over, keeping only the header map.
-func (x *exchange) forget() {
-	h := x.headers
-	clear(h)
-	*x = exchange{headers: h}
+// newExchange returns the exchange of one stream. Exchanges are not pooled: reusing them (and
+// their header maps) saved no measurable allocation or CPU time (docs/architecture.md#pools).
+func newExchange(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) *exchange {
+	return &exchange{s: s, stream: stream, ctx: stream.Context()}
 }
 
 // run receives messages until the stream ends. A message's received buffer is freed once it
@@ -126,11 +104,7 @@ func (x *exchange) next() (*received, error) {
 	r := p.next(x.ctx.Done())
 	if r.last {
 		x.pump = nil
-		if r.m == nil {
-			p.release()
-		} else {
-			x.lastPumped = p // released once its last message was handled
-		}
+		p.release()
 	}
 	return r.m, r.err
 }
@@ -140,10 +114,6 @@ func (x *exchange) handled(m *received) {
 	m.free()
 	if x.pump != nil {
 		x.pump.handled(m)
-	}
-	if x.lastPumped != nil {
-		x.lastPumped.release()
-		x.lastPumped = nil
 	}
 }
 
@@ -324,10 +294,7 @@ func (x *exchange) decide(eos bool) error {
 	ep, _ := targets[0].(*datastore.Endpoint) // the scheduler picks among the store's endpoints
 	x.target = pipeline.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
 	x.attempt = x.s.pipe.Begin(d, ep)
-	a := decisionAnswers.Get().(*decisionAnswer)
-	err := x.send(x.requestHeadersResponse(a, d, targets))
-	a.release()
-	if err != nil {
+	if err := x.send(x.requestHeadersResponse(newDecisionAnswer(), d, targets)); err != nil {
 		return err
 	}
 	return x.sendBody(x.body, eos)
@@ -387,10 +354,6 @@ func (x *exchange) close() {
 	if x.pump != nil {
 		x.pump.release() // still receiving: dropped, its deadline stopped
 		x.pump = nil
-	}
-	if x.lastPumped != nil {
-		x.lastPumped.release()
-		x.lastPumped = nil
 	}
 	x.finish()
 	x.releaseBody()

@@ -25,7 +25,7 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 	}
 }
 
-// requestHeadersResponse fills a, a pooled answer, with the decision: destination header,
+// requestHeadersResponse fills a, a new answer, with the decision: destination header,
 // model headers, the body's length, removal of client-supplied routing headers, and the
 // envoy.lb dynamic metadata.
 func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *pipeline.Decision, targets []framework.Endpoint) *extprocv3.ProcessingResponse {

@@ -3,7 +3,6 @@ package extproc
 import (
 	"strconv"
 	"strings"
-	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -13,9 +12,10 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
-// The answers an exchange sends most are built in reused messages instead of a fresh tree of
-// protobuf structs each time: a streamed body chunk was seven allocations and the decision
-// about thirty-five. Reuse is safe because Send marshals the message before it returns.
+// The answers an exchange sends most are built in messages embedded in one struct instead of a
+// fresh tree of protobuf structs each time: a streamed body chunk was seven allocations and the
+// decision about thirty-five. The chunk answer is reused for every chunk of an exchange, which
+// is safe because Send marshals the message before it returns.
 
 // chunkAnswer is a streamed body mutation, for request or response body chunks, reused for
 // every chunk of one exchange.
@@ -53,8 +53,9 @@ func (c *chunkAnswer) set(request bool, chunk []byte, eos bool) *extprocv3.Proce
 const maxDecisionHeaders = 4
 
 // decisionAnswer is the answer to the request headers that carries a decision, with the
-// envoy.lb dynamic metadata. Answers are pooled across exchanges (see decisionAnswers): get
-// one, fill it, send it, put it back.
+// envoy.lb dynamic metadata, built in one struct (newDecisionAnswer). Answers are not pooled
+// across exchanges: reuse saved 11 of an exchange's ~320 allocations and no measurable CPU time
+// (docs/architecture.md#pools).
 type decisionAnswer struct {
 	msg     extprocv3.ProcessingResponse
 	oneof   extprocv3.ProcessingResponse_RequestHeaders
@@ -74,12 +75,13 @@ type decisionAnswer struct {
 	addrs               strings.Builder
 }
 
-var decisionAnswers = sync.Pool{New: func() any {
+// newDecisionAnswer returns an empty answer.
+func newDecisionAnswer() *decisionAnswer {
 	a := &decisionAnswer{}
 	a.meta.Fields = make(map[string]*structpb.Value, 1)
 	a.inner.Fields = make(map[string]*structpb.Value, 1)
 	return a
-}}
+}
 
 // reset empties a for a new decision.
 func (a *decisionAnswer) reset() {
@@ -143,12 +145,4 @@ func (a *decisionAnswer) metadata(targets []framework.Endpoint) *structpb.Struct
 	a.metaValue.Kind = &a.structKind
 	a.meta.Fields[MetadataNamespace] = &a.metaValue
 	return &a.meta
-}
-
-// release puts a back in the pool, dropping what it refers to.
-func (a *decisionAnswer) release() {
-	clear(a.vals[:])
-	clear(a.remove)
-	a.stringKind.StringValue = ""
-	decisionAnswers.Put(a)
 }

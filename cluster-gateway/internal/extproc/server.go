@@ -198,12 +198,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Process handles one HTTP request's ext_proc stream.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	x := exchanges.Get().(*exchange)
-	x.start(s, stream)
-	defer func() {
-		x.close()
-		x.forget()
-		exchanges.Put(x)
-	}()
+	x := newExchange(s, stream)
+	defer x.close()
 	return x.run()
 }

@@ -22,8 +22,15 @@ type PrefixMatch struct {
 
 var prefixMatchPool = sync.Pool{New: func() any { return new(PrefixMatch) }}
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 // NewPrefixMatch returns an empty PrefixMatch from a pool; its Blocks keep their capacity.
 func NewPrefixMatch() *PrefixMatch {
+	if !pooling {
+		return new(PrefixMatch)
+	}
 	m := prefixMatchPool.Get().(*PrefixMatch)
 	m.Total, m.Blocks, m.Endpoints = 0, m.Blocks[:0], nil
 	return m
@@ -32,7 +39,9 @@ func NewPrefixMatch() *PrefixMatch {
 // Release returns m to its pool when the cycle ends (Releaser).
 func (m *PrefixMatch) Release() {
 	m.Endpoints = nil
-	prefixMatchPool.Put(m)
+	if pooling {
+		prefixMatchPool.Put(m)
+	}
 }
 
 // BlocksFor returns the matched block count of endpoint e, 0 when e was not a candidate or m

@@ -21,6 +21,10 @@ const (
 // reads its prefix hashes after they were released sees it.
 const Poison uint64 = 0xEEEE_EEEE_EEEE_EEEE
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 // Pool recycles hash slices. Each class holds slices whose capacity is exactly its power of two.
 // The zero value is ready to use; it is safe for concurrent use.
 type Pool struct {
@@ -43,8 +47,10 @@ func (p *Pool) Get(n int) []uint64 {
 	if shift > maxShift {
 		return make([]uint64, 0, n)
 	}
-	if first, ok := p.classes[shift-minShift].Get().(*uint64); ok {
-		return unsafe.Slice(first, 1<<shift)[:0]
+	if pooling {
+		if first, ok := p.classes[shift-minShift].Get().(*uint64); ok {
+			return unsafe.Slice(first, 1<<shift)[:0]
+		}
 	}
 	return make([]uint64, 0, 1<<shift)
 }
@@ -54,7 +60,7 @@ func (p *Pool) Get(n int) []uint64 {
 func (p *Pool) Put(s []uint64) {
 	c := cap(s)
 	shift := bits.Len(uint(c)) - 1
-	if shift < minShift || shift > maxShift || c != 1<<shift {
+	if !pooling || shift < minShift || shift > maxShift || c != 1<<shift {
 		return
 	}
 	s = s[:c]

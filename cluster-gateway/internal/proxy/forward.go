@@ -19,7 +19,25 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 )
 
+// copyBufs holds the buffers answers are streamed through (32 KiB each).
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
+func getCopyBuf() *[]byte {
+	if !pooling {
+		return copyBufs.New().(*[]byte)
+	}
+	return copyBufs.Get().(*[]byte)
+}
+
+func putCopyBuf(b *[]byte) {
+	if pooling {
+		copyBufs.Put(b)
+	}
+}
 
 // serveInference handles POST /v1/completions, /v1/chat/completions and /v1/embeddings.
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
@@ -187,8 +205,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 // between two SSE events and the model server's error that broke the body (nil at its end, or
 // when the client went away).
 func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body io.Reader, a *pipeline.Attempt) (bool, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
+	bp := getCopyBuf()
+	defer putCopyBuf(bp)
 	buf := *bp
 	boundary := true // the bytes sent so far end between two SSE events
 	for {

@@ -180,13 +180,18 @@ func (s *Server) Run(ctx context.Context) error {
 // Connection: close) while in-flight streams finish, stops accepting once they have, and closes
 // whatever still runs after DrainTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.Handler())
+}
+
+// serve is Serve with the routes of h.
+func (s *Server) serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	// HTTP/1.1 and cleartext HTTP/2 (prior knowledge), so routers can multiplex over h2c; on a
 	// TLS listener, HTTP/2 by ALPN.
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	protocols.SetHTTP2(true)
-	srv := &http.Server{Handler: s.Handler(), Protocols: &protocols,
+	srv := &http.Server{Handler: h, Protocols: &protocols,
 		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams,
 			MaxReceiveBufferPerConnection: maxReceiveBuffer, MaxReceiveBufferPerStream: maxReceiveBuffer},

@@ -19,9 +19,15 @@ type scratch struct {
 	cs     framework.CycleState
 }
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 func (s *Scheduler) acquire() *scratch {
-	if sc, ok := s.pool.Get().(*scratch); ok {
-		return sc
+	if pooling {
+		if sc, ok := s.pool.Get().(*scratch); ok {
+			return sc
+		}
 	}
 	sc := &scratch{}
 	sc.cs.Owner = sc
@@ -32,7 +38,9 @@ func (s *Scheduler) release(sc *scratch) {
 	sc.cs.Reset()
 	clear(sc.cands[:cap(sc.cands)])
 	clear(sc.scored[:cap(sc.scored)])
-	s.pool.Put(sc)
+	if pooling {
+		s.pool.Put(sc)
+	}
 }
 
 // Schedule picks the endpoint for req: Targets[0] is the choice, the rest are fallbacks in order

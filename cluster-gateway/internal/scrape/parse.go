@@ -28,6 +28,10 @@ const MaxLineBytes = 1 << 20
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 // Parse reads a Prometheus text-format page from r and returns the engine's signals. It streams:
 // lines of families the engine does not need are skipped after their name is read, so only a few
 // lines are parsed. Series of one family are combined: queue, running and prefix counters are
@@ -35,9 +39,8 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<
 // the series with the highest value (the newest timestamp) wins. NaN and infinite samples are
 // ignored. ScrapedAt is left zero for the caller to set.
 func Parse(r io.Reader, engine datastore.Engine) (*datastore.Metrics, error) {
-	br := readerPool.Get().(*bufio.Reader)
-	br.Reset(r)
-	defer func() { br.Reset(nil); readerPool.Put(br) }()
+	br := getReader(r)
+	defer putReader(br)
 	p := parser{fam: familiesFor(engine)}
 	for lineNo := 1; ; lineNo++ {
 		line, err := p.readLine(br)
@@ -54,6 +57,22 @@ func Parse(r io.Reader, engine datastore.Engine) (*datastore.Metrics, error) {
 		}
 	}
 	return p.result()
+}
+
+func getReader(r io.Reader) *bufio.Reader {
+	if !pooling {
+		return bufio.NewReaderSize(r, 16<<10)
+	}
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+func putReader(br *bufio.Reader) {
+	if pooling {
+		br.Reset(nil)
+		readerPool.Put(br)
+	}
 }
 
 // parser accumulates one page.

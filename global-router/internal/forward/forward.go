@@ -383,8 +383,8 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush() // headers leave at once: the client sees the route before the first token
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
+	bp := getCopyBuf()
+	defer putCopyBuf(bp)
 	buf := *bp
 	boundary := true // the bytes sent so far end between two SSE events
 	for {
@@ -471,8 +471,25 @@ func oneOfFold(k string, names []string) bool {
 	return false
 }
 
-// copyBufs holds the buffers answers are streamed through.
+// copyBufs holds the buffers answers are streamed through (32 KiB each).
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
+func getCopyBuf() *[]byte {
+	if !pooling {
+		return copyBufs.New().(*[]byte)
+	}
+	return copyBufs.Get().(*[]byte)
+}
+
+func putCopyBuf(b *[]byte) {
+	if pooling {
+		copyBufs.Put(b)
+	}
+}
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

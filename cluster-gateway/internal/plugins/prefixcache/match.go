@@ -23,6 +23,10 @@ func ReadMatch(cs *framework.CycleState) *Match { return framework.ReadPrefixMat
 // all zero between uses.
 var scratchPool = sync.Pool{New: func() any { return new([]int32) }}
 
+// pooling is false in builds with the nopool tag (nopool.go), which bypass the package's pools
+// so that benchmarks can measure what they save.
+var pooling = true
+
 // match fills m.Blocks for eps. Because hashes are chained, a pod holding block i saw the whole
 // prefix up to i, so a pod's match length is the last block it holds among the pods holding the
 // first block. Walking from the last block down, each pod is assigned once; the walk stops when
@@ -40,7 +44,12 @@ func (x *index) match(hashes []uint64, eps []framework.Endpoint, m *Match) {
 	if first.n == 0 {
 		return
 	}
-	sp := scratchPool.Get().(*[]int32)
+	var sp *[]int32
+	if pooling {
+		sp = scratchPool.Get().(*[]int32)
+	} else {
+		sp = new([]int32)
+	}
 	byID := resize(*sp, len(x.slots))
 	for i := int32(0); i < first.n; i++ {
 		byID[first.at(i)] = -1
@@ -55,7 +64,9 @@ func (x *index) match(hashes []uint64, eps []framework.Endpoint, m *Match) {
 		byID[first.at(i)] = 0
 	}
 	*sp = byID
-	scratchPool.Put(sp)
+	if pooling {
+		scratchPool.Put(sp)
+	}
 }
 
 func (x *index) assign(hashes []uint64, byID []int32, remaining int) {
