@@ -157,6 +157,8 @@ func etcdLeaderKilled(t *testing.T, bin string) {
 		killAt  = 5 * time.Second
 		runTime = 15 * time.Second
 	)
+	// A router is ready once it knows one fresh cluster, which may not list the model yet.
+	waitRouterKnows(t, w, r1, "east-a", "east-b")
 	l := startLoad(t, "http://"+r1.Listen, 5, runTime, 30)
 	w1, w2 := startWriter(w, r1, "r1"), startWriter(w, r2, "r2")
 	time.Sleep(time.Until(l.started.Add(killAt)))
