@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -29,7 +30,7 @@ func benchPool(b *testing.B, n, gateways int, timings gossip.Timings, budget int
 			c.BroadcastBudget = budget
 		}
 	})
-	gossiptest.Eventually(b, 5*time.Minute, func() bool { return gossiptest.AllMembersAlive(nodes(p), n) }, "pool never formed") // a loaded machine is slow to form it
+	poll.Until(b, 5*time.Minute, func() bool { return gossiptest.AllMembersAlive(nodes(p), n) }, "the pool to form") // a loaded machine is slow to form it
 	return p
 }
 
@@ -57,7 +58,7 @@ func BenchmarkPropagation(b *testing.B) {
 					b.Fatal(err)
 				}
 				at := time.Unix(0, sent.GetGeneratedAtUnixNano())
-				gossiptest.Eventually(b, time.Minute, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "change never reached every node")
+				poll.Until(b, time.Minute, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the change to reach every node")
 				var last time.Duration
 				for k := 0; k < n; k++ {
 					if s := summaryOf(p.Node(k), sent.GetNode()); s != nil && k != i%n {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -31,7 +32,7 @@ func TestBudgetHeldDeltasReachThePool(t *testing.T) {
 					c.Registerer = reg
 				}
 			})
-			gossiptest.Eventually(t, 30*time.Second, func() bool { return gossiptest.AllMembersAlive(nodes(p), 5) }, "pool never formed")
+			poll.Until(t, 30*time.Second, func() bool { return gossiptest.AllMembersAlive(nodes(p), 5) }, "the pool to form")
 			var last uint64
 			for i := 0; i < 12; i++ { // back to back: far faster than any budget allows
 				sent, err := p.Node(0).Publish(testSummary(20, 10, 0, uint32(i)))
@@ -47,8 +48,8 @@ func TestBudgetHeldDeltasReachThePool(t *testing.T) {
 			if tt.wantHeld {
 				want = 2
 			}
-			gossiptest.Eventually(t, 10*time.Second, func() bool { return deltaEvents(t, reg, "published") == want }, "the held delta was never sent")
-			gossiptest.Eventually(t, 30*time.Second, func() bool { return hasSeq(p, p.Node(0).Name(), last) }, "the latest summary never reached every node")
+			poll.Until(t, 10*time.Second, func() bool { return deltaEvents(t, reg, "published") == want }, "the held delta to be sent")
+			poll.Until(t, 30*time.Second, func() bool { return hasSeq(p, p.Node(0).Name(), last) }, "the latest summary to reach every node")
 			if held, superseded := deltaEvents(t, reg, "held"), deltaEvents(t, reg, "superseded"); (held > 0) != tt.wantHeld || superseded != max(held-1, 0) {
 				t.Fatalf("%v deltas held back, %v superseded: want held = %v, all but the last superseded", held, superseded, tt.wantHeld)
 			}

@@ -1,6 +1,7 @@
 package gossip_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -52,8 +54,8 @@ func TestDeltasRebuildPublishedSummaries(t *testing.T) {
 	}
 	for load := uint32(0); load < 5; load++ {
 		sent := publish(load)
-		gossiptest.Eventually(t, 30*time.Second, func() bool { return holdsExactly(p, sent) },
-			"summary %d never rebuilt exactly everywhere", load)
+		poll.Until(t, 30*time.Second, func() bool { return holdsExactly(p, sent) },
+			fmt.Sprintf("summary %d rebuilt exactly everywhere", load))
 	}
 	want := `
 # HELP switchyard_gossip_deltas_total Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.
@@ -70,7 +72,7 @@ switchyard_gossip_deltas_total{event="published"} 4
 	p.Add(c)
 	formed(t, p)
 	last := summaryOf(p.Node(1), pub.Name()).Summary
-	gossiptest.Eventually(t, 30*time.Second, func() bool { return holdsExactly(p, last) }, "late node never got the summary")
+	poll.Until(t, 30*time.Second, func() bool { return holdsExactly(p, last) }, "the late node to get the summary")
 	// Publish until the late node applies a delta (a periodic push/pull may bring it a summary
 	// before the delta does): it must never have parked one, since push/pull gave it the base.
 	for load := uint32(7); deltaEvents(t, reg, "applied") == 0; load++ {
@@ -78,7 +80,7 @@ switchyard_gossip_deltas_total{event="published"} 4
 			t.Fatalf("late node applied no delta (parked %v)", deltaEvents(t, reg, "parked"))
 		}
 		sent := publish(load)
-		gossiptest.Eventually(t, 30*time.Second, func() bool { return holdsExactly(p, sent) }, "summary %d never rebuilt exactly everywhere", load)
+		poll.Until(t, 30*time.Second, func() bool { return holdsExactly(p, sent) }, fmt.Sprintf("summary %d rebuilt exactly everywhere", load))
 	}
 	if got := deltaEvents(t, reg, "parked"); got != 0 {
 		t.Errorf("late node parked %v deltas, want 0 (its base came by push/pull)", got)

@@ -2,9 +2,11 @@ package gossip_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -20,8 +22,8 @@ func memberState(n *gossip.Node, name string) gossip.MemberState {
 
 func formed(t *testing.T, p *gossiptest.Pool) {
 	t.Helper()
-	gossiptest.Eventually(t, 30*time.Second, func() bool { return gossiptest.AllMembersAlive(nodes(p), p.Len()) },
-		"pool of %d never formed", p.Len())
+	poll.Until(t, 30*time.Second, func() bool { return gossiptest.AllMembersAlive(nodes(p), p.Len()) },
+		fmt.Sprintf("a pool of %d to form", p.Len()))
 }
 
 func TestSummaryTurnsStaleAfterTTL(t *testing.T) {
@@ -33,21 +35,21 @@ func TestSummaryTurnsStaleAfterTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "summary never arrived")
+	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the summary to arrive")
 	select {
 	case <-sub:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no change notification")
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, func() bool {
 		s := summaryOf(p.Node(1), sent.GetNode())
 		return s.Stale && s.Age > 500*time.Millisecond && s.State == gossip.StateAlive
 	}, "summary never marked stale")
 	if _, err := p.Node(0).Publish(testSummary(2, 1, 0, 2)); err != nil {
 		t.Fatal(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool { return !summaryOf(p.Node(1), sent.GetNode()).Stale },
-		"a fresh summary did not clear the stale flag")
+	poll.Until(t, 10*time.Second, func() bool { return !summaryOf(p.Node(1), sent.GetNode()).Stale },
+		"a fresh summary to clear the stale flag")
 }
 
 func TestKilledNodeMarkedDeadAndStale(t *testing.T) {
@@ -61,12 +63,12 @@ func TestKilledNodeMarkedDeadAndStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool { return hasSeq(p, victim, sent.GetSequence()) }, "summary never arrived")
+	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, victim, sent.GetSequence()) }, "the summary to arrive")
 	if s := summaryOf(p.Node(0), victim); s.Stale {
 		t.Fatal("summary stale before the kill")
 	}
 	p.Stop(2)
-	gossiptest.Eventually(t, 20*time.Second, func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return memberState(p.Node(0), victim) == gossip.StateDead && memberState(p.Node(1), victim) == gossip.StateDead
 	}, "killed node never declared dead")
 	for i := 0; i < 2; i++ {
@@ -84,10 +86,10 @@ func TestRestartedNodeSequenceWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool { return hasSeq(p, first.GetNode(), first.GetSequence()) }, "first summary never arrived")
+	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, first.GetNode(), first.GetSequence()) }, "the first summary to arrive")
 	p.Stop(2)
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return memberState(p.Node(0), first.GetNode()) == gossip.StateLeft },
-		"stopped node never seen as left")
+	poll.Until(t, 20*time.Second, func() bool { return memberState(p.Node(0), first.GetNode()) == gossip.StateLeft },
+		"the stopped node seen as left")
 	if s := summaryOf(p.Node(0), first.GetNode()); !s.Stale {
 		t.Error("departed node's summary not stale")
 	}
@@ -102,7 +104,7 @@ func TestRestartedNodeSequenceWins(t *testing.T) {
 	if second.GetSequence() <= first.GetSequence() {
 		t.Fatalf("restarted sequence %d not above %d", second.GetSequence(), first.GetSequence())
 	}
-	gossiptest.Eventually(t, 20*time.Second, func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		s := summaryOf(p.Node(0), second.GetNode())
 		return s != nil && s.Summary.GetSequence() == second.GetSequence() && !s.Stale && s.State == gossip.StateAlive
 	}, "restarted node's summary did not replace the old one")
@@ -115,7 +117,7 @@ func TestWrongKeyCannotJoinOrRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "summary never arrived")
+	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the summary to arrive")
 
 	tests := []struct {
 		name string
@@ -166,8 +168,8 @@ func TestKeyRotationWithoutDowntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gossiptest.Eventually(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
-			"%s: summary did not spread", step.name)
+		poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
+			step.name+": the summary to spread")
 		if !gossiptest.AllMembersAlive(nodes(p), 3) {
 			t.Fatalf("%s: a member is no longer alive", step.name)
 		}

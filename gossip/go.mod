@@ -6,6 +6,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/switchyard-dev/switchyard/contract v0.0.0
 	github.com/switchyard-dev/switchyard/proto v0.0.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -31,4 +32,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/switchyard-dev/switchyard/proto => ../proto
+replace (
+	github.com/switchyard-dev/switchyard/contract => ../contract
+	github.com/switchyard-dev/switchyard/proto => ../proto
+)

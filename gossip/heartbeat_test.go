@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -32,20 +33,14 @@ func TestHeartbeatDeltasKeepSummariesFresh(t *testing.T) {
 	pub := p.Node(0)
 	// A node that missed the first (full) summary gets it by asking its publisher once later
 	// heartbeats arrive without their base, or by push/pull: publish until all hold one.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.Until(t, 60*time.Second, func() bool {
 		sent, err := pub.Publish(testSummary(20, 10, 0, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
-		if hasSeq(p, pub.Name(), sent.GetSequence()) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the summary never reached every node")
-		}
-	}
+		return hasSeq(p, pub.Name(), sent.GetSequence())
+	}, "the summary to reach every node")
 	var worst time.Duration
 	next := time.Now()
 	for beats := 0; beats < 9; {

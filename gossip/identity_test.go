@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -54,7 +55,7 @@ func TestPoolStoresOnlyVerifiedSummaries(t *testing.T) {
 		}
 	})
 	router := p.Node(0)
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{router}, 3) }, "pool formed")
+	poll.Until(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{router}, 3) }, "pool formed")
 	var last *gossipv1.CapacitySummary
 	for i := range 5 {
 		for _, n := range []int{1, 2} {
@@ -68,7 +69,7 @@ func TestPoolStoresOnlyVerifiedSummaries(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	gossiptest.Eventually(t, 20*time.Second, func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		for _, s := range router.Snapshot() {
 			if s.Node == "gw-c1" && s.Summary.GetSequence() == last.GetSequence() {
 				return true
@@ -76,7 +77,7 @@ func TestPoolStoresOnlyVerifiedSummaries(t *testing.T) {
 		}
 		return false
 	}, "the real gateway's last summary reaches the router")
-	gossiptest.Eventually(t, 20*time.Second, func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return testutil.ToFloat64(rejectedCounter(t, reg, gossip.RejectVerifier)) >= 1
 	}, "the impostor's summaries are counted as rejected")
 	for _, s := range router.Snapshot() {
@@ -141,7 +142,7 @@ func TestLargePreAuthPushIsCut(t *testing.T) {
 	if got := n.Stats().StreamBytesReceived - before; got > 64<<10 {
 		t.Fatalf("the node read %d bytes of the stream, want only its header", got)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, func() bool {
 		return testutil.ToFloat64(counterNamed(t, reg, "switchyard_gossip_streams_cut_total")) == 1
 	}, "the cut stream is counted")
 
@@ -149,7 +150,7 @@ func TestLargePreAuthPushIsCut(t *testing.T) {
 	c := gossiptest.Config(1)
 	c.Seeds = []string{n.Addr()}
 	p.Add(c)
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{n}, 2) }, "a keyed node joins after the cut")
+	poll.Until(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{n}, 2) }, "a keyed node to join after the cut")
 	if strings.Contains(fmt.Sprint(werr), "timeout") {
 		t.Fatalf("the writer timed out instead of being cut: %v", werr)
 	}
@@ -209,7 +210,10 @@ func TestSigningKeyFileWatcherFollowsTheFile(t *testing.T) {
 		write(st.content)
 		want := gossip.KeyID(st.want.Public().(ed25519.PublicKey))
 		time.Sleep(100 * time.Millisecond)
-		gossiptest.Eventually(t, 10*time.Second, func() bool { return n.SigningKeyID() == want }, "%s: key id %q, want %q", st.name, n.SigningKeyID(), want)
+		poll.UntilState(t, 10*time.Second, func() (bool, string) {
+			id := n.SigningKeyID()
+			return id == want, fmt.Sprintf("key id %q", id)
+		}, fmt.Sprintf("%s: key id %q", st.name, want))
 		out, err := n.Publish(&gossipv1.CapacitySummary{})
 		if err != nil {
 			t.Fatal(err)

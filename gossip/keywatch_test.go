@@ -3,11 +3,13 @@ package gossip_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -43,7 +45,10 @@ func TestKeyFileWatcherFollowsTheFile(t *testing.T) {
 	}
 	for _, st := range steps {
 		write(st.write...)
-		gossiptest.Eventually(t, 10*time.Second, func() bool { return sameKeys(n.Keys(), st.want) }, "%s: keys %q", st.name, n.Keys())
+		poll.UntilState(t, 10*time.Second, func() (bool, string) {
+			keys := n.Keys()
+			return sameKeys(keys, st.want), fmt.Sprintf("keys %q", keys)
+		}, fmt.Sprintf("%s: keys %q", st.name, st.want))
 	}
 }
 

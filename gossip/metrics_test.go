@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -20,7 +21,7 @@ func TestMetricsAndRTT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "summary never arrived")
+	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the summary to arrive")
 	want := `
 # HELP switchyard_gossip_published_total Summaries published by this node.
 # TYPE switchyard_gossip_published_total counter
@@ -29,7 +30,7 @@ switchyard_gossip_published_total 1
 	if err := testutil.GatherAndCompare(regs[0], strings.NewReader(want), "switchyard_gossip_published_total"); err != nil {
 		t.Error(err)
 	}
-	gossiptest.Eventually(t, 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, func() bool {
 		mfs, err := regs[1].Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +49,7 @@ switchyard_gossip_published_total 1
 	if st := p.Node(0).Stats(); st.OwnBroadcastBytes == 0 {
 		t.Errorf("publisher stats %+v", st)
 	}
-	gossiptest.Eventually(t, 15*time.Second, func() bool {
+	poll.Until(t, 15*time.Second, func() bool {
 		s := summaryOf(p.Node(1), sent.GetNode())
 		return s.RTTKnown && s.RTT > 0 && s.RTT < time.Second
 	}, "no RTT estimate to the publisher")

@@ -1,11 +1,13 @@
 package gossip_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -68,8 +70,8 @@ func TestConvergence(t *testing.T) {
 			defer func() { t.Logf("converged in %v", time.Since(start)) }()
 			// Generous bounds: 50 encrypted nodes in one process under the race detector on a
 			// shared 2-core machine converge in well under a minute, but CPU starvation stretches it.
-			gossiptest.Eventually(t, 3*time.Minute, func() bool { return gossiptest.AllMembersAlive(all, tt.nodes) },
-				"%d nodes never all alive", tt.nodes)
+			poll.Until(t, 3*time.Minute, func() bool { return gossiptest.AllMembersAlive(all, tt.nodes) },
+				fmt.Sprintf("%d nodes all alive", tt.nodes))
 			t.Logf("members alive after %v", time.Since(start))
 			publishers := []int{0, tt.nodes / 2, tt.nodes - 1}
 			var want []uint64
@@ -82,8 +84,8 @@ func TestConvergence(t *testing.T) {
 			}
 			for k, i := range publishers {
 				name := p.Node(i).Name()
-				gossiptest.Eventually(t, time.Minute, func() bool { return hasSeq(p, name, want[k]) },
-					"summary of %s never reached every node", name)
+				poll.Until(t, time.Minute, func() bool { return hasSeq(p, name, want[k]) },
+					"the summary of "+name+" to reach every node")
 			}
 			got := summaryOf(p.Node(1), p.Node(publishers[2]).Name())
 			if got.Stale || got.Cluster != gossiptest.Config(publishers[2]).Cluster || got.Summary.GetGatewayUrl() == "" {
@@ -95,7 +97,7 @@ func TestConvergence(t *testing.T) {
 
 func TestOversizeSummaryRoundTrips(t *testing.T) {
 	p := gossiptest.Start(t, 3, nil)
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive(nodes(p), 3) }, "pool never formed")
+	poll.Until(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive(nodes(p), 3) }, "the pool to form")
 	big := testSummary(50, 20, 4096, 7)
 	sent, err := p.Node(0).Publish(big)
 	if err != nil {
@@ -105,7 +107,7 @@ func TestOversizeSummaryRoundTrips(t *testing.T) {
 	if len(blob) < 5000 {
 		t.Fatalf("summary is only %d bytes encoded; the test needs one spanning many packets", len(blob))
 	}
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "oversize summary never arrived")
+	poll.Until(t, 20*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the oversize summary to arrive")
 	for i := 1; i < 3; i++ {
 		got := summaryOf(p.Node(i), sent.GetNode())
 		if !proto.Equal(got.Summary, sent) {

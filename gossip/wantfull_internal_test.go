@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
@@ -46,25 +47,13 @@ func runNode(t *testing.T, name, seed string) *Node {
 	return n
 }
 
-// poll fails the test unless cond holds within timeout.
-func poll(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A receiver that lost the base (here: forgot the publisher) parks the publisher's deltas, asks
 // the publisher directly for a full summary once the base is overdue, and holds the exact summary
 // after the publisher's next publication, with push/pull switched off.
 func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 	pub := runNode(t, "pub", "")
 	recv := runNode(t, "recv", pub.Addr())
-	poll(t, 30*time.Second, func() bool { return len(pub.Members()) == 2 && len(recv.Members()) == 2 }, "pool never formed")
+	poll.Until(t, 30*time.Second, func() bool { return len(pub.Members()) == 2 && len(recv.Members()) == 2 }, "the pool to form")
 	holds := func(sent *gossipv1.CapacitySummary) func() bool {
 		return func() bool {
 			e, ok := recv.store.entriesCopy()[pub.Name()]
@@ -81,8 +70,8 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 		}
 		return sent
 	}
-	poll(t, 30*time.Second, holds(publish(1)), "full summary never arrived")
-	poll(t, 30*time.Second, func() bool { return pub.queue.NumQueued() == 0 }, "full summary never left the queue")
+	poll.Until(t, 30*time.Second, holds(publish(1)), "the full summary to arrive")
+	poll.Until(t, 30*time.Second, func() bool { return pub.queue.NumQueued() == 0 }, "the full summary to leave the queue")
 
 	recv.store.mu.Lock()
 	delete(recv.store.entries, pub.Name()) // the receiver loses the base
@@ -101,7 +90,7 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 		return false
 	}
 	var last *gossipv1.CapacitySummary
-	poll(t, 30*time.Second, func() bool {
+	poll.Until(t, 30*time.Second, func() bool {
 		// The full summary itself may come back (a late relay of its chunks), and the parked
 		// delta then applies on top of it: whatever the receiver holds must be a summary the
 		// publisher published. A delta applied without its base would be none of them. A
@@ -118,11 +107,11 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 		last = publish(2)
 		sent = append(sent, last)
 		return pub.pub.base != first
-	}, "publisher never sent a full summary")
+	}, "the publisher to send a full summary")
 	if got := testutil.ToFloat64(recv.metrics.deltas.WithLabelValues("full_requested")); got < 1 {
 		t.Errorf("receiver asked for %v full summaries, want at least 1", got)
 	}
-	poll(t, 30*time.Second, holds(last), "receiver never got the full summary")
+	poll.Until(t, 30*time.Second, holds(last), "the receiver to get the full summary")
 	t.Logf("receiver held the publisher's summary again %v after losing its base", time.Since(lost).Round(time.Millisecond))
-	poll(t, 30*time.Second, holds(publish(4)), "receiver never applied the next delta")
+	poll.Until(t, 30*time.Second, holds(publish(4)), "the receiver to apply the next delta")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
 
@@ -218,16 +219,13 @@ func (r *running) stop() error {
 	return r.err
 }
 
-// Eventually polls cond every 20 ms until it returns true or timeout passes, then fails the test
-// with msg.
+// Eventually polls cond (as poll.Within does) until it returns true or timeout passes, then
+// fails the test with msg, a format for args. New tests call poll.Until, whose message names
+// what was awaited.
 func Eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("gossiptest: timed out after %v: "+msg, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.Within(timeout, cond) {
+		tb.Fatalf("gossiptest: timed out after %v: "+msg, append([]any{timeout}, args...)...)
 	}
 }
 

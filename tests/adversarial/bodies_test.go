@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
@@ -62,9 +63,9 @@ func TestStalledUploadsCannotExhaustMemory(t *testing.T) {
 	}
 	for _, tg := range targets {
 		want := float64(stalledConns * 4096) // each body's first buffer holds the 3 KB sent
-		eventuallyTrue(t, tg.name+" reading every stalled body", func() bool {
+		poll.Until(t, 20*time.Second, func() bool {
 			return harness.MetricValue(t, tg.node.Metrics, tg.gauge) >= want
-		})
+		}, tg.name+" reading every stalled body")
 		if held := harness.MetricValue(t, tg.node.Metrics, tg.gauge); held > 2*want {
 			t.Errorf("%s: stalled bodies hold %.0f bytes, want about %.0f (what they sent)", tg.name, held, want)
 		}
@@ -77,9 +78,9 @@ func TestStalledUploadsCannotExhaustMemory(t *testing.T) {
 		_ = c.Close()
 	}
 	for _, tg := range targets {
-		eventuallyTrue(t, tg.name+" budget back after the stall", func() bool {
+		poll.Until(t, 20*time.Second, func() bool {
 			return harness.MetricValue(t, tg.node.Metrics, tg.gauge) == 0
-		})
+		}, tg.name+" budget back after the stall")
 	}
 	servesCompletion(t, "router after the stall", router.Listen)
 	servesCompletion(t, "gateway after the stall", gw.Listen)
@@ -118,15 +119,15 @@ func TestStalledStreamsOnOneH2CConnection(t *testing.T) {
 		})
 	}
 	want := float64(streams * 4096)
-	eventuallyTrue(t, "the gateway reading every stalled stream", func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_inflight_body_bytes") >= want
-	})
+	}, "the gateway reading every stalled stream")
 	checkMemory(t, "gateway", gw)
 	servesCompletion(t, "gateway during the h2c stall", gw.Listen)
 	cancel()
-	eventuallyTrue(t, "budget back after the streams end", func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_inflight_body_bytes") == 0
-	})
+	}, "budget back after the streams end")
 }
 
 // TestBodyBudgetSpentAnswers503 runs a gateway whose body budget is one largest body (1 MiB)
@@ -138,9 +139,9 @@ func TestBodyBudgetSpentAnswers503(t *testing.T) {
 	w := newWorld(t)
 	gw := w.Gateway("adv-budget", "us-east-1", []string{w.Pod("h100").Listen}, "--max-body-bytes=1048576", "--max-inflight-body-bytes=1MiB")
 	conns := stall(t, gw.Listen, stalledConns, 1_000_000) // within the body limit: only the budget refuses them
-	eventuallyTrue(t, "the budget spent", func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_request_body_refused_total", "door=http", "reason=budget") > 0
-	})
+	}, "the budget spent")
 	body := `{"model":"` + harness.TestModel + `","prompt":"` + strings.Repeat("hello ", 2000) + `","max_tokens":2}`
 	resp, err := http.Post("http://"+gw.Listen+"/v1/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -160,9 +161,9 @@ func TestBodyBudgetSpentAnswers503(t *testing.T) {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	eventuallyTrue(t, "budget back", func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_inflight_body_bytes") == 0
-	})
+	}, "budget back")
 	servesCompletion(t, "gateway after the stall", gw.Listen)
 }
 
@@ -269,17 +270,5 @@ func raiseFileLimit(t *testing.T, n uint64) {
 	}
 	if lim.Cur < n+64 {
 		t.Skipf("open-file limit %d is below the %d connections the attack needs", lim.Cur, n)
-	}
-}
-
-// eventuallyTrue polls cond for up to 20 s.
-func eventuallyTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

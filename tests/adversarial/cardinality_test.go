@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
@@ -54,13 +55,10 @@ func TestLabelCardinalityBounded(t *testing.T) {
 	before := map[string]map[string]int{}
 	for name, addr := range procs {
 		// The gossip gauges appear at the node's first sweep.
-		deadline := time.Now().Add(30 * time.Second)
-		for before[name] = scrapeSeries(t, addr); before[name]["switchyard_gossip_members"] == 0; before[name] = scrapeSeries(t, addr) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no gossip gauges within 30 s", name)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		poll.Until(t, 30*time.Second, func() bool {
+			before[name] = scrapeSeries(t, addr)
+			return before[name]["switchyard_gossip_members"] != 0
+		}, "the "+name+"'s gossip gauges")
 	}
 
 	stop := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
@@ -25,9 +26,9 @@ func TestFlagsFileFailsClosed(t *testing.T) {
 
 	t.Run("a file's setting is in force", func(t *testing.T) {
 		strict := w.RouterNoWait("us-east-1", "", "--config="+strictFile)
-		eventuallyTrue(t, "the strict router rejecting the unregistered gateway's summaries", func() bool {
+		poll.Until(t, 20*time.Second, func() bool {
 			return metricValue(t, strict.Metrics, `switchyard_router_summaries_rejected_total{reason="unregistered"}`) > 0
-		})
+		}, "the strict router rejecting the unregistered gateway's summaries")
 		if code := statusOf(t, "http://"+strict.Metrics+"/readyz"); code != http.StatusServiceUnavailable {
 			t.Fatalf("strict router /readyz = %d with only unregistered clusters, want 503", code)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 
 	"github.com/switchyard-dev/switchyard/gossip"
@@ -51,13 +52,13 @@ func TestGossipKeyCannotRedirectPrompts(t *testing.T) {
 		"cluster": "adv-id", "region": "us-east-1", "gateway_urls": []string{realURL},
 		"public_keys": []string{base64.StdEncoding.EncodeToString(realPub)},
 	}}, nil)
-	idEventually(t, 15*time.Second, "strict identity mode", func() bool {
+	poll.Until(t, 15*time.Second, func() bool {
 		var resp struct {
 			Mode string `json:"identityMode"`
 		}
 		idAdminCall(t, admin, token, "ListRegistrations", map[string]any{}, &resp)
 		return resp.Mode == "strict"
-	})
+	}, "strict identity mode")
 
 	intruderPod := w.Pod("h100")
 	intruder := w.Gateway("adv-id", "us-east-1", []string{"intruder-pod=" + intruderPod.Listen}, "--summary-signing-key-file="+rogueKey)
@@ -67,11 +68,11 @@ func TestGossipKeyCannotRedirectPrompts(t *testing.T) {
 	idInject(t, w, router, &gossipv1.CapacitySummary{Node: realNode, Sequence: uint64(time.Now().Add(10 * time.Second).UnixNano()),
 		Cluster: "adv-id", Region: "us-east-1", GatewayUrl: "http://" + intruder.Listen})
 
-	idEventually(t, 30*time.Second, "the rogue gateway's and the forged summaries are counted", func() bool {
+	poll.Until(t, 30*time.Second, func() bool {
 		return harness.MetricValue(t, router.Metrics, "switchyard_router_summaries_rejected_total", "reason=unknown_key") >= 1 &&
 			harness.MetricValue(t, router.Metrics, "switchyard_router_summaries_rejected_total", "reason=unsigned") >= 1 &&
 			harness.MetricValue(t, router.Metrics, "switchyard_gossip_summaries_rejected_total", "reason=clock_skew") >= 1
-	})
+	}, "the rogue gateway's and the forged summaries are counted")
 	// Past the summary TTL (3 s), the real gateway's updates still arrive: nothing froze them.
 	time.Sleep(4 * time.Second)
 	urls, stale, age := idClusterState(t, admin, token, "adv-id")
@@ -221,16 +222,4 @@ func idClusterState(t *testing.T, admin, token, name string) (urls []string, sta
 	}
 	t.Fatalf("cluster %s not listed: %+v", name, resp.Clusters)
 	return nil, false, 0
-}
-
-// idEventually polls cond every 100 ms until it holds or timeout passes.
-func idEventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

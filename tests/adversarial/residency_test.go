@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
@@ -54,7 +55,7 @@ func TestResidencyPolicyNotLoaded(t *testing.T) {
 	if err := etcd.Start(); err != nil {
 		t.Fatalf("etcd back: %v", err)
 	}
-	if !poll(60*time.Second, func() bool { code, _ := getStatus(t, "http://"+r.Metrics+"/readyz"); return code == http.StatusOK }) {
+	if !poll.Within(60*time.Second, func() bool { code, _ := getStatus(t, "http://"+r.Metrics+"/readyz"); return code == http.StatusOK }) {
 		t.Fatalf("the router did not load its configuration once etcd was back\n%s", r.Log())
 	}
 	for range 5 {
@@ -166,7 +167,7 @@ func waitStatus(t *testing.T, router *harness.Node, model string, status int, co
 	t.Helper()
 	var got int
 	var last apiError
-	if !poll(20*time.Second, func() bool {
+	if !poll.Within(20*time.Second, func() bool {
 		resp, e := complete(t, router, model)
 		got, last = resp.StatusCode, e
 		return got == status && e.Code == code
@@ -178,7 +179,7 @@ func waitStatus(t *testing.T, router *harness.Node, model string, status int, co
 // waitModels waits until the router's /v1/models lists every model (gossip has brought them).
 func waitModels(t *testing.T, router *harness.Node, models ...string) {
 	t.Helper()
-	if !poll(60*time.Second, func() bool {
+	if !poll.Within(60*time.Second, func() bool {
 		_, body := getStatus(t, "http://"+router.Listen+"/v1/models")
 		for _, m := range models {
 			if !strings.Contains(body, `"`+m+`"`) {
@@ -208,18 +209,4 @@ func getStatus(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// poll calls ok every 200 ms until it returns true (true) or timeout passes (false).
-func poll(timeout time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if ok() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
@@ -96,14 +97,14 @@ func TestTruncatedUpstreamReachesTheClientAsAnError(t *testing.T) {
 	w := newWorld(t)
 	pod := cutPod(t)
 	gw := w.Gateway("adv-cut", "us-east-1", []string{"cut-pod=" + pod})
-	waitTruncation(t, "the gateway to serve the fake pod's model", func() bool {
+	poll.Until(t, time.Minute, func() bool {
 		return strings.Contains(truncGetBody("http://"+gw.Listen+"/v1/models"), harness.TestModel) &&
 			truncGetStatus("http://"+gw.Metrics+"/readyz") == http.StatusOK
-	})
+	}, "the gateway to serve the fake pod's model")
 	rt := w.Router("us-east-1", "")
-	waitTruncation(t, "the router to route the model", func() bool {
+	poll.Until(t, time.Minute, func() bool {
 		return strings.Contains(truncGetBody("http://"+rt.Listen+"/v1/models"), harness.TestModel)
-	})
+	}, "the router to route the model")
 	tiers := map[string]string{"gateway": gw.Listen, "router": rt.Listen}
 	cuts := 0
 	for tier, addr := range tiers {
@@ -132,10 +133,10 @@ func TestTruncatedUpstreamReachesTheClientAsAnError(t *testing.T) {
 		}
 	}
 	// Every cut passed through the gateway; the router's six went through the router too.
-	waitTruncation(t, "the truncations counted", func() bool {
+	poll.Until(t, time.Minute, func() bool {
 		return truncSumMetric("http://"+gw.Metrics+"/metrics", "switchyard_gateway_upstream_truncated_total") == float64(cuts) &&
 			truncSumMetric("http://"+rt.Metrics+"/metrics", "switchyard_router_upstream_truncated_total") == float64(cuts/2)
-	})
+	}, "the truncations counted")
 }
 
 // complete posts a completion with prompt to addr over client and reads the whole answer,
@@ -192,16 +193,4 @@ func truncSumMetric(url, name string) float64 {
 		}
 	}
 	return total
-}
-
-// waitTruncation polls cond for up to a minute (generous: the machine may be busy).
-func waitTruncation(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

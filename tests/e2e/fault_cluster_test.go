@@ -12,6 +12,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 )
@@ -342,11 +343,8 @@ func clusterShare(samples []loadgen.Sample, cluster string, from, to time.Durati
 // (gossip takes a moment).
 func waitRouterKnows(t *testing.T, w *world, router *node, clusters ...string) {
 	t.Helper()
-	var out []byte
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		var err error
-		out, err = exec.Command(filepath.Join(binDir, "switchyardctl"), "--addr=http://"+router.Admin,
+	poll.UntilState(t, 60*time.Second, func() (bool, string) {
+		out, err := exec.Command(filepath.Join(binDir, "switchyardctl"), "--addr=http://"+router.Admin,
 			"--token-file="+w.TokenFile, "clusters", "-o", "json").CombinedOutput()
 		var list struct {
 			Clusters []struct {
@@ -365,12 +363,8 @@ func waitRouterKnows(t *testing.T, w *world, router *node, clusters ...string) {
 		// A gateway's first summaries, published before it has read what its pods serve, list
 		// no model: the router must also see each cluster serving before load starts.
 		serving := harness.ServingClusters(context.Background(), "http://"+router.Admin, w.Token())
-		if len(notReady(ready, clusters)) == 0 && len(notReady(serving, clusters)) == 0 {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("clusters %v not all fresh, healthy and serving on the router within 60 s: %s", clusters, out)
+		return len(notReady(ready, clusters)) == 0 && len(notReady(serving, clusters)) == 0, string(out)
+	}, fmt.Sprintf("clusters %v fresh, healthy and serving on the router", clusters))
 }
 
 func notReady(seen map[string]bool, want []string) []string {

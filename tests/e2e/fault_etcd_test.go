@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 )
@@ -119,7 +120,7 @@ func etcdAllMembersStopped(t *testing.T, bin string) {
 	// The watch resumes: a change written after the outage reaches both routers.
 	mustRunCtl(t, w, west, "undrain", "east-b")
 	for _, r := range []*node{east, west} {
-		if !pollTrue(10*time.Second, func() bool { return !hasDrained(t, w, r, "east-b") }) {
+		if !poll.Within(10*time.Second, func() bool { return !hasDrained(t, w, r, "east-b") }) {
 			t.Errorf("router %s did not apply an undrain written after the outage within 10 s", r.Name())
 		}
 	}
@@ -156,6 +157,8 @@ func etcdLeaderKilled(t *testing.T, bin string) {
 		killAt  = 5 * time.Second
 		runTime = 15 * time.Second
 	)
+	// A router is ready once it knows one fresh cluster, which may not list the model yet.
+	waitRouterKnows(t, w, r1, "east-a", "east-b")
 	l := startLoad(t, "http://"+r1.Listen, 5, runTime, 30)
 	w1, w2 := startWriter(w, r1, "r1"), startWriter(w, r2, "r2")
 	time.Sleep(time.Until(l.started.Add(killAt)))
@@ -171,7 +174,7 @@ func etcdLeaderKilled(t *testing.T, bin string) {
 	samples := l.wait(t)
 
 	var newLeader *etcdMember
-	pollTrue(10*time.Second, func() bool { newLeader = etcd.Leader(t); return newLeader != nil })
+	poll.Within(10*time.Second, func() bool { newLeader = etcd.Leader(t); return newLeader != nil })
 	if newLeader == nil || newLeader == leader {
 		t.Errorf("no new etcd leader after the kill (got %v)", newLeader)
 	}
@@ -477,17 +480,19 @@ func missingWrites(stored map[string]int64, ws []policyWrite) []string {
 // acknowledged or timeout passes, and returns how long it took.
 func waitWrite(w *world, router *node, prefix string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
-	for i := 0; ; i++ {
+	var out string
+	i := 0
+	acked := poll.Within(timeout, func() bool {
 		model := fmt.Sprintf("%s-%d", prefix, i)
-		out, err := runCtl(w, router, "policy", "put", "--model="+model, "--overflow-threshold=0.6", "--timeout=2s")
-		if err == nil {
-			return time.Since(start), nil
-		}
-		if time.Since(start) > timeout {
-			return time.Since(start), fmt.Errorf("write still failing after %s: %s", timeout, out)
-		}
-		time.Sleep(200 * time.Millisecond)
+		i++
+		var err error
+		out, err = runCtl(w, router, "policy", "put", "--model="+model, "--overflow-threshold=0.6", "--timeout=2s")
+		return err == nil
+	})
+	if !acked {
+		return time.Since(start), fmt.Errorf("write still failing after %s: %s", timeout, out)
 	}
+	return time.Since(start), nil
 }
 
 // hasDrained reports whether cluster is listed as drained by the router.
@@ -527,30 +532,13 @@ func mustRunCtl(t *testing.T, w *world, router *node, args ...string) string {
 // waitServedBy sends requests through router until one is served by cluster.
 func waitServedBy(t *testing.T, router *node, cluster string, timeout time.Duration) {
 	t.Helper()
-	var got string
-	if !pollTrue(timeout, func() bool {
+	poll.UntilState(t, timeout, func() (bool, string) {
 		resp := complete(t, router.Listen)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		got = resp.Header.Get("X-Switchyard-Cluster")
-		return resp.StatusCode == 200 && got == cluster
-	}) {
-		t.Fatalf("router %s still routes to %q, want %s", router.Name(), got, cluster)
-	}
-}
-
-// pollTrue calls ok every 200 ms until it returns true (true) or timeout passes (false).
-func pollTrue(timeout time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if ok() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		got := resp.Header.Get("X-Switchyard-Cluster")
+		return resp.StatusCode == 200 && got == cluster, fmt.Sprintf("status %d from %q", resp.StatusCode, got)
+	}, "router "+router.Name()+" to route to "+cluster)
 }
 
 // recovery returns how long after killed the first write started after it was acknowledged

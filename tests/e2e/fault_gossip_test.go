@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 )
 
@@ -51,16 +52,12 @@ func clusterNames(rows []clusterRow) []string {
 func waitClusters(t *testing.T, w *world, router *node, timeout time.Duration, ok func([]clusterRow) bool) ([]clusterRow, time.Duration, bool) {
 	t.Helper()
 	start := time.Now()
-	for {
-		rows := listClusters(t, w, router)
-		if ok(rows) {
-			return rows, time.Since(start), true
-		}
-		if time.Since(start) > timeout {
-			return rows, time.Since(start), false
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var rows []clusterRow
+	held := poll.Within(timeout, func() bool {
+		rows = listClusters(t, w, router)
+		return ok(rows)
+	})
+	return rows, time.Since(start), held
 }
 
 func hasCluster(name string) func([]clusterRow) bool {

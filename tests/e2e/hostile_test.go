@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // hostileBodyLimit is the --max-body-bytes the scenario gives both tiers, so an oversize body
@@ -191,17 +193,10 @@ func residencyCase(rt, gw *node) hostileCase {
 			}
 		})
 		url := "http://" + rt.Listen + "/v1/completions"
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		poll.UntilState(t, 10*time.Second, func() (bool, string) {
 			a := postJSON(t, url, strings.NewReader(completionBody(4)), nil)
-			if a.Status == http.StatusServiceUnavailable {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("policy not applied within 10 s: still %s", a)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return a.Status == http.StatusServiceUnavailable, a.String()
+		}, "the policy applied")
 		before := metricValue(t, gw.Metrics, "switchyard_gateway_requests_total")
 		for range 3 {
 			a := postJSON(t, url, strings.NewReader(completionBody(4)), nil)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestGracefulShutdown sends SIGTERM to a gateway, and to a router, while long streams run through
@@ -114,13 +116,12 @@ const exitBound = 20 * time.Second
 func probeDrain(t *testing.T, url string, running *atomic.Int64) {
 	t.Helper()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	refused := poll.Within(10*time.Second, func() bool {
 		resp, err := client.Post(url, "application/json", strings.NewReader(completionBody(1)))
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED) && running.Load() == 0:
 			t.Logf("new request after the streams ended: connection refused")
-			return
+			return true
 		case err != nil:
 			t.Fatalf("new request during the drain, %d streams running: %v (want 503 with Retry-After on the open listener)", running.Load(), err)
 		}
@@ -132,14 +133,16 @@ func probeDrain(t *testing.T, url string, running *atomic.Int64) {
 				t.Errorf("503 during the drain without Connection: close")
 			}
 			t.Logf("new request during the drain: 503, Retry-After %s: %s", resp.Header.Get("Retry-After"), b)
-			return
+			return true
 		case resp.StatusCode != http.StatusOK:
 			t.Fatalf("new request during the drain: %d (Retry-After %q) %s; want 503 with Retry-After or a refused connection",
 				resp.StatusCode, resp.Header.Get("Retry-After"), b)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if !refused {
+		t.Fatal("new requests were still served 10 s after SIGTERM")
 	}
-	t.Fatal("new requests were still served 10 s after SIGTERM")
 }
 
 // stream sends one long streamed completion, signals started at its first token, and reads it to

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/devstack"
 )
 
@@ -149,18 +150,12 @@ func drainRegion(t *testing.T, cfg *devstack.Config, dataDir string) {
 // waitRoute sends requests until one is served in region with the given route, or fails after 10 s.
 func waitRoute(t *testing.T, addr, region, route string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilState(t, 10*time.Second, func() (bool, string) {
 		resp := complete(t, addr)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		gotRegion, gotRoute := resp.Header.Get("X-Switchyard-Region"), resp.Header.Get("X-Switchyard-Route")
-		if resp.StatusCode == 200 && gotRegion == region && gotRoute == route {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still served by %s/%s (status %d), want %s/%s", gotRegion, gotRoute, resp.StatusCode, region, route)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return resp.StatusCode == 200 && gotRegion == region && gotRoute == route,
+			sprintf("served by %s/%s (status %d)", gotRegion, gotRoute, resp.StatusCode)
+	}, "a request served by "+region+"/"+route)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestMutualTLSAcrossRegions runs the real binaries with mutual TLS on every data-path hop: a
@@ -50,7 +52,8 @@ func waitChatRoute(t *testing.T, client *http.Client, router *node, cluster, reg
 	body := `{"model":"` + testModel + `","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"Say hello"}]}`
 	var a answer
 	var proto string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	// Past the bound, the checks below fail on the last answer.
+	poll.Within(10*time.Second, func() bool {
 		resp, err := client.Post("https://"+router.Listen+"/v1/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatalf("chat completion over TLS: %v\n%s", err, router.Log())
@@ -61,10 +64,8 @@ func waitChatRoute(t *testing.T, client *http.Client, router *node, cluster, reg
 			t.Fatalf("reading the stream: %v", err)
 		}
 		a, proto = answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, resp.Proto
-		if a.Header.Get("X-Switchyard-Cluster") == cluster || time.Now().After(deadline) {
-			break
-		}
-	}
+		return a.Header.Get("X-Switchyard-Cluster") == cluster
+	})
 	h := a.Header
 	if a.Status != http.StatusOK || proto != "HTTP/2.0" || h.Get("X-Switchyard-Cluster") != cluster ||
 		h.Get("X-Switchyard-Region") != region || h.Get("X-Switchyard-Route") != route {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // Wire-level helpers for the hostile-input and shutdown scenarios: raw TCP exchanges, OpenAI
@@ -112,23 +114,15 @@ func completionBody(maxTokens int) string {
 func servesCompletion(addr string) func(t *testing.T) {
 	return func(t *testing.T) {
 		t.Helper()
-		var last string
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
+		poll.UntilState(t, 20*time.Second, func() (bool, string) {
 			resp, err := testClient.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(completionBody(4)))
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`"choices"`)) {
-					return
-				}
-				last = sprintf("%d %s", resp.StatusCode, b)
-			} else {
-				last = err.Error()
+			if err != nil {
+				return false, err.Error()
 			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatalf("%s no longer serves a normal completion: %s", addr, last)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`"choices"`)), sprintf("%d %s", resp.StatusCode, b)
+		}, addr+" to serve a normal completion")
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // WaitClusters polls a router's admin API (Connect protocol, JSON) until it lists want clusters
@@ -16,17 +18,17 @@ func WaitClusters(ctx context.Context, admin, token string, want int, timeout ti
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fresh := 0
-	for {
+	err := poll.Wait(ctx, func(ctx context.Context) error {
 		fresh = len(ServingClusters(ctx, admin, token))
-		if fresh >= want {
-			return nil
+		if fresh < want {
+			return fmt.Errorf("%d of %d clusters fresh and serving", fresh, want)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d clusters fresh and serving after %v", fresh, want, timeout)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d clusters fresh and serving after %v", fresh, want, timeout)
 	}
+	return nil
 }
 
 // ServingClusters returns the names of the clusters a router's admin API (Connect protocol,

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // Process is one supervised child: a binary started with flags, its output in a log file.
@@ -69,21 +71,32 @@ func (p *Process) WaitHealthy(ctx context.Context, timeout time.Duration) error 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for {
+	err := poll.Wait(ctx, func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.Health, nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		resp, err := client.Do(req)
+		if err != nil {
+			return p.unlessExited("it was ready", err)
 		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready (%v); see %s, which ends:\n%s", p.Name, p.exitErr, p.LogPath, p.LogTail(20))
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %v; see %s", p.Name, timeout, p.LogPath)
-		case <-time.After(100 * time.Millisecond):
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return p.unlessExited("it was ready", fmt.Errorf("GET %s: %s", p.Health, resp.Status))
 		}
+		return nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s not ready after %v; see %s", p.Name, timeout, p.LogPath)
+	}
+	return err
+}
+
+// unlessExited returns err, the reason the process is not there yet, while the process runs;
+// once it has exited, an error made by poll.Stop that says it exited before what.
+func (p *Process) unlessExited(what string, err error) error {
+	select {
+	case <-p.exited:
+		return poll.Stop(fmt.Errorf("%s exited before %s (%v); see %s, which ends:\n%s", p.Name, what, p.exitErr, p.LogPath, p.LogTail(20)))
+	default:
+		return err
 	}
 }
 

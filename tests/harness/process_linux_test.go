@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // roleEnv makes this test binary play the parent or the child of TestChildDiesWithParent.
@@ -55,13 +57,9 @@ func TestChildDiesWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	deadline := time.Now().Add(20 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("child %d still runs 20 s after its parent was killed", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.Within(20*time.Second, func() bool { return !alive(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("child %d still runs 20 s after its parent was killed", pid)
 	}
 }
 

@@ -3,9 +3,12 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // waitServing polls a gateway's OpenAI model list at modelsURL until it names a model, or until
@@ -16,18 +19,20 @@ func (p *Process) waitServing(ctx context.Context, modelsURL string, timeout tim
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for {
-		if n, err := modelCount(ctx, client, modelsURL); err == nil && n > 0 {
-			return nil
+	err := poll.Wait(ctx, func(ctx context.Context) error {
+		n, err := modelCount(ctx, client, modelsURL)
+		if err == nil && n == 0 {
+			err = errors.New("no model listed")
 		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before it served a model (%v); see %s, which ends:\n%s", p.Name, p.exitErr, p.LogPath, p.LogTail(20))
-		case <-ctx.Done():
-			return fmt.Errorf("%s served no model after %v (GET %s); see %s", p.Name, timeout, modelsURL, p.LogPath)
-		case <-time.After(20 * time.Millisecond):
+		if err != nil {
+			return p.unlessExited("it served a model", err)
 		}
+		return nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s served no model after %v (GET %s); see %s", p.Name, timeout, modelsURL, p.LogPath)
 	}
+	return err
 }
 
 // modelCount returns how many models an OpenAI /v1/models answer lists.

@@ -73,7 +73,7 @@ func listWorkspace(t *testing.T) []pkg {
 var allowed = map[string][]string{
 	"contract":        {},
 	"proto":           {},
-	"gossip":          {"proto"},
+	"gossip":          {"contract", "proto"},
 	"cluster-gateway": {"contract", "gossip", "proto"},
 	"global-router":   {"contract", "gossip", "proto"},
 	"tests":           {"contract", "proto", "gossip", "cluster-gateway", "global-router"},

@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -101,10 +102,10 @@ func TestClusterHealth(t *testing.T) {
 		t.Fatalf("c1 after a failed request = %v, want unhealthy but fresh", c1)
 	}
 	e.Pool.Stop(2) // c2's only gateway leaves the pool
-	admintest.WaitFor(t, "c2 stale", func() bool {
+	poll.Until(t, admintest.WaitTimeout, func() bool {
 		c2 := findCluster(listClusters(t, e, ""), "c2")
 		return c2.GetStale() && !c2.GetHealthy()
-	})
+	}, "c2 stale")
 }
 
 func TestWatchClusters(t *testing.T) {
@@ -136,15 +137,15 @@ func TestWatchClusters(t *testing.T) {
 	if err := stream.Close(); err != nil {
 		t.Fatal(err)
 	}
-	admintest.WaitFor(t, "the watch to end on the server", func() bool {
+	poll.Until(t, admintest.WaitTimeout, func() bool {
 		return testutilGauge(t, e, "switchyard_router_admin_watches") == 0
-	})
+	}, "the watch to end on the server")
 }
 
 func TestListMembers(t *testing.T) {
 	e := newEnv(t)
 	var ms []*adminv1.Member
-	admintest.WaitFor(t, "three live members", func() bool {
+	poll.Until(t, admintest.WaitTimeout, func() bool {
 		resp, err := e.Client.ListMembers(testCtx(t), connect.NewRequest(&adminv1.ListMembersRequest{}))
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestListMembers(t *testing.T) {
 			}
 		}
 		return alive == 3
-	})
+	}, "three live members")
 	var names []string
 	for _, m := range ms {
 		names = append(names, m.GetName())

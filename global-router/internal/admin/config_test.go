@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -53,10 +54,10 @@ func TestDrains(t *testing.T) {
 		if err := st.call(); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		admintest.WaitFor(t, st.name, func() bool {
+		poll.Until(t, admintest.WaitTimeout, func() bool {
 			cs := listClusters(t, e, "")
 			return st.want(findCluster(cs, "c1"), findCluster(cs, "c2"))
-		})
+		}, st.name)
 	}
 	_, err := e.Client.DrainCluster(ctx, connect.NewRequest(&adminv1.DrainClusterRequest{Cluster: "bad/name", Drain: true}))
 	wantCode(t, err, connect.CodeInvalidArgument)

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -72,7 +73,7 @@ func TestExplainRoute(t *testing.T) {
 	if err := e.Store.SetClusterDrain(ctx, "c1", true); err != nil {
 		t.Fatal(err)
 	}
-	admintest.WaitFor(t, "drain in the view", func() bool { return e.Store.Snapshot().ClusterDrained("c1") })
+	poll.Until(t, admintest.WaitTimeout, func() bool { return e.Store.Snapshot().ClusterDrained("c1") }, "drain in the view")
 	over := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama"})
 	if over.GetRoute() != "overflow" || over.GetChosenCluster() != "c2" || candidate(over, "c1").GetEligible() || candidate(over, "c1").GetReason() != "drained" ||
 		candidate(over, "c1").GetReasonCode() != string(contract.ReasonDrained) {
@@ -83,7 +84,7 @@ func TestExplainRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admintest.WaitFor(t, "policy in the view", func() bool { _, ok := e.Store.Snapshot().StoredPolicy("llama"); return ok })
+	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := e.Store.Snapshot().StoredPolicy("llama"); return ok }, "policy in the view")
 	none := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama"})
 	if none.GetRoute() != "" || none.GetChosenCluster() != "" || none.GetError() == "" || candidate(none, "c2").GetReason() != "region not allowed by policy" ||
 		candidate(none, "c2").GetReasonCode() != string(contract.ReasonRegionNotAllowed) {

@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 
@@ -54,7 +55,7 @@ func TestRegistrationLifecycle(t *testing.T) {
 	}
 	_, err = register(testRegistration())
 	wantCode(t, err, connect.CodeFailedPrecondition)
-	admintest.WaitFor(t, "strict mode", func() bool { return list().GetIdentityMode() == "strict" })
+	poll.Until(t, admintest.WaitTimeout, func() bool { return list().GetIdentityMode() == "strict" }, "strict mode")
 	if got := list().GetRegistrations(); len(got) != 1 || got[0].GetRevision() != stored.GetRevision() {
 		t.Fatalf("list = %v", got)
 	}
@@ -90,7 +91,7 @@ func TestRegistrationLifecycle(t *testing.T) {
 	wantCode(t, err, connect.CodeNotFound)
 	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "bad/name"}))
 	wantCode(t, err, connect.CodeInvalidArgument)
-	admintest.WaitFor(t, "compatibility mode again", func() bool { return list().GetIdentityMode() == "compatibility" })
+	poll.Until(t, admintest.WaitTimeout, func() bool { return list().GetIdentityMode() == "compatibility" }, "compatibility mode again")
 }
 
 func TestRegistrationNeedsTheToken(t *testing.T) {

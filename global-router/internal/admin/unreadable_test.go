@@ -7,6 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -37,7 +38,7 @@ func TestUnreadablePolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			rev := put.Header.Revision
-			admintest.WaitFor(t, "the value in the view", func() bool { _, ok := e.Store.Snapshot().Unreadable(admintest.Model); return ok })
+			poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := e.Store.Snapshot().Unreadable(admintest.Model); return ok }, "the value in the view")
 
 			_, err = e.Client.GetPolicy(ctx, connect.NewRequest(&adminv1.GetPolicyRequest{Model: admintest.Model}))
 			wantCode(t, err, connect.CodeDataLoss)
@@ -67,7 +68,7 @@ func TestUnreadablePolicy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replace the unreadable value at its revision: %v", err)
 			}
-			admintest.WaitFor(t, "the fix in the view", func() bool { _, ok := e.Store.Snapshot().StoredPolicy(admintest.Model); return ok })
+			poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := e.Store.Snapshot().StoredPolicy(admintest.Model); return ok }, "the fix in the view")
 			ex = explain(t, e, &adminv1.ExplainRouteRequest{Model: admintest.Model})
 			if ex.GetChosenCluster() != "c1" || ex.GetPolicy().GetRevision() != fixed.Msg.GetPolicy().GetRevision() ||
 				!slices.Equal(ex.GetPolicy().GetAllowedRegions(), []string{"us-east-1"}) {

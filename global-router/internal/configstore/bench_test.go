@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -27,9 +28,7 @@ func BenchmarkSnapshotPolicy(b *testing.B) {
 		}
 	}
 	go func() { _ = s.Run(ctx) }()
-	for len(s.Snapshot().Models()) < 100 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(b, waitTimeout, func() bool { return len(s.Snapshot().Models()) >= 100 }, "100 policies loaded")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -57,9 +56,7 @@ func BenchmarkWatchPropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	go func() { _ = reader.Run(ctx) }()
-	for !reader.Snapshot().Loaded() {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(b, waitTimeout, func() bool { return reader.Snapshot().Loaded() }, "the reader's first load")
 	b.ReportAllocs()
 	on := false
 	for b.Loop() {

@@ -3,6 +3,7 @@ package configstore_test
 import (
 	"testing"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 )
 
@@ -21,7 +22,7 @@ func TestWatchSurvivesEtcdLeaderLoss(t *testing.T) {
 	if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: 1}, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "policy before leader loss", func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 1 })
+	poll.Until(t, waitTimeout, func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 1 }, "policy before leader loss")
 
 	leader := -1
 	for i, ep := range c.Endpoints() {
@@ -50,8 +51,8 @@ func TestWatchSurvivesEtcdLeaderLoss(t *testing.T) {
 	if err := s.SetClusterDrain(ctx, "c1", true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "changes after leader loss", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		v := s.Snapshot()
 		return policyOf(v, "m").OverflowCap == 2 && v.ClusterDrained("c1")
-	})
+	}, "changes after leader loss")
 }

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
 )
@@ -74,7 +75,7 @@ func (c *candidate) halt(t *testing.T) {
 func oneLeader(t *testing.T, cs ...*candidate) int {
 	t.Helper()
 	leader := -1
-	waitFor(t, "exactly one leader", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		n := 0
 		for i, c := range cs {
 			if c.e.IsLeader() {
@@ -82,7 +83,7 @@ func oneLeader(t *testing.T, cs ...*candidate) int {
 			}
 		}
 		return n == 1
-	})
+	}, "exactly one leader")
 	return leader
 }
 
@@ -101,15 +102,15 @@ func TestElectionFailoverOnResign(t *testing.T) {
 	}
 	cs[first].halt(t)
 	other := 1 - first
-	waitFor(t, "failover after resign", func() bool { return cs[other].e.IsLeader() })
+	poll.Until(t, waitTimeout, func() bool { return cs[other].e.IsLeader() }, "failover after resign")
 	if cs[first].e.IsLeader() {
 		t.Fatal("the resigned candidate still claims leadership")
 	}
 	cs[other].halt(t)
-	waitFor(t, "no leader after both resign", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		_, err := cs[other].e.Leader(ctx)
 		return errors.Is(err, configstore.ErrNotFound)
-	})
+	}, "no leader after both resign")
 }
 
 // TestElectionFailoverOnPartition: a leader cut off from etcd steps down once its lease expires,
@@ -120,14 +121,14 @@ func TestElectionFailoverOnPartition(t *testing.T) {
 	proxy := startProxy(t, shared.Endpoints()[0][len("http://"):])
 	viaProxy := nsClientAt(t, []string{"http://" + proxy.addr()}, ns)
 	a := startCandidate(t, viaProxy, "a")
-	waitFor(t, "a leads", a.e.IsLeader)
+	poll.Until(t, waitTimeout, a.e.IsLeader, "a leads")
 	b := startCandidate(t, nsClientIn(t, shared, ns), "b")
 	time.Sleep(200 * time.Millisecond)
 	if b.e.IsLeader() {
 		t.Fatal("b leads while a holds the leadership")
 	}
 	proxy.cut(true)
-	waitFor(t, "b takes over", b.e.IsLeader)
-	waitFor(t, "a steps down", func() bool { return !a.e.IsLeader() })
+	poll.Until(t, waitTimeout, b.e.IsLeader, "b takes over")
+	poll.Until(t, waitTimeout, func() bool { return !a.e.IsLeader() }, "a steps down")
 	proxy.cut(false)
 }

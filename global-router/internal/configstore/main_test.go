@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
@@ -65,7 +66,7 @@ func runStore(t *testing.T, s *configstore.Store) {
 			t.Errorf("Run = %v, want nil after cancel", err)
 		}
 	})
-	waitFor(t, "first load", func() bool { return s.Snapshot().Loaded() })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().Loaded() }, "first load")
 }
 
 // startCluster starts a three-member etcd cluster for the test.
@@ -74,17 +75,9 @@ func startCluster(t *testing.T) *etcdtest.Cluster {
 	return etcdtest.Start(t, 3)
 }
 
-// waitFor polls cond until it holds, failing the test after a generous bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests: generous, as a busy machine
+// is slow.
+const waitTimeout = 15 * time.Second
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

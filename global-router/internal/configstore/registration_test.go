@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -107,10 +108,10 @@ func TestRegistrationLifecycle(t *testing.T) {
 	if _, err := s.PutRegistration(ctx, cleartext, created.GetRevision(), false); !errors.Is(err, configstore.ErrInvalid) {
 		t.Fatalf("cleartext without the flag = %v, want ErrInvalid", err)
 	}
-	waitFor(t, "registration watched", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		r, ok := s.Snapshot().Registration("c1")
 		return ok && r.Stored.GetRevision() == created.GetRevision()
-	})
+	}, "registration watched")
 	v := s.Snapshot()
 	r, _ := v.Registration("c1")
 	if !r.AllowsURL("https://gw-b.c1.example.com") || r.AllowsURL("https://gw-c.c1.example.com") ||
@@ -146,7 +147,7 @@ func TestRegistrationLifecycle(t *testing.T) {
 	if err := s.DeleteRegistration(ctx, "c1", 0); !errors.Is(err, configstore.ErrNotFound) {
 		t.Fatalf("revoke of nothing = %v, want ErrNotFound", err)
 	}
-	waitFor(t, "revocation watched", func() bool { return s.Snapshot().RegistrationCount() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().RegistrationCount() == 0 }, "revocation watched")
 	if s.Snapshot().RegistrationsRevision() <= updated.GetRevision() {
 		t.Fatal("registrations revision did not move on revocation")
 	}
@@ -233,12 +234,12 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			if _, err := s.PutRegistration(ctx, validRegistration(), 0, false); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "registration watched", func() bool { return s.Snapshot().RegistrationCount() == 1 })
+			poll.Until(t, waitTimeout, func() bool { return s.Snapshot().RegistrationCount() == 1 }, "registration watched")
 			put, err := cli.Put(ctx, configstore.ClusterKey("c1"), tt.value)
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "registration invalid", func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok })
+			poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok }, "registration invalid")
 			v := s.Snapshot()
 			if _, ok := v.Registration("c1"); ok || v.RegistrationCount() != 0 {
 				t.Fatal("the previous registration is still in force")
@@ -265,10 +266,10 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replace the invalid value: %v", err)
 			}
-			waitFor(t, "the fix applied", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				r, ok := s.Snapshot().Registration("c1")
 				return ok && r.Stored.GetRevision() == fixed.GetRevision()
-			})
+			}, "the fix applied")
 			if _, ok := s.Snapshot().InvalidRegistration("c1"); ok {
 				t.Fatal("still invalid after the fix")
 			}
@@ -280,11 +281,11 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			if _, err := cli.Put(ctx, configstore.ClusterKey("c1"), tt.value); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "invalid again", func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok })
+			poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok }, "invalid again")
 			if err := s.DeleteRegistration(ctx, "c1", 0); err != nil {
 				t.Fatalf("revoke the invalid value: %v", err)
 			}
-			waitFor(t, "revoked", func() bool { return len(s.Snapshot().InvalidRegistrations()) == 0 })
+			poll.Until(t, waitTimeout, func() bool { return len(s.Snapshot().InvalidRegistrations()) == 0 }, "revoked")
 			if s.Snapshot().RegistrationCount() != 0 {
 				t.Fatal("registered after the revocation")
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -67,7 +68,7 @@ func TestWatchAppliesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "policy in the reader's view", func() bool { return policyOf(reader.Snapshot(), "m").OverflowThreshold == 0.5 })
+	poll.Until(t, waitTimeout, func() bool { return policyOf(reader.Snapshot(), "m").OverflowThreshold == 0.5 }, "policy in the reader's view")
 	select {
 	case <-before.Replaced():
 	default:
@@ -110,7 +111,7 @@ func TestWatchAppliesChanges(t *testing.T) {
 		if err := st.do(); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		waitFor(t, st.name, func() bool { return st.cond(reader.Snapshot()) })
+		poll.Until(t, waitTimeout, func() bool { return st.cond(reader.Snapshot()) }, st.name)
 	}
 	if n := metricValue(t, reg, "switchyard_router_config_events_total"); n < 5 {
 		t.Fatalf("events applied = %v, want >= 5", n)
@@ -149,13 +150,13 @@ func TestUnreadableStoredValueFailsClosed(t *testing.T) {
 			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "other", AllowedRegions: []string{"us-east-1"}}, 0); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "good policies", func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 3 })
+			poll.Until(t, waitTimeout, func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 3 }, "good policies")
 			put, err := cli.Put(ctx, configstore.PolicyKey("m"), tt.value)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rev := put.Header.Revision
-			waitFor(t, "the model refused", func() bool { _, ok := s.Snapshot().Unreadable("m"); return ok })
+			poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().Unreadable("m"); return ok }, "the model refused")
 			checkRefused(t, s.Snapshot(), "m", rev)
 			if got := policyOf(s.Snapshot(), "other"); !slices.Equal(got.AllowedRegions, []string{"us-east-1"}) {
 				t.Fatalf("another model's policy = %+v, want its own", got)
@@ -172,7 +173,7 @@ func TestUnreadableStoredValueFailsClosed(t *testing.T) {
 			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", AllowedRegions: []string{"eu-west-1"}}, rev); err != nil {
 				t.Fatalf("replace the unreadable value: %v", err)
 			}
-			waitFor(t, "the fix applied", func() bool { _, err := s.Snapshot().Policy("m"); return err == nil })
+			poll.Until(t, waitTimeout, func() bool { _, err := s.Snapshot().Policy("m"); return err == nil }, "the fix applied")
 			if got := policyOf(s.Snapshot(), "m"); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) {
 				t.Fatalf("fixed policy = %+v, want eu-west-1 only", got)
 			}
@@ -184,14 +185,14 @@ func TestUnreadableStoredValueFailsClosed(t *testing.T) {
 			if _, err := cli.Put(ctx, configstore.PolicyKey("m"), tt.value); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "refused again", func() bool { _, ok := s.Snapshot().Unreadable("m"); return ok })
+			poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().Unreadable("m"); return ok }, "refused again")
 			if err := s.DeletePolicy(ctx, "m", 0); err != nil {
 				t.Fatalf("delete the unreadable value: %v", err)
 			}
-			waitFor(t, "defaults after the delete", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				p, err := s.Snapshot().Policy("m")
 				return err == nil && p.OverflowThreshold == 0.8 && p.AllowedRegions == nil && p.OverflowCap == 0
-			})
+			}, "defaults after the delete")
 			if len(s.Snapshot().UnreadablePolicies()) != 0 {
 				t.Fatalf("unreadable after the delete: %v", s.Snapshot().UnreadablePolicies())
 			}
@@ -266,7 +267,7 @@ func TestUnreadableOnLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "drains", func() bool { return s.Snapshot().ClusterDrained("c2") })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().ClusterDrained("c2") }, "drains")
 	checkRefused(t, s.Snapshot(), "m", resp.Header.Revision-1)
 	if n := strings.Count(logs.String(), "stored policy unreadable"); n != 1 {
 		t.Fatalf("unreadable value logged %d times, want once:\n%s", n, logs.String())
@@ -291,7 +292,7 @@ func TestViewSurvivesEtcdOutage(t *testing.T) {
 	if err := s.SetRegionDrain(ctx, "r1", true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "config before the outage", func() bool { return s.Snapshot().RegionDrained("r1") })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().RegionDrained("r1") }, "config before the outage")
 
 	own.Stop(0)
 	time.Sleep(500 * time.Millisecond) // let the watch notice
@@ -305,7 +306,7 @@ func TestViewSurvivesEtcdOutage(t *testing.T) {
 	if err := s.SetRegionDrain(ctx, "r1", false); err != nil {
 		t.Fatalf("undrain after restart: %v", err)
 	}
-	waitFor(t, "change after the restart", func() bool { return !s.Snapshot().RegionDrained("r1") })
+	poll.Until(t, waitTimeout, func() bool { return !s.Snapshot().RegionDrained("r1") }, "change after the restart")
 	if policyOf(s.Snapshot(), "m").OverflowCap != 4 {
 		t.Fatal("policy lost after the restart")
 	}
@@ -347,10 +348,10 @@ func TestReloadAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.cut(false)
-	waitFor(t, "reload after compaction", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		v := s.Snapshot()
 		return policyOf(v, "m").OverflowCap == 1 && v.ClusterDrained("c1")
-	})
+	}, "reload after compaction")
 	if n := metricValue(t, reg, "switchyard_router_config_reloads_total"); n < 1 {
 		t.Fatalf("reloads = %v, want >= 1", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -93,7 +94,7 @@ func TestFlagsAroundCommand(t *testing.T) {
 			if err := protojson.Unmarshal([]byte(r.stdout), &resp); err != nil || resp.GetCluster() != "c1" || !resp.GetDrained() {
 				t.Fatalf("output %q (%v), want the drain response", r.stdout, err)
 			}
-			admintest.WaitFor(t, "c1 drained", func() bool { return f.env.Store.Snapshot().ClusterDrained("c1") })
+			poll.Until(t, admintest.WaitTimeout, func() bool { return f.env.Store.Snapshot().ClusterDrained("c1") }, "c1 drained")
 		})
 	}
 }
@@ -103,14 +104,14 @@ func TestDrainRegion(t *testing.T) {
 	if out := f.run(t, "drain-region", "eu-west-1"); out != "region eu-west-1 drained\n" {
 		t.Fatalf("drain-region printed %q", out)
 	}
-	admintest.WaitFor(t, "region drained", func() bool { return f.env.Store.Snapshot().RegionDrained("eu-west-1") })
+	poll.Until(t, admintest.WaitTimeout, func() bool { return f.env.Store.Snapshot().RegionDrained("eu-west-1") }, "region drained")
 	if !strings.Contains(f.run(t, "clusters"), "region") {
 		t.Error("clusters table does not show the region drain")
 	}
 	if out := f.run(t, "undrain-region", "eu-west-1"); out != "region eu-west-1 undrained\n" {
 		t.Fatalf("undrain-region printed %q", out)
 	}
-	admintest.WaitFor(t, "region undrained", func() bool { return !f.env.Store.Snapshot().RegionDrained("eu-west-1") })
+	poll.Until(t, admintest.WaitTimeout, func() bool { return !f.env.Store.Snapshot().RegionDrained("eu-west-1") }, "region undrained")
 }
 
 func TestPolicyCommands(t *testing.T) {
@@ -174,7 +175,7 @@ func TestUnreadablePolicyShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev := itoa(put.Header.Revision)
-	admintest.WaitFor(t, "the value in the view", func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return ok })
+	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return ok }, "the value in the view")
 
 	list := f.run(t, "policy", "list")
 	t.Logf("policy list:\n%s", list)
@@ -195,7 +196,7 @@ func TestUnreadablePolicyShown(t *testing.T) {
 		t.Fatalf("explain of a refused model:\n%s", out)
 	}
 	f.run(t, "policy", "delete", "llama")
-	admintest.WaitFor(t, "deleted", func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return !ok })
+	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return !ok }, "deleted")
 	if out := f.run(t, "policy", "list"); strings.Contains(out, "UNREADABLE") {
 		t.Fatalf("policy list after the delete:\n%s", out)
 	}
@@ -223,9 +224,9 @@ func TestExplainAndMembers(t *testing.T) {
 		cands[0].(map[string]any)["reason_code"] != string(contract.ReasonChosenLocal) {
 		t.Fatalf("explain JSON candidates = %v", doc["candidates"])
 	}
-	admintest.WaitFor(t, "three members in the table", func() bool {
+	poll.Until(t, admintest.WaitTimeout, func() bool {
 		return strings.Count(f.run(t, "members"), "alive") == 3
-	})
+	}, "three members in the table")
 	members := f.run(t, "members", "-o", "json")
 	var mr adminv1.ListMembersResponse
 	if err := protojson.Unmarshal([]byte(members), &mr); err != nil || len(mr.GetMembers()) != 3 || !strings.Contains(members, `"rtt_ms"`) {
@@ -258,18 +259,18 @@ func TestWatch(t *testing.T) {
 		done <- ctl.Run(ctx, []string{"clusters", "--watch", "--interval=10ms", "-o", "json", f.addr, f.tokenFile},
 			func(string) string { return "" }, &out, &errb)
 	}()
-	admintest.WaitFor(t, "the first table", func() bool { return strings.Count(out.String(), "\n") >= 1 })
+	poll.Until(t, admintest.WaitTimeout, func() bool { return strings.Count(out.String(), "\n") >= 1 }, "the first table")
 	if err := f.env.Store.SetClusterDrain(ctx, "c2", true); err != nil {
 		t.Fatal(err)
 	}
-	admintest.WaitFor(t, "the drain in the watch", func() bool {
+	poll.Until(t, admintest.WaitTimeout, func() bool {
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		var resp adminv1.WatchClustersResponse
 		if err := protojson.Unmarshal([]byte(lines[len(lines)-1]), &resp); err != nil {
 			t.Fatalf("watch line is not one JSON message: %v", err)
 		}
 		return len(resp.GetClusters()) == 2 && resp.GetClusters()[0].GetDrained()
-	})
+	}, "the drain in the watch")
 	cancel()
 	select {
 	case code := <-done:

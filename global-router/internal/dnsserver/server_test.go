@@ -2,6 +2,7 @@ package dnsserver_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/dnsserver"
 )
 
@@ -305,18 +307,11 @@ func TestRunListensOnUDPAndTCP(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	for _, network := range []string{"udp", "tcp"} {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		poll.UntilState(t, 10*time.Second, func() (bool, string) {
 			m := new(dns.Msg).SetQuestion("api.switchyard.test.", dns.TypeA)
 			resp, _, err := (&dns.Client{Net: network, Timeout: time.Second}).Exchange(m, addr)
-			if err == nil && slices.Equal(answered(resp), []string{"127.0.1.1"}) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no answer from Run: %v %v", network, resp, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil && slices.Equal(answered(resp), []string{"127.0.1.1"}), fmt.Sprintf("%v %v", resp, err)
+		}, network+" answer from Run")
 	}
 	cancel()
 	if err := <-done; err != nil {

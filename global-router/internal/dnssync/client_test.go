@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/dnssync"
 	"github.com/switchyard-dev/switchyard/global-router/internal/dnssync/route53test"
 )
@@ -58,11 +59,11 @@ func TestSyncPagesThroughOwnedRecords(t *testing.T) {
 	fake.AddZone(zone, foreign...)
 	fake.SetPageSize(1)
 	startSyncer(t, newNamespace(), "r1", fake.Start(t), nil)
-	waitFor(t, "records published", hasOwned(fake, "eu-west-1", "us-east-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1", "us-east-1"), "records published")
 	changes := fake.Calls(route53test.OpChange)
 	// Later periods find the records in step across pages and change nothing.
 	lists := fake.Calls(route53test.OpList)
-	waitFor(t, "more reconciliations", func() bool { return fake.Calls(route53test.OpList) >= lists+6 })
+	poll.Until(t, waitTimeout, func() bool { return fake.Calls(route53test.OpList) >= lists+6 }, "more reconciliations")
 	if got := fake.Calls(route53test.OpChange); got != changes {
 		t.Fatalf("changes went from %d to %d with nothing to change", changes, got)
 	}

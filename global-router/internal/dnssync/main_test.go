@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd/etcdtest"
 )
@@ -41,7 +42,7 @@ func runStore(t *testing.T, cli *clientv3.Client) *configstore.Store {
 		t.Fatal(err)
 	}
 	goRun(t, s.Run)
-	waitFor(t, "config loaded", func() bool { return s.Snapshot().Loaded() })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().Loaded() }, "config loaded")
 	return s
 }
 
@@ -93,17 +94,9 @@ func newClient(url string) *route53.Client {
 	})
 }
 
-// waitFor polls cond until it holds, failing the test after a generous bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests: generous, as a busy machine
+// is slow.
+const waitTimeout = 20 * time.Second
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/dnssync"
 	"github.com/switchyard-dev/switchyard/global-router/internal/dnssync/route53test"
@@ -94,25 +95,25 @@ func TestDrainRemovesAndUndrainRestoresRecords(t *testing.T) {
 	store, _, _ := startSyncer(t, newNamespace(), "r1", fake.Start(t), reg)
 	ctx := testCtx(t)
 
-	waitFor(t, "both regions published", hasOwned(fake, "eu-west-1", "us-east-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1", "us-east-1"), "both regions published")
 	checkRecordShapes(t, fake)
 	if err := store.SetRegionDrain(ctx, "eu-west-1", true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "drained region removed", hasOwned(fake, "us-east-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "us-east-1"), "drained region removed")
 	checkForeign(t, fake)
-	waitFor(t, "records gauge at 1", func() bool { return metricValue(t, reg, "switchyard_router_dnssync_records", "") == 1 })
+	poll.Until(t, waitTimeout, func() bool { return metricValue(t, reg, "switchyard_router_dnssync_records", "") == 1 }, "records gauge at 1")
 	// Draining every region keeps every record (fail open) rather than emptying the name.
 	if err := store.SetRegionDrain(ctx, "us-east-1", true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "all drained: all published", hasOwned(fake, "eu-west-1", "us-east-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1", "us-east-1"), "all drained: all published")
 	for _, r := range []string{"us-east-1", "eu-west-1"} {
 		if err := store.SetRegionDrain(ctx, r, r == "us-east-1"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "us-east-1 removed, eu-west-1 restored", hasOwned(fake, "eu-west-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1"), "us-east-1 removed, eu-west-1 restored")
 	checkForeign(t, fake)
 }
 
@@ -150,12 +151,12 @@ func TestOnlyTheLeaderWrites(t *testing.T) {
 	for i, name := range []string{"a", "b"} {
 		stores[i], els[i], stops[i] = startSyncer(t, ns, name, eps[i], nil)
 	}
-	waitFor(t, "one leader", func() bool { return els[0].IsLeader() != els[1].IsLeader() })
-	waitFor(t, "records published", hasOwned(fake, "eu-west-1", "us-east-1"))
+	poll.Until(t, waitTimeout, func() bool { return els[0].IsLeader() != els[1].IsLeader() }, "one leader")
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1", "us-east-1"), "records published")
 	if err := stores[0].SetRegionDrain(testCtx(t), "us-east-1", true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "drained region removed", hasOwned(fake, "eu-west-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1"), "drained region removed")
 
 	leader, follower := 0, 1
 	if els[1].IsLeader() {
@@ -168,11 +169,11 @@ func TestOnlyTheLeaderWrites(t *testing.T) {
 		t.Fatalf("the leader made %d changes, want >= 2", n)
 	}
 	stops[leader]()
-	waitFor(t, "the follower takes over", els[follower].IsLeader)
+	poll.Until(t, waitTimeout, els[follower].IsLeader, "the follower takes over")
 	if err := stores[follower].SetRegionDrain(testCtx(t), "us-east-1", false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "undrained region restored by the new leader", hasOwned(fake, "eu-west-1", "us-east-1"))
+	poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1", "us-east-1"), "undrained region restored by the new leader")
 	if eps[follower].Calls(route53test.OpChange) == 0 {
 		t.Fatal("the new leader made no change")
 	}
@@ -194,7 +195,7 @@ func TestFailuresAreRetriedAndCounted(t *testing.T) {
 			fake.FailNext(5, tt.status, tt.code) // more than the SDK's two attempts per call
 			reg := prometheus.NewPedanticRegistry()
 			startSyncer(t, newNamespace(), "r1", fake.Start(t), reg)
-			waitFor(t, "records published after the failures", hasOwned(fake, "eu-west-1", "us-east-1"))
+			poll.Until(t, waitTimeout, hasOwned(fake, "eu-west-1", "us-east-1"), "records published after the failures")
 			want := fmt.Sprintf("switchyard_router_dnssync_errors_total{kind=%q}", tt.kind)
 			if n := metricValue(t, reg, "switchyard_router_dnssync_errors_total", tt.kind); n < 2 {
 				t.Errorf("%s = %v, want >= 2", want, n)
@@ -202,9 +203,9 @@ func TestFailuresAreRetriedAndCounted(t *testing.T) {
 			if n := fake.Calls(route53test.OpList); n < 6 {
 				t.Errorf("list calls = %d, want >= 6 (5 failures, then success)", n)
 			}
-			waitFor(t, "last success set", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				return metricValue(t, reg, "switchyard_router_dnssync_last_success_timestamp_seconds", "") > float64(time.Now().Add(-time.Hour).Unix())
-			})
+			}, "last success set")
 		})
 	}
 }
@@ -252,7 +253,7 @@ func TestNothingBeforeTheConfigIsLoaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	goRun(t, s.Run)
-	waitFor(t, "leadership", el.IsLeader)
+	poll.Until(t, waitTimeout, el.IsLeader, "leadership")
 	time.Sleep(500 * time.Millisecond) // a loaded config would have been reconciled twice by now
 	if n := ep.Calls(route53test.OpList) + ep.Calls(route53test.OpChange); n != 0 {
 		t.Fatalf("%d Route 53 calls before the config was loaded, want 0", n)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 )
 
@@ -92,10 +93,7 @@ func TestFirstTokenOfStreams(t *testing.T) {
 				done <- f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw}}, nil)
 			}()
 			if tt.release {
-				deadline := time.Now().Add(10 * time.Second)
-				for len(obs.seen()) == 0 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
+				poll.Until(t, 10*time.Second, func() bool { return len(obs.seen()) > 0 }, "the outcome event")
 				time.Sleep(20 * time.Millisecond) // headers are in; the first token is not
 				if got := obs.seen(); len(got) != 1 {
 					t.Fatalf("before the first token: %v, want only the outcome", got)

@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 
@@ -57,20 +58,13 @@ func newStoreClient(t *testing.T) (*configstore.Store, *clientv3.Client) {
 			t.Errorf("store Run = %v", err)
 		}
 	})
-	waitFor(t, "config loaded", func() bool { return s.Snapshot().Loaded() })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().Loaded() }, "config loaded")
 	return s, cli
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests: generous, as a busy machine
+// is slow.
+const waitTimeout = 15 * time.Second
 
 func key(b byte) ed25519.PrivateKey {
 	seed := make([]byte, ed25519.SeedSize)
@@ -87,10 +81,10 @@ func register(t *testing.T, s *configstore.Store, r *adminv1.ClusterRegistration
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "registration watched", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		got, ok := s.Snapshot().Registration(r.GetCluster())
 		return ok && got.Stored.GetRevision() == stored.GetRevision()
-	})
+	}, "registration watched")
 }
 
 // summary returns a summary of c1 as its gateway publishes it, signed with k (nil: unsigned).
@@ -217,7 +211,7 @@ func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "invalid registration watched", func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok })
+	poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok }, "invalid registration watched")
 	if v.Mode() != identity.ModeStrict {
 		t.Fatalf("mode %q with only an invalid registration stored, want strict", v.Mode())
 	}
@@ -247,7 +241,7 @@ func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
 	if _, err := s.PutRegistration(context.Background(), registration(), put.Header.Revision, true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "fixed registration watched", func() bool { _, ok := s.Snapshot().Registration("c1"); return ok })
+	poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().Registration("c1"); return ok }, "fixed registration watched")
 	if err := v.VerifySummary(signed); err != nil {
 		t.Fatalf("after the fix: %v", err)
 	}
@@ -369,17 +363,17 @@ func TestWatchRevalidatesOnRegistrationChanges(t *testing.T) {
 	if err := s.SetClusterDrain(ctx, "c1", true); err != nil { // not a registration
 		t.Fatal(err)
 	}
-	waitFor(t, "drain watched", func() bool { return s.Snapshot().ClusterDrained("c1") })
+	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().ClusterDrained("c1") }, "drain watched")
 	time.Sleep(50 * time.Millisecond)
 	if node.calls.Load() != 0 {
 		t.Fatalf("Revalidate called %d times for a drain", node.calls.Load())
 	}
 	register(t, s, registration())
-	waitFor(t, "revalidated after registering", func() bool { return node.calls.Load() == 1 })
+	poll.Until(t, waitTimeout, func() bool { return node.calls.Load() == 1 }, "revalidated after registering")
 	if err := s.DeleteRegistration(ctx, "c1", 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "revalidated after revoking", func() bool { return node.calls.Load() == 2 })
+	poll.Until(t, waitTimeout, func() bool { return node.calls.Load() == 2 }, "revalidated after revoking")
 }
 
 // FuzzVerifySummary: arbitrary summary bytes never panic the verifier, and nothing but a
@@ -402,9 +396,7 @@ func FuzzVerifySummary(f *testing.F) {
 	if _, err := s.PutRegistration(ctx, registration(), 0, true); err != nil {
 		f.Fatal(err)
 	}
-	for s.Snapshot().RegistrationCount() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(f, waitTimeout, func() bool { return s.Snapshot().RegistrationCount() > 0 }, "the registration watched")
 	v, err := identity.New(identity.DefaultConfig(), s, nil, nil)
 	if err != nil {
 		f.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 
@@ -152,14 +153,14 @@ func (e *Env) Publish(t testing.TB, i int, models ...*gossipv1.ModelCapacity) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, "summary reaches the router", func() bool {
+	poll.Until(t, WaitTimeout, func() bool {
 		for _, s := range e.Pool.Node(0).Snapshot() {
 			if s.Node == sent.GetNode() && s.Summary.GetSequence() >= sent.GetSequence() {
 				return true
 			}
 		}
 		return false
-	})
+	}, "summary reaches the router")
 }
 
 // Capacity returns a model's capacity figures: 400,000 KV tokens of which freeKV are free, queue
@@ -193,7 +194,7 @@ func newStore(t testing.TB, etcd *etcdtest.Cluster) (*configstore.Store, *client
 			t.Errorf("admintest: store Run = %v", err)
 		}
 	})
-	WaitFor(t, "config loaded", func() bool { return s.Snapshot().Loaded() })
+	poll.Until(t, WaitTimeout, func() bool { return s.Snapshot().Loaded() }, "config loaded")
 	return s, cli
 }
 
@@ -253,14 +254,6 @@ type policyView struct{ s *configstore.Store }
 
 func (p policyView) Policy(model string) (routing.Policy, error) { return p.s.Snapshot().Policy(model) }
 
-// WaitFor polls cond until it holds, failing the test after a generous bound.
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("admintest: timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// WaitTimeout bounds every wait for a condition in the admin API's tests (poll.Until):
+// generous, as a busy machine is slow.
+const WaitTimeout = 20 * time.Second
