@@ -141,8 +141,8 @@ func (h *Health) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_
 // Limits of the health port: its clients are the kubelet and a few tools, each with a short
 // probe, so a handful of streams a connection is plenty.
 const (
-	healthMaxStreams      = 16
-	healthMaxIdle         = 5 * time.Minute
+	healthMaxStreams       = 16
+	healthMaxIdle          = 5 * time.Minute
 	healthHandshakeTimeout = 5 * time.Second
 )
 
