@@ -48,7 +48,7 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 		addrs = append(addrs, p.addr())
 	}
 	args := append([]string{"--cluster=c1", "--region=us-east-1", "--listen=127.0.0.1:0", "--ext-proc-listen=127.0.0.1:0",
-		"--metrics-listen=127.0.0.1:0", "--endpoints=" + strings.Join(addrs, ","), "--scrape-interval=20ms"}, extra...)
+		"--metrics-listen=127.0.0.1:0", "--grpc-health-port=0", "--endpoints=" + strings.Join(addrs, ","), "--scrape-interval=20ms"}, extra...)
 	cfg, err := app.ParseConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
