@@ -163,7 +163,9 @@ func TestGIEChartArgs(t *testing.T) {
 			var logs syncBuffer
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- app.Run(ctx, gieChartArgs(values, configDir), func(k string) string { return env[k] }, &logs) }()
+			go func() {
+				done <- app.Run(ctx, gieChartArgs(values, configDir), func(k string) string { return env[k] }, &logs)
+			}()
 			t.Cleanup(func() {
 				cancel()
 				select {

@@ -80,7 +80,9 @@ func TestGIEFlags(t *testing.T) {
 					f.LoRA != nil && f.LoRA.Name == "" && len(f.LoRA.Labels) == 0 && f.Running == nil && f.CacheInfo == nil
 			}, ""},
 		{"quoted metric spec", with(`--total-queued-requests-metric="sglang:num_queue_reqs"`), nil,
-			func(c app.Config) bool { return c.Families.Waiting != nil && c.Families.Waiting.Name == "sglang:num_queue_reqs" }, ""},
+			func(c app.Config) bool {
+				return c.Families.Waiting != nil && c.Families.Waiting.Name == "sglang:num_queue_reqs"
+			}, ""},
 		{"no metric flags: the engines' names", base, nil, func(c app.Config) bool { return c.Families.IsZero() }, ""},
 		{"bad metric spec", with("--cache-info-metric=vllm:cache_config_info{block_size}"), nil, nil, "--cache-info-metric: metric spec"},
 		{"metrics port, path, scheme", with("--model-server-metrics-port=8001", `--model-server-metrics-path="/prometheus/metrics"`,

@@ -31,6 +31,7 @@ func TestHealthPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, drain := context.WithCancel(context.Background())
+	defer drain()
 	drained := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- h.Serve(ctx, ln, drained) }()

@@ -159,7 +159,12 @@ func TestScrapeMetricsPortPathScheme(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- s.Run(ctx) }()
-			defer func() { cancel(); <-done }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
 			ep := store.Get(pod.addr())
 			if verify { // the test server's certificate is not trusted: every scrape fails
 				eventually(t, "scrape failures", func() bool { return ep.ScrapeFailures() >= 2 && ep.Models() != nil })
