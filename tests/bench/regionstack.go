@@ -115,7 +115,7 @@ func (st *regionalStack) startCluster(ctx, fctx context.Context, cfg *Config, w 
 	}
 	listen, metrics, gossipAddr := addrs[0], addrs[1], addrs[2]
 	args := []string{"--cluster=" + c.Name, "--region=" + region, "--listen=" + listen,
-		"--metrics-listen=" + metrics, "--ext-proc-listen=", "--endpoints=" + strings.Join(f.Addrs(), ","),
+		"--metrics-listen=" + metrics, "--ext-proc-listen=", "--grpc-health-port=0", "--endpoints=" + strings.Join(f.Addrs(), ","),
 		"--endpoint-header-address", // answers are attributed to the simulated pods by address (x-switchyard-endpoint)
 		"--profile=default", "--scrape-interval=" + scaled(cfg, cfg.ScrapeInterval),
 		"--staleness=" + scaled(cfg, 2*time.Second), "--queue-ttl=" + scaled(cfg, 10*time.Second),

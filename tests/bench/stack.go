@@ -89,7 +89,7 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 		Bin:  cfg.GatewayBin,
 		Args: []string{
 			"--cluster=bench-" + st.policy, "--region=local",
-			"--listen=" + listen, "--metrics-listen=" + metrics, "--ext-proc-listen=",
+			"--listen=" + listen, "--metrics-listen=" + metrics, "--ext-proc-listen=", "--grpc-health-port=0",
 			"--endpoints=" + strings.Join(st.fleet.Addrs(), ","),
 			// The pod shares are attributed by address (x-switchyard-endpoint): the
 			// simulated pods are known here by the addresses they listen on.

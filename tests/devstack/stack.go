@@ -186,7 +186,7 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 		return err
 	}
 	args := []string{"--cluster=" + c.Name, "--region=" + r.Name, "--listen=" + listen, "--metrics-listen=" + metrics,
-		"--ext-proc-listen=" + extProc, "--endpoints=" + strings.Join(pods, ","), "--profile=" + s.cfg.Profile,
+		"--ext-proc-listen=" + extProc, "--grpc-health-port=0", "--endpoints=" + strings.Join(pods, ","), "--profile=" + s.cfg.Profile,
 		"--gossip-bind=" + gossipAddr, "--gossip-key-file=" + s.keyFile, "--advertise-url=http://" + listen}
 	if s.opt.Pprof {
 		args = append(args, "--enable-pprof")

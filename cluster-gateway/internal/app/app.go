@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +36,7 @@ import (
 // Run is the binary: it parses args and the environment, builds the gateway and runs it until ctx
 // ends (SIGTERM), draining in-flight streams. --help prints usage and returns nil.
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := ParseConfig(args, getenv, stderr)
+	cfg, sources, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -43,6 +44,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger := NewLogger(cfg, stderr)
+	if inert := givenInert(sources); len(inert) > 0 {
+		logger.Info("accepted for GIE compatibility, no effect", "flags", inert)
+	}
 	limit, source, err := memlimit.Apply(cfg.MemoryLimit, getenv)
 	if err != nil {
 		return err
@@ -53,7 +57,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger.Info("cluster-gateway started", "cluster", cfg.Cluster, "region", cfg.Region,
-		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "profile", g.sched.Profile(),
+		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "grpc_health", g.HealthAddr(), "profile", g.sched.Profile(),
 		"max_body_bytes", cfg.MaxBodyBytes, "max_inflight_body_bytes", g.bodies.Limit())
 	err = g.Run(ctx)
 	logger.Info("cluster-gateway stopped")
@@ -88,13 +92,16 @@ type Gateway struct {
 	httpLn     net.Listener
 	extLn      net.Listener
 	metricsLn  net.Listener
+	healthLn   net.Listener // the gRPC health port (--grpc-health-port), nil when off
 	httpSrv    *proxy.Server
 	extSrv     *extproc.Server
+	health     *extproc.Health
 	bodies     *body.Budget // the in-flight body budget of both front doors
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
 func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
+	cfg.complete()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,7 +111,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	if cfg.GossipBind != "" {
 		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	}
-	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.buildGossip, g.listen}
+	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.buildHealth, g.buildGossip, g.listen}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			g.closeListeners()
@@ -146,6 +153,9 @@ func (g *Gateway) buildScraper() error {
 	sc := scrape.DefaultConfig()
 	sc.Interval = g.cfg.ScrapeInterval
 	sc.MaxInterval = max(sc.MaxInterval, sc.Interval)
+	sc.MetricsPort, sc.MetricsPath = g.cfg.ModelServerMetricsPort, unquoteArg(g.cfg.ModelServerMetricsPath)
+	sc.MetricsScheme, sc.MetricsInsecureSkipVerify = unquoteArg(g.cfg.ModelServerMetricsScheme), g.cfg.ModelServerMetricsInsecure
+	sc.Families = g.cfg.Families
 	s, err := scrape.New(sc, g.store, g.log, g.reg)
 	if err != nil {
 		return err
@@ -156,7 +166,7 @@ func (g *Gateway) buildScraper() error {
 
 func (g *Gateway) buildScheduling() error {
 	sc := scheduling.DefaultConfig()
-	sc.Profile, sc.ConfigFile = g.cfg.Profile, g.cfg.ConfigFile
+	sc.Profile, sc.ConfigFile, sc.ConfigText = g.cfg.Profile, g.cfg.ConfigFile, g.cfg.ConfigText
 	s, err := scheduling.New(sc, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return err
@@ -251,6 +261,11 @@ func (g *Gateway) listen() error {
 			return fmt.Errorf("--ext-proc-listen: %w", err)
 		}
 	}
+	if g.health != nil {
+		if g.healthLn, err = net.Listen("tcp", g.healthAddress()); err != nil {
+			return fmt.Errorf("--grpc-health-port: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -268,7 +283,7 @@ func (g *Gateway) listenTLS() (*tls.Config, error) {
 }
 
 func (g *Gateway) closeListeners() {
-	for _, ln := range []net.Listener{g.httpLn, g.extLn, g.metricsLn} {
+	for _, ln := range []net.Listener{g.httpLn, g.extLn, g.metricsLn, g.healthLn} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -280,6 +295,9 @@ func (g *Gateway) HTTPAddr() string { return addrOf(g.httpLn) }
 
 // ExtProcAddr is the bound address of the ext_proc server ("" when disabled).
 func (g *Gateway) ExtProcAddr() string { return addrOf(g.extLn) }
+
+// HealthAddr is the bound address of the gRPC health port ("" when off).
+func (g *Gateway) HealthAddr() string { return addrOf(g.healthLn) }
 
 // MetricsAddr is the bound address of the metrics listener.
 func (g *Gateway) MetricsAddr() string { return addrOf(g.metricsLn) }
@@ -295,14 +313,24 @@ func addrOf(ln net.Listener) string {
 // in-flight streams finish within DrainTimeout.
 func (g *Gateway) Run(ctx context.Context) error {
 	eg, ctx := errgroup.WithContext(ctx)
+	var rest sync.WaitGroup // everything but the health port, which answers until the rest is done
+	run := func(f func() error) {
+		rest.Add(1)
+		eg.Go(func() error { defer rest.Done(); return f() })
+	}
 	for _, c := range g.components {
-		eg.Go(func() error { return c.Run(ctx) })
+		run(func() error { return c.Run(ctx) })
 	}
-	eg.Go(func() error { return g.httpSrv.Serve(ctx, g.httpLn) })
+	run(func() error { return g.httpSrv.Serve(ctx, g.httpLn) })
 	if g.extSrv != nil {
-		eg.Go(func() error { return g.extSrv.Serve(ctx, g.extLn) })
+		run(func() error { return g.extSrv.Serve(ctx, g.extLn) })
 	}
-	eg.Go(func() error { return g.serveMetrics(ctx) })
+	run(func() error { return g.serveMetrics(ctx) })
+	if g.health != nil {
+		drained := make(chan struct{})
+		go func() { rest.Wait(); close(drained) }()
+		eg.Go(func() error { return g.health.Serve(ctx, g.healthLn, drained) })
+	}
 	return eg.Wait()
 }
 

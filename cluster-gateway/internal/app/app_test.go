@@ -48,7 +48,7 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 		addrs = append(addrs, p.addr())
 	}
 	args := append([]string{"--cluster=c1", "--region=us-east-1", "--listen=127.0.0.1:0", "--ext-proc-listen=127.0.0.1:0",
-		"--metrics-listen=127.0.0.1:0", "--endpoints=" + strings.Join(addrs, ","), "--scrape-interval=20ms"}, extra...)
+		"--metrics-listen=127.0.0.1:0", "--grpc-health-port=0", "--endpoints=" + strings.Join(addrs, ","), "--scrape-interval=20ms"}, extra...)
 	cfg, err := app.ParseConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,18 @@ func TestExtProcFrontDoor(t *testing.T) {
 // of its first exchange (a refused connection), and fails t on a wrong answer.
 func extProcExchange(t *testing.T, g *gateway, creds credentials.TransportCredentials) error {
 	t.Helper()
-	conn, err := grpc.NewClient(g.ExtProcAddr(), grpc.WithTransportCredentials(creds))
+	var dests []string
+	for _, p := range g.pods {
+		dests = append(dests, p.addr())
+	}
+	return extProcExchangeAt(t, g.ExtProcAddr(), dests, creds)
+}
+
+// extProcExchangeAt is extProcExchange with the ext_proc server at addr, in front of the pods
+// at dests.
+func extProcExchangeAt(t *testing.T, addr string, dests []string, creds credentials.TransportCredentials) error {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +268,7 @@ func extProcExchange(t *testing.T, g *gateway, creds credentials.TransportCreden
 			dest = string(h.GetHeader().GetRawValue())
 		}
 	}
-	if dest != g.pods[0].addr() && dest != g.pods[1].addr() {
+	if !slices.Contains(dests, dest) {
 		t.Fatalf("destination %q is not a pod", dest)
 	}
 	meta := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()["x-gateway-destination-endpoint"].GetStringValue()

@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
@@ -27,8 +28,10 @@ import (
 // holds each flag's help text, and DefaultConfig its default. --help and the flags table of
 // docs/gateway.md are generated from them (flagenv.Bind), so they cannot drift.
 type Config struct {
-	// Cluster and Region name this gateway's cluster (response headers, gossip). Required.
-	Cluster string `flag:"cluster"`
+	// Cluster and Region name this gateway's cluster (response headers, gossip). Cluster
+	// defaults to PoolName when that is set and is required otherwise; Region is required with
+	// gossip (GossipBind) and otherwise optional (no x-switchyard-region header without it).
+	Cluster string `flag:"cluster" default:"--pool-name, if set"`
 	Region  string `flag:"region"`
 	// Listen is the HTTP proxy address. Default ":8080".
 	Listen string `flag:"listen"`
@@ -42,6 +45,10 @@ type Config struct {
 	TLSClientCAFile string `flag:"tls-client-ca-file"`
 	// ExtProcListen is the Envoy ext_proc gRPC address; empty disables it. Default ":9002".
 	ExtProcListen string `flag:"ext-proc-listen"`
+	// GRPCHealthPort serves gRPC health for Kubernetes probes (GIE's --grpc-health-port and
+	// services) in cleartext on this port of ExtProcListen's host (MetricsListen's when ext_proc
+	// is off); 0 turns it off. Default 9003.
+	GRPCHealthPort int `flag:"grpc-health-port"`
 	// SecureServing serves ExtProcListen over TLS, as GIE's endpoint picker does with the flag of
 	// the same name, for gateways that reach the endpoint picker with TLS (they do not verify its
 	// certificate unless configured to). CertPath is a directory holding tls.crt and tls.key (a
@@ -60,7 +67,7 @@ type Config struct {
 	Endpoints     string `flag:"endpoints"`
 	EndpointsFile string `flag:"endpoints-file"`
 	PoolName      string `flag:"pool-name"`
-	PoolNamespace string `flag:"pool-namespace"`
+	PoolNamespace string `flag:"pool-namespace" default:"NAMESPACE, else default"`
 	Kubeconfig    string `flag:"kubeconfig"`
 	// ConfigFile is a GIE EndpointPickerConfig file; Profile a built-in profile used without it.
 	// Default profile "default".
@@ -126,6 +133,65 @@ type Config struct {
 	// ext_proc server: past it the request is answered 408 and its body released (see
 	// extproc.Config.BodyTimeout). Default 30 s; must be positive.
 	ExtProcBodyTimeout time.Duration `flag:"ext-proc-body-timeout"`
+
+	// GIE's endpoint-picker flags, so that the gateway runs with the arguments GIE's
+	// inferencepool Helm chart passes (gie.go, docs/gateway.md "GIE compatibility"). The flags
+	// that name a setting of ours under GIE's name (--grpc-port, --metrics-port,
+	// --config-file, --refresh-metrics-interval, --metrics-staleness-threshold, --zap-encoder,
+	// --zap-log-level, --v) are resolved into it by ParseConfig, which knows which flags were
+	// given; the others are read by New.
+
+	// GRPCPort sets ExtProcListen to ":PORT" (GIE's ext_proc port). Default 9002, as
+	// ExtProcListen's.
+	GRPCPort int `flag:"grpc-port"`
+	// MetricsPort sets MetricsListen to ":PORT". Default 9090, as MetricsListen's.
+	MetricsPort int `flag:"metrics-port"`
+	// PoolGroup is the InferencePool's API group: only inference.networking.k8s.io (v1) is
+	// followed. Default inference.networking.k8s.io.
+	PoolGroup string `flag:"pool-group"`
+	// ConfigFileGIE is GIE's name of ConfigFile. Default "".
+	ConfigFileGIE string `flag:"config-file"`
+	// ConfigText is an EndpointPickerConfig given inline, exclusive with ConfigFile. Default "".
+	ConfigText string `flag:"config-text"`
+	// RefreshMetricsInterval and MetricsStalenessThreshold are GIE's names of ScrapeInterval
+	// and Staleness (same defaults: 50 ms, 2 s).
+	RefreshMetricsInterval    time.Duration `flag:"refresh-metrics-interval"`
+	MetricsStalenessThreshold time.Duration `flag:"metrics-staleness-threshold"`
+	// ModelServerMetricsPort, when not 0, is the pods' metrics port instead of their serving
+	// port; ModelServerMetricsPath the metrics path; ModelServerMetricsScheme http or https,
+	// with ModelServerMetricsInsecure skipping certificate checks. Defaults 0, /metrics, http,
+	// true (GIE's).
+	ModelServerMetricsPort     int    `flag:"model-server-metrics-port"`
+	ModelServerMetricsPath     string `flag:"model-server-metrics-path"`
+	ModelServerMetricsScheme   string `flag:"model-server-metrics-scheme"`
+	ModelServerMetricsInsecure bool   `flag:"model-server-metrics-https-insecure-skip-verify"`
+	// The metric flags: GIE metric specs ("name" or "name{label=value}") of the families read
+	// for each signal on every pod. Unset: each engine's own names (ParseConfig fills
+	// Families from the flags given, "" included: it turns the signal off).
+	TotalQueuedRequestsMetric    string `flag:"total-queued-requests-metric" default:"the engine's own"`
+	TotalRunningRequestsMetric   string `flag:"total-running-requests-metric" default:"the engine's own"`
+	KVCacheUsagePercentageMetric string `flag:"kv-cache-usage-percentage-metric" default:"the engine's own"`
+	LoRAInfoMetric               string `flag:"lora-info-metric" default:"the engine's own"`
+	CacheInfoMetric              string `flag:"cache-info-metric" default:"the engine's own"`
+	// Families is what the metric flags given make of the scraper's families; set by
+	// ParseConfig (or by a caller of New directly).
+	Families scrape.Families `flag:"-"`
+	// ZapEncoder (json or console) and ZapLogLevel (debug, info, error, panic or a verbosity
+	// N > 0) and Verbosity (GIE's --v) set LogFormat and LogLevel unless those are given.
+	// Defaults "", "", 0.
+	ZapEncoder  string `flag:"zap-encoder"`
+	ZapLogLevel string `flag:"zap-log-level"`
+	Verbosity   int    `flag:"v"`
+	// GIE flags that have no effect here: accepted, and logged at start when given.
+	LeaderElection            bool          `flag:"ha-enable-leader-election"`
+	Tracing                   bool          `flag:"tracing"`
+	HealthChecking            bool          `flag:"health-checking"`
+	RefreshPrometheusInterval time.Duration `flag:"refresh-prometheus-metrics-interval"`
+	EnableCertReload          bool          `flag:"enable-cert-reload"`
+	MetricsEndpointAuth       bool          `flag:"metrics-endpoint-auth"`
+	ZapDevel                  bool          `flag:"zap-devel"`
+	ZapStacktraceLevel        string        `flag:"zap-stacktrace-level"`
+	ZapTimeEncoding           string        `flag:"zap-time-encoding"`
 }
 
 // DefaultConfig returns the defaults documented on each field.
@@ -134,7 +200,7 @@ func DefaultConfig() Config {
 		Listen:         ":8080",
 		ExtProcListen:  ":9002",
 		MetricsListen:  ":9090",
-		PoolNamespace:  "default",
+		GRPCHealthPort: 9003,
 		Profile:        scheduling.ProfileDefault,
 		LogFormat:      "text",
 		LogLevel:       "info",
@@ -151,6 +217,16 @@ func DefaultConfig() Config {
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
+
+		GRPCPort:                   9002,
+		MetricsPort:                9090,
+		PoolGroup:                  poolGroupV1,
+		RefreshMetricsInterval:     50 * time.Millisecond,
+		MetricsStalenessThreshold:  2 * time.Second,
+		ModelServerMetricsPath:     "/metrics",
+		ModelServerMetricsScheme:   "http",
+		ModelServerMetricsInsecure: true,
+		RefreshPrometheusInterval:  5 * time.Second,
 	}
 }
 
@@ -158,7 +234,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery, c.validateScheduling,
-		c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging} {
+		c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging, c.validateGIE} {
 		errs = append(errs, check()...)
 	}
 	return errors.Join(errs...)
@@ -167,12 +243,23 @@ func (c Config) Validate() error {
 func (c Config) validateIdentity() []error {
 	var errs []error
 	if strings.TrimSpace(c.Cluster) == "" {
-		errs = append(errs, errors.New("--cluster is required"))
+		errs = append(errs, errors.New("--cluster is required (it defaults to --pool-name when that is set)"))
 	}
-	if strings.TrimSpace(c.Region) == "" {
-		errs = append(errs, errors.New("--region is required"))
+	if strings.TrimSpace(c.Region) == "" && c.GossipBind != "" {
+		errs = append(errs, errors.New("--region is required with gossip (--gossip-bind)"))
 	}
 	return errs
+}
+
+// complete fills the defaults computed from other fields: --cluster from --pool-name, and
+// --pool-namespace "default" when empty (ParseConfig first tries the NAMESPACE variable).
+func (c *Config) complete() {
+	if strings.TrimSpace(c.Cluster) == "" && c.PoolName != "" {
+		c.Cluster = c.PoolName
+	}
+	if c.PoolNamespace == "" {
+		c.PoolNamespace = "default"
+	}
 }
 
 func (c Config) validateListeners() []error {
@@ -188,6 +275,9 @@ func (c Config) validateListeners() []error {
 	}
 	if c.SecureServing && c.ExtProcListen == "" {
 		errs = append(errs, errors.New("--secure-serving needs --ext-proc-listen"))
+	}
+	if c.GRPCHealthPort < 0 || c.GRPCHealthPort > 65535 {
+		errs = append(errs, fmt.Errorf("--grpc-health-port=%d: want a port, or 0 for none", c.GRPCHealthPort))
 	}
 	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen}, {"--ext-proc-listen", c.ExtProcListen}} {
 		if l.addr == "" && l.flag == "--ext-proc-listen" {
@@ -211,18 +301,21 @@ func (c Config) validateDiscovery() []error {
 	if n != 1 {
 		errs = append(errs, errors.New("exactly one of --endpoints, --endpoints-file or --pool-name is required"))
 	}
-	if c.PoolName != "" && c.PoolNamespace == "" {
-		errs = append(errs, errors.New("--pool-namespace must not be empty with --pool-name"))
-	}
 	return errs
 }
 
 func (c Config) validateScheduling() []error {
+	if c.ConfigFile != "" && c.ConfigText != "" {
+		return []error{errors.New("--config (or --config-file) and --config-text are exclusive: give the EndpointPickerConfig once")}
+	}
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
 			return []error{fmt.Errorf("--config: %w", err)}
 		}
 		return nil
+	}
+	if c.ConfigText != "" {
+		return nil // parsed when the scheduler is built
 	}
 	if err := (scheduling.Config{Profile: c.Profile}).Validate(); err != nil {
 		return []error{err}

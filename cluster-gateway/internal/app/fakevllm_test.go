@@ -17,6 +17,8 @@ type fakeVLLM struct {
 	requests atomic.Int64
 	// failing makes completions answer 500, as a broken pod does.
 	failing atomic.Bool
+	// triton exports Triton's TensorRT-LLM metric families instead of vLLM's.
+	triton atomic.Bool
 }
 
 func newFakeVLLM(t *testing.T) *fakeVLLM {
@@ -37,6 +39,16 @@ func newFakeVLLM(t *testing.T) *fakeVLLM {
 func (f *fakeVLLM) addr() string { return strings.TrimPrefix(f.srv.URL, "http://") }
 
 func (f *fakeVLLM) metrics(w http.ResponseWriter, _ *http.Request) {
+	if f.triton.Load() {
+		fmt.Fprintf(w, `# TYPE nv_trt_llm_request_metrics gauge
+nv_trt_llm_request_metrics{model="ensemble",request_type="scheduled",version="1"} 1
+nv_trt_llm_request_metrics{model="ensemble",request_type="waiting",version="1"} %d
+# TYPE nv_trt_llm_kv_cache_block_metrics gauge
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction",model="ensemble",version="1"} 0.1
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="max",model="ensemble",version="1"} 4096
+`, f.waiting.Load())
+		return
+	}
 	fmt.Fprintf(w, `# TYPE vllm:num_requests_waiting gauge
 vllm:num_requests_waiting{model_name="llama"} %d
 # TYPE vllm:num_requests_running gauge

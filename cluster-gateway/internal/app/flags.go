@@ -18,23 +18,26 @@ const EnvPrefix = flagenv.Prefix + "_"
 // usage is the help text of every Config field's flag, in the docs' words (backticks mark code;
 // --help drops them). It is the field table flagenv.Bind completes the struct's tags with.
 var usage = map[string]string{
-	"cluster":            "name of this cluster (required): sent as `x-switchyard-cluster` and published to gossip",
-	"region":             "region of this cluster (required): sent as `x-switchyard-region` and published to gossip",
+	"cluster":            "name of this cluster: sent as `x-switchyard-cluster` and published to gossip; required unless `--pool-name` is set, whose name it then defaults to",
+	"region":             "region of this cluster: sent as `x-switchyard-region` and published to gossip; required with gossip (`--gossip-bind`), else optional (no `x-switchyard-region` without it)",
 	"listen":             "HTTP proxy address: OpenAI API, `/healthz`, `/readyz`",
 	"tls-cert-file":      "PEM certificate that serves `--listen` over TLS (HTTP/2 by ALPN, and HTTP/1.1), with `--tls-key-file`, for routers that reach the gateway across regions at an `https://` `--advertise-url` (the default advertised URL is then `https://`, and an `http://` one is refused at start); read at every handshake, so a rotated certificate needs no restart",
 	"tls-key-file":       "PEM key of `--tls-cert-file`",
 	"tls-client-ca-file": "PEM CAs whose client certificates `--listen` requires over TLS (the routers' `--gateway-cert-file`)",
 	"ext-proc-listen":    "Envoy ext_proc gRPC server and gRPC health; empty disables it",
+	"grpc-health-port": "port of the gRPC health server Kubernetes probes (GIE's services `inference-extension`, `liveness`, `readiness`, and `\"\"` and the ext_proc service), " +
+		"in cleartext on the host of `--ext-proc-listen` (of `--metrics-listen` without ext_proc); SERVING when ready as `/readyz` (`liveness`: while running), " +
+		"NOT_SERVING while draining; 0 turns it off",
 	"secure-serving": "serve `--ext-proc-listen` over TLS, as GIE's endpoint picker's flag of the same name does, for gateways that reach " +
 		"their endpoint picker with TLS (they do not verify its certificate unless configured to); off by default, unlike GIE's, " +
-		"as Envoy Gateway connects in HTTP/2 cleartext; gRPC health is then on the TLS port too, so probe `/healthz` on the metrics port",
+		"as Envoy Gateway connects in HTTP/2 cleartext; the gRPC health on `--ext-proc-listen` is then over TLS too, while `--grpc-health-port` stays cleartext for the kubelet's probes",
 	"cert-path":       "directory with `tls.crt` and `tls.key` for `--secure-serving` (a Kubernetes TLS Secret mounted), read at every handshake; empty: a self-signed certificate made at start",
 	"metrics-listen":  "address of `/metrics` (Prometheus), `/healthz` and `/readyz`",
 	"enable-pprof":    "also serve Go's runtime profiles (`net/http/pprof`) under `/debug/pprof/` on the metrics port; a CPU profile or trace must end within the port's 30 s write timeout",
 	"endpoints":       "static pods: `host:port` or `name=host:port` items, comma-separated (see endpoint names in gateway-data.md)",
 	"endpoints-file":  "YAML list of pods, re-read when it changes",
 	"pool-name":       "GIE `InferencePool` to follow, with its ready pods",
-	"pool-namespace":  "namespace of `--pool-name`",
+	"pool-namespace":  "namespace of `--pool-name`; empty: the `NAMESPACE` environment variable (GIE's chart sets it to the pod's namespace), else `default`",
 	"kubeconfig":      "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
 	"config":          "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
 	"profile":         "built-in scheduling profile: `default`, `gie-default`, `round-robin`, `least-request`, `random`",
@@ -68,6 +71,37 @@ var usage = map[string]string{
 	"max-ejection-percent":    "most pods passive health may eject at once, in percent of the pool (0..100; at least one of two or more; a lone pod never, below 100; 0 turns ejection off)",
 	"drain-timeout":           "longest wait for in-flight streams at shutdown",
 	"ext-proc-body-timeout":   "longest time from a request's headers to the end of its body on ext_proc; past it the request is answered 408 `request_timeout` and its body released",
+
+	// GIE's endpoint-picker flags (docs/gateway.md, "GIE compatibility").
+	"grpc-port":                   "GIE: sets `--ext-proc-listen` to `:PORT`; with `--ext-proc-listen` given too, their ports must agree",
+	"metrics-port":                "GIE: sets `--metrics-listen` to `:PORT`; with `--metrics-listen` given too, their ports must agree",
+	"pool-group":                  "GIE: API group of `--pool-name`; only `inference.networking.k8s.io` (v1) is followed, `inference.networking.x-k8s.io` (v1alpha2) is refused at start",
+	"config-file":                 "GIE's name of `--config`; with both given they must agree",
+	"config-text":                 "GIE: an `EndpointPickerConfig` given inline (YAML) instead of a file; exclusive with `--config`",
+	"refresh-metrics-interval":    "GIE's name of `--scrape-interval`; with both given they must agree",
+	"metrics-staleness-threshold": "GIE's name of `--staleness`; with both given they must agree",
+	"model-server-metrics-port":   "GIE: the pods' metrics port, when not the port they serve on (0); `/v1/models` is read on the serving port",
+	"model-server-metrics-path":   "GIE: path of the pods' metrics page",
+	"model-server-metrics-scheme": "GIE: `http` or `https` for the pods' metrics page",
+	"model-server-metrics-https-insecure-skip-verify": "GIE: with `--model-server-metrics-scheme=https`, do not verify the pods' certificates",
+	"total-queued-requests-metric": "GIE metric spec (`name` or `name{label=value,...}`) of the queue on every pod, summed over the matching series; " +
+		"`\"\"` reads none. Unset: each pod's engine's own family (see Model-server metrics)",
+	"total-running-requests-metric":       "GIE metric spec of the running requests on every pod, summed; `\"\"` reads none",
+	"kv-cache-usage-percentage-metric":    "GIE metric spec of the KV-cache use (0 to 1) on every pod, averaged; `\"\"` reads none",
+	"lora-info-metric":                    "GIE metric spec of the LoRA info metric (vLLM's labels `running_lora_adapters`, `waiting_lora_adapters`, `max_lora`); `\"\"` reads none (GIE's chart's Triton setting)",
+	"cache-info-metric":                   "GIE metric spec of the cache-config info metric (the engine's block size and count labels)",
+	"zap-encoder":                         "GIE (controller-runtime): `json` sets `--log-format=json`, `console` `--log-format=text`, unless `--log-format` is given",
+	"zap-log-level":                       "GIE (controller-runtime): `debug`, `info`, `warn` or `error` set `--log-level` (`dpanic`, `panic`, `fatal`: `error`); a verbosity N > 0 acts as `--v=N`; `--log-level` wins when given",
+	"v":                                   "GIE's log verbosity: 4 and above set `--log-level=debug`, below `info`; `--zap-log-level` and `--log-level` win when given",
+	"ha-enable-leader-election":           "GIE: accepted for compatibility, no effect: every replica serves (no leader), and `liveness`/`readiness` answer on every replica",
+	"tracing":                             "GIE: accepted for compatibility, no effect: the gateway emits no traces",
+	"health-checking":                     "GIE: accepted for compatibility, no effect",
+	"refresh-prometheus-metrics-interval": "GIE: accepted for compatibility, no effect: `/metrics` is computed when scraped",
+	"enable-cert-reload":                  "GIE: accepted for compatibility, no effect: `--cert-path` is always read at every handshake",
+	"metrics-endpoint-auth":               "GIE: accepted for compatibility, no effect: `/metrics` asks for no token; restrict the metrics port with a NetworkPolicy",
+	"zap-devel":                           "GIE (controller-runtime): accepted for compatibility, no effect",
+	"zap-stacktrace-level":                "GIE (controller-runtime): accepted for compatibility, no effect",
+	"zap-time-encoding":                   "GIE (controller-runtime): accepted for compatibility, no effect",
 }
 
 // bindOptions completes c's tags: the help texts, and the flags whose parse is not their
@@ -98,26 +132,38 @@ func EnvName(flagName string) string {
 // defaults. It returns flag.ErrHelp after printing usage to out for --help, and otherwise every
 // invalid value, each naming its flag.
 func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	c, _, err := parseConfig(args, getenv, out)
+	return c, err
+}
+
+// parseConfig is ParseConfig, also returning where each flag given came from.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (Config, map[string]flagenv.Source, error) {
 	c := DefaultConfig()
 	fs := flag.NewFlagSet("cluster-gateway", flag.ContinueOnError)
 	fs.SetOutput(out)
 	flags, err := flagenv.Bind(fs, &c, c.bindOptions())
 	if err != nil {
-		return c, err
+		return c, nil, err
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: cluster-gateway --cluster=NAME --region=NAME (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]\n\n")
+		fmt.Fprintf(out, "Usage: cluster-gateway [--cluster=NAME] [--region=NAME] (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]\n\n")
 		fmt.Fprintf(out, "Every flag may also be set with the environment variable %s<FLAG> (e.g. %s), or in the file\n", EnvPrefix, EnvName("listen"))
 		fmt.Fprintf(out, "--flags-file names (name=value lines); the command line wins over both, the environment over the file.\n\n")
 		flagenv.PrintUsage(out, flags, flagenv.Prefix)
 	}
-	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "flags-file"}); err != nil {
-		return c, err
+	sources, err := flagenv.Parse(fs, joinBoolValues(fs, args), flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "flags-file"})
+	if err != nil {
+		return c, sources, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return c, sources, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return c, c.Validate()
+	given := func(name string) bool { return sources[name] != flagenv.Default }
+	if err := c.resolveGIE(given, getenv); err != nil {
+		return c, sources, err
+	}
+	c.complete()
+	return c, sources, c.Validate()
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -170,7 +170,7 @@ func TestExtProcSecureServing(t *testing.T) {
 	}
 	// A --cert-path without the files fails at start, naming the flag.
 	cfg, err := app.ParseConfig([]string{"--cluster=c1", "--region=us-east-1", "--endpoints=127.0.0.1:1", "--listen=127.0.0.1:0",
-		"--ext-proc-listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--secure-serving", "--cert-path=" + dir}, func(string) string { return "" }, io.Discard)
+		"--ext-proc-listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--grpc-health-port=0", "--secure-serving", "--cert-path=" + dir}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,8 @@
 // the body back unchanged. Refusals are immediate responses (400/404/413, 429 with
 // x-switchyard-overflow, 503). A request body that has not arrived in whole within BodyTimeout of
 // its headers is answered 408 and its stream ended. Response headers and body pass through while
-// the gateway measures time to first token and usage. A gRPC health service shares the port. The
+// the gateway measures time to first token and usage. A gRPC health service shares the port;
+// Health is the one of the separate health port Kubernetes probes (GIE's services). The
 // decisions are the request pipeline's (package pipeline, which the HTTP proxy drives too): this
 // package is the Envoy adapter, the stream's state machine and the responses Envoy expects.
 package extproc

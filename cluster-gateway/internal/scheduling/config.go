@@ -5,7 +5,9 @@
 package scheduling
 
 import (
+	"cmp"
 	"embed"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -48,6 +50,9 @@ type Config struct {
 	Profile string
 	// ConfigFile is a GIE EndpointPickerConfig file; when set it replaces Profile.
 	ConfigFile string
+	// ConfigText is a GIE EndpointPickerConfig given inline (GIE's --config-text); when set it
+	// replaces Profile. At most one of ConfigFile and ConfigText may be set.
+	ConfigText string
 	// Now is the clock used for staleness, ejection and learning (time.Now when nil); tests
 	// inject a virtual clock.
 	Now func() time.Time
@@ -60,10 +65,25 @@ func DefaultConfig() Config {
 
 // Validate returns an error naming the invalid field.
 func (c Config) Validate() error {
-	if c.ConfigFile == "" && !slices.Contains(Profiles(), c.Profile) {
+	switch {
+	case c.ConfigFile != "" && c.ConfigText != "":
+		return errors.New("scheduling: ConfigFile and ConfigText are exclusive")
+	case c.ConfigFile == "" && c.ConfigText == "" && !slices.Contains(Profiles(), c.Profile):
 		return fmt.Errorf("scheduling: Profile %q is not a built-in profile %v (or set ConfigFile)", c.Profile, Profiles())
 	}
 	return nil
+}
+
+// configTextName names an inline configuration in the scheduler's metrics, where a file is
+// named by its path.
+const configTextName = "config-text"
+
+// name is how the scheduler's metrics name the selected configuration.
+func (c Config) name() string {
+	if c.ConfigText != "" {
+		return configTextName
+	}
+	return cmp.Or(c.ConfigFile, c.Profile)
 }
 
 // load parses the selected profile and tells whether it is a baseline.
@@ -71,6 +91,13 @@ func (c Config) load() (*framework.EndpointPickerConfig, bool, error) {
 	if c.ConfigFile != "" {
 		pc, err := framework.LoadConfigFile(c.ConfigFile)
 		return pc, false, err
+	}
+	if c.ConfigText != "" {
+		pc, err := framework.ParseConfig([]byte(c.ConfigText))
+		if err != nil {
+			return nil, false, fmt.Errorf("config text: %w", err)
+		}
+		return pc, false, nil
 	}
 	data, err := ProfileYAML(c.Profile)
 	if err != nil {

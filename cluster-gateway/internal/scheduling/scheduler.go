@@ -1,7 +1,6 @@
 package scheduling
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -79,7 +78,7 @@ func New(cfg Config, src EndpointSource, logger *slog.Logger, reg prometheus.Reg
 	if s.profile, err = framework.Build(pc, opts); err != nil {
 		return nil, fmt.Errorf("scheduling: %w", err)
 	}
-	s.name = cmp.Or(cfg.ConfigFile, cfg.Profile)
+	s.name = cfg.name()
 	s.setup()
 	s.metrics = newMetrics(reg, s.name)
 	if p, ok := s.ttft.(predictionObserver); ok {

@@ -49,6 +49,9 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown profile", scheduling.Config{Profile: "fastest"}, `Profile "fastest"`},
 		{"missing file", scheduling.Config{ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}, "read scheduler config"},
 		{"unsupported gie plugin", scheduling.Config{ConfigFile: bad}, `"token-load-scorer" is not supported`},
+		{"file and text", scheduling.Config{ConfigFile: bad, ConfigText: "kind: EndpointPickerConfig"}, "exclusive"},
+		{"bad config text", scheduling.Config{ConfigText: "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins: {}\n"},
+			"config text: decode EndpointPickerConfig"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +89,34 @@ func TestLoadGIEConfigFile(t *testing.T) {
 	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section", "dataLayer section"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning about %s in:\n%s", want, logs.String())
+		}
+	}
+}
+
+// An inline EndpointPickerConfig (GIE's --config-text) replaces the profile as a file does.
+func TestConfigText(t *testing.T) {
+	at := plugintest.Epoch
+	h := plugintest.NewHandle(
+		plugintest.Endpoint("10.0.0.1:8000", "m", 6, 0, 0.1, at),
+		plugintest.Endpoint("10.0.0.2:8000", "m", 0, 0, 0.1, at),
+	)
+	text := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: queue-scorer\n" +
+		"- type: max-score-picker\nschedulingProfiles:\n- name: default\n  plugins:\n  - pluginRef: queue-scorer\n  - pluginRef: max-score-picker\n"
+	reg := prometheus.NewRegistry()
+	s, err := scheduling.New(scheduling.Config{Profile: "round-robin", ConfigText: text, Now: h.Now}, h, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Profile() != "config-text" || !s.FlowControl() {
+		t.Fatalf("Profile() = %q, FlowControl() = %v: want the inline configuration, not round-robin", s.Profile(), s.FlowControl())
+	}
+	for range 5 {
+		res, err := s.Schedule(context.Background(), &framework.Request{Model: "m", BaseModel: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Targets[0].Meta().Address; got != "10.0.0.2:8000" {
+			t.Fatalf("target %s, want the empty queue (queue-scorer, max-score-picker)", got)
 		}
 	}
 }

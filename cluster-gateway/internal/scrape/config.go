@@ -34,6 +34,19 @@ type Config struct {
 	// MetricsPath and ModelsPath are the paths scraped on each pod. Defaults "/metrics", "/v1/models".
 	MetricsPath string
 	ModelsPath  string
+	// MetricsPort, when not 0, is the port of each pod's /metrics instead of the port it serves
+	// on (GIE's --model-server-metrics-port); /v1/models is always read on the serving port.
+	// Default 0.
+	MetricsPort int
+	// MetricsScheme is "http" or "https", for /metrics only (GIE's
+	// --model-server-metrics-scheme); empty is "http". Default "http".
+	MetricsScheme string
+	// MetricsInsecureSkipVerify does not verify the pods' certificates with MetricsScheme
+	// "https" (GIE's --model-server-metrics-https-insecure-skip-verify). Default false.
+	MetricsInsecureSkipVerify bool
+	// Families replaces the metric families some signals are read from, on every pod (GIE's
+	// metric flags). Default: each engine's own names.
+	Families Families
 }
 
 // DefaultConfig returns the defaults documented on each field.
@@ -49,6 +62,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:   16 << 20,
 		MetricsPath:    "/metrics",
 		ModelsPath:     "/v1/models",
+		MetricsScheme:  "http",
 	}
 }
 
@@ -71,6 +85,23 @@ func (c Config) Validate() error {
 		return errors.New("scrape: MaxBodyBytes must be positive")
 	case c.MetricsPath == "" || c.MetricsPath[0] != '/' || c.ModelsPath == "" || c.ModelsPath[0] != '/':
 		return errors.New("scrape: MetricsPath and ModelsPath must start with /")
+	case c.MetricsPort < 0 || c.MetricsPort > 65535:
+		return fmt.Errorf("scrape: MetricsPort %d is not a port (0 for the serving port)", c.MetricsPort)
+	case c.MetricsScheme != "" && c.MetricsScheme != "http" && c.MetricsScheme != "https":
+		return fmt.Errorf("scrape: MetricsScheme %q: want http or https", c.MetricsScheme)
+	}
+	return c.validateFamilies()
+}
+
+// validateFamilies checks the replaced families' names.
+func (c Config) validateFamilies() error {
+	for _, o := range c.Families.overrides() {
+		if o.spec == nil || o.spec.Name == "" {
+			continue
+		}
+		if err := checkMetricName(o.spec.Name); err != nil {
+			return fmt.Errorf("scrape: Families: %w", err)
+		}
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ const (
 	numFields
 )
 
+// fieldSelected marks a family of a Families replacement, whose samples selectors split among
+// fields by their labels (familySet.selectors); it is never an index of the parser's sums.
+const fieldSelected field = 255
+
 // familySet maps the metric names one engine exports to the signal each feeds. Names not in the
 // set are skipped without parsing.
 type familySet struct {
@@ -33,6 +37,9 @@ type familySet struct {
 	cacheLabels []string
 	// nameLengths is set from names at init (see mayWant).
 	nameLengths uint64
+	// selectors, by family name, split the samples of the families a Families replacement
+	// names (those names map to fieldSelected).
+	selectors map[string]*selection
 }
 
 // families are the metric names per engine (ARCHITECTURE.md, "Model-server metrics").
@@ -97,10 +104,5 @@ func init() {
 	}
 }
 
-// familiesFor returns the family set of engine; unknown engines use vLLM's names.
-func familiesFor(engine datastore.Engine) *familySet {
-	if f := families[engine]; f != nil {
-		return f
-	}
-	return families[datastore.EngineVLLM]
-}
+// defaultCatalog is every engine's own names.
+var defaultCatalog = catalog(families)

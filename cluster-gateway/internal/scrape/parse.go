@@ -39,9 +39,19 @@ var pooling = true
 // the series with the highest value (the newest timestamp) wins. NaN and infinite samples are
 // ignored. ScrapedAt is left zero for the caller to set.
 func Parse(r io.Reader, engine datastore.Engine) (*datastore.Metrics, error) {
+	return parse(r, defaultCatalog.familiesFor(engine))
+}
+
+// ParseWith is Parse with the families f replaces (see Families).
+func ParseWith(r io.Reader, engine datastore.Engine, f Families) (*datastore.Metrics, error) {
+	return parse(r, f.catalog().familiesFor(engine))
+}
+
+// parse reads a page with the family set fam.
+func parse(r io.Reader, fam *familySet) (*datastore.Metrics, error) {
 	br := getReader(r)
 	defer putReader(br)
-	p := parser{fam: familiesFor(engine)}
+	p := parser{fam: fam}
 	for lineNo := 1; ; lineNo++ {
 		line, err := p.readLine(br)
 		if len(line) > 0 {
@@ -122,8 +132,11 @@ func (p *parser) line(b []byte) error {
 		return nil
 	}
 	f := p.fam.names[string(b[:i])]
-	if f == fieldNone {
+	switch f {
+	case fieldNone:
 		return nil
+	case fieldSelected:
+		return p.selected(b, i, p.fam.selectors[string(b[:i])])
 	}
 	var lbls []label
 	if j := skipSpace(b, i); j < len(b) && b[j] == '{' {
@@ -144,19 +157,35 @@ func (p *parser) line(b []byte) error {
 	return nil
 }
 
+// selected handles a line of a family that sel splits among fields by its labels.
+func (p *parser) selected(b []byte, i int, sel *selection) error {
+	var lbls []label
+	if j := skipSpace(b, i); j < len(b) && b[j] == '{' {
+		var err error
+		if i, lbls, err = parseLabels(b, j, sel.keep); err != nil {
+			return err
+		}
+	}
+	v, err := parseValue(b[i:])
+	if err != nil {
+		return err
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	for _, s := range sel.selectors {
+		if s.matches(lbls) {
+			p.add(s.field, v, lbls)
+		}
+	}
+	return nil
+}
+
 // loraLabels are the labels read from vllm:lora_requests_info.
 var loraLabels = []string{"running_lora_adapters", "waiting_lora_adapters", "max_lora"}
 
 // keep returns the label names to collect for family f.
-func (p *parser) keep(f field) []string {
-	switch f {
-	case fieldCacheConfig:
-		return p.fam.cacheLabels
-	case fieldLoRA:
-		return loraLabels
-	}
-	return nil
-}
+func (p *parser) keep(f field) []string { return p.fam.keepFor(f) }
 
 // nameEnd returns the index of the byte that ends the metric name ('{', a blank or the line end),
 // using vectorised byte searches.

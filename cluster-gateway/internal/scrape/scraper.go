@@ -1,7 +1,9 @@
 package scrape
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +38,7 @@ type Scraper struct {
 	client   *http.Client
 	logger   *slog.Logger
 	metrics  *scrapeMetrics
+	families catalog      // the metric families read, per engine
 	interval atomic.Int64 // current per-pod interval, nanoseconds
 }
 
@@ -46,7 +50,7 @@ func New(cfg Config, src Source, logger *slog.Logger, reg prometheus.Registerer)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Scraper{cfg: cfg, src: src, logger: logger, metrics: newScrapeMetrics(src, reg)}
+	s := &Scraper{cfg: cfg, src: src, logger: logger, metrics: newScrapeMetrics(src, reg), families: cfg.Families.catalog()}
 	s.client = &http.Client{Transport: newTransport(cfg), Timeout: cfg.Timeout}
 	s.setInterval(len(src.Endpoints()))
 	return s, nil
@@ -55,7 +59,7 @@ func New(cfg Config, src Source, logger *slog.Logger, reg prometheus.Registerer)
 // newTransport returns the shared transport: one reused connection per pod, no proxy, no
 // compression (the bodies are small and decompressing costs more CPU than the bytes saved).
 func newTransport(cfg Config) *http.Transport {
-	return &http.Transport{
+	t := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          0, // no global cap: one idle connection per pod, however many pods
 		MaxIdleConnsPerHost:   1,
@@ -65,6 +69,23 @@ func newTransport(cfg Config) *http.Transport {
 		DisableCompression:    true,
 		WriteBufferSize:       1 << 10, // requests are a few hundred bytes
 	}
+	if cfg.MetricsScheme == "https" {
+		// #nosec G402 -- only when asked for (GIE's default): pods' serving certificates are
+		// often self-signed, and the metrics are not secret.
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: cfg.MetricsInsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	}
+	return t
+}
+
+// metricsURL is the URL of an endpoint's metrics page.
+func (s *Scraper) metricsURL(ep *datastore.Endpoint) string {
+	addr := ep.Address
+	if s.cfg.MetricsPort != 0 {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			addr = net.JoinHostPort(host, strconv.Itoa(s.cfg.MetricsPort))
+		}
+	}
+	return cmp.Or(s.cfg.MetricsScheme, "http") + "://" + addr + s.cfg.MetricsPath
 }
 
 // Interval is the current per-pod scrape interval.
@@ -125,7 +146,7 @@ func (s *Scraper) reconcile(ctx context.Context, loops map[*datastore.Endpoint]c
 // loop scrapes one endpoint until ctx is done. The first scrape happens after a random fraction
 // of the interval, so a large fleet discovered at once is not scraped in one burst.
 func (s *Scraper) loop(ctx context.Context, ep *datastore.Endpoint) {
-	metricsURL := "http://" + ep.Address + s.cfg.MetricsPath
+	metricsURL := s.metricsURL(ep)
 	modelsURL := "http://" + ep.Address + s.cfg.ModelsPath
 	timer := time.NewTimer(time.Duration(rand.Int64N(int64(s.Interval()) + 1)))
 	defer timer.Stop()
@@ -192,7 +213,7 @@ func (s *Scraper) fetchMetrics(ctx context.Context, url string, engine datastore
 		return nil, err
 	}
 	defer closeBody(body)
-	m, err := Parse(body, engine)
+	m, err := parse(body, s.families.familiesFor(engine))
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
