@@ -1,5 +1,5 @@
 // Package openai reads the fields that routing needs from an OpenAI request body (completions,
-// chat completions, embeddings) in one validating pass, without copying the body. Both tiers read
+// chat completions, embeddings, responses) in one validating pass, without copying the body. Both tiers read
 // a request with Parse, so the router and the gateway can never see different models, streaming
 // flags or priorities in the same bytes: a body that names model, stream or priority twice, or
 // also under a key that differs only in case (which encoding/json would take), is refused.
@@ -10,13 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
 // Body is what body-based routing reads from an OpenAI request body (completions, chat
-// completions or embeddings). A Body may be reused across requests: Parse resets it first.
+// completions, embeddings or responses). A Body may be reused across requests: Parse resets it
+// first.
 type Body struct {
 	// Model is the "model" field.
 	Model string
@@ -24,12 +26,16 @@ type Body struct {
 	Stream bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
-	// MaxTokens is "max_tokens" (or "max_completion_tokens"), 0 when absent or null.
+	// MaxTokens is "max_tokens" (or "max_completion_tokens", or the Responses API's
+	// "max_output_tokens"; the last of them wins), 0 when absent or null.
 	MaxTokens int
 	// Prompt is the prompt text as sent, JSON-decoded: "prompt" (strings concatenated) for
 	// completions, the concatenated message contents (strings or text parts) for chat, "input"
-	// for embeddings; only its first MaxPrompt bytes when MaxPrompt is positive. A prompt that
-	// is one string without escapes aliases the parsed data (no copy); otherwise the text is
+	// for embeddings, and for responses "instructions" followed by "input" (a string, or the
+	// contents of the message items of an input array, in order); only its first MaxPrompt
+	// bytes when MaxPrompt is positive. The instructions come first wherever they are in the
+	// body, as the engine renders them: the system message ahead of the input. A prompt that is
+	// one string without escapes aliases the parsed data (no copy); otherwise the text is
 	// decoded into a buffer that the next Parse reuses.
 	Prompt []byte
 	// PromptBytes is the length of the whole decoded prompt text, including any part past
@@ -48,6 +54,10 @@ type Body struct {
 	buf   []byte // storage for Prompt when it does not alias the data
 	owned bool   // Prompt is in buf
 	seen  keySet // the routing keys read so far
+
+	instr      []byte // the kept text of "instructions": aliases the data or is in ibuf
+	instrBytes int    // the whole decoded length of "instructions"
+	ibuf       []byte // storage for instr when the string has escapes
 }
 
 // ErrMissingModel is returned by Parse when the body has no non-empty "model" string.
@@ -109,18 +119,21 @@ func (e *AmbiguousKeyError) Error() string {
 // Unwrap makes errors.Is(err, ErrAmbiguousKey) hold.
 func (e *AmbiguousKeyError) Unwrap() error { return ErrAmbiguousKey }
 
-// Reset clears b, keeping MaxPrompt and the prompt buffer's capacity.
+// Reset clears b, keeping MaxPrompt and the prompt buffers' capacity.
 func (b *Body) Reset() {
-	*b = Body{MaxPrompt: b.MaxPrompt, buf: b.buf[:0]}
+	*b = Body{MaxPrompt: b.MaxPrompt, buf: b.buf[:0], ibuf: b.ibuf[:0]}
 }
 
-// Release drops b's reference to the parsed data (Prompt may alias it), and its prompt buffer
-// when that grew past maxBuf bytes, so that a Body kept in a pool holds neither a request body nor
+// Release drops b's references to the parsed data (Prompt may alias it), and its prompt buffers
+// when they grew past maxBuf bytes, so that a Body kept in a pool holds neither a request body nor
 // a huge buffer.
 func (b *Body) Release(maxBuf int) {
-	b.Prompt = nil
+	b.Prompt, b.instr = nil, nil
 	if cap(b.buf) > maxBuf {
 		b.buf = nil
+	}
+	if cap(b.ibuf) > maxBuf {
+		b.ibuf = nil
 	}
 }
 
@@ -134,13 +147,18 @@ func (b *Body) resetPrompt() {
 	b.Prompt, b.PromptBytes, b.PromptTokenIDs, b.buf, b.owned = nil, 0, 0, b.buf[:0], false
 }
 
+// limit is the number of prompt bytes kept.
+func (b *Body) limit() int {
+	if b.MaxPrompt <= 0 {
+		return math.MaxInt
+	}
+	return b.MaxPrompt
+}
+
 // text adds the string at the cursor to the prompt. The first string aliases the data when it
 // has no escapes; later strings are decoded into buf, up to MaxPrompt bytes.
 func (b *Body) text(s *scanner) error {
-	limit := b.MaxPrompt
-	if limit <= 0 {
-		limit = math.MaxInt
-	}
+	limit := b.limit()
 	if b.PromptBytes == 0 && !b.owned {
 		if v, ok := s.plainStr(); ok {
 			n := min(len(v), limit)
@@ -178,6 +196,7 @@ func Parse(data []byte, b *Body) error {
 	if err := s.end(); err != nil {
 		return fmt.Errorf("openai: malformed JSON: %w", err)
 	}
+	b.joinInstructions()
 	if b.Model == "" {
 		return ErrMissingModel
 	}
@@ -203,7 +222,7 @@ func (b *Body) member(s *scanner, key []byte) error {
 		return s.integer(&b.Priority, &b.HasPriority)
 	case "stream_options":
 		return b.streamOptions(s)
-	case "max_tokens", "max_completion_tokens":
+	case "max_tokens", "max_completion_tokens", "max_output_tokens":
 		return s.count(&b.MaxTokens)
 	case "prompt", "input":
 		b.resetPrompt()
@@ -211,6 +230,8 @@ func (b *Body) member(s *scanner, key []byte) error {
 	case "messages":
 		b.resetPrompt()
 		return s.arrayOrNull(func() error { return b.message(s) })
+	case "instructions":
+		return b.instructions(s)
 	}
 	return s.skip(1)
 }
@@ -247,14 +268,16 @@ func (b *Body) streamOptions(s *scanner) error {
 	})
 }
 
-// promptValue reads a prompt: a string, an array of strings, an array of token ids, or an array
-// of arrays of token ids.
+// promptValue reads a prompt: a string, an array of strings, an array of token ids, an array
+// of arrays of token ids, or (the Responses API's input) an array of input items.
 func (b *Body) promptValue(s *scanner, depth int) error {
 	switch c := s.ws(); {
 	case c == '"':
 		return b.text(s)
 	case c == '[' && depth < 2:
 		return s.array(func() error { return b.promptValue(s, depth+1) })
+	case c == '{' && depth == 1:
+		return b.inputItem(s)
 	case c == '-' || (c >= '0' && c <= '9'):
 		if _, err := s.number(); err != nil {
 			return err
@@ -274,14 +297,114 @@ func (b *Body) message(s *scanner) error {
 		if string(key) != "content" {
 			return s.skip(3)
 		}
-		switch s.ws() {
-		case '"':
-			return b.text(s)
-		case '[':
-			return s.array(func() error { return b.contentPart(s) })
+		return b.content(s)
+	})
+}
+
+// content reads a message's content: a string, or an array of parts whose text counts.
+func (b *Body) content(s *scanner) error {
+	switch s.ws() {
+	case '"':
+		return b.text(s)
+	case '[':
+		return s.array(func() error { return b.contentPart(s) })
+	}
+	return s.skip(3)
+}
+
+// inputItem reads one item of a Responses API input array. A message (an item with no "type",
+// or with the type "message"; the last "type" member counts) adds its content to the prompt, as
+// a chat message does; any other item (a function call or its output, reasoning, an item
+// reference) adds nothing, so the text its content added is taken back.
+func (b *Body) inputItem(s *scanner) error {
+	mark := b.mark()
+	message := true
+	err := s.object(func(key []byte) error {
+		switch string(key) {
+		case "content":
+			return b.content(s)
+		case "type":
+			if s.ws() != '"' {
+				message = false
+				return s.skip(3)
+			}
+			v, err := s.str(nil)
+			message = string(v) == "message"
+			return err
 		}
 		return s.skip(3)
 	})
+	if !message {
+		b.rollback(mark)
+	}
+	return err
+}
+
+// promptMark is the prompt's state at one point of the parse, to go back to.
+type promptMark struct {
+	prompt     []byte
+	bytes, ids int
+	owned      bool
+}
+
+func (b *Body) mark() promptMark {
+	return promptMark{b.Prompt, b.PromptBytes, b.PromptTokenIDs, b.owned}
+}
+
+// rollback forgets the prompt text read since m. Text is only ever appended, so the buffer's
+// first bytes are still those of m.
+func (b *Body) rollback(m promptMark) {
+	b.PromptBytes, b.PromptTokenIDs, b.owned = m.bytes, m.ids, m.owned
+	if m.owned {
+		b.buf = b.buf[:len(m.prompt)]
+		b.Prompt = b.buf
+		return
+	}
+	b.Prompt = m.prompt
+}
+
+// instructions reads "instructions" (the Responses API's system message): a string; null or any
+// other value means none. The last member wins. Parse puts the text before the prompt's.
+func (b *Body) instructions(s *scanner) error {
+	b.instr, b.instrBytes = nil, 0
+	if s.ws() != '"' {
+		return s.skip(1)
+	}
+	if v, ok := s.plainStr(); ok {
+		n := min(len(v), b.limit())
+		b.instr, b.instrBytes = v[:n:n], len(v)
+		return nil
+	}
+	var err error
+	b.ibuf, b.instrBytes, err = s.text(b.ibuf[:0], b.limit())
+	b.instr = b.ibuf
+	return err
+}
+
+// joinInstructions puts the instructions ahead of the text read from the input, keeping at most
+// MaxPrompt bytes of the whole. Without input text the prompt is the instructions (aliasing the
+// data when they had no escapes); otherwise the two are joined in buf.
+func (b *Body) joinInstructions() {
+	if b.instrBytes == 0 {
+		return
+	}
+	if b.PromptBytes == 0 {
+		b.Prompt, b.owned = b.instr, false
+		b.PromptBytes = b.instrBytes
+		return
+	}
+	k := len(b.instr)
+	n := min(len(b.Prompt), max(b.limit()-k, 0))
+	if b.owned { // the input's text is in buf: move it up and copy the instructions in front
+		b.buf = slices.Grow(b.buf[:n], k)[:n+k]
+		copy(b.buf[k:], b.buf[:n])
+		copy(b.buf, b.instr)
+	} else {
+		b.buf = append(append(b.buf[:0], b.instr...), b.Prompt[:n]...)
+		b.owned = true
+	}
+	b.Prompt = b.buf
+	b.PromptBytes += b.instrBytes
 }
 
 // contentPart reads one content part, appending its "text" when present.

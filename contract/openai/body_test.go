@@ -36,6 +36,25 @@ func TestParse(t *testing.T) {
 		{"null priority", `{"model":"m","priority":null}`, Body{Model: "m"}, ""},
 		{"routing keys nested are not routing keys", `{"model":"m","metadata":{"model":"x","Model":"y","stream":1}}`, Body{Model: "m"}, ""},
 		{"look-alike keys", `{"model":"m","models":"x","streams":true,"priority_class":"p"}`, Body{Model: "m"}, ""},
+		{"embeddings strings", `{"model":"e","input":["one ","two"]}`, Body{Model: "e"}, "one two"},
+		{"embeddings token ids", `{"model":"e","input":[[1,2],[3,4,5]]}`, Body{Model: "e", PromptTokenIDs: 5}, ""},
+		{"responses string input", `{"model":"r","input":"hello","max_output_tokens":16,"stream":true}`,
+			Body{Model: "r", Stream: true, MaxTokens: 16}, "hello"},
+		{"responses instructions first", `{"model":"r","input":"question","instructions":"be brief. "}`,
+			Body{Model: "r"}, "be brief. question"},
+		{"responses instructions alone", `{"model":"r","instructions":"sys","previous_response_id":"resp_1"}`, Body{Model: "r"}, "sys"},
+		{"responses messages", `{"model":"r","instructions":"sys ","input":[{"role":"user","content":"hi "},` +
+			`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello "}]},` +
+			`{"role":"user","content":[{"type":"input_text","text":"again"},{"type":"input_image","image_url":"data:x"}]}]}`,
+			Body{Model: "r"}, "sys hi hello again"},
+		{"responses other items add nothing", `{"model":"r","input":[{"role":"user","content":"a"},` +
+			`{"content":"tool said","type":"function_call_output","call_id":"c"},{"type":"function_call","name":"f","arguments":"{}"},` +
+			`{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]},{"type":"item_reference","id":"x"},` +
+			`{"role":"user","content":"b","type":"message"}]}`, Body{Model: "r"}, "ab"},
+		{"responses type not a string", `{"model":"r","input":[{"content":"a","type":1},{"content":"b"}]}`, Body{Model: "r"}, "b"},
+		{"responses escaped instructions", `{"model":"r","input":[{"content":"x\ny"}],"instructions":"\u00e9 "}`, Body{Model: "r"}, "é x\ny"},
+		{"responses null instructions", `{"model":"r","instructions":"old","instructions":null,"input":"i"}`, Body{Model: "r"}, "i"},
+		{"max_output_tokens last wins", `{"model":"r","max_tokens":3,"max_output_tokens":5}`, Body{Model: "r", MaxTokens: 5}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +92,10 @@ func TestParseErrors(t *testing.T) {
 		{"fractional max_tokens", `{"model":"m","max_tokens":1.5}`, false},
 		{"stream not bool", `{"model":"m","stream":"yes"}`, false},
 		{"deep nesting", `{"model":"m","x":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, false},
+		{"negative max_output_tokens", `{"model":"m","max_output_tokens":-1}`, false},
+		{"bad input item", `{"model":"m","input":[{"content":"x"]}`, false},
 		{"missing model", `{"prompt":"x"}`, true},
+		{"responses without model", `{"input":"x","instructions":"y"}`, true},
 		{"empty model", `{"model":""}`, true},
 	}
 	for _, tt := range tests {
@@ -98,6 +120,8 @@ func FuzzParse(f *testing.F) {
 		`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
 		`{"model":"\u00e9","input":["a","b"]}`, `{"model":"m","prompt":[[1,2],[3]]}`, `{}`, `[`, `{"a":1e5}`,
 		`{"model":"eu","Model":"open"}`, `{"model":"m","stream":true,"\u017ftream":false}`, `{"model":"m","priority":-2}`,
+		`{"model":"r","instructions":"sys","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"stream":true,"max_output_tokens":8}`,
+		`{"model":"r","input":[{"type":"message","role":"user","content":"a"},{"type":"function_call_output","output":"b"}],"Stream":true}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -183,6 +207,29 @@ func TestParseBadPriority(t *testing.T) {
 		var b Body
 		if err := Parse([]byte(body), &b); err == nil {
 			t.Errorf("Parse(%s) succeeded with priority %d, want an error", body, b.Priority)
+		}
+	}
+}
+
+// BenchmarkParseResponses reads a Responses API body whose instructions follow a conversation
+// of input items, so that the instructions are joined in front of the input's text.
+func BenchmarkParseResponses(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"model":"llama","stream":true,"max_output_tokens":256,"input":[`)
+	for i := range 40 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("turn text ", 40) + `"}]}`)
+	}
+	sb.WriteString(`],"instructions":"` + strings.Repeat("be helpful ", 100) + `"}`)
+	data := []byte(sb.String())
+	body := Body{MaxPrompt: 4096}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Parse(data, &body); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -17,6 +17,9 @@ func TestPromptLimit(t *testing.T) {
 		{"strings", `{"model":"m","prompt":["ab","","cd\t","ef"]}`, "abcd\tef"},
 		{"chat", `{"messages":[{"role":"system","content":"sys "},{"role":"user","content":[{"type":"text","text":"x\\y"}]}],"model":"c"}`, "sys x\\y"},
 		{"repeated member", `{"model":"m","prompt":"first","prompt":"second"}`, "second"},
+		{"instructions after plain input", `{"model":"r","input":"question","instructions":"sys. "}`, "sys. question"},
+		{"instructions before items", `{"model":"r","instructions":"s\u00e9 ","input":[{"role":"user","content":"ab"},{"content":[{"type":"input_text","text":"c\nd"}]}]}`, "sé abc\nd"},
+		{"instructions after items", `{"model":"r","input":[{"content":"a\tb"},{"type":"function_call_output","output":"x"},{"content":"cd"}],"instructions":"sys "}`, "sys a\tbcd"},
 	}
 	for _, tt := range bodies {
 		for _, limit := range []int{0, 1, 3, 5, 1000} {
@@ -61,6 +64,7 @@ func TestPromptAliasesPlainString(t *testing.T) {
 func FuzzPromptLimit(f *testing.F) {
 	f.Add([]byte(`{"model":"m","prompt":["ab","c\u00e9d"]}`), uint8(3))
 	f.Add([]byte(`{"model":"c","messages":[{"content":"x\ny"},{"content":[{"text":"z"}]}]}`), uint8(1))
+	f.Add([]byte(`{"model":"r","input":[{"content":"x\ny"},{"type":"reasoning","content":[{"text":"z"}]}],"instructions":"ab\u00e9"}`), uint8(4))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
 		var full, bounded Body
 		errFull := Parse(data, &full)
@@ -84,15 +88,18 @@ func FuzzPromptLimit(f *testing.F) {
 
 // referencePrompt is the prompt text Parse must read, written the slow, obvious way with
 // encoding/json's tokenizer: the last top-level "prompt", "input" or "messages" member wins;
-// a prompt is a string, or an array (nested once) of strings and token ids; a message's
-// "content" members (each of them, in order) are a string or an array of parts whose "text"
-// strings count. Strings are decoded as encoding/json decodes them. ok is false when data is
-// not one valid JSON object.
+// a prompt is a string, or an array (nested once) of strings and token ids and (in the
+// top-level array) input items, whose "content" members count when the item's last "type" is
+// absent or "message"; a message's "content" members (each of them, in order) are a string or
+// an array of parts whose "text" strings count. The last "instructions" member, when it is a
+// string, goes first. Strings are decoded as encoding/json decodes them. ok is false when data
+// is not one valid JSON object.
 func referencePrompt(data []byte) (text string, ok bool) {
 	top, ok := orderedMembers(data)
 	if !ok {
 		return "", false
 	}
+	instructions := ""
 	for _, m := range top {
 		switch m.key {
 		case "prompt", "input":
@@ -102,16 +109,45 @@ func referencePrompt(data []byte) (text string, ok bool) {
 			var msgs []json.RawMessage
 			_ = json.Unmarshal(m.value, &msgs) // null or not an array: no text
 			for _, msg := range msgs {
-				fields, _ := orderedMembers(msg)
-				for _, f := range fields {
-					if f.key == "content" {
-						text += contentText(f.value)
-					}
-				}
+				text += messageText(msg)
+			}
+		case "instructions":
+			instructions = ""
+			if m.value[0] == '"' {
+				_ = json.Unmarshal(m.value, &instructions)
 			}
 		}
 	}
-	return text, true
+	return instructions + text, true
+}
+
+// messageText is the text of every "content" member of a message object ("" for any other value).
+func messageText(raw json.RawMessage) string {
+	fields, _ := orderedMembers(raw)
+	text := ""
+	for _, f := range fields {
+		if f.key == "content" {
+			text += contentText(f.value)
+		}
+	}
+	return text
+}
+
+// itemText is the text of a Responses input item: its content when its last "type" is absent
+// or "message".
+func itemText(raw json.RawMessage) string {
+	fields, _ := orderedMembers(raw)
+	message := true
+	for _, f := range fields {
+		if f.key == "type" {
+			var typ string
+			message = f.value[0] == '"' && json.Unmarshal(f.value, &typ) == nil && typ == "message"
+		}
+	}
+	if !message {
+		return ""
+	}
+	return messageText(raw)
 }
 
 type member struct {
@@ -154,6 +190,10 @@ func promptText(raw json.RawMessage, depth int) string {
 	}
 	text := ""
 	for _, e := range elems {
+		if e[0] == '{' && depth == 0 {
+			text += itemText(e)
+			continue
+		}
 		text += promptText(e, depth+1)
 	}
 	return text
@@ -193,6 +233,9 @@ func FuzzPromptMatchesReference(f *testing.F) {
 		`{"input":"3","messages":[{"content":"2","content":"2b"}],"prompt":"1","model":"m"}`,
 		`{"model":"m","prompt":null,"messages":[{"content":7},{"content":[{"text":null},{"text":5},[1],"s"]}],"input":{}}`,
 		`{"model":"m","prompt":"a\"b\\c\nd\u00e9\ud83d\ude00"}`,
+		`{"model":"r","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"message","role":"assistant","content":"yo"}]}`,
+		`{"model":"r","input":[{"content":"a","type":"function_call_output"},{"type":"reasoning","content":[{"text":"b"}]},{"content":"c","type":"message","type":"x"},["d",{"content":"e"}],"f"],"instructions":"\u00e9"}`,
+		`{"model":"r","instructions":{"x":1},"input":[{"content":null},{"type":null,"content":"a"},{"content":"b","content":[{"text":"c"}]}],"instructions":"i"}`,
 	} {
 		f.Add([]byte(s))
 	}

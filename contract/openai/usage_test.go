@@ -23,6 +23,22 @@ func TestParseUsage(t *testing.T) {
 		{"truncated", `{"usage":{"prompt_tokens":1}`, Usage{}, false},
 		{"fractional count", `{"usage":{"prompt_tokens":1.5}}`, Usage{}, false},
 		{"not an object", `[{"usage":{"prompt_tokens":1}}]`, Usage{}, false},
+		{"later details replace earlier", `{"usage":{"prompt_tokens_details":{"cached_tokens":5},"prompt_tokens_details":null}}`, Usage{}, true},
+		// The Responses API: the response object's usage, and response.completed's nested one.
+		{"responses", `{"id":"resp_1","object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"usage"}]}],` +
+			`"usage":{"input_tokens":20,"input_tokens_details":{"cached_tokens":16},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":25}}`,
+			Usage{PromptTokens: 20, CompletionTokens: 5, CachedTokens: 16, HasCached: true}, true},
+		{"responses without details", `{"usage":{"input_tokens":3,"output_tokens":4}}`, Usage{PromptTokens: 3, CompletionTokens: 4}, true},
+		{"response.completed", `{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","status":"completed","error":null,` +
+			`"usage":{"input_tokens":7,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"total_tokens":9}}}`,
+			Usage{PromptTokens: 7, CompletionTokens: 2, HasCached: true}, true},
+		{"response.created", `{"type":"response.created","response":{"id":"resp_1","status":"in_progress","usage":null}}`, Usage{}, false},
+		{"response without usage", `{"type":"response.in_progress","response":{"id":"resp_1"}}`, Usage{}, false},
+		{"response not an object", `{"response":"x","usage":{"input_tokens":1}}`, Usage{PromptTokens: 1}, true},
+		{"usage deeper than the response is not read", `{"response":{"output":[{"usage":{"input_tokens":1}}]}}`, Usage{}, false},
+		{"last of usage and response.usage wins", `{"usage":{"input_tokens":1},"response":{"usage":{"output_tokens":2}}}`, Usage{CompletionTokens: 2}, true},
+		{"alias, the last wins", `{"usage":{"prompt_tokens":1,"input_tokens":2,"output_tokens":3,"completion_tokens":4}}`, Usage{PromptTokens: 2, CompletionTokens: 4}, true},
+		{"bad nested count", `{"response":{"usage":{"output_tokens":-1}}}`, Usage{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,46 +52,90 @@ func TestParseUsage(t *testing.T) {
 
 // FuzzParseUsage checks that whatever usage ParseUsage reads, encoding/json reads the same when
 // keys match exactly (as in the OpenAI wire format; encoding/json alone also matches keys
-// case-insensitively).
+// case-insensitively): members are taken in order, so that of duplicates and aliases the last
+// one counts.
 func FuzzParseUsage(f *testing.F) {
 	f.Add([]byte(`{"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}}}`))
 	f.Add([]byte(`{"choices":[{"text":"x"}],"usage":{"prompt_tokens":null,"prompt_tokens_details":null}}`))
+	f.Add([]byte(`{"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":4},"output_tokens":1,"total_tokens":6}}`))
+	f.Add([]byte(`{"type":"response.completed","response":{"usage":{"input_tokens":5,"output_tokens":1}},"usage":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, ok := ParseUsage(data)
 		if !ok {
 			return
 		}
-		var want Usage
-		top := members(t, data)
-		u := members(t, top["usage"])
-		count(t, u["prompt_tokens"], &want.PromptTokens)
-		count(t, u["completion_tokens"], &want.CompletionTokens)
-		if d, found := u["prompt_tokens_details"]; found && string(d) != "null" {
-			c, found := members(t, d)["cached_tokens"]
-			want.HasCached = found && string(c) != "null"
-			count(t, c, &want.CachedTokens)
-		}
-		if got != want {
-			t.Fatalf("ParseUsage read %+v from %q; encoding/json %+v", got, data, want)
+		want, wantOK := referenceUsage(t, data)
+		if got != want || !wantOK {
+			t.Fatalf("ParseUsage read %+v from %q; encoding/json %+v (%v)", got, data, want, wantOK)
 		}
 	})
 }
 
-// members decodes a JSON object's members with exact keys (the last of duplicates wins).
-func members(t *testing.T, data []byte) map[string]json.RawMessage {
+// referenceUsage reads usage as ParseUsage must, with encoding/json: the last top-level
+// "usage" or top-level "response" object's "usage" counts.
+func referenceUsage(t *testing.T, data []byte) (u Usage, ok bool) {
 	t.Helper()
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		t.Fatalf("ParseUsage accepted %q; encoding/json: %v", data, err)
+	top, valid := orderedMembers(data)
+	if !valid {
+		t.Fatalf("ParseUsage accepted %q, which encoding/json refuses", data)
 	}
-	return m
+	for _, m := range top {
+		switch m.key {
+		case "usage":
+			u, ok = usageOf(t, m.value)
+		case "response":
+			if m.value[0] != '{' {
+				continue
+			}
+			inner, _ := orderedMembers(m.value)
+			for _, f := range inner {
+				if f.key == "usage" {
+					u, ok = usageOf(t, f.value)
+				}
+			}
+		}
+	}
+	return u, ok
+}
+
+func usageOf(t *testing.T, raw json.RawMessage) (u Usage, ok bool) {
+	if string(raw) == "null" {
+		return Usage{}, false
+	}
+	fields, valid := orderedMembers(raw)
+	if !valid {
+		t.Fatalf("usage %q is not an object", raw)
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "prompt_tokens", "input_tokens":
+			count(t, f.value, &u.PromptTokens)
+		case "completion_tokens", "output_tokens":
+			count(t, f.value, &u.CompletionTokens)
+		case "prompt_tokens_details", "input_tokens_details":
+			u.CachedTokens, u.HasCached = 0, false
+			if string(f.value) == "null" {
+				continue
+			}
+			details, _ := orderedMembers(f.value)
+			for _, d := range details {
+				if d.key == "cached_tokens" {
+					u.CachedTokens, u.HasCached = 0, string(d.value) != "null"
+					count(t, d.value, &u.CachedTokens)
+				}
+			}
+		}
+	}
+	return u, true
 }
 
 func count(t *testing.T, data json.RawMessage, dst *int) {
 	t.Helper()
-	if data != nil {
-		if err := json.Unmarshal(data, dst); err != nil {
-			t.Fatalf("count %q: %v", data, err)
-		}
+	if string(data) == "null" {
+		*dst = 0
+		return
+	}
+	if err := json.Unmarshal(data, dst); err != nil {
+		t.Fatalf("count %q: %v", data, err)
 	}
 }

@@ -12,9 +12,16 @@ const maxMeteredLine = 1 << 20
 
 // Meter watches a model server's response body as it passes through and measures time to first
 // token, inter-token latency, output tokens and the usage block (prompt_tokens, completion_tokens,
-// prompt_tokens_details.cached_tokens). For SSE bodies every data event with choices counts as one
-// token event; for JSON bodies the first body byte stands for the first token. A Meter is used by
-// one goroutine at a time.
+// prompt_tokens_details.cached_tokens, or the Responses API's input_tokens, output_tokens,
+// input_tokens_details.cached_tokens). For SSE bodies of completions and chat completions every
+// data event with choices counts as one token event. A Responses API stream is told by its typed
+// events (the event: line, or without one the type its data names): each delta event
+// (response.output_text.delta, or a refusal, reasoning or function-call-arguments delta) is one
+// token event, the lifecycle events (response.created, response.in_progress,
+// response.output_item.added, ...) are not tokens, and the usage is read from
+// response.completed (or response.incomplete, response.failed), nested in its response. For JSON
+// bodies the first body byte stands for the first token. A Meter is used by one goroutine at a
+// time.
 type Meter struct {
 	start, first, last time.Time
 	sse                bool
@@ -22,6 +29,44 @@ type Meter struct {
 	carry              []byte
 	usage              openai.Usage
 	hasUsage           bool
+	// kind is what the SSE event being read is, by its event: line; named says it had a
+	// Responses API name.
+	kind  eventKind
+	named bool
+}
+
+// eventKind is what an SSE event means to the meter.
+type eventKind uint8
+
+const (
+	// kindChunk is a completions or chat completions chunk (an event with no Responses API
+	// name): a token event unless its choices are empty; it may carry the usage.
+	kindChunk eventKind = iota
+	// kindDelta is a Responses API delta event: one token event.
+	kindDelta
+	// kindFinal is response.completed, response.incomplete or response.failed: it carries the
+	// response, and its usage.
+	kindFinal
+	// kindLifecycle is any other Responses API event: neither a token nor the usage.
+	kindLifecycle
+)
+
+// responsesPrefix starts the name of every Responses API stream event.
+const responsesPrefix = "response."
+
+// kindOf classifies an event by its Responses API name; ok is false for any other name.
+func kindOf(name []byte) (kind eventKind, ok bool) {
+	rest, ok := bytes.CutPrefix(name, []byte(responsesPrefix))
+	if !ok {
+		return kindChunk, false
+	}
+	switch {
+	case bytes.HasSuffix(rest, []byte(".delta")):
+		return kindDelta, true
+	case string(rest) == "completed", string(rest) == "incomplete", string(rest) == "failed":
+		return kindFinal, true
+	}
+	return kindLifecycle, true
 }
 
 // Measurement is what a Meter observed.
@@ -30,11 +75,13 @@ type Measurement struct {
 	TTFT time.Duration
 	// MeanITL is the mean gap between token events after the first (0 with fewer than two).
 	MeanITL time.Duration
-	// OutputTokens is usage.completion_tokens when reported, else the number of token events.
+	// OutputTokens is usage.completion_tokens (output_tokens) when reported, else the number of
+	// token events.
 	OutputTokens int
-	// PromptTokens is usage.prompt_tokens, or -1 when not reported.
+	// PromptTokens is usage.prompt_tokens (input_tokens), or -1 when not reported.
 	PromptTokens int
-	// CachedTokens is usage.prompt_tokens_details.cached_tokens, or -1 when not reported.
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens (input_tokens_details'), or -1
+	// when not reported.
 	CachedTokens int
 }
 
@@ -78,9 +125,18 @@ func (m *Meter) Write(p []byte, now time.Time) {
 	}
 }
 
-// line handles one complete SSE line.
+// line handles one complete SSE line: a blank line ends an event, an event: line names it, a
+// data: line is metered by the event's kind.
 func (m *Meter) line(line []byte, now time.Time) {
 	line = bytes.TrimRight(line, "\r")
+	if len(line) == 0 {
+		m.kind, m.named = kindChunk, false
+		return
+	}
+	if name, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+		m.kind, m.named = kindOf(bytes.TrimSpace(name))
+		return
+	}
 	payload, ok := bytes.CutPrefix(line, []byte("data:"))
 	if !ok {
 		return
@@ -89,12 +145,32 @@ func (m *Meter) line(line []byte, now time.Time) {
 	if len(payload) == 0 || bytes.Equal(payload, []byte("[DONE]")) {
 		return
 	}
+	kind := m.kind
+	if !m.named && bytes.Contains(payload, []byte(`"`+responsesPrefix)) {
+		kind, _ = kindOf(openai.EventType(payload)) // a Responses API event sent without its name
+	}
+	switch kind {
+	case kindDelta:
+		m.token(now)
+	case kindFinal:
+		m.parseUsage(payload)
+	case kindChunk:
+		m.chunk(payload, now)
+	}
+}
+
+// chunk meters a completions or chat completions chunk.
+func (m *Meter) chunk(payload []byte, now time.Time) {
 	if hasObject(payload, `"usage"`) {
 		m.parseUsage(payload)
 	}
-	if hasEmptyArray(payload, `"choices"`) {
-		return
+	if !hasEmptyArray(payload, `"choices"`) {
+		m.token(now)
 	}
+}
+
+// token counts one token event that arrived at now.
+func (m *Meter) token(now time.Time) {
 	if m.first.IsZero() {
 		m.first = now
 	}

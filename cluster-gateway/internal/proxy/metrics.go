@@ -1,6 +1,11 @@
 package proxy
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Body kinds of a truncated answer (the truncated metric's label).
 const (
@@ -15,6 +20,9 @@ type metrics struct {
 	// truncated counts answers aborted because the model server's body broke after the
 	// response headers had been sent.
 	truncated *prometheus.CounterVec
+	// noRoute counts requests for a path the proxy does not serve (404) or with a method the
+	// path is not served with (405), by status.
+	noRoute *prometheus.CounterVec
 }
 
 // newMetrics creates the proxy's metrics and registers them on reg (nil registers nothing).
@@ -29,12 +37,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Answers aborted because the model server's body broke after the response headers were sent " +
 				"(connection closed short of Content-Length or before the last chunk), by body kind (stream, json).",
 		}, []string{"body"}),
+		noRoute: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_no_route_requests_total",
+			Help: "Requests refused because the HTTP proxy serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
+		}, []string{"code"}),
 	}
 	for _, b := range []string{bodyStream, bodyJSON} {
 		m.truncated.WithLabelValues(b)
 	}
+	for _, c := range noRouteCodes {
+		m.noRoute.WithLabelValues(strconv.Itoa(c))
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.retries, m.truncated} {
+		for _, c := range []prometheus.Collector{m.retries, m.truncated, m.noRoute} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -51,4 +66,15 @@ func (m *metrics) truncate(sse bool) {
 		return
 	}
 	m.truncated.WithLabelValues(bodyJSON).Inc()
+}
+
+// noRouteCodes are the statuses of the no-route metric, its only label values.
+var noRouteCodes = [...]int{http.StatusNotFound, http.StatusMethodNotAllowed}
+
+// unrouted counts a request refused for want of a route, with status 404 or 405.
+func (m *metrics) unrouted(status int) {
+	if status != http.StatusMethodNotAllowed {
+		status = http.StatusNotFound
+	}
+	m.noRoute.WithLabelValues(strconv.Itoa(status)).Inc()
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/openai"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
@@ -155,17 +157,32 @@ func NewTransport(dialTimeout time.Duration) *http.Transport {
 	}
 }
 
-// Handler returns the front door's routes.
+// Handler returns the front door's routes: the inference routes (completions, chat
+// completions, embeddings, responses), the model list and health. Any other request gets an
+// OpenAI-style 404 (405 for a served path and another method).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	for _, p := range []string{"/v1/completions", "/v1/chat/completions", "/v1/embeddings"} {
+	for _, p := range openai.InferencePaths {
 		mux.HandleFunc("POST "+p, withTiming(s.serveInference))
 	}
-	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET "+openai.PathModels, s.serveModels)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.ServeReady)
-	return s.countActive(mux)
+	return s.countActive(openai.NoRoute(mux, s.noRoute))
 }
+
+// noRoute logs and counts a request refused for want of a route.
+func (s *Server) noRoute(r *http.Request, status int) {
+	s.metrics.unrouted(status)
+	path := r.URL.Path
+	if len(path) > maxLoggedPath {
+		path = path[:maxLoggedPath] + "..."
+	}
+	s.log.Debug("request refused: no such route", "method", r.Method, "path", path, "status", status)
+}
+
+// maxLoggedPath bounds the part of a refused request's path that is logged.
+const maxLoggedPath = 256
 
 // Run listens on Config.Listen and serves until ctx is done, then drains.
 func (s *Server) Run(ctx context.Context) error {

@@ -79,7 +79,7 @@ func serveWith(ctx context.Context, addr string, h http.Handler, tc *tls.Config,
 // mainHandler is the OpenAI endpoint plus health.
 func (r *Router) mainHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", r.front.Handler())
+	mux.Handle("/", r.front.Handler()) // the OpenAI routes, and a JSON 404 for any unknown path
 	r.health(mux)
 	return withBodyDeadline(mux, defaultHTTPLimits().BodyReadTimeout)
 }

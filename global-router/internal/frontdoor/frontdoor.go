@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
@@ -116,15 +117,30 @@ func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Lo
 	return &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m}
 }
 
-// Handler returns the HTTP handler for the OpenAI endpoints.
+// Handler returns the HTTP handler for the OpenAI endpoints: the inference routes
+// (completions, chat completions, embeddings, responses) and the model list. Any other request
+// gets an OpenAI-style 404 (405 for a served path and another method).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", s.serveInference)
-	mux.HandleFunc("POST /v1/chat/completions", s.serveInference)
-	mux.HandleFunc("POST /v1/embeddings", s.serveInference)
-	mux.HandleFunc("GET /v1/models", s.serveModels)
-	return mux
+	for _, p := range openai.InferencePaths {
+		mux.HandleFunc("POST "+p, s.serveInference)
+	}
+	mux.HandleFunc("GET "+openai.PathModels, s.serveModels)
+	return openai.NoRoute(mux, s.noRoute)
 }
+
+// noRoute logs and counts a request refused for want of a route.
+func (s *Server) noRoute(r *http.Request, status int) {
+	s.metrics.unrouted(status)
+	path := r.URL.Path
+	if len(path) > maxLoggedPath {
+		path = path[:maxLoggedPath] + "..."
+	}
+	s.log.Debug("request refused: no such route", "method", r.Method, "path", path, "status", status)
+}
+
+// maxLoggedPath bounds the part of a refused request's path that is logged.
+const maxLoggedPath = 256
 
 // Decide runs the routing decision for a parsed request without sending it (ExplainRoute uses
 // it): the same decision a request would get, over a view that changes nothing (no probe turn

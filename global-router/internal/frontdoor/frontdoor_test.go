@@ -31,6 +31,7 @@ import (
 type fleet struct {
 	summaries atomic.Pointer[[]gossip.Summary]
 	hits      map[string]*atomic.Int64
+	last      atomic.Pointer[string] // the path and body of the last request a gateway got
 }
 
 func (f *fleet) Snapshot() []gossip.Summary { return *f.summaries.Load() }
@@ -64,6 +65,9 @@ func newFleetDelayed(t *testing.T, netDelay map[string]time.Duration, specs ...c
 		f.hits[c.name] = hits
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
+			b, _ := io.ReadAll(r.Body)
+			last := r.URL.Path + " " + string(b)
+			f.last.Store(&last)
 			if netDelay != nil { // measured: otherwise the configured RTTs hold
 				time.Sleep(netDelay[c.name])
 				w.Header().Set("Server-Timing", "gateway;dur=0.050")

@@ -1,6 +1,9 @@
 package frontdoor
 
 import (
+	"net/http"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract"
@@ -21,7 +24,10 @@ type Metrics struct {
 	unavailable *prometheus.CounterVec
 	// unloadedLocal counts decisions kept in the region while policies are not loaded.
 	unloadedLocal prometheus.Counter
-	models        *promlabel.Set
+	// noRoute counts requests for a path the front door does not serve (404) or with a method
+	// the path is not served with (405), by status.
+	noRoute *prometheus.CounterVec
+	models  *promlabel.Set
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -52,7 +58,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_router_policy_unloaded_local_decisions_total",
 			Help: "Routing decisions kept in the router's region because the policies were not loaded yet (--policy-unavailable=local); a retry decides again.",
 		}),
+		noRoute: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_no_route_requests_total",
+			Help: "Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
+		}, []string{"code"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
+	}
+	for _, c := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
+		m.noRoute.WithLabelValues(strconv.Itoa(c))
 	}
 	for _, c := range []string{landedBest, landedNearBest, landedOther} {
 		m.overflow.WithLabelValues(c)
@@ -64,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.unavailable.WithLabelValues(r.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal)
+		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal, m.noRoute)
 	}
 	return m
 }
@@ -79,6 +92,17 @@ func (m *Metrics) request(model, outcome string) {
 		label = m.models.Value(model)
 	}
 	m.requests.WithLabelValues(label, outcome).Inc()
+}
+
+// unrouted counts a request refused for want of a route, with status 404 or 405.
+func (m *Metrics) unrouted(status int) {
+	if m == nil {
+		return
+	}
+	if status != http.StatusMethodNotAllowed {
+		status = http.StatusNotFound
+	}
+	m.noRoute.WithLabelValues(strconv.Itoa(status)).Inc()
 }
 
 // RegisterBodyBudget registers the gauges of the in-flight body budget on reg: the bytes

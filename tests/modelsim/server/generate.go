@@ -14,39 +14,55 @@ import (
 
 // handleGenerate serves /v1/completions (chat=false) and /v1/chat/completions (chat=true).
 func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
+	parse := func(body []byte) (*genRequest, error) { return parseRequest(body, chat) }
 	return func(w http.ResponseWriter, r *http.Request) {
-		req, ereq, apiErr := s.prepare(w, r, chat)
+		req, ereq, apiErr := s.prepare(w, r, parse)
 		if apiErr != nil {
 			writeError(w, apiErr)
 			return
 		}
-		arrival := s.clock.Now()
-		if err := s.clock.Sleep(r.Context(), s.engine.APIOverhead(ereq.PromptTokens)); err != nil {
-			return // client gone
-		}
-		h, err := s.engine.Submit(ereq, arrival)
-		if err != nil {
-			writeError(w, badRequest("", "%v", err))
-			return
-		}
-		out := s.newOutput(req, h)
-		s.log.Debug("request admitted", "id", out.id, "model", req.model,
-			"prompt_tokens", req.promptTokens, "max_tokens", ereq.MaxTokens, "stream", req.stream)
-		if req.stream {
-			s.stream(w, r, out)
-		} else {
-			s.respond(w, r, out)
-		}
+		s.generate(w, r, req, ereq)
 	}
 }
 
-// prepare reads and validates a request and builds the engine's view of it.
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, chat bool) (*genRequest, engine.Request, *apiError) {
+// generate runs a prepared request on the engine and answers it in its API's shape, streaming
+// or not.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, req *genRequest, ereq engine.Request) {
+	arrival := s.clock.Now()
+	if err := s.clock.Sleep(r.Context(), s.engine.APIOverhead(ereq.PromptTokens)); err != nil {
+		return // client gone
+	}
+	h, err := s.engine.Submit(ereq, arrival)
+	if err != nil {
+		writeError(w, badRequest("", "%v", err))
+		return
+	}
+	out := s.newOutput(req, h)
+	s.log.Debug("request admitted", "id", out.id, "model", req.model,
+		"prompt_tokens", req.promptTokens, "max_tokens", ereq.MaxTokens, "stream", req.stream, "responses", req.responses)
+	switch {
+	case req.responses && req.stream:
+		s.streamResponse(w, r, out)
+	case req.responses:
+		s.respondResponse(w, r, out)
+	case req.stream:
+		s.stream(w, r, out)
+	default:
+		s.respond(w, r, out)
+	}
+}
+
+// prepare reads a request, parses it with parse and builds the engine's view of it.
+func (s *Server) prepare(w http.ResponseWriter, r *http.Request, parse func([]byte) (*genRequest, error)) (*genRequest, engine.Request, *apiError) {
 	body, apiErr := s.readBody(w, r)
 	if apiErr != nil {
 		return nil, engine.Request{}, apiErr
 	}
-	req, ereq, apiErr := s.cfg.engineRequest(body, chat)
+	parsed, err := parse(body)
+	if err != nil {
+		return nil, engine.Request{}, err.(*apiError)
+	}
+	req, ereq, apiErr := s.cfg.engineRequestOf(parsed)
 	if apiErr != nil {
 		return nil, engine.Request{}, apiErr
 	}
@@ -85,7 +101,10 @@ func (s *Server) newOutput(req *genRequest, h *engine.Handle) *output {
 	o := &output{req: req, h: h, gen: textgen.NewGenerator(s.cfg.Seed, req.prompt), created: time.Now().Unix(),
 		reportCached: s.cfg.ReportCachedTokens}
 	prefix, object := "cmpl-", "text_completion"
-	if req.chat {
+	switch {
+	case req.responses:
+		prefix = "resp_"
+	case req.chat:
 		prefix, object = "chatcmpl-", "chat.completion.chunk"
 	}
 	o.id = prefix + strconv.FormatUint(s.cfg.Seed, 16) + "-" + strconv.FormatUint(s.ids.Add(1), 10)

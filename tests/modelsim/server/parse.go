@@ -9,9 +9,10 @@ import (
 	"github.com/switchyard-dev/switchyard/tests/modelsim/textgen"
 )
 
-// genRequest is a parsed completion or chat completion request.
+// genRequest is a parsed completion, chat completion or responses request.
 type genRequest struct {
 	chat         bool
+	responses    bool // a Responses API request (chat is also set: its input renders as messages)
 	model        string
 	prompt       string // the prompt text (chat: messages rendered with the template)
 	promptTokens int
@@ -19,6 +20,7 @@ type genRequest struct {
 	stream       bool
 	includeUsage bool
 	ignoreEOS    bool
+	instructions *string // responses: the instructions, echoed in the response object
 }
 
 type wireRequest struct {

@@ -32,6 +32,11 @@ func (c Config) engineRequest(body []byte, chat bool) (*genRequest, engine.Reque
 	if err != nil {
 		return nil, engine.Request{}, err.(*apiError)
 	}
+	return c.engineRequestOf(req)
+}
+
+// engineRequestOf builds the engine's view of a parsed request.
+func (c Config) engineRequestOf(req *genRequest) (*genRequest, engine.Request, *apiError) {
 	adapter := ""
 	if req.model != c.Model {
 		if !slices.Contains(c.LoRAs, req.model) {

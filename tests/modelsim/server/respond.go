@@ -13,18 +13,38 @@ import (
 // last token's chunk carries finish_reason, then a usage chunk when stream_options.include_usage
 // is set, then "data: [DONE]".
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, o *output) {
+	s.streamEvents(w, r, o, nil, o.appendTokenEvents, func(buf []byte, p engine.Progress) []byte {
+		if o.req.includeUsage {
+			buf = o.appendUsageEvent(buf, p)
+		}
+		return append(buf, "data: [DONE]\n\n"...)
+	})
+}
+
+// streamEvents answers with server-sent events: head's (when not nil) at once, with the response
+// headers; tokens' for each batch of tokens generated since token from, as they come; tail's once
+// the request is done. Each appends to the buffer it is given.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, o *output, head func([]byte) []byte,
+	tokens func(buf []byte, from int, p engine.Progress) []byte, tail func([]byte, engine.Progress) []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	_ = rc.Flush()
 	buf := make([]byte, 0, 1024)
+	if head != nil {
+		buf = head(buf)
+		if _, err := w.Write(buf); err != nil {
+			s.engine.Cancel(o.h)
+			return
+		}
+	}
+	_ = rc.Flush()
 	sent := 0
 	for {
 		p := o.h.Progress()
 		if p.Generated > sent {
-			buf = o.appendTokenEvents(buf[:0], sent, p)
+			buf = tokens(buf[:0], sent, p)
 			sent = p.Generated
 			if !s.flush(w, rc, buf, o.h) {
 				return
@@ -40,12 +60,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, o *output) {
 			return
 		}
 	}
-	buf = buf[:0]
-	if o.req.includeUsage {
-		buf = o.appendUsageEvent(buf, o.h.Progress())
-	}
-	buf = append(buf, "data: [DONE]\n\n"...)
-	s.flush(w, rc, buf, o.h)
+	s.flush(w, rc, tail(buf[:0], o.h.Progress()), o.h)
 }
 
 // appendTokenEvents appends one event per token generated since token from; the last token of a
