@@ -45,6 +45,10 @@ const (
 	ReasonNotDrawn Reason = "not_drawn"
 	// ReasonYielded: drawn, then passed over for a returning cluster's share.
 	ReasonYielded Reason = "yielded"
+	// ReasonNotNearest: the spillover routing mode overflowed to a region nearer by round trip.
+	ReasonNotNearest Reason = "not_nearest"
+	// ReasonSpilloverNotDrawn: the spillover routing mode drew another of the clusters it kept.
+	ReasonSpilloverNotDrawn Reason = "spillover_not_drawn"
 )
 
 // Why a cluster could not take a request at all.
@@ -188,10 +192,13 @@ var reasons = map[Reason]reasonInfo{
 	ReasonRemoteSooner:            {"a cluster elsewhere is estimated to answer several times sooner", UseCandidate | UseLeftRegion},
 	ReasonPastThroughput: {"past its throughput (this router's requests queue there for a first token) and a cluster " +
 		"elsewhere is estimated sooner beyond the near-best window", UseCandidate | UseLeftRegion},
-	ReasonOverflowCap:      {"region overflow cap reached", UseCandidate},
-	ReasonNotNearBest:      {"not near the best estimate", UseCandidate},
-	ReasonNotDrawn:         {"near the best, not drawn by power-of-d", UseCandidate},
-	ReasonYielded:          {"drawn by power-of-d, passed over for a returning cluster's share", UseCandidate},
+	ReasonOverflowCap: {"region overflow cap reached", UseCandidate},
+	ReasonNotNearBest: {"not near the best estimate", UseCandidate},
+	ReasonNotDrawn:    {"near the best, not drawn by power-of-d", UseCandidate},
+	ReasonYielded:     {"drawn by power-of-d, passed over for a returning cluster's share", UseCandidate},
+	ReasonNotNearest:  {"a nearer region has room (spillover routing mode: overflow by round trip only)", UseCandidate},
+	ReasonSpilloverNotDrawn: {"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
+		UseCandidate},
 	ReasonNotServed:        {"does not serve the model", UseCandidate},
 	ReasonNoReadyPods:      {"no ready pods", UseCandidate},
 	ReasonRegionNotAllowed: {"region not allowed by policy", UseCandidate},

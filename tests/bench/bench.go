@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ type Config struct {
 	// PolicyConfigs maps a policy to a GIE EndpointPickerConfig file its gateway runs with
 	// (--config=FILE) instead of --profile=POLICY: a policy not named here is a built-in profile.
 	PolicyConfigs map[string]string
+
+	// weights are the pods' weights per GPU profile (podWeights); nil: pods carry no weight label.
+	weights map[string]float64
 }
 
 // repeatValid reports whether runs of sc's request sequence can be pooled n times: at least
@@ -141,6 +145,11 @@ type Result struct {
 	TimeScale float64 `json:"time_scale"`
 	// Repeat is how many runs of the sequence the figures pool (Config.Repeat, at least 1).
 	Repeat int `json:"repeat"`
+	// PodWeights are the weights the gateways' weighted baselines read from each pod's label
+	// switchyard.dev/weight, per GPU profile: the capacity per pod (PodCapacity, measured for the
+	// weights when the fleet capacity was given). Empty when no weighted baseline ran and no
+	// capacity was measured.
+	PodWeights map[string]float64 `json:"pod_weights,omitempty"`
 	// Physics describes the pods' step-time model and cached-token reporting when they are not
 	// modelsim's defaults (empty otherwise), e.g. "physics attention, step jitter σ 0.1".
 	Physics string `json:"physics,omitempty"`
@@ -196,6 +205,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Target, res.Verdict = cfg.Scenario.Target, &v
 		}
 		return res, writeReports(&cfg, res)
+	}
+	if err := podWeights(ctx, &cfg, sim, res); err != nil {
+		return nil, err
 	}
 	stacks, err := startStacks(ctx, &cfg, w)
 	defer closeStacks(stacks, cfg.Logger)
@@ -295,6 +307,24 @@ func FleetCapacity(ctx context.Context, sc Scenario, w *workload.Workload, pc ph
 		total += float64(p.Count) * c
 	}
 	return total, per, nil
+}
+
+// WeightedPolicies are the gateway profiles that weigh pods by their label switchyard.dev/weight.
+var WeightedPolicies = []string{"weighted-round-robin", "p2c", "leastconn"}
+
+// podWeights sets the weight every pod is labelled with, per GPU profile, as an operator would:
+// the pod's measured capacity for the workload's shape (the capacity search's, run for the
+// weights alone when the fleet capacity was given and a weighted baseline runs).
+func podWeights(ctx context.Context, cfg *Config, w *workload.Workload, res *Result) error {
+	cfg.weights = res.PodCapacity
+	if len(cfg.weights) == 0 && slices.ContainsFunc(cfg.Policies, func(p string) bool { return slices.Contains(WeightedPolicies, p) }) {
+		var err error
+		if _, cfg.weights, err = FleetCapacity(ctx, cfg.Scenario, w, cfg.Physics); err != nil {
+			return fmt.Errorf("bench: pod weights: %w", err)
+		}
+	}
+	res.PodWeights = cfg.weights
+	return nil
 }
 
 // scaleTime turns a workload in simulated time into the real-time one loadgen sends.

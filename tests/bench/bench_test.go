@@ -230,7 +230,7 @@ func TestRegionalSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Regional == nil || len(res.Regional.Modes) != 2 || res.Regional.BurstRegion != "us-east-1" || res.Verdict == nil {
+	if res.Regional == nil || len(res.Regional.Modes) != len(bench.RouterModes) || res.Regional.BurstRegion != "us-east-1" || res.Verdict == nil {
 		t.Fatalf("regional figures %+v, verdict %v", res.Regional, res.Verdict)
 	}
 	for i, tg := range res.Report.Targets {

@@ -56,14 +56,23 @@ func TestRegionBurstCheck(t *testing.T) {
 		{"steady traffic leaves", figures(200, 95, 5, 0, 2), false},
 		{"global failed its tail", figures(report.Num(math.Inf(1)), 95, 5, 0, 0), false},
 		{"no regional figures", Figures{}, false},
+		{"spillover beaten", withSpillover(figures(200, 95, 5, 0, 1), 250), true},
+		{"spillover better than global", withSpillover(figures(200, 95, 5, 0, 1), 190), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if v := regionBurst.Check(tt.f); v.Met != tt.met || v.Detail == "" {
+			v := regionBurst.Check(tt.f)
+			if v.Met != tt.met || v.Detail == "" || (strings.HasPrefix(tt.name, "spillover") && !strings.Contains(v.Detail, "global / spillover")) {
 				t.Fatalf("verdict %+v, want met=%v", v, tt.met)
 			}
 		})
 	}
+}
+
+// withSpillover adds a spillover run whose burst-region P99 is p99.
+func withSpillover(f Figures, p99 report.Num) Figures {
+	f.Regional.Modes = append(f.Regional.Modes, ModeFigures{Mode: "spillover", BurstTTFTMs: Percentiles{P99: p99}})
+	return f
 }
 
 func TestRegionalScenarioShape(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ type stack struct {
 	policy  string
 	fleet   *fleet.Fleet
 	labels  []string // pod labels (profile-index), in fleet order
+	gpus    []string // pod profiles, in fleet order
 	gateway *harness.Process
 	url     string
 	metrics string // the gateway's metrics address
@@ -62,6 +64,9 @@ func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workl
 	}
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	st := &stack{policy: policy, fleet: f, labels: labels, stop: cancel, done: make(chan error, 1)}
+	for _, c := range cfgs {
+		st.gpus = append(st.gpus, c.Profile)
+	}
 	go func() { st.done <- f.Run(fctx) }()
 	if err := f.Ready(ctx); err != nil {
 		st.close()
@@ -84,13 +89,17 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 		return err
 	}
 	scale := func(d time.Duration) string { return time.Duration(float64(d) * cfg.TimeScale).String() }
+	endpoints := filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-endpoints.yaml", sc.Name, st.policy))
+	if err := os.WriteFile(endpoints, endpointsFile(st.fleet.Addrs(), st.gpus, cfg.weights), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	st.gateway = &harness.Process{
 		Name: "cluster-gateway/" + st.policy,
 		Bin:  cfg.GatewayBin,
 		Args: []string{
 			"--cluster=bench-" + st.policy, "--region=local",
 			"--listen=" + listen, "--metrics-listen=" + metrics, "--ext-proc-listen=", "--grpc-health-port=0",
-			"--endpoints=" + strings.Join(st.fleet.Addrs(), ","),
+			"--endpoints-file=" + endpoints,
 			// The pod shares are attributed by address (x-switchyard-endpoint): the
 			// simulated pods are known here by the addresses they listen on.
 			"--endpoint-header-address",
@@ -119,6 +128,26 @@ func (c *Config) schedulingFlag(policy string) string {
 		return "--config=" + f
 	}
 	return "--profile=" + policy
+}
+
+// WeightLabel is the pod label the gateway's weighted baselines read a pod's weight from
+// (cluster-gateway's framework.DefaultWeightLabel).
+const WeightLabel = "switchyard.dev/weight"
+
+// endpointsFile renders the gateway's --endpoints-file: every pod by address, in fleet order,
+// labelled with its GPU profile's weight when weights has it.
+func endpointsFile(addrs, gpus []string, weights map[string]float64) []byte {
+	var b strings.Builder
+	for i, addr := range addrs {
+		fmt.Fprintf(&b, "- address: %q\n", addr)
+		if w, ok := weights[gpus[i]]; ok && w > 0 {
+			fmt.Fprintf(&b, "  labels: {%s: %q}\n", WeightLabel, strconv.FormatFloat(w, 'g', 6, 64))
+		}
+	}
+	if len(addrs) == 0 {
+		b.WriteString("[]\n")
+	}
+	return []byte(b.String())
 }
 
 // waitModel polls the gateway's /v1/models until it lists a model (the pods' /v1/models have

@@ -53,3 +53,25 @@ func SelectTop(eps []ScoredEndpoint, k int) *Result {
 	}
 	return res
 }
+
+// SelectBest moves the k best endpoints of eps to its front, best first, and returns them as a
+// Result: better(a, b) reports whether a ranks above b. Ties keep the order of eps, so the choice
+// is deterministic (the stateful baseline pickers rely on it); the relative order of the rest is
+// kept too. It costs O(len(eps)·k).
+func SelectBest(eps []ScoredEndpoint, k int, better func(a, b *ScoredEndpoint) bool) *Result {
+	k = min(k, len(eps))
+	res := NewResult(k)
+	for j := 0; j < k; j++ {
+		best := j
+		for i := j + 1; i < len(eps); i++ {
+			if better(&eps[i], &eps[best]) {
+				best = i
+			}
+		}
+		chosen := eps[best]
+		copy(eps[j+1:best+1], eps[j:best])
+		eps[j] = chosen
+		res.Targets = append(res.Targets, chosen.Endpoint)
+	}
+	return res
+}

@@ -115,3 +115,29 @@ func TestPendingMapIsBounded(t *testing.T) {
 		t.Fatal("Take did not remove")
 	}
 }
+
+func TestSelectBestKeepsOrderOnTies(t *testing.T) {
+	higher := func(a, b *framework.ScoredEndpoint) bool { return a.Score > b.Score }
+	tests := []struct {
+		name   string
+		scores []float64
+		k      int
+		want   string
+	}{
+		{"highest first", []float64{1, 3, 2}, 3, "e1 e2 e0 "},
+		{"ties in input order", []float64{2, 1, 2, 2}, 4, "e0 e2 e3 e1 "},
+		{"k below n", []float64{0, 5, 5, 1}, 2, "e1 e2 "},
+		{"k above n", []float64{1}, 3, "e0 "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eps := scored(tt.scores...)
+			if got := names(framework.SelectBest(eps, tt.k, higher)); got != tt.want {
+				t.Fatalf("SelectBest = %s, want %s", got, tt.want)
+			}
+			if len(eps) == 4 && tt.k == 2 && names(&framework.Result{Targets: []framework.Endpoint{eps[2].Endpoint, eps[3].Endpoint}}) != "e0 e3 " {
+				t.Fatal("the rest lost its order")
+			}
+		})
+	}
+}

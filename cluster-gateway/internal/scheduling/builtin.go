@@ -4,9 +4,11 @@ package scheduling
 import (
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/giecompat"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/kvcachescorer"
+	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/leastconn"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/leastrequest"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/loraaffinity"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/maxscore"
+	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/p2c"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/predictedttft"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/queuescorer"
@@ -15,4 +17,5 @@ import (
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/runningrequests"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/saturation"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedrandom"
+	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedroundrobin"
 )

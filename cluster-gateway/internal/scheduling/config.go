@@ -22,14 +22,23 @@ const (
 	ProfileRoundRobin   = "round-robin"
 	ProfileLeastRequest = "least-request"
 	ProfileRandom       = "random"
+	// ProfileGIELoRA is GIE's scorers with LoRA affinity (queue, kv, prefix, lora-affinity).
+	ProfileGIELoRA = "gie-lora"
+	// ProfileWeightedRoundRobin, ProfileP2C and ProfileLeastConn are the weighted baselines:
+	// capacity-weighted round robin, Envoy's LEAST_REQUEST and HAProxy's leastconn.
+	ProfileWeightedRoundRobin = "weighted-round-robin"
+	ProfileP2C                = "p2c"
+	ProfileLeastConn          = "leastconn"
 )
 
 // baselines behave like a plain Kubernetes Service: no saturation filter, no flow control.
-var baselines = []string{ProfileRoundRobin, ProfileLeastRequest, ProfileRandom}
+var baselines = []string{ProfileRoundRobin, ProfileLeastRequest, ProfileRandom,
+	ProfileWeightedRoundRobin, ProfileP2C, ProfileLeastConn}
 
 // Profiles lists the built-in profile names.
 func Profiles() []string {
-	return []string{ProfileDefault, ProfileGIEDefault, ProfileRoundRobin, ProfileLeastRequest, ProfileRandom}
+	return []string{ProfileDefault, ProfileGIEDefault, ProfileGIELoRA, ProfileRoundRobin, ProfileLeastRequest,
+		ProfileRandom, ProfileWeightedRoundRobin, ProfileP2C, ProfileLeastConn}
 }
 
 //go:embed profiles/*.yaml
@@ -45,8 +54,8 @@ func ProfileYAML(name string) ([]byte, error) {
 
 // Config selects the scheduling profile.
 type Config struct {
-	// Profile names a built-in profile (default, gie-default, round-robin, least-request,
-	// random). It is used when ConfigFile is empty. Default "default".
+	// Profile names a built-in profile (Profiles: default, gie-default, gie-lora and the
+	// baselines). It is used when ConfigFile is empty. Default "default".
 	Profile string
 	// ConfigFile is a GIE EndpointPickerConfig file; when set it replaces Profile.
 	ConfigFile string

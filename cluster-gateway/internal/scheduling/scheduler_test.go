@@ -22,7 +22,11 @@ import (
 )
 
 func TestBuiltinProfiles(t *testing.T) {
-	want := map[string]bool{"default": true, "gie-default": true, "round-robin": false, "least-request": false, "random": false}
+	want := map[string]bool{"default": true, "gie-default": true, "gie-lora": true, "round-robin": false, "least-request": false,
+		"random": false, "weighted-round-robin": false, "p2c": false, "leastconn": false}
+	if len(scheduling.Profiles()) != len(want) {
+		t.Fatalf("profiles %v, want %d", scheduling.Profiles(), len(want))
+	}
 	for _, name := range scheduling.Profiles() {
 		t.Run(name, func(t *testing.T) {
 			s := newScheduler(t, name, plugintest.NewHandle())
@@ -171,6 +175,10 @@ func TestScheduleOutcomes(t *testing.T) {
 		{"gie pool saturated", "gie-default", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
 		{"baseline ignores saturation", "round-robin", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, nil},
 		{"least-request ignores saturation", "least-request", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
+		{"weighted-round-robin ignores saturation", "weighted-round-robin", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
+		{"p2c ignores saturation", "p2c", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, nil},
+		{"leastconn ignores saturation", "leastconn", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
+		{"gie-lora pool saturated", "gie-lora", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -357,4 +365,64 @@ func TestPredictTTFT(t *testing.T) {
 			t.Errorf("%s: PredictTTFT = %v, %v", tt.profile, d, ok)
 		}
 	}
+}
+
+// weighted returns endpoints a, b, ... serving m, idle, with pod label switchyard.dev/weight.
+func weighted(weights ...float64) []*plugintest.FakeEndpoint {
+	eps := plugintest.WeightedEndpoints(weights...)
+	for _, e := range eps {
+		e.SetModels(&framework.Models{Base: "m", FetchedAt: plugintest.Epoch})
+		e.SetMetrics(&framework.Metrics{ScrapedAt: plugintest.Epoch})
+	}
+	return eps
+}
+
+// TestWeightedBaselineProfiles runs the weighted baselines through the scheduler and the front
+// door's hooks: the weights come from the pods' labels, and leastconn hears of finished
+// responses (its PostResponse hook is wired).
+func TestWeightedBaselineProfiles(t *testing.T) {
+	ctx := context.Background()
+	t.Run("weighted-round-robin", func(t *testing.T) {
+		eps := weighted(3, 1)
+		s := newScheduler(t, "weighted-round-robin", plugintest.NewHandle(plugintest.Endpoints(eps...)...))
+		var got strings.Builder
+		for range 8 {
+			res, err := s.Schedule(ctx, &framework.Request{Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.PreRequest(ctx, &framework.Request{Model: "m"}, res)
+			got.WriteString(res.Targets[0].Meta().Address)
+		}
+		if got.String() != "aabaaaba" {
+			t.Fatalf("picks %q, want aabaaaba (3:1)", got.String())
+		}
+	})
+	t.Run("p2c weighted", func(t *testing.T) {
+		eps := weighted(4, 1)
+		s := newScheduler(t, "p2c", plugintest.NewHandle(plugintest.Endpoints(eps...)...))
+		picks := dispatch(t, s, 10)
+		if picks["a"] <= picks["b"] {
+			t.Fatalf("picks %v: the pod of weight 4 must take more", picks)
+		}
+	})
+	t.Run("leastconn hears responses", func(t *testing.T) {
+		eps := weighted(1, 1)
+		s := newScheduler(t, "leastconn", plugintest.NewHandle(plugintest.Endpoints(eps...)...))
+		first := func() string {
+			res, err := s.Schedule(ctx, &framework.Request{Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.PreRequest(ctx, &framework.Request{Model: "m"}, res)
+			return res.Targets[0].Meta().Address
+		}
+		if got := first() + first(); got != "ab" {
+			t.Fatalf("picks %q, want ab", got)
+		}
+		s.PostResponse(ctx, &framework.Request{Model: "m"}, &framework.ResponseInfo{Endpoint: eps[0], Status: 200})
+		if got := first(); got != "b" {
+			t.Fatalf("after a's response ended: %q, want b (a's load changed last)", got)
+		}
+	})
 }

@@ -174,6 +174,7 @@ func (r *Router) buildData(context.Context) error {
 	}
 	r.bodies = dc.Bodies
 	dc.Options.LocalOnly = r.cfg.RoutingMode == RoutingLocalOnly
+	dc.Options.Spillover = r.cfg.RoutingMode == RoutingSpillover
 	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }

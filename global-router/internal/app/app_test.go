@@ -45,6 +45,11 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("routing mode %q", c.RoutingMode)
 			}
 		}},
+		{name: "spillover routing mode", args: append(base, "--routing-mode=spillover"), check: func(t *testing.T, c app.Config) {
+			if c.RoutingMode != app.RoutingSpillover {
+				t.Errorf("routing mode %q", c.RoutingMode)
+			}
+		}},
 		{name: "in-region routing while policies are not loaded", args: append(base, "--policy-unavailable=local"), check: func(t *testing.T, c app.Config) {
 			if c.PolicyUnavailable != "local" {
 				t.Errorf("policy unavailable %q", c.PolicyUnavailable)

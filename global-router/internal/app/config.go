@@ -128,8 +128,10 @@ type Config struct {
 	// may eject at once (at least one of two or more; a lone cluster is never ejected below 100);
 	// 0 turns ejection off. Default 50.
 	MaxEjectionPercent int `flag:"max-ejection-percent"`
-	// RoutingMode is "global" (default: local first, overflow to the best cluster anywhere) or
-	// "local-only" (never leaves the router's region: the baseline Tier 2 is measured against).
+	// RoutingMode is "global" (default: local first, overflow to the best cluster anywhere),
+	// "local-only" (never leaves the router's region) or "spillover" (local until the region's
+	// clusters are over the overflow threshold, then the nearest region by round trip alone):
+	// the last two are the baselines Tier 2 is measured against.
 	RoutingMode string `flag:"routing-mode"`
 	// PolicyUnavailable is what a request gets while the routing policies have not been loaded
 	// from etcd yet (etcd unreachable since the router started): "refuse" (default) answers 503
@@ -155,7 +157,13 @@ const (
 	RoutingGlobal = "global"
 	// RoutingLocalOnly never forwards outside the router's region.
 	RoutingLocalOnly = "local-only"
+	// RoutingSpillover keeps requests local until every local cluster is over the policy's
+	// overflow threshold, then sends them to the nearest region by round trip only.
+	RoutingSpillover = "spillover"
 )
+
+// RoutingModes lists the --routing-mode values.
+func RoutingModes() []string { return []string{RoutingGlobal, RoutingLocalOnly, RoutingSpillover} }
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
@@ -251,8 +259,8 @@ func (c *Config) validateValues() []error {
 	add(c.QueueWait < 0, "--queue-wait: %v must be >= 0", c.QueueWait)
 	add(c.MaxAttempts < 1, "--max-attempts: %d must be >= 1", c.MaxAttempts)
 	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
-	add(c.RoutingMode != RoutingGlobal && c.RoutingMode != RoutingLocalOnly,
-		"--routing-mode: %q must be %s or %s", c.RoutingMode, RoutingGlobal, RoutingLocalOnly)
+	add(!slices.Contains(RoutingModes(), c.RoutingMode),
+		"--routing-mode: %q must be one of %s", c.RoutingMode, strings.Join(RoutingModes(), ", "))
 	add(c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
 		"--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)

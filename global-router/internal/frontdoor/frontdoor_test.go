@@ -265,6 +265,45 @@ func TestLocalOnlyNeverOverflows(t *testing.T) {
 	}
 }
 
+// TestSpilloverOverflowsToTheNearestRegion runs the spillover mode through the front door: home
+// while under the overflow threshold, else every request to the nearest region by round trip
+// (us-west-2 at 70 ms, not eu-west-1 at 80 ms, which the estimates rank about the same and power
+// of d would share with it), and a refusal there retried by round trip.
+func TestSpilloverOverflowsToTheNearestRegion(t *testing.T) {
+	opt := frontdoor.DefaultConfig().Options
+	opt.Spillover = true
+	tests := []struct {
+		name        string
+		specs       []clusterSpec
+		wantCluster string
+		wantRoute   string
+	}{
+		{"under the threshold stays home", []clusterSpec{{"east", "us-east-1", 0.75, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0, 0}},
+			"east", "local"},
+		{"over it goes to the nearest region", []clusterSpec{{"east", "us-east-1", 0.85, 0}, {"west", "us-west-2", 0.3, 0}, {"eu", "eu-west-1", 0, 0}},
+			"west", "overflow"},
+		{"a refusal there is retried at home, the next nearest", []clusterSpec{{"east", "us-east-1", 0.85, 0}, {"west", "us-west-2", 0, 429},
+			{"eu", "eu-west-1", 0, 0}}, "east", "retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleet(t, tt.specs...)
+			url := routerWith(t, f, nil, opt, nil)
+			for range 10 {
+				resp, body := post(t, url, okBody)
+				if resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Cluster") != tt.wantCluster ||
+					resp.Header.Get("X-Switchyard-Route") != tt.wantRoute {
+					t.Fatalf("status %d cluster %s route %s, want 200 %s %s (body %s)", resp.StatusCode,
+						resp.Header.Get("X-Switchyard-Cluster"), resp.Header.Get("X-Switchyard-Route"), tt.wantCluster, tt.wantRoute, body)
+				}
+			}
+			if n := f.hits["eu"].Load(); n != 0 {
+				t.Fatalf("%d requests went past the nearest regions to eu-west-1", n)
+			}
+		})
+	}
+}
+
 func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 	tests := []struct {
 		name  string

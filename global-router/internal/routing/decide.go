@@ -237,6 +237,9 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	case len(eligible) == 0:
 		return d, ErrNoRoom
 	}
+	if opt.Spillover && !opt.LocalOnly {
+		return spillover(region, clusters, pol, opt, eligible, scratch, rng, d)
+	}
 	pool, route := choosePool(region, clusters, pol, opt, eligible, scratch, &d)
 	if len(pool) == 0 {
 		return d, ErrNoRoom

@@ -179,6 +179,13 @@ type Options struct {
 	// candidates, so nothing overflows. It is the baseline Tier 2 is measured against (what one
 	// router per region without cross-region overflow gives), not a production setting.
 	LocalOnly bool
+	// Spillover replaces the latency-estimated choice with what a simple operator setup does:
+	// every request stays in the router's region, spread uniformly over its clusters under the
+	// policy's overflow threshold, until none is; then it goes to the nearest region by round
+	// trip alone (uniformly over that region's clusters with room), with no estimate of queue,
+	// prefill or free KV cache, no local preference margin and no hand-back offer. It is a
+	// baseline Tier 2 is measured against, not a production setting. LocalOnly wins over it.
+	Spillover bool
 }
 
 // DefaultOptions: within 20% of the best, among the best three, two random samples; a busy

@@ -30,6 +30,13 @@ func NewEndpoint(addr string) *FakeEndpoint {
 	return &FakeEndpoint{meta: framework.EndpointMeta{Address: addr, Name: addr}}
 }
 
+// NewLabeledEndpoint returns NewEndpoint(addr) carrying the pod labels labels.
+func NewLabeledEndpoint(addr string, labels map[string]string) *FakeEndpoint {
+	e := NewEndpoint(addr)
+	e.meta.Labels = labels
+	return e
+}
+
 // Meta returns the endpoint's identity.
 func (e *FakeEndpoint) Meta() *framework.EndpointMeta { return &e.meta }
 

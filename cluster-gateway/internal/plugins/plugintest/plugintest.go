@@ -5,6 +5,8 @@ package plugintest
 
 import (
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,4 +122,23 @@ func Scored(eps []framework.Endpoint, scores ...float64) []framework.ScoredEndpo
 		out[i] = framework.ScoredEndpoint{Endpoint: e, Score: scores[i]}
 	}
 	return out
+}
+
+// WeightedEndpoints returns endpoints named and addressed a, b, c, ... whose pod label
+// framework.DefaultWeightLabel holds weights[i], for the weighted pickers' tests.
+func WeightedEndpoints(weights ...float64) []*FakeEndpoint {
+	out := make([]*FakeEndpoint, len(weights))
+	for i, w := range weights {
+		out[i] = NewLabeledEndpoint(string(rune('a'+i)), map[string]string{framework.DefaultWeightLabel: strconv.FormatFloat(w, 'g', -1, 64)})
+	}
+	return out
+}
+
+// Targets joins the addresses of res's targets, in order (with one-letter addresses, "bca").
+func Targets(res *framework.Result) string {
+	var b strings.Builder
+	for _, e := range res.Targets {
+		b.WriteString(e.Meta().Address)
+	}
+	return b.String()
 }
