@@ -11,10 +11,6 @@ import (
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
-// batchStep: each running request lengthens an engine step by about 1/batchStep of an ITL, as in
-// the predicted-ttft-scorer.
-const batchStep = 64
-
 // minSketchItems is the smallest capacity a prefix sketch is sized for, so that a model with
 // few hot prefixes still gets a filter with a low false-positive rate.
 const minSketchItems = 64
@@ -192,13 +188,15 @@ func (p *Publisher) speed(e framework.Endpoint) (prefill, decode float64) {
 }
 
 // predict returns the reference request's TTFT on e: the TTFTPredictor's, or else overhead +
-// the prefill of the waiting requests (each reference-sized) + one engine step + its own prefill.
+// the prefill of the waiting requests (each reference-sized) + one engine step (an ITL at the
+// prior decode speed, as the predicted-ttft-scorer assumes before it has fitted how the pod's step
+// grows with its batch) + its own prefill.
 func (p *Publisher) predict(e framework.Endpoint, m *framework.Metrics, prefill, decode float64) time.Duration {
 	if p.opts.Predictor != nil {
 		return p.opts.Predictor.Predict(e, ReferencePromptTokens, 0)
 	}
 	ref := float64(ReferencePromptTokens)
-	step := (1 / decode) * (1 + float64(max(0, m.Running))/batchStep)
+	step := 1 / decode
 	wait := float64(max(0, m.WaitingQueue))*ref/prefill + step
 	sec := p.cfg.Overhead.Seconds() + wait + ref/prefill
 	return time.Duration(sec * float64(time.Second))

@@ -12,7 +12,9 @@ type Coefficients struct {
 	// Source says where the figures come from.
 	Source string
 	// StepBase is the fixed cost of a step: BLIS's β0 plus its output-processing time α2, which
-	// BLIS adds to every inter-token gap.
+	// BLIS adds to every token's time (the first token's and each inter-token gap) without
+	// delaying its next step; here the step carries it, so the engine's steps are spaced by the
+	// gaps a client sees.
 	StepBase time.Duration
 	// PrefillTokenNs is the cost of one uncached prompt token (β1), in nanoseconds.
 	PrefillTokenNs float64
@@ -58,7 +60,8 @@ type fit struct {
 }
 
 // h100 is BLIS's fit for meta-llama/llama-3.1-8b-instruct on H100, TP=1, vLLM v0.8.4
-// (inference-sim defaults.yaml): beta 5752.7, 17.251, 5.9991; alpha 232.46, 1.7524, 3357.4.
+// (defaults.yaml of github.com/inference-sim/inference-sim): beta 5752.7, 17.251, 5.9991;
+// alpha 232.46, 1.7524, 3357.4 (µs).
 var h100 = fit{
 	source: "BLIS fit (H100, TP=1, vLLM v0.8.4)",
 	beta0:  5752.705191348184, beta1: 17.25086436834028, beta2: 5.999143920128404,

@@ -23,19 +23,21 @@ func (s *Scorer) FirstToken(_ context.Context, req *framework.Request, info *fra
 		return
 	}
 	s.firstTokens.Store(true)
+	d.batch = runningOn(d.ep)
 	s.drained(&d, info)
 	s.prefillDone(&d)
 	s.observed(&d, info)
 	if s.usable(d, info) && !d.prefillLearned {
-		s.learn(d, info, 0)
+		s.learn(d, info, 0, -1)
 		d.prefillLearned = true
 	}
 	s.pending.Put(req, d)
 }
 
 // PostResponse learns from a successful response: prefill speed (unless FirstToken did), ITL
-// from the observed mean, and the pod's typical uncached prompt size, using the reported cached
-// tokens when the server gives them.
+// from the observed mean and, with the running batch scraped at its first token and its end, how
+// the pod's step time grows with its batch, and the pod's typical uncached prompt size, using the
+// reported cached tokens when the server gives them.
 func (s *Scorer) PostResponse(_ context.Context, req *framework.Request, info *framework.ResponseInfo) {
 	d, ok := s.pending.Take(req)
 	if !ok {
@@ -50,7 +52,30 @@ func (s *Scorer) PostResponse(_ context.Context, req *framework.Request, info *f
 	if info.MeanITL > 0 && info.OutputTokens >= 2 {
 		itl = info.MeanITL.Seconds()
 	}
-	s.learn(d, info, itl)
+	s.learn(d, info, itl, decodeBatch(d.batch, runningOn(d.ep)))
+}
+
+// runningOn returns the running batch of e's latest scrape, or -1 before any.
+func runningOn(e framework.Endpoint) float64 {
+	if e == nil {
+		return -1
+	}
+	if m := e.Metrics(); m != nil {
+		return float64(max(m.Running, 0))
+	}
+	return -1
+}
+
+// decodeBatch is the batch a response decoded in: the mean of the running batch scraped at its
+// first token and at its end, whichever are known (-1 when neither is).
+func decodeBatch(atFirst, atEnd float64) float64 {
+	switch {
+	case atFirst >= 0 && atEnd >= 0:
+		return (atFirst + atEnd) / 2
+	case atFirst >= 0:
+		return atFirst
+	}
+	return atEnd
 }
 
 // usable reports whether info is a successful answer from the endpoint the request was routed to
@@ -92,7 +117,10 @@ func (s *Scorer) drained(d *dispatch, info *framework.ResponseInfo) {
 	}
 }
 
-func (s *Scorer) learn(d dispatch, info *framework.ResponseInfo, itl float64) {
+// learn folds a response into its pod's model: the prefill sample (unless the first token gave
+// it), the ITL sample itl (seconds, 0 = none) observed with batch requests running (-1: unknown)
+// and the request's uncached tokens.
+func (s *Scorer) learn(d dispatch, info *framework.ResponseInfo, itl, batch float64) {
 	s.mu.RLock()
 	st := s.pods[d.ep.Meta()]
 	s.mu.RUnlock()
@@ -109,7 +137,7 @@ func (s *Scorer) learn(d dispatch, info *framework.ResponseInfo, itl float64) {
 	} else {
 		uncached = -1 // already folded in at the first token
 	}
-	st.learn(s.cfg.Alpha, sample, 1/(1+d.ahead+st.sentAfter(d.seq)), itl, uncached)
+	st.learn(s.cfg.Alpha, sample, 1/(1+d.ahead+st.sentAfter(d.seq)), itl, batch, uncached)
 	if s.learned.Add(1)%priorRefresh == 1 {
 		s.refreshPrior()
 	}

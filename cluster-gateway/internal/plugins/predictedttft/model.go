@@ -12,17 +12,13 @@ type Estimate struct {
 	// Ahead is the number of requests expected to prefill before this one.
 	Ahead float64
 	// Wait is the expected wait before this request's prefill: the prefill of those ahead plus
-	// one engine step.
+	// one engine step at the pod's running batch.
 	Wait float64
 	// Uncached is this request's prompt tokens not expected in the pod's prefix cache.
 	Uncached float64
 	// Total is Overhead + Wait + Uncached / prefill speed.
 	Total float64
 }
-
-// batchStep: each running request lengthens an engine step by about 1/batchStep of an ITL
-// (WORKLOADS.md profiles: ITL roughly doubles from batch 1 to batch 64).
-const batchStep = 64
 
 // defaultPromptTokens sizes queued requests when neither the pod's history nor the request
 // tells their length.
@@ -59,7 +55,7 @@ func (s *Scorer) estimate(e framework.Endpoint, st *pod, prior *speed, req reque
 		running = m.Running
 	}
 	uncached := float64(max(0, req.prompt-req.cached))
-	step := sp.itl * (1 + float64(running)/batchStep)
+	step := sp.step(running)
 	wait := queuedTokens/rate + step + s.adapterWait(req.adapter, m)
 	return Estimate{Ahead: ahead, Wait: wait, Uncached: uncached, Total: s.cfg.Overhead.Seconds() + wait + uncached/rate}
 }

@@ -23,8 +23,9 @@ func TestEstimate(t *testing.T) {
 		{"idle", 0, 0, 0, 1000, 0, 0, 0.005 + 0.020 + 0.1},
 		{"cached prefix", 0, 0, 0, 1000, 800, 0, 0.005 + 0.020 + 0.02},
 		{"queue ahead", 2, 0, 0, 1000, 0, 2, 0.005 + 2*0.1 + 0.020 + 0.1},
-		{"running batch slows steps", 0, 64, 0, 1000, 0, 0, 0.005 + 0.040 + 0.1},
-		{"in flight beyond the scrape", 1, 2, 6, 1000, 0, 4, 0.005 + 4*0.1 + 0.020*(1+2.0/64) + 0.1},
+		// No batch-ITL slope is known before the pod's own responses at varied batch sizes.
+		{"running batch, no slope measured", 0, 64, 0, 1000, 0, 0, 0.005 + 0.020 + 0.1},
+		{"in flight beyond the scrape", 1, 2, 6, 1000, 0, 4, 0.005 + 4*0.1 + 0.020 + 0.1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,5 +137,68 @@ func TestDrainRate(t *testing.T) {
 	}
 	if busy := p.firstToken(t0, sent); busy != 0 {
 		t.Fatalf("busy %v for an out-of-order first token, want 0", busy)
+	}
+}
+
+// The step-time slope is fitted to the pod's own (batch, ITL) observations, whatever shape the
+// engine's step time has: a pod whose ITL grows from 8 to 15 ms between batch 1 and 64 and one
+// whose ITL barely moves (9.1 to 9.5 ms) each get their own step at batch 64.
+func TestStepFollowsObservedBatchSlope(t *testing.T) {
+	tests := []struct {
+		name          string
+		itl           func(batch float64) float64 // seconds
+		batches       []float64
+		at            int
+		want          float64 // seconds; 0: the learned ITL
+		wantFlatSlope bool
+	}{
+		{"steep: ITL 8→15 ms over 64", func(b float64) float64 { return 0.008 + 0.007*(b-1)/63 }, []float64{1, 8, 16, 32, 48, 64}, 64, 0.015, false},
+		{"nearly flat: 6 µs per request", func(b float64) float64 { return 0.0091 + 6e-6*b }, []float64{1, 8, 16, 32, 48, 64}, 64, 0.0091 + 64*6e-6, false},
+		{"never varied: the learned ITL", func(b float64) float64 { return 0.012 }, []float64{30, 30.5, 30}, 64, 0, true},
+		{"decreasing: no negative slope", func(b float64) float64 { return 0.020 - 0.0002*b }, []float64{1, 16, 32, 64}, 0, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPod()
+			for i := range 60 {
+				b := tt.batches[i%len(tt.batches)]
+				p.learn(0.2, 0, 1, tt.itl(b), b, 1000)
+			}
+			sp := p.snap.Load()
+			slope, _ := sp.itlSlope()
+			if tt.wantFlatSlope != (slope == 0) {
+				t.Fatalf("slope %v, want flat %v", slope, tt.wantFlatSlope)
+			}
+			want := tt.want
+			if want == 0 {
+				want = sp.itl
+			}
+			if got := sp.step(tt.at); math.Abs(got-want) > 0.06*want {
+				t.Fatalf("step at batch %d = %.5fs, want %.5fs (within 6%%)", tt.at, got, want)
+			}
+		})
+	}
+}
+
+// Responses whose batch is unknown (no scrape yet) teach the ITL but not the slope.
+func TestStepSlopeNeedsKnownBatch(t *testing.T) {
+	p := newPod()
+	for i := range 40 {
+		p.learn(0.2, 0, 1, 0.010+0.001*float64(i%5), -1, 1000)
+	}
+	sp := p.snap.Load()
+	if slope, _ := sp.itlSlope(); slope != 0 || sp.nFit != 0 || sp.nITL != 40 {
+		t.Fatalf("slope %v from %d fitted samples (%d ITL samples), want none fitted", slope, sp.nFit, sp.nITL)
+	}
+}
+
+func TestDecodeBatch(t *testing.T) {
+	tests := []struct{ first, end, want float64 }{
+		{10, 20, 15}, {10, -1, 10}, {-1, 20, 20}, {-1, -1, -1}, {0, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := decodeBatch(tt.first, tt.end); got != tt.want {
+			t.Errorf("decodeBatch(%v, %v) = %v, want %v", tt.first, tt.end, got, tt.want)
+		}
 	}
 }

@@ -19,6 +19,50 @@ type speed struct {
 	// ratio is how fast the pod works through a backlog (drainRate).
 	drainTokens, drainTime float64
 	nDrain                 int
+	// fitW, fitX, fitY, fitXX and fitXY are decaying sums over responses of 1, the running batch
+	// the response decoded in (x), its mean ITL (y), x² and x·y: a least-squares fit of how the
+	// pod's step time grows with its batch (itlSlope).
+	fitW, fitX, fitY, fitXX, fitXY float64
+	nFit                           int
+}
+
+// fitDecay is the weight the batch–ITL fit keeps at each new response (about the last twenty).
+const fitDecay = 0.95
+
+// minFitSamples responses are needed before the batch–ITL slope is used.
+const minFitSamples = 16
+
+// minBatchVariance is the least variance of the observed batch sizes (in requests²) from which a
+// slope is fitted: a pod always seen at about the same batch says nothing about the slope, and its
+// learned ITL already holds the step time at that batch.
+const minBatchVariance = 1.0
+
+// itlSlope returns how much one more running request lengthens the pod's step, in seconds, and
+// the mean batch it was fitted around; 0 until enough responses at varied batch sizes were seen.
+// The slope is never negative, and never so steep that the step at an empty batch would be below
+// zero.
+func (s *speed) itlSlope() (slope, meanBatch float64) {
+	if s.nFit < minFitSamples || s.fitW <= 0 {
+		return 0, 0
+	}
+	mx, my := s.fitX/s.fitW, s.fitY/s.fitW
+	varX := s.fitXX/s.fitW - mx*mx
+	if varX < minBatchVariance {
+		return 0, mx
+	}
+	slope = (s.fitXY/s.fitW - mx*my) / varX
+	if mx > 0 {
+		slope = min(slope, my/mx)
+	}
+	return max(slope, 0), mx
+}
+
+// step returns the expected duration of one engine step with running requests in the batch: the
+// learned ITL (measured at the batch sizes the pod has been running), moved along the slope fitted
+// to the pod's own (batch, ITL) observations. With no slope measured it is the learned ITL.
+func (s *speed) step(running int) float64 {
+	slope, mx := s.itlSlope()
+	return max(0, s.itl+slope*(float64(running)-mx))
 }
 
 // drainDecay is the weight the drain sums keep at each new first token (about the last ten).
@@ -157,8 +201,9 @@ func (p *pod) sentSince(t time.Time) int {
 }
 
 // learn folds one response into the pod's model. prefillSample is tokens/s (0 = none) with its
-// weight in (0,1]; itlSample is seconds (0 = none); uncached is the request's uncached tokens.
-func (p *pod) learn(alpha, prefillSample, weight, itlSample, uncached float64) {
+// weight in (0,1]; itlSample is seconds (0 = none), observed with batch requests running (< 0:
+// unknown); uncached is the request's uncached tokens.
+func (p *pod) learn(alpha, prefillSample, weight, itlSample, batch, uncached float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := *p.snap.Load()
@@ -171,6 +216,14 @@ func (p *pod) learn(alpha, prefillSample, weight, itlSample, uncached float64) {
 		a := max(1/float64(s.nITL+1), alpha)
 		s.itl = logEWMA(s.itl, itlSample, a)
 		s.nITL++
+		if batch >= 0 {
+			s.fitW = fitDecay*s.fitW + 1
+			s.fitX = fitDecay*s.fitX + batch
+			s.fitY = fitDecay*s.fitY + itlSample
+			s.fitXX = fitDecay*s.fitXX + batch*batch
+			s.fitXY = fitDecay*s.fitXY + batch*itlSample
+			s.nFit++
+		}
 	}
 	if uncached >= 0 {
 		s.avgUncached = ewma(s.avgUncached, uncached, alpha)

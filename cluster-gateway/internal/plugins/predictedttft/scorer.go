@@ -4,9 +4,10 @@
 // instant in-flight count if larger; this gateway's own requests by the tokens they still have to
 // prefill), then its own prompt tokens not in the pod's prefix cache, at the rate the pod has been
 // measured to work through a backlog (its prefill speed when nothing is ahead), plus one engine
-// step and a fixed overhead. Prefill speed, drain rate and inter-token latency are learned per
-// pod from observed first tokens, TTFT, mean ITL and cached tokens; unmeasured pods get a neutral
-// prior (the fleet's geometric mean). Scores are best/own in (0,1], so a pod predicted twice as
+// step at the pod's running batch and a fixed overhead. Prefill speed, drain rate, inter-token
+// latency and how the step grows with the batch are learned per pod from observed first tokens,
+// TTFT, mean ITL, the scraped running batch and cached tokens; unmeasured pods get a neutral
+// prior (the fleet's geometric mean, and no batch slope). Scores are best/own in (0,1], so a pod predicted twice as
 // slow as the best scores 0.5.
 package predictedttft
 
@@ -49,6 +50,7 @@ type dispatch struct {
 	ahead, wait, uncached float64
 	total                 float64 // the predicted TTFT, in seconds
 	seq                   uint64  // the pod's dispatch count once this request was sent
+	batch                 float64 // the pod's scraped running batch at the first token (-1: none yet)
 	prefillLearned        bool
 	prefillDone           bool // removed from the pod's prefill backlog
 	observed              bool // the prediction was handed to the observer
@@ -164,7 +166,7 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter, now})
 	seq := st.dispatched(now)
 	st.enqueue(est.Uncached, now)
-	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total, seq: seq})
+	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total, seq: seq, batch: -1})
 }
 
 func (s *Scorer) podFor(e framework.Endpoint) *pod {
