@@ -77,6 +77,8 @@ func (x *exchange) run() error {
 		m, err := x.next()
 		if errors.Is(err, errBodyTimeout) {
 			err = x.bodyTimedOut()
+		} else if status.Code(err) == codes.ResourceExhausted {
+			err = x.tooLarge(err)
 		} else if errors.Is(err, io.EOF) || errors.Is(err, errStreamDone) || status.Code(err) == codes.Canceled {
 			return nil
 		}
@@ -123,6 +125,21 @@ func (x *exchange) bodyTimedOut() error {
 	late := &pipeline.BodyTimeoutError{Timeout: x.s.cfg.BodyTimeout, Received: int64(x.size)}
 	x.releaseBody()
 	return x.immediate(x.s.pipe.RefuseBody(pipeline.DoorExtProc, late))
+}
+
+// tooLarge handles a message gRPC refused for exceeding MaxMessageBytes (recvErr): gRPC has
+// already ended the stream with RESOURCE_EXHAUSTED and the sizes (Envoy answers the client as
+// its ext_proc filter's failure mode says: 500 unless failure_mode_allow), so the refusal is
+// logged, and counted with the body's refusals when the request was not decided yet; the body's
+// budget is given back. The connection's other streams carry on.
+func (x *exchange) tooLarge(recvErr error) error {
+	x.s.log.Info("ext_proc message refused: larger than the limit", "limit_bytes", MaxMessageBytes,
+		"decided", x.decided, "received_bytes", x.size, "err", recvErr)
+	if !x.decided {
+		x.releaseBody()
+		x.s.pipe.RefuseBody(pipeline.DoorExtProc, &body.TooLargeError{Limit: MaxMessageBytes})
+	}
+	return recvErr
 }
 
 func (x *exchange) handle(m *received) error {

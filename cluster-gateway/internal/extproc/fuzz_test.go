@@ -47,7 +47,14 @@ func FuzzRequestBody(f *testing.F) {
 		if contentLength != "" {
 			kv = append(kv, "content-length", contentLength)
 		}
-		msgs := []*extprocv3.ProcessingRequest{headersMsg(false, nil, kv...), bodyMsg(body[:cut], false), bodyMsg(body[cut:], true)}
+		msgs := []*extprocv3.ProcessingRequest{headersMsg(false, nil, kv...), bodyMsg(body[:cut], false)}
+		for rest := body[cut:]; ; { // as Envoy streams it: chunks within extproc.MaxMessageBytes
+			n := min(len(rest), 64<<10)
+			msgs = append(msgs, bodyMsg(rest[:n], n == len(rest)))
+			if rest = rest[n:]; len(rest) == 0 {
+				break
+			}
+		}
 		for _, m := range msgs {
 			if err := s.Send(m); errors.Is(err, io.EOF) {
 				break // answered early (immediate response)

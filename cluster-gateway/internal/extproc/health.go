@@ -144,6 +144,9 @@ const (
 	healthMaxStreams       = 16
 	healthMaxIdle          = 5 * time.Minute
 	healthHandshakeTimeout = 5 * time.Second
+	// healthMaxMessage bounds a request message: a service name, a few bytes (gRPC's default,
+	// 4 MiB, would let each of a connection's streams hold that much).
+	healthMaxMessage = 4 << 10
 )
 
 // Serve serves the health service on ln, in cleartext (the kubelet's gRPC probes use no TLS),
@@ -151,7 +154,7 @@ const (
 // closed, and stops.
 func (h *Health) Serve(ctx context.Context, ln net.Listener, drained <-chan struct{}) error {
 	g := grpc.NewServer(grpc.MaxConcurrentStreams(healthMaxStreams), grpc.ConnectionTimeout(healthHandshakeTimeout),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: healthMaxIdle}))
+		grpc.MaxRecvMsgSize(healthMaxMessage), grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: healthMaxIdle}))
 	healthpb.RegisterHealthServer(g, h)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()

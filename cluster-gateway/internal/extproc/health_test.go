@@ -3,6 +3,7 @@ package extproc_test
 import (
 	"context"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 )
 
 // The health port answers GIE's services by the gateway's readiness, liveness by the process
-// alone, and every service NOT_SERVING while the gateway drains.
+// alone, and every service NOT_SERVING while the gateway drains; a request message larger than
+// a service name needs is refused unread.
 func TestHealthPort(t *testing.T) {
 	var ready atomic.Bool
 	cfg := extproc.DefaultHealthConfig()
@@ -103,6 +105,14 @@ func TestHealthPort(t *testing.T) {
 	defer cancel()
 	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: "nope"}); status.Code(err) != codes.NotFound {
 		t.Errorf("unknown service: %v, want NotFound", err)
+	}
+	// A request message of megabytes is refused unread; the connection still answers.
+	huge := strings.Repeat("x", 1<<20)
+	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: huge}); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a 1 MiB request: %v, want ResourceExhausted", err)
+	}
+	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: extproc.HealthServiceLiveness}); err != nil {
+		t.Errorf("after a refused request: %v", err)
 	}
 	list, err := client.List(rctx, &healthpb.HealthListRequest{})
 	if err != nil || len(list.GetStatuses()) != len(extproc.HealthServices()) {
