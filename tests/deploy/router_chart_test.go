@@ -38,6 +38,8 @@ var routerValueSets = map[string]map[string]any{
 	"OpenAI port over mutual TLS": {
 		"tls":     map[string]any{"secretName": "router-tls", "requireClientCertificates": true},
 		"service": map[string]any{"port": 443},
+		// the load balancer's health check moves to the metrics port: admit its subnets there
+		"networkPolicy": map[string]any{"healthCheckFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}}},
 	},
 	"registered clusters, admin TLS": {
 		"admin": map[string]any{"tls": map[string]any{"secretName": "router-admin-tls"}},

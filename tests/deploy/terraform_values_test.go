@@ -218,9 +218,11 @@ func TestTerraformRegionTLSValues(t *testing.T) {
 			dep, svcs := renderRelease(t, "global-router", router)
 			checkFlags(t, "router", dep, tlsFlags, tt.routerFlags)
 			checkRouterLoadBalancer(t, dep, svcs["sy-global-router"], router)
+			checkHealthCheckAdmitted(t, "global-router", router, svcs["sy-global-router"], "10.10.1.2")
 			dep, svcs = renderRelease(t, "cluster-gateway", gateway)
 			checkFlags(t, "gateway", dep, tlsFlags[:2], tt.gwFlags)
 			checkGatewayLoadBalancer(t, dep, svcs["sy-cluster-gateway-proxy"], vars["gateway_tls"])
+			checkHealthCheckAdmitted(t, "cluster-gateway", gateway, svcs["sy-cluster-gateway-proxy"], "10.10.1.2")
 		})
 	}
 }
