@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
 )
 
@@ -179,10 +181,10 @@ func TestGIEChartArgs(t *testing.T) {
 			})
 
 			health := healthClient(t, "127.0.0.1:"+strconv.Itoa(healthPort))
-			eventually(t, "the health port answers", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				_, err := health("liveness")
 				return err == nil
-			})
+			}, "the health port answers")
 			for _, svc := range tt.probes {
 				if svc == "liveness" {
 					continue
@@ -193,10 +195,10 @@ func TestGIEChartArgs(t *testing.T) {
 			}
 			kube.setPod(chartPod(true))
 			for _, svc := range tt.probes {
-				eventually(t, svc+" SERVING", func() bool {
+				poll.Until(t, waitTimeout, func() bool {
 					got, err := health(svc)
 					return err == nil && got == healthpb.HealthCheckResponse_SERVING
-				})
+				}, svc+" SERVING")
 			}
 			if err := extProcExchangeAt(t, "127.0.0.1:"+strconv.Itoa(grpcPort), []string{pod.addr()}, insecure.NewCredentials()); err != nil {
 				t.Fatalf("ext_proc on --grpc-port: %v", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
@@ -76,7 +77,7 @@ func TestBodyDeadline(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, "the stalled body reserved", func() bool { return budget.InUse() == tt.held })
+			poll.Until(t, waitTimeout, func() bool { return budget.InUse() == tt.held }, "the stalled body reserved")
 			start := time.Now()
 			r, err := s.Recv() // the client never sends the rest, and never closes the stream
 			if err != nil {
@@ -89,7 +90,7 @@ func TestBodyDeadline(t *testing.T) {
 			if _, err := s.Recv(); !errors.Is(err, io.EOF) {
 				t.Fatalf("after the 408 the stream is still open (%v), want it ended by the server", err)
 			}
-			eventually(t, "the stalled body's budget released", func() bool { return budget.InUse() == 0 })
+			poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled body's budget released")
 			if n := refused(t, reg, "ext_proc", "timeout"); n != 1 {
 				t.Fatalf("slow bodies counted %v, want 1", n)
 			}
@@ -153,7 +154,7 @@ func TestBodyInTimeIsDecided(t *testing.T) {
 		t.Fatalf("response headers after the body deadline: %v, %v", r, err)
 	}
 	_ = s.CloseSend()
-	eventually(t, "the body's budget released", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the body's budget released")
 }
 
 // wantTimeout checks an immediate response is the body deadline's 408.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
@@ -64,7 +65,7 @@ func TestBodyBudget(t *testing.T) {
 
 	// 60,000 bytes declared (within the 64 KiB limit), 5,000 sent: 8 KiB held, not 60,001.
 	stalled := stalledUpload(t, e.url, 60_000, 5_000)
-	waitFor(t, "the stalled upload's buffer", func() bool { return budget.InUse() == 8<<10 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 8<<10 }, "the stalled upload's buffer")
 
 	req := `{"model":"llama","prompt":"` + strings.Repeat("y", 9000) + `"}`
 	resp := post(t, e.url+"/v1/completions", req, nil)
@@ -89,14 +90,14 @@ func TestBodyBudget(t *testing.T) {
 	}
 
 	_ = stalled.Close()
-	waitFor(t, "the stalled upload's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled upload's budget back")
 	resp = post(t, e.url+"/v1/completions", req, nil)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the stalled upload ended: %d, want 200", resp.StatusCode)
 	}
-	waitFor(t, "the served request's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the served request's budget back")
 }
 
 // TestBodyTooLargeCounted checks a body over the limit, declared or sent, is a 413 counted by

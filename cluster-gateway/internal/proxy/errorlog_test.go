@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // logBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -44,13 +47,10 @@ func TestServerErrorsGoToTheStructuredLog(t *testing.T) {
 	if _, err := http.Get(e.url + "/v1/models"); err == nil {
 		t.Fatal("an untrusted certificate was accepted")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), "TLS handshake error") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no TLS handshake error in the log: %q", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.UntilState(t, 5*time.Second, func() (bool, string) {
+		got := logs.String()
+		return strings.Contains(got, "TLS handshake error"), strconv.Quote(got)
+	}, "a TLS handshake error in the log")
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var rec struct{ Level, Msg string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
