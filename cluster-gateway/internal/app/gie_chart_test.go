@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
@@ -103,24 +102,6 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// syncBuffer is a log sink safe for the gateway's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The gateway starts with the exact arguments and environment GIE's chart gives its endpoint
 // picker, follows the InferencePool through the Kubernetes API, answers ext_proc on the gRPC
 // port, serves /metrics on the metrics port, and its gRPC health port turns SERVING for the
@@ -162,11 +143,11 @@ func TestGIEChartArgs(t *testing.T) {
 				"metrics-port": strconv.Itoa(metricsPort), "listen": "127.0.0.1:" + strconv.Itoa(freePort(t))}
 			env := map[string]string{"NAMESPACE": "llm", "POD_NAME": "qwen-epp-0", "SWITCHYARD_KUBECONFIG": kube.kubeconfig(t)}
 
-			var logs syncBuffer
+			logs := pipelinetest.NewLog() // the gateway's goroutines write it while the test reads
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- app.Run(ctx, gieChartArgs(values, configDir), func(k string) string { return env[k] }, &logs)
+				done <- app.Run(ctx, gieChartArgs(values, configDir), func(k string) string { return env[k] }, logs)
 			}()
 			t.Cleanup(func() {
 				cancel()
