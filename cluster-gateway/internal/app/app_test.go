@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
@@ -77,22 +79,15 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 			t.Error("gateway did not stop")
 		}
 	})
-	eventually(t, "gateway ready with models", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && strings.Contains(getWith(t, client, g.http+"/v1/models"), "sql-lora")
-	})
+	}, "gateway ready with models")
 	return g
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second
 
 func status(t *testing.T, url string) int {
 	t.Helper()
@@ -197,18 +192,18 @@ func TestSaturationAnswers429(t *testing.T) {
 	for _, p := range g.pods {
 		p.waiting.Store(50) // queue far beyond the saturation threshold
 	}
-	eventually(t, "saturation answered 429", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		resp, body := post(t, g.http+"/v1/completions", `{"model":"llama","prompt":"x"}`)
 		return resp.StatusCode == 429 && resp.Header.Get("X-Switchyard-Overflow") == "1" &&
 			resp.Header.Get("Retry-After") != "" && strings.Contains(body, "overloaded")
-	})
+	}, "saturation answered 429")
 	for _, p := range g.pods {
 		p.waiting.Store(0)
 	}
-	eventually(t, "capacity back", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		resp, _ := post(t, g.http+"/v1/completions", `{"model":"llama","prompt":"x"}`)
 		return resp.StatusCode == 200
-	})
+	}, "capacity back")
 }
 
 func TestExtProcFrontDoor(t *testing.T) {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -10,10 +9,18 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
-// EnvPrefix prefixes the environment variable of every flag: --listen is SWITCHYARD_LISTEN,
-// --ext-proc-listen SWITCHYARD_EXT_PROC_LISTEN. Command-line flags win over the environment,
-// and the environment over the --flags-file.
-const EnvPrefix = flagenv.Prefix + "_"
+// command is the gateway's flags, bound to Config: each is read from the command line, then its
+// environment variable (--listen is SWITCHYARD_LISTEN, --ext-proc-listen
+// SWITCHYARD_EXT_PROC_LISTEN), then the --flags-file. GIE's "--flag true" spelling of a bool
+// flag is joined into one argument first.
+var command = flagenv.Command[Config]{
+	Name:     "cluster-gateway",
+	Synopsis: "[--cluster=NAME] [--region=NAME] (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]",
+	Defaults: DefaultConfig,
+	Options:  (*Config).bindOptions,
+	FileFlag: "flags-file",
+	Args:     joinBoolValues,
+}
 
 // usage is the help text of every Config field's flag, in the docs' words (backticks mark code;
 // --help drops them). It is the field table flagenv.Bind completes the struct's tags with.
@@ -114,17 +121,7 @@ func (c *Config) bindOptions() flagenv.BindOptions {
 
 // Flags describes every flag, with its default, in the order of Config's fields.
 func Flags() []flagenv.Flag {
-	c := DefaultConfig()
-	flags, err := flagenv.Bind(flag.NewFlagSet("cluster-gateway", flag.ContinueOnError), &c, c.bindOptions())
-	if err != nil {
-		panic(err) // Config's tags and the usage table: TestFlags checks them
-	}
-	return flags
-}
-
-// EnvName is the environment variable of a flag.
-func EnvName(flagName string) string {
-	return flagenv.EnvName(flagenv.Prefix, flagName)
+	return command.Flags() // it panics if Config's tags and the usage table disagree: TestFlags checks them
 }
 
 // ParseConfig builds the Config from the command line (args), then the environment (getenv)
@@ -138,25 +135,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 
 // parseConfig is ParseConfig, also returning where each flag given came from.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (Config, map[string]flagenv.Source, error) {
-	c := DefaultConfig()
-	fs := flag.NewFlagSet("cluster-gateway", flag.ContinueOnError)
-	fs.SetOutput(out)
-	flags, err := flagenv.Bind(fs, &c, c.bindOptions())
-	if err != nil {
-		return c, nil, err
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: cluster-gateway [--cluster=NAME] [--region=NAME] (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]\n\n")
-		fmt.Fprintf(out, "Every flag may also be set with the environment variable %s<FLAG> (e.g. %s), or in the file\n", EnvPrefix, EnvName("listen"))
-		fmt.Fprintf(out, "--flags-file names (name=value lines); the command line wins over both, the environment over the file.\n\n")
-		flagenv.PrintUsage(out, flags, flagenv.Prefix)
-	}
-	sources, err := flagenv.Parse(fs, joinBoolValues(fs, args), flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "flags-file"})
+	c, sources, err := command.Parse(args, getenv, out)
 	if err != nil {
 		return c, sources, err
-	}
-	if fs.NArg() > 0 {
-		return c, sources, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	given := func(name string) bool { return sources[name] != flagenv.Default }
 	if err := c.resolveGIE(given, getenv); err != nil {

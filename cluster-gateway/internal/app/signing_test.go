@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -41,14 +42,14 @@ func TestSummariesSignedWithTheKeyFile(t *testing.T) {
 	startGateway(t, 1, "--gossip-bind=127.0.0.1:0", "--gossip-join="+router.Seed(), "--gossip-key-file="+gossipKeyFile,
 		"--advertise-url=https://gw.c1.test:8443", "--summary-signing-key-file="+keyFile)
 	pub := key.Public().(ed25519.PublicKey)
-	eventually(t, "a signed summary reaches the router", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		for _, s := range router.Node(0).Snapshot() {
 			if s.Cluster == "c1" && s.Summary.GetSigningKeyId() == gossip.KeyID(pub) && gossip.VerifySummary(s.Summary, pub) == nil {
 				return true
 			}
 		}
 		return false
-	})
+	}, "a signed summary reaches the router")
 }
 
 func TestSigningKeyFileFlag(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -105,13 +107,10 @@ func (r *recorder) checkHashes(t testing.TB) int {
 // waitPosts waits until r holds n PostResponse calls.
 func waitPosts(t *testing.T, r *recorder, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(r.all()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d post-response calls, want %d", len(r.all()), n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.UntilState(t, waitTimeout, func() (bool, string) {
+		got := len(r.all())
+		return got >= n, fmt.Sprintf("%d post-response calls", got)
+	}, fmt.Sprintf("%d post-response calls", n))
 }
 
 func (r *recorder) all() []framework.ResponseInfo {

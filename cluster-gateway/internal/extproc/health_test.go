@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // The health port answers GIE's services by the gateway's readiness, liveness by the process
@@ -81,10 +82,8 @@ func TestHealthPort(t *testing.T) {
 			ready.Store(p.ready)
 			if p.drain {
 				drain()
-				deadline := time.Now().Add(10 * time.Second)
-				for check("") != healthpb.HealthCheckResponse_NOT_SERVING && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
-				}
+				// The checks below fail if the drain is not seen in time.
+				poll.Within(waitTimeout, func() bool { return check("") == healthpb.HealthCheckResponse_NOT_SERVING })
 			}
 			for _, svc := range extproc.HealthServices() {
 				want := p.readiness

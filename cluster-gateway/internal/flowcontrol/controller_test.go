@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 var errSaturated = errors.New("saturated")
@@ -101,13 +102,7 @@ func (h *harness) admit(t *testing.T, ctx context.Context, id, model string, pri
 		_, err := h.c.Admit(ctx, req)
 		ch <- result{id, err}
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !h.queued(id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s never queued", id)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, func() bool { return h.queued(id) }, "request "+id+" queued")
 	return ch
 }
 

@@ -285,13 +285,6 @@ func post(t testing.TB, url, body string, hdr map[string]string) *http.Response 
 	return resp
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second

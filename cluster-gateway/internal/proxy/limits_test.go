@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 )
 
@@ -56,7 +58,7 @@ func TestTrickledBodyIsRefused(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("trickled body held the request %s (BodyReadTimeout 300 ms)", took)
 	}
-	if n := counter(t, e, "switchyard_gateway_request_body_refused_total", "door", "http", "reason", "timeout"); n != 1 {
+	if n := pipelinetest.BodyRefused(t, e.reg, "http", "timeout"); n != 1 {
 		t.Fatalf("slow bodies counted %v, want 1", n)
 	}
 }

@@ -3,12 +3,13 @@ package proxy_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 )
 
 // Through the HTTP proxy, a priority header outside the configured range (-10..10 by default)
@@ -16,8 +17,8 @@ import (
 // count; a priority in range, or none, is served.
 func TestPriorityRange(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"ok":true}`) })
-	var logs logBuffer
-	e := newEnvWith(t, envOptions{log: slog.New(slog.NewJSONHandler(&logs, nil))}, up)
+	logs := pipelinetest.NewLog()
+	e := newEnvWith(t, envOptions{log: logs.Logger}, up)
 	tests := []struct {
 		name, priority string
 		status         int

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 const chatBody = `{"model":"llama","stream":true,"messages":[{"role":"user","content":"hello"}]}`
@@ -66,7 +67,7 @@ func TestStreamingPassThrough(t *testing.T) {
 	if req := e.sched.seen[0]; req.Tenant != "team-a" || req.Headers["x-gateway-destination-endpoint"] != "" {
 		t.Errorf("scheduled request = %+v", req)
 	}
-	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
+	poll.Until(t, waitTimeout, func() bool { return len(e.hooks.posts()) == 1 }, "post-response hook")
 	info := e.hooks.posts()[0]
 	if info.Status != 200 || info.OutputTokens != 2 || info.CachedTokens != 3 || info.PromptTokens != 5 || info.TTFT <= 0 || info.MeanITL <= 0 {
 		t.Fatalf("response info = %+v", info)
@@ -96,7 +97,7 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	if busyHits.Load() != 1 {
 		t.Fatalf("busy endpoint hit %d times", busyHits.Load())
 	}
-	waitFor(t, "request counted", func() bool { return sumCounter(t, e.reg, "switchyard_gateway_requests_total") == 1 })
+	poll.Until(t, waitTimeout, func() bool { return sumCounter(t, e.reg, "switchyard_gateway_requests_total") == 1 }, "request counted")
 	want := `
 # HELP switchyard_gateway_requests_total Inference requests by model and final HTTP status code.
 # TYPE switchyard_gateway_requests_total counter
@@ -162,7 +163,7 @@ func testNoRetryAfterFirstByte(t *testing.T, sent string) {
 	if !strings.HasPrefix(last, `data: {"error":`) || !strings.Contains(last, "upstream_error") || strings.Contains(string(body), "[DONE]") {
 		t.Fatalf("stream does not end with an error event: %q", body)
 	}
-	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
+	poll.Until(t, waitTimeout, func() bool { return len(e.hooks.posts()) == 1 }, "post-response hook")
 	if hits.Load() != 1 {
 		t.Fatalf("upstream hits = %d, want exactly one attempt", hits.Load())
 	}
@@ -235,7 +236,7 @@ func TestCancelPropagates(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("upstream request was not cancelled")
 	}
-	waitFor(t, "in-flight back to zero", func() bool { return e.store.Get(up).InFlight() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return e.store.Get(up).InFlight() == 0 }, "in-flight back to zero")
 }
 
 func TestErrors(t *testing.T) {
@@ -346,11 +347,11 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 	// A request arriving while draining is refused with 503 (before draining, this unknown
 	// model would get 404).
 	var rec *httptest.ResponseRecorder
-	waitFor(t, "draining", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		rec = httptest.NewRecorder()
 		e.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"unknown"}`)))
 		return rec.Code == http.StatusServiceUnavailable
-	})
+	}, "draining")
 	if rec.Header().Get("Retry-After") == "" {
 		t.Fatal("503 while draining without Retry-After")
 	}
@@ -376,7 +377,7 @@ func TestQueuedRequestRunsWhenARequestFinishes(t *testing.T) {
 		}
 		queued <- resp
 	}()
-	waitFor(t, "request queued", func() bool { return e.flow.Len() == 1 })
+	poll.Until(t, waitTimeout, func() bool { return e.flow.Len() == 1 }, "request queued")
 	e.sched.setSaturated(false)
 	// A second request, placed at once now that capacity is back, finishes; its end wakes the queue
 	// (the retry tick is an hour, so nothing else can).

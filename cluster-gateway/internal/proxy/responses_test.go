@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestResponsesRoute sends Responses API requests through the proxy: the body reaches the pod
@@ -69,7 +70,7 @@ func TestResponsesRoute(t *testing.T) {
 					t.Errorf("answer without %s", h)
 				}
 			}
-			waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == i+1 })
+			poll.Until(t, waitTimeout, func() bool { return len(e.hooks.posts()) == i+1 }, "post-response hook")
 			info := e.hooks.posts()[i]
 			if info.Status != 200 || info.OutputTokens != 2 || info.PromptTokens != tt.prompt || info.CachedTokens != tt.cached {
 				t.Fatalf("response info = %+v", info)

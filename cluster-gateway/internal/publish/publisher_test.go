@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // harness is a publisher over two pods of model "m" with a fake clock and a recording sink.
@@ -189,11 +190,10 @@ func TestRunStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for sink.count() == 0 && time.Now().Before(deadline) {
+	poll.Within(10*time.Second, func() bool { // Run's check below fails if nothing was published
 		p.Notify()
-		time.Sleep(5 * time.Millisecond)
-	}
+		return sink.count() != 0
+	})
 	cancel()
 	select {
 	case err := <-done:

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 )
@@ -167,16 +169,16 @@ func TestScrapeMetricsPortPathScheme(t *testing.T) {
 			}()
 			ep := store.Get(pod.addr())
 			if verify { // the test server's certificate is not trusted: every scrape fails
-				eventually(t, "scrape failures", func() bool { return ep.ScrapeFailures() >= 2 && ep.Models() != nil })
+				poll.Until(t, waitTimeout, func() bool { return ep.ScrapeFailures() >= 2 && ep.Models() != nil }, "scrape failures")
 				if ep.Metrics() != nil || pod.scrapes.Load() != 0 {
 					t.Fatalf("metrics %+v, pod scraped %d times", ep.Metrics(), pod.scrapes.Load())
 				}
 				return
 			}
-			eventually(t, "metrics over TLS and models", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				m := ep.Metrics()
 				return m != nil && m.WaitingQueue == 9 && ep.Models() != nil
-			})
+			}, "metrics over TLS and models")
 			if pod.scrapes.Load() != 0 {
 				t.Fatalf("the serving port's /metrics was read %d times", pod.scrapes.Load())
 			}

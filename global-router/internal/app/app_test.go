@@ -140,7 +140,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "ejection cap above 100%", args: append(base, "--max-ejection-percent=101"), wantErr: "--max-ejection-percent"},
 		{name: "negative ejection cap", args: append(base, "--max-ejection-percent=-1"), wantErr: "--max-ejection-percent"},
 		{name: "bad log format", args: append(base, "--log-format=xml"), wantErr: "--log-format"},
-		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected arguments"},
+		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected argument"},
 		{name: "body budget and memory limit", args: append(base, "--max-inflight-body-bytes=512MiB", "--memory-limit=2GiB"),
 			check: func(t *testing.T, c app.Config) {
 				if c.MaxInflightBodyBytes != 512<<20 || c.MemoryLimit != "2GiB" {

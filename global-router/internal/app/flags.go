@@ -78,6 +78,16 @@ var usage = map[string]string{
 	"config":        "file of flag values, one `name=value` a line; the command line and the environment win over it",
 }
 
+// command is the router's flags, bound to Config: each is read from the command line, then its
+// environment variable SWITCHYARD_<FLAG>, then the --config file.
+var command = flagenv.Command[Config]{
+	Name:     "global-router",
+	Synopsis: "--region=NAME --gossip-key-file=FILE [flags]",
+	Defaults: DefaultConfig,
+	Options:  (*Config).bindOptions,
+	FileFlag: "config",
+}
+
 // bindOptions completes c's tags: the help texts, and the flags whose parse is not their
 // field's type's.
 func (c *Config) bindOptions() flagenv.BindOptions {
@@ -89,12 +99,7 @@ func (c *Config) bindOptions() flagenv.BindOptions {
 
 // Flags describes every flag, with its default, in the order of Config's fields.
 func Flags() []flagenv.Flag {
-	c := DefaultConfig()
-	flags, err := flagenv.Bind(flag.NewFlagSet("global-router", flag.ContinueOnError), &c, c.bindOptions())
-	if err != nil {
-		panic(err) // Config's tags and the usage table: TestFlags checks them
-	}
-	return flags
+	return command.Flags() // it panics if Config's tags and the usage table disagree: TestFlags checks them
 }
 
 // ParseFlags builds the router's Config from the command line, then the environment variable
@@ -106,25 +111,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
-	cfg := DefaultConfig()
-	fs := flag.NewFlagSet("global-router", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flags, err := flagenv.Bind(fs, &cfg, cfg.bindOptions())
+	cfg, _, err := command.Parse(args, getenv, stderr)
 	if err != nil {
 		return cfg, err
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: global-router --region=NAME --gossip-key-file=FILE [flags]\n\n")
-		fmt.Fprintf(stderr, "Every flag may also be set with the environment variable %s (e.g. %s), or in the file\n",
-			flagenv.EnvName(flagenv.Prefix, "<FLAG>"), flagenv.EnvName(flagenv.Prefix, "listen"))
-		fmt.Fprintf(stderr, "--config names (name=value lines); the command line wins over both, the environment over the file.\n\n")
-		flagenv.PrintUsage(stderr, flags, flagenv.Prefix)
-	}
-	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "config"}); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return cfg, cfg.Validate()
 }

@@ -15,30 +15,10 @@ import (
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the flags table of docs/router.md")
 
-// docPath is the page whose flags table is generated from Config.
-const docPath = "../../../docs/router.md"
-
 // TestFlagsDocUpToDate fails when docs/router.md's flags table is not the one Config's tags,
 // usage table and defaults generate; `make generate` (this test with -update-docs) rewrites it.
 func TestFlagsDocUpToDate(t *testing.T) {
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := flagenv.ReplaceTable(doc, flagenv.Markdown(app.Flags(), flagenv.Prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) == string(doc) {
-		return
-	}
-	if *updateDocs {
-		if err := os.WriteFile(docPath, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("the flags table of docs/router.md is stale: run `make generate` and commit it")
+	flagenv.CheckDoc(t, "../../../docs/router.md", flagenv.Markdown(app.Flags(), flagenv.Prefix), *updateDocs)
 }
 
 // Every flag is documented, and --help lists each with its variable and default.

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/app"
@@ -43,11 +45,13 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			waitHTTP(t, "http://"+r.cfg.Listen+"/v1/models", http.StatusOK, r.done)
-			for ctx.Err() == nil {
-				if _, body := get(t, "http://"+r.cfg.Listen+"/v1/models"); strings.Contains(body, model) {
-					break
+			if err := poll.Wait(ctx, func(context.Context) error {
+				if _, body := get(t, "http://"+r.cfg.Listen+"/v1/models"); !strings.Contains(body, model) {
+					return fmt.Errorf("/v1/models = %s", body)
 				}
-				time.Sleep(20 * time.Millisecond)
+				return nil
+			}); err != nil {
+				t.Fatalf("waiting for the router to list %s: %v", model, err)
 			}
 			resp, body := chat(t, r.cfg.Listen)
 			if resp.StatusCode != tt.wantStatus {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 )
 
@@ -36,7 +37,7 @@ func TestBodyBudget(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: r\r\nContent-Length: 30000000\r\n\r\n%s", strings.Repeat("x", 5000))
-	eventually(t, "the stalled upload's buffer", func() bool { return budget.InUse() == 8<<10 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 8<<10 }, "the stalled upload's buffer")
 
 	req := `{"model":"llama","prompt":"` + strings.Repeat("y", 4970) + `"}`
 	resp, got := post(t, srv.URL, req)
@@ -56,11 +57,11 @@ switchyard_router_requests_total{model="other",outcome="body_budget"} 1
 	}
 
 	_ = conn.Close()
-	eventually(t, "the stalled upload's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled upload's budget back")
 	if resp, got := post(t, srv.URL, req); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the stalled upload ended: %d %s", resp.StatusCode, got)
 	}
-	eventually(t, "the routed request's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the routed request's budget back")
 }
 
 // TestBodyBudgetGauges checks the gauges RegisterBodyBudget adds follow the budget.
@@ -108,13 +109,6 @@ func TestBodyOverLimit(t *testing.T) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second

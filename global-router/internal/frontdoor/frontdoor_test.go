@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
@@ -336,17 +337,9 @@ func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 				want += fmt.Sprintf("switchyard_router_overflow_answered_total{choice=%q} %d\n", c, counts[c])
 			}
 			// The handler counts after the answer's last byte has left: poll.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_overflow_answered_total")
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal(err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			poll.UntilNil(t, waitTimeout, func() error {
+				return testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_overflow_answered_total")
+			}, "the overflow answers counted")
 			// Why each request left: east is saturated (unavailable), or there is no east.
 			reasons := map[string]float64{}
 			if tt.want != "" {

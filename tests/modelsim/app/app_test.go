@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 func env(m map[string]string) func(string) string {
@@ -162,13 +164,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}()
 	re := regexp.MustCompile(`"addr":"(127\.0\.0\.1:\d+)"`)
 	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); {
+	if !poll.Within(10*time.Second, func() bool {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			addr = m[1]
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if addr == "" {
+		return addr != ""
+	}) {
 		cancel()
 		t.Fatalf("server address never logged:\n%s", out.String())
 	}

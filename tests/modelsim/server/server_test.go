@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/server"
 )
@@ -359,17 +362,11 @@ func TestClientDisconnectCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilState(t, 10*time.Second, func() (bool, string) {
 		snap := s.Snapshot()
-		if snap.Running == 0 && snap.Stats.Cancelled == 1 && snap.UsedBlocks == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request not cancelled after disconnect: running=%d cancelled=%d", snap.Running, snap.Stats.Cancelled)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return snap.Running == 0 && snap.Stats.Cancelled == 1 && snap.UsedBlocks == 0,
+			fmt.Sprintf("running=%d cancelled=%d used blocks=%d", snap.Running, snap.Stats.Cancelled, snap.UsedBlocks)
+	}, "the request cancelled after the disconnect")
 }
 
 func TestEmbeddings(t *testing.T) {
