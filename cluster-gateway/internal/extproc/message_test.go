@@ -15,8 +15,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 )
 
 // TestMessageLimit is the defence against one ext_proc message that makes gRPC assemble
@@ -27,7 +29,7 @@ import (
 // decided as usual. A chunk of 1 MiB, the most Envoy holds of a body by default, still passes.
 func TestMessageLimit(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	logs := &lockedBuffer{}
+	logs := pipelinetest.NewLog()
 	budget := body.NewBudget(64 << 20)
 	e := newEnvWith(t, envOptions{budget: budget, reg: reg, log: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -61,8 +63,8 @@ func TestMessageLimit(t *testing.T) {
 	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
 		t.Fatalf("the oversized message's stream ended with %v; want RESOURCE_EXHAUSTED naming the sizes", err)
 	}
-	eventually(t, "the refusal logged", func() bool { return strings.Contains(logs.String(), "ext_proc message refused") })
-	if got := refused(t, reg, "ext_proc", "too_large"); got != 1 {
+	poll.Until(t, waitTimeout, func() bool { return strings.Contains(logs.String(), "ext_proc message refused") }, "the refusal logged")
+	if got := pipelinetest.BodyRefused(t, reg, "ext_proc", "too_large"); got != 1 {
 		t.Fatalf("too_large refusals = %v, want 1", got)
 	}
 
@@ -82,7 +84,7 @@ func TestMessageLimit(t *testing.T) {
 	}
 	stop() // the body is being sent back: ending the stream gives its budget back
 	cancel()
-	eventually(t, "every body's budget released", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "every body's budget released")
 }
 
 // exchangeOneMessage sends headers and body b in one message and returns the first answer.
