@@ -65,6 +65,7 @@ func FuzzPromptLimit(f *testing.F) {
 	f.Add([]byte(`{"model":"m","prompt":["ab","c\u00e9d"]}`), uint8(3))
 	f.Add([]byte(`{"model":"c","messages":[{"content":"x\ny"},{"content":[{"text":"z"}]}]}`), uint8(1))
 	f.Add([]byte(`{"model":"r","input":[{"content":"x\ny"},{"type":"reasoning","content":[{"text":"z"}]}],"instructions":"ab\u00e9"}`), uint8(4))
+	f.Add([]byte(`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":["d",{"text":"e"}],"type":"reasoning"},{"content":"f"}]}`), uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
 		var full, bounded Body
 		errFull := Parse(data, &full)
@@ -235,6 +236,8 @@ func FuzzPromptMatchesReference(f *testing.F) {
 		`{"model":"m","prompt":"a\"b\\c\nd\u00e9\ud83d\ude00"}`,
 		`{"model":"r","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"message","role":"assistant","content":"yo"}]}`,
 		`{"model":"r","input":[{"content":"a","type":"function_call_output"},{"type":"reasoning","content":[{"text":"b"}]},{"content":"c","type":"message","type":"x"},["d",{"content":"e"}],"f"],"instructions":"\u00e9"}`,
+		`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":[{"text":"d"},{"text":"e"}],"type":"reasoning"},{"content":"f"}],"instructions":"i"}`,
+		`{"model":"r","input":[{"content":[{"text":"a"},{"text":"b"}],"type":"x"},{"content":"c"}]}`,
 		`{"model":"r","instructions":{"x":1},"input":[{"content":null},{"type":null,"content":"a"},{"content":"b","content":[{"text":"c"}]}],"instructions":"i"}`,
 	} {
 		f.Add([]byte(s))

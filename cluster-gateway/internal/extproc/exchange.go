@@ -137,7 +137,7 @@ func (x *exchange) tooLarge(recvErr error) error {
 		"decided", x.decided, "received_bytes", x.size, "err", recvErr)
 	if !x.decided {
 		x.releaseBody()
-		x.s.pipe.RefuseBody(pipeline.DoorExtProc, &body.TooLargeError{Limit: MaxMessageBytes})
+		_ = x.s.pipe.RefuseBody(pipeline.DoorExtProc, &body.TooLargeError{Limit: MaxMessageBytes})
 	}
 	return recvErr
 }

@@ -39,6 +39,10 @@ func TestParseMetricSpec(t *testing.T) {
 		{"m{=x}", scrape.MetricSpec{}, `label "=x"`},
 		{"{a=x}", scrape.MetricSpec{}, "empty metric name"},
 		{"bad-name", scrape.MetricSpec{}, `byte '-'`},
+		// a label asked for twice could never match (a series has one value per label): the
+		// signal would read nothing, silently
+		{"m{a=x,a=y}", scrape.MetricSpec{}, `label "a" given twice`},
+		{"m{a=x, a=x}", scrape.MetricSpec{}, `label "a" given twice`},
 		{strings.Repeat("m", 64), scrape.MetricSpec{}, "longer than 63 bytes"},
 	}
 	for _, tt := range tests {
