@@ -109,6 +109,9 @@ const (
 	ReasonNoCapacity Reason = "no_capacity"
 	// ReasonOverloaded: the gateway's 429 when flow control refuses or hands back a request.
 	ReasonOverloaded Reason = "overloaded"
+	// ReasonSLOUnattainable: the gateway's 429 for a sheddable request with a latency objective
+	// (x-slo-ttft-ms, x-slo-tpot-ms) that no pod is predicted to meet.
+	ReasonSLOUnattainable Reason = "slo_unattainable"
 	// ReasonBodyBudgetExhausted: 503, the in-flight body budget cannot hold one more body.
 	ReasonBodyBudgetExhausted Reason = "body_budget_exhausted"
 	// ReasonClientClosedRequest: 499, the client went away.
@@ -223,6 +226,7 @@ var reasons = map[Reason]reasonInfo{
 	ReasonPolicyUnavailable:   {"no routing policy is in force for the model", UseRouterError},
 	ReasonNoCapacity:          {"nothing can take the request now", UseRouterError | UseGatewayError},
 	ReasonOverloaded:          {"flow control refused or handed back the request", UseGatewayError},
+	ReasonSLOUnattainable:     {"no pod is predicted to meet the sheddable request's latency objective", UseGatewayError},
 	ReasonBodyBudgetExhausted: {"the in-flight request body budget is spent", UseRouterError | UseGatewayError},
 	ReasonClientClosedRequest: {"the client closed the request", UseGatewayError},
 	ReasonUpstreamUnreachable: {"the model server could not be reached", UseGatewayError},
