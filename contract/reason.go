@@ -49,6 +49,9 @@ const (
 	ReasonNotNearest Reason = "not_nearest"
 	// ReasonSpilloverNotDrawn: the spillover routing mode drew another of the clusters it kept.
 	ReasonSpilloverNotDrawn Reason = "spillover_not_drawn"
+	// ReasonMissesSLO: the cluster's estimate is above the request's time-to-first-token
+	// objective (x-slo-ttft-ms) and another cluster's is not.
+	ReasonMissesSLO Reason = "misses_slo"
 )
 
 // Why a cluster could not take a request at all.
@@ -202,6 +205,8 @@ var reasons = map[Reason]reasonInfo{
 	ReasonNotNearest:  {"a nearer region has room (spillover routing mode: overflow by round trip only)", UseCandidate},
 	ReasonSpilloverNotDrawn: {"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
 		UseCandidate},
+	ReasonMissesSLO: {"estimated above the request's time-to-first-token objective, which another cluster is estimated to meet",
+		UseCandidate | UseLeftRegion},
 	ReasonNotServed:        {"does not serve the model", UseCandidate},
 	ReasonNoReadyPods:      {"no ready pods", UseCandidate},
 	ReasonRegionNotAllowed: {"region not allowed by policy", UseCandidate},
