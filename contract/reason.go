@@ -49,6 +49,9 @@ const (
 	ReasonNotNearest Reason = "not_nearest"
 	// ReasonSpilloverNotDrawn: the spillover routing mode drew another of the clusters it kept.
 	ReasonSpilloverNotDrawn Reason = "spillover_not_drawn"
+	// ReasonMissesSLO: the cluster's estimate is above the request's time-to-first-token
+	// objective (x-slo-ttft-ms) and another cluster's is not.
+	ReasonMissesSLO Reason = "misses_slo"
 )
 
 // Why a cluster could not take a request at all.
@@ -109,6 +112,9 @@ const (
 	ReasonNoCapacity Reason = "no_capacity"
 	// ReasonOverloaded: the gateway's 429 when flow control refuses or hands back a request.
 	ReasonOverloaded Reason = "overloaded"
+	// ReasonSLOUnattainable: the gateway's 429 for a sheddable request with a latency objective
+	// (x-slo-ttft-ms, x-slo-tpot-ms) that no pod is predicted to meet.
+	ReasonSLOUnattainable Reason = "slo_unattainable"
 	// ReasonBodyBudgetExhausted: 503, the in-flight body budget cannot hold one more body.
 	ReasonBodyBudgetExhausted Reason = "body_budget_exhausted"
 	// ReasonClientClosedRequest: 499, the client went away.
@@ -199,6 +205,8 @@ var reasons = map[Reason]reasonInfo{
 	ReasonNotNearest:  {"a nearer region has room (spillover routing mode: overflow by round trip only)", UseCandidate},
 	ReasonSpilloverNotDrawn: {"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
 		UseCandidate},
+	ReasonMissesSLO: {"estimated above the request's time-to-first-token objective, which another cluster is estimated to meet",
+		UseCandidate | UseLeftRegion},
 	ReasonNotServed:        {"does not serve the model", UseCandidate},
 	ReasonNoReadyPods:      {"no ready pods", UseCandidate},
 	ReasonRegionNotAllowed: {"region not allowed by policy", UseCandidate},
@@ -223,6 +231,7 @@ var reasons = map[Reason]reasonInfo{
 	ReasonPolicyUnavailable:   {"no routing policy is in force for the model", UseRouterError},
 	ReasonNoCapacity:          {"nothing can take the request now", UseRouterError | UseGatewayError},
 	ReasonOverloaded:          {"flow control refused or handed back the request", UseGatewayError},
+	ReasonSLOUnattainable:     {"no pod is predicted to meet the sheddable request's latency objective", UseGatewayError},
 	ReasonBodyBudgetExhausted: {"the in-flight request body budget is spent", UseRouterError | UseGatewayError},
 	ReasonClientClosedRequest: {"the client closed the request", UseGatewayError},
 	ReasonUpstreamUnreachable: {"the model server could not be reached", UseGatewayError},

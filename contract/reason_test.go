@@ -114,7 +114,7 @@ func TestReasonsByUse(t *testing.T) {
 		use  contract.Use
 		want []contract.Reason
 	}{
-		{contract.UseLeftRegion, []contract.Reason{contract.ReasonNoLocal, contract.ReasonOverThreshold,
+		{contract.UseLeftRegion, []contract.Reason{contract.ReasonMissesSLO, contract.ReasonNoLocal, contract.ReasonOverThreshold,
 			contract.ReasonPastThroughput, contract.ReasonRemoteSooner, contract.ReasonUnavailable}},
 		{contract.UsePolicy, []contract.Reason{contract.ReasonNotLoaded, contract.ReasonUndecodable}},
 		{contract.UsePublish, []contract.Reason{contract.ReasonPublishChange, contract.ReasonPublishFirst, contract.ReasonPublishHeartbeat}},

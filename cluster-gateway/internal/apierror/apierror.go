@@ -55,3 +55,12 @@ func Overloaded(msg string, retryAfter int) *Error {
 		Overflow: true, RetryAfterSeconds: retryAfter,
 	}
 }
+
+// SLOUnattainable is the 429 for a sheddable request whose latency objectives no pod is
+// predicted to meet; another cluster may meet them, so it carries the overflow marker.
+func SLOUnattainable(msg string, retryAfter int) *Error {
+	return &Error{
+		Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonSLOUnattainable, Message: msg,
+		Overflow: true, RetryAfterSeconds: retryAfter,
+	}
+}

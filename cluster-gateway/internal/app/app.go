@@ -196,6 +196,8 @@ func mapSchedulingError(err error) *apierror.Error {
 		return apierror.Unavailable(err.Error(), 1)
 	case errors.Is(err, scheduling.ErrSaturated):
 		return apierror.Overloaded(err.Error(), 1)
+	case errors.Is(err, scheduling.ErrSLOUnattainable):
+		return apierror.SLOUnattainable(err.Error(), 1)
 	}
 	return nil
 }

@@ -42,6 +42,12 @@ type Request struct {
 	// doors answer 429 with x-switchyard-overflow: 1) instead of queueing it, or when its
 	// predicted time to first token on the chosen endpoint is above HandBackAfter.
 	HandBackAfter time.Duration
+	// SLO holds the request's latency objectives (x-slo-ttft-ms, x-slo-tpot-ms), zero when it
+	// has none.
+	SLO SLO
+	// Arrived is when the request reached the gateway (the TTFT objective runs from then), zero
+	// when unknown.
+	Arrived time.Time
 }
 
 // Plugin is the common part of every scheduler plugin.

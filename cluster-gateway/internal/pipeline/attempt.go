@@ -79,7 +79,15 @@ func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, f
 	}
 	p.flow.Notify()
 	if final {
-		p.metrics.observe(a.d, countedStatus(status, err), now, m)
+		code := countedStatus(status, err)
+		p.metrics.observe(a.d, code, now, m)
+		if slo := a.d.Request.SLO; !slo.IsZero() {
+			var ttft time.Duration // from arrival at the gateway, across retries and queueing
+			if m.TTFT > 0 {
+				ttft = a.sentAt.Sub(a.d.Started) + m.TTFT
+			}
+			p.metrics.slo.finished(a.d.objective, slo, code, ttft, m)
+		}
 	}
 }
 

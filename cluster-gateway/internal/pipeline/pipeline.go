@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -91,6 +93,7 @@ func New(o Options) (*Pipeline, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	o.Metrics.slo.init(slices.Sorted(maps.Keys(o.Classify.ObjectivePriorities)))
 	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
 		bodies: o.BodyBudget, log: log, now: time.Now}, nil
 }
@@ -105,6 +108,8 @@ type Decision struct {
 	Routed bbr.Routed
 	// Started is when the request reached the gateway.
 	Started time.Time
+	// objective is the objective label of a request with latency objectives (objectiveLabel).
+	objective string
 }
 
 // Decide routes body, classifies the request from its headers (get returns a value by
@@ -130,6 +135,9 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 	if req.Priority, req.Tenant, err = p.classify.Classify(get); err == nil {
 		req.HandBackAfter, err = flowcontrol.HandBackAfter(get)
 	}
+	if err == nil {
+		req.SLO, err = readSLO(get)
+	}
 	if err != nil {
 		p.router.Release(req)
 		return nil, p.reject(req, p.badHeader(req, err))
@@ -138,8 +146,15 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		contract.HeaderModelName: req.Model, contract.HeaderBaseModelName: req.BaseModel,
 		contract.HeaderPriority: strconv.Itoa(req.Priority), contract.HeaderTenant: req.Tenant,
 	}
+	req.Arrived = d.Started
+	if !req.SLO.IsZero() {
+		d.objective = p.objectiveLabel(get(contract.HeaderObjective))
+	}
 	if d.Result, err = p.admit(ctx, req); err != nil {
 		p.router.Release(req) // flow control dropped req when Admit returned
+		if !req.SLO.IsZero() {
+			p.metrics.slo.refused(d.objective, req.SLO)
+		}
 		return nil, p.reject(req, err)
 	}
 	if p.hooks != nil {

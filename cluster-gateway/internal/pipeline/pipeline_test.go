@@ -30,10 +30,15 @@ type capturing struct {
 	eps    []framework.Endpoint
 	err    error
 	hashes []uint64
+	// onSchedule, when set, sees every request scheduled.
+	onSchedule func(*framework.Request)
 }
 
 func (c *capturing) Schedule(_ context.Context, req *framework.Request) (*framework.Result, error) {
 	c.hashes = req.PrefixHashes
+	if c.onSchedule != nil {
+		c.onSchedule(req)
+	}
 	if c.err != nil {
 		return nil, c.err
 	}

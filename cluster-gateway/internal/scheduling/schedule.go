@@ -54,7 +54,9 @@ func (s *Scheduler) Schedule(ctx context.Context, req *framework.Request) (*fram
 	s.metrics.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.release(sc)
-		s.metrics.outcomes[err].Inc()
+		if c, ok := s.metrics.outcomes[err]; ok {
+			c.Inc()
+		}
 		return nil, err
 	}
 	res.State = &sc.cs
@@ -104,6 +106,11 @@ func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *
 	}
 	for _, f := range s.profile.Filters {
 		if cands = f.Filter(ctx, cs, req, cands); len(cands) == 0 {
+			if r, ok := f.(framework.Refuser); ok {
+				if err := r.Refusal(req); err != nil {
+					return nil, err
+				}
+			}
 			if _, ok := f.(framework.SaturationFilter); ok {
 				return nil, ErrSaturated
 			}

@@ -275,11 +275,12 @@ func TestMetrics(t *testing.T) {
 		_, _ = s.Schedule(context.Background(), &framework.Request{Model: model})
 	}
 	want := `
-# HELP switchyard_gateway_scheduling_decisions_total Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated.
+# HELP switchyard_gateway_scheduling_decisions_total Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated, slo_unattainable.
 # TYPE switchyard_gateway_scheduling_decisions_total counter
 switchyard_gateway_scheduling_decisions_total{outcome="no_endpoints"} 0
 switchyard_gateway_scheduling_decisions_total{outcome="ok"} 2
 switchyard_gateway_scheduling_decisions_total{outcome="saturated"} 0
+switchyard_gateway_scheduling_decisions_total{outcome="slo_unattainable"} 0
 switchyard_gateway_scheduling_decisions_total{outcome="unknown_model"} 1
 # HELP switchyard_gateway_scheduling_picks_total Requests scheduled to each endpoint (first choice).
 # TYPE switchyard_gateway_scheduling_picks_total counter

@@ -202,6 +202,17 @@ func requestOf(prompt []byte) routing.Request {
 	return routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
 }
 
+// ttftSLO is the request's own time-to-first-token objective (x-slo-ttft-ms), 0 for none. A
+// value the router cannot read is not used for routing and is passed on unchanged: the gateway
+// refuses it with 400 naming the header.
+func ttftSLO(h http.Header) time.Duration {
+	d, err := contract.ParseSLO(h.Get(contract.HeaderSLOTTFT))
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	buf, perr := s.readBody(r)
@@ -242,6 +253,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 	// The prompt's hashes and length are computed once: a request waiting for room is decided
 	// again every RetryPoll.
 	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
+	req.TTFTSLO = ttftSLO(r.Header)
 	for {
 		view, d, err := s.decide(model, hashes, req, true)
 		used := -1

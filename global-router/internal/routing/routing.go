@@ -155,6 +155,9 @@ type Request struct {
 	PromptTokens int
 	// AvgTokens is the KV footprint assumed for an in-flight request (prompt + expected output).
 	AvgTokens int
+	// TTFTSLO is the request's own time-to-first-token objective (x-slo-ttft-ms), 0 for none:
+	// clusters estimated to meet it are preferred to those that are not (see Decide).
+	TTFTSLO time.Duration
 }
 
 // Options tune the decision; the zero value is not valid, use DefaultOptions.
