@@ -151,3 +151,12 @@ func ScoreEntry(name string, score float64) string {
 }
 
 func formatScore(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// NewTracer returns a Tracer over tp (an SDK provider built elsewhere, or a test's provider
+// with an in-memory exporter), propagating W3C trace context. A nil tp returns a disabled one.
+func NewTracer(tp trace.TracerProvider) *Tracer {
+	if tp == nil {
+		return nil
+	}
+	return &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}
+}
