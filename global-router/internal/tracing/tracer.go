@@ -138,3 +138,12 @@ func StatusCode(span trace.Span, status int) {
 func EstimateEntry(cluster string, estimate time.Duration) string {
 	return Truncate(cluster, maxScoreEntryBytes) + "=" + strconv.FormatFloat(float64(estimate.Microseconds())/1000, 'f', 1, 64) + "ms"
 }
+
+// NewTracer returns a Tracer over tp (an SDK provider built elsewhere, or a test's provider
+// with an in-memory exporter), propagating W3C trace context. A nil tp returns a disabled one.
+func NewTracer(tp trace.TracerProvider) *Tracer {
+	if tp == nil {
+		return nil
+	}
+	return &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}
+}
