@@ -99,7 +99,7 @@ var usage = map[string]string{
 	"zap-log-level":                       "GIE (controller-runtime): `debug`, `info`, `warn` or `error` set `--log-level` (`dpanic`, `panic`, `fatal`: `error`); a verbosity N > 0 acts as `--v=N`; `--log-level` wins when given",
 	"v":                                   "GIE's log verbosity: 4 and above set `--log-level=debug`, below `info`; `--zap-log-level` and `--log-level` win when given",
 	"ha-enable-leader-election":           "GIE: accepted for compatibility, no effect: every replica serves (no leader), and `liveness`/`readiness` answer on every replica",
-	"tracing":                             "GIE: accepted for compatibility, no effect: the gateway emits no traces",
+	"tracing":                             "GIE: accepted for compatibility, no effect: tracing is on when `--otlp-endpoint` or an `OTEL_EXPORTER_OTLP_*` endpoint variable is set (see Tracing)",
 	"health-checking":                     "GIE: accepted for compatibility, no effect",
 	"refresh-prometheus-metrics-interval": "GIE: accepted for compatibility, no effect: `/metrics` is computed when scraped",
 	"enable-cert-reload":                  "GIE: accepted for compatibility, no effect: `--cert-path` is always read at every handshake",

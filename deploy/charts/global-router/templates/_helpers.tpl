@@ -197,6 +197,14 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 {{- end }}
 {{- end }}
 - --policy-unavailable={{ .Values.policyUnavailable }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+- --otlp-endpoint={{ .otlpEndpoint }}
+- --otlp-protocol={{ .protocol }}
+- --otlp-insecure={{ .insecure }}
+- --trace-sample-ratio={{ .sampleRatio }}
+{{- end }}
+{{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}
