@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
 // Run is the binary: it parses args and the environment, builds the gateway and runs it until ctx
@@ -97,6 +99,7 @@ type Gateway struct {
 	extSrv     *extproc.Server
 	health     *extproc.Health
 	bodies     *body.Budget // the in-flight body budget of both front doors
+	tracing    *tracing.Provider
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
@@ -106,6 +109,12 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
+	// The OTEL_* variables are the process's: the OTLP exporters read them from it too.
+	tp, err := tracing.New(context.Background(), cfg.tracingConfig(), os.Getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	g.tracing = tp
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g.store = datastore.NewStore(logger, g.reg, datastore.WithMaxEjectionPercent(cfg.MaxEjectionPercent))
 	if cfg.GossipBind != "" {
@@ -115,6 +124,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	for _, step := range steps {
 		if err := step(); err != nil {
 			g.closeListeners()
+			_ = g.tracing.Shutdown(context.Background()) // nothing was traced yet
 			return nil, err
 		}
 	}
@@ -219,7 +229,8 @@ func (g *Gateway) buildFrontDoors() error {
 		return err
 	}
 	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log})
+		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log,
+		Tracer: g.tracing.Tracer()})
 	if err != nil {
 		return err
 	}
@@ -333,8 +344,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 		go func() { rest.Wait(); close(drained) }()
 		eg.Go(func() error { return g.health.Serve(ctx, g.healthLn, drained) })
 	}
-	return eg.Wait()
+	err := eg.Wait()
+	// The front doors have drained: flush their last spans.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+	defer cancel()
+	if ferr := g.tracing.Shutdown(fctx); ferr != nil {
+		g.log.Warn("tracing flush failed", "err", ferr)
+	}
+	return err
 }
+
+// tracingFlushTimeout bounds the flush of the spans still queued at shutdown.
+const tracingFlushTimeout = 5 * time.Second
 
 // Ready reports whether at least one endpoint has fresh metrics.
 func (g *Gateway) Ready() bool { return proxy.Ready(g.store, g.cfg.Staleness, time.Now()) }

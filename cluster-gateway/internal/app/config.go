@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
@@ -89,6 +90,16 @@ type Config struct {
 	// LogFormat is text or json; LogLevel debug, info, warn or error. Defaults text, info.
 	LogFormat string `flag:"log-format"`
 	LogLevel  string `flag:"log-level"`
+	// OTLPEndpoint is the OpenTelemetry collector spans are exported to (host:port or URL);
+	// empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, and with
+	// neither tracing is off. OTLPProtocol is grpc or http (empty: the OTEL_* protocol
+	// variables, else grpc); OTLPInsecure exports without TLS to a host:port endpoint;
+	// TraceSampleRatio is the share of new traces recorded (parent-based: a sampled caller's
+	// traceparent is always followed). Defaults: off, grpc, TLS, 1.
+	OTLPEndpoint     string  `flag:"otlp-endpoint"`
+	OTLPProtocol     string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	OTLPInsecure     bool    `flag:"otlp-insecure"`
+	TraceSampleRatio float64 `flag:"trace-sample-ratio"`
 	// ScrapeInterval is the per-pod metrics scrape interval for small fleets. Default 50 ms.
 	ScrapeInterval time.Duration `flag:"scrape-interval"`
 	// Staleness is the metrics age beyond which a pod is not counted for readiness. Default 2 s.
@@ -204,16 +215,18 @@ func DefaultConfig() Config {
 		Profile:        scheduling.ProfileDefault,
 		LogFormat:      "text",
 		LogLevel:       "info",
-		ScrapeInterval: 50 * time.Millisecond,
-		Staleness:      2 * time.Second,
-		MaxBodyBytes:   bbr.DefaultConfig().MaxBodyBytes,
-		EndpointHeader: true,
-		QueueLimit:     flowcontrol.DefaultConfig().MaxQueue,
-		QueueTTL:       flowcontrol.DefaultConfig().TTL,
-		MinPriority:    flowcontrol.DefaultMinPriority,
-		MaxPriority:    flowcontrol.DefaultMaxPriority,
-		MaxAttempts:    3,
-		DrainTimeout:   30 * time.Second,
+
+		TraceSampleRatio: tracing.DefaultConfig().SampleRatio,
+		ScrapeInterval:   50 * time.Millisecond,
+		Staleness:        2 * time.Second,
+		MaxBodyBytes:     bbr.DefaultConfig().MaxBodyBytes,
+		EndpointHeader:   true,
+		QueueLimit:       flowcontrol.DefaultConfig().MaxQueue,
+		QueueTTL:         flowcontrol.DefaultConfig().TTL,
+		MinPriority:      flowcontrol.DefaultMinPriority,
+		MaxPriority:      flowcontrol.DefaultMaxPriority,
+		MaxAttempts:      3,
+		DrainTimeout:     30 * time.Second,
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
@@ -439,7 +452,18 @@ func (c Config) validateLogging() []error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
 	}
+	if err := c.tracingConfig().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
+	}
 	return errs
+}
+
+// tracingConfig is the tracing configuration of the flags.
+func (c Config) tracingConfig() tracing.Config {
+	tc := tracing.DefaultConfig()
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio = c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.ServiceVersion, tc.Cluster, tc.Region = Version, c.Cluster, c.Region
+	return tc
 }
 
 // ReadGossipKeys reads a gossip key file: one base64-encoded 32-byte key per line (surrounding

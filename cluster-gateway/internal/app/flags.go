@@ -56,11 +56,16 @@ var usage = map[string]string{
 	"summary-signing-key-file": "the cluster's Ed25519 signing key (PEM `PRIVATE KEY`, PKCS #8, or the base64 of the 32-byte seed); every capacity " +
 		"summary is signed with it, and routers with registered clusters accept only summaries a registered key verifies (see gossip.md); " +
 		"re-read every 10 s. Empty: summaries are unsigned",
-	"log-format":      "log format: `text` or `json` (`log/slog`)",
-	"log-level":       "log level: `debug`, `info`, `warn`, `error`",
-	"scrape-interval": "per-pod metrics scrape interval (grows with the pod count)",
-	"staleness":       "metrics age beyond which a pod does not count towards readiness",
-	"max-body-bytes":  "request body limit in bytes (32 MiB); larger bodies get 413",
+	"log-format": "log format: `text` or `json` (`log/slog`)",
+	"otlp-endpoint": "OpenTelemetry collector the gateway's spans are exported to over OTLP: `host:port` or a URL (`http://` without TLS); " +
+		"empty: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`, and with neither tracing is off (see Tracing)",
+	"otlp-protocol":      "OTLP protocol: `grpc` (port 4317) or `http` (protobuf, port 4318); empty: `OTEL_EXPORTER_OTLP_PROTOCOL`, else `grpc`",
+	"otlp-insecure":      "export spans without TLS to a `host:port` `--otlp-endpoint` (a URL's scheme says it itself)",
+	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; parent-based: a request whose `traceparent` is sampled is always recorded",
+	"log-level":          "log level: `debug`, `info`, `warn`, `error`",
+	"scrape-interval":    "per-pod metrics scrape interval (grows with the pod count)",
+	"staleness":          "metrics age beyond which a pod does not count towards readiness",
+	"max-body-bytes":     "request body limit in bytes (32 MiB); larger bodies get 413",
 	"max-inflight-body-bytes": "the in-flight body budget: request-body memory both front doors may hold at once (bytes, or with a unit: " +
 		"`256MiB`, `1Gi`); beyond it a request gets 503 with `Retry-After`. `auto` is a quarter of the Go memory limit in force, " +
 		"or 256 MiB without one, never below `--max-body-bytes`",
@@ -101,7 +106,7 @@ var usage = map[string]string{
 	"zap-log-level":                       "GIE (controller-runtime): `debug`, `info`, `warn` or `error` set `--log-level` (`dpanic`, `panic`, `fatal`: `error`); a verbosity N > 0 acts as `--v=N`; `--log-level` wins when given",
 	"v":                                   "GIE's log verbosity: 4 and above set `--log-level=debug`, below `info`; `--zap-log-level` and `--log-level` win when given",
 	"ha-enable-leader-election":           "GIE: accepted for compatibility, no effect: every replica serves (no leader), and `liveness`/`readiness` answer on every replica",
-	"tracing":                             "GIE: accepted for compatibility, no effect: the gateway emits no traces",
+	"tracing":                             "GIE: accepted for compatibility, no effect: tracing is on when `--otlp-endpoint` or an `OTEL_EXPORTER_OTLP_*` endpoint variable is set (see Tracing)",
 	"health-checking":                     "GIE: accepted for compatibility, no effect",
 	"refresh-prometheus-metrics-interval": "GIE: accepted for compatibility, no effect: `/metrics` is computed when scraped",
 	"enable-cert-reload":                  "GIE: accepted for compatibility, no effect: `--cert-path` is always read at every handshake",

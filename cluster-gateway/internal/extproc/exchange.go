@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
@@ -56,6 +58,11 @@ type exchange struct {
 	attempt  *pipeline.Attempt
 	status   int
 	ended    bool
+
+	// tctx is ctx with the request's gateway.request span (span), once the request is being
+	// decided, when tracing is on; span is nil otherwise.
+	tctx context.Context
+	span trace.Span
 
 	chunk chunkAnswer // every body chunk sent back
 	recv  received    // every message received directly (outside the pump)
@@ -299,7 +306,8 @@ func (x *exchange) decide(eos bool) error {
 	if x.hasSubset {
 		subset = x.subset
 	}
-	d, apiErr := x.s.pipe.Decide(x.ctx, x.body, x.get, subset)
+	ctx := x.startSpan()
+	d, apiErr := x.s.pipe.Decide(ctx, x.body, x.get, subset)
 	if apiErr != nil {
 		return x.immediate(apiErr)
 	}
@@ -310,7 +318,7 @@ func (x *exchange) decide(eos bool) error {
 	}
 	ep, _ := targets[0].(*datastore.Endpoint) // the scheduler picks among the store's endpoints
 	x.target = pipeline.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
-	x.attempt = x.s.pipe.Begin(d, ep)
+	x.attempt = x.s.pipe.Begin(ctx, d, ep)
 	if err := x.send(x.requestHeadersResponse(newDecisionAnswer(), d, targets)); err != nil {
 		return err
 	}
@@ -376,10 +384,12 @@ func (x *exchange) close() {
 	x.releaseBody()
 	x.s.pipe.Done(x.decision)
 	x.decision = nil
+	x.endSpan()
 }
 
 // immediate answers the client directly and ends the stream.
 func (x *exchange) immediate(e *apierror.Error) error {
+	x.traceError(e)
 	if err := x.send(immediateResponse(e, x.s.cfg)); err != nil {
 		return err
 	}

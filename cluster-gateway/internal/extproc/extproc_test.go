@@ -32,6 +32,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -151,6 +152,8 @@ type envOptions struct {
 	reg prometheus.Registerer
 	// log receives the pipeline's and the server's logs; nil discards them.
 	log *slog.Logger
+	// tracer records the spans; nil: tracing off.
+	tracer *tracing.Tracer
 }
 
 // newEnvWith is newEnv with o.
@@ -183,7 +186,7 @@ func newEnvWith(t testing.TB, o envOptions, opts ...grpc.DialOption) *env {
 		t.Fatal(err)
 	}
 	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
-		BodyBudget: budget, Logger: o.log})
+		BodyBudget: budget, Logger: o.log, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,9 @@ func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *pipeline.Decisio
 		}
 	}
 	slices.Sort(remove)
-	return a.fill(targets, d.Request.Model, d.Request.BaseModel, len(x.body), remove)
+	msg := a.fill(targets, d.Request.Model, d.Request.BaseModel, len(x.body), remove)
+	x.traceHeaders(&a.mut)
+	return msg
 }
 
 // destinationMetadata is {"envoy.lb": {"x-gateway-destination-endpoint": value}}.

@@ -161,7 +161,9 @@ func (c *Controller) waitingAhead(req *framework.Request) int {
 
 // wait queues req and waits for its outcome; dispatch has the queue served at once (Run's next
 // pass) rather than at the next signal or tick.
-func (c *Controller) wait(ctx context.Context, req *framework.Request, dispatch bool) (*framework.Result, error) {
+func (c *Controller) wait(ctx context.Context, req *framework.Request, dispatch bool) (res *framework.Result, err error) {
+	ctx, span := startQueueSpan(ctx, req)
+	defer endQueueSpan(span, &err)
 	it, err := c.enqueue(req)
 	if err != nil {
 		return nil, err

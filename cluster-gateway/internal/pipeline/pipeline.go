@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -60,6 +61,7 @@ type Pipeline struct {
 	lastWarn atomic.Int64 // unix nanoseconds of the last budget warning (see RefuseBody)
 	ids      atomic.Uint64
 	now      func() time.Time
+	tracer   *tracing.Tracer
 }
 
 // Options are the Pipeline's collaborators.
@@ -82,6 +84,9 @@ type Options struct {
 	// Logger receives the refusals of request bodies (see RefuseBody) and of bad headers; nil
 	// discards them.
 	Logger *slog.Logger
+	// Tracer records the scheduling and upstream spans (see docs/gateway.md#tracing); nil
+	// records none.
+	Tracer *tracing.Tracer
 }
 
 // New returns a Pipeline.
@@ -95,8 +100,12 @@ func New(o Options) (*Pipeline, error) {
 	}
 	o.Metrics.slo.init(slices.Sorted(maps.Keys(o.Classify.ObjectivePriorities)))
 	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
-		bodies: o.BodyBudget, log: log, now: time.Now}, nil
+		bodies: o.BodyBudget, log: log, now: time.Now, tracer: o.Tracer}, nil
 }
+
+// Tracer is the pipeline's tracer, which the front doors start their request spans with (nil,
+// disabled, when tracing is off).
+func (p *Pipeline) Tracer() *tracing.Tracer { return p.tracer }
 
 // Decision is an admitted request: what was asked and where it goes.
 type Decision struct {
@@ -150,7 +159,10 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 	if !req.SLO.IsZero() {
 		d.objective = p.objectiveLabel(get(contract.HeaderObjective))
 	}
-	if d.Result, err = p.admit(ctx, req); err != nil {
+	sctx, span := p.startSchedule(ctx, req, false)
+	d.Result, err = p.admit(sctx, req)
+	p.endSchedule(span, d.Result, err)
+	if err != nil {
 		p.router.Release(req) // flow control dropped req when Admit returned
 		if !req.SLO.IsZero() {
 			p.metrics.slo.refused(d.objective, req.SLO)
@@ -187,7 +199,9 @@ var errNoTarget = errors.New("pipeline: no endpoint available")
 // Reschedule asks for a new decision after every target of d failed before answering, and runs
 // the PreRequest hooks on it.
 func (p *Pipeline) Reschedule(ctx context.Context, d *Decision) (*framework.Result, error) {
-	res, err := p.admit(ctx, d.Request)
+	sctx, span := p.startSchedule(ctx, d.Request, true)
+	res, err := p.admit(sctx, d.Request)
+	p.endSchedule(span, res, err)
 	if err == nil && p.hooks != nil {
 		p.hooks.PreRequest(ctx, d.Request, res)
 	}

@@ -142,7 +142,7 @@ func TestSLOGoodput(t *testing.T) {
 			t.Fatal(apiErr)
 		}
 		defer pipe.Done(d)
-		a := pipe.Begin(d, ep)
+		a := pipe.Begin(ctx, d, ep)
 		a.Respond(status, true)
 		at := time.Now().Add(first)
 		for range tokens {

@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
 var errSaturated = errors.New("saturated")
@@ -169,6 +170,8 @@ type envOptions struct {
 	log *slog.Logger
 	// budget bounds the request bodies in flight; nil: none.
 	budget *body.Budget
+	// tracer records the pipeline's and the proxy's spans; nil: tracing off.
+	tracer *tracing.Tracer
 }
 
 // newEnvWith is newEnv with o.
@@ -214,7 +217,7 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 		t.Fatal(err)
 	}
 	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
-		BodyBudget: o.budget, Logger: o.log})
+		BodyBudget: o.budget, Logger: o.log, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

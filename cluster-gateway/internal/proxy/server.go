@@ -271,5 +271,6 @@ func (s *Server) errorAnswer(w http.ResponseWriter, r *http.Request, e *apierror
 		return
 	}
 	s.setServedBy(w.Header(), nil)
+	traceError(r, e)
 	e.Write(w)
 }

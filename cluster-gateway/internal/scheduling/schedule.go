@@ -80,6 +80,7 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 	if res == nil || len(res.Targets) == 0 {
 		return nil, ErrNoEndpoints
 	}
+	s.annotate(ctx, scored, res)
 	if dbg != nil {
 		s.log.LogAttrs(ctx, slog.LevelDebug, "schedule decision", slog.String("model", req.Model),
 			slog.Int("prompt_tokens", req.PromptTokens), slog.String("picked", res.Targets[0].Meta().Address),

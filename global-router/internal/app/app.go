@@ -27,8 +27,12 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
+
+// tracingFlushTimeout bounds the flush of the spans still queued at shutdown.
+const tracingFlushTimeout = 5 * time.Second
 
 // Version is the router's version, carried in gossip metadata.
 var Version = "dev"
@@ -53,6 +57,7 @@ type Router struct {
 	tokens              []string
 	extra               []component  // optional: DNS responder, Route 53 sync
 	bodies              *body.Budget // the OpenAI port's in-flight body budget
+	tracing             *tracing.Provider
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -69,7 +74,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildTLS, r.buildDNS}
+	steps := []func(context.Context) error{r.buildTracing, r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildTLS, r.buildDNS}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			r.close()
@@ -77,6 +82,17 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 		}
 	}
 	return r, nil
+}
+
+// buildTracing sets up the OpenTelemetry tracer provider (disabled without an OTLP endpoint).
+// The OTEL_* variables are the process's: the OTLP exporters read them from it too.
+func (r *Router) buildTracing(ctx context.Context) error {
+	tp, err := tracing.New(ctx, r.cfg.tracingConfig(), os.Getenv, r.log.With("component", "tracing"))
+	if err != nil {
+		return err
+	}
+	r.tracing = tp
+	return nil
 }
 
 func (r *Router) buildEtcd(ctx context.Context) error {
@@ -160,7 +176,7 @@ func (r *Router) buildData(context.Context) error {
 	if err != nil {
 		return err
 	}
-	fc.TLS = tc
+	fc.TLS, fc.Tracer = tc, r.tracing.Tracer()
 	fwd, err := forward.New(fc, forward.Observers{r.table, forward.NewMetrics(r.reg)})
 	if err != nil {
 		return err
@@ -176,6 +192,7 @@ func (r *Router) buildData(context.Context) error {
 	dc.Options.LocalOnly = r.cfg.RoutingMode == RoutingLocalOnly
 	dc.Options.Spillover = r.cfg.RoutingMode == RoutingSpillover
 	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
+	dc.Tracer = r.tracing.Tracer()
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
@@ -258,6 +275,12 @@ func (r *Router) run(ctx context.Context) error {
 func (r *Router) close() {
 	if r.fwd != nil {
 		r.fwd.Close()
+	}
+	// The front door has drained: flush its last spans.
+	ctx, cancel := context.WithTimeout(context.Background(), tracingFlushTimeout)
+	defer cancel()
+	if err := r.tracing.Shutdown(ctx); err != nil {
+		r.log.Warn("tracing flush failed", "err", err)
 	}
 	if r.client != nil {
 		_ = r.client.Close()

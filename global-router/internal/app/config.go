@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 )
 
 // Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
@@ -145,6 +146,16 @@ type Config struct {
 	LogFormat string `flag:"log-format"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `flag:"log-level"`
+	// OTLPEndpoint is the OpenTelemetry collector spans are exported to (host:port or URL);
+	// empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, and with
+	// neither tracing is off. OTLPProtocol is grpc or http (empty: the OTEL_* protocol
+	// variables, else grpc); OTLPInsecure exports without TLS to a host:port endpoint;
+	// TraceSampleRatio is the share of new traces recorded (parent-based: a sampled caller's
+	// traceparent is always followed). Defaults: off, grpc, TLS, 1.
+	OTLPEndpoint     string  `flag:"otlp-endpoint"`
+	OTLPProtocol     string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	OTLPInsecure     bool    `flag:"otlp-insecure"`
+	TraceSampleRatio float64 `flag:"trace-sample-ratio"`
 	// ConfigFile is a file of flag values, one name=value a line (flagenv's format); the command
 	// line and the environment win over it. Default none.
 	ConfigFile string `flag:"config"`
@@ -184,7 +195,16 @@ func DefaultConfig() Config {
 		PolicyUnavailable:  frontdoor.PolicyUnavailableRefuse,
 		LogFormat:          "text",
 		LogLevel:           "info",
+		TraceSampleRatio:   tracing.DefaultConfig().SampleRatio,
 	}
+}
+
+// tracingConfig is the tracing configuration of the flags.
+func (c *Config) tracingConfig() tracing.Config {
+	tc := tracing.DefaultConfig()
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio = c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.ServiceVersion, tc.Region = Version, c.Region
+	return tc
 }
 
 // Validate reports every invalid field (errors.Join), each named as its flag.
@@ -264,6 +284,9 @@ func (c *Config) validateValues() []error {
 	add(c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
 		"--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
+	if err := c.tracingConfig().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
+	}
 	return errs
 }
 

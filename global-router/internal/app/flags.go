@@ -74,8 +74,13 @@ var usage = map[string]string{
 		"`policy_unavailable`; `local` routes it inside this router's region only, which violates a residency rule that excludes this region",
 	"simulated-rtt": "`region=duration,...` latency added to requests forwarded to a region (local stack only)",
 	"log-format":    "log format: `text` or `json` (`log/slog`)",
-	"log-level":     "log level: `debug`, `info`, `warn`, `error`",
-	"config":        "file of flag values, one `name=value` a line; the command line and the environment win over it",
+	"otlp-endpoint": "OpenTelemetry collector the router's spans are exported to over OTLP: `host:port` or a URL (`http://` without TLS); " +
+		"empty: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`, and with neither tracing is off (see Tracing)",
+	"otlp-protocol":      "OTLP protocol: `grpc` (port 4317) or `http` (protobuf, port 4318); empty: `OTEL_EXPORTER_OTLP_PROTOCOL`, else `grpc`",
+	"otlp-insecure":      "export spans without TLS to a `host:port` `--otlp-endpoint` (a URL's scheme says it itself)",
+	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; parent-based: a request whose `traceparent` is sampled is always recorded",
+	"log-level":          "log level: `debug`, `info`, `warn`, `error`",
+	"config":             "file of flag values, one `name=value` a line; the command line and the environment win over it",
 }
 
 // command is the router's flags, bound to Config: each is read from the command line, then its

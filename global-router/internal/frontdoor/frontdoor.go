@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
@@ -26,6 +28,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
@@ -78,6 +81,9 @@ type Config struct {
 	// (routing.LocalOnlyPolicy), which violates a residency rule that excludes Region. A model
 	// whose stored policy cannot be read is refused either way.
 	PolicyUnavailable string
+	// Tracer records the request and routing-decision spans (see docs/router.md#tracing); nil
+	// records none.
+	Tracer *tracing.Tracer
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -215,10 +221,18 @@ func ttftSLO(h http.Header) time.Duration {
 
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	var span trace.Span
+	if s.cfg.Tracer.Enabled() {
+		r, span = s.startRequest(r)
+		defer span.End()
+	}
 	buf, perr := s.readBody(r)
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
+		if span != nil {
+			endRequest(span, "", outcomeOf(perr.Status))
+		}
 		return
 	}
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
@@ -227,9 +241,15 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
+		if span != nil {
+			endRequest(span, "", outcomeOf(perr.Status))
+		}
 		return
 	}
 	outcome, known := s.route(w, r, body, model, prompt)
+	if span != nil {
+		endRequest(span, model, outcome)
+	}
 	if !known {
 		model = ""
 	}
@@ -255,7 +275,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
 	req.TTFTSLO = ttftSLO(r.Header)
 	for {
+		_, span := s.cfg.Tracer.Start(r.Context(), SpanRoute, trace.SpanKindInternal)
 		view, d, err := s.decide(model, hashes, req, true)
+		traceDecision(span, model, req.PromptTokens, view, d, err)
 		used := -1
 		if err == nil && len(d.Targets) > 0 {
 			used = d.Targets[0]

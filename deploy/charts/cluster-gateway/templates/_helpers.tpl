@@ -148,6 +148,14 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 - --tls-client-ca-file=/etc/switchyard/tls/ca.crt
 {{- end }}
 {{- end }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+- --otlp-endpoint={{ .otlpEndpoint }}
+- --otlp-protocol={{ .protocol }}
+- --otlp-insecure={{ .insecure }}
+- --trace-sample-ratio={{ .sampleRatio }}
+{{- end }}
+{{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}

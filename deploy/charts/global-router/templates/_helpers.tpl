@@ -211,6 +211,14 @@ default) being --listen's port. Empty when the Service is not a LoadBalancer. */
 {{- end }}
 {{- end }}
 - --policy-unavailable={{ .Values.policyUnavailable }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+- --otlp-endpoint={{ .otlpEndpoint }}
+- --otlp-protocol={{ .protocol }}
+- --otlp-insecure={{ .insecure }}
+- --trace-sample-ratio={{ .sampleRatio }}
+{{- end }}
+{{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}
