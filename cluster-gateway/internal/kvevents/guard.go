@@ -1,7 +1,9 @@
 package kvevents
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +44,11 @@ const (
 	refusedFrames      = "too_many_frames"
 	refusedFraming     = "bad_framing"
 	refusedHandshake   = "handshake_timeout"
+	refusedPeer        = "bad_handshake"
 )
+
+// maxHandshakeCommand bounds the READY command a peer sends in its handshake.
+const maxHandshakeCommand = 4096
 
 // guardError is a violation: the read fails with it and the library closes the connection.
 type guardError struct{ reason, detail string }
@@ -123,8 +129,11 @@ func (l *guardListener) Accept() (net.Conn, error) {
 			_ = c.Close()
 			continue
 		}
-		_ = c.SetDeadline(time.Now().Add(l.lim.handshake))
-		return &guardConn{Conn: c, l: l, greet: greetingLen, handshaking: true}, nil
+		gc := &guardConn{Conn: c, l: l, handshaking: true}
+		gc.mu.Lock()
+		gc.timer = time.AfterFunc(l.lim.handshake, gc.handshakeExpired)
+		gc.mu.Unlock()
+		return gc, nil
 	}
 }
 
@@ -134,8 +143,12 @@ type guardConn struct {
 	l     *guardListener
 	close sync.Once
 
-	greet       int  // greeting bytes still to pass
-	handshaking bool // until the first command frame (READY) has passed
+	timer       *time.Timer
+	mu          sync.Mutex // guards handshaking and timer against the timer's goroutine
+	greeting    [greetingLen]byte
+	greeted     int  // greeting bytes seen
+	handshaking bool // until the peer's READY command has passed and been checked
+	ready       []byte
 	hdr         [9]byte
 	hdrHave     int
 	hdrNeed     int    // 0: between frames
@@ -146,13 +159,29 @@ type guardConn struct {
 	frames      int
 }
 
+// Close closes the connection once; the library does not close a connection whose handshake
+// failed, so the guard closes those itself.
 func (c *guardConn) Close() error {
 	var err error
 	c.close.Do(func() {
+		c.mu.Lock()
+		c.timer.Stop()
+		c.mu.Unlock()
 		c.l.open.Add(-1)
 		err = c.Conn.Close()
 	})
 	return err
+}
+
+// handshakeExpired closes a connection whose peer has not completed its handshake in time.
+func (c *guardConn) handshakeExpired() {
+	c.mu.Lock()
+	late := c.handshaking
+	c.mu.Unlock()
+	if late {
+		c.l.lim.refused(refusedHandshake)
+		_ = c.Close()
+	}
 }
 
 func (c *guardConn) Read(p []byte) (int, error) {
@@ -163,12 +192,9 @@ func (c *guardConn) Read(p []byte) (int, error) {
 			if errors.As(gerr, &ge) {
 				c.l.lim.refused(ge.reason)
 			}
+			_ = c.Close()
 			return 0, gerr
 		}
-	}
-	var ne net.Error
-	if err != nil && c.handshaking && errors.As(err, &ne) && ne.Timeout() {
-		c.l.lim.refused(refusedHandshake)
 	}
 	return n, err
 }
@@ -177,14 +203,24 @@ func (c *guardConn) Read(p []byte) (int, error) {
 func (c *guardConn) scan(b []byte) error {
 	for len(b) > 0 {
 		switch {
-		case c.greet > 0:
-			k := min(c.greet, len(b))
-			c.greet, b = c.greet-k, b[k:]
+		case c.greeted < greetingLen:
+			k := copy(c.greeting[c.greeted:], b)
+			c.greeted, b = c.greeted+k, b[k:]
+			if c.greeted == greetingLen {
+				if err := checkGreeting(&c.greeting); err != nil {
+					return err
+				}
+			}
 		case c.body > 0:
 			k := min(c.body, uint64(len(b)))
+			if c.command && c.handshaking {
+				c.ready = append(c.ready, b[:k]...)
+			}
 			c.body, b = c.body-k, b[k:]
 			if c.body == 0 {
-				c.endFrame()
+				if err := c.endFrame(); err != nil {
+					return err
+				}
 			}
 		default:
 			var err error
@@ -226,7 +262,7 @@ func (c *guardConn) header(b []byte) ([]byte, error) {
 	}
 	c.body = size
 	if size == 0 {
-		c.endFrame()
+		return b, c.endFrame()
 	}
 	return b, nil
 }
@@ -236,6 +272,8 @@ func (c *guardConn) check(size uint64) error {
 	switch {
 	case size > limit:
 		return &guardError{refusedFrame, fmt.Sprintf("frame of %d bytes, limit %d", size, limit)}
+	case c.handshaking && (!c.command || size > maxHandshakeCommand):
+		return &guardError{refusedPeer, fmt.Sprintf("handshake frame of %d bytes, command %t", size, c.command)}
 	case c.command:
 		return nil
 	case c.msgBytes+size > limit:
@@ -248,17 +286,64 @@ func (c *guardConn) check(size uint64) error {
 	return nil
 }
 
-func (c *guardConn) endFrame() {
+func (c *guardConn) endFrame() error {
 	if c.command {
-		if c.handshaking {
-			c.handshaking = false
-			_ = c.SetDeadline(time.Time{})
+		if !c.handshaking {
+			return nil
 		}
-		return
+		if err := checkReady(c.ready); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.handshaking, c.ready = false, nil
+		c.timer.Stop()
+		c.mu.Unlock()
+		return nil
 	}
 	if !c.more {
 		c.msgBytes, c.frames = 0, 0
 	}
+	return nil
+}
+
+// checkGreeting accepts a ZMTP 3 greeting with the NULL mechanism, the only one the socket
+// speaks.
+func checkGreeting(g *[greetingLen]byte) error {
+	if g[0] != 0xff || g[9] != 0x7f || g[10] < 3 {
+		return &guardError{refusedPeer, "not a ZMTP 3 greeting"}
+	}
+	if mech := strings.TrimRight(string(g[12:32]), "\x00"); mech != "NULL" {
+		return &guardError{refusedPeer, fmt.Sprintf("security mechanism %q, want NULL", mech)}
+	}
+	return nil
+}
+
+// checkReady accepts a READY command from a PUB or XPUB socket.
+func checkReady(b []byte) error {
+	const name = "\x05READY"
+	if !bytes.HasPrefix(b, []byte(name)) {
+		return &guardError{refusedPeer, "first command is not READY"}
+	}
+	for p := b[len(name):]; len(p) > 0; {
+		nl := int(p[0])
+		if len(p) < 1+nl+4 {
+			break
+		}
+		key := string(p[1 : 1+nl])
+		vl := binary.BigEndian.Uint32(p[1+nl:])
+		p = p[1+nl+4:]
+		if uint64(vl) > uint64(len(p)) {
+			break
+		}
+		if strings.EqualFold(key, "Socket-Type") {
+			if v := string(p[:vl]); v == "PUB" || v == "XPUB" {
+				return nil
+			}
+			return &guardError{refusedPeer, fmt.Sprintf("peer socket type %q, want PUB", p[:vl])}
+		}
+		p = p[vl:]
+	}
+	return &guardError{refusedPeer, "READY names no Socket-Type"}
 }
 
 // discardLog silences the ZeroMQ library's own logger; the subscriber logs what matters.

@@ -46,7 +46,7 @@ func newMetrics(idx *Index, reg prometheus.Registerer) *metrics {
 	for _, r := range []string{resultApplied, resultMalformed, resultBadTopic, resultUnknownPod, resultFrames, resultIndexFull} {
 		m.messages.WithLabelValues(r)
 	}
-	for _, r := range []string{refusedConnections, refusedFrame, refusedMessage, refusedFrames, refusedFraming, refusedHandshake} {
+	for _, r := range []string{refusedConnections, refusedFrame, refusedMessage, refusedFrames, refusedFraming, refusedHandshake, refusedPeer} {
 		m.refused.WithLabelValues(r)
 	}
 	if reg != nil {
