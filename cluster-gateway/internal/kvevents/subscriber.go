@@ -86,6 +86,12 @@ func (s *Subscriber) Addr() string {
 	return ""
 }
 
+// Close closes the socket of a subscriber that will not Run (Run closes it when it returns).
+func (s *Subscriber) Close() error {
+	s.forget()
+	return s.sock.Close()
+}
+
 // Run applies received messages until ctx ends, then closes the socket.
 func (s *Subscriber) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = s.sock.Close() })
