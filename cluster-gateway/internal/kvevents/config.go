@@ -32,7 +32,7 @@ type Config struct {
 	// one event. Default 65536.
 	MaxHashesPerEvent int
 	// MaxIndexBytes bounds the index's memory; past it the least recently stored entries are
-	// evicted. Default 64 MiB (about 1.4 million (block, pod) entries).
+	// evicted. Default 64 MiB (about 1.2 million (block, pod) entries).
 	MaxIndexBytes int64
 	// ResolveEvery is how often, at most, the endpoint set is re-read to resolve a topic that
 	// names no known pod. Default 250ms.

@@ -26,7 +26,6 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 )
 
 // Type is the registered plugin type.
@@ -112,7 +111,7 @@ const (
 type Scorer struct {
 	name      string
 	idx       *kvevents.Index
-	approx    *prefixcache.Scorer
+	approx    approximate
 	client    *http.Client
 	mode      string // TokenizerPod, TokenizerNone or a base URL
 	timeout   time.Duration
@@ -137,6 +136,33 @@ var (
 	_ framework.PostResponse       = (*Scorer)(nil)
 )
 
+// approximate is the prefix-cache-scorer the scorer falls back to, built through the plugin
+// registry (plugins do not import each other).
+type approximate interface {
+	framework.Scorer
+	framework.PreRequest
+	framework.PostResponse
+}
+
+// ApproximateType is the plugin type of the fallback.
+const ApproximateType = "prefix-cache-scorer"
+
+func buildApproximate(name string, h framework.Handle) (approximate, error) {
+	f, ok := framework.DefaultRegistry.Lookup(ApproximateType)
+	if !ok {
+		return nil, fmt.Errorf("fallback %s is not registered", ApproximateType)
+	}
+	p, err := f(name+"/approximate", nil, h)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := p.(approximate)
+	if !ok {
+		return nil, fmt.Errorf("fallback %s is not a scorer with PreRequest and PostResponse", ApproximateType)
+	}
+	return a, nil
+}
+
 var errNoIndex = errors.New("precise-prefix-cache-scorer needs the pods' KV cache events: start the gateway with --kv-events-endpoint")
 
 // Factory builds a Scorer over the gateway's KV event index.
@@ -153,11 +179,9 @@ func Factory(name string, raw json.RawMessage, h framework.Handle) (framework.Pl
 	if err != nil {
 		return nil, err
 	}
-	approx, err := prefixcache.Factory(name+"/approximate", nil, h)
-	if err != nil {
+	if s.approx, err = buildApproximate(name, h); err != nil {
 		return nil, err
 	}
-	s.approx = approx.(*prefixcache.Scorer)
 	s.log, s.now = h.Logger(), h.Now
 	s.metrics = registerMetrics(framework.LookupService(h, framework.ServiceRegisterer))
 	if len(p.KVEventsConfig) > 0 || (p.IndexerConfig != nil && len(p.IndexerConfig.Rest) > 0) {

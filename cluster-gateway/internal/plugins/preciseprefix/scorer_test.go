@@ -20,6 +20,29 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
 )
 
+// fakeApproximate stands in for prefix-cache-scorer (plugins do not import each other): it
+// scores every endpoint 0.5, so a fallback shows in the scores.
+type fakeApproximate struct{}
+
+func (fakeApproximate) TypedName() framework.TypedName {
+	return framework.TypedName{Type: ApproximateType}
+}
+
+func (fakeApproximate) Score(_ context.Context, _ *framework.CycleState, _ *framework.Request, _ []framework.Endpoint, scores []float64) {
+	for i := range scores {
+		scores[i] = 0.5
+	}
+}
+func (fakeApproximate) PreRequest(context.Context, *framework.Request, *framework.Result) {}
+func (fakeApproximate) PostResponse(context.Context, *framework.Request, *framework.ResponseInfo) {
+}
+
+func init() {
+	framework.Register(ApproximateType, func(string, json.RawMessage, framework.Handle) (framework.Plugin, error) {
+		return fakeApproximate{}, nil
+	})
+}
+
 // TestHashMatchesCanonicalCBOR checks the chain against an independent canonical CBOR encoder
 // (what vLLM's cbor2.dumps(..., canonical=True) writes).
 func TestHashMatchesCanonicalCBOR(t *testing.T) {
@@ -166,7 +189,9 @@ func TestScoreFallsBack(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.params, tc.status)
-			f.score(t, tc.body)
+			if got := f.score(t, tc.body); got[0] != 0.5 {
+				t.Errorf("scores %v, want the approximate scorer's", got)
+			}
 			if f.decisions("approximate", tc.reason) != 1 {
 				t.Errorf("approximate/%s decisions = %v, want 1", tc.reason, f.decisions("approximate", tc.reason))
 			}
