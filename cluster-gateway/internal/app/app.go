@@ -27,6 +27,8 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
@@ -59,7 +61,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger.Info("cluster-gateway started", "cluster", cfg.Cluster, "region", cfg.Region,
-		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "grpc_health", g.HealthAddr(), "profile", g.sched.Profile(),
+		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "kv_events", g.KVEventsAddr(), "metrics", g.MetricsAddr(), "grpc_health", g.HealthAddr(), "profile", g.sched.Profile(),
 		"max_body_bytes", cfg.MaxBodyBytes, "max_inflight_body_bytes", g.bodies.Limit())
 	err = g.Run(ctx)
 	logger.Info("cluster-gateway stopped")
@@ -100,6 +102,8 @@ type Gateway struct {
 	health     *extproc.Health
 	bodies     *body.Budget // the in-flight body budget of both front doors
 	tracing    *tracing.Provider
+	kvIndex    *kvevents.Index      // the pods' KV cache blocks, nil without --kv-events-endpoint
+	kvSub      *kvevents.Subscriber // feeds kvIndex
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
@@ -120,7 +124,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	if cfg.GossipBind != "" {
 		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	}
-	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.buildHealth, g.buildGossip, g.listen}
+	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildKVEvents, g.buildScheduling, g.buildFrontDoors, g.buildHealth, g.buildGossip, g.listen}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			g.closeListeners()
@@ -174,9 +178,38 @@ func (g *Gateway) buildScraper() error {
 	return nil
 }
 
+// buildKVEvents binds the KV events SUB socket when --kv-events-endpoint is set.
+func (g *Gateway) buildKVEvents() error {
+	if g.cfg.KVEventsEndpoint == "" {
+		return nil
+	}
+	kc := kvevents.DefaultConfig()
+	kc.Endpoint = g.cfg.KVEventsEndpoint
+	g.kvIndex = kvevents.NewIndex(kc.MaxIndexBytes)
+	sub, err := kvevents.New(kc, g.kvIndex, g.store.View(), g.log, g.reg)
+	if err != nil {
+		return fmt.Errorf("--kv-events-endpoint: %w", err)
+	}
+	g.kvSub = sub
+	g.components = append(g.components, sub)
+	return nil
+}
+
+// KVEventsAddr is the bound address of the KV events socket ("" when off).
+func (g *Gateway) KVEventsAddr() string {
+	if g.kvSub == nil {
+		return ""
+	}
+	return g.kvSub.Addr()
+}
+
 func (g *Gateway) buildScheduling() error {
 	sc := scheduling.DefaultConfig()
 	sc.Profile, sc.ConfigFile, sc.ConfigText = g.cfg.Profile, g.cfg.ConfigFile, g.cfg.ConfigText
+	sc.Services = map[string]any{framework.ServiceRegisterer: prometheus.Registerer(g.reg)}
+	if g.kvIndex != nil {
+		sc.Services[framework.ServiceKVEventsIndex] = g.kvIndex
+	}
 	s, err := scheduling.New(sc, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return err
@@ -296,6 +329,9 @@ func (g *Gateway) listenTLS() (*tls.Config, error) {
 }
 
 func (g *Gateway) closeListeners() {
+	if g.kvSub != nil {
+		_ = g.kvSub.Close()
+	}
 	for _, ln := range []net.Listener{g.httpLn, g.extLn, g.metricsLn, g.healthLn} {
 		if ln != nil {
 			_ = ln.Close()

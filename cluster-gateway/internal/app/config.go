@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
@@ -74,6 +75,10 @@ type Config struct {
 	// Default profile "default".
 	ConfigFile string `flag:"config"`
 	Profile    string `flag:"profile"`
+	// KVEventsEndpoint is the ZeroMQ endpoint (tcp://HOST:PORT) where the gateway binds a SUB
+	// socket for the pods' KV cache events (vLLM's --kv-events-config publisher, connecting to
+	// it); the precise-prefix-cache-scorer needs it. Default: off.
+	KVEventsEndpoint string `flag:"kv-events-endpoint"`
 	// FlagsFile is a file of flag values, one name=value a line (flagenv's format); the command
 	// line and the environment win over it. (--config is GIE's EndpointPickerConfig.)
 	FlagsFile string `flag:"flags-file"`
@@ -399,6 +404,11 @@ func (c Config) validatePriorities(objectives map[string]int) error {
 
 func (c Config) validateGossip() []error {
 	var errs []error
+	if c.KVEventsEndpoint != "" {
+		if _, err := kvevents.ListenAddr(c.KVEventsEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--kv-events-endpoint: %w", err))
+		}
+	}
 	if c.GossipJoin != "" && c.GossipBind == "" {
 		errs = append(errs, errors.New("--gossip-join needs --gossip-bind"))
 	}

@@ -131,7 +131,7 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		req framework.Request
 	}{}
 	d, req := &both.d, &both.req
-	d.Request, d.Started, req.SubsetHint = req, p.now(), subset
+	d.Request, d.Started, req.SubsetHint, req.Body = req, p.now(), subset, body
 	req.ID = get("x-request-id")
 	if req.ID == "" {
 		req.ID = strconv.FormatUint(p.ids.Add(1), 36)
