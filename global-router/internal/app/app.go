@@ -197,7 +197,7 @@ func (r *Router) buildAdmin(context.Context) error {
 	ac := admin.DefaultConfig()
 	ac.Token, ac.Region, ac.AllowCleartextGateways = r.tokens[0], r.cfg.Region, r.cfg.AllowCleartextGateways
 	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
-		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident},
+		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident, Tenants: r.store},
 		r.log.With("component", "admin"), r.reg)
 	if err == nil {
 		err = srv.SetTokens(r.tokens)
