@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
+	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
@@ -179,6 +180,10 @@ func (r *Router) buildData(context.Context) error {
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
+	lc := limiter.DefaultConfig()
+	lc.Window = r.cfg.TenantTokenWindow
+	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
+	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
 	r.front = frontdoor.New(dc, r.table, policyView{r.store}, fwd, r.log.With("component", "frontdoor"), frontdoor.NewMetrics(r.reg))
 	return nil
 }

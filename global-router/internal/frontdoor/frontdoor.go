@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
@@ -78,6 +79,11 @@ type Config struct {
 	// (routing.LocalOnlyPolicy), which violates a residency rule that excludes Region. A model
 	// whose stored policy cannot be read is refused either way.
 	PolicyUnavailable string
+	// Tenants identifies each request's tenant (API keys) and holds the tenants' limits; nil:
+	// no tenants, nothing limited.
+	Tenants Tenants
+	// Limiter enforces the tenants' limits; nil: none enforced.
+	Limiter *limiter.Limiter
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -204,6 +210,12 @@ func requestOf(prompt []byte) routing.Request {
 
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	tenant, perr := s.tenantOf(r)
+	if perr != nil {
+		perr.Write(w)
+		s.metrics.request("", outcomeUnauthorized)
+		return
+	}
 	buf, perr := s.readBody(r)
 	if perr != nil {
 		perr.Write(w)
@@ -212,13 +224,29 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	}
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
-	model, prompt, perr := parseRequest(body)
-	if perr != nil {
-		perr.Write(w)
-		s.metrics.request("", outcomeOf(perr.Status))
+	var parsed openai.Body
+	if err := openai.Parse(body, &parsed); err != nil {
+		badRequest(openai.Describe(err)).Write(w)
+		s.metrics.request("", outcomeOf(http.StatusBadRequest))
 		return
 	}
-	outcome, known := s.route(w, r, body, model, prompt)
+	model := parsed.Model
+	lease, perr := s.admitTenant(tenant, &parsed)
+	if perr != nil {
+		perr.Write(w)
+		s.metrics.request("", outcomeOverLimit)
+		return
+	}
+	var outcome string
+	var known bool
+	if lease == nil {
+		outcome, known = s.route(w, r, body, model, parsed.Prompt)
+	} else {
+		meter := &usageMeter{ResponseWriter: w}
+		outcome, known = s.route(meter, r, body, model, parsed.Prompt)
+		used, reported := meter.tokens()
+		lease.Finish(used, reported, !answered(outcome))
+	}
 	if !known {
 		model = ""
 	}
@@ -230,6 +258,22 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		// stream is reset) so the client's read fails instead of seeing a clean end.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// Outcomes of requests refused for their tenant.
+const (
+	outcomeUnauthorized = "unauthorized"
+	outcomeOverLimit    = "over_limit"
+)
+
+// answered reports whether a request with outcome reached a cluster that answered it (its
+// tokens are charged); the others are refunded.
+func answered(outcome string) bool {
+	switch outcome {
+	case string(routing.RouteLocal), string(routing.RouteOverflow), string(routing.RouteRetry), outcomeTruncated, "cancelled":
+		return true
+	}
+	return false
 }
 
 // outcomeTruncated is the outcome of a request whose answer broke after it had started.
