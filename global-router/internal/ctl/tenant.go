@@ -110,4 +110,3 @@ func tenantRow(t *adminv1.Tenant) []string {
 		limit(strconv.FormatInt(t.GetMaxConcurrent(), 10), t.GetMaxConcurrent() == 0),
 		strconv.Itoa(len(t.GetApiKeySha256())), strconv.FormatInt(t.GetRevision(), 10)}
 }
-

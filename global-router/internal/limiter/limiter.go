@@ -167,9 +167,9 @@ func (l *Limiter) windowOf(now time.Time) (int64, float64) {
 
 // roll moves t's token windows forward to window w.
 func (t *tenant) roll(w int64) {
-	switch {
-	case w == t.window:
-	case w == t.window+1:
+	switch w {
+	case t.window:
+	case t.window + 1:
 		t.prev, t.cur = t.cur, 0
 	default:
 		t.prev, t.cur = 0, 0
