@@ -5,7 +5,10 @@
 // model's residency policy allows no serving cluster, 503 policy_unavailable when no policy is in
 // force for the model (policies not loaded yet, or its stored value unreadable: routing fails
 // closed and never falls back to the defaults, which allow every region), 429 with Retry-After
-// when every allowed cluster is full after a bounded wait.
+// when every allowed cluster is full after a bounded wait. Before routing, a request is charged to
+// its tenant (from its API key when keys are configured, else its tenant header): 401
+// invalid_api_key for a missing or unknown key, 429 rate_limit_exceeded with Retry-After over one
+// of the tenant's limits.
 package frontdoor
 
 import (
