@@ -123,6 +123,14 @@ const (
 	ReasonUpstreamUnreachable Reason = "upstream_unreachable"
 	// ReasonShuttingDown: the router's 503 while it drains.
 	ReasonShuttingDown Reason = "shutting_down"
+	// ReasonRateLimitExceeded: the router's 429 when a tenant is over one of its limits (tokens
+	// per minute, requests per second, requests in flight), with Retry-After.
+	ReasonRateLimitExceeded Reason = "rate_limit_exceeded"
+	// ReasonInvalidAPIKey: the router's 401 when API keys are configured and the request carries
+	// none or an unknown one.
+	ReasonInvalidAPIKey Reason = "invalid_api_key"
+	// ReasonTenantUnavailable: the router's 503 when the tenant's stored limits cannot be read.
+	ReasonTenantUnavailable Reason = "tenant_unavailable"
 )
 
 // Why a gateway published a capacity summary.
@@ -236,6 +244,9 @@ var reasons = map[Reason]reasonInfo{
 	ReasonClientClosedRequest: {"the client closed the request", UseGatewayError},
 	ReasonUpstreamUnreachable: {"the model server could not be reached", UseGatewayError},
 	ReasonShuttingDown:        {"the router is shutting down", UseRouterError},
+	ReasonRateLimitExceeded:   {"the tenant is over one of its limits", UseRouterError},
+	ReasonInvalidAPIKey:       {"the API key is missing or unknown", UseRouterError},
+	ReasonTenantUnavailable:   {"the tenant's stored limits cannot be read", UseRouterError},
 
 	ReasonPublishFirst:     {"the first summary since the gateway started", UsePublish},
 	ReasonPublishChange:    {"a figure moved past its threshold", UsePublish},

@@ -116,6 +116,18 @@ type Deps struct {
 	Registrations RegistrationStore
 	// Identity is the router's summary verifier (its mode).
 	Identity IdentityMode
+	// Tenants reads and writes tenants' limits and API key digests (the config store).
+	Tenants TenantStore
+}
+
+// TenantStore reads and writes tenants with optimistic concurrency. *configstore.Store implements
+// it. Implementations must be safe for concurrent use and return errors wrapping
+// configstore.ErrNotFound, ErrConflict, ErrInvalid and ErrUnreadable as documented there.
+type TenantStore interface {
+	GetTenant(ctx context.Context, name string) (*adminv1.Tenant, error)
+	PutTenant(ctx context.Context, t *adminv1.Tenant, expectedRevision int64) (*adminv1.Tenant, error)
+	DeleteTenant(ctx context.Context, name string, expectedRevision int64) error
+	ListTenants(ctx context.Context) ([]*adminv1.Tenant, error)
 }
 
 func (d Deps) validate() error {
@@ -136,6 +148,8 @@ func (d Deps) validate() error {
 		return errors.New("admin: Deps.Registrations is nil")
 	case d.Identity == nil:
 		return errors.New("admin: Deps.Identity is nil")
+	case d.Tenants == nil:
+		return errors.New("admin: Deps.Tenants is nil")
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
+	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip"
@@ -196,6 +197,10 @@ func (r *Router) buildData(context.Context) error {
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
+	lc := limiter.DefaultConfig()
+	lc.Window = r.cfg.TenantTokenWindow
+	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
+	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
 	r.front = frontdoor.New(dc, r.table, policyView{r.store}, fwd, r.log.With("component", "frontdoor"), frontdoor.NewMetrics(r.reg))
 	return nil
 }
@@ -214,7 +219,7 @@ func (r *Router) buildAdmin(context.Context) error {
 	ac := admin.DefaultConfig()
 	ac.Token, ac.Region, ac.AllowCleartextGateways = r.tokens[0], r.cfg.Region, r.cfg.AllowCleartextGateways
 	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
-		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident},
+		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident, Tenants: r.store},
 		r.log.With("component", "admin"), r.reg)
 	if err == nil {
 		err = srv.SetTokens(r.tokens)

@@ -123,6 +123,9 @@ type Config struct {
 	MemoryLimit string `flag:"memory-limit" default:"GOMEMLIMIT, else auto"`
 	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
 	QueueWait time.Duration `flag:"queue-wait"`
+	// TenantTokenWindow is the sliding window tenants' tokens per minute are counted over
+	// (scaled to it). Default 1 minute.
+	TenantTokenWindow time.Duration `flag:"tenant-token-window"`
 	// MaxAttempts bounds the clusters tried per request. Default 3.
 	MaxAttempts int `flag:"max-attempts"`
 	// MaxEjectionPercent caps the share of the clusters with a fresh summary that passive health
@@ -189,6 +192,7 @@ func DefaultConfig() Config {
 		MaxClockSkew:       30 * time.Second,
 		MaxBodyBytes:       32 << 20,
 		QueueWait:          2 * time.Second,
+		TenantTokenWindow:  time.Minute,
 		MaxAttempts:        3,
 		MaxEjectionPercent: clustertable.DefaultEjectionConfig().MaxEjectionPercent,
 		RoutingMode:        RoutingGlobal,
@@ -277,6 +281,7 @@ func (c *Config) validateValues() []error {
 		"--max-inflight-body-bytes: %d must be at least --max-body-bytes (%d), or no body of the largest size could be read",
 		c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	add(c.QueueWait < 0, "--queue-wait: %v must be >= 0", c.QueueWait)
+	add(c.TenantTokenWindow < time.Second || c.TenantTokenWindow > time.Hour, "--tenant-token-window: %v must be within 1s..1h", c.TenantTokenWindow)
 	add(c.MaxAttempts < 1, "--max-attempts: %d must be >= 1", c.MaxAttempts)
 	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
 	add(!slices.Contains(RoutingModes(), c.RoutingMode),

@@ -67,6 +67,7 @@ var usage = map[string]string{
 	"memory-limit": "the Go runtime's soft memory limit: bytes with a unit (`1536MiB`), `auto` for 90% of the cgroup's " +
 		"`/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
 	"queue-wait":           "how long a request waits for room before 429",
+	"tenant-token-window":  "the sliding window tenants' tokens per minute are counted over (the limit scaled to it); see [tenant budgets](#tenant-budgets)",
 	"max-attempts":         "clusters tried per request (the retry budget)",
 	"max-ejection-percent": "most clusters passive health may eject at once, in percent of the clusters with a fresh summary (0..100; at least one of two or more; a lone cluster never, below 100; 0 turns ejection off)",
 	"routing-mode":         "`global`: local first, overflow anywhere; baselines Tier 2 is measured against: `local-only` (never forward outside the region), `spillover` (local until over the overflow threshold, then the nearest region by RTT only)",

@@ -41,6 +41,14 @@ func (inv *invocation) prepare() (command, error) {
 		return inv.revokeCluster()
 	case "registrations":
 		return inv.registrations()
+	case "tenant set":
+		return inv.tenantSet()
+	case "tenant get":
+		return inv.tenantGet()
+	case "tenant delete":
+		return inv.tenantDelete()
+	case "tenant list":
+		return inv.tenantList()
 	}
 	return nil, errors.New("unknown command") // parse accepts only the commands above
 }

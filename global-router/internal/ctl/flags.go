@@ -32,6 +32,9 @@ type invocation struct {
 	revision                                            int64
 	watch, replace                                      bool
 	gatewayURLs, models, publicKeyFiles                 string
+	tokensPerMinute, maxConcurrent                      int64
+	requestsPerSecond                                   float64
+	apiKeyDigests                                       string
 }
 
 // commandFlags lists, per command, the flags it accepts besides the global ones.
@@ -51,6 +54,11 @@ var commandFlags = map[string][]string{
 	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision", "replace"},
 	"revoke-cluster":   {"revision"},
 	"registrations":    nil,
+	// Tenants' budgets.
+	"tenant set":    {"tokens-per-minute", "requests-per-second", "max-concurrent", "api-key-sha256", "revision"},
+	"tenant get":    nil,
+	"tenant delete": {"revision"},
+	"tenant list":   nil,
 }
 
 // envFlags are the flags read from the environment (EnvAddr, EnvTokenFile) when not given.
@@ -90,6 +98,10 @@ func (inv *invocation) flagSet() *flag.FlagSet {
 	fs.StringVar(&inv.models, "models", "", "")
 	fs.StringVar(&inv.publicKeyFiles, "public-key-file", "", "")
 	fs.BoolVar(&inv.replace, "replace", false, "")
+	fs.Int64Var(&inv.tokensPerMinute, "tokens-per-minute", 0, "")
+	fs.Float64Var(&inv.requestsPerSecond, "requests-per-second", 0, "")
+	fs.Int64Var(&inv.maxConcurrent, "max-concurrent", 0, "")
+	fs.StringVar(&inv.apiKeyDigests, "api-key-sha256", "", "")
 	return fs
 }
 
@@ -149,6 +161,12 @@ func (inv *invocation) setCommand(words []string) error {
 			return errors.New("policy needs a subcommand: get, put, delete or list")
 		}
 		name, ops = "policy "+ops[0], ops[1:]
+	}
+	if name == "tenant" {
+		if len(ops) == 0 {
+			return errors.New("tenant needs a subcommand: set, get, delete or list")
+		}
+		name, ops = "tenant "+ops[0], ops[1:]
 	}
 	if _, ok := commandFlags[name]; !ok {
 		return fmt.Errorf("unknown command %q", name)

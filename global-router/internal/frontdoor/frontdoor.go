@@ -5,7 +5,10 @@
 // model's residency policy allows no serving cluster, 503 policy_unavailable when no policy is in
 // force for the model (policies not loaded yet, or its stored value unreadable: routing fails
 // closed and never falls back to the defaults, which allow every region), 429 with Retry-After
-// when every allowed cluster is full after a bounded wait.
+// when every allowed cluster is full after a bounded wait. Before routing, a request is charged to
+// its tenant (from its API key when keys are configured, else its tenant header): 401
+// invalid_api_key for a missing or unknown key, 429 rate_limit_exceeded with Retry-After over one
+// of the tenant's limits.
 package frontdoor
 
 import (
@@ -27,6 +30,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
@@ -84,6 +88,11 @@ type Config struct {
 	// Tracer records the request and routing-decision spans (see docs/router.md#tracing); nil
 	// records none.
 	Tracer *tracing.Tracer
+	// Tenants identifies each request's tenant (API keys) and holds the tenants' limits; nil:
+	// no tenants, nothing limited.
+	Tenants Tenants
+	// Limiter enforces the tenants' limits; nil: none enforced.
+	Limiter *limiter.Limiter
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -226,6 +235,15 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		r, span = s.startRequest(r)
 		defer span.End()
 	}
+	tenant, perr := s.tenantOf(r)
+	if perr != nil {
+		perr.Write(w)
+		s.metrics.request("", outcomeUnauthorized)
+		if span != nil {
+			endRequest(span, "", outcomeUnauthorized)
+		}
+		return
+	}
 	buf, perr := s.readBody(r)
 	if perr != nil {
 		perr.Write(w)
@@ -237,7 +255,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	}
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
-	model, prompt, perr := parseRequest(body)
+	parsed, perr := parseRequest(body)
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
@@ -246,7 +264,26 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	outcome, known := s.route(w, r, body, model, prompt)
+	model := parsed.Model
+	lease, perr := s.admitTenant(tenant, &parsed)
+	if perr != nil {
+		perr.Write(w)
+		s.metrics.request("", outcomeOverLimit)
+		if span != nil {
+			endRequest(span, "", outcomeOverLimit)
+		}
+		return
+	}
+	var outcome string
+	var known bool
+	if lease == nil {
+		outcome, known = s.route(w, r, body, model, parsed.Prompt)
+	} else {
+		meter := &usageMeter{ResponseWriter: w}
+		outcome, known = s.route(meter, r, body, model, parsed.Prompt)
+		used, reported := meter.tokens()
+		lease.Finish(used, reported, !answered(outcome))
+	}
 	if span != nil {
 		endRequest(span, model, outcome)
 	}
@@ -261,6 +298,22 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		// stream is reset) so the client's read fails instead of seeing a clean end.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// Outcomes of requests refused for their tenant.
+const (
+	outcomeUnauthorized = "unauthorized"
+	outcomeOverLimit    = "over_limit"
+)
+
+// answered reports whether a request with outcome reached a cluster that answered it (its
+// tokens are charged); the others are refunded.
+func answered(outcome string) bool {
+	switch outcome {
+	case string(routing.RouteLocal), string(routing.RouteOverflow), string(routing.RouteRetry), outcomeTruncated, "cancelled":
+		return true
+	}
+	return false
 }
 
 // outcomeTruncated is the outcome of a request whose answer broke after it had started.

@@ -28,6 +28,7 @@ type Metrics struct {
 	// the path is not served with (405), by status.
 	noRoute *prometheus.CounterVec
 	models  *promlabel.Set
+	tenant  tenantMetrics
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -63,6 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
 		}, []string{"code"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
+		tenant: newTenantMetrics(),
 	}
 	for _, c := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
 		m.noRoute.WithLabelValues(strconv.Itoa(c))
@@ -77,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.unavailable.WithLabelValues(r.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal, m.noRoute)
+		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal, m.noRoute, m.tenant.refused)
 	}
 	return m
 }
