@@ -203,7 +203,10 @@ var reasons = map[Reason]reasonInfo{
 	ReasonChosenOverflowReturning: {"chosen: overflow, no local cluster has room" + returning, UseCandidate},
 	ReasonLocalHasRoom:            {"a local cluster has room", UseCandidate},
 	ReasonOverThreshold:           {"over the overflow threshold", UseCandidate | UseLeftRegion},
-	ReasonRemoteSooner:            {"a cluster elsewhere is estimated to answer several times sooner", UseCandidate | UseLeftRegion},
+	ReasonRemoteSooner: {
+		"a cluster elsewhere is estimated to answer several times sooner",
+		UseCandidate | UseLeftRegion,
+	},
 	ReasonPastThroughput: {"past its throughput (this router's requests queue there for a first token) and a cluster " +
 		"elsewhere is estimated sooner beyond the near-best window", UseCandidate | UseLeftRegion},
 	ReasonOverflowCap: {"region overflow cap reached", UseCandidate},
@@ -211,10 +214,14 @@ var reasons = map[Reason]reasonInfo{
 	ReasonNotDrawn:    {"near the best, not drawn by power-of-d", UseCandidate},
 	ReasonYielded:     {"drawn by power-of-d, passed over for a returning cluster's share", UseCandidate},
 	ReasonNotNearest:  {"a nearer region has room (spillover routing mode: overflow by round trip only)", UseCandidate},
-	ReasonSpilloverNotDrawn: {"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
-		UseCandidate},
-	ReasonMissesSLO: {"estimated above the request's time-to-first-token objective, which another cluster is estimated to meet",
-		UseCandidate | UseLeftRegion},
+	ReasonSpilloverNotDrawn: {
+		"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
+		UseCandidate,
+	},
+	ReasonMissesSLO: {
+		"estimated above the request's time-to-first-token objective, which another cluster is estimated to meet",
+		UseCandidate | UseLeftRegion,
+	},
 	ReasonNotServed:        {"does not serve the model", UseCandidate},
 	ReasonNoReadyPods:      {"no ready pods", UseCandidate},
 	ReasonRegionNotAllowed: {"region not allowed by policy", UseCandidate},
@@ -224,8 +231,11 @@ var reasons = map[Reason]reasonInfo{
 	ReasonSaturated:        {"saturated", UseCandidate},
 	ReasonLocalOnly:        {"outside the router's region (local-only routing mode)", UseCandidate},
 
-	ReasonUnavailable: {"every local cluster serving the model is drained, stale, unhealthy, saturated or without ready pods", UseLeftRegion},
-	ReasonNoLocal:     {"no cluster of the router's region serves the model", UseLeftRegion},
+	ReasonUnavailable: {
+		"every local cluster serving the model is drained, stale, unhealthy, saturated or without ready pods",
+		UseLeftRegion,
+	},
+	ReasonNoLocal: {"no cluster of the router's region serves the model", UseLeftRegion},
 
 	ReasonNotLoaded:   {"the router has not loaded its routing policies yet", UsePolicy},
 	ReasonUndecodable: {"the model's stored routing policy cannot be read", UsePolicy},

@@ -89,7 +89,11 @@ func (c Command[C]) printUsage(w io.Writer, flags []Flag) {
 	if c.FileFlag == "" {
 		fmt.Fprintf(w, ".\n\n")
 	} else {
-		fmt.Fprintf(w, ", or in the file\n--%s names (name=value lines); the command line wins over both, the environment over the file.\n\n", c.FileFlag)
+		fmt.Fprintf(
+			w,
+			", or in the file\n--%s names (name=value lines); the command line wins over both, the environment over the file.\n\n",
+			c.FileFlag,
+		)
 	}
 	PrintUsage(w, flags, Prefix)
 }

@@ -51,7 +51,11 @@ func TestCommandParse(t *testing.T) {
 			}},
 		{name: "the options' value parses its flag", args: []string{"--max-body-bytes=3KiB"},
 			check: func(c testConfig, _ map[string]flagenv.Source) bool { return c.Bytes == 3<<10 }},
-		{name: "a bad value of the options' flag", args: []string{"--max-body-bytes=lots"}, wantErr: `invalid value "lots" for flag -max-body-bytes`},
+		{
+			name:    "a bad value of the options' flag",
+			args:    []string{"--max-body-bytes=lots"},
+			wantErr: `invalid value "lots" for flag -max-body-bytes`,
+		},
 		{name: "a bad value in the environment", env: map[string]string{"SWITCHYARD_MAX_ATTEMPTS": "many"},
 			wantErr: `environment SWITCHYARD_MAX_ATTEMPTS="many": invalid value for --max-attempts`},
 		{name: "a stray argument", args: []string{"--listen=:1", "serve", "now"}, wantErr: `unexpected argument "serve"`},
@@ -114,7 +118,8 @@ func TestCommandHelp(t *testing.T) {
 			if _, _, err := cmd.Parse([]string{"--help"}, nil, &out); !errors.Is(err, flag.ErrHelp) {
 				t.Fatalf("--help: %v, want flag.ErrHelp", err)
 			}
-			if !strings.HasPrefix(out.String(), tt.want) || !strings.Contains(out.String(), "  --config=  (SWITCHYARD_CONFIG)\n") {
+			if !strings.HasPrefix(out.String(), tt.want) ||
+				!strings.Contains(out.String(), "  --config=  (SWITCHYARD_CONFIG)\n") {
 				t.Errorf("--help printed:\n%s\nwant it to start with:\n%s", out.String(), tt.want)
 			}
 		})
@@ -125,7 +130,8 @@ func TestCommandHelp(t *testing.T) {
 // that disagree panic, naming the program.
 func TestCommandFlags(t *testing.T) {
 	flags := testCommand().Flags()
-	if len(flags) != 11 || flags[0].Name != "listen" || flags[0].Default != ":8080" || flags[5].Name != "max-body-bytes" || flags[5].Default != "33554432" {
+	if len(flags) != 11 || flags[0].Name != "listen" || flags[0].Default != ":8080" || flags[5].Name != "max-body-bytes" ||
+		flags[5].Default != "33554432" {
 		t.Fatalf("flags %+v", flags)
 	}
 	cmd := testCommand()
@@ -133,7 +139,8 @@ func TestCommandFlags(t *testing.T) {
 		return flagenv.BindOptions{Usage: map[string]string{"no-such-flag": "x"}}
 	}
 	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "testd") || !strings.Contains(fmt.Sprint(r), "--no-such-flag") {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "testd") ||
+			!strings.Contains(fmt.Sprint(r), "--no-such-flag") {
 			t.Errorf("recovered %v, want a panic naming testd and --no-such-flag", r)
 		}
 	}()
@@ -163,9 +170,20 @@ func TestCheckDoc(t *testing.T) {
 	}{
 		{name: "up to date", doc: page(table), wantDoc: page(table)},
 		{name: "up to date, update asked", doc: page(table), update: true, wantDoc: page(table)},
-		{name: "stale", doc: page("| old |\n"), wantDoc: page("| old |\n"), wantFail: "is stale: run `make generate` and commit it"},
+		{
+			name:     "stale",
+			doc:      page("| old |\n"),
+			wantDoc:  page("| old |\n"),
+			wantFail: "is stale: run `make generate` and commit it",
+		},
 		{name: "stale, rewritten", doc: page("| old |\n"), update: true, wantDoc: page(table)},
-		{name: "no markers", doc: "# testd\n", update: true, wantDoc: "# testd\n", wantFail: "lacks the flags table's markers"},
+		{
+			name:     "no markers",
+			doc:      "# testd\n",
+			update:   true,
+			wantDoc:  "# testd\n",
+			wantFail: "lacks the flags table's markers",
+		},
 		{name: "no page", wantFail: "read the flags doc"},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,10 @@ import (
 func TestInputItemsCostLinearTime(t *testing.T) {
 	long := strings.Repeat("a", 16<<20)
 	body := []byte(`{"model":"m","input":["` + long + `"` +
-		strings.Repeat(`,{"type":"function_call_output","content":"b"},{"content":[{"text":"c"}],"type":"reasoning"}`, 200_000) + `]}`)
+		strings.Repeat(
+			`,{"type":"function_call_output","content":"b"},{"content":[{"text":"c"}],"type":"reasoning"}`,
+			200_000,
+		) + `]}`)
 	for _, maxPrompt := range []int{0, 256 << 10} {
 		done := make(chan error, 1)
 		b := Body{MaxPrompt: maxPrompt}
@@ -27,14 +30,24 @@ func TestInputItemsCostLinearTime(t *testing.T) {
 				t.Fatal(err)
 			}
 		case <-time.After(time.Minute):
-			t.Fatalf("MaxPrompt %d: Parse of %d bytes still running after a minute (quadratic in the input items)", maxPrompt, len(body))
+			t.Fatalf(
+				"MaxPrompt %d: Parse of %d bytes still running after a minute (quadratic in the input items)",
+				maxPrompt,
+				len(body),
+			)
 		}
 		want := long
 		if maxPrompt > 0 {
 			want = long[:maxPrompt]
 		}
 		if string(b.Prompt) != want || b.PromptBytes != len(long) {
-			t.Fatalf("MaxPrompt %d: prompt of %d bytes (%d counted), want the string's %d", maxPrompt, len(b.Prompt), b.PromptBytes, len(want))
+			t.Fatalf(
+				"MaxPrompt %d: prompt of %d bytes (%d counted), want the string's %d",
+				maxPrompt,
+				len(b.Prompt),
+				b.PromptBytes,
+				len(want),
+			)
 		}
 	}
 }

@@ -46,7 +46,12 @@ func TestUnattainableSLOShedsSheddableOnly(t *testing.T) {
 	errBody, _ := out["error"].(map[string]any)
 	if resp.StatusCode != http.StatusTooManyRequests || errBody["code"] != string(contract.ReasonSLOUnattainable) ||
 		!contract.IsOverflow(resp.Header) || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("sheddable, unattainable: %d %v %v; want 429 slo_unattainable with the overflow marker and Retry-After", resp.StatusCode, out, resp.Header)
+		t.Fatalf(
+			"sheddable, unattainable: %d %v %v; want 429 slo_unattainable with the overflow marker and Retry-After",
+			resp.StatusCode,
+			out,
+			resp.Header,
+		)
 	}
 	if after := picks(); after != before {
 		t.Fatalf("the refused request was scheduled to a pod (picks %v → %v)", before, after)

@@ -33,7 +33,10 @@ type receivedSpan struct {
 	span    *tracepb.Span
 }
 
-func (o *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+func (o *otlpReceiver) Export(
+	_ context.Context,
+	req *collectortrace.ExportTraceServiceRequest,
+) (*collectortrace.ExportTraceServiceResponse, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, rs := range req.GetResourceSpans() {
@@ -118,8 +121,13 @@ func TestTraceAcrossTiers(t *testing.T) {
 	servesCompletion(t, "router before the traced request", router.Listen)
 
 	const clientTrace, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	req, err := http.NewRequest(http.MethodPost, "http://"+router.Listen+"/v1/chat/completions",
-		strings.NewReader(`{"model":"`+harness.TestModel+`","messages":[{"role":"user","content":"a secret prompt"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`))
+	req, err := http.NewRequest(
+		http.MethodPost,
+		"http://"+router.Listen+"/v1/chat/completions",
+		strings.NewReader(
+			`{"model":"`+harness.TestModel+`","messages":[{"role":"user","content":"a secret prompt"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`,
+		),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +155,14 @@ func TestTraceAcrossTiers(t *testing.T) {
 		}
 	}
 	tid, _ := hex.DecodeString(clientTrace)
-	want := []string{"router.request", "router.route", "router.forward", "gateway.request", "gateway.schedule", "gateway.upstream"}
+	want := []string{
+		"router.request",
+		"router.route",
+		"router.forward",
+		"gateway.request",
+		"gateway.schedule",
+		"gateway.upstream",
+	}
 	var spans map[string][]receivedSpan
 	poll.Until(t, 10*time.Second, func() bool {
 		spans = recv.trace(tid)
@@ -179,7 +194,13 @@ func checkTraceTree(t *testing.T, spans map[string][]receivedSpan, clientSpan, p
 		child, parent *tracepb.Span
 	}{{route, rreq}, {fwd, rreq}, {greq, fwd}, {sched, greq}, {up, greq}} {
 		if string(c.child.GetParentSpanId()) != string(c.parent.GetSpanId()) {
-			t.Errorf("%s's parent is %x, want %s (%x)", c.child.GetName(), c.child.GetParentSpanId(), c.parent.GetName(), c.parent.GetSpanId())
+			t.Errorf(
+				"%s's parent is %x, want %s (%x)",
+				c.child.GetName(),
+				c.child.GetParentSpanId(),
+				c.parent.GetName(),
+				c.parent.GetSpanId(),
+			)
 		}
 	}
 	if s := spans["router.request"][0].service; s != "global-router" {
@@ -197,10 +218,15 @@ func checkTraceTree(t *testing.T, spans map[string][]receivedSpan, clientSpan, p
 	if got := attr(sched, "server.address"); got != podAddr {
 		t.Errorf("gateway.schedule chose %q, want the pod %s", got, podAddr)
 	}
-	if attr(sched, "switchyard.endpoint") == "" || attr(sched, "switchyard.profile") == "" || attr(sched, "switchyard.top_scores") == "" {
+	if attr(sched, "switchyard.endpoint") == "" || attr(sched, "switchyard.profile") == "" ||
+		attr(sched, "switchyard.top_scores") == "" {
 		t.Errorf("gateway.schedule lacks the chosen pod's name, the profile or the scores: %v", sched.GetAttributes())
 	}
-	if want := "00-" + hex.EncodeToString(up.GetTraceId()) + "-" + hex.EncodeToString(up.GetSpanId()) + "-01"; podTP != want {
+	if want := "00-" + hex.EncodeToString(
+		up.GetTraceId(),
+	) + "-" + hex.EncodeToString(
+		up.GetSpanId(),
+	) + "-01"; podTP != want {
 		t.Errorf("modelsim received traceparent %q, want the gateway's upstream span's %q", podTP, want)
 	}
 	if attr(up, "switchyard.ttft_ms") == "" || attr(up, "gen_ai.usage.output_tokens") == "" || len(up.GetEvents()) == 0 {

@@ -117,9 +117,16 @@ func TestRouterChartAdminAdmitsRegistrar(t *testing.T) {
 			if tc.registrations {
 				registrar := peer{namespace: releaseNamespace, podLabel: job.Spec.Template.Labels}
 				if !admits(np, admin, registrar) {
-					t.Errorf("the registration Job's pods (%v) cannot reach the admin port: %v", job.Spec.Template.Labels, np.Spec.Ingress)
+					t.Errorf(
+						"the registration Job's pods (%v) cannot reach the admin port: %v",
+						job.Spec.Template.Labels,
+						np.Spec.Ingress,
+					)
 				}
-				elsewhere := peer{namespace: map[string]string{"kubernetes.io/metadata.name": "other"}, podLabel: job.Spec.Template.Labels}
+				elsewhere := peer{
+					namespace: map[string]string{"kubernetes.io/metadata.name": "other"},
+					podLabel:  job.Spec.Template.Labels,
+				}
 				if tc.adminFrom != nil && len(tc.adminFrom.([]any)) > 0 && admits(np, admin, elsewhere) {
 					t.Error("pods labelled as the registrar in another namespace reach the admin port")
 				}

@@ -60,9 +60,29 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	logger.Info("cluster-gateway started", "cluster", cfg.Cluster, "region", cfg.Region,
-		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "kv_events", g.KVEventsAddr(), "metrics", g.MetricsAddr(), "grpc_health", g.HealthAddr(), "profile", g.sched.Profile(),
-		"max_body_bytes", cfg.MaxBodyBytes, "max_inflight_body_bytes", g.bodies.Limit())
+	logger.Info(
+		"cluster-gateway started",
+		"cluster",
+		cfg.Cluster,
+		"region",
+		cfg.Region,
+		"listen",
+		g.HTTPAddr(),
+		"ext_proc",
+		g.ExtProcAddr(),
+		"kv_events",
+		g.KVEventsAddr(),
+		"metrics",
+		g.MetricsAddr(),
+		"grpc_health",
+		g.HealthAddr(),
+		"profile",
+		g.sched.Profile(),
+		"max_body_bytes",
+		cfg.MaxBodyBytes,
+		"max_inflight_body_bytes",
+		g.bodies.Limit(),
+	)
 	err = g.Run(ctx)
 	logger.Info("cluster-gateway stopped")
 	return err
@@ -124,7 +144,16 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	if cfg.GossipBind != "" {
 		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	}
-	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildKVEvents, g.buildScheduling, g.buildFrontDoors, g.buildHealth, g.buildGossip, g.listen}
+	steps := []func() error{
+		g.buildDiscovery,
+		g.buildScraper,
+		g.buildKVEvents,
+		g.buildScheduling,
+		g.buildFrontDoors,
+		g.buildHealth,
+		g.buildGossip,
+		g.listen,
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			g.closeListeners()
@@ -168,7 +197,9 @@ func (g *Gateway) buildScraper() error {
 	sc.Interval = g.cfg.ScrapeInterval
 	sc.MaxInterval = max(sc.MaxInterval, sc.Interval)
 	sc.MetricsPort, sc.MetricsPath = g.cfg.ModelServerMetricsPort, unquoteArg(g.cfg.ModelServerMetricsPath)
-	sc.MetricsScheme, sc.MetricsInsecureSkipVerify = unquoteArg(g.cfg.ModelServerMetricsScheme), g.cfg.ModelServerMetricsInsecure
+	sc.MetricsScheme, sc.MetricsInsecureSkipVerify = unquoteArg(
+		g.cfg.ModelServerMetricsScheme,
+	), g.cfg.ModelServerMetricsInsecure
 	sc.Families = g.cfg.Families
 	s, err := scrape.New(sc, g.store, g.log, g.reg)
 	if err != nil {
@@ -234,7 +265,13 @@ func (g *Gateway) buildScheduling() error {
 func mapSchedulingError(err error) *apierror.Error {
 	switch {
 	case errors.Is(err, scheduling.ErrUnknownModel):
-		return &apierror.Error{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
+		return &apierror.Error{
+			Status:  404,
+			Type:    "invalid_request_error",
+			Param:   "model",
+			Code:    "model_not_found",
+			Message: err.Error(),
+		}
 	case errors.Is(err, scheduling.ErrNoEndpoints):
 		return apierror.Unavailable(err.Error(), 1)
 	case errors.Is(err, scheduling.ErrSaturated):
@@ -279,7 +316,9 @@ func (g *Gateway) buildFrontDoors() error {
 	}
 	ec := extproc.DefaultConfig()
 	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
-	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress
+	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(
+		g.cfg.MaxBodyBytes,
+	), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress
 	ec.BodyTimeout = g.cfg.ExtProcBodyTimeout
 	if ec.TLS, err = g.extProcTLS(); err != nil {
 		return err
@@ -401,6 +440,11 @@ func (g *Gateway) Ready() bool { return proxy.Ready(g.store, g.cfg.Staleness, ti
 // are read at every handshake (etcd's transport package does this), so a rotated certificate
 // takes effect without a restart.
 func serverTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	info := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: clientCAFile, ClientCertAuth: clientCAFile != ""}
+	info := transport.TLSInfo{
+		CertFile:       certFile,
+		KeyFile:        keyFile,
+		TrustedCAFile:  clientCAFile,
+		ClientCertAuth: clientCAFile != "",
+	}
 	return info.ServerConfig()
 }

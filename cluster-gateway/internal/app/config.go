@@ -324,7 +324,9 @@ func (c Config) validateDiscovery() []error {
 
 func (c Config) validateScheduling() []error {
 	if c.ConfigFile != "" && c.ConfigText != "" {
-		return []error{errors.New("--config (or --config-file) and --config-text are exclusive: give the EndpointPickerConfig once")}
+		return []error{
+			errors.New("--config (or --config-file) and --config-text are exclusive: give the EndpointPickerConfig once"),
+		}
 	}
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
@@ -358,7 +360,11 @@ func (c Config) validateLimits() []error {
 	add(c.MaxAttempts < 1, "--max-attempts must be at least 1, got %d", c.MaxAttempts)
 	add(c.DrainTimeout <= 0, "--drain-timeout must be positive, got %v", c.DrainTimeout)
 	add(c.ExtProcBodyTimeout <= 0, "--ext-proc-body-timeout must be positive, got %v", c.ExtProcBodyTimeout)
-	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
+	add(
+		c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100,
+		"--max-ejection-percent must be 0..100, got %d",
+		c.MaxEjectionPercent,
+	)
 	if err := memlimit.Check(c.MemoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err))
 	}
@@ -394,10 +400,20 @@ func (c Config) validatePriorities(objectives map[string]int) error {
 	case c.MinPriority > c.MaxPriority:
 		return fmt.Errorf("--min-priority=%d is above --max-priority=%d", c.MinPriority, c.MaxPriority)
 	case fc.DefaultPriority < c.MinPriority || fc.DefaultPriority > c.MaxPriority:
-		return fmt.Errorf("--min-priority=%d..--max-priority=%d must include the default priority %d", c.MinPriority, c.MaxPriority, fc.DefaultPriority)
+		return fmt.Errorf(
+			"--min-priority=%d..--max-priority=%d must include the default priority %d",
+			c.MinPriority,
+			c.MaxPriority,
+			fc.DefaultPriority,
+		)
 	}
 	if err := fc.ValidateObjectives(objectives); err != nil {
-		return fmt.Errorf("--objective-priorities: %w (--min-priority=%d, --max-priority=%d)", err, c.MinPriority, c.MaxPriority)
+		return fmt.Errorf(
+			"--objective-priorities: %w (--min-priority=%d, --max-priority=%d)",
+			err,
+			c.MinPriority,
+			c.MaxPriority,
+		)
 	}
 	return nil
 }

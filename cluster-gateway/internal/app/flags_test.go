@@ -74,10 +74,14 @@ func TestConfigPrecedence(t *testing.T) {
 			func(c app.Config) bool {
 				return c.Listen == ":1" && c.ExtProcListen == ":2" && c.QueueTTL == 3*time.Second && c.MetricsListen == ":9090"
 			}},
-		{"environment over file", []string{"--flags-file=" + file}, map[string]string{"SWITCHYARD_EXT_PROC_LISTEN": ":7000", "SWITCHYARD_QUEUE_TTL": "4s"},
+		{
+			"environment over file",
+			[]string{"--flags-file=" + file},
+			map[string]string{"SWITCHYARD_EXT_PROC_LISTEN": ":7000", "SWITCHYARD_QUEUE_TTL": "4s"},
 			func(c app.Config) bool {
 				return c.Listen == ":1" && c.ExtProcListen == ":7000" && c.QueueTTL == 4*time.Second
-			}},
+			},
+		},
 		{"command line over environment and file", []string{"--flags-file=" + file, "--ext-proc-listen=:8000", "--listen=:3"},
 			map[string]string{"SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
 			func(c app.Config) bool {
@@ -87,8 +91,12 @@ func TestConfigPrecedence(t *testing.T) {
 			func(c app.Config) bool { return c.Cluster == "c" && c.Listen == ":1" && c.FlagsFile == file }},
 		{"an empty variable is unset", []string{"--flags-file=" + file}, map[string]string{"SWITCHYARD_LISTEN": ""},
 			func(c app.Config) bool { return c.Listen == ":1" }},
-		{"unknown variables are ignored", []string{"--flags-file=" + file}, map[string]string{"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_LISTEN_ADDRESS": ":9"},
-			func(c app.Config) bool { return c.Listen == ":1" }},
+		{
+			"unknown variables are ignored",
+			[]string{"--flags-file=" + file},
+			map[string]string{"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_LISTEN_ADDRESS": ":9"},
+			func(c app.Config) bool { return c.Listen == ":1" },
+		},
 		{"--config stays GIE's file", []string{"--flags-file=" + file, "--config=" + file}, nil,
 			func(c app.Config) bool { return c.ConfigFile == file && c.Profile == "default" }},
 	}
@@ -115,10 +123,28 @@ func TestConfigBadValues(t *testing.T) {
 		{"command line", append(base, "--queue-ttl=soon"), nil, "", []string{`invalid value "soon" for flag -queue-ttl`}},
 		{"environment", base, map[string]string{"SWITCHYARD_QUEUE_TTL": "soon"}, "",
 			[]string{`environment SWITCHYARD_QUEUE_TTL="soon": invalid value for --queue-ttl`}},
-		{"file line", base, nil, "# limits\nqueue-limit=10\nqueue-ttl=soon\n", []string{`:3: invalid value "soon" for --queue-ttl`}},
+		{
+			"file line",
+			base,
+			nil,
+			"# limits\nqueue-limit=10\nqueue-ttl=soon\n",
+			[]string{`:3: invalid value "soon" for --queue-ttl`},
+		},
 		{"unknown flag in the file", base, nil, "queue-limits=10\n", []string{":1: unknown flag --queue-limits"}},
-		{"bad size in the file", base, nil, "max-inflight-body-bytes=lots\n", []string{`:1: invalid value "lots" for --max-inflight-body-bytes`}},
-		{"invalid after parsing", base, nil, "max-attempts=0\nlog-format=xml\n", []string{"--max-attempts must be at least 1", "--log-format=\"xml\""}},
+		{
+			"bad size in the file",
+			base,
+			nil,
+			"max-inflight-body-bytes=lots\n",
+			[]string{`:1: invalid value "lots" for --max-inflight-body-bytes`},
+		},
+		{
+			"invalid after parsing",
+			base,
+			nil,
+			"max-attempts=0\nlog-format=xml\n",
+			[]string{"--max-attempts must be at least 1", "--log-format=\"xml\""},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -125,22 +125,33 @@ func TestGIEChartArgs(t *testing.T) {
 			kube.setPool(&inferencev1.InferencePool{
 				ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "llm"},
 				Spec: inferencev1.InferencePoolSpec{
-					Selector:    inferencev1.LabelSelector{MatchLabels: map[inferencev1.LabelKey]inferencev1.LabelValue{"app": "qwen"}},
+					Selector: inferencev1.LabelSelector{
+						MatchLabels: map[inferencev1.LabelKey]inferencev1.LabelValue{"app": "qwen"},
+					},
 					TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(port)}},
 				},
 			})
 			kube.setPod(chartPod(false))
 
 			configDir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(configDir, "default-plugins.yaml"), []byte(gieChartPlugins), 0o600); err != nil {
+			if err := os.WriteFile(
+				filepath.Join(configDir, "default-plugins.yaml"),
+				[]byte(gieChartPlugins),
+				0o600,
+			); err != nil {
 				t.Fatal(err)
 			}
 			grpcPort, healthPort, metricsPort := freePort(t), freePort(t), freePort(t)
 			values := tt.values
 			// inferenceExtension.flags: the chart's default (v: 1) and the ports, free ones
 			// instead of 9002, 9003 and 9090, and our HTTP proxy's.
-			values.flags = map[string]string{"v": "1", "grpc-port": strconv.Itoa(grpcPort), "grpc-health-port": strconv.Itoa(healthPort),
-				"metrics-port": strconv.Itoa(metricsPort), "listen": "127.0.0.1:" + strconv.Itoa(freePort(t))}
+			values.flags = map[string]string{
+				"v":                "1",
+				"grpc-port":        strconv.Itoa(grpcPort),
+				"grpc-health-port": strconv.Itoa(healthPort),
+				"metrics-port":     strconv.Itoa(metricsPort),
+				"listen":           "127.0.0.1:" + strconv.Itoa(freePort(t)),
+			}
 			env := map[string]string{"NAMESPACE": "llm", "POD_NAME": "qwen-epp-0", "SWITCHYARD_KUBECONFIG": kube.kubeconfig(t)}
 
 			logs := pipelinetest.NewLog() // the gateway's goroutines write it while the test reads
@@ -181,7 +192,12 @@ func TestGIEChartArgs(t *testing.T) {
 					return err == nil && got == healthpb.HealthCheckResponse_SERVING
 				}, svc+" SERVING")
 			}
-			if err := extProcExchangeAt(t, "127.0.0.1:"+strconv.Itoa(grpcPort), []string{pod.addr()}, insecure.NewCredentials()); err != nil {
+			if err := extProcExchangeAt(
+				t,
+				"127.0.0.1:"+strconv.Itoa(grpcPort),
+				[]string{pod.addr()},
+				insecure.NewCredentials(),
+			); err != nil {
 				t.Fatalf("ext_proc on --grpc-port: %v", err)
 			}
 			metrics := get(t, "http://127.0.0.1:"+strconv.Itoa(metricsPort)+"/metrics")

@@ -61,7 +61,8 @@ func TestParseFile(t *testing.T) {
 			}
 			for i := range got {
 				g, w := got[i], tt.want[i]
-				if g.Address != w.Address || g.Name != w.Name || g.Engine != w.Engine || len(g.Labels) != len(w.Labels) || g.Labels["gpu"] != w.Labels["gpu"] {
+				if g.Address != w.Address || g.Name != w.Name || g.Engine != w.Engine || len(g.Labels) != len(w.Labels) ||
+					g.Labels["gpu"] != w.Labels["gpu"] {
 					t.Fatalf("entry %d: got %+v, want %+v", i, g, w)
 				}
 			}
@@ -79,7 +80,8 @@ func FuzzParseFile(f *testing.F) {
 			return
 		}
 		for _, s := range specs {
-			if discovery.ValidateAddress(s.Address) != nil || s.Engine == "" || (s.Name != "" && discovery.ValidateName(s.Name) != nil) {
+			if discovery.ValidateAddress(s.Address) != nil || s.Engine == "" ||
+				(s.Name != "" && discovery.ValidateName(s.Name) != nil) {
 				t.Fatalf("invalid spec accepted: %+v", s)
 			}
 		}
@@ -126,7 +128,12 @@ func TestFileReload(t *testing.T) {
 	poll.Until(t, waitTimeout, func() bool { n, _ := rec.last(); return n == 1 }, "first load")
 
 	writeFile(t, path, "- b:1\n- c:1\n")
-	poll.Until(t, waitTimeout, func() bool { _, a := rec.last(); return slices.Equal(a, []string{"b:1", "c:1"}) }, "reload")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, a := rec.last(); return slices.Equal(a, []string{"b:1", "c:1"}) },
+		"reload",
+	)
 
 	writeFile(t, path, "- not an address\n")
 	poll.Until(t, waitTimeout, func() bool {
@@ -184,7 +191,12 @@ func TestFileConfigMapSwap(t *testing.T) {
 	runFile(t, path, rec, nil)
 	poll.Until(t, waitTimeout, func() bool { _, a := rec.last(); return slices.Equal(a, []string{"a:1"}) }, "first load")
 	mkVersion("..v2", "- e:1\n- f:1\n")
-	poll.Until(t, waitTimeout, func() bool { _, a := rec.last(); return slices.Equal(a, []string{"e:1", "f:1"}) }, "swap seen")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, a := rec.last(); return slices.Equal(a, []string{"e:1", "f:1"}) },
+		"swap seen",
+	)
 }
 
 func TestFileFirstLoadFails(t *testing.T) {

@@ -195,7 +195,14 @@ func TestPoolConfigValidate(t *testing.T) {
 	if err := (discovery.PoolConfig{Name: "x"}).Validate(); err == nil {
 		t.Fatal("empty namespace accepted")
 	}
-	if _, err := discovery.NewPool(discovery.PoolConfig{}, kubefake.NewClientset(), inferencefake.NewSimpleClientset(), nil, nil, nil); err == nil {
+	if _, err := discovery.NewPool(
+		discovery.PoolConfig{},
+		kubefake.NewClientset(),
+		inferencefake.NewSimpleClientset(),
+		nil,
+		nil,
+		nil,
+	); err == nil {
 		t.Fatal("NewPool accepted an invalid config")
 	}
 }

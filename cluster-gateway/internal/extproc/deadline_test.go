@@ -74,7 +74,8 @@ func TestBodyDeadline(t *testing.T) {
 			if n := pipelinetest.BodyRefused(t, reg, "ext_proc", "timeout"); n != 1 {
 				t.Fatalf("slow bodies counted %v, want 1", n)
 			}
-			if got := logs.String(); strings.Count(got, "not received in time") != 1 || !strings.Contains(got, `"door":"ext_proc"`) {
+			if got := logs.String(); strings.Count(got, "not received in time") != 1 ||
+				!strings.Contains(got, `"door":"ext_proc"`) {
 				t.Fatalf("want one log line with the reason, got: %s", got)
 			}
 			if r := exchangeStatus(ctx, t, e, bigBody(100<<10)); r.GetRequestHeaders() == nil {
@@ -146,6 +147,10 @@ func wantTimeout(t *testing.T, ir *extprocv3.ImmediateResponse) {
 	if err := json.Unmarshal(ir.GetBody(), &answer); err != nil || ir.GetStatus().GetCode() != 408 ||
 		answer.Error.Code != "request_timeout" || answer.Error.Type != "invalid_request_error" ||
 		headerValue(ir.GetHeaders(), "content-type") != "application/json" {
-		t.Fatalf("refusal %d, body %s; want 408 with an OpenAI-style request_timeout error", ir.GetStatus().GetCode(), ir.GetBody())
+		t.Fatalf(
+			"refusal %d, body %s; want 408 with an OpenAI-style request_timeout error",
+			ir.GetStatus().GetCode(),
+			ir.GetBody(),
+		)
 	}
 }

@@ -117,7 +117,12 @@ func wantStatus(body []byte, contentLength string) int {
 
 // checkRouted checks a routing decision: encoding/json agrees that the body names the served
 // model, the destination is an endpoint, and the body comes back unchanged.
-func checkRouted(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient, first *extprocv3.ProcessingResponse, body []byte) {
+func checkRouted(
+	t *testing.T,
+	s extprocv3.ExternalProcessor_ProcessClient,
+	first *extprocv3.ProcessingResponse,
+	body []byte,
+) {
 	t.Helper()
 	if model, isString, valid := modelOf(body); !valid || !isString || model != "llama" {
 		t.Fatalf("routed %q (valid JSON %v, model %q)", body, valid, model)

@@ -28,7 +28,13 @@ const (
 // HealthServices lists every service the health port answers for: "" (the server as a whole),
 // GIE's three and the ext_proc service.
 func HealthServices() []string {
-	return []string{"", HealthServiceGIE, HealthServiceLiveness, HealthServiceReadiness, extprocv3.ExternalProcessor_ServiceDesc.ServiceName}
+	return []string{
+		"",
+		HealthServiceGIE,
+		HealthServiceLiveness,
+		HealthServiceReadiness,
+		extprocv3.ExternalProcessor_ServiceDesc.ServiceName,
+	}
 }
 
 // HealthConfig configures the health port's server.
@@ -153,8 +159,14 @@ const (
 // until ctx is done; from then on it answers NOT_SERVING (the gateway drains) until drained is
 // closed, and stops.
 func (h *Health) Serve(ctx context.Context, ln net.Listener, drained <-chan struct{}) error {
-	g := grpc.NewServer(grpc.MaxConcurrentStreams(healthMaxStreams), grpc.ConnectionTimeout(healthHandshakeTimeout),
-		grpc.MaxRecvMsgSize(healthMaxMessage), grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: healthMaxIdle}))
+	g := grpc.NewServer(
+		grpc.MaxConcurrentStreams(healthMaxStreams),
+		grpc.ConnectionTimeout(healthHandshakeTimeout),
+		grpc.MaxRecvMsgSize(
+			healthMaxMessage,
+		),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: healthMaxIdle}),
+	)
 	healthpb.RegisterHealthServer(g, h)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()

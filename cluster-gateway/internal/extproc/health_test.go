@@ -107,7 +107,12 @@ func TestHealthPort(t *testing.T) {
 	}
 	// A request message of megabytes is refused unread; the connection still answers.
 	huge := strings.Repeat("x", 1<<20)
-	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: huge}); status.Code(err) != codes.ResourceExhausted {
+	if _, err := client.Check(
+		rctx,
+		&healthpb.HealthCheckRequest{Service: huge},
+	); status.Code(
+		err,
+	) != codes.ResourceExhausted {
 		t.Errorf("a 1 MiB request: %v, want ResourceExhausted", err)
 	}
 	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: extproc.HealthServiceLiveness}); err != nil {

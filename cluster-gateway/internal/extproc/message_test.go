@@ -60,10 +60,18 @@ func TestMessageLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = big.Recv()
-	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
+	if st := status.Convert(
+		err,
+	); st.Code() != codes.ResourceExhausted ||
+		!strings.Contains(st.Message(), "larger than max") {
 		t.Fatalf("the oversized message's stream ended with %v; want RESOURCE_EXHAUSTED naming the sizes", err)
 	}
-	poll.Until(t, waitTimeout, func() bool { return strings.Contains(logs.String(), "ext_proc message refused") }, "the refusal logged")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { return strings.Contains(logs.String(), "ext_proc message refused") },
+		"the refusal logged",
+	)
 	if got := pipelinetest.BodyRefused(t, reg, "ext_proc", "too_large"); got != 1 {
 		t.Fatalf("too_large refusals = %v, want 1", got)
 	}

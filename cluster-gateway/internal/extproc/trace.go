@@ -29,7 +29,10 @@ func (x *exchange) startSpan() context.Context {
 	ctx := t.Extract(x.ctx, propagation.MapCarrier(x.headers)) // lower-case names, as the propagator reads them
 	x.tctx, x.span = t.Start(ctx, SpanRequest, trace.SpanKindServer)
 	if x.span.IsRecording() {
-		x.span.SetAttributes(tracing.String(tracing.AttrMethod, x.headers[":method"]), tracing.String("switchyard.front_door", "ext_proc"))
+		x.span.SetAttributes(
+			tracing.String(tracing.AttrMethod, x.headers[":method"]),
+			tracing.String("switchyard.front_door", "ext_proc"),
+		)
 		if x.s.cfg.Cluster != "" {
 			x.span.SetAttributes(tracing.String(tracing.AttrCluster, x.s.cfg.Cluster))
 		}

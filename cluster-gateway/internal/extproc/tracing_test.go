@@ -68,8 +68,14 @@ func TestTraceparentHeaderMutation(t *testing.T) {
 	if got := headerValue(mut, "traceparent"); got != want {
 		t.Errorf("traceparent mutation %q, want the upstream span's %q", got, want)
 	}
-	if upstream.Parent().SpanID() != request.SpanContext().SpanID() || request.Parent().SpanID().String() != "00f067aa0ba902b7" {
-		t.Errorf("span tree: upstream's parent %s, request %s whose parent %s", upstream.Parent().SpanID(), request.SpanContext().SpanID(), request.Parent().SpanID())
+	if upstream.Parent().SpanID() != request.SpanContext().SpanID() ||
+		request.Parent().SpanID().String() != "00f067aa0ba902b7" {
+		t.Errorf(
+			"span tree: upstream's parent %s, request %s whose parent %s",
+			upstream.Parent().SpanID(),
+			request.SpanContext().SpanID(),
+			request.Parent().SpanID(),
+		)
 	}
 
 	if got := headerValue(decisionMutation(t, newEnv(t)), "traceparent"); got != "" {

@@ -18,19 +18,59 @@ func TestDecode(t *testing.T) {
 		unknown int
 		rank    int64
 	}{
-		{name: "stored and removed", payload: encodeBatch(t, nil, stored(1, 2, 3), removed(2)),
-			want: []Event{{Kind: KindStored, Hashes: []uint64{1, 2, 3}, Tokens: 48, BlockSize: 16}, {Kind: KindRemoved, Hashes: []uint64{2}}}, rank: -1},
-		{name: "parent and rank", payload: encodeBatch(t, int64(1), ev{tag: tagStored, hashes: []any{uint64(9)}, parent: uint64(1 << 63), tokens: 16, blockSize: 16}),
-			want: []Event{{Kind: KindStored, Hashes: []uint64{9}, Parent: 1 << 63, HasParent: true, Tokens: 16, BlockSize: 16}}, rank: 1},
+		{
+			name:    "stored and removed",
+			payload: encodeBatch(t, nil, stored(1, 2, 3), removed(2)),
+			want: []Event{
+				{Kind: KindStored, Hashes: []uint64{1, 2, 3}, Tokens: 48, BlockSize: 16},
+				{Kind: KindRemoved, Hashes: []uint64{2}},
+			},
+			rank: -1,
+		},
+		{
+			name: "parent and rank",
+			payload: encodeBatch(
+				t,
+				int64(1),
+				ev{tag: tagStored, hashes: []any{uint64(9)}, parent: uint64(1 << 63), tokens: 16, blockSize: 16},
+			),
+			want: []Event{
+				{Kind: KindStored, Hashes: []uint64{9}, Parent: 1 << 63, HasParent: true, Tokens: 16, BlockSize: 16},
+			},
+			rank: 1,
+		},
 		{name: "byte hashes", payload: encodeBatch(t, nil, ev{tag: tagRemoved, hashes: []any{byteHash}}),
 			want: []Event{{Kind: KindRemoved, Hashes: []uint64{0x0102030405060708}}}, rank: -1},
 		{name: "cleared", payload: encodeBatch(t, nil, ev{tag: tagCleared}),
 			want: []Event{{Kind: KindCleared}}, rank: -1},
-		{name: "unknown tag skipped", payload: encodeBatch(t, nil, ev{tag: "BlockMoved", trailing: []any{[]any{1, []any{2, map[string]any{"a": 1}}}}}, removed(7)),
-			want: []Event{{Kind: KindRemoved, Hashes: []uint64{7}}}, unknown: 1, rank: -1},
-		{name: "future trailing fields skipped", payload: encodeBatch(t, nil, ev{tag: tagRemoved, hashes: []any{uint64(5)}, trailing: []any{"GPU", []any{1, 2}, "x"}}),
-			want: []Event{{Kind: KindRemoved, Hashes: []uint64{5}}}, rank: -1},
-		{name: "nil rank", payload: encodeBatch(t, []any(nil), removed(1)), want: []Event{{Kind: KindRemoved, Hashes: []uint64{1}}}, rank: -1},
+		{
+			name: "unknown tag skipped",
+			payload: encodeBatch(
+				t,
+				nil,
+				ev{tag: "BlockMoved", trailing: []any{[]any{1, []any{2, map[string]any{"a": 1}}}}},
+				removed(7),
+			),
+			want:    []Event{{Kind: KindRemoved, Hashes: []uint64{7}}},
+			unknown: 1,
+			rank:    -1,
+		},
+		{
+			name: "future trailing fields skipped",
+			payload: encodeBatch(
+				t,
+				nil,
+				ev{tag: tagRemoved, hashes: []any{uint64(5)}, trailing: []any{"GPU", []any{1, 2}, "x"}},
+			),
+			want: []Event{{Kind: KindRemoved, Hashes: []uint64{5}}},
+			rank: -1,
+		},
+		{
+			name:    "nil rank",
+			payload: encodeBatch(t, []any(nil), removed(1)),
+			want:    []Event{{Kind: KindRemoved, Hashes: []uint64{1}}},
+			rank:    -1,
+		},
 	}
 	d := NewDecoder(testLimits())
 	var b Batch
@@ -40,11 +80,21 @@ func TestDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(b.Events) != len(tc.want) || b.Unknown != tc.unknown || b.Rank != tc.rank {
-				t.Fatalf("got %d events, %d unknown, rank %d; want %d, %d, %d", len(b.Events), b.Unknown, b.Rank, len(tc.want), tc.unknown, tc.rank)
+				t.Fatalf(
+					"got %d events, %d unknown, rank %d; want %d, %d, %d",
+					len(b.Events),
+					b.Unknown,
+					b.Rank,
+					len(tc.want),
+					tc.unknown,
+					tc.rank,
+				)
 			}
 			for i, w := range tc.want {
 				g := b.Events[i]
-				if g.Kind != w.Kind || !slices.Equal(g.Hashes, w.Hashes) || g.Parent != w.Parent || g.HasParent != w.HasParent || g.Tokens != w.Tokens || g.BlockSize != w.BlockSize {
+				if g.Kind != w.Kind || !slices.Equal(g.Hashes, w.Hashes) || g.Parent != w.Parent || g.HasParent != w.HasParent ||
+					g.Tokens != w.Tokens ||
+					g.BlockSize != w.BlockSize {
 					t.Errorf("event %d = %+v, want %+v", i, g, w)
 				}
 			}
@@ -77,7 +127,10 @@ func TestDecodeRefuses(t *testing.T) {
 		{"too many events", encodeBatch(t, nil, slices.Repeat([]ev{removed(1)}, 65)...)},
 		{"too many hashes", encodeBatch(t, nil, removed(many...))},
 		{"claimed huge array", []byte{0x92, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff}},
-		{"stored missing fields", encodeBatch(t, nil, ev{tag: tagRemoved + "x"}, ev{tag: tagStored, hashes: []any{uint64(1)}})[:20]},
+		{
+			"stored missing fields",
+			encodeBatch(t, nil, ev{tag: tagRemoved + "x"}, ev{tag: tagStored, hashes: []any{uint64(1)}})[:20],
+		},
 		{"block size out of range", encodeBatch(t, nil, ev{tag: tagStored, hashes: []any{uint64(1)}, blockSize: 0})},
 		{"hash of 100 bytes", encodeBatch(t, nil, ev{tag: tagRemoved, hashes: []any{make([]byte, 100)}})},
 		{"hash is a float", encodeBatch(t, nil, ev{tag: tagRemoved, hashes: []any{1.5}})},
@@ -106,7 +159,19 @@ func TestDecodeRefuses(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(encodeBatch(f, nil, stored(1, 2, 3), removed(2)))
 	f.Add(encodeBatch(f, int64(2), ev{tag: tagCleared}, ev{tag: "X", trailing: []any{map[string]any{"k": []any{1}}}}))
-	f.Add(encodeBatch(f, nil, ev{tag: tagStored, hashes: []any{[]byte("0123456789abcdef0123456789abcdef")}, parent: []byte("p"), tokens: 3, blockSize: 16}))
+	f.Add(
+		encodeBatch(
+			f,
+			nil,
+			ev{
+				tag:       tagStored,
+				hashes:    []any{[]byte("0123456789abcdef0123456789abcdef")},
+				parent:    []byte("p"),
+				tokens:    3,
+				blockSize: 16,
+			},
+		),
+	)
 	f.Add([]byte{0x92, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff})
 	d := NewDecoder(Limits{MaxEvents: 256, MaxHashes: 256})
 	x := NewIndex(1 << 16)

@@ -82,7 +82,13 @@ type Stats struct {
 func (x *Index) Stats() Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return Stats{Entries: x.used, Blocks: len(x.heads), Pods: len(x.podIDs), Bytes: int64(x.used) * EntryBytes, Evicted: x.evicted}
+	return Stats{
+		Entries: x.used,
+		Blocks:  len(x.heads),
+		Pods:    len(x.podIDs),
+		Bytes:   int64(x.used) * EntryBytes,
+		Evicted: x.evicted,
+	}
 }
 
 // PodEntries returns the number of entries held for the pod at addr.

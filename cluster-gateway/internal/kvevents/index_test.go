@@ -11,7 +11,13 @@ import (
 func batchOf(evs ...Event) *Batch { return &Batch{Events: evs} }
 
 func TestIndexMatch(t *testing.T) {
-	a, b, c := plugintest.NewEndpoint("10.0.0.1:8000"), plugintest.NewEndpoint("10.0.0.2:8000"), plugintest.NewEndpoint("10.0.0.3:8000")
+	a, b, c := plugintest.NewEndpoint(
+		"10.0.0.1:8000",
+	), plugintest.NewEndpoint(
+		"10.0.0.2:8000",
+	), plugintest.NewEndpoint(
+		"10.0.0.3:8000",
+	)
 	eps := plugintest.Endpoints(a, b, c)
 	tests := []struct {
 		name   string
@@ -28,7 +34,10 @@ func TestIndexMatch(t *testing.T) {
 			x.Apply(a.Meta().Address, batchOf(Event{Kind: KindStored, Hashes: []uint64{1, 3}}))
 		}, hashes: []uint64{1, 2, 3}, want: []int32{1, 0, 0}},
 		{name: "removed", apply: func(x *Index) {
-			x.Apply(a.Meta().Address, batchOf(Event{Kind: KindStored, Hashes: []uint64{1, 2, 3}}, Event{Kind: KindRemoved, Hashes: []uint64{2}}))
+			x.Apply(
+				a.Meta().Address,
+				batchOf(Event{Kind: KindStored, Hashes: []uint64{1, 2, 3}}, Event{Kind: KindRemoved, Hashes: []uint64{2}}),
+			)
 		}, hashes: []uint64{1, 2, 3}, want: []int32{1, 0, 0}},
 		{name: "cleared", apply: func(x *Index) {
 			x.Apply(a.Meta().Address, batchOf(Event{Kind: KindStored, Hashes: []uint64{1, 2}}, Event{Kind: KindCleared}))

@@ -48,7 +48,13 @@ type Subscriber struct {
 
 // New binds the SUB socket at cfg.Endpoint and returns the subscriber feeding idx; Run applies
 // the messages. Endpoints leaving src are dropped from idx.
-func New(cfg Config, idx *Index, src EndpointSource, logger *slog.Logger, reg prometheus.Registerer) (*Subscriber, error) {
+func New(
+	cfg Config,
+	idx *Index,
+	src EndpointSource,
+	logger *slog.Logger,
+	reg prometheus.Registerer,
+) (*Subscriber, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -99,8 +99,18 @@ func New(o Options) (*Pipeline, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	o.Metrics.slo.init(slices.Sorted(maps.Keys(o.Classify.ObjectivePriorities)))
-	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
-		bodies: o.BodyBudget, log: log, now: time.Now, tracer: o.Tracer}, nil
+	return &Pipeline{
+		router:   o.Router,
+		flow:     o.Flow,
+		hooks:    o.Hooks,
+		classify: o.Classify,
+		mapErr:   o.MapError,
+		metrics:  o.Metrics,
+		bodies:   o.BodyBudget,
+		log:      log,
+		now:      time.Now,
+		tracer:   o.Tracer,
+	}, nil
 }
 
 // Tracer is the pipeline's tracer, which the front doors start their request spans with (nil,
@@ -125,7 +135,12 @@ type Decision struct {
 // lower-case name), admits it and runs the PreRequest hooks. subset, when non-nil, restricts the
 // candidates (Envoy's subset hint). Errors are ready for the client. A decision holds pooled
 // memory: the front door calls Done once the request is over.
-func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) string, subset []string) (*Decision, *apierror.Error) {
+func (p *Pipeline) Decide(
+	ctx context.Context,
+	body []byte,
+	get func(string) string,
+	subset []string,
+) (*Decision, *apierror.Error) {
 	both := &struct { // one allocation for the two
 		d   Decision
 		req framework.Request

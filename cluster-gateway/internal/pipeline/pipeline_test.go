@@ -108,7 +108,11 @@ func capturePipeline(t *testing.T, err error) (*pipeline.Pipeline, *capturing) {
 	router.PoisonReleasedHashes()
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = false
-	flow, ferr := flowcontrol.New(fcfg, sched, flowcontrol.Options{IsSaturated: func(e error) bool { return e == errSaturated }})
+	flow, ferr := flowcontrol.New(
+		fcfg,
+		sched,
+		flowcontrol.Options{IsSaturated: func(e error) bool { return e == errSaturated }},
+	)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}

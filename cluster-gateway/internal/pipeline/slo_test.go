@@ -79,7 +79,12 @@ func TestSLOHeaders(t *testing.T) {
 		badHeader  string
 	}{
 		{name: "none"},
-		{name: "both", ttft: "500", tpot: "25.5", want: framework.SLO{TTFT: 500 * time.Millisecond, TPOT: 25500 * time.Microsecond}},
+		{
+			name: "both",
+			ttft: "500",
+			tpot: "25.5",
+			want: framework.SLO{TTFT: 500 * time.Millisecond, TPOT: 25500 * time.Microsecond},
+		},
 		{name: "ttft only", ttft: " 1e3 ", want: framework.SLO{TTFT: time.Second}},
 		{name: "not a number", ttft: "fast", badHeader: contract.HeaderSLOTTFT},
 		{name: "negative", tpot: "-20", badHeader: contract.HeaderSLOTPOT},
@@ -115,7 +120,13 @@ func TestSLOHeaders(t *testing.T) {
 			}
 			defer pipe.Done(d)
 			if seen.SLO != tt.want || seen.Arrived.Before(before) || seen.Arrived != d.Started {
-				t.Fatalf("scheduler saw SLO %+v arrived %v, want %+v at the decision's start %v", seen.SLO, seen.Arrived, tt.want, d.Started)
+				t.Fatalf(
+					"scheduler saw SLO %+v arrived %v, want %+v at the decision's start %v",
+					seen.SLO,
+					seen.Arrived,
+					tt.want,
+					d.Started,
+				)
 			}
 		})
 	}
@@ -137,7 +148,12 @@ func TestSLOGoodput(t *testing.T) {
 	chunk := []byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
 	serve := func(objective, ttft, tpot string, first, gap time.Duration, tokens, status int) {
 		t.Helper()
-		d, apiErr := pipe.Decide(ctx, body, headers(contract.HeaderObjective, objective, contract.HeaderSLOTTFT, ttft, contract.HeaderSLOTPOT, tpot), nil)
+		d, apiErr := pipe.Decide(
+			ctx,
+			body,
+			headers(contract.HeaderObjective, objective, contract.HeaderSLOTTFT, ttft, contract.HeaderSLOTPOT, tpot),
+			nil,
+		)
 		if apiErr != nil {
 			t.Fatal(apiErr)
 		}
@@ -159,8 +175,14 @@ func TestSLOGoodput(t *testing.T) {
 	serve("critical", "1000", "50", 100*ms, 0, 1, 200)         // one token: tpot not judged
 	serve("critical", "", "", 100*ms, 20*ms, 5, 200)           // no objectives: not counted
 	refusing, _, _, reg2 := sloPipeline(t, framework.ErrSLOUnattainable)
-	if _, apiErr := refusing.Decide(ctx, body, headers(contract.HeaderObjective, "batch", contract.HeaderSLOTTFT, "10"), nil); apiErr == nil ||
-		apiErr.Status != http.StatusTooManyRequests || apiErr.Code != contract.ReasonSLOUnattainable {
+	if _, apiErr := refusing.Decide(
+		ctx,
+		body,
+		headers(contract.HeaderObjective, "batch", contract.HeaderSLOTTFT, "10"),
+		nil,
+	); apiErr == nil ||
+		apiErr.Status != http.StatusTooManyRequests ||
+		apiErr.Code != contract.ReasonSLOUnattainable {
 		t.Fatalf("refusal %+v, want 429 slo_unattainable", apiErr)
 	}
 	for _, c := range []struct {
@@ -176,7 +198,14 @@ func TestSLOGoodput(t *testing.T) {
 		{reg2, "batch", "ttft", "refused", 1}, {reg2, "batch", "tpot", "refused", 0},
 	} {
 		if got := sloCount(t, c.reg, c.objective, c.slo, c.result); got != c.want {
-			t.Errorf("slo_requests_total{objective=%q,slo=%q,outcome=%q} = %v, want %v", c.objective, c.slo, c.result, got, c.want)
+			t.Errorf(
+				"slo_requests_total{objective=%q,slo=%q,outcome=%q} = %v, want %v",
+				c.objective,
+				c.slo,
+				c.result,
+				got,
+				c.want,
+			)
 		}
 	}
 	// Only configured names, none and other: 4 objectives × 2 slos × 3 outcomes.
@@ -187,7 +216,12 @@ func TestSLOGoodput(t *testing.T) {
 
 func sloCount(t *testing.T, reg *prometheus.Registry, objective, slo, outcome string) float64 {
 	t.Helper()
-	return counterValue(t, reg, "switchyard_gateway_slo_requests_total", map[string]string{"objective": objective, "slo": slo, "outcome": outcome})
+	return counterValue(
+		t,
+		reg,
+		"switchyard_gateway_slo_requests_total",
+		map[string]string{"objective": objective, "slo": slo, "outcome": outcome},
+	)
 }
 
 // counterValue reads the counter of family whose labels are want.

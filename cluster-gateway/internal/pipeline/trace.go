@@ -23,7 +23,11 @@ const (
 )
 
 // startSchedule starts the scheduling span of req (a no-op when tracing is off).
-func (p *Pipeline) startSchedule(ctx context.Context, req *framework.Request, again bool) (context.Context, trace.Span) {
+func (p *Pipeline) startSchedule(
+	ctx context.Context,
+	req *framework.Request,
+	again bool,
+) (context.Context, trace.Span) {
 	if !p.tracer.Enabled() {
 		return ctx, nil
 	}
@@ -70,7 +74,11 @@ func errorType(e *apierror.Error) string {
 }
 
 // startUpstream starts the span of an attempt on ep, a child of the request's span in ctx.
-func (p *Pipeline) startUpstream(ctx context.Context, d *Decision, ep *datastore.Endpoint) (context.Context, trace.Span) {
+func (p *Pipeline) startUpstream(
+	ctx context.Context,
+	d *Decision,
+	ep *datastore.Endpoint,
+) (context.Context, trace.Span) {
 	if !p.tracer.Enabled() {
 		return ctx, nil
 	}

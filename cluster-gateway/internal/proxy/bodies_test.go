@@ -23,7 +23,10 @@ func stalledUpload(t *testing.T, url string, declared, sent int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	head := fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", declared)
+	head := fmt.Sprintf(
+		"POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		declared,
+	)
 	if _, err := io.WriteString(conn, head+`{"model":"llama","prompt":"`+strings.Repeat("x", sent-27)); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,9 @@ func TestBodyBudget(t *testing.T) {
 		Error struct{ Type, Code string } `json:"error"`
 	}
 	if err := json.Unmarshal(got, &answer); err != nil || resp.StatusCode != http.StatusServiceUnavailable ||
-		resp.Header.Get("Retry-After") != "1" || answer.Error.Code != "body_budget_exhausted" || answer.Error.Type != "service_unavailable" {
+		resp.Header.Get(
+			"Retry-After",
+		) != "1" || answer.Error.Code != "body_budget_exhausted" || answer.Error.Type != "service_unavailable" {
 		t.Fatalf("with the budget spent: %d, Retry-After %q, %s; want 503, 1, body_budget_exhausted",
 			resp.StatusCode, resp.Header.Get("Retry-After"), got)
 	}

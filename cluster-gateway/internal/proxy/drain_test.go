@@ -56,7 +56,11 @@ func TestDrainKeepsListenerOpen(t *testing.T) {
 		return r.StatusCode == http.StatusServiceUnavailable
 	}, "a 503 from the draining listener")
 	if got.Header.Get("Retry-After") == "" || !got.Close {
-		t.Errorf("503 while draining: Retry-After %q, Connection: close %v; want both", got.Header.Get("Retry-After"), got.Close)
+		t.Errorf(
+			"503 while draining: Retry-After %q, Connection: close %v; want both",
+			got.Header.Get("Retry-After"),
+			got.Close,
+		)
 	}
 	select {
 	case err := <-done:

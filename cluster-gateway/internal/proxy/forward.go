@@ -147,9 +147,21 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 
 // try sends the request to ep. It returns done=false with a reason when the attempt failed before
 // any byte reached the client and may be retried elsewhere (never when last).
-func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *pipeline.Decision, ep *datastore.Endpoint, last bool) (string, bool) {
+func (s *Server) try(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	d *pipeline.Decision,
+	ep *datastore.Endpoint,
+	last bool,
+) (string, bool) {
 	ctx := r.Context()
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ep.Address+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(
+		ctx,
+		http.MethodPost,
+		"http://"+ep.Address+r.URL.RequestURI(),
+		bytes.NewReader(body),
+	)
 	if err != nil {
 		s.errorAnswer(w, r, apierror.BadRequest(err.Error(), ""))
 		return "", true
@@ -166,7 +178,16 @@ func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *pip
 		}
 		s.pipe.End(ctx, a, 0, err, last)
 		if last {
-			s.errorAnswer(w, r, &apierror.Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Message: err.Error()})
+			s.errorAnswer(
+				w,
+				r,
+				&apierror.Error{
+					Status:  http.StatusBadGateway,
+					Type:    "upstream_error",
+					Code:    "upstream_unreachable",
+					Message: err.Error(),
+				},
+			)
 			return "", true
 		}
 		return "connect", false
@@ -216,7 +237,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 // copyBody copies body to w chunk by chunk, flushing each. It returns whether the bytes sent end
 // between two SSE events and the model server's error that broke the body (nil at its end, or
 // when the client went away).
-func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body io.Reader, a *pipeline.Attempt) (bool, error) {
+func (s *Server) copyBody(
+	w http.ResponseWriter,
+	r *http.Request,
+	rc *http.ResponseController,
+	body io.Reader,
+	a *pipeline.Attempt,
+) (bool, error) {
 	bp := getCopyBuf()
 	defer putCopyBuf(bp)
 	buf := *bp

@@ -115,7 +115,10 @@ func (w *hashWatch) see(stage string, req *framework.Request) {
 	}
 	w.reads++
 	if !slices.Equal(req.PrefixHashes, want) {
-		w.bad = append(w.bad, fmt.Sprintf("%s of request %s: %d hashes, want %d unchanged", stage, req.ID, len(req.PrefixHashes), len(want)))
+		w.bad = append(
+			w.bad,
+			fmt.Sprintf("%s of request %s: %d hashes, want %d unchanged", stage, req.ID, len(req.PrefixHashes), len(want)),
+		)
 	}
 }
 
@@ -207,7 +210,11 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = queueing
 	fcfg.RetryInterval = time.Hour // only Notify retries, so tests see what triggers them
-	flow, err := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
+	flow, err := flowcontrol.New(
+		fcfg,
+		e.sched,
+		flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,10 @@ func TestTrickledBodyIsRefused(t *testing.T) {
 	})
 	e := newEnv(t, func(c *proxy.Config) { c.BodyReadTimeout = 300 * time.Millisecond }, up)
 	body := `{"model":"llama","prompt":"a slow client"}`
-	head := fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	head := fmt.Sprintf(
+		"POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+		len(body),
+	)
 	start := time.Now()
 	if code := rawRequest(t, e.url, head, body, 100*time.Millisecond); code != http.StatusBadRequest {
 		t.Fatalf("trickled body answered %d, want 400", code)

@@ -70,7 +70,11 @@ switchyard_gateway_invalid_header_requests_total{header="x-slo-ttft-ms"} 0
 switchyard_gateway_invalid_header_requests_total{header="x-switchyard-hand-back-ms"} 0
 switchyard_gateway_invalid_header_requests_total{header="x-switchyard-priority"} %d
 `, refused)
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "switchyard_gateway_invalid_header_requests_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		e.reg,
+		strings.NewReader(want),
+		"switchyard_gateway_invalid_header_requests_total",
+	); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(logs.String(), `"msg":"request refused: invalid header"`); n != refused {
@@ -83,7 +87,10 @@ switchyard_gateway_invalid_header_requests_total{header="x-switchyard-priority"}
 // server unchanged (llm-d's servers and sidecars read the same headers).
 func TestSLOHeaders(t *testing.T) {
 	var seen http.Header
-	up := upstream(t, func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Clone(); fmt.Fprint(w, `{"ok":true}`) })
+	up := upstream(
+		t,
+		func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Clone(); fmt.Fprint(w, `{"ok":true}`) },
+	)
 	e := newEnvWith(t, envOptions{}, up)
 	tests := []struct {
 		name, header, value string

@@ -56,10 +56,18 @@ func TestTracingSpans(t *testing.T) {
 	seen := &seenTraceparents{}
 	up := upstream(t, seen.handler(usageAnswer))
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(rec),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+	)
 	e := newEnvWith(t, envOptions{tracer: tracing.NewTracer(tp)}, up)
 
-	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"a secret prompt"}`, map[string]string{"traceparent": clientTP})
+	resp := post(
+		t,
+		e.url+"/v1/completions",
+		`{"model":"llama","prompt":"a secret prompt"}`,
+		map[string]string{"traceparent": clientTP},
+	)
 	_, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

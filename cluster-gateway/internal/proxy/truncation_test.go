@@ -91,13 +91,21 @@ func TestTruncatedUpstreamAbortsTheAnswer(t *testing.T) {
 					want = "switchyard_gateway_upstream_truncated_total{body=\"json\"} 0\nswitchyard_gateway_upstream_truncated_total{body=\"stream\"} 1\n"
 				}
 				poll.Until(t, waitTimeout, func() bool {
-					return testutil.GatherAndCompare(e.reg, strings.NewReader(truncatedHelp+want), "switchyard_gateway_upstream_truncated_total") == nil
+					return testutil.GatherAndCompare(
+						e.reg,
+						strings.NewReader(truncatedHelp+want),
+						"switchyard_gateway_upstream_truncated_total",
+					) == nil
 				}, "the truncation counted")
 				// The gateway keeps serving: the next request goes to the whole pod.
 				e.sched.mu.Lock()
 				e.sched.order = []string{whole}
 				e.sched.mu.Unlock()
-				resp, err = client.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x"}`))
+				resp, err = client.Post(
+					e.url+"/v1/completions",
+					"application/json",
+					strings.NewReader(`{"model":"llama","prompt":"x"}`),
+				)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -145,7 +145,13 @@ func dropEjected(eps []framework.Endpoint, now time.Time) []framework.Endpoint {
 
 // score sums weight·score over the profile's scorers into ScoredEndpoints. With dbg it also writes
 // every endpoint's score from every scorer there, "address: scorer=score ... total=sum; ...".
-func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []framework.Endpoint, dbg *strings.Builder) []framework.ScoredEndpoint {
+func (s *Scheduler) score(
+	ctx context.Context,
+	req *framework.Request,
+	sc *scratch,
+	cands []framework.Endpoint,
+	dbg *strings.Builder,
+) []framework.ScoredEndpoint {
 	n := len(cands)
 	sc.totals = grow(sc.totals, n)
 	sc.tmp = grow(sc.tmp, n)

@@ -147,7 +147,10 @@ func (sm *sim) place(h held) bool {
 	sm.s.PreRequest(context.Background(), req, res)
 	pod.ep.AddInFlight(1)
 	pod.served++
-	pod.queue = append(pod.queue, &simReq{req: req, pod: pod, arrived: h.arrived, left: float64(req.PromptTokens), out: req.MaxTokens})
+	pod.queue = append(
+		pod.queue,
+		&simReq{req: req, pod: pod, arrived: h.arrived, left: float64(req.PromptTokens), out: req.MaxTokens},
+	)
 	return true
 }
 

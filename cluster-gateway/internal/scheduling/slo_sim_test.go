@@ -37,7 +37,12 @@ func TestSLOFilterRaisesGoodput(t *testing.T) {
 		t.Fatal(err)
 	}
 	without := filepath.Join(t.TempDir(), "no-slo-filter.yaml")
-	stripped := strings.Replace(strings.Replace(string(raw), "- type: slo-filter\n", "", 1), "  - pluginRef: slo-filter\n", "", 1)
+	stripped := strings.Replace(
+		strings.Replace(string(raw), "- type: slo-filter\n", "", 1),
+		"  - pluginRef: slo-filter\n",
+		"",
+		1,
+	)
 	if strings.Contains(stripped, "type: slo-filter") || strings.Contains(stripped, "pluginRef: slo-filter") {
 		t.Fatal("could not remove the slo-filter from the default profile")
 	}

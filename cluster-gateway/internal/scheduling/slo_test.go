@@ -36,13 +36,26 @@ func TestSLOFilterInDefaultProfile(t *testing.T) {
 	}{
 		{"sheddable, unattainable: refused", tight, -1, ""},
 		{"critical, unattainable: the nearest pod", tight, 5, "10.0.0.1:80"},
-		{"default priority, unattainable: the nearest pod", framework.SLO{TTFT: 50 * time.Millisecond, TPOT: time.Millisecond}, 0, "10.0.0.1:80"},
+		{
+			"default priority, unattainable: the nearest pod",
+			framework.SLO{TTFT: 50 * time.Millisecond, TPOT: time.Millisecond},
+			0,
+			"10.0.0.1:80",
+		},
 		{"sheddable, attainable: served", framework.SLO{TTFT: time.Second, TPOT: 50 * time.Millisecond}, -1, "10.0.0.1:80"},
 		{"no objectives: served", framework.SLO{}, -1, "10.0.0.1:80"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &framework.Request{ID: "r", Model: "m", BaseModel: "m", PromptTokens: 1000, Priority: tt.priority, SLO: tt.slo, Arrived: h.Now()}
+			req := &framework.Request{
+				ID:           "r",
+				Model:        "m",
+				BaseModel:    "m",
+				PromptTokens: 1000,
+				Priority:     tt.priority,
+				SLO:          tt.slo,
+				Arrived:      h.Now(),
+			}
 			res, err := s.Schedule(context.Background(), req)
 			if tt.want == "" {
 				if !errors.Is(err, scheduling.ErrSLOUnattainable) || res != nil {

@@ -51,8 +51,12 @@ const waitTimeout = 10 * time.Second
 
 func TestScraperEngines(t *testing.T) {
 	servers := map[datastore.Engine]*fakeServer{
-		datastore.EngineVLLM:   newFakeServer(t, datastore.EngineVLLM, vllmModels),
-		datastore.EngineSGLang: newFakeServer(t, datastore.EngineSGLang, `{"data":[{"id":"qwen","root":"qwen","parent":null}]}`),
+		datastore.EngineVLLM: newFakeServer(t, datastore.EngineVLLM, vllmModels),
+		datastore.EngineSGLang: newFakeServer(
+			t,
+			datastore.EngineSGLang,
+			`{"data":[{"id":"qwen","root":"qwen","parent":null}]}`,
+		),
 		datastore.EngineTRTLLM: newFakeServer(t, datastore.EngineTRTLLM, `{"data":[{"id":"mistral"}]}`),
 	}
 	store := datastore.NewStore(nil, nil)
@@ -132,7 +136,11 @@ func TestFailingPodMetricsAge(t *testing.T) {
 	if age2 <= age1 || !ep.Stale(time.Now(), 2*time.Second) {
 		t.Fatalf("failing pod: age %v then %v, stale=%v", age1, age2, ep.Stale(time.Now(), 2*time.Second))
 	}
-	n, err := testutil.GatherAndCount(reg, "switchyard_gateway_scrape_errors_total", "switchyard_gateway_endpoint_metrics_age_seconds")
+	n, err := testutil.GatherAndCount(
+		reg,
+		"switchyard_gateway_scrape_errors_total",
+		"switchyard_gateway_endpoint_metrics_age_seconds",
+	)
 	if err != nil || n != 2 {
 		t.Fatalf("gathered %d series, err %v", n, err)
 	}

@@ -30,8 +30,16 @@ func TestParseMetricSpec(t *testing.T) {
 		{"vllm:num_requests_waiting", scrape.MetricSpec{Name: "vllm:num_requests_waiting"}, ""},
 		{"nv_trt_llm_request_metrics{request_type=waiting}", scrape.MetricSpec{Name: "nv_trt_llm_request_metrics",
 			Labels: []scrape.LabelMatch{{Name: "request_type", Value: "waiting"}}}, ""},
-		{` m{a = "x", b=y} `, scrape.MetricSpec{Name: "m", Labels: []scrape.LabelMatch{{Name: "a", Value: "x"}, {Name: "b", Value: "y"}}}, ""},
-		{`"sglang:num_queue_reqs"`, scrape.MetricSpec{Name: "sglang:num_queue_reqs"}, ""}, // a chart's --flag="value" argument
+		{
+			` m{a = "x", b=y} `,
+			scrape.MetricSpec{Name: "m", Labels: []scrape.LabelMatch{{Name: "a", Value: "x"}, {Name: "b", Value: "y"}}},
+			"",
+		},
+		{
+			`"sglang:num_queue_reqs"`,
+			scrape.MetricSpec{Name: "sglang:num_queue_reqs"},
+			"",
+		}, // a chart's --flag="value" argument
 		{"m{a=x", scrape.MetricSpec{}, "want name{label=value"},
 		{"m{a=x}z", scrape.MetricSpec{}, "want name{label=value"},
 		{"m{a}", scrape.MetricSpec{}, `label "a"`},
@@ -104,14 +112,32 @@ func TestParseWithFamilies(t *testing.T) {
 		{"no selector sums every series", triton, scrape.Families{Waiting: spec(t, "nv_trt_llm_request_metrics")},
 			datastore.Metrics{WaitingQueue: 529}, nil},
 		{"the engine's families are not read", triton, scrape.Families{}, datastore.Metrics{}, scrape.ErrNoFamilies},
-		{"lora off", vllm, scrape.Families{LoRA: spec(t, "")}, datastore.Metrics{
-			WaitingQueue: 3, Running: 12, KVUsage: 0.4123, KVBlockSize: 16, KVTotalBlocks: 27189, PrefixHits: 65432, PrefixQueries: 123456,
-		}, nil},
-		{"a replaced family is read under its new name only", vllm, scrape.Families{Waiting: spec(t, "vllm:num_requests_running")}, datastore.Metrics{
-			WaitingQueue: 12, Running: 12, KVUsage: 0.4123, KVBlockSize: 16, KVTotalBlocks: 27189,
-			ActiveAdapters: []string{"sql-lora", "chat-lora"}, WaitingAdapters: []string{"tweet-lora"}, MaxLoRA: 4,
-			PrefixHits: 65432, PrefixQueries: 123456,
-		}, nil},
+		{
+			"lora off",
+			vllm,
+			scrape.Families{LoRA: spec(t, "")},
+			datastore.Metrics{
+				WaitingQueue:  3,
+				Running:       12,
+				KVUsage:       0.4123,
+				KVBlockSize:   16,
+				KVTotalBlocks: 27189,
+				PrefixHits:    65432,
+				PrefixQueries: 123456,
+			},
+			nil,
+		},
+		{
+			"a replaced family is read under its new name only",
+			vllm,
+			scrape.Families{Waiting: spec(t, "vllm:num_requests_running")},
+			datastore.Metrics{
+				WaitingQueue: 12, Running: 12, KVUsage: 0.4123, KVBlockSize: 16, KVTotalBlocks: 27189,
+				ActiveAdapters: []string{"sql-lora", "chat-lora"}, WaitingAdapters: []string{"tweet-lora"}, MaxLoRA: 4,
+				PrefixHits: 65432, PrefixQueries: 123456,
+			},
+			nil,
+		},
 		{"lora and cache info by their vllm names", vllm, scrape.Families{
 			LoRA: spec(t, "vllm:lora_requests_info"), CacheInfo: spec(t, "vllm:cache_config_info"),
 		}, datastore.Metrics{

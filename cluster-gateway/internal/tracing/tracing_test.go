@@ -95,7 +95,10 @@ func TestPropagation(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	tr := tracing.NewTracer(tp)
-	in := http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, "Tracestate": {"vendor=1"}}
+	in := http.Header{
+		"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		"Tracestate":  {"vendor=1"},
+	}
 	ctx, span := tr.Start(tr.Extract(context.Background(), propagation.HeaderCarrier(in)), "s", trace.SpanKindServer)
 	out := http.Header{"Traceparent": {"00-11111111111111111111111111111111-2222222222222222-01"}}
 	tr.Inject(ctx, propagation.HeaderCarrier(out))

@@ -87,7 +87,12 @@ type Explainer interface {
 // *configstore.Store implements it. Implementations must be safe for concurrent use and return
 // errors wrapping configstore.ErrNotFound, ErrConflict and ErrInvalid as documented there.
 type RegistrationStore interface {
-	PutRegistration(ctx context.Context, r *adminv1.ClusterRegistration, expectedRevision int64, allowCleartext bool) (*adminv1.ClusterRegistration, error)
+	PutRegistration(
+		ctx context.Context,
+		r *adminv1.ClusterRegistration,
+		expectedRevision int64,
+		allowCleartext bool,
+	) (*adminv1.ClusterRegistration, error)
 	DeleteRegistration(ctx context.Context, cluster string, expectedRevision int64) error
 	ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegistration, error)
 }

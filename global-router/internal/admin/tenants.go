@@ -12,7 +12,10 @@ import (
 
 // GetTenant returns a tenant's stored limits, read from etcd: NotFound when none are stored,
 // DataLoss when the stored value cannot be read.
-func (s *Server) GetTenant(ctx context.Context, req *connect.Request[adminv1.GetTenantRequest]) (*connect.Response[adminv1.GetTenantResponse], error) {
+func (s *Server) GetTenant(
+	ctx context.Context,
+	req *connect.Request[adminv1.GetTenantRequest],
+) (*connect.Response[adminv1.GetTenantResponse], error) {
 	name := req.Msg.GetName()
 	if err := configstore.ValidateName("tenant", name); err != nil {
 		return nil, invalidField("name", "%v", err)
@@ -29,7 +32,10 @@ func (s *Server) GetTenant(ctx context.Context, req *connect.Request[adminv1.Get
 // PutTenant stores a tenant if tenant.revision is the stored revision (0: none stored yet);
 // FailedPrecondition otherwise, InvalidArgument naming the field for invalid limits, an invalid
 // name or an API key digest another tenant holds.
-func (s *Server) PutTenant(ctx context.Context, req *connect.Request[adminv1.PutTenantRequest]) (*connect.Response[adminv1.PutTenantResponse], error) {
+func (s *Server) PutTenant(
+	ctx context.Context,
+	req *connect.Request[adminv1.PutTenantRequest],
+) (*connect.Response[adminv1.PutTenantResponse], error) {
 	t := req.Msg.GetTenant()
 	if t == nil {
 		return nil, invalidField("tenant", "is missing")
@@ -51,7 +57,10 @@ func (s *Server) PutTenant(ctx context.Context, req *connect.Request[adminv1.Put
 }
 
 // DeleteTenant removes a tenant; a non-zero revision must match the stored one.
-func (s *Server) DeleteTenant(ctx context.Context, req *connect.Request[adminv1.DeleteTenantRequest]) (*connect.Response[adminv1.DeleteTenantResponse], error) {
+func (s *Server) DeleteTenant(
+	ctx context.Context,
+	req *connect.Request[adminv1.DeleteTenantRequest],
+) (*connect.Response[adminv1.DeleteTenantResponse], error) {
 	name, rev := req.Msg.GetName(), req.Msg.GetRevision()
 	if err := configstore.ValidateName("tenant", name); err != nil {
 		return nil, invalidField("name", "%v", err)
@@ -69,7 +78,10 @@ func (s *Server) DeleteTenant(ctx context.Context, req *connect.Request[adminv1.
 }
 
 // ListTenants returns every stored tenant, ordered by name, read from etcd.
-func (s *Server) ListTenants(ctx context.Context, _ *connect.Request[adminv1.ListTenantsRequest]) (*connect.Response[adminv1.ListTenantsResponse], error) {
+func (s *Server) ListTenants(
+	ctx context.Context,
+	_ *connect.Request[adminv1.ListTenantsRequest],
+) (*connect.Response[adminv1.ListTenantsResponse], error) {
 	ctx, cancel := s.storeCtx(ctx)
 	defer cancel()
 	ts, err := s.deps.Tenants.ListTenants(ctx)

@@ -20,7 +20,13 @@ func TestTenantLifecycle(t *testing.T) {
 	ctx := testCtx(t)
 	c := e.Client
 	d := sha256.Sum256([]byte("sk-acme"))
-	in := &adminv1.Tenant{Name: "acme", TokensPerMinute: 60000, RequestsPerSecond: 10, MaxConcurrent: 4, ApiKeySha256: []string{hex.EncodeToString(d[:])}}
+	in := &adminv1.Tenant{
+		Name:              "acme",
+		TokensPerMinute:   60000,
+		RequestsPerSecond: 10,
+		MaxConcurrent:     4,
+		ApiKeySha256:      []string{hex.EncodeToString(d[:])},
+	}
 
 	_, err := c.GetTenant(ctx, connect.NewRequest(&adminv1.GetTenantRequest{Name: "acme"}))
 	wantCode(t, err, connect.CodeNotFound)
@@ -62,7 +68,10 @@ func TestTenantLifecycle(t *testing.T) {
 
 	_, err = c.DeleteTenant(ctx, connect.NewRequest(&adminv1.DeleteTenantRequest{Name: "acme", Revision: rev + 100}))
 	wantCode(t, err, connect.CodeFailedPrecondition)
-	if _, err := c.DeleteTenant(ctx, connect.NewRequest(&adminv1.DeleteTenantRequest{Name: "acme", Revision: rev})); err != nil {
+	if _, err := c.DeleteTenant(
+		ctx,
+		connect.NewRequest(&adminv1.DeleteTenantRequest{Name: "acme", Revision: rev}),
+	); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.DeleteTenant(ctx, connect.NewRequest(&adminv1.DeleteTenantRequest{Name: "acme"}))
@@ -78,5 +87,10 @@ func TestTenantLifecycle(t *testing.T) {
 
 func waitTenant(t *testing.T, s *configstore.Store, name string) {
 	t.Helper()
-	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := s.Snapshot().Tenant(name); return ok }, "tenant "+name+" in the view")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { _, ok := s.Snapshot().Tenant(name); return ok },
+		"tenant "+name+" in the view",
+	)
 }

@@ -75,7 +75,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{r.buildTracing, r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildTLS, r.buildDNS}
+	steps := []func(context.Context) error{
+		r.buildTracing,
+		r.buildEtcd,
+		r.buildStore,
+		r.buildGossip,
+		r.buildData,
+		r.buildToken,
+		r.buildAdmin,
+		r.buildTLS,
+		r.buildDNS,
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			r.close()
@@ -108,7 +118,15 @@ func (r *Router) buildEtcd(ctx context.Context) error {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
 		r.etcd, endpoints = srv, srv.Endpoints()
-		r.log.Info("embedded etcd started", "endpoints", endpoints, "data_dir", ecfg.DataDir, "tls", ecfg.ClientCertFile != "")
+		r.log.Info(
+			"embedded etcd started",
+			"endpoints",
+			endpoints,
+			"data_dir",
+			ecfg.DataDir,
+			"tls",
+			ecfg.ClientCertFile != "",
+		)
 	}
 	cli, err := etcdclient.New(r.cfg.etcdClient(endpoints), r.log.With("component", "etcd-client"))
 	if err != nil {
@@ -201,7 +219,14 @@ func (r *Router) buildData(context.Context) error {
 	lc.Window = r.cfg.TenantTokenWindow
 	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
 	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
-	r.front = frontdoor.New(dc, r.table, policyView{r.store}, fwd, r.log.With("component", "frontdoor"), frontdoor.NewMetrics(r.reg))
+	r.front = frontdoor.New(
+		dc,
+		r.table,
+		policyView{r.store},
+		fwd,
+		r.log.With("component", "frontdoor"),
+		frontdoor.NewMetrics(r.reg),
+	)
 	return nil
 }
 
@@ -256,7 +281,14 @@ func (r *Router) run(ctx context.Context) error {
 	g.Go(func() error { return gossip.KeyFileWatcher{Node: r.node, Path: r.cfg.GossipKeyFile}.Run(ctx) })
 	g.Go(func() error { return r.tokenWatcher().Run(ctx) })
 	g.Go(func() error {
-		return identity.Watch{Config: r.store, Verifier: r.ident, Node: r.node, Logger: r.log.With("component", "identity")}.Run(ctx)
+		return identity.Watch{
+			Config:   r.store,
+			Verifier: r.ident,
+			Node:     r.node,
+			Logger:   r.log.With("component", "identity"),
+		}.Run(
+			ctx,
+		)
 	})
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })

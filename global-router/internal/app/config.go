@@ -257,9 +257,18 @@ func (c *Config) validateTLS() []error {
 	}
 	add((c.TLSCertFile == "") != (c.TLSKeyFile == ""), "--tls-cert-file and --tls-key-file must be given together")
 	add(c.TLSClientCAFile != "" && c.TLSCertFile == "", "--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
-	add((c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""), "--admin-tls-cert-file and --admin-tls-key-file must be given together")
-	add(c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "", "--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file")
-	add((c.GatewayCertFile == "") != (c.GatewayKeyFile == ""), "--gateway-cert-file and --gateway-key-file must be given together")
+	add(
+		(c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""),
+		"--admin-tls-cert-file and --admin-tls-key-file must be given together",
+	)
+	add(
+		c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "",
+		"--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file",
+	)
+	add(
+		(c.GatewayCertFile == "") != (c.GatewayKeyFile == ""),
+		"--gateway-cert-file and --gateway-key-file must be given together",
+	)
 	return errs
 }
 
@@ -281,13 +290,26 @@ func (c *Config) validateValues() []error {
 		"--max-inflight-body-bytes: %d must be at least --max-body-bytes (%d), or no body of the largest size could be read",
 		c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	add(c.QueueWait < 0, "--queue-wait: %v must be >= 0", c.QueueWait)
-	add(c.TenantTokenWindow < time.Second || c.TenantTokenWindow > time.Hour, "--tenant-token-window: %v must be within 1s..1h", c.TenantTokenWindow)
+	add(
+		c.TenantTokenWindow < time.Second || c.TenantTokenWindow > time.Hour,
+		"--tenant-token-window: %v must be within 1s..1h",
+		c.TenantTokenWindow,
+	)
 	add(c.MaxAttempts < 1, "--max-attempts: %d must be >= 1", c.MaxAttempts)
-	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
+	add(
+		c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100,
+		"--max-ejection-percent: %d must be 0..100",
+		c.MaxEjectionPercent,
+	)
 	add(!slices.Contains(RoutingModes(), c.RoutingMode),
 		"--routing-mode: %q must be one of %s", c.RoutingMode, strings.Join(RoutingModes(), ", "))
-	add(c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
-		"--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
+	add(
+		c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
+		"--policy-unavailable: %q must be %s or %s",
+		c.PolicyUnavailable,
+		frontdoor.PolicyUnavailableRefuse,
+		frontdoor.PolicyUnavailableLocal,
+	)
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
 	if err := c.tracingConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
@@ -302,13 +324,17 @@ func (c *Config) validateEtcd() error {
 	serverTLS := c.EmbeddedEtcdCertFile != "" || c.EmbeddedEtcdKeyFile != "" || c.EmbeddedEtcdClientCAFile != ""
 	switch {
 	case !embedded && serverTLS:
-		return errors.New("--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints")
+		return errors.New(
+			"--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints",
+		)
 	case (c.EmbeddedEtcdCertFile == "") != (c.EmbeddedEtcdKeyFile == ""):
 		return errors.New("--embedded-etcd-cert-file and --embedded-etcd-key-file must be given together")
 	case c.EmbeddedEtcdClientCAFile != "" && c.EmbeddedEtcdCertFile == "":
 		return errors.New("--embedded-etcd-client-ca-file needs --embedded-etcd-cert-file and --embedded-etcd-key-file")
 	case c.EmbeddedEtcdClientCAFile != "" && c.EtcdCertFile == "":
-		return errors.New("--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file")
+		return errors.New(
+			"--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file",
+		)
 	}
 	return c.etcdClient(nil).Validate()
 }

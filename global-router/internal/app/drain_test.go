@@ -45,7 +45,12 @@ func TestServeDrains(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b), nil
 	}
-	poll.Until(t, waitTimeout, func() bool { r, _, err := get("/fast"); return err == nil && r.StatusCode == 200 }, "the server to answer")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { r, _, err := get("/fast"); return err == nil && r.StatusCode == 200 },
+		"the server to answer",
+	)
 	slow := make(chan string, 1)
 	go func() {
 		_, body, err := get("/slow")
@@ -68,7 +73,11 @@ func TestServeDrains(t *testing.T) {
 		return r.StatusCode == http.StatusServiceUnavailable
 	}, "a 503 while draining")
 	if resp.Header.Get("Retry-After") == "" || !resp.Close {
-		t.Errorf("503 while draining: Retry-After %q, Connection: close %v; want both", resp.Header.Get("Retry-After"), resp.Close)
+		t.Errorf(
+			"503 while draining: Retry-After %q, Connection: close %v; want both",
+			resp.Header.Get("Retry-After"),
+			resp.Close,
+		)
 	}
 	const wantBody = `{"error":{"message":"the router is shutting down; retry","type":"service_unavailable","param":null,"code":"shutting_down"}}` + "\n"
 	if refusal != wantBody || resp.Header.Get("Content-Type") != "application/json" {

@@ -68,7 +68,11 @@ func newEnv(tb testing.TB) *env {
 	tb.Cleanup(gw.Close)
 	dir := tb.TempDir()
 	e.keyFile, e.tokenFile = filepath.Join(dir, "gossip.key"), filepath.Join(dir, "admin-token")
-	if err := os.WriteFile(e.keyFile, []byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(
+		e.keyFile,
+		[]byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"),
+		0o600,
+	); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(e.tokenFile, []byte(token+"\n"), 0o600); err != nil {
@@ -279,7 +283,10 @@ func answers(ctx context.Context, url string, status int) error {
 
 // chosen returns the cluster r would send a request for model to ("" when none or on error).
 func (r *router) chosen(ctx context.Context) string {
-	resp, err := r.admin.ExplainRoute(ctx, connect.NewRequest(&adminv1.ExplainRouteRequest{Model: model, PromptTokens: 1000}))
+	resp, err := r.admin.ExplainRoute(
+		ctx,
+		connect.NewRequest(&adminv1.ExplainRouteRequest{Model: model, PromptTokens: 1000}),
+	)
 	if err != nil {
 		return ""
 	}

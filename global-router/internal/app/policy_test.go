@@ -38,7 +38,11 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 				c.EtcdEndpoints = []string{"http://" + freeAddr(t)} // nothing listens there
 				c.PolicyUnavailable = tt.mode
 			}, "/healthz")
-			if code, body := get(t, "http://"+r.cfg.MetricsListen+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "configuration not loaded") {
+			if code, body := get(
+				t,
+				"http://"+r.cfg.MetricsListen+"/readyz",
+			); code != http.StatusServiceUnavailable ||
+				!strings.Contains(body, "configuration not loaded") {
 				t.Fatalf("/readyz with etcd unreachable = %d %q, want 503 naming the configuration", code, body)
 			}
 			// Wait until gossip has brought the clusters, so a refusal is the policy's doing.
@@ -63,10 +67,17 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 			}
 			if tt.mode == "refuse" {
 				checkRefusal(t, resp, body)
-				if _, m := get(t, "http://"+r.cfg.MetricsListen+"/metrics"); !strings.Contains(m, `switchyard_router_policy_unavailable_total{reason="not_loaded"} 1`) {
+				if _, m := get(
+					t,
+					"http://"+r.cfg.MetricsListen+"/metrics",
+				); !strings.Contains(
+					m,
+					`switchyard_router_policy_unavailable_total{reason="not_loaded"} 1`,
+				) {
 					t.Fatalf("the refusal is not counted as not_loaded:\n%s", m)
 				}
-				if ex.Msg.GetError() == "" || !strings.Contains(ex.Msg.GetError(), "not loaded") || ex.Msg.GetPolicy() != nil || ex.Msg.GetChosenCluster() != "" {
+				if ex.Msg.GetError() == "" || !strings.Contains(ex.Msg.GetError(), "not loaded") || ex.Msg.GetPolicy() != nil ||
+					ex.Msg.GetChosenCluster() != "" {
 					t.Fatalf("ExplainRoute while refusing = %v, want an error, no policy and no cluster", ex.Msg)
 				}
 				return
@@ -74,8 +85,14 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 			if got := resp.Header.Get("X-Switchyard-Cluster"); got != e.preferred {
 				t.Fatalf("served by %q, want the local %s", got, e.preferred)
 			}
-			if p := ex.Msg.GetPolicy(); ex.Msg.GetChosenCluster() != e.preferred || !slices.Equal(p.GetAllowedRegions(), []string{region}) {
-				t.Fatalf("ExplainRoute in local mode = %v, want %s chosen under a policy allowing %s only", ex.Msg, e.preferred, region)
+			if p := ex.Msg.GetPolicy(); ex.Msg.GetChosenCluster() != e.preferred ||
+				!slices.Equal(p.GetAllowedRegions(), []string{region}) {
+				t.Fatalf(
+					"ExplainRoute in local mode = %v, want %s chosen under a policy allowing %s only",
+					ex.Msg,
+					e.preferred,
+					region,
+				)
 			}
 		})
 	}
@@ -92,7 +109,8 @@ func checkRefusal(t *testing.T, resp *http.Response, body string) {
 	if err := json.Unmarshal([]byte(body), &msg); err != nil {
 		t.Fatalf("refusal body %q: %v", body, err)
 	}
-	if msg.Error.Code != "policy_unavailable" || msg.Error.Type != "service_unavailable" || !strings.Contains(msg.Error.Message, "not loaded") {
+	if msg.Error.Code != "policy_unavailable" || msg.Error.Type != "service_unavailable" ||
+		!strings.Contains(msg.Error.Message, "not loaded") {
 		t.Fatalf("refusal = %+v, want code policy_unavailable saying policies are not loaded", msg.Error)
 	}
 	if resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Switchyard-Cluster") != "" {

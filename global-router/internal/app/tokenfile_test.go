@@ -75,7 +75,12 @@ func TestTokenFileWatcherRotates(t *testing.T) {
 	var got applied
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	w := tokenFileWatcher{Path: path, Interval: 10 * time.Millisecond, Apply: got.apply, Log: slog.New(slog.DiscardHandler)}
+	w := tokenFileWatcher{
+		Path:     path,
+		Interval: 10 * time.Millisecond,
+		Apply:    got.apply,
+		Log:      slog.New(slog.DiscardHandler),
+	}
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
 		cancel()

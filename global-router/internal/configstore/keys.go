@@ -6,7 +6,8 @@
 // loads the prefix and then watches it, publishing every change as a new immutable View that the
 // data path reads without locks; while etcd is unreachable the last good View stays in force.
 // Policies fail closed: before the first load, and for a model whose stored value cannot be read,
-// View.Policy returns an error instead of the defaults (which allow every region). Elector runs leader elections (the DNS sync's) under the same prefix.
+// View.Policy returns an error instead of the defaults (which allow every region). Elector runs leader elections (the
+// DNS sync's) under the same prefix.
 package configstore
 
 import (

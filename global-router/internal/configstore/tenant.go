@@ -78,7 +78,11 @@ func validateDigests(ds []string) error {
 // ValidateKeyDigest checks one API key digest: a SHA-256 in 64 lower-case hex digits.
 func ValidateKeyDigest(d string) error {
 	if len(d) != 64 || strings.ToLower(d) != d {
-		return fmt.Errorf("%w: an API key digest is 64 lower-case hex digits (SHA-256), got %d characters", ErrInvalid, len(d))
+		return fmt.Errorf(
+			"%w: an API key digest is 64 lower-case hex digits (SHA-256), got %d characters",
+			ErrInvalid,
+			len(d),
+		)
 	}
 	if _, err := hex.DecodeString(d); err != nil {
 		return fmt.Errorf("%w: an API key digest is 64 lower-case hex digits (SHA-256): %v", ErrInvalid, err)
@@ -208,7 +212,12 @@ func (s *Store) GetTenant(ctx context.Context, name string) (*adminv1.Tenant, er
 // ListTenants returns every stored tenant, ordered by name. A stored value that is not a valid
 // tenant fails the whole list with an error naming it.
 func (s *Store) ListTenants(ctx context.Context) ([]*adminv1.Tenant, error) {
-	resp, err := s.client.Get(ctx, TenantPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := s.client.Get(
+		ctx,
+		TenantPrefix,
+		clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("configstore: list tenants: %w", err)
 	}
@@ -254,7 +263,15 @@ func (s *Store) putTenant(next, prev *View, name string, value []byte, modRev in
 			return
 		}
 		s.metrics.invalid.Inc()
-		s.logger.Warn("stored tenant unreadable, its requests refused until it is fixed", "key", TenantKey(name), "revision", modRev, "err", err)
+		s.logger.Warn(
+			"stored tenant unreadable, its requests refused until it is fixed",
+			"key",
+			TenantKey(name),
+			"revision",
+			modRev,
+			"err",
+			err,
+		)
 		return
 	}
 	next.tenants[name] = t

@@ -25,7 +25,17 @@ func TestValidateTenant(t *testing.T) {
 		tenant  *adminv1.Tenant
 		wantErr string
 	}{
-		{"valid", &adminv1.Tenant{Name: "acme", TokensPerMinute: 1000, RequestsPerSecond: 2.5, MaxConcurrent: 4, ApiKeySha256: []string{ok}}, ""},
+		{
+			"valid",
+			&adminv1.Tenant{
+				Name:              "acme",
+				TokensPerMinute:   1000,
+				RequestsPerSecond: 2.5,
+				MaxConcurrent:     4,
+				ApiKeySha256:      []string{ok},
+			},
+			"",
+		},
 		{"no limits", &adminv1.Tenant{Name: "acme"}, ""},
 		{"missing", nil, "missing"},
 		{"empty name", &adminv1.Tenant{}, "name"},
@@ -34,7 +44,11 @@ func TestValidateTenant(t *testing.T) {
 		{"huge tokens", &adminv1.Tenant{Name: "a", TokensPerMinute: configstore.MaxTokensPerMinute + 1}, "tokens_per_minute"},
 		{"nan rps", &adminv1.Tenant{Name: "a", RequestsPerSecond: math.NaN()}, "requests_per_second"},
 		{"negative rps", &adminv1.Tenant{Name: "a", RequestsPerSecond: -0.5}, "requests_per_second"},
-		{"huge rps", &adminv1.Tenant{Name: "a", RequestsPerSecond: configstore.MaxRequestsPerSecond + 1}, "requests_per_second"},
+		{
+			"huge rps",
+			&adminv1.Tenant{Name: "a", RequestsPerSecond: configstore.MaxRequestsPerSecond + 1},
+			"requests_per_second",
+		},
 		{"negative concurrency", &adminv1.Tenant{Name: "a", MaxConcurrent: -1}, "max_concurrent"},
 		{"huge concurrency", &adminv1.Tenant{Name: "a", MaxConcurrent: configstore.MaxConcurrent + 1}, "max_concurrent"},
 		{"short digest", &adminv1.Tenant{Name: "a", ApiKeySha256: []string{"abcd"}}, "api_key_sha256[0]"},
@@ -76,7 +90,13 @@ func TestTenantLifecycle(t *testing.T) {
 	runStore(t, s)
 	ctx := testCtx(t)
 
-	in := &adminv1.Tenant{Name: "acme", TokensPerMinute: 6000, RequestsPerSecond: 5, MaxConcurrent: 2, ApiKeySha256: []string{digestOf("key-1")}}
+	in := &adminv1.Tenant{
+		Name:              "acme",
+		TokensPerMinute:   6000,
+		RequestsPerSecond: 5,
+		MaxConcurrent:     2,
+		ApiKeySha256:      []string{digestOf("key-1")},
+	}
 	stored, err := s.PutTenant(ctx, in, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +109,14 @@ func TestTenantLifecycle(t *testing.T) {
 	}
 	// Another tenant may not take acme's key (checked against the watched view).
 	poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().Tenant("acme"); return ok }, "acme in the view")
-	if _, err := s.PutTenant(ctx, &adminv1.Tenant{Name: "other", ApiKeySha256: in.ApiKeySha256}, 0); !errors.Is(err, configstore.ErrInvalid) {
+	if _, err := s.PutTenant(
+		ctx,
+		&adminv1.Tenant{Name: "other", ApiKeySha256: in.ApiKeySha256},
+		0,
+	); !errors.Is(
+		err,
+		configstore.ErrInvalid,
+	) {
 		t.Fatalf("put of another tenant with acme's key = %v, want ErrInvalid", err)
 	}
 	got, err := s.GetTenant(ctx, "acme")
@@ -133,7 +160,12 @@ func TestTenantLifecycle(t *testing.T) {
 	if err := s.DeleteTenant(ctx, "acme", 0); !errors.Is(err, configstore.ErrNotFound) {
 		t.Fatalf("second delete = %v, want ErrNotFound", err)
 	}
-	poll.Until(t, waitTimeout, func() bool { return !s.Snapshot().HasAPIKeys() && s.Snapshot().Tenants() == 0 }, "tenant gone")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { return !s.Snapshot().HasAPIKeys() && s.Snapshot().Tenants() == 0 },
+		"tenant gone",
+	)
 }
 
 // TestUnreadableTenantFailsClosed: a value written around the admin API that does not decode
@@ -143,7 +175,11 @@ func TestUnreadableTenantFailsClosed(t *testing.T) {
 	s := newStore(t, cli)
 	runStore(t, s)
 	ctx := testCtx(t)
-	if _, err := s.PutTenant(ctx, &adminv1.Tenant{Name: "acme", MaxConcurrent: 1, ApiKeySha256: []string{digestOf("k")}}, 0); err != nil {
+	if _, err := s.PutTenant(
+		ctx,
+		&adminv1.Tenant{Name: "acme", MaxConcurrent: 1, ApiKeySha256: []string{digestOf("k")}},
+		0,
+	); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().HasAPIKeys() }, "key loaded")
@@ -164,5 +200,10 @@ func TestUnreadableTenantFailsClosed(t *testing.T) {
 	if err := s.DeleteTenant(ctx, "acme", 0); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, waitTimeout, func() bool { _, u := s.Snapshot().UnreadableTenant("acme"); return !u }, "unreadable mark gone")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, u := s.Snapshot().UnreadableTenant("acme"); return !u },
+		"unreadable mark gone",
+	)
 }

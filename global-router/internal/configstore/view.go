@@ -128,7 +128,13 @@ func (v *View) Policy(model string) (routing.Policy, error) {
 		return routing.Policy{}, routing.ErrPolicyNotLoaded
 	}
 	if u, ok := v.unreadable[model]; ok {
-		return routing.Policy{}, fmt.Errorf("%w: %s at revision %d: %s", routing.ErrPolicyUnreadable, PolicyKey(model), u.Revision, u.Reason)
+		return routing.Policy{}, fmt.Errorf(
+			"%w: %s at revision %d: %s",
+			routing.ErrPolicyUnreadable,
+			PolicyKey(model),
+			u.Revision,
+			u.Reason,
+		)
 	}
 	if e, ok := v.policies[model]; ok {
 		return e.routing, nil

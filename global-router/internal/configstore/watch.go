@@ -65,8 +65,21 @@ func (s *Store) load(ctx context.Context) (int64, error) {
 		s.put(next, prev, string(kv.Key), kv.Value, kv.ModRevision)
 	}
 	s.publish(next)
-	s.logger.Info("config loaded", "revision", next.revision, "policies", len(next.policies),
-		"drained_clusters", len(next.clusters), "drained_regions", len(next.regions), "registrations", len(next.registrations), "tenants", len(next.tenants))
+	s.logger.Info(
+		"config loaded",
+		"revision",
+		next.revision,
+		"policies",
+		len(next.policies),
+		"drained_clusters",
+		len(next.clusters),
+		"drained_regions",
+		len(next.regions),
+		"registrations",
+		len(next.registrations),
+		"tenants",
+		len(next.tenants),
+	)
 	return next.revision, nil
 }
 
@@ -148,7 +161,15 @@ func (s *Store) markUnreadable(next, prev *View, key string, u UnreadablePolicy)
 		return
 	}
 	s.metrics.invalid.Inc()
-	s.logger.Warn("stored policy unreadable, model refused until it is fixed", "key", key, "revision", u.Revision, "reason", u.Reason)
+	s.logger.Warn(
+		"stored policy unreadable, model refused until it is fixed",
+		"key",
+		key,
+		"revision",
+		u.Revision,
+		"reason",
+		u.Reason,
+	)
 }
 
 // putRegistration applies one stored registration to next. An invalid value fails closed: the

@@ -1,7 +1,8 @@
 // Package ctl is switchyardctl, the command-line client of the global router's admin API
 // (switchyard.admin.v1.AdminService): it lists and watches clusters, drains and undrains clusters
 // and regions, reads and writes per-model routing policies, registers and revokes cluster
-// identities, explains routing decisions and lists the gossip membership. Flags may stand before or after the subcommand. Output is a human table
+// identities, explains routing decisions and lists the gossip membership. Flags may stand before or after the
+// subcommand. Output is a human table
 // by default, or protobuf JSON with the proto field names and every field (-o json).
 package ctl
 

@@ -45,11 +45,21 @@ var commandFlags = map[string][]string{
 	"drain-region":   nil,
 	"undrain-region": nil,
 	"policy get":     {"model"},
-	"policy put":     {"model", "overflow-threshold", "allowed-regions", "overflow-cap", "ttft-slo", "scorer-weights", "revision", "f", "file"},
-	"policy delete":  {"model", "revision"},
-	"policy list":    nil,
-	"explain":        {"model", "prompt", "prompt-tokens", "region"},
-	"members":        nil,
+	"policy put": {
+		"model",
+		"overflow-threshold",
+		"allowed-regions",
+		"overflow-cap",
+		"ttft-slo",
+		"scorer-weights",
+		"revision",
+		"f",
+		"file",
+	},
+	"policy delete": {"model", "revision"},
+	"policy list":   nil,
+	"explain":       {"model", "prompt", "prompt-tokens", "region"},
+	"members":       nil,
 	// Cluster identities.
 	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision", "replace"},
 	"revoke-cluster":   {"revision"},
@@ -64,7 +74,17 @@ var commandFlags = map[string][]string{
 // envFlags are the flags read from the environment (EnvAddr, EnvTokenFile) when not given.
 var envFlags = []string{"addr", "token-file"}
 
-var globalFlags = []string{"addr", "token-file", "o", "output", "protocol", "timeout", "ca-file", "cert-file", "key-file"}
+var globalFlags = []string{
+	"addr",
+	"token-file",
+	"o",
+	"output",
+	"protocol",
+	"timeout",
+	"ca-file",
+	"cert-file",
+	"key-file",
+}
 
 // flagSet binds every flag of every command to inv.
 func (inv *invocation) flagSet() *flag.FlagSet {
@@ -119,7 +139,11 @@ func parse(args []string, getenv func(string) string) (*invocation, error) {
 	fs.Visit(func(f *flag.Flag) { inv.set[f.Name] = true })
 	// --addr and --token-file not given come from SWITCHYARD_ADDR and SWITCHYARD_TOKEN_FILE (the
 	// other flags never from the environment: SWITCHYARD_REGION is a router's, say).
-	if _, err := flagenv.Parse(fs, nil, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, EnvFlags: envFlags}); err != nil {
+	if _, err := flagenv.Parse(
+		fs,
+		nil,
+		flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, EnvFlags: envFlags},
+	); err != nil {
 		return nil, err
 	}
 	if len(words) == 0 {

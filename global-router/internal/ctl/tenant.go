@@ -62,7 +62,11 @@ func (inv *invocation) tenantDelete() (command, error) {
 	if inv.revision < 0 {
 		return nil, errors.New("--revision must be >= 0")
 	}
-	return unary(&adminv1.DeleteTenantRequest{Name: name, Revision: inv.revision}, adminClient.DeleteTenant, (*caller).tenantDeleted), nil
+	return unary(
+		&adminv1.DeleteTenantRequest{Name: name, Revision: inv.revision},
+		adminClient.DeleteTenant,
+		(*caller).tenantDeleted,
+	), nil
 }
 
 func (inv *invocation) tenantList() (command, error) {

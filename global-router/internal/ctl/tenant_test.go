@@ -20,14 +20,27 @@ func TestTenantCommands(t *testing.T) {
 	d := sha256.Sum256([]byte("sk-acme"))
 	digest := hex.EncodeToString(d[:])
 
-	out := f.run(t, "tenant", "set", "acme", "--tokens-per-minute=60000", "--requests-per-second=2.5", "--max-concurrent=4", "--api-key-sha256="+digest)
+	out := f.run(
+		t,
+		"tenant",
+		"set",
+		"acme",
+		"--tokens-per-minute=60000",
+		"--requests-per-second=2.5",
+		"--max-concurrent=4",
+		"--api-key-sha256="+digest,
+	)
 	if !strings.HasPrefix(out, "tenant acme stored at revision ") {
 		t.Fatalf("tenant set: %q", out)
 	}
 	// set again replaces whatever is stored, at the revision it reads.
 	out = f.run(t, "tenant", "set", "acme", "--tokens-per-minute=1000", "-o", "json")
 	var put adminv1.PutTenantResponse
-	if err := protojson.Unmarshal([]byte(out), &put); err != nil || put.GetTenant().GetTokensPerMinute() != 1000 || len(put.GetTenant().GetApiKeySha256()) != 0 {
+	if err := protojson.Unmarshal(
+		[]byte(out),
+		&put,
+	); err != nil || put.GetTenant().GetTokensPerMinute() != 1000 ||
+		len(put.GetTenant().GetApiKeySha256()) != 0 {
 		t.Fatalf("second set: %v %s", err, out)
 	}
 	poll.Until(t, admintest.WaitTimeout, func() bool {
@@ -36,7 +49,11 @@ func TestTenantCommands(t *testing.T) {
 	}, "acme in the router's view")
 
 	table := f.run(t, "tenant", "get", "acme")
-	if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[1], "1000") {
+	if lines := strings.Split(
+		strings.TrimSpace(table),
+		"\n",
+	); len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") ||
+		!strings.Contains(lines[1], "1000") {
 		t.Fatalf("tenant get:\n%s", table)
 	}
 	if got := f.run(t, "tenant", "list"); !strings.Contains(got, "acme") {

@@ -228,7 +228,13 @@ type Retarget func(tried []string) []Target
 // to do best. Targets chosen when the request arrived can be seconds old by then (an attempt
 // caught on a cut link is given up after the ping timeout), and every request caught by the
 // same fault would otherwise retry at the same fallback. nil again keeps the list.
-func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target, again Retarget) error {
+func (f *Forwarder) Forward(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	targets []Target,
+	again Retarget,
+) error {
 	var last error
 	skip := "" // a cluster that handed the request back: its replicas see the same pods
 	var tried []string
@@ -272,7 +278,13 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 
 // attempt sends one request; it returns the response only when it is an answer to pass on.
 // start is when the attempt began.
-func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.Time, span trace.Span) (*http.Response, error) {
+func (f *Forwarder) attempt(
+	r *http.Request,
+	body []byte,
+	t Target,
+	start time.Time,
+	span trace.Span,
+) (*http.Response, error) {
 	ctx := r.Context()
 	f.dispatched(t)
 	if t.Delay > 0 {
@@ -281,7 +293,12 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.T
 			return nil, err
 		}
 	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(
+		ctx,
+		r.Method,
+		strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(),
+		bytes.NewReader(body),
+	)
 	if err != nil { // a target URL that cannot be used: the cluster's entry is broken
 		f.observe(Outcome{Target: t, Err: err, Retried: true})
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
@@ -371,7 +388,14 @@ func (f *Forwarder) observeTTFT(t Target, ttft time.Duration) {
 // stream copies the response to the client, flushing after every read so SSE events leave as
 // they arrive; start is when the attempt began. It returns an error wrapping ErrTruncated when
 // the gateway's body broke.
-func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target, start time.Time, span trace.Span) error {
+func (f *Forwarder) stream(
+	w http.ResponseWriter,
+	r *http.Request,
+	resp *http.Response,
+	t Target,
+	start time.Time,
+	span trace.Span,
+) error {
 	defer resp.Body.Close()
 	sse := eventStream(resp)
 	waiting := sse // for its first token
@@ -473,7 +497,15 @@ func copyRequestHeaders(dst, src http.Header) {
 }
 
 // hopByHopHeaders are connection-level headers that are never forwarded.
-var hopByHopHeaders = []string{"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
+var hopByHopHeaders = []string{
+	"connection",
+	"keep-alive",
+	"proxy-connection",
+	"te",
+	"trailer",
+	"transfer-encoding",
+	"upgrade",
+}
 
 func hopByHop(k string) bool { return oneOfFold(k, hopByHopHeaders) }
 

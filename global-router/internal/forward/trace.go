@@ -26,8 +26,16 @@ func (f *Forwarder) startAttempt(r *http.Request, t Target, n int) trace.Span {
 	}
 	_, span := f.cfg.Tracer.Start(r.Context(), SpanForward, trace.SpanKindClient)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.String(tracing.AttrCluster, t.Cluster), tracing.String(tracing.AttrRegion, t.Region),
-			tracing.String(tracing.AttrURL, t.URL), attribute.String(tracing.AttrRoute, t.Route), attribute.Int(tracing.AttrAttempt, n))
+		span.SetAttributes(
+			tracing.String(tracing.AttrCluster, t.Cluster),
+			tracing.String(tracing.AttrRegion, t.Region),
+			tracing.String(
+				tracing.AttrURL,
+				t.URL,
+			),
+			attribute.String(tracing.AttrRoute, t.Route),
+			attribute.Int(tracing.AttrAttempt, n),
+		)
 	}
 	return span
 }

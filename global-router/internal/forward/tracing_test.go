@@ -41,7 +41,10 @@ func TestAttemptSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
-	targets := []forward.Target{{Cluster: "a", Region: "r1", URL: refusing, Route: "local"}, {Cluster: "b", Region: "r2", URL: serving, Route: "overflow"}}
+	targets := []forward.Target{
+		{Cluster: "a", Region: "r1", URL: refusing, Route: "local"},
+		{Cluster: "b", Region: "r2", URL: serving, Route: "overflow"},
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := tr.Start(tr.Extract(r.Context(), propagation.HeaderCarrier(r.Header)), "router.request", 0)
 		defer span.End()
@@ -88,7 +91,14 @@ func TestAttemptSpans(t *testing.T) {
 		}
 		if got[tracing.AttrCluster].AsString() != want.cluster || got[tracing.AttrRoute].AsString() != want.route ||
 			got[tracing.AttrAttempt].AsInt64() != int64(i+1) || got[tracing.AttrStatus].AsInt64() != want.status {
-			t.Errorf("attempt %d attributes %v, want cluster %s route %s status %d", i+1, s.Attributes(), want.cluster, want.route, want.status)
+			t.Errorf(
+				"attempt %d attributes %v, want cluster %s route %s status %d",
+				i+1,
+				s.Attributes(),
+				want.cluster,
+				want.route,
+				want.status,
+			)
 		}
 		tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-" + s.SpanContext().SpanID().String() + "-01"
 		if seen[want.gw] != tp {

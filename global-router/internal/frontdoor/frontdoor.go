@@ -105,8 +105,13 @@ const (
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 32 << 20, QueueWait: 2 * time.Second, RetryPoll: 50 * time.Millisecond, Options: routing.DefaultOptions(),
-		PolicyUnavailable: PolicyUnavailableRefuse}
+	return Config{
+		MaxBodyBytes:      32 << 20,
+		QueueWait:         2 * time.Second,
+		RetryPoll:         50 * time.Millisecond,
+		Options:           routing.DefaultOptions(),
+		PolicyUnavailable: PolicyUnavailableRefuse,
+	}
 }
 
 // Server is the front door's handler. It is safe for concurrent use.
@@ -186,7 +191,12 @@ func (s *Server) policy(model string) (pol routing.Policy, standIn bool, err err
 // route says whether the request will be sent. Without a policy in force for the model it decides
 // nothing and returns the policy's error; with the local-only stand-in, a region that does not
 // serve the model is reported as the policies not being loaded.
-func (s *Server) decide(model string, hashes []uint64, req routing.Request, route bool) ([]clustertable.Entry, routing.Decision, error) {
+func (s *Server) decide(
+	model string,
+	hashes []uint64,
+	req routing.Request,
+	route bool,
+) ([]clustertable.Entry, routing.Decision, error) {
 	pol, standIn, err := s.policy(model)
 	if err != nil {
 		return nil, routing.Decision{}, err
@@ -206,7 +216,12 @@ func (s *Server) decide(model string, hashes []uint64, req routing.Request, rout
 	// lock, so concurrent decisions do not queue behind one another.
 	d, err := routing.Decide(s.cfg.Region, cs, pol, req, s.cfg.Options, nil)
 	if standIn && errors.Is(err, routing.ErrNotAllowed) {
-		err = fmt.Errorf("%w: meanwhile only region %s is used, and no cluster there serves the model (%w)", routing.ErrPolicyNotLoaded, s.cfg.Region, err)
+		err = fmt.Errorf(
+			"%w: meanwhile only region %s is used, and no cluster there serves the model (%w)",
+			routing.ErrPolicyNotLoaded,
+			s.cfg.Region,
+			err,
+		)
 	}
 	return view, d, err
 }
@@ -310,7 +325,11 @@ const (
 // tokens are charged); the others are refunded.
 func answered(outcome string) bool {
 	switch outcome {
-	case string(routing.RouteLocal), string(routing.RouteOverflow), string(routing.RouteRetry), outcomeTruncated, "cancelled":
+	case string(routing.RouteLocal),
+		string(routing.RouteOverflow),
+		string(routing.RouteRetry),
+		outcomeTruncated,
+		"cancelled":
 		return true
 	}
 	return false
@@ -321,7 +340,13 @@ const outcomeTruncated = "truncated"
 
 // route decides and forwards, waiting up to QueueWait for room; it returns the outcome label
 // and whether a fresh cluster lists the model (so that the model may be a label value).
-func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) (outcome string, known bool) {
+func (s *Server) route(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	model string,
+	prompt []byte,
+) (outcome string, known bool) {
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	// The prompt's hashes and length are computed once: a request waiting for room is decided
 	// again every RetryPoll.
@@ -383,7 +408,16 @@ func (s *Server) refuse(r *http.Request, w http.ResponseWriter, model string, er
 		reason = contract.ReasonNotLoaded
 	}
 	s.metrics.unavailable.WithLabelValues(reason.String()).Inc()
-	s.log.DebugContext(r.Context(), "request refused: no routing policy in force", "model", model, "reason", reason, "err", err)
+	s.log.DebugContext(
+		r.Context(),
+		"request refused: no routing policy in force",
+		"model",
+		model,
+		"reason",
+		reason,
+		"err",
+		err,
+	)
 	policyUnavailable(model, reason, s.cfg.Region, err).Write(w)
 	return outcomePolicyUnavailable
 }
@@ -413,7 +447,10 @@ func (s *Server) retarget(model string, hashes []uint64, req routing.Request) fo
 		used := -1
 		if err == nil {
 			d.HandBack = 0 // the offer is for a first attempt
-			out = slices.DeleteFunc(s.targets(view, d, req.PromptTokens), func(t forward.Target) bool { return slices.Contains(tried, t.URL) })
+			out = slices.DeleteFunc(
+				s.targets(view, d, req.PromptTokens),
+				func(t forward.Target) bool { return slices.Contains(tried, t.URL) },
+			)
 			if len(out) > 0 {
 				used = slices.IndexFunc(view, func(e clustertable.Entry) bool { return e.Cluster.Name == out[0].Cluster })
 			}
@@ -435,8 +472,14 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTo
 			route = string(routing.RouteLocal)
 		}
 		for _, u := range e.URLs {
-			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens,
-				Estimate: d.Explain[i].Estimate}
+			t := forward.Target{
+				Cluster:      e.Cluster.Name,
+				Region:       e.Cluster.Region,
+				URL:          u,
+				Route:        route,
+				PromptTokens: promptTokens,
+				Estimate:     d.Explain[i].Estimate,
+			}
 			if n == 0 {
 				t.HandBack = d.HandBack // only the first choice
 			}
@@ -494,7 +537,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // cluster, "name=estimate/waiting streams/in flight/RTT/best pod's wait/mean wait/waiting
 // streams' prompt tokens/in-flight prompt tokens/prefill tokens per second per pod/summary age"
 // (times in milliseconds).
-func (s *Server) logDecision(ctx context.Context, model string, promptTokens int, view []clustertable.Entry, d routing.Decision) {
+func (s *Server) logDecision(
+	ctx context.Context,
+	model string,
+	promptTokens int,
+	view []clustertable.Entry,
+	d routing.Decision,
+) {
 	var b strings.Builder
 	for i, e := range d.Explain {
 		if !e.Eligible {
@@ -504,9 +553,21 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d/%d/%d/%.0f/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds(),
-			c.BaseTTFT.Milliseconds(), c.MeanTTFT.Milliseconds(), c.WaitingTokens, c.InFlightTokens, c.PrefillTokensPerSec,
-			c.SummaryAge.Milliseconds())
+		fmt.Fprintf(
+			&b,
+			"%s=%d/%d/%d/%d/%d/%d/%d/%d/%.0f/%d",
+			e.Cluster,
+			e.Estimate.Milliseconds(),
+			c.Waiting,
+			c.InFlight,
+			c.RTT.Milliseconds(),
+			c.BaseTTFT.Milliseconds(),
+			c.MeanTTFT.Milliseconds(),
+			c.WaitingTokens,
+			c.InFlightTokens,
+			c.PrefillTokensPerSec,
+			c.SummaryAge.Milliseconds(),
+		)
 	}
 	chosen := ""
 	if len(d.Targets) > 0 {

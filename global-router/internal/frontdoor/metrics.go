@@ -79,7 +79,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.unavailable.WithLabelValues(r.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal, m.noRoute, m.tenant.refused)
+		reg.MustRegister(
+			m.requests,
+			m.duration,
+			m.overflow,
+			m.left,
+			m.unavailable,
+			m.unloadedLocal,
+			m.noRoute,
+			m.tenant.refused,
+		)
 	}
 	return m
 }

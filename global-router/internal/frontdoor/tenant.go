@@ -83,7 +83,15 @@ func (s *Server) admitTenant(tenant string, b *openai.Body) (*limiter.Lease, *op
 	lease, ref := s.cfg.Limiter.Admit(tenant, lim, reserveOf(b))
 	if ref != nil {
 		s.metrics.refusedTenant(tenant, ref.Limit)
-		s.log.Debug("request refused: tenant over its limit", "tenant", tenant, "limit", ref.Limit, "retry_after", ref.RetryAfter)
+		s.log.Debug(
+			"request refused: tenant over its limit",
+			"tenant",
+			tenant,
+			"limit",
+			ref.Limit,
+			"retry_after",
+			ref.RetryAfter,
+		)
 		return nil, rateLimited(tenant, ref)
 	}
 	return lease, nil
@@ -102,19 +110,40 @@ const (
 )
 
 func rateLimited(tenant string, ref *limiter.Refusal) *openai.Error {
-	return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonRateLimitExceeded,
+	return &openai.Error{
+		Status:            http.StatusTooManyRequests,
+		Type:              openai.TypeRateLimit,
+		Code:              contract.ReasonRateLimitExceeded,
 		RetryAfterSeconds: max(openai.RetryAfter(ref.RetryAfter), 1),
-		Message:           fmt.Sprintf("tenant `%s` is over its %s limit; retry after %v", tenant, ref.Limit, ref.RetryAfter.Round(1e6))}
+		Message: fmt.Sprintf(
+			"tenant `%s` is over its %s limit; retry after %v",
+			tenant,
+			ref.Limit,
+			ref.RetryAfter.Round(1e6),
+		),
+	}
 }
 
 func invalidAPIKey() *openai.Error {
-	return &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: contract.ReasonInvalidAPIKey,
-		Message: "Incorrect or missing API key: send Authorization: Bearer <key>."}
+	return &openai.Error{
+		Status:  http.StatusUnauthorized,
+		Type:    openai.TypeInvalidRequest,
+		Code:    contract.ReasonInvalidAPIKey,
+		Message: "Incorrect or missing API key: send Authorization: Bearer <key>.",
+	}
 }
 
 func tenantUnavailable(tenant string) *openai.Error {
-	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonTenantUnavailable,
-		RetryAfterSeconds: 30, Message: fmt.Sprintf("the limits of tenant `%s` cannot be read; its requests are refused until an operator fixes them", tenant)}
+	return &openai.Error{
+		Status:            http.StatusServiceUnavailable,
+		Type:              openai.TypeServiceUnavailable,
+		Code:              contract.ReasonTenantUnavailable,
+		RetryAfterSeconds: 30,
+		Message: fmt.Sprintf(
+			"the limits of tenant `%s` cannot be read; its requests are refused until an operator fixes them",
+			tenant,
+		),
+	}
 }
 
 // tenantMetrics counts the refusals of tenants' requests.
@@ -186,7 +215,11 @@ func (m *usageMeter) observe(p []byte) {
 		if len(m.carry) > 0 {
 			line = append(m.carry, line...)
 		}
-		if data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:")); ok && bytes.Contains(data, []byte(`"usage"`)) {
+		if data, ok := bytes.CutPrefix(
+			bytes.TrimSpace(line),
+			[]byte("data:"),
+		); ok &&
+			bytes.Contains(data, []byte(`"usage"`)) {
 			if u, ok := openai.ParseUsage(bytes.TrimSpace(data)); ok {
 				m.usage, m.found = u, true
 			}

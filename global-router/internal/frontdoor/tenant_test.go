@@ -46,7 +46,13 @@ type usageForwarder struct {
 	started chan struct{}
 }
 
-func (f *usageForwarder) Forward(w http.ResponseWriter, r *http.Request, _ []byte, _ []forward.Target, _ forward.Retarget) error {
+func (f *usageForwarder) Forward(
+	w http.ResponseWriter,
+	r *http.Request,
+	_ []byte,
+	_ []forward.Target,
+	_ forward.Retarget,
+) error {
 	f.mu.Lock()
 	f.tenants = append(f.tenants, r.Header.Get(contract.HeaderTenant))
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
@@ -93,7 +99,10 @@ func sendCtx(ctx context.Context, h http.Handler, body string, header map[string
 const smallBody = `{"model":"llama","prompt":"abcd","max_tokens":10}`
 
 func TestAPIKeysIdentifyTheTenant(t *testing.T) {
-	dir := directory{keys: map[[32]byte]string{sha256.Sum256([]byte("sk-acme")): "acme"}, limits: map[string]limiter.Limits{}}
+	dir := directory{
+		keys:   map[[32]byte]string{sha256.Sum256([]byte("sk-acme")): "acme"},
+		limits: map[string]limiter.Limits{},
+	}
 	fwd := &usageForwarder{usage: `{"prompt_tokens":1,"completion_tokens":1}`}
 	reg := prometheus.NewRegistry()
 	h := tenantServer(t, dir, fwd, reg)
@@ -108,7 +117,11 @@ func TestAPIKeysIdentifyTheTenant(t *testing.T) {
 		{"key prefix", map[string]string{"Authorization": "Bearer sk-acm"}, http.StatusUnauthorized},
 		{"spoofed tenant without a key", map[string]string{contract.HeaderTenant: "acme"}, http.StatusUnauthorized},
 		{"valid key", map[string]string{"Authorization": "Bearer sk-acme"}, http.StatusOK},
-		{"valid key, spoofed tenant", map[string]string{"Authorization": "bearer sk-acme", contract.HeaderTenant: "victim"}, http.StatusOK},
+		{
+			"valid key, spoofed tenant",
+			map[string]string{"Authorization": "bearer sk-acme", contract.HeaderTenant: "victim"},
+			http.StatusOK,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +148,11 @@ func TestAPIKeysIdentifyTheTenant(t *testing.T) {
 
 func TestTenantConcurrencyReleasedOnEndAndCancel(t *testing.T) {
 	dir := directory{limits: map[string]limiter.Limits{"acme": {MaxConcurrent: 1}}}
-	fwd := &usageForwarder{usage: `{"prompt_tokens":1,"completion_tokens":1}`, gate: make(chan struct{}), started: make(chan struct{}, 4)}
+	fwd := &usageForwarder{
+		usage:   `{"prompt_tokens":1,"completion_tokens":1}`,
+		gate:    make(chan struct{}),
+		started: make(chan struct{}, 4),
+	}
 	h := tenantServer(t, dir, fwd, nil)
 	acme := map[string]string{contract.HeaderTenant: "acme"}
 
@@ -144,8 +161,14 @@ func TestTenantConcurrencyReleasedOnEndAndCancel(t *testing.T) {
 	go func() { done <- sendCtx(ctx, h, smallBody, acme).Code }()
 	<-fwd.started
 	rec := send(h, smallBody, acme)
-	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"code":"rate_limit_exceeded"`) {
-		t.Fatalf("second concurrent request: %d %v %s, want 429 rate_limit_exceeded with Retry-After", rec.Code, rec.Header(), rec.Body)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), `"code":"rate_limit_exceeded"`) {
+		t.Fatalf(
+			"second concurrent request: %d %v %s, want 429 rate_limit_exceeded with Retry-After",
+			rec.Code,
+			rec.Header(),
+			rec.Body,
+		)
 	}
 	cancel() // the client goes away: its slot is given back
 	<-done
@@ -182,7 +205,11 @@ func TestTenantTokensChargedFromUsage(t *testing.T) {
 	if rec := send(h, smallBody, map[string]string{contract.HeaderTenant: "other"}); rec.Code != http.StatusOK {
 		t.Fatalf("tenant without limits: %d", rec.Code)
 	}
-	if rec := send(h, smallBody, map[string]string{contract.HeaderTenant: "broken"}); rec.Code != http.StatusServiceUnavailable {
+	if rec := send(
+		h,
+		smallBody,
+		map[string]string{contract.HeaderTenant: "broken"},
+	); rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("unreadable tenant: %d, want 503", rec.Code)
 	}
 }
@@ -194,7 +221,10 @@ func FuzzTenantIdentity(f *testing.F) {
 	f.Add("Bearer ", "")
 	f.Add("bearer  sk-acme ", "acme")
 	f.Add("Bearer sk-acme\x00", "x")
-	dir := directory{keys: map[[32]byte]string{sha256.Sum256([]byte("sk-acme")): "acme"}, limits: map[string]limiter.Limits{}}
+	dir := directory{
+		keys:   map[[32]byte]string{sha256.Sum256([]byte("sk-acme")): "acme"},
+		limits: map[string]limiter.Limits{},
+	}
 	fwd := &usageForwarder{usage: `null`}
 	h := tenantServer(&testing.T{}, dir, fwd, nil)
 	f.Fuzz(func(t *testing.T, auth, tenant string) {

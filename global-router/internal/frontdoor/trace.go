@@ -41,7 +41,16 @@ func (s *Server) startRequest(r *http.Request) (*http.Request, trace.Span) {
 }
 
 // failedOutcomes are the outcomes that mark a request's span failed.
-var failedOutcomes = []string{"no_room", outcomePolicyUnavailable, outcomeTruncated, "not_allowed", "not_found", "too_large", "body_budget", "bad_request"}
+var failedOutcomes = []string{
+	"no_room",
+	outcomePolicyUnavailable,
+	outcomeTruncated,
+	"not_allowed",
+	"not_found",
+	"too_large",
+	"body_budget",
+	"bad_request",
+}
 
 // endRequest records the request's outcome (a bounded label) and its model.
 func endRequest(span trace.Span, model, outcome string) {
@@ -61,7 +70,14 @@ func endRequest(span trace.Span, model, outcome string) {
 // traceDecision records a routing decision on its span and ends it: the chosen cluster, its
 // region, the route, why it was chosen (and why the request left the region), and the best
 // eligible candidates' estimated times to first token (at most tracing.MaxTopEstimates).
-func traceDecision(span trace.Span, model string, promptTokens int, view []clustertable.Entry, d routing.Decision, err error) {
+func traceDecision(
+	span trace.Span,
+	model string,
+	promptTokens int,
+	view []clustertable.Entry,
+	d routing.Decision,
+	err error,
+) {
 	defer span.End()
 	if !span.IsRecording() {
 		return
@@ -75,8 +91,11 @@ func traceDecision(span trace.Span, model string, promptTokens int, view []clust
 	}
 	if len(d.Targets) > 0 {
 		chosen := d.Explain[d.Targets[0]]
-		span.SetAttributes(tracing.String(tracing.AttrCluster, chosen.Cluster), tracing.String(tracing.AttrRegion, chosen.Region),
-			attribute.String(tracing.AttrReason, chosen.Reason.String()))
+		span.SetAttributes(
+			tracing.String(tracing.AttrCluster, chosen.Cluster),
+			tracing.String(tracing.AttrRegion, chosen.Region),
+			attribute.String(tracing.AttrReason, chosen.Reason.String()),
+		)
 	}
 	span.SetAttributes(attribute.String(tracing.AttrRoute, string(d.Route)))
 	if d.LeftBecause != "" {

@@ -123,7 +123,8 @@ func TestLimiter(t *testing.T) {
 				if got != s.wantLimit {
 					t.Fatalf("step %d: refused by %q, want %q", i, got, s.wantLimit)
 				}
-				if ref != nil && s.wantRetry != 0 && (ref.RetryAfter < s.wantRetry-time.Millisecond || ref.RetryAfter > s.wantRetry+time.Millisecond) {
+				if ref != nil && s.wantRetry != 0 &&
+					(ref.RetryAfter < s.wantRetry-time.Millisecond || ref.RetryAfter > s.wantRetry+time.Millisecond) {
 					t.Fatalf("step %d: RetryAfter %v, want %v", i, ref.RetryAfter, s.wantRetry)
 				}
 				if ref == nil {

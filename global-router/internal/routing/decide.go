@@ -325,7 +325,15 @@ func backlogged(c *Cluster, perPod float64) bool {
 // opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a faster
 // GPU generation sits elsewhere. It records why the others were passed over. The pool is built in
 // buf (which needs room for every eligible cluster) in the order of eligible.
-func choosePool(region string, clusters []Cluster, pol Policy, req Request, opt Options, eligible, buf []int, d *Decision) ([]int, contract.Reason) {
+func choosePool(
+	region string,
+	clusters []Cluster,
+	pol Policy,
+	req Request,
+	opt Options,
+	eligible, buf []int,
+	d *Decision,
+) ([]int, contract.Reason) {
 	capped := func(i int) bool {
 		c := &clusters[i]
 		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
@@ -422,7 +430,13 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 	limit := time.Duration(float64(ex[d.Best].Estimate) * (1 + opt.NearBest))
 	d.NearBest = limit
 	var buf [8]int
-	near := smallest(buf[:0], pool, ex, min(max(opt.MaxChoices, 1), len(buf)), func(i int) bool { return ex[i].Estimate <= limit })
+	near := smallest(
+		buf[:0],
+		pool,
+		ex,
+		min(max(opt.MaxChoices, 1), len(buf)),
+		func(i int) bool { return ex[i].Estimate <= limit },
+	)
 	for _, i := range pool {
 		ex[i].Reason = contract.ReasonNotNearBest
 	}

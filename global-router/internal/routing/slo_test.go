@@ -17,7 +17,10 @@ import (
 func TestTTFTObjectivePrefersClustersThatMeetIt(t *testing.T) {
 	// Estimates: RTT + wait + 1,000 tokens at 20,000 tokens/s (50 ms).
 	slowLocal := func() []routing.Cluster { // east 352 ms (busy, not 3× slower), west 140 ms
-		return []routing.Cluster{busy(cluster("east", "us-east-1", 0.3, 2*ms), 300*ms), cluster("west", "us-west-2", 0, 70*ms)}
+		return []routing.Cluster{
+			busy(cluster("east", "us-east-1", 0.3, 2*ms), 300*ms),
+			cluster("west", "us-west-2", 0, 70*ms),
+		}
 	}
 	twoLocal := func() []routing.Cluster { // east-a 72 ms, east-b 82 ms: both near the best
 		b := cluster("east-b", "us-east-1", 0.3, 2*ms)
@@ -33,12 +36,23 @@ func TestTTFTObjectivePrefersClustersThatMeetIt(t *testing.T) {
 		wantLeft  contract.Reason
 		reasonOf  map[string]contract.Reason
 	}{
-		{name: "no objective: the busy local cluster keeps it", clusters: slowLocal, wantFirst: "east", wantRoute: routing.RouteLocal},
+		{
+			name:      "no objective: the busy local cluster keeps it",
+			clusters:  slowLocal,
+			wantFirst: "east",
+			wantRoute: routing.RouteLocal,
+		},
 		{name: "local misses, elsewhere meets: overflow", clusters: slowLocal, slo: 200 * ms, wantFirst: "west",
 			wantRoute: routing.RouteOverflow, wantLeft: contract.ReasonMissesSLO,
 			reasonOf: map[string]contract.Reason{"east": contract.ReasonMissesSLO}},
 		{name: "local meets: stays", clusters: slowLocal, slo: 400 * ms, wantFirst: "east", wantRoute: routing.RouteLocal},
-		{name: "none meets: the usual choice", clusters: slowLocal, slo: 100 * ms, wantFirst: "east", wantRoute: routing.RouteLocal},
+		{
+			name:      "none meets: the usual choice",
+			clusters:  slowLocal,
+			slo:       100 * ms,
+			wantFirst: "east",
+			wantRoute: routing.RouteLocal,
+		},
 		{name: "among local clusters, the one that meets", clusters: twoLocal, slo: 80 * ms, wantFirst: "east-a",
 			wantRoute: routing.RouteLocal, reasonOf: map[string]contract.Reason{"east-b": contract.ReasonMissesSLO}},
 	}
@@ -47,7 +61,14 @@ func TestTTFTObjectivePrefersClustersThatMeetIt(t *testing.T) {
 			for seed := range uint64(20) { // power-of-d draws: every draw must respect the objective
 				cs := tt.clusters()
 				req := routing.Request{PromptTokens: 1000, AvgTokens: 1200, TTFTSLO: tt.slo}
-				d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(seed, 1)))
+				d, err := routing.Decide(
+					"us-east-1",
+					cs,
+					routing.DefaultPolicy(),
+					req,
+					routing.DefaultOptions(),
+					rand.New(rand.NewPCG(seed, 1)),
+				)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -136,7 +136,15 @@ func StatusCode(span trace.Span, status int) {
 // EstimateEntry formats one candidate's estimated time to first token for AttrTopEstimates:
 // "cluster=12.5ms", the name bounded.
 func EstimateEntry(cluster string, estimate time.Duration) string {
-	return Truncate(cluster, maxScoreEntryBytes) + "=" + strconv.FormatFloat(float64(estimate.Microseconds())/1000, 'f', 1, 64) + "ms"
+	return Truncate(
+		cluster,
+		maxScoreEntryBytes,
+	) + "=" + strconv.FormatFloat(
+		float64(estimate.Microseconds())/1000,
+		'f',
+		1,
+		64,
+	) + "ms"
 }
 
 // NewTracer returns a Tracer over tp (an SDK provider built elsewhere, or a test's provider

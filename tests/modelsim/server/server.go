@@ -1,5 +1,6 @@
 // Package server is modelsim's HTTP front end: an OpenAI-compatible API (completions, chat
-// completions and responses, streaming and not; embeddings), /v1/models, health endpoints and Prometheus metrics with the
+// completions and responses, streaming and not; embeddings), /v1/models, health endpoints and Prometheus metrics with
+// the
 // names of vLLM, SGLang or TensorRT-LLM, all backed by a simulated engine running in real time
 // scaled by Config.TimeScale.
 package server

@@ -43,7 +43,10 @@ func (f *fakeTB) Fatalf(format string, args ...any) { f.failed = fmt.Sprintf(for
 
 func TestBodyRefused(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: pipelinetest.BodyRefusedMetric, Help: "refused"}, []string{"door", "reason"})
+	refused := prometheus.NewCounterVec(
+		prometheus.CounterOpts{Name: pipelinetest.BodyRefusedMetric, Help: "refused"},
+		[]string{"door", "reason"},
+	)
 	reg.MustRegister(refused)
 	refused.WithLabelValues("http", "budget").Add(2)
 	refused.WithLabelValues("ext_proc", "budget").Inc()
@@ -54,7 +57,11 @@ func TestBodyRefused(t *testing.T) {
 	}{
 		{door: "http", reason: "budget", want: 2},
 		{door: "ext_proc", reason: "budget", want: 1},
-		{door: "http", reason: "timeout", wantFail: `no switchyard_gateway_request_body_refused_total{door="http",reason="timeout"}`},
+		{
+			door:     "http",
+			reason:   "timeout",
+			wantFail: `no switchyard_gateway_request_body_refused_total{door="http",reason="timeout"}`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.door+"/"+tt.reason, func(t *testing.T) {

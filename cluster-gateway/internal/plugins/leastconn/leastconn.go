@@ -77,7 +77,12 @@ func (p *Picker) TypedName() framework.TypedName {
 }
 
 // Pick returns the k first candidates in the order and moves the chosen one behind its equals.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+func (p *Picker) Pick(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.ScoredEndpoint,
+) *framework.Result {
 	k := min(p.k, len(eps))
 	res := framework.NewResult(k)
 	if len(eps) == 0 {

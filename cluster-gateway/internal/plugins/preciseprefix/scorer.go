@@ -163,7 +163,9 @@ func buildApproximate(name string, h framework.Handle) (approximate, error) {
 	return a, nil
 }
 
-var errNoIndex = errors.New("precise-prefix-cache-scorer needs the pods' KV cache events: start the gateway with --kv-events-endpoint")
+var errNoIndex = errors.New(
+	"precise-prefix-cache-scorer needs the pods' KV cache events: start the gateway with --kv-events-endpoint",
+)
 
 // Factory builds a Scorer over the gateway's KV event index.
 func Factory(name string, raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
@@ -185,7 +187,11 @@ func Factory(name string, raw json.RawMessage, h framework.Handle) (framework.Pl
 	s.log, s.now = h.Logger(), h.Now
 	s.metrics = registerMetrics(framework.LookupService(h, framework.ServiceRegisterer))
 	if len(p.KVEventsConfig) > 0 || (p.IndexerConfig != nil && len(p.IndexerConfig.Rest) > 0) {
-		s.log.Warn("llm-d indexer and kvEventsConfig settings ignored: the events endpoint is --kv-events-endpoint", "plugin", name)
+		s.log.Warn(
+			"llm-d indexer and kvEventsConfig settings ignored: the events endpoint is --kv-events-endpoint",
+			"plugin",
+			name,
+		)
 	}
 	return s, nil
 }
@@ -200,13 +206,19 @@ func New(name string, p Params, idx *kvevents.Index) (*Scorer, error) {
 		}
 	}
 	if p.HashAlgo != "" && p.HashAlgo != HashAlgo {
-		return nil, fmt.Errorf("hashAlgo %q cannot be reproduced by the gateway; run the engine with --prefix-caching-hash-algo=%s", p.HashAlgo, HashAlgo)
+		return nil, fmt.Errorf(
+			"hashAlgo %q cannot be reproduced by the gateway; run the engine with --prefix-caching-hash-algo=%s",
+			p.HashAlgo,
+			HashAlgo,
+		)
 	}
-	if p.BlockSize < 0 || p.MaxTokenizeBytes < 0 || p.CacheEntries < 0 || p.MaxPrefixBlocksToMatch < 0 || p.TokenizeTimeout.Duration < 0 {
+	if p.BlockSize < 0 || p.MaxTokenizeBytes < 0 || p.CacheEntries < 0 || p.MaxPrefixBlocksToMatch < 0 ||
+		p.TokenizeTimeout.Duration < 0 {
 		return nil, errors.New("parameters must not be negative")
 	}
 	mode := cmpOrString(p.Tokenizer, TokenizerPod)
-	if mode != TokenizerPod && mode != TokenizerNone && !strings.HasPrefix(mode, "http://") && !strings.HasPrefix(mode, "https://") {
+	if mode != TokenizerPod && mode != TokenizerNone && !strings.HasPrefix(mode, "http://") &&
+		!strings.HasPrefix(mode, "https://") {
 		return nil, fmt.Errorf("tokenizer must be %q, %q or an http(s) URL, got %q", TokenizerPod, TokenizerNone, mode)
 	}
 	s := &Scorer{
@@ -235,7 +247,13 @@ func (s *Scorer) ProducesCycleState() {}
 
 // Score writes, per endpoint, the fraction of the prompt's blocks it reports holding, or the
 // approximate scorer's scores when the prompt cannot be hashed as the engine does.
-func (s *Scorer) Score(ctx context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
+func (s *Scorer) Score(
+	ctx context.Context,
+	cs *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+	scores []float64,
+) {
 	hashes, reason := s.requestHashes(ctx, req, eps)
 	if reason != reasonPrecise {
 		s.metrics.decisions.WithLabelValues("approximate", reason).Inc()
@@ -281,7 +299,11 @@ func (s *Scorer) PostResponse(ctx context.Context, req *framework.Request, info 
 
 // requestHashes returns the prompt's block hashes as the engine computes them, or the reason
 // it cannot.
-func (s *Scorer) requestHashes(ctx context.Context, req *framework.Request, eps []framework.Endpoint) ([]uint64, string) {
+func (s *Scorer) requestHashes(
+	ctx context.Context,
+	req *framework.Request,
+	eps []framework.Endpoint,
+) ([]uint64, string) {
 	switch {
 	case s.mode == TokenizerNone:
 		return nil, reasonNoTokenizer
@@ -316,7 +338,12 @@ func (s *Scorer) requestHashes(ctx context.Context, req *framework.Request, eps 
 var errPaused = errors.New("tokenizer paused after failures")
 
 // tokenize asks a candidate pod's (or the configured) /tokenize for the prompt's token ids.
-func (s *Scorer) tokenize(ctx context.Context, req *framework.Request, eps []framework.Endpoint, body []byte) ([]int64, error) {
+func (s *Scorer) tokenize(
+	ctx context.Context,
+	req *framework.Request,
+	eps []framework.Endpoint,
+	body []byte,
+) ([]int64, error) {
 	if s.now().UnixNano() < s.pausedTil.Load() {
 		return nil, errPaused
 	}

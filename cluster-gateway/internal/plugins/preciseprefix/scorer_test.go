@@ -28,7 +28,13 @@ func (fakeApproximate) TypedName() framework.TypedName {
 	return framework.TypedName{Type: ApproximateType}
 }
 
-func (fakeApproximate) Score(_ context.Context, _ *framework.CycleState, _ *framework.Request, _ []framework.Endpoint, scores []float64) {
+func (fakeApproximate) Score(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	_ []framework.Endpoint,
+	scores []float64,
+) {
 	for i := range scores {
 		scores[i] = 0.5
 	}
@@ -156,7 +162,10 @@ func TestScorePrecise(t *testing.T) {
 	prompt := strings.Repeat("0123456789abcdef", 4) // 64 tokens: 4 blocks
 	hashes := newHasher("42").chain(nil, runeTokens(prompt), 16, 100, "")
 	// Pod b (not the tokenizer) reports holding the first three blocks.
-	f.idx.Apply(f.b.Meta().Address, &kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.KindStored, Hashes: hashes[:3]}}})
+	f.idx.Apply(
+		f.b.Meta().Address,
+		&kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.KindStored, Hashes: hashes[:3]}}},
+	)
 	body := `{"model":"llama","prompt":"` + prompt + `","max_tokens":5}`
 	got := f.score(t, body)
 	if got[0] != 0 || got[1] != 0.75 {
@@ -182,7 +191,13 @@ func TestScoreFallsBack(t *testing.T) {
 		status                     int
 	}{
 		{"no tokenizer", `{"tokenizer":"none"}`, `{"model":"llama","prompt":"x"}`, reasonNoTokenizer, 200},
-		{"too large", `{"maxTokenizeBytes":10}`, `{"model":"llama","prompt":"` + strings.Repeat("x", 100) + `"}`, reasonTooLarge, 200},
+		{
+			"too large",
+			`{"maxTokenizeBytes":10}`,
+			`{"model":"llama","prompt":"` + strings.Repeat("x", 100) + `"}`,
+			reasonTooLarge,
+			200,
+		},
 		{"batch of prompts", `{}`, `{"model":"llama","prompt":["a","b"]}`, reasonUnsupported, 200},
 		{"no body", `{}`, ``, reasonNoBody, 200},
 	}
@@ -214,7 +229,12 @@ func TestTokenizerFailuresPause(t *testing.T) {
 }
 
 func TestFactoryNeedsKVEvents(t *testing.T) {
-	if _, err := Factory("p", nil, plugintest.NewHandle()); err == nil || !strings.Contains(err.Error(), "--kv-events-endpoint") {
+	if _, err := Factory(
+		"p",
+		nil,
+		plugintest.NewHandle(),
+	); err == nil ||
+		!strings.Contains(err.Error(), "--kv-events-endpoint") {
 		t.Errorf("Factory without the index: %v", err)
 	}
 	h := &serviceHandle{Handle: plugintest.NewHandle(), idx: kvevents.NewIndex(1 << 20)}

@@ -114,7 +114,12 @@ func (f *Filter) Refusal(req *framework.Request) error {
 
 // Filter keeps the endpoints predicted to meet req's objectives (see the package comment). The
 // result aliases eps.
-func (f *Filter) Filter(ctx context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+func (f *Filter) Filter(
+	ctx context.Context,
+	cs *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	if req.SLO.IsZero() || f.model == nil || len(eps) == 0 {
 		return eps
 	}

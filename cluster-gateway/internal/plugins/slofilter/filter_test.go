@@ -46,8 +46,20 @@ func TestFilter(t *testing.T) {
 		{name: "none meets, default priority: the nearest", slo: framework.SLO{TTFT: 90 * ms}, want: "a"},
 		{name: "none meets, sheddable: refused", slo: framework.SLO{TTFT: 50 * ms}, priority: -1, refused: true},
 		{name: "some meet, sheddable: served", slo: framework.SLO{TTFT: 500 * ms}, priority: -1, want: "a,c"},
-		{name: "past the ttft objective, critical: the soonest", slo: framework.SLO{TTFT: 500 * ms}, waited: 600 * ms, priority: 5, want: "a"},
-		{name: "past the ttft objective, sheddable: refused", slo: framework.SLO{TTFT: 500 * ms}, waited: time.Second, priority: -3, refused: true},
+		{
+			name:     "past the ttft objective, critical: the soonest",
+			slo:      framework.SLO{TTFT: 500 * ms},
+			waited:   600 * ms,
+			priority: 5,
+			want:     "a",
+		},
+		{
+			name:     "past the ttft objective, sheddable: refused",
+			slo:      framework.SLO{TTFT: 500 * ms},
+			waited:   time.Second,
+			priority: -3,
+			refused:  true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,11 +106,18 @@ func TestBind(t *testing.T) {
 		t.Fatal("bound without a latency model")
 	}
 	m := modelScorer{fakeModel: fakeModel{"a": {time.Second, 0}, "b": {10 * ms, 0}}}
-	if err := f.Bind(&framework.Profile{Scorers: []framework.WeightedScorer{{Scorer: plainScorer{}}, {Scorer: m}}}); err != nil {
+	if err := f.Bind(
+		&framework.Profile{Scorers: []framework.WeightedScorer{{Scorer: plainScorer{}}, {Scorer: m}}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	eps := plugintest.Endpoints(plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"))
-	got := f.Filter(context.Background(), &framework.CycleState{}, &framework.Request{SLO: framework.SLO{TTFT: 100 * ms}}, eps)
+	got := f.Filter(
+		context.Background(),
+		&framework.CycleState{},
+		&framework.Request{SLO: framework.SLO{TTFT: 100 * ms}},
+		eps,
+	)
 	if addrs(got) != "b" {
 		t.Fatalf("kept %q with the bound model, want b", addrs(got))
 	}

@@ -50,7 +50,11 @@ func New(name string, p framework.WeightedPickerParams, log *slog.Logger) (*Pick
 	if err != nil {
 		return nil, err
 	}
-	return &Picker{name: name, k: p.MaxNumOfEndpoints, pods: framework.NewWeightedStates[float64](p.WeightParams, log)}, nil
+	return &Picker{
+		name: name,
+		k:    p.MaxNumOfEndpoints,
+		pods: framework.NewWeightedStates[float64](p.WeightParams, log),
+	}, nil
 }
 
 // TypedName returns the plugin's type and name.
@@ -60,7 +64,12 @@ func (p *Picker) TypedName() framework.TypedName {
 
 // Pick advances the rotation over the candidates and returns the chosen endpoint, then the
 // fallbacks by current value.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+func (p *Picker) Pick(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.ScoredEndpoint,
+) *framework.Result {
 	if len(eps) == 0 {
 		return framework.NewResult(0)
 	}

@@ -125,7 +125,11 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	}
 	e.Admin, e.Handler = srv, srv.Handler()
 	e.Server = Serve(t, e.Handler)
-	e.Client = adminv1connect.NewAdminServiceClient(e.Server.Client(), e.Server.URL, connect.WithInterceptors(WithToken(Token)))
+	e.Client = adminv1connect.NewAdminServiceClient(
+		e.Server.Client(),
+		e.Server.URL,
+		connect.WithInterceptors(WithToken(Token)),
+	)
 	for _, g := range Gateways {
 		e.Publish(t, g.Node, Capacity(Model, 4, 300_000))
 	}
