@@ -61,7 +61,9 @@ func TestConvergence(t *testing.T) {
 			}
 			p := gossiptest.Start(t, tt.nodes, func(_ int, c *gossip.Config) {
 				c.SummaryTTL = time.Minute // staleness has its own test; a busy machine may be slow here
-				if tt.nodes > 10 {
+				if tt.nodes > 3 {
+					// Failure detection patient enough that a starved node is not declared dead
+					// after it converged (this test is about spreading summaries, not detection).
 					c.Timings = gossiptest.RelaxedTimings()
 				}
 			})
