@@ -109,6 +109,11 @@ func runSize(ctx context.Context, cfg Config, n int, log io.Writer) Result {
 		res.Stopped = stopReason(err)
 		return res
 	}
+	if gctx.Err() != nil { // the load stopped early: its error says why
+		stopLoad()
+		res.Stopped = fmt.Sprintf("load: %v", g.Wait())
+		return res
+	}
 	heap := heapInUse()
 	res.HeapPerNode = float64(heap-min(base, heap)) / float64(len(nodes))
 	fill(&res, w, before, after, elapsed, len(nodes), n)
