@@ -6,6 +6,7 @@
 #   make test-e2e  the end-to-end suites left out of `make test` (many processes, long scenarios)
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
+#   make bench-scale  the gossip/router scale sweep (docs/scale.md), bounded by SCALE_MAX_DURATION
 #   make pgo-profile  regenerate cluster-gateway's profile-guided-optimisation profile (default.pgo)
 #   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
 #   make generate  regenerate protobuf code, the docs' flags tables and the import graphs in docs/architecture.md (committed)
@@ -57,7 +58,7 @@ TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/globa
 TEST_P        ?= 4
 GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
 
-.PHONY: all build run pgo-profile bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run pgo-profile bench-scale bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -120,6 +121,20 @@ pgo-profile:
 	    -cpuprofile=$$tmp/extproc.prof -o $$tmp/extproc.test ./internal/extproc/; \
 	  $(GO) tool pprof -proto $$tmp/schedule.prof $$tmp/proxy.prof $$tmp/extproc.prof > $(CURDIR)/$(PGO_PROFILE)
 	@echo "wrote $(PGO_PROFILE)"
+
+## bench-scale: the scale sweep (docs/scale.md): pools of SCALE_NODES simulated gateways and a few
+## routers as real gossip nodes in one process, then the router's at-scale Go benchmarks; writes
+## the table, results.json and PNG curves into SCALE_OUT. Progress goes to stderr; no pool size
+## starts after SCALE_MAX_DURATION and each is cut at SCALE_PER_N_TIMEOUT (the table says where).
+## SCALE_FLAGS adds flags, e.g. SCALE_FLAGS="--timings=wan --busy=0.5".
+SCALE_NODES         ?= 100,300,1000
+SCALE_MAX_DURATION  ?= 30m
+SCALE_PER_N_TIMEOUT ?= 8m
+SCALE_OUT           ?= scale-results
+SCALE_FLAGS         ?=
+bench-scale:
+	$(GO) run ./tests/cmd/scale --nodes=$(SCALE_NODES) --max-duration=$(SCALE_MAX_DURATION) \
+	  --per-n-timeout=$(SCALE_PER_N_TIMEOUT) --out=$(SCALE_OUT) $(SCALE_FLAGS)
 
 ## bench-routing: routing quality (docs/benchmarks.md): the Tier 1 load sweep (every scenario at
 ## loads 0.3-0.9 of fleet capacity, 5 report seeds, 95% CIs, plots, weight sensitivity; resumable),
