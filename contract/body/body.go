@@ -103,6 +103,11 @@ func (b *Buffer) Append(p []byte) error {
 	return nil
 }
 
+// Clear empties b but keeps its buffer and the budget it reserved, so that b can collect the
+// next piece of the same size without growing again (a meter reusing one buffer for every
+// line of a stream). Release gives both back.
+func (b *Buffer) Clear() { b.data = b.data[:0] }
+
 // ReadFrom reads r to its end (io.EOF) into the body. It fails with a *TooLargeError as soon as
 // more than the limit (or a declared length above it) arrives, with a *BudgetError when the
 // budget cannot cover the next growth, and with r's error wrapped; the bytes read stay in b.

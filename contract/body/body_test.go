@@ -223,3 +223,30 @@ func TestPool(t *testing.T) {
 		t.Fatalf("after the refusal: %d pooled buffers out, %d in use", pool.out, small.InUse())
 	}
 }
+
+func TestClearKeepsTheReservation(t *testing.T) {
+	budget := body.NewBudget(1 << 20)
+	var b body.Buffer
+	b.Reset(body.Options{Limit: 64 << 10, Budget: budget})
+	if err := b.Append([]byte(strings.Repeat("a", 10<<10))); err != nil {
+		t.Fatal(err)
+	}
+	reserved := b.Reserved()
+	b.Clear()
+	if b.Len() != 0 || b.Reserved() != reserved || budget.InUse() != reserved {
+		t.Fatalf(
+			"after Clear: len %d, reserved %d (budget %d), want 0 and %d",
+			b.Len(),
+			b.Reserved(),
+			budget.InUse(),
+			reserved,
+		)
+	}
+	if err := b.Append([]byte(strings.Repeat("b", 10<<10))); err != nil || b.Reserved() != reserved {
+		t.Fatalf("Append after Clear: %v, reserved %d, want the same buffer's %d", err, b.Reserved(), reserved)
+	}
+	b.Release()
+	if budget.InUse() != 0 {
+		t.Fatalf("after Release the budget holds %d bytes", budget.InUse())
+	}
+}

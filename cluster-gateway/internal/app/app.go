@@ -216,6 +216,7 @@ func (g *Gateway) buildKVEvents() error {
 	}
 	kc := kvevents.DefaultConfig()
 	kc.Endpoint = g.cfg.KVEventsEndpoint
+	kc.TrustTopicPod = g.cfg.KVEventsTrustTopic
 	g.kvIndex = kvevents.NewIndex(kc.MaxIndexBytes)
 	sub, err := kvevents.New(kc, g.kvIndex, g.store.View(), g.log, g.reg)
 	if err != nil {

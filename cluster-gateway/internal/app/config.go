@@ -79,6 +79,9 @@ type Config struct {
 	// socket for the pods' KV cache events (vLLM's --kv-events-config publisher, connecting to
 	// it); the precise-prefix-cache-scorer needs it. Default: off.
 	KVEventsEndpoint string `flag:"kv-events-endpoint"`
+	// KVEventsTrustTopic accepts KV events naming any pod in their topic; by default the pod a
+	// topic names must be the IP the publisher connects from. Default false.
+	KVEventsTrustTopic bool `flag:"kv-events-trust-topic"`
 	// FlagsFile is a file of flag values, one name=value a line (flagenv's format); the command
 	// line and the environment win over it. (--config is GIE's EndpointPickerConfig.)
 	FlagsFile string `flag:"flags-file"`

@@ -74,6 +74,7 @@ var usage = map[string]string{
 		"of the cgroup's `/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
 	"adapter-map":             "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
 	"endpoint-header":         "add `x-switchyard-endpoint` (the serving pod's name) to responses",
+	"kv-events-trust-topic":   "accept KV events whatever pod their topic names; by default a publisher must name the IP it connects from (else its connection is closed, counted as `spoofed_pod`): set it only where a proxy hides the pods' addresses",
 	"endpoint-header-address": "debugging: show the pod's `ip:port` in `x-switchyard-endpoint` instead of its name (the address is internal to the cluster)",
 	"queue-limit":             "most requests held by flow control",
 	"queue-ttl":               "longest wait in the flow-control queue before 429",

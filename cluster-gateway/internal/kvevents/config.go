@@ -37,6 +37,11 @@ type Config struct {
 	// ResolveEvery is how often, at most, the endpoint set is re-read to resolve a topic that
 	// names no known pod. Default 250ms.
 	ResolveEvery time.Duration
+	// TrustTopicPod accepts a message naming any pod in its topic. Default false: the pod a
+	// topic names must be the IP its connection comes from (else the connection is closed),
+	// so that no process on the pod network can publish in another pod's name. Set it only
+	// where a proxy between the pods and the gateway hides the pods' addresses.
+	TrustTopicPod bool
 }
 
 // DefaultConfig returns the defaults, with no Endpoint.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,12 @@ import (
 // guard sits between the library and each TCP connection: it follows the ZMTP 3 framing of the
 // bytes the library reads and fails the read, closing that connection, before a frame past the
 // limits is read; it bounds the connections and the time a handshake may take.
+//
+// The guard also binds each message to the connection it arrives on: the pod a message's topic
+// names (kv@<pod-ip>[:port]@<model>) must be the IP the connection comes from, else the
+// connection is closed before the message is complete, so a process on the pod network cannot
+// publish events in another pod's name (to attract that pod's prompts elsewhere, or clear its
+// entries with a forged sequence gap). Config.TrustTopicPod turns the check off.
 
 // ZMTP 3 framing.
 const (
@@ -45,6 +52,7 @@ const (
 	refusedFraming     = "bad_framing"
 	refusedHandshake   = "handshake_timeout"
 	refusedPeer        = "bad_handshake"
+	refusedSpoofed     = "spoofed_pod"
 )
 
 // maxHandshakeCommand bounds the READY command a peer sends in its handshake.
@@ -60,6 +68,10 @@ type guardLimits struct {
 	maxMessage, maxFrames, maxConns int
 	handshake                       time.Duration
 	refused                         func(reason string)
+	// prefix is the topic prefix; with trustTopic false a message's topic must name the
+	// connection's own IP.
+	prefix     string
+	trustTopic bool
 }
 
 // guardTransport is the zmq4 transport "kvguard": endpoints kvguard://ID/HOST:PORT listen on
@@ -129,7 +141,7 @@ func (l *guardListener) Accept() (net.Conn, error) {
 			_ = c.Close()
 			continue
 		}
-		gc := &guardConn{Conn: c, l: l, handshaking: true}
+		gc := &guardConn{Conn: c, l: l, handshaking: true, peer: peerIP(c)}
 		gc.mu.Lock()
 		gc.timer = time.AfterFunc(l.lim.handshake, gc.handshakeExpired)
 		gc.mu.Unlock()
@@ -157,6 +169,19 @@ type guardConn struct {
 	more        bool
 	msgBytes    uint64
 	frames      int
+	peer        netip.Addr // the connection's remote IP (unmapped)
+	topic       []byte     // the current message's first frame, up to maxTopicBytes+1
+}
+
+// maxTopicBytes is the longest topic parseTopic accepts.
+const maxTopicBytes = 512
+
+// peerIP is c's remote IP, or the zero Addr when it is not TCP.
+func peerIP(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // Close closes the connection once; the library does not close a connection whose handshake
@@ -213,8 +238,11 @@ func (c *guardConn) scan(b []byte) error {
 			}
 		case c.body > 0:
 			k := min(c.body, uint64(len(b)))
-			if c.command && c.handshaking {
+			switch {
+			case c.command && c.handshaking:
 				c.ready = append(c.ready, b[:k]...)
+			case c.inTopic():
+				c.topic = append(c.topic, b[:min(int(k), maxTopicBytes+1-len(c.topic))]...)
 			}
 			c.body, b = c.body-k, b[k:]
 			if c.body == 0 {
@@ -300,10 +328,42 @@ func (c *guardConn) endFrame() error {
 		c.mu.Unlock()
 		return nil
 	}
+	if c.inTopic() {
+		if err := c.checkTopic(); err != nil {
+			return err
+		}
+	}
 	if !c.more {
 		c.msgBytes, c.frames = 0, 0
 	}
 	return nil
+}
+
+// inTopic reports whether the data frame being read is a message's first, its topic, and
+// topics are checked.
+func (c *guardConn) inTopic() bool {
+	return !c.command && c.frames == 1 && !c.l.lim.trustTopic
+}
+
+// checkTopic refuses a topic that names a pod by an IP other than the connection's. A topic
+// that is not kv@<pod>@<model> passes: the subscriber refuses it. A pod named by anything but
+// an IP (a host name) cannot be checked and is refused.
+func (c *guardConn) checkTopic() error {
+	topic := c.topic
+	c.topic = c.topic[:0]
+	pod, ok := parseTopic(topic, c.l.lim.prefix)
+	if !ok {
+		return nil
+	}
+	host := pod
+	if h, _, err := net.SplitHostPort(pod); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	if err == nil && c.peer.IsValid() && ip.Unmap() == c.peer {
+		return nil
+	}
+	return &guardError{refusedSpoofed, fmt.Sprintf("topic names pod %.64q, the connection comes from %s", pod, c.peer)}
 }
 
 // checkGreeting accepts a ZMTP 3 greeting with the NULL mechanism, the only one the socket

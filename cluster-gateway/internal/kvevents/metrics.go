@@ -46,7 +46,8 @@ func newMetrics(idx *Index, reg prometheus.Registerer) *metrics {
 	for _, r := range []string{resultApplied, resultMalformed, resultBadTopic, resultUnknownPod, resultFrames, resultIndexFull} {
 		m.messages.WithLabelValues(r)
 	}
-	for _, r := range []string{refusedConnections, refusedFrame, refusedMessage, refusedFrames, refusedFraming, refusedHandshake, refusedPeer} {
+	for _, r := range []string{refusedConnections, refusedFrame, refusedMessage, refusedFrames, refusedFraming, refusedHandshake, refusedPeer,
+		refusedSpoofed} {
 		m.refused.WithLabelValues(r)
 	}
 	if reg != nil {

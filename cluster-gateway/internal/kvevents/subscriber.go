@@ -66,7 +66,8 @@ func New(
 	s.m = newMetrics(idx, reg)
 	addr, _ := ListenAddr(cfg.Endpoint) // validated
 	lim := &guardLimits{maxMessage: cfg.MaxMessageBytes, maxFrames: cfg.MaxFrames,
-		maxConns: cfg.MaxConnections, handshake: cfg.HandshakeTimeout, refused: s.refused}
+		maxConns: cfg.MaxConnections, handshake: cfg.HandshakeTimeout, refused: s.refused,
+		prefix: cfg.TopicPrefix, trustTopic: cfg.TrustTopicPod}
 	ep, forget := guardEndpoint(addr, lim)
 	s.forget = forget
 	s.sock = zmq4.NewSub(context.Background(), zmq4.WithAutomaticReconnect(false), zmq4.WithLogger(discardLog))

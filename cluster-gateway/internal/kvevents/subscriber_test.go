@@ -31,13 +31,23 @@ type harness struct {
 
 func startSubscriber(t *testing.T, mutate func(*Config)) *harness {
 	t.Helper()
+	return startSubscriberOn(t, mutate, podA, podB)
+}
+
+// startSubscriberOn starts a subscriber whose endpoint set holds addrs.
+func startSubscriberOn(t *testing.T, mutate func(*Config), addrs ...string) *harness {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Endpoint = "tcp://127.0.0.1:0"
 	cfg.ResolveEvery = time.Millisecond
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	h := plugintest.NewHandle(plugintest.Endpoints(plugintest.NewEndpoint(podA), plugintest.NewEndpoint(podB))...)
+	eps := make([]*plugintest.FakeEndpoint, len(addrs))
+	for i, a := range addrs {
+		eps[i] = plugintest.NewEndpoint(a)
+	}
+	h := plugintest.NewHandle(plugintest.Endpoints(eps...)...)
 	idx := NewIndex(cfg.MaxIndexBytes)
 	sub, err := New(cfg, idx, h, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
@@ -118,7 +128,7 @@ func TestSubscriberRefusesUnknownPodsAndTopics(t *testing.T) {
 	s := startSubscriber(t, nil)
 	pub := newPublisher(t, s.sub.Addr())
 	unknown := s.m.messages.WithLabelValues(resultUnknownPod)
-	pub.sendUntil(t, "kv@10.9.9.9@llama", encodeBatch(t, nil, stored(1)),
+	pub.sendUntil(t, "kv@127.0.0.1:19999@llama", encodeBatch(t, nil, stored(1)),
 		func() bool { return testutil.ToFloat64(unknown) > 0 }, "unknown pod counted")
 	// 127.0.0.1 alone is ambiguous: two endpoints share it.
 	pub.send(t, "kv@127.0.0.1@llama", encodeBatch(t, nil, stored(1)))

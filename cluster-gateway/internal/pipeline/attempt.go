@@ -57,6 +57,7 @@ func (p *Pipeline) Begin(ctx context.Context, d *Decision, ep *datastore.Endpoin
 	ep.AddInFlight(1)
 	a := &Attempt{d: d, ep: ep, sentAt: p.now(), ctx: ctx}
 	a.ctx, a.span = p.startUpstream(ctx, d, ep)
+	a.meter.UseBudget(p.bodies)
 	a.meter.Reset(a.sentAt, false)
 	return a
 }
@@ -95,6 +96,11 @@ func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, f
 	a.ep.AddInFlight(-1)
 	a.ep.ObserveResult(status, err, now)
 	m := a.meter.Finish()
+	if m.Unmetered != "" {
+		p.metrics.unmetered.WithLabelValues(m.Unmetered).Inc()
+		p.log.Debug("response passed on unmetered: its usage is unknown", "request", a.d.Request.ID,
+			"endpoint", a.ep.Name, "reason", m.Unmetered)
+	}
 	info := &framework.ResponseInfo{
 		Endpoint: a.ep, Status: status, Err: err, CachedTokens: m.CachedTokens,
 		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, TTFT: m.TTFT, MeanITL: m.MeanITL,

@@ -2,13 +2,24 @@ package pipeline
 
 import (
 	"bytes"
+	"errors"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 )
 
 // maxMeteredLine bounds what a Meter buffers of one SSE line or of a JSON response body.
 const maxMeteredLine = 1 << 20
+
+// Why a Meter gave up buffering (Measurement.Unmetered, the reason label of
+// switchyard_gateway_response_unmetered_total).
+const (
+	// unmeteredTooLarge: a JSON body or one SSE line longer than maxMeteredLine.
+	unmeteredTooLarge = "too_large"
+	// unmeteredBudget: the in-flight body budget could not hold the buffer's growth.
+	unmeteredBudget = "budget"
+)
 
 // Meter watches a model server's response body as it passes through and measures time to first
 // token, inter-token latency, output tokens and the usage block (prompt_tokens, completion_tokens,
@@ -20,15 +31,25 @@ const maxMeteredLine = 1 << 20
 // token event, the lifecycle events (response.created, response.in_progress,
 // response.output_item.added, ...) are not tokens, and the usage is read from
 // response.completed (or response.incomplete, response.failed), nested in its response. For JSON
-// bodies the first body byte stands for the first token. A Meter is used by one goroutine at a
-// time.
+// bodies the first body byte stands for the first token.
+//
+// What a Meter buffers (a JSON body, or an SSE line that spans chunks) is reserved from the
+// budget of UseBudget, the in-flight body budget, as it grows, and given back by Finish: a body
+// or line longer than maxMeteredLine, or one the budget cannot hold, is passed on unmetered
+// (its usage unknown, Measurement.Unmetered says why) rather than held. A Meter is used by one
+// goroutine at a time.
 type Meter struct {
 	start, first, last time.Time
 	sse                bool
 	events             int
-	carry              []byte
-	usage              openai.Usage
-	hasUsage           bool
+	budget             *body.Budget
+	carry              body.Buffer
+	// skip drops the rest of the JSON body, or of the SSE line, that did not fit; unmetered
+	// is why (the first reason).
+	skip      bool
+	unmetered string
+	usage     openai.Usage
+	hasUsage  bool
 	// kind is what the SSE event being read is, by its event: line; named says it had a
 	// Responses API name.
 	kind  eventKind
@@ -83,12 +104,40 @@ type Measurement struct {
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens (input_tokens_details'), or -1
 	// when not reported.
 	CachedTokens int
+	// Unmetered is why part of the body was not metered (unmeteredTooLarge, unmeteredBudget),
+	// "" when all of it was.
+	Unmetered string
 }
 
+// UseBudget makes m reserve what it buffers from budget (nil: no budget). Call it before Reset.
+func (m *Meter) UseBudget(budget *body.Budget) { m.budget = budget }
+
 // Reset prepares m for a response to a request sent at start; sse selects SSE parsing
-// (Content-Type text/event-stream) over JSON.
+// (Content-Type text/event-stream) over JSON. It gives back what m buffered.
 func (m *Meter) Reset(start time.Time, sse bool) {
-	*m = Meter{start: start, sse: sse, carry: m.carry[:0]}
+	m.carry.Release()
+	*m = Meter{start: start, sse: sse, budget: m.budget}
+	m.carry.Reset(body.Options{Limit: maxMeteredLine, Budget: m.budget})
+}
+
+// hold appends p to the buffer; when it does not fit (too long, or the budget is spent) the
+// buffer is given back and the rest of the body or line skipped.
+func (m *Meter) hold(p []byte) {
+	if m.skip {
+		return
+	}
+	err := m.carry.Append(p)
+	if err == nil {
+		return
+	}
+	m.skip = true
+	m.carry.Release()
+	if m.unmetered == "" {
+		m.unmetered = unmeteredTooLarge
+		if errors.Is(err, body.ErrBudgetExhausted) {
+			m.unmetered = unmeteredBudget
+		}
+	}
 }
 
 // Write observes a chunk of the body that arrived at now.
@@ -101,26 +150,25 @@ func (m *Meter) Write(p []byte, now time.Time) {
 			m.first = now
 		}
 		m.last = now
-		if len(m.carry)+len(p) <= maxMeteredLine {
-			m.carry = append(m.carry, p...)
-		}
+		m.hold(p)
 		return
 	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if len(m.carry)+len(p) <= maxMeteredLine {
-				m.carry = append(m.carry, p...)
-			}
+			m.hold(p)
 			return
 		}
 		line := p[:i]
-		if len(m.carry) > 0 {
-			m.carry = append(m.carry, line...)
-			line = m.carry
+		if m.carry.Len() > 0 {
+			m.hold(line)
+			line = m.carry.Bytes()
 		}
-		m.line(line, now)
-		m.carry = m.carry[:0]
+		if !m.skip {
+			m.line(line, now)
+		}
+		m.carry.Clear()
+		m.skip = false // the next line starts afresh
 		p = p[i+1:]
 	}
 }
@@ -200,12 +248,14 @@ func (m *Meter) TTFT() time.Duration {
 	return m.first.Sub(m.start)
 }
 
-// Finish returns the measurement. For JSON bodies it parses the buffered body's usage.
+// Finish returns the measurement and gives back the buffer. For JSON bodies it parses the
+// buffered body's usage.
 func (m *Meter) Finish() Measurement {
-	if !m.sse && len(m.carry) > 0 {
-		m.parseUsage(m.carry)
+	if !m.sse && !m.skip && m.carry.Len() > 0 {
+		m.parseUsage(m.carry.Bytes())
 	}
-	out := Measurement{PromptTokens: -1, CachedTokens: -1, OutputTokens: m.events}
+	m.carry.Release()
+	out := Measurement{PromptTokens: -1, CachedTokens: -1, OutputTokens: m.events, Unmetered: m.unmetered}
 	if !m.first.IsZero() {
 		out.TTFT = m.first.Sub(m.start)
 		if m.events > 1 {

@@ -32,6 +32,8 @@ type Metrics struct {
 	bodyRefused *prometheus.CounterVec
 	// slo counts the requests with latency objectives by outcome (goodput at SLO).
 	slo *sloMetrics
+	// unmetered counts responses whose usage was not read, by reason.
+	unmetered *prometheus.CounterVec
 }
 
 // NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
@@ -70,9 +72,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack, contract.HeaderSLOTTFT, contract.HeaderSLOTPOT} {
 		m.invalid.WithLabelValues(h)
 	}
+	m.unmetered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_gateway_response_unmetered_total",
+		Help: "Responses passed on without reading their usage, by reason: too_large (a JSON body or an SSE line over 1 MiB) or budget (the in-flight body budget --max-inflight-body-bytes, which the buffered response is charged to, was spent).",
+	}, []string{"reason"})
+	for _, reason := range []string{unmeteredTooLarge, unmeteredBudget} {
+		m.unmetered.WithLabelValues(reason)
+	}
 	m.slo = newSLOMetrics()
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.invalid, m.bodyRefused, m.slo.requests} {
+		for _, c := range []prometheus.Collector{
+			m.requests, m.duration, m.ttft, m.invalid, m.bodyRefused, m.slo.requests, m.unmetered,
+		} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

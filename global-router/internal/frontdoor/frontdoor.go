@@ -294,9 +294,14 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	if lease == nil {
 		outcome, known = s.route(w, r, body, model, parsed.Prompt)
 	} else {
-		meter := &usageMeter{ResponseWriter: w}
+		meter := newUsageMeter(w, s.cfg.Bodies)
 		outcome, known = s.route(meter, r, body, model, parsed.Prompt)
 		used, reported := meter.tokens()
+		if meter.unmetered != "" {
+			s.metrics.unmeteredAnswer(meter.unmetered)
+			s.log.Debug("answer passed on unmetered: the tenant stays charged its reservation",
+				"tenant", tenant, "reason", meter.unmetered)
+		}
 		lease.Finish(used, reported, !answered(outcome))
 	}
 	if span != nil {

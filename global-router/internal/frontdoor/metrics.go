@@ -78,6 +78,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range contract.Reasons(contract.UsePolicy) {
 		m.unavailable.WithLabelValues(r.String())
 	}
+	for _, r := range []string{unmeteredTooLarge, unmeteredBudget} {
+		m.tenant.unmetered.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(
 			m.requests,
@@ -88,6 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.unloadedLocal,
 			m.noRoute,
 			m.tenant.refused,
+			m.tenant.unmetered,
 		)
 	}
 	return m

@@ -3,6 +3,7 @@ package frontdoor
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
 
@@ -146,10 +148,12 @@ func tenantUnavailable(tenant string) *openai.Error {
 	}
 }
 
-// tenantMetrics counts the refusals of tenants' requests.
+// tenantMetrics counts the refusals of tenants' requests and the answers whose usage was not
+// read.
 type tenantMetrics struct {
-	refused *prometheus.CounterVec
-	tenants *promlabel.Set
+	refused   *prometheus.CounterVec
+	tenants   *promlabel.Set
+	unmetered *prometheus.CounterVec
 }
 
 func newTenantMetrics() tenantMetrics {
@@ -159,6 +163,17 @@ func newTenantMetrics() tenantMetrics {
 			Help: "Requests refused for their tenant, by tenant (configured tenants, at most 500; else other) and limit: tokens_per_minute, requests_per_second, max_concurrent (429 rate_limit_exceeded), invalid_api_key (401), unavailable (503, the tenant's stored limits cannot be read).",
 		}, []string{"tenant", "limit"}),
 		tenants: promlabel.NewSet(promlabel.DefaultLimit),
+		unmetered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_response_unmetered_total",
+			Help: "Answers to tenants with limits passed on without reading their usage (the reservation stays charged), by reason: too_large (a JSON body or an SSE line over 1 MiB) or budget (the in-flight body budget --max-inflight-body-bytes, which the buffered answer is charged to, was spent).",
+		}, []string{"reason"}),
+	}
+}
+
+// unmeteredAnswer counts an answer whose usage was not read, and why.
+func (m *Metrics) unmeteredAnswer(reason string) {
+	if m != nil {
+		m.tenant.unmetered.WithLabelValues(reason).Inc()
 	}
 }
 
@@ -172,18 +187,37 @@ func (m *Metrics) refusedTenant(tenant, limit string) {
 }
 
 // usageMeter watches an answer's body on its way to the client for the usage the model server
-// reports: the last SSE data event with a usage object, or a JSON body's usage (bounded).
+// reports: the last SSE data event with a usage object, or a JSON body's usage. What it buffers
+// (a JSON body, an SSE line spanning writes) is reserved from the in-flight body budget as it
+// grows, at most maxMeteredBytes, and given back by tokens; a body or line that does not fit
+// is passed on unmetered (skipped whole, never spliced), so its usage is unknown.
 type usageMeter struct {
 	http.ResponseWriter
 	sse   bool
 	head  bool
-	carry []byte
-	usage openai.Usage
-	found bool
+	carry body.Buffer
+	// skip drops the rest of the JSON body or SSE line that did not fit; unmetered is why.
+	skip      bool
+	unmetered string
+	usage     openai.Usage
+	found     bool
 }
 
 // maxMeteredBytes bounds what the meter buffers of one SSE line or of a JSON body.
 const maxMeteredBytes = 1 << 20
+
+// Why a usageMeter gave up buffering (the reason label of the unmetered counter).
+const (
+	unmeteredTooLarge = "too_large"
+	unmeteredBudget   = "budget"
+)
+
+// newUsageMeter returns a meter of the answer written to w, buffering from budget.
+func newUsageMeter(w http.ResponseWriter, budget *body.Budget) *usageMeter {
+	m := &usageMeter{ResponseWriter: w}
+	m.carry.Reset(body.Options{Limit: maxMeteredBytes, Budget: budget})
+	return m
+}
 
 func (m *usageMeter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
 
@@ -198,42 +232,67 @@ func (m *usageMeter) Write(p []byte) (int, error) {
 
 func (m *usageMeter) observe(p []byte) {
 	if !m.sse {
-		if len(m.carry)+len(p) <= maxMeteredBytes {
-			m.carry = append(m.carry, p...)
-		}
+		m.hold(p)
 		return
 	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if len(m.carry)+len(p) <= maxMeteredBytes {
-				m.carry = append(m.carry, p...)
-			}
+			m.hold(p)
 			return
 		}
 		line := p[:i]
-		if len(m.carry) > 0 {
-			line = append(m.carry, line...)
+		if m.carry.Len() > 0 {
+			m.hold(line)
+			line = m.carry.Bytes()
 		}
-		if data, ok := bytes.CutPrefix(
-			bytes.TrimSpace(line),
-			[]byte("data:"),
-		); ok &&
-			bytes.Contains(data, []byte(`"usage"`)) {
-			if u, ok := openai.ParseUsage(bytes.TrimSpace(data)); ok {
-				m.usage, m.found = u, true
-			}
+		if !m.skip {
+			m.line(line)
 		}
-		m.carry, p = m.carry[:0], p[i+1:]
+		m.carry.Clear()
+		m.skip, p = false, p[i+1:]
 	}
 }
 
-// tokens returns the input plus output tokens reported, and whether any usage was.
+// line reads the usage of one complete SSE line, if it is a data line that has one.
+func (m *usageMeter) line(line []byte) {
+	data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
+	if !ok || !bytes.Contains(data, []byte(`"usage"`)) {
+		return
+	}
+	if u, ok := openai.ParseUsage(bytes.TrimSpace(data)); ok {
+		m.usage, m.found = u, true
+	}
+}
+
+// hold appends p to the buffer; when it does not fit (too long, or the budget is spent) the
+// buffer is given back and the rest of the body or line skipped.
+func (m *usageMeter) hold(p []byte) {
+	if m.skip {
+		return
+	}
+	err := m.carry.Append(p)
+	if err == nil {
+		return
+	}
+	m.skip = true
+	m.carry.Release()
+	if m.unmetered == "" {
+		m.unmetered = unmeteredTooLarge
+		if errors.Is(err, body.ErrBudgetExhausted) {
+			m.unmetered = unmeteredBudget
+		}
+	}
+}
+
+// tokens returns the input plus output tokens reported, and whether any usage was; it gives
+// back the buffer, so it is called once, when the answer has been forwarded.
 func (m *usageMeter) tokens() (int64, bool) {
-	if !m.sse && len(m.carry) > 0 {
-		if u, ok := openai.ParseUsage(m.carry); ok {
+	if !m.sse && !m.skip && m.carry.Len() > 0 {
+		if u, ok := openai.ParseUsage(m.carry.Bytes()); ok {
 			m.usage, m.found = u, true
 		}
 	}
-	return int64(m.usage.PromptTokens + m.usage.CompletionTokens), m.found
+	m.carry.Release()
+	return int64(m.usage.PromptTokens) + int64(m.usage.CompletionTokens), m.found
 }

@@ -364,9 +364,9 @@ func (s *Scorer) tokenize(
 
 // tokenizeOnce asks the configured tokenizer, or up to two candidate pods in turn.
 func (s *Scorer) tokenizeOnce(ctx context.Context, eps []framework.Endpoint, body []byte) ([]int64, error) {
-	maxResp := int64(8*s.maxBody + 64<<10)
+	maxTokens := s.maxBlocks * s.blockSize
 	if s.mode != TokenizerPod {
-		return tokenize(ctx, s.client, s.mode+"/tokenize", body, maxResp)
+		return tokenize(ctx, s.client, s.mode+"/tokenize", body, maxTokens)
 	}
 	if len(eps) == 0 {
 		return nil, errors.New("no candidate pod")
@@ -376,7 +376,7 @@ func (s *Scorer) tokenizeOnce(ctx context.Context, eps []framework.Endpoint, bod
 	for i := range min(2, len(eps)) {
 		e := eps[(start+uint64(i))%uint64(len(eps))]
 		var ids []int64
-		if ids, err = tokenize(ctx, s.client, "http://"+e.Meta().Address+"/tokenize", body, maxResp); err == nil {
+		if ids, err = tokenize(ctx, s.client, "http://"+e.Meta().Address+"/tokenize", body, maxTokens); err == nil {
 			return ids, nil
 		}
 	}

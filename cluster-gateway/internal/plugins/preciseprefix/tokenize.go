@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 )
 
 // Why the scorer fell back to the approximate prefix-cache-scorer, the reason label of
@@ -42,8 +43,14 @@ type tokenizeRequest struct {
 }
 
 type tokenizeResponse struct {
-	Tokens []int64 `json:"tokens"`
+	Tokens json.RawMessage `json:"tokens"`
 }
+
+// maxAnswerBytes bounds a /tokenize answer to a request body of n bytes: at most 8 bytes of JSON
+// per byte of prompt (a token covers at least one byte, and an id with its comma takes at most
+// 8), plus 64 KiB for the chat template's tokens and the other members. A pod cannot make the
+// gateway read megabytes for a short prompt.
+func maxAnswerBytes(n int) int64 { return 8*int64(n) + 64<<10 }
 
 var errUnsupported = errors.New("prompt is neither a string, token ids nor messages")
 
@@ -71,9 +78,10 @@ func tokenizeBody(model string, body []byte) (req []byte, ids []int64, err error
 	return out, nil, err
 }
 
-// tokenize posts body to url (a vLLM /tokenize endpoint) and returns the token ids, reading
-// at most maxResp bytes of the answer.
-func tokenize(ctx context.Context, c *http.Client, url string, body []byte, maxResp int64) ([]int64, error) {
+// tokenize posts body to url (a vLLM /tokenize endpoint) and returns the first maxTokens token
+// ids (the hashes chain no further), reading at most maxAnswerBytes(len(body)) of the answer.
+func tokenize(ctx context.Context, c *http.Client, url string, body []byte, maxTokens int) ([]int64, error) {
+	maxResp := maxAnswerBytes(len(body))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -101,5 +109,37 @@ func tokenize(ctx context.Context, c *http.Client, url string, body []byte, maxR
 	if err := json.Unmarshal(data, &tr); err != nil {
 		return nil, fmt.Errorf("tokenize %s: %w", url, err)
 	}
-	return tr.Tokens, nil
+	ids, err := firstTokens(tr.Tokens, maxTokens)
+	if err != nil {
+		return nil, fmt.Errorf("tokenize %s: %w", url, err)
+	}
+	return ids, nil
+}
+
+// firstTokens decodes at most limit ids of a JSON array of integers (already validated JSON), so
+// a long answer costs no more than the ids the scorer uses.
+func firstTokens(raw json.RawMessage, limit int) ([]int64, error) {
+	p := bytes.TrimSpace(raw)
+	if len(p) == 0 || p[0] != '[' {
+		return nil, errors.New("tokens is not an array")
+	}
+	p = p[1:]
+	ids := make([]int64, 0, min(limit, len(p)/2+1))
+	for len(ids) < limit {
+		p = bytes.TrimLeft(p, " \t\r\n,")
+		if len(p) == 0 || p[0] == ']' {
+			break
+		}
+		end := bytes.IndexAny(p, ", \t\r\n]")
+		if end < 0 {
+			end = len(p)
+		}
+		v, err := strconv.ParseInt(string(p[:end]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("token id %.20q is not an integer", p[:end])
+		}
+		ids = append(ids, v)
+		p = p[end:]
+	}
+	return ids, nil
 }
