@@ -294,8 +294,11 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	if lease == nil {
 		outcome, known = s.route(w, r, body, model, parsed.Prompt)
 	} else {
-		meter := &usageMeter{ResponseWriter: w}
-		outcome, known = s.route(meter, r, body, model, parsed.Prompt)
+		fwdBody, strip, release := s.askUsage(r.URL.Path, body, &parsed, lease)
+		meter := &usageMeter{ResponseWriter: w, strip: strip}
+		outcome, known = s.route(meter, r, fwdBody, model, parsed.Prompt)
+		meter.finish()
+		release()
 		used, reported := meter.tokens()
 		lease.Finish(used, reported, !answered(outcome))
 	}

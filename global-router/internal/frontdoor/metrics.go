@@ -88,6 +88,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.unloadedLocal,
 			m.noRoute,
 			m.tenant.refused,
+			m.tenant.usageAsked,
 		)
 	}
 	return m

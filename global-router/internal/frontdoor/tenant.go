@@ -1,7 +1,6 @@
 package frontdoor
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -146,14 +145,29 @@ func tenantUnavailable(tenant string) *openai.Error {
 	}
 }
 
-// tenantMetrics counts the refusals of tenants' requests.
+// tenantMetrics counts the refusals of tenants' requests, and the streams asked for usage.
 type tenantMetrics struct {
-	refused *prometheus.CounterVec
-	tenants *promlabel.Set
+	refused    *prometheus.CounterVec
+	usageAsked *prometheus.CounterVec
+	tenants    *promlabel.Set
 }
 
+// Outcomes of asking a stream for its usage chunk (the outcome label of usage_asked_total).
+const (
+	usageAsked       = "asked"
+	usageBudgetSpent = "body_budget"
+)
+
 func newTenantMetrics() tenantMetrics {
+	asked := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_router_tenant_stream_usage_asked_total",
+		Help: "Streams of tenants with a token limit whose client did not ask for the usage chunk, by outcome: asked (forwarded with stream_options.include_usage, the chunk dropped from the client's stream) or body_budget (the in-flight body budget was spent: forwarded as sent, charged the reservation).",
+	}, []string{"outcome"})
+	for _, o := range []string{usageAsked, usageBudgetSpent} {
+		asked.WithLabelValues(o)
+	}
 	return tenantMetrics{
+		usageAsked: asked,
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_tenant_refused_total",
 			Help: "Requests refused for their tenant, by tenant (configured tenants, at most 500; else other) and limit: tokens_per_minute, requests_per_second, max_concurrent (429 rate_limit_exceeded), invalid_api_key (401), unavailable (503, the tenant's stored limits cannot be read).",
@@ -169,71 +183,4 @@ func (m *Metrics) refusedTenant(tenant, limit string) {
 		label = m.tenant.tenants.Value(tenant)
 	}
 	m.tenant.refused.WithLabelValues(label, limit).Inc()
-}
-
-// usageMeter watches an answer's body on its way to the client for the usage the model server
-// reports: the last SSE data event with a usage object, or a JSON body's usage (bounded).
-type usageMeter struct {
-	http.ResponseWriter
-	sse   bool
-	head  bool
-	carry []byte
-	usage openai.Usage
-	found bool
-}
-
-// maxMeteredBytes bounds what the meter buffers of one SSE line or of a JSON body.
-const maxMeteredBytes = 1 << 20
-
-func (m *usageMeter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
-
-func (m *usageMeter) Write(p []byte) (int, error) {
-	if !m.head {
-		m.head = true
-		m.sse = strings.HasPrefix(m.Header().Get("Content-Type"), "text/event-stream")
-	}
-	m.observe(p)
-	return m.ResponseWriter.Write(p)
-}
-
-func (m *usageMeter) observe(p []byte) {
-	if !m.sse {
-		if len(m.carry)+len(p) <= maxMeteredBytes {
-			m.carry = append(m.carry, p...)
-		}
-		return
-	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			if len(m.carry)+len(p) <= maxMeteredBytes {
-				m.carry = append(m.carry, p...)
-			}
-			return
-		}
-		line := p[:i]
-		if len(m.carry) > 0 {
-			line = append(m.carry, line...)
-		}
-		if data, ok := bytes.CutPrefix(
-			bytes.TrimSpace(line),
-			[]byte("data:"),
-		); ok &&
-			bytes.Contains(data, []byte(`"usage"`)) {
-			if u, ok := openai.ParseUsage(bytes.TrimSpace(data)); ok {
-				m.usage, m.found = u, true
-			}
-		}
-		m.carry, p = m.carry[:0], p[i+1:]
-	}
-}
-
-// tokens returns the input plus output tokens reported, and whether any usage was.
-func (m *usageMeter) tokens() (int64, bool) {
-	if !m.sse && len(m.carry) > 0 {
-		if u, ok := openai.ParseUsage(m.carry); ok {
-			m.usage, m.found = u, true
-		}
-	}
-	return int64(m.usage.PromptTokens + m.usage.CompletionTokens), m.found
 }
