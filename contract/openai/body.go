@@ -58,6 +58,8 @@ type Body struct {
 	instr      []byte // the kept text of "instructions": aliases the data or is in ibuf
 	instrBytes int    // the whole decoded length of "instructions"
 	ibuf       []byte // storage for instr when the string has escapes
+
+	opts optsSpan // where the last "stream_options" is, for AppendIncludeUsage
 }
 
 // ErrMissingModel is returned by Parse when the body has no non-empty "model" string.
@@ -257,15 +259,27 @@ func (b *Body) once(key []byte) error {
 }
 
 func (b *Body) streamOptions(s *scanner) error {
-	if s.ws() == 'n' {
-		return s.literal("null")
+	c := s.ws()
+	b.opts = optsSpan{kind: optsObject, start: s.pos}
+	if c == 'n' {
+		b.opts.kind = optsNull
+		err := s.literal("null")
+		b.opts.end = s.pos
+		return err
 	}
-	return s.object(func(key []byte) error {
-		if string(key) == "include_usage" {
-			return s.boolean(&b.IncludeUsage)
+	err := s.object(func(key []byte) error {
+		b.opts.members = true
+		if string(key) != "include_usage" {
+			return s.skip(2)
 		}
-		return s.skip(2)
+		s.ws()
+		b.opts.usageStart = s.pos
+		err := s.boolean(&b.IncludeUsage)
+		b.opts.usageEnd = s.pos
+		return err
 	})
+	b.opts.end = s.pos
+	return err
 }
 
 // promptValue reads a prompt: a string, an array of strings, an array of token ids, an array

@@ -7,6 +7,7 @@ package apierror
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/openai"
@@ -74,5 +75,20 @@ func SLOUnattainable(msg string, retryAfter int) *Error {
 	return &Error{
 		Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonSLOUnattainable, Message: msg,
 		Overflow: true, RetryAfterSeconds: retryAfter,
+	}
+}
+
+// RateLimited is the 429 for a request over one of its tenant's limits (limit names it:
+// tokens_per_minute, requests_per_second, max_concurrent), the router's answer word for word:
+// rate_limit_exceeded with Retry-After, and no overflow marker (another cluster would refuse the
+// tenant too).
+func RateLimited(tenant, limit string, retryAfter time.Duration) *Error {
+	return &Error{
+		Status:            http.StatusTooManyRequests,
+		Type:              openai.TypeRateLimit,
+		Code:              contract.ReasonRateLimitExceeded,
+		RetryAfterSeconds: max(openai.RetryAfter(retryAfter), 1),
+		Message: fmt.Sprintf("tenant `%s` is over its %s limit; retry after %v",
+			tenant, limit, retryAfter.Round(time.Millisecond)),
 	}
 }

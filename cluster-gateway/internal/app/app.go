@@ -34,6 +34,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tenantlimits"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
@@ -299,9 +300,20 @@ func (g *Gateway) buildFrontDoors() error {
 	if err := pipeline.RegisterBodyBudget(g.reg, g.bodies); err != nil {
 		return err
 	}
-	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
+	po := pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
 		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log,
-		Tracer: g.tracing.Tracer()})
+		Tracer: g.tracing.Tracer()}
+	if g.cfg.TenantLimitsFile != "" {
+		tc := tenantlimits.DefaultConfig()
+		tc.Path = g.cfg.TenantLimitsFile
+		limits, err := tenantlimits.New(tc, g.log.With("component", "tenantlimits"), g.reg)
+		if err != nil {
+			return fmt.Errorf("--tenant-limits-file: %w", err)
+		}
+		po.Tenants = limits
+		g.components = append(g.components, limits)
+	}
+	pipe, err := pipeline.New(po)
 	if err != nil {
 		return err
 	}

@@ -126,6 +126,10 @@ type Config struct {
 	MemoryLimit string `flag:"memory-limit" default:"GOMEMLIMIT, else auto"`
 	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
 	AdapterMap string `flag:"adapter-map"`
+	// TenantLimitsFile is a YAML file of tenant name to limits (requests_per_second,
+	// max_concurrent, tokens_per_minute; "*" for every tenant it does not list), enforced on
+	// every request by its tenant header and re-read when it changes. Default "": no limits.
+	TenantLimitsFile string `flag:"tenant-limits-file"`
 	// EndpointHeader adds x-switchyard-endpoint, the serving pod's name, to responses. Default
 	// true. EndpointHeaderAddress shows the pod's ip:port there instead, for debugging (the
 	// address is internal to the cluster). Default false.

@@ -73,6 +73,7 @@ var usage = map[string]string{
 	"memory-limit": "the Go runtime's soft memory limit (`runtime/debug.SetMemoryLimit`): bytes with a unit (`1536MiB`), `auto` for 90% " +
 		"of the cgroup's `/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
 	"adapter-map":             "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
+	"tenant-limits-file":      "YAML file of tenant → limits (`requests_per_second`, `max_concurrent`, `tokens_per_minute`; `\"*\"` for the tenants it does not list), enforced by the tenant header with 429 `rate_limit_exceeded`, reloaded when it changes; for clusters without a router in front (see [tenant limits](#tenant-limits))",
 	"endpoint-header":         "add `x-switchyard-endpoint` (the serving pod's name) to responses",
 	"kv-events-trust-topic":   "accept KV events whatever pod their topic names; by default a publisher must name the IP it connects from (else its connection is closed, counted as `spoofed_pod`): set it only where a proxy hides the pods' addresses",
 	"endpoint-header-address": "debugging: show the pod's `ip:port` in `x-switchyard-endpoint` instead of its name (the address is internal to the cluster)",

@@ -113,6 +113,7 @@ func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, f
 	}
 	p.flow.Notify()
 	if final {
+		finishTenant(a.d, status, err, m)
 		code := countedStatus(status, err)
 		p.metrics.observe(a.d, code, now, m)
 		if slo := a.d.Request.SLO; !slo.IsZero() {

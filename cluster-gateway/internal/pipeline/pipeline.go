@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tenantlimits"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 )
@@ -40,6 +41,12 @@ type Admitter interface {
 type Hooks interface {
 	PreRequest(ctx context.Context, req *framework.Request, res *framework.Result)
 	PostResponse(ctx context.Context, req *framework.Request, info *framework.ResponseInfo)
+}
+
+// TenantLimiter charges requests to their tenants' limits (the tenantlimits Enforcer): nil and
+// nil for a request nothing limits. It must be safe for concurrent use.
+type TenantLimiter interface {
+	Admit(tenant string, reserve int64) (*tenantlimits.Lease, *tenantlimits.Refusal)
 }
 
 // ErrorMapper translates a scheduling error into the client's answer; it returns nil for errors
@@ -62,6 +69,7 @@ type Pipeline struct {
 	ids      atomic.Uint64
 	now      func() time.Time
 	tracer   *tracing.Tracer
+	tenants  TenantLimiter
 }
 
 // Options are the Pipeline's collaborators.
@@ -87,6 +95,8 @@ type Options struct {
 	// Tracer records the scheduling and upstream spans (see docs/gateway.md#tracing); nil
 	// records none.
 	Tracer *tracing.Tracer
+	// Tenants enforces the tenants' limits (--tenant-limits-file); nil enforces none.
+	Tenants TenantLimiter
 }
 
 // New returns a Pipeline.
@@ -110,6 +120,7 @@ func New(o Options) (*Pipeline, error) {
 		log:      log,
 		now:      time.Now,
 		tracer:   o.Tracer,
+		tenants:  o.Tenants,
 	}, nil
 }
 
@@ -129,6 +140,8 @@ type Decision struct {
 	Started time.Time
 	// objective is the objective label of a request with latency objectives (objectiveLabel).
 	objective string
+	// lease is the request's hold on its tenant's limits (nil: none limit it).
+	lease *tenantlimits.Lease
 }
 
 // Decide routes body, classifies the request from its headers (get returns a value by
@@ -166,6 +179,10 @@ func (p *Pipeline) Decide(
 		p.router.Release(req)
 		return nil, p.reject(req, p.badHeader(req, err))
 	}
+	if d.lease, err = p.admitTenant(req); err != nil {
+		p.router.Release(req)
+		return nil, p.reject(req, err)
+	}
 	req.Headers = map[string]string{
 		contract.HeaderModelName: req.Model, contract.HeaderBaseModelName: req.BaseModel,
 		contract.HeaderPriority: strconv.Itoa(req.Priority), contract.HeaderTenant: req.Tenant,
@@ -178,6 +195,7 @@ func (p *Pipeline) Decide(
 	d.Result, err = p.admit(sctx, req)
 	p.endSchedule(span, d.Result, err)
 	if err != nil {
+		d.lease.Refund()
 		p.router.Release(req) // flow control dropped req when Admit returned
 		if !req.SLO.IsZero() {
 			p.metrics.slo.refused(d.objective, req.SLO)
@@ -195,6 +213,9 @@ func (p *Pipeline) Decide(
 // Reschedule can follow: from then on nothing may read d.Request.PrefixHashes (the scheduler
 // and its hooks, including the gossip sketch, copy what they keep). A nil d is ignored.
 func (p *Pipeline) Done(d *Decision) {
+	if d != nil {
+		d.lease.Refund() // no attempt ended final: no model server answered
+	}
 	if d != nil && d.Request != nil {
 		p.router.Release(d.Request)
 	}

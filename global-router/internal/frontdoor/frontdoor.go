@@ -294,12 +294,15 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	if lease == nil {
 		outcome, known = s.route(w, r, body, model, parsed.Prompt)
 	} else {
-		meter := newUsageMeter(w, s.cfg.Bodies)
-		outcome, known = s.route(meter, r, body, model, parsed.Prompt)
+		fwdBody, strip, release := s.askUsage(r.URL.Path, body, &parsed, lease)
+		meter := newUsageMeter(w, s.cfg.Bodies, strip)
+		outcome, known = s.route(meter, r, fwdBody, model, parsed.Prompt)
+		meter.finish()
+		release()
 		used, reported := meter.tokens()
 		if meter.unmetered != "" {
 			s.metrics.unmeteredAnswer(meter.unmetered)
-			s.log.Debug("answer passed on unmetered: the tenant stays charged its reservation",
+			s.log.Debug("part of an answer passed on unmetered: without a usage read, the tenant stays charged its reservation",
 				"tenant", tenant, "reason", meter.unmetered)
 		}
 		lease.Finish(used, reported, !answered(outcome))

@@ -92,6 +92,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.noRoute,
 			m.tenant.refused,
 			m.tenant.unmetered,
+			m.tenant.usageAsked,
 		)
 	}
 	return m

@@ -1,9 +1,7 @@
 package frontdoor
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract"
-	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
 
@@ -148,16 +145,31 @@ func tenantUnavailable(tenant string) *openai.Error {
 	}
 }
 
-// tenantMetrics counts the refusals of tenants' requests and the answers whose usage was not
-// read.
+// tenantMetrics counts the refusals of tenants' requests, the streams asked for usage and the
+// answers whose usage was not read.
 type tenantMetrics struct {
-	refused   *prometheus.CounterVec
-	tenants   *promlabel.Set
-	unmetered *prometheus.CounterVec
+	refused    *prometheus.CounterVec
+	usageAsked *prometheus.CounterVec
+	tenants    *promlabel.Set
+	unmetered  *prometheus.CounterVec
 }
 
+// Outcomes of asking a stream for its usage chunk (the outcome label of usage_asked_total).
+const (
+	usageAsked       = "asked"
+	usageBudgetSpent = "body_budget"
+)
+
 func newTenantMetrics() tenantMetrics {
+	asked := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_router_tenant_stream_usage_asked_total",
+		Help: "Streams of tenants with a token limit whose client did not ask for the usage chunk, by outcome: asked (forwarded with stream_options.include_usage, the chunk dropped from the client's stream) or body_budget (the in-flight body budget was spent: forwarded as sent, charged the reservation).",
+	}, []string{"outcome"})
+	for _, o := range []string{usageAsked, usageBudgetSpent} {
+		asked.WithLabelValues(o)
+	}
 	return tenantMetrics{
+		usageAsked: asked,
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_tenant_refused_total",
 			Help: "Requests refused for their tenant, by tenant (configured tenants, at most 500; else other) and limit: tokens_per_minute, requests_per_second, max_concurrent (429 rate_limit_exceeded), invalid_api_key (401), unavailable (503, the tenant's stored limits cannot be read).",
@@ -184,115 +196,4 @@ func (m *Metrics) refusedTenant(tenant, limit string) {
 		label = m.tenant.tenants.Value(tenant)
 	}
 	m.tenant.refused.WithLabelValues(label, limit).Inc()
-}
-
-// usageMeter watches an answer's body on its way to the client for the usage the model server
-// reports: the last SSE data event with a usage object, or a JSON body's usage. What it buffers
-// (a JSON body, an SSE line spanning writes) is reserved from the in-flight body budget as it
-// grows, at most maxMeteredBytes, and given back by tokens; a body or line that does not fit
-// is passed on unmetered (skipped whole, never spliced), so its usage is unknown.
-type usageMeter struct {
-	http.ResponseWriter
-	sse   bool
-	head  bool
-	carry body.Buffer
-	// skip drops the rest of the JSON body or SSE line that did not fit; unmetered is why.
-	skip      bool
-	unmetered string
-	usage     openai.Usage
-	found     bool
-}
-
-// maxMeteredBytes bounds what the meter buffers of one SSE line or of a JSON body.
-const maxMeteredBytes = 1 << 20
-
-// Why a usageMeter gave up buffering (the reason label of the unmetered counter).
-const (
-	unmeteredTooLarge = "too_large"
-	unmeteredBudget   = "budget"
-)
-
-// newUsageMeter returns a meter of the answer written to w, buffering from budget.
-func newUsageMeter(w http.ResponseWriter, budget *body.Budget) *usageMeter {
-	m := &usageMeter{ResponseWriter: w}
-	m.carry.Reset(body.Options{Limit: maxMeteredBytes, Budget: budget})
-	return m
-}
-
-func (m *usageMeter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
-
-func (m *usageMeter) Write(p []byte) (int, error) {
-	if !m.head {
-		m.head = true
-		m.sse = strings.HasPrefix(m.Header().Get("Content-Type"), "text/event-stream")
-	}
-	m.observe(p)
-	return m.ResponseWriter.Write(p)
-}
-
-func (m *usageMeter) observe(p []byte) {
-	if !m.sse {
-		m.hold(p)
-		return
-	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			m.hold(p)
-			return
-		}
-		line := p[:i]
-		if m.carry.Len() > 0 {
-			m.hold(line)
-			line = m.carry.Bytes()
-		}
-		if !m.skip {
-			m.line(line)
-		}
-		m.carry.Clear()
-		m.skip, p = false, p[i+1:]
-	}
-}
-
-// line reads the usage of one complete SSE line, if it is a data line that has one.
-func (m *usageMeter) line(line []byte) {
-	data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
-	if !ok || !bytes.Contains(data, []byte(`"usage"`)) {
-		return
-	}
-	if u, ok := openai.ParseUsage(bytes.TrimSpace(data)); ok {
-		m.usage, m.found = u, true
-	}
-}
-
-// hold appends p to the buffer; when it does not fit (too long, or the budget is spent) the
-// buffer is given back and the rest of the body or line skipped.
-func (m *usageMeter) hold(p []byte) {
-	if m.skip {
-		return
-	}
-	err := m.carry.Append(p)
-	if err == nil {
-		return
-	}
-	m.skip = true
-	m.carry.Release()
-	if m.unmetered == "" {
-		m.unmetered = unmeteredTooLarge
-		if errors.Is(err, body.ErrBudgetExhausted) {
-			m.unmetered = unmeteredBudget
-		}
-	}
-}
-
-// tokens returns the input plus output tokens reported, and whether any usage was; it gives
-// back the buffer, so it is called once, when the answer has been forwarded.
-func (m *usageMeter) tokens() (int64, bool) {
-	if !m.sse && !m.skip && m.carry.Len() > 0 {
-		if u, ok := openai.ParseUsage(m.carry.Bytes()); ok {
-			m.usage, m.found = u, true
-		}
-	}
-	m.carry.Release()
-	return int64(m.usage.PromptTokens) + int64(m.usage.CompletionTokens), m.found
 }

@@ -111,6 +111,22 @@ func (l *Limiter) Forget(name string) {
 	l.mu.Unlock()
 }
 
+// Used returns the tokens tenant name is charged now over the sliding window (reservations of
+// requests in flight included), and its requests in flight.
+func (l *Limiter) Used(name string) (tokens, inFlight int64) {
+	l.mu.Lock()
+	t := l.tenants[name]
+	l.mu.Unlock()
+	if t == nil {
+		return 0, 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w, frac := l.windowOf(l.cfg.Now())
+	t.roll(w)
+	return int64(math.Round(float64(t.prev)*(1-frac))) + t.cur, t.inFlight
+}
+
 // share returns the part of the limits this router enforces.
 func (l *Limiter) share() float64 {
 	if l.cfg.Share == nil {
@@ -261,6 +277,9 @@ func (x *Lease) Finish(used int64, known, refund bool) {
 		t.cur += delta
 	}
 }
+
+// Metered reports whether the lease is charged to a token limit (so its usage counts).
+func (x *Lease) Metered() bool { return x != nil && x.metered }
 
 // Reserved is the number of tokens the lease reserved (0 with no token limit).
 func (x *Lease) Reserved() int64 { return x.reserved }
