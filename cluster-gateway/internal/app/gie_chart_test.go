@@ -200,10 +200,12 @@ func TestGIEChartArgs(t *testing.T) {
 			); err != nil {
 				t.Fatalf("ext_proc on --grpc-port: %v", err)
 			}
-			metrics := get(t, "http://127.0.0.1:"+strconv.Itoa(metricsPort)+"/metrics")
-			if !strings.Contains(metrics, "switchyard_gateway_requests_total") {
-				t.Fatalf("/metrics on --metrics-port lacks the gateway's metrics:\n%.2000s", metrics)
-			}
+			// The exchange is counted when its stream ends on the server, which may be just after
+			// the client has its answer.
+			poll.Until(t, waitTimeout, func() bool {
+				metrics := get(t, "http://127.0.0.1:"+strconv.Itoa(metricsPort)+"/metrics")
+				return strings.Contains(metrics, "switchyard_gateway_requests_total")
+			}, "the gateway's request metrics on --metrics-port")
 			checkChartLogs(t, logs.String(), tt.values)
 		})
 	}
