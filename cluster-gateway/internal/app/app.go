@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/autoscale"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
@@ -113,6 +114,7 @@ type Gateway struct {
 	sched      *scheduling.Scheduler
 	flow       *flowcontrol.Controller
 	recent     *publish.RecentPrefixes // prompt prefixes routed recently, for the gossip summary
+	capacity   autoscale.Source        // the cluster's capacity figures (the gossip publisher's)
 	components []component
 	httpLn     net.Listener
 	extLn      net.Listener
@@ -153,6 +155,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 		g.buildFrontDoors,
 		g.buildHealth,
 		g.buildGossip,
+		g.buildAutoscale,
 		g.listen,
 	}
 	for _, step := range steps {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/autoscale"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
@@ -152,6 +153,20 @@ type Config struct {
 	MaxEjectionPercent int `flag:"max-ejection-percent"`
 	// DrainTimeout bounds the wait for in-flight streams at shutdown. Default 30 s.
 	DrainTimeout time.Duration `flag:"drain-timeout"`
+	// Autoscaling signal: every AutoscaleInterval (0: off) the desired replicas of each base
+	// model's pool (switchyard_gateway_desired_replicas{model}) from KV cache in use over
+	// AutoscaleTargetKV, requests waiting per ready pod over AutoscaleTargetQueue and mean
+	// predicted TTFT over AutoscaleTargetTTFT (0: not used), the highest ratio deciding; a lower
+	// count is published once it has held for AutoscaleScaleDownWindow; bounded to
+	// [AutoscaleMinReplicas, AutoscaleMaxReplicas] (0: unbounded). See docs/operators.md.
+	// Defaults 5 s, 0.75, 2, 2 s, 5 min, 1, 0.
+	AutoscaleInterval        time.Duration `flag:"autoscale-interval"`
+	AutoscaleTargetKV        float64       `flag:"autoscale-target-kv"`
+	AutoscaleTargetQueue     float64       `flag:"autoscale-target-queue"`
+	AutoscaleTargetTTFT      time.Duration `flag:"autoscale-target-ttft"`
+	AutoscaleScaleDownWindow time.Duration `flag:"autoscale-scale-down-window"`
+	AutoscaleMinReplicas     int           `flag:"autoscale-min-replicas"`
+	AutoscaleMaxReplicas     int           `flag:"autoscale-max-replicas"`
 	// ExtProcBodyTimeout bounds the time from a request's headers to the end of its body on the
 	// ext_proc server: past it the request is answered 408 and its body released (see
 	// extproc.Config.BodyTimeout). Default 30 s; must be positive.
@@ -243,6 +258,14 @@ func DefaultConfig() Config {
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
 
+		AutoscaleInterval:        autoscale.DefaultConfig().Interval,
+		AutoscaleTargetKV:        autoscale.DefaultConfig().TargetKVUtilization,
+		AutoscaleTargetQueue:     autoscale.DefaultConfig().TargetQueuePerPod,
+		AutoscaleTargetTTFT:      autoscale.DefaultConfig().TargetTTFT,
+		AutoscaleScaleDownWindow: autoscale.DefaultConfig().ScaleDownWindow,
+		AutoscaleMinReplicas:     autoscale.DefaultConfig().MinReplicas,
+		AutoscaleMaxReplicas:     autoscale.DefaultConfig().MaxReplicas,
+
 		GRPCPort:                   9002,
 		MetricsPort:                9090,
 		PoolGroup:                  poolGroupV1,
@@ -259,10 +282,65 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery, c.validateScheduling,
-		c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging, c.validateGIE} {
+		c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging, c.validateGIE, c.validateAutoscale} {
 		errs = append(errs, check()...)
 	}
 	return errors.Join(errs...)
+}
+
+// autoscaleConfig is the autoscaling signal's configuration from the --autoscale-* flags.
+func (c Config) autoscaleConfig() autoscale.Config {
+	ac := autoscale.DefaultConfig()
+	ac.Interval = c.AutoscaleInterval
+	ac.TargetKVUtilization, ac.TargetQueuePerPod = c.AutoscaleTargetKV, c.AutoscaleTargetQueue
+	ac.TargetTTFT, ac.ScaleDownWindow = c.AutoscaleTargetTTFT, c.AutoscaleScaleDownWindow
+	ac.MinReplicas, ac.MaxReplicas = c.AutoscaleMinReplicas, c.AutoscaleMaxReplicas
+	return ac
+}
+
+func (c Config) validateAutoscale() []error {
+	if c.AutoscaleInterval < 0 {
+		return []error{fmt.Errorf("--autoscale-interval must not be negative, got %v", c.AutoscaleInterval)}
+	}
+	if c.AutoscaleInterval == 0 {
+		return nil // off
+	}
+	// Each flag alone against the defaults, so that the error names it; then the whole.
+	var errs []error
+	for _, f := range []struct {
+		flag  string
+		value any
+		set   func(*autoscale.Config)
+	}{
+		{"autoscale-target-kv", c.AutoscaleTargetKV, func(a *autoscale.Config) {
+			a.TargetKVUtilization = c.AutoscaleTargetKV
+		}},
+		{"autoscale-target-queue", c.AutoscaleTargetQueue, func(a *autoscale.Config) {
+			a.TargetQueuePerPod = c.AutoscaleTargetQueue
+		}},
+		{"autoscale-target-ttft", c.AutoscaleTargetTTFT, func(a *autoscale.Config) { a.TargetTTFT = c.AutoscaleTargetTTFT }},
+		{"autoscale-scale-down-window", c.AutoscaleScaleDownWindow, func(a *autoscale.Config) {
+			a.ScaleDownWindow = c.AutoscaleScaleDownWindow
+		}},
+		{"autoscale-min-replicas", c.AutoscaleMinReplicas, func(a *autoscale.Config) {
+			a.MinReplicas, a.MaxReplicas = c.AutoscaleMinReplicas, 0
+		}},
+		{"autoscale-max-replicas", c.AutoscaleMaxReplicas, func(a *autoscale.Config) {
+			a.MinReplicas, a.MaxReplicas = 0, c.AutoscaleMaxReplicas
+		}},
+	} {
+		ac := autoscale.DefaultConfig()
+		f.set(&ac)
+		if err := ac.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--%s=%v: %w", f.flag, f.value, err))
+		}
+	}
+	if len(errs) == 0 {
+		if err := c.autoscaleConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--autoscale-min-replicas and --autoscale-max-replicas: %w", err))
+		}
+	}
+	return errs
 }
 
 func (c Config) validateIdentity() []error {

@@ -85,7 +85,17 @@ var usage = map[string]string{
 	"max-attempts":            "pods the HTTP proxy tries per request",
 	"max-ejection-percent":    "most pods passive health may eject at once, in percent of the pool (0..100; at least one of two or more; a lone pod never, below 100; 0 turns ejection off)",
 	"drain-timeout":           "longest wait for in-flight streams at shutdown",
-	"ext-proc-body-timeout":   "longest time from a request's headers to the end of its body on ext_proc; past it the request is answered 408 `request_timeout` and its body released",
+	"autoscale-interval": "how often the desired replicas of each base model's pool " +
+		"(`switchyard_gateway_desired_replicas`) are recomputed; 0 turns the autoscaling signal off",
+	"autoscale-target-kv": "share of the pool's KV cache in use one replica count is sized for " +
+		"(the KV ratio is in use / this)",
+	"autoscale-target-queue": "requests waiting per ready pod (pods' and the gateway's queues) the pool is sized for",
+	"autoscale-target-ttft":  "mean predicted time to first token the pool is sized for; 0 leaves TTFT out",
+	"autoscale-scale-down-window": "how long a lower desired count must hold before it is published " +
+		"(the highest over the window is published)",
+	"autoscale-min-replicas": "lowest desired replicas published",
+	"autoscale-max-replicas": "highest desired replicas published (0: unbounded)",
+	"ext-proc-body-timeout":  "longest time from a request's headers to the end of its body on ext_proc; past it the request is answered 408 `request_timeout` and its body released",
 
 	// GIE's endpoint-picker flags (docs/gateway.md, "GIE compatibility").
 	"grpc-port":                   "GIE: sets `--ext-proc-listen` to `:PORT`; with `--ext-proc-listen` given too, their ports must agree",

@@ -2,15 +2,20 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/autoscale"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
+	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
 // Version is the gateway's version, carried in gossip metadata.
@@ -45,10 +50,11 @@ func (g *Gateway) buildGossip() error {
 	if err != nil {
 		return fmt.Errorf("gossip: %w", err)
 	}
-	pub, err := g.newPublisher(node)
+	pub, err := g.newPublisher(node, g.reg)
 	if err != nil {
 		return err
 	}
+	g.capacity = pub
 	watch := gossip.KeyFileWatcher{Node: node, Path: g.cfg.GossipKeyFile} // rotation without restarts
 	g.components = append(g.components, node, pub, watch)
 	if g.cfg.SummarySigningKeyFile != "" {
@@ -62,7 +68,9 @@ func (g *Gateway) buildGossip() error {
 	return nil
 }
 
-func (g *Gateway) newPublisher(node *gossip.Node) (*publish.Publisher, error) {
+// newPublisher returns the publisher of the cluster's capacity summary to sink, its metrics on reg
+// (nil: none).
+func (g *Gateway) newPublisher(sink publish.Sink, reg prometheus.Registerer) (*publish.Publisher, error) {
 	pc := publish.DefaultConfig()
 	pc.SketchSeed = prefix.Seed(g.cfg.Cluster)
 	pc.Saturation.Staleness = g.cfg.Staleness
@@ -70,16 +78,47 @@ func (g *Gateway) newPublisher(node *gossip.Node) (*publish.Publisher, error) {
 		Prefixes:   g.recent,
 		Queue:      g.flow,
 		Logger:     g.log.With("component", "publish"),
-		Registerer: g.reg,
+		Registerer: reg,
 	}
 	if m := g.sched.TTFTModel(); m != nil {
 		opts.Predictor, opts.Speeds = m, m
 	}
-	pub, err := publish.New(pc, g.store.View(), node, opts)
+	pub, err := publish.New(pc, g.store.View(), sink, opts)
 	if err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	return pub, nil
+}
+
+// buildAutoscale derives the autoscaling signal from the same capacity figures the gateway
+// gossips (a standalone gateway computes them without publishing them).
+func (g *Gateway) buildAutoscale() error {
+	if g.cfg.AutoscaleInterval == 0 {
+		return nil
+	}
+	if g.capacity == nil {
+		pub, err := g.newPublisher(noSink{}, nil) // never run: only its Capacity is read
+		if err != nil {
+			return err
+		}
+		g.capacity = pub
+	}
+	a, err := autoscale.New(g.cfg.autoscaleConfig(), g.capacity, autoscale.Options{
+		Logger:     g.log.With("component", "autoscale"),
+		Registerer: g.reg,
+	})
+	if err != nil {
+		return fmt.Errorf("autoscale: %w", err)
+	}
+	g.components = append(g.components, a)
+	return nil
+}
+
+// noSink is the Sink of a publisher that never publishes.
+type noSink struct{}
+
+func (noSink) Publish(*gossipv1.CapacitySummary) (*gossipv1.CapacitySummary, error) {
+	return nil, errors.New("not published: no gossip")
 }
 
 // advertiseURL is the URL routers forward to: --advertise-url, or the HTTP proxy's address (with

@@ -39,6 +39,10 @@ func (p *Publisher) Build() *gossipv1.CapacitySummary {
 	return s
 }
 
+// Capacity returns the cluster's capacity as Build does, without the prefix sketches: the
+// figures the autoscaling signal is derived from. Safe for concurrent use, with or without Run.
+func (p *Publisher) Capacity() *gossipv1.CapacitySummary { return p.build(p.now()) }
+
 // build returns the summary without prefix sketches: they never decide whether to publish, so
 // they are only added to summaries that are published.
 func (p *Publisher) build(now time.Time) *gossipv1.CapacitySummary {

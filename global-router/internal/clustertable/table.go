@@ -105,13 +105,17 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Table{
+	t := &Table{
 		cfg:     cfg,
 		src:     src,
 		drains:  drains,
 		states:  map[string]*clusterState{},
 		metrics: newMetrics(cfg.Registerer),
 	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(capacityCollector{t})
+	}
+	return t
 }
 
 // Entry is one cluster in a view: its routing figures for one model and where to forward.
