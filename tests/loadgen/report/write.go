@@ -122,6 +122,9 @@ func writeClassGoodput(b *strings.Builder, r *Report) {
 			continue
 		}
 		for _, c := range t.Goodput.Classes {
+			if c.Class == "none" && c.Sent == 0 {
+				continue // every request carried a class's headers
+			}
 			fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %d |\n", t.Name, c.Class, c.Sent, c.Met, percent(c.Fraction), c.Refused)
 		}
 	}
