@@ -1,6 +1,7 @@
 package adversarial
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"io"
@@ -14,6 +15,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
@@ -68,19 +70,56 @@ func (o *otlpReceiver) trace(traceID []byte) map[string][]receivedSpan {
 	return out
 }
 
-// startReceiver serves an otlpReceiver on 127.0.0.1 until the test ends.
-func startReceiver(t *testing.T) (*otlpReceiver, string) {
+// startReceiver serves an otlpReceiver on 127.0.0.1 until the test ends, over OTLP/gRPC
+// (protocol "grpc") or OTLP/HTTP protobuf ("http", at /v1/traces), and returns its address.
+func startReceiver(t *testing.T, protocol string) (*otlpReceiver, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	recv := &otlpReceiver{}
+	if protocol == "http" {
+		srv := &http.Server{Handler: recv, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		return recv, ln.Addr().String()
+	}
 	srv := grpc.NewServer()
 	collectortrace.RegisterTraceServiceServer(srv, recv)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
 	return recv, ln.Addr().String()
+}
+
+// ServeHTTP is the OTLP/HTTP protobuf endpoint (POST /v1/traces, gzip or not).
+func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
+		http.NotFound(w, r)
+		return
+	}
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	raw, err := io.ReadAll(io.LimitReader(body, 64<<20))
+	req := &collectortrace.ExportTraceServiceRequest{}
+	if err == nil {
+		err = proto.Unmarshal(raw, req)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, _ := o.Export(r.Context(), req)
+	out, _ := proto.Marshal(resp)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
 }
 
 func attr(s *tracepb.Span, key string) string {
@@ -105,19 +144,34 @@ func attr(s *tracepb.Span, key string) string {
 
 // TestTraceAcrossTiers sends one completion with a sampled W3C traceparent through a real router
 // and gateway exporting to an in-process OTLP receiver, with a sample ratio of 0 so that only
-// parent-based sampling records it. Once both processes are stopped (SIGTERM flushes their
-// spans), the receiver holds one trace under the client's trace id: the router's request span is
-// a child of the client's span, its routing decision names the chosen cluster, a forward attempt
-// is the parent of the gateway's request span, the gateway's scheduling span names the chosen
-// pod, its upstream span carries the time to first token and the usage, and modelsim received a
-// traceparent of that trace whose parent is the gateway's upstream span.
+// parent-based sampling records it, once over OTLP/gRPC and once over OTLP/HTTP (the gateway
+// given the collector as a URL with its path, the router as host:port). Once both processes are
+// stopped (SIGTERM flushes their spans), the receiver holds one trace under the client's trace
+// id: the router's request span is a child of the client's span, its routing decision names the
+// chosen cluster, a forward attempt is the parent of the gateway's request span, the gateway's
+// scheduling span names the chosen pod, its upstream span carries the time to first token and
+// the usage, and modelsim received a traceparent of that trace whose parent is the gateway's
+// upstream span.
 func TestTraceAcrossTiers(t *testing.T) {
-	recv, otlp := startReceiver(t)
-	tracing := []string{"--otlp-endpoint=" + otlp, "--otlp-insecure", "--trace-sample-ratio=0"}
+	for _, protocol := range []string{"grpc", "http"} {
+		t.Run(protocol, func(t *testing.T) { traceAcrossTiers(t, protocol) })
+	}
+}
+
+func traceAcrossTiers(t *testing.T, protocol string) {
+	recv, otlp := startReceiver(t, protocol)
+	gwTracing := []string{"--otlp-endpoint=" + otlp, "--otlp-insecure", "--trace-sample-ratio=0"}
+	routerTracing := gwTracing
+	if protocol == "http" {
+		gwTracing = []string{"--otlp-endpoint=http://" + otlp + "/v1/traces", "--otlp-protocol=http",
+			"--trace-sample-ratio=0"}
+		routerTracing = []string{"--otlp-endpoint=" + otlp, "--otlp-protocol=http", "--otlp-insecure",
+			"--trace-sample-ratio=0"}
+	}
 	w := newWorld(t)
 	pod := w.Pod("h100")
-	gw := w.Gateway("adv-trace", "us-east-1", []string{pod.Listen}, tracing...)
-	router := w.Router("us-east-1", "", tracing...)
+	gw := w.Gateway("adv-trace", "us-east-1", []string{pod.Listen}, gwTracing...)
+	router := w.Router("us-east-1", "", routerTracing...)
 	servesCompletion(t, "router before the traced request", router.Listen)
 
 	const clientTrace, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

@@ -77,6 +77,10 @@ type Config struct {
 	Load float64
 	// SLO, when set, replaces the workload's goodput objective (simulated time).
 	SLO *workload.SLO
+	// SLOHeaders, when set, replace the workload's slo_headers: shares of the requests that
+	// carry latency objectives (simulated time) as request headers, for the gateway's slo-filter;
+	// goodput judges those requests by them.
+	SLOHeaders []workload.SLOClass
 	// PolicyConfigs maps a policy to a GIE EndpointPickerConfig file its gateway runs with
 	// (--config=FILE) instead of --profile=POLICY: a policy not named here is a built-in profile.
 	PolicyConfigs map[string]string
@@ -260,6 +264,11 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 			return nil, fmt.Errorf("bench: slo: %w", err)
 		}
 	}
+	if len(cfg.SLOHeaders) > 0 {
+		if w, err = w.WithSLOHeaders(cfg.SLOHeaders); err != nil {
+			return nil, fmt.Errorf("bench: slo headers: %w", err)
+		}
+	}
 	if w.IsTrace() {
 		if cfg.Load > 0 || cfg.Seed != 0 {
 			return nil, fmt.Errorf("bench: %s replays a trace: its rate and requests are the trace's (no load or seed)", w.Name)
@@ -353,6 +362,9 @@ func scaleTime(w *workload.Workload, ts float64) (*workload.Workload, error) {
 	}
 	if c.SLO != nil { // Clone copied the SLO
 		c.SLO.TTFT, c.SLO.TPOT = scale(c.SLO.TTFT), scale(c.SLO.TPOT)
+	}
+	for i := range c.SLOHeaders { // Clone copied the classes
+		c.SLOHeaders[i].TTFT, c.SLOHeaders[i].TPOT = scale(c.SLOHeaders[i].TTFT), scale(c.SLOHeaders[i].TPOT)
 	}
 	for i := range c.Regions { // Clone copied the regions: changing them leaves w alone
 		scaleArrival(&c.Regions[i].Arrival)

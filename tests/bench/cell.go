@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
@@ -55,6 +56,18 @@ type CellConfig struct {
 	SLOITLMs  float64 `json:"slo_itl_ms"`
 	// Oracle is whether the simulated oracle replayed the same requests.
 	Oracle bool `json:"oracle"`
+	// SLOHeaders are the per-request objectives sent as headers (simulated time; loadgen's
+	// --slo-headers syntax), empty for none.
+	SLOHeaders string `json:"slo_headers,omitempty"`
+}
+
+// sloHeadersSpec writes classes in --slo-headers syntax.
+func sloHeadersSpec(classes []workload.SLOClass) string {
+	parts := make([]string, len(classes))
+	for i, c := range classes {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ";")
 }
 
 // equal reports whether two configurations are the same (their JSON forms are).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,9 +79,33 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.ReportCachedTokens,
 		"every pod's modelsim --report-cached-tokens",
 	)
+	sloHeaders := fs.String(
+		"slo-headers",
+		"",
+		"per-request objectives the requests send as headers (simulated time; loadgen's --slo-headers syntax, "+
+			"e.g. 'ttft=2s,tpot=100ms,share=0.75;ttft=2s,tpot=100ms,priority=-1'); goodput judges them by these",
+	)
+	policyConfigs := policyConfigFlag{}
+	fs.Var(
+		policyConfigs,
+		"policy-config",
+		"NAME=FILE: run policy NAME with the EndpointPickerConfig FILE (--config) instead of --profile=NAME "+
+			"(repeatable; list NAME in --policies)",
+	)
 	sw := addSweepFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *sloHeaders != "" {
+		classes, err := workload.ParseSLOClasses(*sloHeaders)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: --slo-headers:", err)
+			return 2
+		}
+		cfg.SLOHeaders = classes
+	}
+	if len(policyConfigs) > 0 {
+		cfg.PolicyConfigs = policyConfigs
 	}
 	f, err := physics.ParseFamily(*family)
 	if err != nil {
@@ -162,6 +187,30 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	_, _ = stdout.Write(md)
 	return 0
+}
+
+// policyConfigFlag is the repeatable --policy-config=NAME=FILE.
+type policyConfigFlag map[string]string
+
+func (p policyConfigFlag) String() string {
+	var out []string
+	for k, v := range p {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+func (p policyConfigFlag) Set(v string) error {
+	name, file, ok := strings.Cut(v, "=")
+	if !ok || name == "" || file == "" {
+		return fmt.Errorf("%q is not NAME=FILE", v)
+	}
+	if _, err := os.Stat(file); err != nil {
+		return err
+	}
+	p[name] = file
+	return nil
 }
 
 // flagSet reports whether name was given on the command line.

@@ -245,7 +245,7 @@ func planCells(ctx context.Context, cfg *SweepConfig) ([]*Cell, error) {
 		}
 		for _, load := range cfg.Loads {
 			for _, seed := range ReportSeeds(cfg.Seeds) {
-				cells = append(cells, cfg.newCell("sweep", sc, c, load, seed, cfg.Bench.Policies, nil, ""))
+				cells = append(cells, cfg.newCell("sweep", sc, c, load, seed, cfg.Bench.Policies, cfg.Bench.PolicyConfigs, ""))
 			}
 		}
 	}
@@ -278,7 +278,8 @@ func (c *SweepConfig) newCell(
 		ScrapeIntervalMs: float64(b.ScrapeInterval) / float64(time.Millisecond),
 		Physics:          physicsNote(b), ReportCachedTokens: b.ReportCachedTokens,
 		SLOTTFTMs: float64(c.SLO.TTFT) / float64(time.Millisecond), SLOITLMs: float64(c.SLO.TPOT) / float64(time.Millisecond),
-		Oracle: c.Oracle && kind == "sweep",
+		Oracle:     c.Oracle && kind == "sweep",
+		SLOHeaders: sloHeadersSpec(b.SLOHeaders),
 	}
 	if len(files) > 0 {
 		cc.PolicyConfigs = map[string]string{}

@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/sse"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
@@ -84,6 +86,33 @@ type exchange struct {
 	url    string
 	body   []byte
 	stream bool
+	header http.Header // added to the request (an SLO class's headers), nil for none
+}
+
+// SLOHeaders returns the request headers of each class: x-slo-ttft-ms and x-slo-tpot-ms in
+// milliseconds, x-gateway-inference-objective and x-switchyard-priority, each when set.
+func SLOHeaders(classes []workload.SLOClass) []http.Header {
+	out := make([]http.Header, len(classes))
+	msec := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64)
+	}
+	for i, c := range classes {
+		h := http.Header{}
+		if c.TTFT > 0 {
+			h.Set(contract.HeaderSLOTTFT, msec(c.TTFT))
+		}
+		if c.TPOT > 0 {
+			h.Set(contract.HeaderSLOTPOT, msec(c.TPOT))
+		}
+		if c.Objective != "" {
+			h.Set(contract.HeaderObjective, c.Objective)
+		}
+		if c.Priority != nil {
+			h.Set(contract.HeaderPriority, strconv.Itoa(*c.Priority))
+		}
+		out[i] = h
+	}
+	return out
 }
 
 // do sends the request and fills s (whose Index, Region, Model and times are set by the caller).
@@ -94,6 +123,9 @@ func (x *exchange) do(ctx context.Context, s *Sample) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range x.header {
+		req.Header[k] = v
+	}
 	if x.stream {
 		req.Header.Set("Accept", "text/event-stream")
 	}

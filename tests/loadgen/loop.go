@@ -98,6 +98,9 @@ func (r *runner) send(ctx context.Context, t int, req *workload.Request, body []
 	rctx, cancel := context.WithTimeoutCause(ctx, r.cfg.RequestTimeout, errRequestTimeout)
 	defer cancel()
 	x := exchange{client: r.cfg.Client, url: r.targets[t].endpointURL(req), body: body, stream: r.cfg.Workload.Stream}
+	if s.SLOClass > 0 {
+		x.header = r.sloHeaders[s.SLOClass-1]
+	}
 	x.do(rctx, &s)
 	r.cfg.Logger.Debug("request done", "target", r.targets[t].Name, "index", s.Index,
 		"status", s.Status, "error", s.Error, "ttft", s.TTFT, "e2e", s.E2E)
@@ -108,6 +111,7 @@ func (r *runner) newSample(req *workload.Request) Sample {
 	return Sample{
 		Index: req.Index, Region: req.Region, Model: req.Model, PromptTokens: req.PromptTokens, MaxTokens: req.MaxTokens,
 		Scheduled: req.At, Sent: time.Since(r.start),
+		SLOClass: r.cfg.Workload.SLOClassOf(r.cfg.Seed, req.Index) + 1,
 	}
 }
 
@@ -136,7 +140,7 @@ func (r *runner) result() *Result {
 	res := &Result{
 		Workload: w.Name, Seed: r.cfg.Seed, Rate: w.MeanRate(), Duration: w.Duration,
 		Started: r.start, Elapsed: time.Duration(r.end.Load()),
-		Trace: traceInfo(w, len(r.reqs)), SLO: w.SLO,
+		Trace: traceInfo(w, len(r.reqs)), SLO: w.SLO, SLOClasses: w.SLOHeaders,
 	}
 	if w.IsTrace() {
 		res.Rate = float64(len(r.reqs)) / w.Duration.Seconds()

@@ -145,6 +145,8 @@ type runner struct {
 	end     atomic.Int64 // nanoseconds from start to the last response
 	wg      sync.WaitGroup
 	sent    atomic.Int64
+	// sloHeaders are the request headers of each of the workload's SLO classes.
+	sloHeaders []http.Header
 }
 
 // targetState is what one target accumulates.
@@ -158,7 +160,7 @@ type targetState struct {
 
 // newRunner prepares a run; for open loops it generates the whole schedule up front.
 func newRunner(cfg Config, targets []Target) (*runner, error) {
-	r := &runner{cfg: cfg, targets: targets}
+	r := &runner{cfg: cfg, targets: targets, sloHeaders: SLOHeaders(cfg.Workload.SLOHeaders)}
 	if !cfg.Workload.IsClosedLoop() {
 		reqs, err := workload.Generate(cfg.Workload, cfg.Seed)
 		if err != nil {

@@ -88,6 +88,9 @@ type Sample struct {
 	ServedRegion string
 	// Route is the x-switchyard-route response header.
 	Route string
+	// SLOClass is 1 + the index in the workload's SLOHeaders of the class whose headers the
+	// request carried; 0 when it carried none.
+	SLOClass int
 }
 
 // OK reports whether the request succeeded.
@@ -113,6 +116,8 @@ type Result struct {
 	Trace *TraceInfo
 	// SLO is the workload's per-request objective (nil when it sets none).
 	SLO *workload.SLO
+	// SLOClasses are the workload's SLOHeaders (Sample.SLOClass indexes them from 1).
+	SLOClasses []workload.SLOClass
 }
 
 // TraceInfo describes a trace replay, for reports.

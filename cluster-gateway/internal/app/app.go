@@ -137,7 +137,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
 	// The OTEL_* variables are the process's: the OTLP exporters read them from it too.
-	tp, err := tracing.New(context.Background(), cfg.tracingConfig(), os.Getenv, logger)
+	tp, err := tracing.New(context.Background(), cfg.tracingConfig(), os.Getenv, logger, g.reg)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -34,10 +35,17 @@ type Provider struct {
 }
 
 // New returns the provider cfg describes, with getenv reading the standard OTEL_* variables
-// (nil: none). With no endpoint configured it returns a disabled provider whose Tracer starts
-// nothing. The exporter connects lazily: an unreachable collector delays nothing but its spans,
-// which the batch processor drops when its queue is full.
-func New(ctx context.Context, cfg Config, getenv func(string) string, log *slog.Logger) (*Provider, error) {
+// (nil: none), and registers the export queue's metrics on reg (nil: none). With no endpoint
+// configured it returns a disabled provider whose Tracer starts nothing and registers nothing.
+// The exporter connects lazily and spans leave through a bounded queue (QueueConfig): a
+// collector that is down or slow delays no request, it only loses spans, which are counted.
+func New(
+	ctx context.Context,
+	cfg Config,
+	getenv func(string) string,
+	log *slog.Logger,
+	reg prometheus.Registerer,
+) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -46,6 +54,9 @@ func New(ctx context.Context, cfg Config, getenv func(string) string, log *slog.
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
 	}
 	endpoint, on := cfg.endpoint(getenv)
 	if !on {
@@ -60,12 +71,18 @@ func New(ctx context.Context, cfg Config, getenv func(string) string, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
+	qcfg := queueConfigFromEnv(getenv)
+	queue, err := newExportQueue(exp, qcfg, reg, log)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return nil, err
+	}
 	limits := sdktrace.NewSpanLimits() // the OTEL_SPAN_* variables, then the bounds below
 	limits.AttributeValueLengthLimit = bound(limits.AttributeValueLengthLimit, MaxAttributeLength)
 	limits.AttributeCountLimit = bound(limits.AttributeCountLimit, maxAttributes)
 	limits.EventCountLimit = bound(limits.EventCountLimit, maxEvents)
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp), // OTEL_BSP_* tune it
+		sdktrace.WithSpanProcessor(queue), // OTEL_BSP_* tune it
 		sdktrace.WithResource(res),
 		sdktrace.WithRawSpanLimits(limits),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
@@ -74,7 +91,8 @@ func New(ctx context.Context, cfg Config, getenv func(string) string, log *slog.
 	if shown == "" {
 		shown = "from OTEL_EXPORTER_OTLP_*"
 	}
-	log.Info("tracing on", "endpoint", shown, "protocol", proto, "sample_ratio", cfg.SampleRatio)
+	log.Info("tracing on", "endpoint", shown, "protocol", proto, "sample_ratio", cfg.SampleRatio,
+		"max_queue", qcfg.MaxQueue, "export_timeout", qcfg.Timeout)
 	return &Provider{sdk: tp, tracer: &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}}, nil
 }
 

@@ -55,7 +55,7 @@ func TestNewEnabledOnlyWithAnEndpoint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tracing.DefaultConfig()
 			cfg.Endpoint, cfg.Insecure = tc.endpoint, true
-			p, err := tracing.New(context.Background(), cfg, func(k string) string { return tc.env[k] }, nil)
+			p, err := tracing.New(context.Background(), cfg, func(k string) string { return tc.env[k] }, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

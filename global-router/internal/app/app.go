@@ -98,7 +98,7 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 // buildTracing sets up the OpenTelemetry tracer provider (disabled without an OTLP endpoint).
 // The OTEL_* variables are the process's: the OTLP exporters read them from it too.
 func (r *Router) buildTracing(ctx context.Context) error {
-	tp, err := tracing.New(ctx, r.cfg.tracingConfig(), os.Getenv, r.log.With("component", "tracing"))
+	tp, err := tracing.New(ctx, r.cfg.tracingConfig(), os.Getenv, r.log.With("component", "tracing"), r.reg)
 	if err != nil {
 		return err
 	}

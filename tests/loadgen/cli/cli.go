@@ -42,6 +42,7 @@ type options struct {
 	Trace         traceOptions
 	SLOTTFT       time.Duration
 	SLOTPOT       time.Duration
+	SLOHeaders    string
 }
 
 // traceOptions are the flags that change a trace workload's replay.
@@ -140,6 +141,14 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	)
 	fs.DurationVar(&o.SLOTTFT, "slo-ttft", 0, "goodput: TTFT bound per request (default: the workload's slo)")
 	fs.DurationVar(&o.SLOTPOT, "slo-tpot", 0, "goodput: time per output token bound (default: the workload's slo)")
+	fs.StringVar(
+		&o.SLOHeaders,
+		"slo-headers",
+		"",
+		"per-request objectives sent as headers, classes separated by ';', each KEY=VALUE,... of share, "+
+			"ttft, tpot, objective, priority, e.g. 'ttft=1s,tpot=25ms,share=0.75;ttft=1s,tpot=25ms,priority=-1' "+
+			"(default: the workload's slo_headers)",
+	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loadgen --target=URL|NAME=URL [--target=...] --workload=NAME|FILE [flags]\n\n"+
 			"Sends a workload's request sequence to every target and reports TTFT, ITL and E2E percentiles.\n"+

@@ -99,6 +99,13 @@ func loadWorkload(o *options) (*workload.Workload, error) {
 			}
 			return w.WithSLO(slo)
 		}},
+		{o.SLOHeaders != "", func(w *workload.Workload) (*workload.Workload, error) {
+			classes, err := workload.ParseSLOClasses(o.SLOHeaders)
+			if err != nil {
+				return nil, err
+			}
+			return w.WithSLOHeaders(classes)
+		}},
 	}
 	for _, s := range steps {
 		if err != nil || !s.on {

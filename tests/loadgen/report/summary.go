@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"time"
 
@@ -51,10 +52,27 @@ type SLO struct {
 
 // Goodput counts the requests that met the SLO.
 type Goodput struct {
-	// Requests met the SLO: succeeded, TTFT and time per output token within it.
+	// Requests met the SLO: succeeded, TTFT and time per output token within it (a request
+	// of an SLO class within its class's bounds).
 	Requests int `json:"requests"`
 	// PerS divides them by the arrivals' duration; Fraction by every request sent.
 	PerS     Num `json:"per_s"`
+	Fraction Num `json:"fraction"`
+	// Classes splits them by the SLO class whose headers the requests carried (workloads with
+	// slo_headers), "none" last for the requests that carried none.
+	Classes []ClassGoodput `json:"classes,omitempty"`
+}
+
+// ClassGoodput is the goodput of one SLO class's requests.
+type ClassGoodput struct {
+	// Class describes the class (workload.SLOClass.String), or "none".
+	Class string `json:"class"`
+	// Sent is the class's requests; Met those within its SLO; Refused those answered 429
+	// (e.g. slo_unattainable).
+	Sent    int `json:"sent"`
+	Met     int `json:"met"`
+	Refused int `json:"refused"`
+	// Fraction is Met over Sent.
 	Fraction Num `json:"fraction"`
 }
 
@@ -156,10 +174,13 @@ func Summarize(res *loadgen.Result, baseline string) (*Report, error) {
 	if res.SLO != nil {
 		r.SLO = &SLO{TTFTMs: ms(res.SLO.TTFT), TPOTMs: ms(res.SLO.TPOT)}
 	}
+	judged := res.SLO != nil || slices.ContainsFunc(res.SLOClasses, func(c workload.SLOClass) bool {
+		return c.SLO(nil) != nil
+	})
 	for i := range res.Targets {
 		t := summarizeTarget(&res.Targets[i])
-		if res.SLO != nil {
-			t.Goodput = goodput(res.Targets[i].Samples, res.SLO, res.Duration)
+		if judged {
+			t.Goodput = goodput(res.Targets[i].Samples, res.SLO, res.SLOClasses, res.Duration)
 		}
 		r.Targets = append(r.Targets, t)
 	}
@@ -208,15 +229,43 @@ func percentiles(values []float64) Percentiles {
 	return Percentiles{P50: Percentile(values, 50), P95: Percentile(values, 95), P99: Percentile(values, 99)}
 }
 
-// goodput counts the samples that met slo, per second of d.
-func goodput(samples []loadgen.Sample, slo *workload.SLO, d time.Duration) *Goodput {
+// goodput counts the samples that met their SLO (slo, or their class's), per second of d, and
+// per class when there are classes.
+func goodput(samples []loadgen.Sample, slo *workload.SLO, classes []workload.SLOClass, d time.Duration) *Goodput {
 	g := &Goodput{}
+	var per []ClassGoodput
+	if len(classes) > 0 {
+		per = make([]ClassGoodput, len(classes)+1)
+		for i, c := range classes {
+			per[i].Class = c.String()
+		}
+		per[len(classes)].Class = "none"
+	}
 	for i := range samples {
 		s := &samples[i]
-		if s.OK() && slo.Met(s.TTFT, s.E2E, s.OutputTokens) {
+		own, class := slo, len(classes) // "none"
+		if s.SLOClass > 0 && s.SLOClass <= len(classes) {
+			class = s.SLOClass - 1
+			own = classes[class].SLO(slo)
+		}
+		met := s.OK() && (own == nil || own.Met(s.TTFT, s.E2E, s.OutputTokens))
+		if met {
 			g.Requests++
 		}
+		if per != nil {
+			c := &per[class]
+			c.Sent++
+			c.Met += btoi(met)
+			c.Refused += btoi(s.Status == http.StatusTooManyRequests)
+		}
 	}
+	for i := range per {
+		per[i].Fraction = Num(math.NaN())
+		if per[i].Sent > 0 {
+			per[i].Fraction = Num(float64(per[i].Met) / float64(per[i].Sent))
+		}
+	}
+	g.Classes = per
 	if d > 0 {
 		g.PerS = Num(float64(g.Requests) / d.Seconds())
 	}
@@ -224,6 +273,13 @@ func goodput(samples []loadgen.Sample, slo *workload.SLO, d time.Duration) *Good
 		g.Fraction = Num(float64(g.Requests) / float64(len(samples)))
 	}
 	return g
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -79,23 +79,53 @@ func writeTrace(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, ". Trace: %s.\n\n", t.Attribution)
 }
 
-// writeGoodput writes the goodput table when the workload sets an SLO.
+// writeGoodput writes the goodput table when the workload sets an SLO (or SLO classes), and
+// the goodput of each SLO class.
 func writeGoodput(b *strings.Builder, r *Report) {
-	if r.SLO == nil {
+	if !slices.ContainsFunc(r.Targets, func(t Target) bool { return t.Goodput != nil }) {
 		return
 	}
 	var bounds []string
-	if r.SLO.TTFTMs > 0 {
+	if r.SLO != nil && r.SLO.TTFTMs > 0 {
 		bounds = append(bounds, fmt.Sprintf("TTFT ≤ %g ms", r.SLO.TTFTMs))
 	}
-	if r.SLO.TPOTMs > 0 {
+	if r.SLO != nil && r.SLO.TPOTMs > 0 {
 		bounds = append(bounds, fmt.Sprintf("time per output token ≤ %g ms", r.SLO.TPOTMs))
 	}
-	fmt.Fprintf(b, "\nGoodput: requests that succeeded with %s.\n\n", strings.Join(bounds, " and "))
+	switch {
+	case len(bounds) == 0:
+		b.WriteString("\nGoodput: requests that succeeded within the objectives of their SLO class.\n\n")
+	default:
+		fmt.Fprintf(b, "\nGoodput: requests that succeeded with %s.\n\n", strings.Join(bounds, " and "))
+	}
 	b.WriteString("| target | within SLO | share | goodput req/s |\n|---|---:|---:|---:|\n")
 	for _, t := range r.Targets {
 		if g := t.Goodput; g != nil {
 			fmt.Fprintf(b, "| %s | %d | %s | %s |\n", t.Name, g.Requests, percent(g.Fraction), g.PerS)
+		}
+	}
+	writeClassGoodput(b, r)
+}
+
+// writeClassGoodput writes each SLO class's goodput (workloads with slo_headers): a request of
+// a class is judged by the objectives it sent, the workload's SLO filling any it did not.
+func writeClassGoodput(b *strings.Builder, r *Report) {
+	if !slices.ContainsFunc(r.Targets, func(t Target) bool { return t.Goodput != nil && len(t.Goodput.Classes) > 0 }) {
+		return
+	}
+	b.WriteString(
+		"\nGoodput by SLO class (the objectives sent as request headers; 429: refused, e.g. slo_unattainable).\n\n",
+	)
+	b.WriteString("| target | class | sent | within SLO | share | 429 |\n|---|---|---:|---:|---:|---:|\n")
+	for _, t := range r.Targets {
+		if t.Goodput == nil {
+			continue
+		}
+		for _, c := range t.Goodput.Classes {
+			if c.Class == "none" && c.Sent == 0 {
+				continue // every request carried a class's headers
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %d |\n", t.Name, c.Class, c.Sent, c.Met, percent(c.Fraction), c.Refused)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,13 @@ func (w *Workload) WithDuration(d time.Duration) (*Workload, error) {
 func (w *Workload) WithSLO(s SLO) (*Workload, error) {
 	c := w.Clone()
 	c.SLO = &s
+	return c, c.Validate()
+}
+
+// WithSLOHeaders returns a copy whose requests carry the objectives of classes in headers.
+func (w *Workload) WithSLOHeaders(classes []SLOClass) (*Workload, error) {
+	c := w.Clone()
+	c.SLOHeaders = slices.Clone(classes)
 	return c, c.Validate()
 }
 

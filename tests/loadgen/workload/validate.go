@@ -33,6 +33,9 @@ func (w *Workload) Validate() error {
 			return fmt.Errorf("slo.%w", err)
 		}
 	}
+	if err := w.validateSLOHeaders(); err != nil {
+		return err
+	}
 	if w.Trace != nil {
 		if err := w.validateTrace(); err != nil {
 			return err

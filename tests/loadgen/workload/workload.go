@@ -9,6 +9,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -78,6 +79,9 @@ type Workload struct {
 	Trace *Trace `yaml:"trace"`
 	// SLO, when set, is the per-request objective the report's goodput counts against.
 	SLO *SLO `yaml:"slo"`
+	// SLOHeaders are shares of the requests that carry latency objectives (and an objective
+	// name or priority) in request headers; see SLOClass.
+	SLOHeaders []SLOClass `yaml:"slo_headers"`
 }
 
 // SLO is a per-request service-level objective: a request meets it when it succeeded, its time to
@@ -234,5 +238,6 @@ func (w *Workload) Clone() *Workload {
 		s := *w.SLO
 		c.SLO = &s
 	}
+	c.SLOHeaders = slices.Clone(w.SLOHeaders) // Priority pointers are shared: never written
 	return &c
 }

@@ -150,6 +150,12 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- end }}
 {{- with .Values.tracing }}
 {{- if .otlpEndpoint }}
+{{- if not (has .protocol (list "grpc" "http")) }}
+{{- fail (printf "tracing.protocol must be grpc or http, got %q" (toString .protocol)) }}
+{{- end }}
+{{- if or (lt (float64 .sampleRatio) 0.0) (gt (float64 .sampleRatio) 1.0) }}
+{{- fail (printf "tracing.sampleRatio must be in 0..1, got %v" .sampleRatio) }}
+{{- end }}
 - --otlp-endpoint={{ .otlpEndpoint }}
 - --otlp-protocol={{ .protocol }}
 - --otlp-insecure={{ .insecure }}

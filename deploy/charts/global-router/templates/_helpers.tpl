@@ -213,6 +213,12 @@ default) being --listen's port. Empty when the Service is not a LoadBalancer. */
 - --policy-unavailable={{ .Values.policyUnavailable }}
 {{- with .Values.tracing }}
 {{- if .otlpEndpoint }}
+{{- if not (has .protocol (list "grpc" "http")) }}
+{{- fail (printf "tracing.protocol must be grpc or http, got %q" (toString .protocol)) }}
+{{- end }}
+{{- if or (lt (float64 .sampleRatio) 0.0) (gt (float64 .sampleRatio) 1.0) }}
+{{- fail (printf "tracing.sampleRatio must be in 0..1, got %v" .sampleRatio) }}
+{{- end }}
 - --otlp-endpoint={{ .otlpEndpoint }}
 - --otlp-protocol={{ .protocol }}
 - --otlp-insecure={{ .insecure }}
