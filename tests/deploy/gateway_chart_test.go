@@ -35,6 +35,10 @@ var gatewayValueSets = map[string]map[string]any{
 		"advertiseURL": "https://gw.use1.example.com:8080",
 		"extProc":      map[string]any{"secureServing": true, "certSecretName": "epp-tls"},
 	},
+	"autoscaling with KEDA": {
+		"autoscaling": map[string]any{"keda": map[string]any{"enabled": true, "targets": []any{
+			map[string]any{"deployment": "llama-8b", "model": "meta-llama/Llama-3.1-8B-Instruct"}}}},
+	},
 	"signed summaries, cleartext name": {
 		"gossip":       map[string]any{"summarySigning": map[string]any{"key": testSigningKeyPEM}},
 		"advertiseURL": "http://gateway-us-east-1.example.com:8080",

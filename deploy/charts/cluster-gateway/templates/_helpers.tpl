@@ -91,6 +91,15 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- if not (or (hasPrefix "-----BEGIN PRIVATE KEY-----" (trim .)) (regexMatch "^[A-Za-z0-9+/]{43}=$" (trim .))) }}{{ fail "gossip.summarySigning.key must be a PEM PRIVATE KEY block (PKCS #8, e.g. Terraform's tls_private_key private_key_pem_pkcs8) or the base64 of a 32-byte Ed25519 seed" }}{{ end }}
 {{- end }}
 {{- if and .Values.extProc.certSecretName (not .Values.extProc.secureServing) }}{{ fail "extProc.certSecretName needs extProc.secureServing" }}{{ end }}
+{{- if .Values.autoscaling.keda.enabled }}
+{{- if not .Values.autoscaling.keda.targets }}{{ fail "autoscaling.keda.enabled needs autoscaling.keda.targets (the model-server Deployments to scale)" }}{{ end }}
+{{- if not .Values.autoscaling.keda.prometheusAddress }}{{ fail "autoscaling.keda.enabled needs autoscaling.keda.prometheusAddress" }}{{ end }}
+{{- range .Values.autoscaling.keda.targets }}
+{{- if not (and .deployment .model) }}{{ fail "autoscaling.keda.targets: each needs deployment and model" }}{{ end }}
+{{- if not (regexMatch "^[A-Za-z0-9._/:@-]+$" .model) }}{{ fail (printf "autoscaling.keda.targets: model %q: letters, digits and ._/:@- only" .model) }}{{ end }}
+{{- if lt (int (default 10 .maxReplicas)) (int (default 1 .minReplicas)) }}{{ fail (printf "autoscaling.keda.targets: %s: maxReplicas below minReplicas" .deployment) }}{{ end }}
+{{- end }}
+{{- end }}
 {{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
 {{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) (gt (int .Values.replicaCount) 1) }}{{ fail "podDisruptionBudget.minAvailable must be below replicaCount, or no node could ever be drained" }}{{ end }}
 {{- end }}
@@ -161,6 +170,13 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 - --otlp-insecure={{ .insecure }}
 - --trace-sample-ratio={{ .sampleRatio }}
 {{- end }}
+{{- end }}
+{{- with .Values.autoscaling.signal }}
+- --autoscale-interval={{ .interval }}
+- --autoscale-target-kv={{ .targetKVUtilization }}
+- --autoscale-target-queue={{ .targetQueuePerPod }}
+- --autoscale-target-ttft={{ .targetTTFT }}
+- --autoscale-scale-down-window={{ .scaleDownWindow }}
 {{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
