@@ -57,10 +57,10 @@ func writeSweepPlot(path string, s *scenarioCells, aggs []Aggregate) error {
 		if err != nil {
 			return fmt.Errorf("bench: sweep plot %s: %w", policy, err)
 		}
-		c := plotutil.Color(i)
+		c, shape, width := sweepStyle(i, policy)
 		line.Color, points.Color, bars.Color = c, c, c
-		line.Width = vg.Points(1.5)
-		points.Shape = draw.CircleGlyph{}
+		line.Width = width
+		points.Shape = shape
 		if policy == OraclePolicy {
 			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
@@ -89,6 +89,16 @@ func writeSweepPlot(path string, s *scenarioCells, aggs []Aggregate) error {
 		return fmt.Errorf("bench: sweep plot: %w", werr)
 	}
 	return nil
+}
+
+// sweepStyle is the colour, glyph and line width of the i-th policy's line: the palette's 7
+// colours and 8 glyphs cycle together, so no two of the first 56 lines look alike, and the shipped
+// profile is drawn thick and black so it stands out from the baselines.
+func sweepStyle(i int, policy string) (color.Color, draw.GlyphDrawer, vg.Length) {
+	if policy == Shipped {
+		return color.Black, draw.CircleGlyph{}, vg.Points(2.5)
+	}
+	return plotutil.Color(i), plotutil.Shape(i), vg.Points(1.5)
 }
 
 // minPlotMs keeps points off zero on the log axis.
