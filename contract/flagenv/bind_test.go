@@ -24,7 +24,8 @@ func TestBindDescribesEveryField(t *testing.T) {
 	if got, want := strings.Join(
 		names,
 		" ",
-	), "listen ext-proc-listen secure-serving endpoint-header max-attempts max-body-bytes seed time-scale queue-wait gossip-join config"; got != want {
+	), "listen ext-proc-listen secure-serving endpoint-header max-attempts max-body-bytes seed time-scale queue-wait "+
+		"gossip-join config"; got != want {
 		t.Errorf("flags %q, want %q (field order)", got, want)
 	}
 	byName := map[string]flagenv.Flag{}
