@@ -158,10 +158,12 @@ func TestStoreMetrics(t *testing.T) {
 		s.Get("b:1").ObserveResult(502, nil, now)
 	}
 	const want = `
-# HELP switchyard_gateway_endpoint_ejections_refused_total Ejections passive health checking refused because the share of endpoints ejected at once had reached --max-ejection-percent.
+# HELP switchyard_gateway_endpoint_ejections_refused_total Ejections passive health checking refused because the ` +
+		`share of endpoints ejected at once had reached --max-ejection-percent.
 # TYPE switchyard_gateway_endpoint_ejections_refused_total counter
 switchyard_gateway_endpoint_ejections_refused_total 1
-# HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier detection).
+# HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier ` +
+		`detection).
 # TYPE switchyard_gateway_endpoint_ejections_total counter
 switchyard_gateway_endpoint_ejections_total 1
 # HELP switchyard_gateway_endpoints Model-server endpoints currently discovered.

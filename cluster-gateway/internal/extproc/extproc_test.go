@@ -380,7 +380,8 @@ func TestFullExchange(t *testing.T) {
 	chunks := []string{
 		"data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
 		"data: {\"choices\":[{\"text\":\"b\"}]}\n\n",
-		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\ndata: [DONE]\n\n",
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2," +
+			"\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\ndata: [DONE]\n\n",
 	}
 	for i, c := range chunks {
 		time.Sleep(2 * time.Millisecond)

@@ -23,7 +23,8 @@ func TestResponsesExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte(
-		`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],"max_output_tokens":16}`,
+		`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],` +
+			`"max_output_tokens":16}`,
 	)
 	if err := s.Send(
 		headersMsg(false, nil, ":method", "POST", ":path", "/v1/responses", "content-type", "application/json"),
@@ -70,7 +71,8 @@ func TestResponsesExchange(t *testing.T) {
 		"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
 		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
 		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"b\"}\n\n",
-		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2}}}\n\n",
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":12," +
+			"\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2}}}\n\n",
 	}
 	for i, c := range chunks {
 		if i == 1 {

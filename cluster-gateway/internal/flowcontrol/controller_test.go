@@ -213,7 +213,8 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("err = %v, want ErrOverflow", r.err)
 	}
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(`
-# HELP switchyard_gateway_flow_outcomes_total Requests by flow-control outcome: saturated ones dispatched, error, expired, evicted, rejected or cancelled; handed_back, any a router offered to take elsewhere and got back.
+# HELP switchyard_gateway_flow_outcomes_total Requests by flow-control outcome: saturated ones dispatched, error, `+
+		`expired, evicted, rejected or cancelled; handed_back, any a router offered to take elsewhere and got back.
 # TYPE switchyard_gateway_flow_outcomes_total counter
 switchyard_gateway_flow_outcomes_total{outcome="expired"} 1
 `), "switchyard_gateway_flow_outcomes_total"); err != nil {

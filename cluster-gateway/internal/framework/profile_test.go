@@ -188,7 +188,8 @@ func TestBuildErrors(t *testing.T) {
 		{"factory error", "plugins:\n- name: b\n  type: broken\n", `"b" (type broken): bad parameter x`},
 		{
 			"two pickers",
-			"plugins:\n- type: p\n- type: max-score-picker\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: p\n  - pluginRef: max-score-picker\n",
+			"plugins:\n- type: p\n- type: max-score-picker\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: p\n" +
+				"  - pluginRef: max-score-picker\n",
 			"two pickers",
 		},
 		{

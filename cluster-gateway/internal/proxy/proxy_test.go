@@ -37,7 +37,8 @@ func TestStreamingPassThrough(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n")
 		fmt.Fprint(
 			w,
-			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n",
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"+
+				"\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n",
 		)
 	})
 	e := newEnv(t, nil, up)
@@ -329,7 +330,8 @@ func TestModelsHealthReady(t *testing.T) {
 	resp.Body.Close()
 	if string(
 		body,
-	) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a","object":"model","created":0,"owned_by":"switchyard"}]}` {
+	) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a",`+
+		`"object":"model","created":0,"owned_by":"switchyard"}]}` {
 		t.Fatalf("models = %s", body)
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {

@@ -51,8 +51,9 @@ func TestResponsesRoute(t *testing.T) {
 		fmt.Fprint(
 			w,
 			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" there\"}\n\n"+
-				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\","+
-				"\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2,\"total_tokens\":14}}}\n\n",
+				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\","+
+				"\"status\":\"completed\",\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},"+
+				"\"output_tokens\":2,\"total_tokens\":14}}}\n\n",
 		)
 	})
 	e := newEnv(t, nil, up)
@@ -64,7 +65,8 @@ func TestResponsesRoute(t *testing.T) {
 	}{
 		{
 			"streaming",
-			`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hello"}]}],"max_output_tokens":8}`,
+			`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text",` +
+				`"text":"hello"}]}],"max_output_tokens":8}`,
 			true,
 			12,
 			8,
@@ -147,7 +149,8 @@ func TestNoRoute(t *testing.T) {
 			}
 		})
 	}
-	want := `# HELP switchyard_gateway_no_route_requests_total Requests refused because the HTTP proxy serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).
+	want := `# HELP switchyard_gateway_no_route_requests_total Requests refused because the HTTP proxy serves no such ` +
+		`route, by status: 404 (unknown path) or 405 (a path served with another method).
 # TYPE switchyard_gateway_no_route_requests_total counter
 switchyard_gateway_no_route_requests_total{code="404"} 3
 switchyard_gateway_no_route_requests_total{code="405"} 2
