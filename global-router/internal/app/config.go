@@ -325,7 +325,8 @@ func (c *Config) validateEtcd() error {
 	switch {
 	case !embedded && serverTLS:
 		return errors.New(
-			"--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints",
+			"--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded " +
+				"etcd only, not with --etcd-endpoints",
 		)
 	case (c.EmbeddedEtcdCertFile == "") != (c.EmbeddedEtcdKeyFile == ""):
 		return errors.New("--embedded-etcd-cert-file and --embedded-etcd-key-file must be given together")
@@ -333,7 +334,8 @@ func (c *Config) validateEtcd() error {
 		return errors.New("--embedded-etcd-client-ca-file needs --embedded-etcd-cert-file and --embedded-etcd-key-file")
 	case c.EmbeddedEtcdClientCAFile != "" && c.EtcdCertFile == "":
 		return errors.New(
-			"--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file",
+			"--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and " +
+				"--etcd-key-file",
 		)
 	}
 	return c.etcdClient(nil).Validate()

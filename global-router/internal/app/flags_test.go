@@ -41,7 +41,8 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"--admin-listen=:9090  (SWITCHYARD_ADMIN_LISTEN)", "--node-name=router-<region>-<hostname>",
-		"--max-inflight-body-bytes=auto", "--config=  (SWITCHYARD_CONFIG)", "--require-cluster-identity  (SWITCHYARD_REQUIRE_CLUSTER_IDENTITY)"} {
+		"--max-inflight-body-bytes=auto", "--config=  (SWITCHYARD_CONFIG)", "--require-cluster-identity  " +
+			"(SWITCHYARD_REQUIRE_CLUSTER_IDENTITY)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
@@ -62,7 +63,8 @@ func writeFile(t *testing.T, content string) string {
 func TestConfigPrecedence(t *testing.T) {
 	file := writeFile(
 		t,
-		"region=us-east-1\ngossip-key-file=k\nlisten=:1\nqueue-wait=3s\netcd-endpoints=http://a:2379, http://b:2379\nsimulated-rtt=eu-west-1=80ms\n",
+		"region=us-east-1\ngossip-key-file=k\nlisten=:1\nqueue-wait=3s\netcd-endpoints=http://a:2379, http://b:2379\n"+
+			"simulated-rtt=eu-west-1=80ms\n",
 	)
 	tests := []struct {
 		name  string

@@ -113,7 +113,8 @@ func TestEjectionCapOverClusters(t *testing.T) {
 				t.Fatalf("%d of %d fresh clusters ejected, want %d", unhealthy, fresh, tt.wantEjected)
 			}
 			want := fmt.Sprintf(`
-# HELP switchyard_router_cluster_ejections_total Passive-health ejections of clusters, by result: ejected, or refused because the share of clusters ejected at once had reached --max-ejection-percent.
+# HELP switchyard_router_cluster_ejections_total Passive-health ejections of clusters, by result: ejected, or `+
+				`refused because the share of clusters ejected at once had reached --max-ejection-percent.
 # TYPE switchyard_router_cluster_ejections_total counter
 switchyard_router_cluster_ejections_total{result="ejected"} %d
 switchyard_router_cluster_ejections_total{result="refused"} %d

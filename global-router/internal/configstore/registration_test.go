@@ -242,7 +242,8 @@ func FuzzDecodeRegistration(f *testing.F) {
 	f.Add(good)
 	f.Add(
 		[]byte(
-			`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`,
+			`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],` +
+				`"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`,
 		),
 	)
 	f.Add([]byte(`{}`))

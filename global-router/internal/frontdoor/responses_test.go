@@ -19,7 +19,8 @@ import (
 func TestResponsesRoute(t *testing.T) {
 	f := newFleet(t, clusterSpec{"east", "us-east-1", 0.1, 0}, clusterSpec{"eu", "eu-west-1", 0.1, 0})
 	url := router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}})
-	body := `{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],"max_output_tokens":8}`
+	body := `{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],` +
+		`"max_output_tokens":8}`
 	resp, err := http.Post(url+"/v1/responses", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -79,14 +80,16 @@ func TestNoRoute(t *testing.T) {
 			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 				t.Fatalf("status %d: not a JSON error: %v", resp.StatusCode, err)
 			}
-			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" || !strings.Contains(got.Error.Message, tt.path) ||
+			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" ||
+				!strings.Contains(got.Error.Message, tt.path) ||
 				got.Error.Code != nil ||
 				resp.Header.Get("Allow") != tt.allow {
 				t.Fatalf("status %d (Allow %q), error %+v", resp.StatusCode, resp.Header.Get("Allow"), got.Error)
 			}
 		})
 	}
-	want := `# HELP switchyard_router_no_route_requests_total Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).
+	want := `# HELP switchyard_router_no_route_requests_total Requests refused because the router serves no such route, ` +
+		`by status: 404 (unknown path) or 405 (a path served with another method).
 # TYPE switchyard_router_no_route_requests_total counter
 switchyard_router_no_route_requests_total{code="404"} 3
 switchyard_router_no_route_requests_total{code="405"} 2
