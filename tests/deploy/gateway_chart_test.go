@@ -306,6 +306,8 @@ func btoi(b bool) int {
 // testSigningKeyPEM is an Ed25519 key as Terraform's tls_private_key private_key_pem_pkcs8 writes
 // it, and testPublicKeyPEM its public key (public_key_pem); for value sets only.
 const (
-	testSigningKeyPEM = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOtrnj603rmPEkYUZq+PfQuGjmYKC6N9WdAKa0L05iEH\n-----END PRIVATE KEY-----\n"
-	testPublicKeyPEM  = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n-----END PUBLIC KEY-----\n"
+	testSigningKeyPEM = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOtrnj603rmPEkYUZq+PfQuGjmYKC6N9WdAKa0L05iEH\n" +
+		"-----END PRIVATE KEY-----\n"
+	testPublicKeyPEM = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n" +
+		"-----END PUBLIC KEY-----\n"
 )

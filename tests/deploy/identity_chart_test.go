@@ -133,7 +133,8 @@ func TestGatewayChartSigningKey(t *testing.T) {
 		want string
 	}{
 		{"key and existing Secret", map[string]any{"summarySigning": map[string]any{"key": privPEM, "existingSecret": "s"}}, "not both"},
-		{"not a key", map[string]any{"summarySigning": map[string]any{"key": "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----"}}, "PEM PRIVATE KEY block (PKCS #8"},
+		{"not a key", map[string]any{"summarySigning": map[string]any{"key": "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n" +
+			"-----END RSA PRIVATE KEY-----"}}, "PEM PRIVATE KEY block (PKCS #8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := renderChart(

@@ -81,7 +81,8 @@ func TestTerraformRegionSigningKey(t *testing.T) {
 	}
 	if !found || !refersTo(set.Expr, "tls_private_key.signing.private_key_pem_pkcs8") {
 		t.Errorf(
-			"set_sensitive %#v does not set gossip.summarySigning.key (type string) from tls_private_key.signing.private_key_pem_pkcs8",
+			"set_sensitive %#v does not set gossip.summarySigning.key (type string) from "+
+				"tls_private_key.signing.private_key_pem_pkcs8",
 			sv,
 		)
 	}

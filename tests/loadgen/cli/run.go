@@ -116,7 +116,8 @@ func loadWorkload(o *options) (*workload.Workload, error) {
 func (t traceOptions) apply(w *workload.Workload) (*workload.Workload, error) {
 	if !w.IsTrace() {
 		return nil, fmt.Errorf(
-			"--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file with trace:)",
+			"--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file "+
+				"with trace:)",
 			w.Name,
 		)
 	}
