@@ -142,8 +142,9 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")),
 		queueDepth,
 	)
-	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected, m.decodeErrors,
-		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges, m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
+	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected,
+		m.decodeErrors, m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges,
+		m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
