@@ -243,7 +243,8 @@ func TestViewFollowsTheStore(t *testing.T) {
 	if len(v.Endpoints()) != 0 {
 		t.Fatal("an empty store has an empty view")
 	}
-	for _, addrs := range [][]string{{"10.0.0.2:80", "10.0.0.1:80"}, {"10.0.0.3:80"}, {"10.0.0.1:80", "10.0.0.3:80", "10.0.0.4:80"}} {
+	for _, addrs := range [][]string{{"10.0.0.2:80", "10.0.0.1:80"}, {"10.0.0.3:80"},
+		{"10.0.0.1:80", "10.0.0.3:80", "10.0.0.4:80"}} {
 		var specs []datastore.EndpointSpec
 		for _, a := range addrs {
 			specs = append(specs, datastore.EndpointSpec{Address: a})

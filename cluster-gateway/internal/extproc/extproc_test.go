@@ -324,7 +324,8 @@ func TestFullExchange(t *testing.T) {
 	if !slices.Contains(hr.GetHeaderMutation().GetRemoveHeaders(), "x-switchyard-tenant") || !hr.GetClearRouteCache() {
 		t.Fatalf("header mutation = %v", hr)
 	}
-	meta := r.GetDynamicMetadata().GetFields()[extproc.MetadataNamespace].GetStructValue().GetFields()[contract.HeaderDestination].GetStringValue()
+	meta := r.GetDynamicMetadata().GetFields()[extproc.MetadataNamespace].GetStructValue().
+		GetFields()[contract.HeaderDestination].GetStringValue()
 	if meta != strings.Join(addrs, ",") {
 		t.Fatalf("envoy.lb metadata = %q", meta)
 	}
@@ -514,7 +515,8 @@ func TestNoBodyAndHealth(t *testing.T) {
 		t.Fatalf("destination = %q", got)
 	}
 	hc, err := healthpb.NewHealthClient(e.conn).
-		Check(context.Background(), &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
+		Check(context.Background(), &healthpb.HealthCheckRequest{
+			Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
 	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health = %v, %v", hc, err)
 	}

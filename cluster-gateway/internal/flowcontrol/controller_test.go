@@ -165,7 +165,8 @@ func TestTenantFairness(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	var chans []<-chan result
-	for _, r := range []struct{ id, tenant string }{{"a1", "a"}, {"a2", "a"}, {"a3", "a"}, {"b1", "b"}, {"b2", "b"}, {"c1", "c"}} {
+	for _, r := range []struct{ id, tenant string }{{"a1", "a"}, {"a2", "a"}, {"a3", "a"}, {"b1", "b"}, {"b2", "b"},
+		{"c1", "c"}} {
 		chans = append(chans, h.admit(t, ctx, r.id, "m", 0, r.tenant))
 	}
 	h.sched.add("m", 6)

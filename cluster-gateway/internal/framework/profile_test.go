@@ -119,7 +119,8 @@ schedulingProfiles:
 	if len(p.PreRequests) != 1 || len(p.PostResponses) != 1 || p.Detector != nil {
 		t.Fatalf("hooks/detector = %d %d %v", len(p.PreRequests), len(p.PostResponses), p.Detector)
 	}
-	for _, want := range []string{"ignoring gie plugin type", "single-profile-handler", "not used by the profile", "plugin=bare"} {
+	for _, want := range []string{"ignoring gie plugin type", "single-profile-handler", "not used by the profile",
+		"plugin=bare"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)
 		}

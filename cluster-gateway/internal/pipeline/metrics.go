@@ -71,7 +71,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"--min-priority..--max-priority or not an integer, a bad hand-back offer, a latency objective that is not " +
 			"milliseconds above 0 and at most an hour), by header.",
 	}, []string{"header"})
-	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack, contract.HeaderSLOTTFT, contract.HeaderSLOTPOT} {
+	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack, contract.HeaderSLOTTFT,
+		contract.HeaderSLOTPOT} {
 		m.invalid.WithLabelValues(h)
 	}
 	m.slo = newSLOMetrics()

@@ -57,13 +57,16 @@ func TestStreamingPassThrough(t *testing.T) {
 	if !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("rest = %q", rest)
 	}
-	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1", contract.HeaderEndpoint: datastore.OpaqueName(up), "Content-Type": "text/event-stream"} {
+	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1",
+		contract.HeaderEndpoint: datastore.OpaqueName(up), "Content-Type": "text/event-stream"} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("response %s = %q, want %q", k, got, want)
 		}
 	}
-	for k, want := range map[string]string{"X-Gateway-Destination-Endpoint": "", "X-Switchyard-Route": "", "X-Switchyard-Tenant": "",
-		"X-Gateway-Model-Name": "llama", "X-Gateway-Base-Model-Name": "llama", "Authorization": "Bearer k"} {
+	for k, want := range map[string]string{
+		"X-Gateway-Destination-Endpoint": "", "X-Switchyard-Route": "", "X-Switchyard-Tenant": "",
+		"X-Gateway-Model-Name": "llama", "X-Gateway-Base-Model-Name": "llama", "Authorization": "Bearer k",
+	} {
 		if got := gotHeader.Get(k); got != want {
 			t.Errorf("upstream %s = %q, want %q", k, got, want)
 		}

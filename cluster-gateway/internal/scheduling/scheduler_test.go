@@ -112,7 +112,8 @@ func TestLoadGIEConfigFile(t *testing.T) {
 		res.Targets[1].Meta().Address != "10.0.0.2:8000" {
 		t.Fatalf("targets %v, want the two least loaded, best first (maxNumOfEndpoints: 2)", res.Targets)
 	}
-	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section", "dataLayer section"} {
+	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section",
+		"dataLayer section"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning about %s in:\n%s", want, logs.String())
 		}
