@@ -118,7 +118,7 @@ func TestEjectionCapOverClusters(t *testing.T) {
 # TYPE switchyard_router_cluster_ejections_total counter
 switchyard_router_cluster_ejections_total{result="ejected"} %d
 switchyard_router_cluster_ejections_total{result="refused"} %d
-`, tt.wantEjected, 4*(fresh-tt.wantEjected)) // each kept cluster: a connection error per round, and its third 500 in a row
+`, tt.wantEjected, 4*(fresh-tt.wantEjected)) // each kept cluster: a connection error per round, its third 500 in a row
 			if err := testutil.GatherAndCompare(
 				reg,
 				strings.NewReader(want),

@@ -71,7 +71,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.registrations, m.invalidRegistrations, m.unreadable, m.lastApplied} {
+	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies,
+		m.registrations, m.invalidRegistrations, m.unreadable, m.lastApplied} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("configstore: register metrics: %w", err)
 		}

@@ -279,9 +279,8 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 		{"unknown field", `{"cluster":"c1","region":"us-east-1","gateway_url":["https://gw.c1.example.com"]}`},
 		{
 			"another cluster",
-			`{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` + base64.StdEncoding.EncodeToString(
-				testPublicKey(1),
-			) + `"]}`,
+			`{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` +
+				base64.StdEncoding.EncodeToString(testPublicKey(1)) + `"]}`,
 		},
 		{
 			"short key",

@@ -14,7 +14,7 @@ const (
 	attemptRefused    = "refused"     // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
 	attemptError      = "error"       // no answer: connect error, reset, ping timeout
 	attemptAbandoned  = "abandoned"   // the client went away before the answer
-	attemptHandedBack = "handed_back" // 429 with x-switchyard-overflow to an attempt offering to go elsewhere (Target.HandBack)
+	attemptHandedBack = "handed_back" // 429 with x-switchyard-overflow to an attempt offering elsewhere (Target.HandBack)
 )
 
 // Metrics counts the forwarder's attempts per cluster and compares the router's estimates with

@@ -610,7 +610,8 @@ func TestDecisionLoggedAtDebug(t *testing.T) {
 			}
 			continue
 		}
-		for _, want := range []string{"route decision", "model=llama", "prompt_tokens=100", "chosen=east-", "route=local", "east-a=", "west-b="} {
+		for _, want := range []string{"route decision", "model=llama", "prompt_tokens=100", "chosen=east-", "route=local",
+			"east-a=", "west-b="} {
 			if !strings.Contains(got, want) {
 				t.Errorf("log lacks %q: %s", want, got)
 			}
