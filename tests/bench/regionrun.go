@@ -349,7 +349,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 			late := ""
 			if off := q.Compared - q.OnQuickest; off > 0 {
 				late = fmt.Sprintf(", the others %.0f ms later on average; of them %d kept at home while elsewhere was quicker, "+
-					"%d sent away while home was, %d sent to another cluster elsewhere", q.RegretMs/float64(off), q.KeptHome, q.SentAway, q.AwayElsewhere)
+					"%d sent away while home was, %d sent to another cluster elsewhere", q.RegretMs/float64(off), q.KeptHome,
+					q.SentAway, q.AwayElsewhere)
 			}
 			quick = append(
 				quick,

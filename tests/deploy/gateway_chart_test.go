@@ -71,7 +71,8 @@ func TestGatewayChart(t *testing.T) {
 			args := dep.Spec.Template.Spec.Containers[0].Args
 			if hasConfig := vals["endpointPickerConfig"] != nil; hasConfig != (len(find(objs, "ConfigMap")) == 1) {
 				t.Errorf("ConfigMap present = %v, want %v", !hasConfig, hasConfig)
-			} else if hasConfig && (!slices.Contains(args, "--config=/etc/switchyard/epp/config.yaml") || argValue(args, "profile") != "") {
+			} else if hasConfig && (!slices.Contains(args, "--config=/etc/switchyard/epp/config.yaml") ||
+				argValue(args, "profile") != "") {
 				t.Errorf("a picker config must replace --profile: %v", args)
 			} else if hasConfig && dep.Spec.Template.Annotations["checksum/epp-config"] == "" {
 				t.Error("pods do not restart when the picker config changes (no checksum annotation)")

@@ -275,7 +275,8 @@ func TestTerraformExampleRegistersEveryCluster(t *testing.T) {
 		records    bool
 	}{
 		{"defaults", ``, func(r string) string { return "http://gateway-" + r + ".example.com:8080" }, true},
-		{"gateway TLS", `gateway_tls = { secret_name = "gateway-tls", router_secret_name = "router-gateway-tls" }`, func(string) string { return "" }, true},
+		{"gateway TLS", `gateway_tls = { secret_name = "gateway-tls", router_secret_name = "router-gateway-tls" }`,
+			func(string) string { return "" }, true},
 		{"no cluster identity", `cluster_identity = false`, func(string) string { return "" }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -131,7 +131,8 @@ func (t traceOptions) apply(w *workload.Workload) (*workload.Workload, error) {
 		if t.Format != "" {
 			tr.Format = trace.Format(t.Format)
 		}
-		for _, f := range []struct{ src, dst *float64 }{{&t.TimeScale, &tr.TimeScale}, {&t.PromptScale, &tr.PromptScale}, {&t.OutputScale, &tr.OutputScale}} {
+		for _, f := range []struct{ src, dst *float64 }{{&t.TimeScale, &tr.TimeScale}, {&t.PromptScale, &tr.PromptScale},
+			{&t.OutputScale, &tr.OutputScale}} {
 			if *f.src != 0 {
 				*f.dst = *f.src
 			}
