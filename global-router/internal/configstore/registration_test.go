@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -293,7 +294,7 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			ctx := testCtx(t)
 			cli := nsClient(t, shared)
 			reg := prometheus.NewRegistry()
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			s, err := configstore.New(cli, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 			if err != nil {
 				t.Fatal(err)
