@@ -1,7 +1,8 @@
 // Package pipelinetest is test support for the request pipeline's front doors, the HTTP proxy
 // and the ext_proc server: a structured log that a test reads while the server's goroutines
-// write it, and the count of request bodies refused by door and reason, which both doors'
-// slow-body, budget and size tests check.
+// write it, the count of request bodies refused by door and reason, which both doors'
+// slow-body, budget and size tests check, and the streaming Responses API exchange both doors'
+// Responses tests send (ResponsesStream).
 package pipelinetest
 
 import (
