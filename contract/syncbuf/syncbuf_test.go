@@ -2,7 +2,6 @@ package syncbuf_test
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -46,16 +45,10 @@ func TestZeroValueIsEmpty(t *testing.T) {
 }
 
 func ExampleBuffer() {
-	var logs syncbuf.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-	logger.Info("config loaded", "policies", 3)
-	fmt.Print(logs.String())
-	// Output: level=INFO msg="config loaded" policies=3
+	var out syncbuf.Buffer
+	var wg sync.WaitGroup
+	wg.Go(func() { fmt.Fprintln(&out, "written by another goroutine") })
+	wg.Wait()
+	fmt.Print(out.String())
+	// Output: written by another goroutine
 }
