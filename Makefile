@@ -10,7 +10,9 @@
 #   make pgo-profile  regenerate cluster-gateway's profile-guided-optimisation profile (default.pgo)
 #   make soak      10 minutes of load on the local stack; fails if a heap or goroutine count grows (not in CI)
 #   make generate  regenerate protobuf code, the docs' flags tables and the import graphs in docs/architecture.md (committed)
-#   make lint      gofmt, go vet, golangci-lint, go mod tidy and generate leave no diff
+#   make fmt       format every module with `golangci-lint fmt` (gofmt, and golines at 120 characters)
+#   make lint      that formatter leaves no diff (lines of at most 120 characters: lll), go vet,
+#                  golangci-lint, and go mod tidy and generate leave no diff
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -219,16 +221,17 @@ check-generate: tools
 tidy:
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy); done
 
-## lint: formatting, vet, golangci-lint, tidy and generate leave no diff
+## lint: the formatter of `make fmt` leaves no diff, vet, golangci-lint, tidy and generate leave no diff
 lint: $(BIN)/golangci-lint check-generate
-	@out=$$(gofmt -l $(MODULES) | grep -v '/gen/' || true); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && golangci-lint fmt --diff ./...) || { echo "$$m: run make fmt"; exit 1; }; done
 	$(GO) vet $(PKGS)
 	@for m in $(MODULES); do (cd $$m && golangci-lint run ./...); done
 	@$(MAKE) --no-print-directory tidy
 	@if [ -n "$$(git status --porcelain -- '*/go.mod' '*/go.sum')" ]; then echo "go mod tidy changed:"; git status --porcelain -- '*/go.mod' '*/go.sum'; exit 1; fi
 
-fmt:
-	gofmt -w $(MODULES)
+## fmt: the formatters of .golangci.yml (gofmt, golines at 120 characters) over every module; lint checks the same
+fmt: $(BIN)/golangci-lint
+	@for m in $(MODULES); do (cd $$m && golangci-lint fmt ./...); done
 
 clean:
 	rm -rf .devstack

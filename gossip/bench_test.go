@@ -110,7 +110,8 @@ func BenchmarkBandwidth(b *testing.B) {
 			// not get live nodes declared dead mid-measurement (probes are a few bytes a second).
 			timings := gossip.LANTimings()
 			relaxed := gossiptest.RelaxedTimings()
-			timings.ProbeInterval, timings.ProbeTimeout, timings.SuspicionMult = relaxed.ProbeInterval, relaxed.ProbeTimeout, relaxed.SuspicionMult
+			timings.ProbeInterval, timings.ProbeTimeout, timings.SuspicionMult =
+				relaxed.ProbeInterval, relaxed.ProbeTimeout, relaxed.SuspicionMult
 			p := benchPool(b, n, gateways, timings, *budgetFlag)
 			stop := make(chan struct{})
 			done := make(chan struct{})

@@ -57,7 +57,8 @@ func TestPacerSpend(t *testing.T) {
 func budgetNode(t *testing.T, clock *fakeClock, gateways, budget int) *Node {
 	t.Helper()
 	cfg := DefaultLANConfig()
-	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure = "gw", RoleGateway, "c1", "r1", "http://gw:8080", true
+	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure =
+		"gw", RoleGateway, "c1", "r1", "http://gw:8080", true
 	cfg.Now, cfg.BroadcastBudget = clock.Now, budget
 	n, err := New(cfg)
 	if err != nil {

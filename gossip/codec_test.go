@@ -38,7 +38,8 @@ func TestSummaryRoundTrip(t *testing.T) {
 }
 
 func stamped(s *gossipv1.CapacitySummary) *gossipv1.CapacitySummary {
-	s.Node, s.Sequence, s.Cluster, s.Region, s.GeneratedAtUnixNano = "gw-0", 1796215839947679165, "c1", "us-east-1", 1796215839947679165
+	s.Node, s.Sequence, s.Cluster, s.Region, s.GeneratedAtUnixNano =
+		"gw-0", 1796215839947679165, "c1", "us-east-1", 1796215839947679165
 	return s
 }
 

@@ -143,7 +143,8 @@ func TestDeltaRoundTrip(t *testing.T) {
 		{"one figure", func(s *gossipv1.CapacitySummary) { s.Models[2].QueueDepth = 7 }, 1, 16},
 		{"figures to zero", func(s *gossipv1.CapacitySummary) {
 			m := s.Models[1]
-			m.ReadyPods, m.TotalKvTokens, m.FreeKvTokens, m.QueueDepth, m.Running, m.PredictedTtftMs, m.DecodeTokensPerSecond = 0, 0, 0, 0, 0, 0, 0
+			m.ReadyPods, m.TotalKvTokens, m.FreeKvTokens, m.QueueDepth, m.Running, m.PredictedTtftMs, m.DecodeTokensPerSecond =
+				0, 0, 0, 0, 0, 0, 0
 		}, 1, 24},
 		{"every model's figures", func(s *gossipv1.CapacitySummary) {
 			for _, m := range s.Models {
@@ -582,8 +583,10 @@ func TestFiguresCopyEveryField(t *testing.T) {
 		copy func(proto.Message) proto.Message
 		skip []protoreflect.FieldDescriptor
 	}{
-		{&gossipv1.ModelCapacity{}, func(m proto.Message) proto.Message { return modelFigures(m.(*gossipv1.ModelCapacity)) }, modelFigureSkip},
-		{&gossipv1.AdapterCapacity{}, func(m proto.Message) proto.Message { return adapterFigures(m.(*gossipv1.AdapterCapacity)) }, adapterSkip},
+		{&gossipv1.ModelCapacity{}, func(m proto.Message) proto.Message { return modelFigures(m.(*gossipv1.ModelCapacity)) },
+			modelFigureSkip},
+		{&gossipv1.AdapterCapacity{},
+			func(m proto.Message) proto.Message { return adapterFigures(m.(*gossipv1.AdapterCapacity)) }, adapterSkip},
 	} {
 		m := tt.msg.ProtoReflect()
 		want := m.New()

@@ -58,7 +58,8 @@ func TestDeltasRebuildPublishedSummaries(t *testing.T) {
 			fmt.Sprintf("summary %d rebuilt exactly everywhere", load))
 	}
 	want := `
-# HELP switchyard_gossip_deltas_total Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.
+# HELP switchyard_gossip_deltas_total Summary deltas by event: published here, applied, parked for want of their ` +
+		`base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.
 # TYPE switchyard_gossip_deltas_total counter
 switchyard_gossip_deltas_total{event="published"} 4
 `

@@ -57,7 +57,8 @@ func newIdentityNode(
 	cfg.Insecure, cfg.Region, cfg.Now, cfg.Registerer = true, "r1", clock.Now, reg
 	cfg.FullSummaryInterval = time.Minute
 	if key != nil {
-		cfg.NodeName, cfg.Role, cfg.Cluster, cfg.AdvertiseURL, cfg.SigningKey = "gw", RoleGateway, "c1", "https://gw.test", key
+		cfg.NodeName, cfg.Role, cfg.Cluster, cfg.AdvertiseURL, cfg.SigningKey =
+			"gw", RoleGateway, "c1", "https://gw.test", key
 	} else {
 		cfg.NodeName, cfg.Role, cfg.Verifier = "router", RoleRouter, v
 	}
@@ -70,7 +71,8 @@ func newIdentityNode(
 
 // relayQueued hands every chunk queued at from to the node to, as gossip would.
 func relayQueued(from, to *Node) {
-	for _, q := range [][][]byte{from.queue.GetBroadcasts(0, 1<<20), from.beatQueue.GetBroadcasts(0, 1<<20), from.deltaQueue.GetBroadcasts(0, 1<<20)} {
+	for _, q := range [][][]byte{from.queue.GetBroadcasts(0, 1<<20), from.beatQueue.GetBroadcasts(0, 1<<20),
+		from.deltaQueue.GetBroadcasts(0, 1<<20)} {
 		for _, m := range q {
 			if isChunk(m[0]) {
 				to.handleChunk(m)

@@ -65,7 +65,8 @@ func TestPoolStoresOnlyVerifiedSummaries(t *testing.T) {
 	for i := range 5 {
 		for _, n := range []int{1, 2} {
 			out, err := p.Node(n).
-				Publish(&gossipv1.CapacitySummary{Models: []*gossipv1.ModelCapacity{{Name: "llama", ReadyPods: 2, QueueDepth: uint32(i)}}})
+				Publish(&gossipv1.CapacitySummary{Models: []*gossipv1.ModelCapacity{{Name: "llama", ReadyPods: 2,
+					QueueDepth: uint32(i)}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -79,7 +79,10 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts(opts(
 			"summaries_rejected_total",
-			"Received summaries and chunks refused before storing, by reason: clock_skew (sequence or generation time beyond the allowed clock skew), verifier (the verifier refused it), forged_chunk (a linked chunk whose digest is not the one its message names), departure (a leave or memberlist departure of an authenticated publisher, not trusted).",
+			"Received summaries and chunks refused before storing, by reason: clock_skew (sequence or generation time beyond "+
+				"the allowed clock skew), verifier (the verifier refused it), forged_chunk (a linked chunk whose digest is not "+
+				"the one its message names), departure (a leave or memberlist departure of an authenticated publisher, not "+
+				"trusted).",
 		)), []string{"reason"}),
 		decodeErrors: prometheus.NewCounter(
 			prometheus.CounterOpts(opts("decode_errors_total", "Gossip messages that could not be decoded.")),
@@ -109,7 +112,8 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		),
 		deltas: prometheus.NewCounterVec(prometheus.CounterOpts(opts(
 			"deltas_total",
-			"Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.",
+			"Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their "+
+				"publisher, held back here by the broadcast budget, superseded while held.",
 		)), []string{"event"}),
 		keyChanges: prometheus.NewCounter(
 			prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied.")),
@@ -126,7 +130,8 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		),
 		streamsCut: prometheus.NewCounter(prometheus.CounterOpts(opts(
 			"streams_cut_total",
-			"Incoming TCP streams cut before memberlist read them whole: an encrypted message header declaring more than MaxStreamBytes, or more bytes than that in all.",
+			"Incoming TCP streams cut before memberlist read them whole: an encrypted message header declaring more than "+
+				"MaxStreamBytes, or more bytes than that in all.",
 		))),
 		joinAttempts: prometheus.NewCounterVec(
 			prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")),
@@ -137,8 +142,9 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")),
 		queueDepth,
 	)
-	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected, m.decodeErrors,
-		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges, m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
+	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected,
+		m.decodeErrors, m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges,
+		m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

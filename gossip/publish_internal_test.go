@@ -18,7 +18,8 @@ import (
 func TestPublishChoosesFullOrDelta(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
 	cfg := DefaultLANConfig()
-	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure = "gw", RoleGateway, "c1", "r1", "http://gw:8080", true
+	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure =
+		"gw", RoleGateway, "c1", "r1", "http://gw:8080", true
 	cfg.FullSummaryInterval, cfg.Now = 10*time.Second, clock.Now
 	n, err := New(cfg)
 	if err != nil {
@@ -93,7 +94,8 @@ func TestPublishChoosesFullOrDelta(t *testing.T) {
 // deliverQueued hands every chunk queued at n to st, as gossip would.
 func deliverQueued(t *testing.T, n *Node, st *store) {
 	t.Helper()
-	for _, q := range [][][]byte{n.queue.GetBroadcasts(0, 1<<20), n.beatQueue.GetBroadcasts(0, 1<<20), n.deltaQueue.GetBroadcasts(0, 1<<20)} {
+	for _, q := range [][][]byte{n.queue.GetBroadcasts(0, 1<<20), n.beatQueue.GetBroadcasts(0, 1<<20),
+		n.deltaQueue.GetBroadcasts(0, 1<<20)} {
 		for _, m := range q {
 			c, err := decodeChunk(m)
 			if err != nil {
@@ -133,7 +135,8 @@ func TestFullRequestsRateLimited(t *testing.T) {
 func TestPublishWritesDeltasEveryMemberReads(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
 	cfg := DefaultLANConfig()
-	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure = "gw", RoleGateway, "c1", "r1", "http://gw:8080", true
+	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL, cfg.Insecure =
+		"gw", RoleGateway, "c1", "r1", "http://gw:8080", true
 	cfg.Now = clock.Now
 	n, err := New(cfg)
 	if err != nil {

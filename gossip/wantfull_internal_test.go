@@ -17,9 +17,11 @@ import (
 func runNode(t *testing.T, name, seed string) *Node {
 	t.Helper()
 	cfg := DefaultLANConfig()
-	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL = name, RoleGateway, "c-"+name, "r1", "http://"+name+":8080"
+	cfg.NodeName, cfg.Role, cfg.Cluster, cfg.Region, cfg.AdvertiseURL =
+		name, RoleGateway, "c-"+name, "r1", "http://"+name+":8080"
 	cfg.BindAddr, cfg.BindPort, cfg.Insecure, cfg.SummaryTTL = "127.0.0.1", 0, true, time.Minute
-	cfg.Timings.GossipInterval, cfg.Timings.ProbeInterval, cfg.Timings.ProbeTimeout = 50*time.Millisecond, 2*time.Second, 1500*time.Millisecond
+	cfg.Timings.GossipInterval, cfg.Timings.ProbeInterval, cfg.Timings.ProbeTimeout =
+		50*time.Millisecond, 2*time.Second, 1500*time.Millisecond
 	cfg.Timings.PushPullInterval = time.Hour // only broadcasts and full-summary requests may repair
 	if seed != "" {
 		cfg.Seeds = []string{seed}

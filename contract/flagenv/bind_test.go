@@ -24,15 +24,18 @@ func TestBindDescribesEveryField(t *testing.T) {
 	if got, want := strings.Join(
 		names,
 		" ",
-	), "listen ext-proc-listen secure-serving endpoint-header max-attempts max-body-bytes seed time-scale queue-wait gossip-join config"; got != want {
+	), "listen ext-proc-listen secure-serving endpoint-header max-attempts max-body-bytes seed time-scale queue-wait "+
+		"gossip-join config"; got != want {
 		t.Errorf("flags %q, want %q (field order)", got, want)
 	}
 	byName := map[string]flagenv.Flag{}
 	for _, f := range flags {
 		byName[f.Name] = f
 	}
-	for name, want := range map[string]string{"listen": ":8080", "secure-serving": "false", "endpoint-header": "true", "max-attempts": "3",
-		"max-body-bytes": "33554432", "seed": "0", "time-scale": "1", "queue-wait": "2s", "gossip-join": "", "config": ""} {
+	for name, want := range map[string]string{
+		"listen": ":8080", "secure-serving": "false", "endpoint-header": "true", "max-attempts": "3",
+		"max-body-bytes": "33554432", "seed": "0", "time-scale": "1", "queue-wait": "2s", "gossip-join": "", "config": "",
+	} {
 		if got := byName[name].Default; got != want {
 			t.Errorf("--%s default %q, want %q", name, got, want)
 		}
@@ -189,7 +192,8 @@ func TestReplaceTable(t *testing.T) {
 	if string(again) != want {
 		t.Error("replacing twice changed the doc")
 	}
-	for _, bad := range []string{"no markers", flagenv.TableEnd + "\n" + flagenv.TableBegin, flagenv.TableBegin + flagenv.TableBegin + flagenv.TableEnd} {
+	for _, bad := range []string{"no markers", flagenv.TableEnd + "\n" + flagenv.TableBegin,
+		flagenv.TableBegin + flagenv.TableBegin + flagenv.TableEnd} {
 		if _, err := flagenv.ReplaceTable([]byte(bad), "x"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

@@ -91,7 +91,8 @@ func (c Command[C]) printUsage(w io.Writer, flags []Flag) {
 	} else {
 		fmt.Fprintf(
 			w,
-			", or in the file\n--%s names (name=value lines); the command line wins over both, the environment over the file.\n\n",
+			", or in the file\n--%s names (name=value lines); the command line wins over both, the environment over the "+
+				"file.\n\n",
 			c.FileFlag,
 		)
 	}

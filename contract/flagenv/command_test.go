@@ -103,8 +103,8 @@ func TestCommandHelp(t *testing.T) {
 		want     string
 	}{
 		{"with a file flag", "config", "Usage: testd --listen=ADDR [flags]\n\n" +
-			"Every flag may also be set with the environment variable SWITCHYARD_<FLAG> (e.g. SWITCHYARD_LISTEN), or in the file\n" +
-			"--config names (name=value lines); the command line wins over both, the environment over the file.\n\n" +
+			"Every flag may also be set with the environment variable SWITCHYARD_<FLAG> (e.g. SWITCHYARD_LISTEN), or in the " +
+			"file\n--config names (name=value lines); the command line wins over both, the environment over the file.\n\n" +
 			"  --listen=:8080  (SWITCHYARD_LISTEN)\n    \taddress to serve\n"},
 		{"without one", "", "Usage: testd --listen=ADDR [flags]\n\n" +
 			"Every flag may also be set with the environment variable SWITCHYARD_<FLAG> (e.g. SWITCHYARD_LISTEN).\n\n" +

@@ -306,10 +306,11 @@ func TestFileSyntax(t *testing.T) {
 		t.Fatalf("a '#' after a value: err %v", err)
 	}
 	want := defaults()
-	want.File, want.Listen, want.ExtProc, want.Secure, want.Header, want.Attempts, want.Peers = "f.conf", "127.0.0.1:80", "", true, false, 5, []string{
-		"a:1",
-		"b:2",
-	}
+	want.File, want.Listen, want.ExtProc, want.Secure, want.Header, want.Attempts, want.Peers =
+		"f.conf", "127.0.0.1:80", "", true, false, 5, []string{
+			"a:1",
+			"b:2",
+		}
 	if !equal(c, want) {
 		t.Errorf("config %+v, want %+v", c, want)
 	}
@@ -389,7 +390,8 @@ func TestHelp(t *testing.T) {
 }
 
 func TestSourceString(t *testing.T) {
-	for s, want := range map[flagenv.Source]string{flagenv.Default: "default", flagenv.File: "file", flagenv.Env: "environment", flagenv.CommandLine: "command line"} {
+	for s, want := range map[flagenv.Source]string{flagenv.Default: "default", flagenv.File: "file",
+		flagenv.Env: "environment", flagenv.CommandLine: "command line"} {
 		if s.String() != want {
 			t.Errorf("%d: %q, want %q", s, s.String(), want)
 		}

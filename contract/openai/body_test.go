@@ -23,7 +23,8 @@ func TestParse(t *testing.T) {
 			Body{Model: "c"}, "sys hi"},
 		{
 			"chat parts",
-			`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`,
+			`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url",` +
+				`"image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`,
 			Body{Model: "c"},
 			"ab",
 		},
@@ -72,8 +73,10 @@ func TestParse(t *testing.T) {
 			`{"role":"user","content":[{"type":"input_text","text":"again"},{"type":"input_image","image_url":"data:x"}]}]}`,
 			Body{Model: "r"}, "sys hi hello again"},
 		{"responses other items add nothing", `{"model":"r","input":[{"role":"user","content":"a"},` +
-			`{"content":"tool said","type":"function_call_output","call_id":"c"},{"type":"function_call","name":"f","arguments":"{}"},` +
-			`{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]},{"type":"item_reference","id":"x"},` +
+			`{"content":"tool said","type":"function_call_output","call_id":"c"},{"type":"function_call","name":"f",` +
+			`"arguments":"{}"},` +
+			`{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]},{"type":"item_reference",` +
+			`"id":"x"},` +
 			`{"role":"user","content":"b","type":"message"}]}`, Body{Model: "r"}, "ab"},
 		{
 			"responses type not a string",
@@ -164,8 +167,10 @@ func FuzzParse(f *testing.F) {
 		`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
 		`{"model":"\u00e9","input":["a","b"]}`, `{"model":"m","prompt":[[1,2],[3]]}`, `{}`, `[`, `{"a":1e5}`,
 		`{"model":"eu","Model":"open"}`, `{"model":"m","stream":true,"\u017ftream":false}`, `{"model":"m","priority":-2}`,
-		`{"model":"r","instructions":"sys","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"stream":true,"max_output_tokens":8}`,
-		`{"model":"r","input":[{"type":"message","role":"user","content":"a"},{"type":"function_call_output","output":"b"}],"Stream":true}`,
+		`{"model":"r","instructions":"sys","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],` +
+			`"stream":true,"max_output_tokens":8}`,
+		`{"model":"r","input":[{"type":"message","role":"user","content":"a"},{"type":"function_call_output",` +
+			`"output":"b"}],"Stream":true}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -51,7 +51,8 @@ func TestErrorJSON(t *testing.T) {
 			"extra members after code",
 			openai.Error{Message: "m", Type: "t", Code: contract.ReasonResidencyPolicy,
 				Extra: candidates{[]candidate{{"east", contract.ReasonRegionNotAllowed}}}},
-			`{"error":{"message":"m","type":"t","param":null,"code":"residency_policy","candidates":[{"cluster":"east","reason_code":"region_not_allowed"}]}}`,
+			`{"error":{"message":"m","type":"t","param":null,"code":"residency_policy","candidates":[{"cluster":"east",` +
+				`"reason_code":"region_not_allowed"}]}}`,
 		},
 		{"extra with no members", openai.Error{Message: "m", Type: "t", Extra: candidates{}},
 			`{"error":{"message":"m","type":"t","param":null,"code":null}}`},

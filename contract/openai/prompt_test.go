@@ -17,19 +17,22 @@ func TestPromptLimit(t *testing.T) {
 		{"strings", `{"model":"m","prompt":["ab","","cd\t","ef"]}`, "abcd\tef"},
 		{
 			"chat",
-			`{"messages":[{"role":"system","content":"sys "},{"role":"user","content":[{"type":"text","text":"x\\y"}]}],"model":"c"}`,
+			`{"messages":[{"role":"system","content":"sys "},{"role":"user","content":[{"type":"text","text":"x\\y"}]}],` +
+				`"model":"c"}`,
 			"sys x\\y",
 		},
 		{"repeated member", `{"model":"m","prompt":"first","prompt":"second"}`, "second"},
 		{"instructions after plain input", `{"model":"r","input":"question","instructions":"sys. "}`, "sys. question"},
 		{
 			"instructions before items",
-			`{"model":"r","instructions":"s\u00e9 ","input":[{"role":"user","content":"ab"},{"content":[{"type":"input_text","text":"c\nd"}]}]}`,
+			`{"model":"r","instructions":"s\u00e9 ","input":[{"role":"user","content":"ab"},{"content":[{"type":"input_text",` +
+				`"text":"c\nd"}]}]}`,
 			"sé abc\nd",
 		},
 		{
 			"instructions after items",
-			`{"model":"r","input":[{"content":"a\tb"},{"type":"function_call_output","output":"x"},{"content":"cd"}],"instructions":"sys "}`,
+			`{"model":"r","input":[{"content":"a\tb"},{"type":"function_call_output","output":"x"},{"content":"cd"}],` +
+				`"instructions":"sys "}`,
 			"sys a\tbcd",
 		},
 	}
@@ -91,7 +94,8 @@ func FuzzPromptLimit(f *testing.F) {
 	)
 	f.Add(
 		[]byte(
-			`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":["d",{"text":"e"}],"type":"reasoning"},{"content":"f"}]}`,
+			`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":["d",{"text":"e"}],`+
+				`"type":"reasoning"},{"content":"f"}]}`,
 		),
 		uint8(5),
 	)
@@ -260,15 +264,20 @@ func FuzzPromptMatchesReference(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","prompt":"hello there","stream":true}`, `{"model":"m","prompt":["ab","cd"]}`,
 		`{"model":"m","prompt":[1,2,3]}`, `{"model":"m","prompt":[["a",1],["b"]]}`,
-		`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"there"}]}]}`,
+		`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text",` +
+			`"text":"hi "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"there"}]}]}`,
 		`{"input":"3","messages":[{"content":"2","content":"2b"}],"prompt":"1","model":"m"}`,
 		`{"model":"m","prompt":null,"messages":[{"content":7},{"content":[{"text":null},{"text":5},[1],"s"]}],"input":{}}`,
 		`{"model":"m","prompt":"a\"b\\c\nd\u00e9\ud83d\ude00"}`,
-		`{"model":"r","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"message","role":"assistant","content":"yo"}]}`,
-		`{"model":"r","input":[{"content":"a","type":"function_call_output"},{"type":"reasoning","content":[{"text":"b"}]},{"content":"c","type":"message","type":"x"},["d",{"content":"e"}],"f"],"instructions":"\u00e9"}`,
-		`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":[{"text":"d"},{"text":"e"}],"type":"reasoning"},{"content":"f"}],"instructions":"i"}`,
+		`{"model":"r","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},` +
+			`{"type":"message","role":"assistant","content":"yo"}]}`,
+		`{"model":"r","input":[{"content":"a","type":"function_call_output"},{"type":"reasoning","content":[{"text":"b"}]},` +
+			`{"content":"c","type":"message","type":"x"},["d",{"content":"e"}],"f"],"instructions":"\u00e9"}`,
+		`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":[{"text":"d"},{"text":"e"}],` +
+			`"type":"reasoning"},{"content":"f"}],"instructions":"i"}`,
 		`{"model":"r","input":[{"content":[{"text":"a"},{"text":"b"}],"type":"x"},{"content":"c"}]}`,
-		`{"model":"r","instructions":{"x":1},"input":[{"content":null},{"type":null,"content":"a"},{"content":"b","content":[{"text":"c"}]}],"instructions":"i"}`,
+		`{"model":"r","instructions":{"x":1},"input":[{"content":null},{"type":null,"content":"a"},{"content":"b",` +
+			`"content":[{"text":"c"}]}],"instructions":"i"}`,
 	} {
 		f.Add([]byte(s))
 	}

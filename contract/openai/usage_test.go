@@ -14,7 +14,8 @@ func TestParseUsage(t *testing.T) {
 	}{
 		{
 			"full",
-			`{"id":"x","choices":[{"text":"a\"}"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}}}`,
+			`{"id":"x","choices":[{"text":"a\"}"}],"usage":{"prompt_tokens":12,"completion_tokens":3,` +
+				`"prompt_tokens_details":{"cached_tokens":8}}}`,
 			Usage{PromptTokens: 12, CompletionTokens: 3, CachedTokens: 8, HasCached: true},
 			true,
 		},
@@ -46,8 +47,10 @@ func TestParseUsage(t *testing.T) {
 		// The Responses API: the response object's usage, and response.completed's nested one.
 		{
 			"responses",
-			`{"id":"resp_1","object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"usage"}]}],` +
-				`"usage":{"input_tokens":20,"input_tokens_details":{"cached_tokens":16},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":25}}`,
+			`{"id":"resp_1","object":"response","output":[{"type":"message","content":[{"type":"output_text",` +
+				`"text":"usage"}]}],` +
+				`"usage":{"input_tokens":20,"input_tokens_details":{"cached_tokens":16},"output_tokens":5,` +
+				`"output_tokens_details":{"reasoning_tokens":0},"total_tokens":25}}`,
 			Usage{PromptTokens: 20, CompletionTokens: 5, CachedTokens: 16, HasCached: true},
 			true,
 		},

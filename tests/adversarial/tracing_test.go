@@ -179,7 +179,8 @@ func traceAcrossTiers(t *testing.T, protocol string) {
 		http.MethodPost,
 		"http://"+router.Listen+"/v1/chat/completions",
 		strings.NewReader(
-			`{"model":"`+harness.TestModel+`","messages":[{"role":"user","content":"a secret prompt"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`,
+			`{"model":"`+harness.TestModel+`","messages":[{"role":"user","content":"a secret prompt"}],"max_tokens":3,`+
+				`"stream":true,"stream_options":{"include_usage":true}}`,
 		),
 	)
 	if err != nil {

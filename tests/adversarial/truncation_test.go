@@ -54,7 +54,8 @@ vllm:cache_config_info{block_size="16",num_gpu_blocks="10000"} 1
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		head := `{"id":"cmpl-1","object":"text_completion","model":"` + harness.TestModel + `","choices":[{"index":0,"text":"the answer is`
+		head := `{"id":"cmpl-1","object":"text_completion","model":"` + harness.TestModel + `","choices":[{"index":0,` +
+			`"text":"the answer is`
 		switch req.Prompt {
 		case wholeAnswer:
 			w.Header().Set("Content-Type", "application/json")

@@ -53,8 +53,8 @@ func regionBurstScenario(name string, steadyPods int) Scenario {
 			{"us-east-1", "eu-west-1", 80 * time.Millisecond},
 			{"us-west-2", "eu-west-1", 140 * time.Millisecond},
 		},
-		Target: "global: the burst region's P99 TTFT <= 25% of local-only's and <= spillover's; >= 90% of overflow answered by the " +
-			"cluster with the lowest estimated TTFT; < 2% of the steady regions' requests leave their region",
+		Target: "global: the burst region's P99 TTFT <= 25% of local-only's and <= spillover's; >= 90% of overflow " +
+			"answered by the cluster with the lowest estimated TTFT; < 2% of the steady regions' requests leave their region",
 		Check: checkRegionBurst,
 	}
 }

@@ -277,7 +277,8 @@ func deciles(buckets ChoiceCounts) (string, bool) {
 func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *RegionalFigures) {
 	fmt.Fprintf(b, "Burst region: %s. TTFT of its clients (ms), then where requests went.\n\n", rf.BurstRegion)
 	b.WriteString(
-		"| mode | burst TTFT P50 | P95 | P99 | P99 / local-only | all P99 | errors | burst requests answered elsewhere | by cluster | overflow answered by best / near-best / other | steady regions leaving | between bursts |\n",
+		"| mode | burst TTFT P50 | P95 | P99 | P99 / local-only | all P99 | errors | burst requests answered elsewhere | " +
+			"by cluster | overflow answered by best / near-best / other | steady regions leaving | between bursts |\n",
 	)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|\n")
 	base := rf.Mode(RegionalBaseline)
@@ -289,7 +290,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		}
 		fmt.Fprintf(
 			b,
-			"| %s | %s | %s | %s | %s | %s | %d | %d of %d (%.1f%%) | %s | %.0f / %.0f / %.0f | %d of %d (%.2f%%) | %d of %d (%.2f%%) |\n",
+			"| %s | %s | %s | %s | %s | %s | %d | %d of %d (%.1f%%) | %s | %.0f / %.0f / %.0f | %d of %d (%.2f%%) | %d of %d "+
+				"(%.2f%%) |\n",
 			m.Mode,
 			m.BurstTTFTMs.P50,
 			m.BurstTTFTMs.P95,
@@ -347,7 +349,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 			late := ""
 			if off := q.Compared - q.OnQuickest; off > 0 {
 				late = fmt.Sprintf(", the others %.0f ms later on average; of them %d kept at home while elsewhere was quicker, "+
-					"%d sent away while home was, %d sent to another cluster elsewhere", q.RegretMs/float64(off), q.KeptHome, q.SentAway, q.AwayElsewhere)
+					"%d sent away while home was, %d sent to another cluster elsewhere", q.RegretMs/float64(off), q.KeptHome,
+					q.SentAway, q.AwayElsewhere)
 			}
 			quick = append(
 				quick,
@@ -359,7 +362,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		fmt.Fprintf(
 			b,
 			"\nBurst-region requests answered by the quickest cluster at the moment they were sent, judged in the simulator "+
-				"(the run replayed with the mode's placements, each request also simulated on every cluster's best pod; within %v of the quickest): %s.\n",
+				"(the run replayed with the mode's placements, each request also simulated on every cluster's best pod; within "+
+				"%v of the quickest): %s.\n",
 			quickestTolerance,
 			strings.Join(quick, "; "),
 		)
@@ -374,8 +378,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		fmt.Fprintf(
 			b,
 			"\nBurst-region P99 with the mode's choices of cluster replayed in the simulator, each request on the pod of its "+
-				"cluster with the earliest first token: %s. Near the measured P99, the gap to the oracle is in the choice of cluster; "+
-				"well under it, in the gateways' choice of pod or the measurement.\n",
+				"cluster with the earliest first token: %s. Near the measured P99, the gap to the oracle is in the choice of "+
+				"cluster; well under it, in the gateways' choice of pod or the measurement.\n",
 			strings.Join(choice, "; "),
 		)
 	}
@@ -401,8 +405,9 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 	if len(est) > 0 {
 		fmt.Fprintf(
 			b,
-			"\nRouters' TTFT estimates, measured / estimated at P10 / P50 / P90 by route (switchyard_router_ttft_estimate_ratio, "+
-				"all routers, interpolated within its buckets; in brackets the streams counted): %s.\n",
+			"\nRouters' TTFT estimates, measured / estimated at P10 / P50 / P90 by route "+
+				"(switchyard_router_ttft_estimate_ratio, all routers, interpolated within its buckets; in brackets the streams "+
+				"counted): %s.\n",
 			strings.Join(est, "; "),
 		)
 	}
@@ -414,7 +419,8 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		}
 		fmt.Fprintf(
 			b,
-			"\nGlobal routers' forward attempts by result (handed_back: a home gateway gave back a request it predicted later than the router's offer): %s.\n",
+			"\nGlobal routers' forward attempts by result (handed_back: a home gateway gave back a request it predicted later "+
+				"than the router's offer): %s.\n",
 			strings.Join(parts, "; "),
 		)
 	}

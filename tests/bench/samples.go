@@ -15,7 +15,8 @@ import (
 )
 
 // samplesHeader names the columns of NAME-samples.csv.
-const samplesHeader = "target,index,client_region,scheduled_ms,sent_ms,ttft_ms,e2e_ms,prompt_tokens,cached_tokens,output_tokens,status,error,cluster,served_region,route,endpoint"
+const samplesHeader = "target,index,client_region,scheduled_ms,sent_ms,ttft_ms,e2e_ms,prompt_tokens,cached_tokens," +
+	"output_tokens,status,error,cluster,served_region,route,endpoint"
 
 // writeSamples writes every request of every target as one CSV row, so that a run's figures
 // can be re-analysed (by arrival time, by where a request was served) without running it again.

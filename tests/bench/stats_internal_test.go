@@ -53,7 +53,8 @@ func TestMeanCIUndefined(t *testing.T) {
 
 // TestTQuantile checks the t quantiles against the printed table.
 func TestTQuantile(t *testing.T) {
-	for df, want := range map[int]float64{1: 12.706205, 2: 4.302653, 4: 2.776445, 9: 2.262157, 30: 2.042272, 1000: 1.962339} {
+	for df, want := range map[int]float64{1: 12.706205, 2: 4.302653, 4: 2.776445, 9: 2.262157, 30: 2.042272,
+		1000: 1.962339} {
 		if got := TQuantile(df); !near(got, want) {
 			t.Errorf("t(0.975, %d) = %v, want %v", df, got, want)
 		}

@@ -169,7 +169,8 @@ func TestSweepOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"| 0.30 |", "| 0.90 |", "*oracle (simulated)*", "default P95 TTFT", "beats round-robin", " ± "} {
+		for _, want := range []string{"| 0.30 |", "| 0.90 |", "*oracle (simulated)*", "default P95 TTFT", "beats round-robin",
+			" ± "} {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("%s.md lacks %q:\n%s", sc.Name, want, md)
 			}

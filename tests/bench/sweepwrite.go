@@ -90,8 +90,10 @@ func sweepSettings(b *strings.Builder, cfg *SweepConfig, cells []*CellResult) {
 	seeds := ReportSeeds(cfg.Seeds)
 	fmt.Fprintf(
 		b,
-		"Arrivals per run: %s (simulated). Report seeds: %d (%d…%d). Goodput: share of requests that succeeded with TTFT ≤ %s and mean ITL ≤ %s. "+
-			"modelsim time scale %g%s. Figures are the mean over seeds ± the half-width of the %.0f%% confidence interval (Student t, seeds − 1 degrees of freedom); ms unless stated; failures are infinite in every percentile.\n\n",
+		"Arrivals per run: %s (simulated). Report seeds: %d (%d…%d). Goodput: share of requests that succeeded with TTFT ≤ "+
+			"%s and mean ITL ≤ %s. modelsim time scale %g%s. Figures are the mean over seeds ± the half-width of the %.0f%% "+
+			"confidence interval (Student t, seeds − 1 degrees of freedom); ms unless stated; failures are infinite in every "+
+			"percentile.\n\n",
 		dur,
 		len(seeds),
 		seeds[0],
@@ -242,8 +244,10 @@ func sensitivityTable(cells []*CellResult) string {
 	c0 := sens[0].Config
 	fmt.Fprintf(
 		&b,
-		"## Sensitivity of the default profile's weights\n\n%s at load %.2f (%.2f req/s), tuning seeds %s; each weight of `%s` multiplied by one factor at a time, "+
-			"every variant run beside the unchanged profile (%s) on the same requests. P95 TTFT in ms, mean ± 95%% CI over seeds; the ratio is to the unchanged profile's P95 in the same run (paired).\n\n",
+		"## Sensitivity of the default profile's weights\n\n"+
+			"%s at load %.2f (%.2f req/s), tuning seeds %s; each weight of `%s` multiplied by one factor at a time, every "+
+			"variant run beside the unchanged profile (%s) on the same requests. P95 TTFT in ms, mean ± 95%% CI over seeds; "+
+			"the ratio is to the unchanged profile's P95 in the same run (paired).\n\n",
 		c0.Scenario,
 		c0.Load,
 		sens[0].RateRPS,

@@ -174,7 +174,8 @@ func traceTable(b *strings.Builder, res *Result) {
 		)
 	}
 	b.WriteString(
-		"| policy | goodput req/s | within SLO | TTFT P50 | P95 | P99 | ITL P50 | P95 | P99 | TTFT P95 / RR | errors | hit rate |\n",
+		"| policy | goodput req/s | within SLO | TTFT P50 | P95 | P99 | ITL P50 | P95 | P99 | TTFT P95 / RR | errors | hit " +
+			"rate |\n",
 	)
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets {

@@ -47,7 +47,8 @@ func TestTraceScenarioFiles(t *testing.T) {
 		name, path, dir, wantErr string
 	}{
 		{name: "missing", dir: t.TempDir(), wantErr: "trace file not found"},
-		{name: "by path", path: filepath.Join(dir, "azure.csv"), wantErr: "no request in the window"}, // the window starts at 2 min
+		// The window starts at 2 min.
+		{name: "by path", path: filepath.Join(dir, "azure.csv"), wantErr: "no request in the window"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

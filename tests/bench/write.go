@@ -83,8 +83,9 @@ func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
 	}
 	fmt.Fprintf(
 		b,
-		"Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals%s "+
-			"(fleet capacity %.2f req/s%s). modelsim time scale %g%s%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		"Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of "+
+			"arrivals%s (fleet capacity %.2f req/s%s). modelsim time scale %g%s%s. Load average at start / end of arrivals: "+
+			"%s / %s.\n\n",
 		regionsLine(
 			cfg.Scenario,
 		),
@@ -133,7 +134,8 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 		return
 	}
 	b.WriteString(
-		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate and step-lag p99 over the fleet, and the gateway's scheduling outcomes.\n\n| policy |",
+		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate and " +
+			"step-lag p99 over the fleet, and the gateway's scheduling outcomes.\n\n| policy |",
 	)
 	for _, p := range policies[0].Pods {
 		fmt.Fprintf(b, " %s |", p.Pod)

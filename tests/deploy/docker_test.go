@@ -30,7 +30,8 @@ func TestDockerfiles(t *testing.T) {
 			if !strings.Contains(main, "package main") {
 				t.Errorf("%s is not a main package", pkg)
 			}
-			for _, want := range []string{"CGO_ENABLED=0", "FROM golang:", "USER 65532", "ENTRYPOINT [\"/usr/local/bin/" + bin + "\"]"} {
+			for _, want := range []string{"CGO_ENABLED=0", "FROM golang:", "USER 65532",
+				"ENTRYPOINT [\"/usr/local/bin/" + bin + "\"]"} {
 				if !strings.Contains(src, want) {
 					t.Errorf("Dockerfile lacks %q", want)
 				}

@@ -75,7 +75,8 @@ func TestGatewayChart(t *testing.T) {
 			args := dep.Spec.Template.Spec.Containers[0].Args
 			if hasConfig := vals["endpointPickerConfig"] != nil; hasConfig != (len(find(objs, "ConfigMap")) == 1) {
 				t.Errorf("ConfigMap present = %v, want %v", !hasConfig, hasConfig)
-			} else if hasConfig && (!slices.Contains(args, "--config=/etc/switchyard/epp/config.yaml") || argValue(args, "profile") != "") {
+			} else if hasConfig && (!slices.Contains(args, "--config=/etc/switchyard/epp/config.yaml") ||
+				argValue(args, "profile") != "") {
 				t.Errorf("a picker config must replace --profile: %v", args)
 			} else if hasConfig && dep.Spec.Template.Annotations["checksum/epp-config"] == "" {
 				t.Error("pods do not restart when the picker config changes (no checksum annotation)")
@@ -310,6 +311,8 @@ func btoi(b bool) int {
 // testSigningKeyPEM is an Ed25519 key as Terraform's tls_private_key private_key_pem_pkcs8 writes
 // it, and testPublicKeyPEM its public key (public_key_pem); for value sets only.
 const (
-	testSigningKeyPEM = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOtrnj603rmPEkYUZq+PfQuGjmYKC6N9WdAKa0L05iEH\n-----END PRIVATE KEY-----\n"
-	testPublicKeyPEM  = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n-----END PUBLIC KEY-----\n"
+	testSigningKeyPEM = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOtrnj603rmPEkYUZq+PfQuGjmYKC6N9WdAKa0L05iEH\n" +
+		"-----END PRIVATE KEY-----\n"
+	testPublicKeyPEM = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n" +
+		"-----END PUBLIC KEY-----\n"
 )

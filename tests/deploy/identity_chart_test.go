@@ -132,8 +132,10 @@ func TestGatewayChartSigningKey(t *testing.T) {
 		vals map[string]any
 		want string
 	}{
-		{"key and existing Secret", map[string]any{"summarySigning": map[string]any{"key": privPEM, "existingSecret": "s"}}, "not both"},
-		{"not a key", map[string]any{"summarySigning": map[string]any{"key": "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----"}}, "PEM PRIVATE KEY block (PKCS #8"},
+		{"key and existing Secret", map[string]any{"summarySigning": map[string]any{"key": privPEM, "existingSecret": "s"}},
+			"not both"},
+		{"not a key", map[string]any{"summarySigning": map[string]any{"key": "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n" +
+			"-----END RSA PRIVATE KEY-----"}}, "PEM PRIVATE KEY block (PKCS #8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := renderChart(
@@ -206,7 +208,8 @@ func TestRouterChartRegistrationJob(t *testing.T) {
 		{"plain admin port", nil, "http://sy-global-router-admin.switchyard.svc:9090", nil},
 		{"admin TLS", map[string]any{"tls": map[string]any{"secretName": "router-admin-tls"}},
 			"https://sy-global-router-admin.switchyard.svc:9090", []string{"ca-file"}},
-		{"admin mutual TLS", map[string]any{"tls": map[string]any{"secretName": "router-admin-tls", "requireClientCertificates": true}},
+		{"admin mutual TLS",
+			map[string]any{"tls": map[string]any{"secretName": "router-admin-tls", "requireClientCertificates": true}},
 			"https://sy-global-router-admin.switchyard.svc:9090", []string{"ca-file", "cert-file", "key-file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -314,7 +317,8 @@ func checkRegisterArgs(t *testing.T, c corev1.Container, reg map[string]any) {
 	if m, ok := reg["models"]; ok {
 		models = join(m)
 	}
-	for flag, want := range map[string]string{"region": reg["region"].(string), "gateway-urls": join(reg["gatewayURLs"]), "models": models} {
+	for flag, want := range map[string]string{"region": reg["region"].(string), "gateway-urls": join(reg["gatewayURLs"]),
+		"models": models} {
 		if got := argValue(c.Args, flag); got != want {
 			t.Errorf("--%s=%q, want %q", flag, got, want)
 		}

@@ -180,7 +180,8 @@ func ctlOutput(t *testing.T, bin, admin, token string, args ...string) string {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	writeTestFile(t, tokenFile, token)
-	out, err := exec.Command(filepath.Join(bin, "switchyardctl"), append([]string{"--addr=" + admin, "--token-file=" + tokenFile}, args...)...).
+	out, err := exec.Command(filepath.Join(bin, "switchyardctl"),
+		append([]string{"--addr=" + admin, "--token-file=" + tokenFile}, args...)...).
 		CombinedOutput()
 	if err != nil {
 		t.Fatalf("switchyardctl %v: %v\n%s", args, err, out)

@@ -81,7 +81,8 @@ func TestTerraformRegionSigningKey(t *testing.T) {
 	}
 	if !found || !refersTo(set.Expr, "tls_private_key.signing.private_key_pem_pkcs8") {
 		t.Errorf(
-			"set_sensitive %#v does not set gossip.summarySigning.key (type string) from tls_private_key.signing.private_key_pem_pkcs8",
+			"set_sensitive %#v does not set gossip.summarySigning.key (type string) from "+
+				"tls_private_key.signing.private_key_pem_pkcs8",
 			sv,
 		)
 	}
@@ -274,7 +275,8 @@ func TestTerraformExampleRegistersEveryCluster(t *testing.T) {
 		records    bool
 	}{
 		{"defaults", ``, func(r string) string { return "http://gateway-" + r + ".example.com:8080" }, true},
-		{"gateway TLS", `gateway_tls = { secret_name = "gateway-tls", router_secret_name = "router-gateway-tls" }`, func(string) string { return "" }, true},
+		{"gateway TLS", `gateway_tls = { secret_name = "gateway-tls", router_secret_name = "router-gateway-tls" }`,
+			func(string) string { return "" }, true},
 		{"no cluster identity", `cluster_identity = false`, func(string) string { return "" }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -125,7 +125,8 @@ func TestDecodeStrictRejectsUnknownFields(t *testing.T) {
 	if _, err := decodeStrict("bad", bad); err == nil {
 		t.Fatal("an unknown field decoded without error")
 	}
-	badPool := "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nmetadata: {name: p}\nspec:\n  selector: {app: x}\n"
+	badPool := "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nmetadata: {name: p}\nspec:\n" +
+		"  selector: {app: x}\n"
 	if _, err := decodeStrict("bad", badPool); err == nil {
 		t.Fatal("an InferencePool with a v1alpha2-style selector decoded without error")
 	}

@@ -174,19 +174,25 @@ func TestChartsLoadBalancerHealthChecks(t *testing.T) {
 		err         string // the render error wanted
 	}{
 		{"global-router", "default: the OpenAI port, open", nil, 8080, "listen", ""},
-		{"global-router", "TLS moves the check to the metrics port", np("tls", routerTLS, "networkPolicy", np("healthCheckFrom", lbSubnets)), 9100, "metrics-listen", ""},
+		{"global-router", "TLS moves the check to the metrics port",
+			np("tls", routerTLS, "networkPolicy", np("healthCheckFrom", lbSubnets)), 9100, "metrics-listen", ""},
 		{"global-router", "TLS without healthCheckFrom", np("tls", routerTLS), 0, "", "networkPolicy.healthCheckFrom"},
-		{"global-router", "TLS, metrics open to all", np("tls", routerTLS, "networkPolicy", np("metricsFrom", []any{})), 9100, "metrics-listen", ""},
+		{"global-router", "TLS, metrics open to all", np("tls", routerTLS, "networkPolicy", np("metricsFrom", []any{})), 9100,
+			"metrics-listen", ""},
 		{"global-router", "narrowed OpenAI port without healthCheckFrom", np("networkPolicy", np("httpFrom",
 			[]any{map[string]any{"ipBlock": map[string]any{"cidr": "203.0.113.0/24"}}})), 0, "", "networkPolicy.httpFrom"},
 		{"global-router", "narrowed OpenAI port with healthCheckFrom", np("networkPolicy", np("healthCheckFrom", lbSubnets,
 			"httpFrom", []any{map[string]any{"ipBlock": map[string]any{"cidr": "203.0.113.0/24"}}})), 8080, "listen", ""},
 		{"global-router", "not a load balancer", np("tls", routerTLS, "service", np("type", "ClusterIP")), 0, "", ""},
-		{"global-router", "a named health check port", np("service", np("annotations", np(annHealthPort, "metrics"))), 0, "", "want traffic-port or a port number"},
+		{"global-router", "a named health check port", np("service", np("annotations", np(annHealthPort, "metrics"))), 0, "",
+			"want traffic-port or a port number"},
 		{"cluster-gateway", "no proxy Service", nil, 0, "", ""},
 		{"cluster-gateway", "proxy load balancer, traffic port", np("proxyService", gatewayLB("")), 8080, "listen", ""},
-		{"cluster-gateway", "proxy load balancer on the metrics port", np("proxyService", gatewayLB("9090"), "networkPolicy", np("healthCheckFrom", lbSubnets)), 9090, "metrics-listen", ""},
-		{"cluster-gateway", "metrics port without healthCheckFrom", np("proxyService", gatewayLB("9090")), 0, "", "networkPolicy.healthCheckFrom"},
+		{"cluster-gateway", "proxy load balancer on the metrics port",
+			np("proxyService", gatewayLB("9090"), "networkPolicy", np("healthCheckFrom", lbSubnets)),
+			9090, "metrics-listen", ""},
+		{"cluster-gateway", "metrics port without healthCheckFrom", np("proxyService", gatewayLB("9090")), 0, "",
+			"networkPolicy.healthCheckFrom"},
 	} {
 		t.Run(tc.chart+"/"+tc.name, func(t *testing.T) {
 			if tc.err != "" {

@@ -99,7 +99,8 @@ func TestRouterChart(t *testing.T) {
 			} else if mountsClaim(spec) || len(find(objs, "PersistentVolumeClaim")) != 0 {
 				t.Error("external etcd but a PersistentVolumeClaim is used")
 			}
-			for _, f := range []string{"region", "listen", "admin-listen", "metrics-listen", "gossip-key-file", "admin-token-file", "data-dir"} {
+			for _, f := range []string{"region", "listen", "admin-listen", "metrics-listen", "gossip-key-file",
+				"admin-token-file", "data-dir"} {
 				if argValue(args, f) == "" {
 					t.Errorf("missing --%s in %v", f, args)
 				}
@@ -218,14 +219,16 @@ func checkRouterServices(t *testing.T, objs []object) {
 	for _, o := range find(objs, "Service") {
 		byName[o.name()] = o.typed.(*corev1.Service)
 	}
-	public, admin, gossip := byName["sy-global-router"], byName["sy-global-router-admin"], byName["sy-global-router-gossip"]
+	public, admin, gossip := byName["sy-global-router"], byName["sy-global-router-admin"],
+		byName["sy-global-router-gossip"]
 	if public == nil || admin == nil || gossip == nil {
 		t.Fatalf("want public, admin and gossip Services, got %v", byName)
 	}
 	if public.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		t.Errorf("public Service type %s, want LoadBalancer", public.Spec.Type)
 	}
-	for _, a := range []string{"service.beta.kubernetes.io/aws-load-balancer-type", "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"} {
+	for _, a := range []string{"service.beta.kubernetes.io/aws-load-balancer-type",
+		"service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"} {
 		if public.Annotations[a] == "" {
 			t.Errorf("public Service lacks annotation %s", a)
 		}

@@ -49,7 +49,8 @@ name        = "sy"
 zone_id     = "Z0123456789ABCDEFGHIJ"
 record_name = "api.example.com"
 regions = {
-  "us-east-1" = { lb_dns_name = "r.elb.amazonaws.com", lb_zone_id = "Z26RNL4JYFTOTI", gossip_lb_dns_name = "g.elb.amazonaws.com", gateway_lb_dns_name = "gw.elb.amazonaws.com" }
+  "us-east-1" = { lb_dns_name = "r.elb.amazonaws.com", lb_zone_id = "Z26RNL4JYFTOTI", gossip_lb_dns_name = ` +
+		`"g.elb.amazonaws.com", gateway_lb_dns_name = "gw.elb.amazonaws.com" }
 }
 `
 	// tlsEverywhere turns on every TLS option of the region module, with client certificates.
@@ -57,7 +58,8 @@ regions = {
 router_tls         = { secret_name = "router-tls", require_client_certificates = true }
 router_admin_tls   = { secret_name = "router-admin-tls", require_client_certificates = true }
 router_gateway_tls = { secret_name = "router-gateway-tls" }
-gateway_tls        = { secret_name = "gateway-tls", require_client_certificates = true, advertise_url = "https://gateway-us-east-1.example.com:8080" }
+gateway_tls        = { secret_name = "gateway-tls", require_client_certificates = true, advertise_url = ` +
+		`"https://gateway-us-east-1.example.com:8080" }
 `
 )
 
@@ -112,10 +114,12 @@ var regionValidations = []struct {
 		false,
 	},
 	{"gateways require client certificates the routers lack", `
-gateway_tls = { secret_name = "gw-tls", require_client_certificates = true, advertise_url = "https://gw.example.com:8080" }`,
+gateway_tls = { secret_name = "gw-tls", require_client_certificates = true, advertise_url = ` +
+		`"https://gw.example.com:8080" }`,
 		"gateway_tls.require_client_certificates needs router_gateway_tls with client_certificate = true", true},
 	{"routers present no client certificate", `
-gateway_tls        = { secret_name = "gw-tls", require_client_certificates = true, advertise_url = "https://gw.example.com:8080" }
+gateway_tls        = { secret_name = "gw-tls", require_client_certificates = true, advertise_url = ` +
+		`"https://gw.example.com:8080" }
 router_gateway_tls = { secret_name = "router-gw-tls", client_certificate = false }`,
 		"gateway_tls.require_client_certificates needs router_gateway_tls", true},
 	{
@@ -142,16 +146,19 @@ cluster_registrations = [
   { cluster = "sy-use1", region = "us-west-2", gateway_urls = ["https://gw2.example.com:8080"], public_keys = ["k"] },
 ]`, "cluster_registrations lists a cluster twice", false},
 	{"a registered URL with a path", `
-cluster_registrations = [{ cluster = "sy-use1", region = "us-east-1", gateway_urls = ["https://gw.example.com:8080/v1"], public_keys = ["k"] }]`,
+cluster_registrations = [{ cluster = "sy-use1", region = "us-east-1", gateway_urls = ` +
+		`["https://gw.example.com:8080/v1"], public_keys = ["k"] }]`,
 		"Each of cluster_registrations needs", false},
 	{"a registration without keys", `
-cluster_registrations = [{ cluster = "sy-use1", region = "us-east-1", gateway_urls = ["https://gw.example.com:8080"], public_keys = [] }]`,
+cluster_registrations = [{ cluster = "sy-use1", region = "us-east-1", gateway_urls = ` +
+		`["https://gw.example.com:8080"], public_keys = [] }]`,
 		"Each of cluster_registrations needs", false},
 	{"registrations behind admin mutual TLS without a client certificate", testRegistrationVars + `
 router_admin_tls = { secret_name = "admin-tls", require_client_certificates = true }`,
 		"need router_admin_tls.client_secret_name", true},
 	{"registrations behind admin mutual TLS", testRegistrationVars + `
-router_admin_tls = { secret_name = "admin-tls", require_client_certificates = true, client_secret_name = "registrar-tls" }`, "", false},
+router_admin_tls = { secret_name = "admin-tls", require_client_certificates = true, client_secret_name = ` +
+		`"registrar-tls" }`, "", false},
 	{"previous key not PEM", `previous_signing_public_keys = ["AAAA"]`, "must be a PEM PUBLIC KEY block", false},
 	{"model with a comma", `cluster_models = ["a,b"]`, "without commas or spaces", false},
 }
@@ -159,8 +166,12 @@ router_admin_tls = { secret_name = "admin-tls", require_client_certificates = tr
 // testRegistrationVars registers two clusters: this one over cleartext, another over TLS.
 const testRegistrationVars = `
 cluster_registrations = [
-  { cluster = "sy-use1", region = "us-east-1", gateway_urls = ["http://gateway-us-east-1.example.com:8080"], public_keys = ["-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n-----END PUBLIC KEY-----\n"] },
-  { cluster = "sy-usw2", region = "us-west-2", gateway_urls = ["https://gateway-us-west-2.example.com:8080"], models = ["llama"], public_keys = ["-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAF6Gz3nJrIVQx4ujwSrOWRflUL0xgqLcibpTeL3eq9+4=\n-----END PUBLIC KEY-----\n"] },
+  { cluster = "sy-use1", region = "us-east-1", gateway_urls = ["http://gateway-us-east-1.example.com:8080"], ` +
+	`public_keys = ["-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAEP09ObEdzYU4LPkc/7n0FfRWnQjGrsYZmLPgFhiRFgA=\n-----END ` +
+	`PUBLIC KEY-----\n"] },
+  { cluster = "sy-usw2", region = "us-west-2", gateway_urls = ["https://gateway-us-west-2.example.com:8080"], models ` +
+	`= ["llama"], public_keys = ["-----BEGIN PUBLIC ` +
+	`KEY-----\nMCowBQYDK2VwAyEAF6Gz3nJrIVQx4ujwSrOWRflUL0xgqLcibpTeL3eq9+4=\n-----END PUBLIC KEY-----\n"] },
 ]
 `
 
@@ -484,7 +495,8 @@ func TestTerraformGatewayNames(t *testing.T) {
 	example, err := evalModule(t, loadTFModule(t, "examples", "multi-region"), tfvars(t, `
 zone_id     = "Z0123456789ABCDEFGHIJ"
 record_name = "api.example.com"
-gateway_tls = { secret_name = "gateway-tls", require_client_certificates = true, router_secret_name = "router-gateway-tls" }
+gateway_tls = { secret_name = "gateway-tls", require_client_certificates = true, router_secret_name = `+
+		`"router-gateway-tls" }
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(
 			stderr,
-			"Usage: devstack [--config=FILE] [--data-dir=DIR] [--bin-dir=DIR]\n\nRuns the local Switchyard stack until interrupted.\n\n",
+			"Usage: devstack [--config=FILE] [--data-dir=DIR] [--bin-dir=DIR]\n\n"+
+				"Runs the local Switchyard stack until interrupted.\n\n",
 		)
 		fs.PrintDefaults()
 	}

@@ -20,7 +20,8 @@ func FuzzParseConfig(f *testing.F) {
 		"  clusters: [{name: c, pods: [{profile: h100, count: 1}]}]\nlatency: [{between: [r, r], rtt: 1h}]\n"))
 	f.Add(
 		[]byte(
-			"model: m\nregions: [{name: r, router: {listen: a:1, admin: a:2}, clusters: [{name: r, pods: [{profile: x, count: 2}]}]}]\nlatency: [{between: [r], rtt: -1s}]\n",
+			"model: m\nregions: [{name: r, router: {listen: a:1, admin: a:2}, clusters: [{name: r, pods: [{profile: x, count: " +
+				"2}]}]}]\nlatency: [{between: [r], rtt: -1s}]\n",
 		),
 	)
 	f.Add([]byte("model: m\nadapters: &a [x, y]\nregions: []\n"))

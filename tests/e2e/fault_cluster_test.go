@@ -108,7 +108,8 @@ func TestGatewayKilledMidLoad(t *testing.T) {
 	}
 	if tl.firstShare >= tl.lateShare {
 		t.Errorf(
-			"%s took %.0f%% of the traffic in the first 2 s after its restart, not less than its %.0f%% later: no gradual return",
+			"%s took %.0f%% of the traffic in the first 2 s after its restart, not less than its %.0f%% later: no gradual "+
+				"return",
 			name,
 			100*tl.firstShare,
 			100*tl.lateShare,
@@ -195,11 +196,12 @@ func TestRegionCutOff(t *testing.T) {
 	slow := clusterShare(samples, "west-a", slowed+2*time.Second, fast)
 	regained := clusterShare(samples, "west-a", fast+2*time.Second, cut)
 	t.Logf(
-		"FIGURES region-cut: west-a share %.0f%% before, %.0f%% under +400 ms, %.0f%% once fast again; %d requests caught on the cut link "+
-			"were moved to another cluster, the slowest after %s (first token); from 3 s after the cut to the heal %.0f%% "+
-			"of requests were retried; from 5 s after the cut to the heal %.0f attempts probed west-a and %.0f were refused "+
-			"(a full cluster's 429 or 503); slowest first token of any request sent during the cut %s; served during "+
-			"the cut: %s; lost %d, cut mid-stream %d of %d; west-a served again %s after the heal; gossip (UDP) was not cut",
+		"FIGURES region-cut: west-a share %.0f%% before, %.0f%% under +400 ms, %.0f%% once fast again; %d requests caught "+
+			"on the cut link were moved to another cluster, the slowest after %s (first token); from 3 s after the cut to the "+
+			"heal %.0f%% of requests were retried; from 5 s after the cut to the heal %.0f attempts probed west-a and %.0f "+
+			"were refused (a full cluster's 429 or 503); slowest first token of any request sent during the cut %s; served "+
+			"during the cut: %s; lost %d, cut mid-stream %d of %d; west-a served again %s after the heal; gossip (UDP) was "+
+			"not cut",
 		100*before,
 		100*slow,
 		100*regained,

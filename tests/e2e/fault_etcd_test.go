@@ -141,9 +141,9 @@ func etcdAllMembersStopped(t *testing.T, bin string) {
 		}
 	}
 	t.Logf(
-		"FIGURES etcd-outage: etcd down %s; requests during the outage served east %d west %d (lost east %d west %d of %d/%d total); "+
-			"admin write during the outage failed in %s with %s (%s); writes acknowledged %d (%d before the kill), failed during the outage %d, missing after restart %d; "+
-			"first write acknowledged %s after etcd restarted",
+		"FIGURES etcd-outage: etcd down %s; requests during the outage served east %d west %d (lost east %d west %d of "+
+			"%d/%d total); admin write during the outage failed in %s with %s (%s); writes acknowledged %d (%d before the "+
+			"kill), failed during the outage %d, missing after restart %d; first write acknowledged %s after etcd restarted",
 		(restarted - killed).Round(
 			100*time.Millisecond,
 		),
@@ -223,8 +223,9 @@ func etcdLeaderKilled(t *testing.T, bin string) {
 		t.Errorf("no request was served for %s", gapServed)
 	}
 	t.Logf(
-		"FIGURES etcd-leader-kill: writes acknowledged r1 %d r2 %d, failed r1 %d r2 %d, missing %d; first write acknowledged after the kill r1 %s r2 %s; "+
-			"longest gap between acknowledged writes r1 %s r2 %s; requests %d ok %d lost %d; longest gap between served requests %s",
+		"FIGURES etcd-leader-kill: writes acknowledged r1 %d r2 %d, failed r1 %d r2 %d, missing %d; first write "+
+			"acknowledged after the kill r1 %s r2 %s; longest gap between acknowledged writes r1 %s r2 %s; requests %d ok %d "+
+			"lost %d; longest gap between served requests %s",
 		len(
 			acked(writes1),
 		),

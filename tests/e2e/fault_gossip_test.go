@@ -135,8 +135,8 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 		t.Errorf("load through the router suffered: %s", o)
 	}
 	t.Logf(
-		"FIGURES gossip-wrong-key: right-key gateway listed after %s; wrong-key gateway listed never (watched %s after its start); "+
-			"its join attempts failed %g ok %g; requests %d ok %d lost %d, to wrong-key gateway %d; tables seen %v",
+		"FIGURES gossip-wrong-key: right-key gateway listed after %s; wrong-key gateway listed never (watched %s after its "+
+			"start); its join attempts failed %g ok %g; requests %d ok %d lost %d, to wrong-key gateway %d; tables seen %v",
 		joined.Round(
 			time.Millisecond,
 		),
@@ -222,8 +222,9 @@ func TestGossipFlappingGatewayDamped(t *testing.T) {
 		back = (first - lastUp).Round(100 * time.Millisecond).String()
 	}
 	t.Logf(
-		"FIGURES gossip-flap: %d flaps (down %s, up %s); flapping cluster share before %.2f, while flapping %.2f (first half %.2f, second half %.2f; %.2f of requests sent while it was up); "+
-			"its traffic switched on/off %d times in 500 ms buckets; it served again %s after the last restart; requests %d ok %d lost %d cut %d shed %d",
+		"FIGURES gossip-flap: %d flaps (down %s, up %s); flapping cluster share before %.2f, while flapping %.2f (first "+
+			"half %.2f, second half %.2f; %.2f of requests sent while it was up); its traffic switched on/off %d times in 500 "+
+			"ms buckets; it served again %s after the last restart; requests %d ok %d lost %d cut %d shed %d",
 		len(flaps),
 		downTime,
 		upTime,

@@ -39,7 +39,8 @@ func TestPodKilledMidLoad(t *testing.T) {
 	}
 	last := lastSentTo(samples, victimName)
 	t.Logf(
-		"FIGURES pod-kill: %d requests at 15/s, %d lost, %d streams cut with an error event, %d cut silently, last request to the dead pod sent %s after the kill",
+		"FIGURES pod-kill: %d requests at 15/s, %d lost, %d streams cut with an error event, %d cut silently, last request "+
+			"to the dead pod sent %s after the kill",
 		o.Total,
 		o.Lost,
 		o.Cut-o.CutSilently,

@@ -71,7 +71,8 @@ func issue(
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, block := range map[string]*pem.Block{name + ".crt": {Type: "CERTIFICATE", Bytes: der}, name + ".key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+	for file, block := range map[string]*pem.Block{name + ".crt": {Type: "CERTIFICATE", Bytes: der},
+		name + ".key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
 		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	"github.com/switchyard-dev/switchyard/tests/loadgen"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/loadgentest"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
@@ -343,7 +344,7 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 
 func TestProgressLines(t *testing.T) {
 	url := (&loadgentest.Server{Tokens: 2}).Start(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	run(
 		t,
 		loadgen.Config{

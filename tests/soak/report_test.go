@@ -39,7 +39,8 @@ func TestDiscover(t *testing.T) {
 	}
 	write(
 		"gateway-c1.log",
-		`time=x level=INFO msg="cluster-gateway started" cluster=c1 listen=127.0.0.1:1 metrics=127.0.0.1:9101 profile=default`+"\n",
+		`time=x level=INFO msg="cluster-gateway started" cluster=c1 listen=127.0.0.1:1 metrics=127.0.0.1:9101 `+
+			`profile=default`+"\n",
 	)
 	write(
 		"router-us-east-1.log",

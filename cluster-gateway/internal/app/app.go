@@ -322,7 +322,8 @@ func (g *Gateway) buildFrontDoors() error {
 	}
 	pc := proxy.DefaultConfig()
 	pc.Listen, pc.Cluster, pc.Region = g.cfg.Listen, g.cfg.Cluster, g.cfg.Region
-	pc.EndpointHeader, pc.MaxAttempts, pc.DrainTimeout, pc.Staleness = g.cfg.EndpointHeader, g.cfg.MaxAttempts, g.cfg.DrainTimeout, g.cfg.Staleness
+	pc.EndpointHeader, pc.MaxAttempts, pc.DrainTimeout, pc.Staleness =
+		g.cfg.EndpointHeader, g.cfg.MaxAttempts, g.cfg.DrainTimeout, g.cfg.Staleness
 	pc.EndpointHeaderAddress = g.cfg.EndpointHeaderAddress
 	if g.httpSrv, err = proxy.New(pc, pipe, g.store, g.log, g.reg); err != nil {
 		return err
@@ -331,7 +332,8 @@ func (g *Gateway) buildFrontDoors() error {
 		return nil
 	}
 	ec := extproc.DefaultConfig()
-	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
+	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader =
+		g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
 	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(
 		g.cfg.MaxBodyBytes,
 	), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress

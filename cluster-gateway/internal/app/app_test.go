@@ -175,7 +175,8 @@ func TestHTTPFrontDoor(t *testing.T) {
 		})
 	}
 	metrics := get(t, "http://"+g.MetricsAddr()+"/metrics")
-	for _, m := range []string{`switchyard_gateway_requests_total{code="200",model="llama"}`, "switchyard_gateway_request_duration_seconds", "go_goroutines"} {
+	for _, m := range []string{`switchyard_gateway_requests_total{code="200",model="llama"}`,
+		"switchyard_gateway_request_duration_seconds", "go_goroutines"} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}
@@ -289,7 +290,8 @@ func extProcExchangeAt(t *testing.T, addr string, dests []string, creds credenti
 	if !slices.Contains(dests, dest) {
 		t.Fatalf("destination %q is not a pod", dest)
 	}
-	meta := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()["x-gateway-destination-endpoint"].GetStringValue()
+	meta := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().
+		GetFields()["x-gateway-destination-endpoint"].GetStringValue()
 	if !strings.HasPrefix(meta, dest) {
 		t.Fatalf("metadata %q does not start with %q", meta, dest)
 	}

@@ -281,8 +281,9 @@ func DefaultConfig() Config {
 // Validate returns every problem of the configuration (errors.Join), each naming its flag.
 func (c Config) Validate() error {
 	var errs []error
-	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery, c.validateScheduling,
-		c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging, c.validateGIE, c.validateAutoscale} {
+	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery,
+		c.validateScheduling, c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging, c.validateGIE,
+		c.validateAutoscale} {
 		errs = append(errs, check()...)
 	}
 	return errors.Join(errs...)
@@ -382,7 +383,8 @@ func (c Config) validateListeners() []error {
 	if c.GRPCHealthPort < 0 || c.GRPCHealthPort > 65535 {
 		errs = append(errs, fmt.Errorf("--grpc-health-port=%d: want a port, or 0 for none", c.GRPCHealthPort))
 	}
-	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen}, {"--ext-proc-listen", c.ExtProcListen}} {
+	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--metrics-listen", c.MetricsListen},
+		{"--ext-proc-listen", c.ExtProcListen}} {
 		if l.addr == "" && l.flag == "--ext-proc-listen" {
 			continue
 		}
@@ -572,7 +574,8 @@ func (c Config) validateLogging() []error {
 // tracingConfig is the tracing configuration of the flags.
 func (c Config) tracingConfig() tracing.Config {
 	tc := tracing.DefaultConfig()
-	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio = c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio =
+		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
 	tc.ServiceVersion, tc.Cluster, tc.Region = Version, c.Cluster, c.Region
 	return tc
 }

@@ -29,7 +29,8 @@ func newFakeVLLM(t *testing.T) *fakeVLLM {
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(
 			w,
-			`{"object":"list","data":[{"id":"llama","root":"llama","parent":null},{"id":"sql-lora","root":"/adapters/sql","parent":"llama"}]}`,
+			`{"object":"list","data":[{"id":"llama","root":"llama","parent":null},{"id":"sql-lora","root":"/adapters/sql",`+
+				`"parent":"llama"}]}`,
 		)
 	})
 	mux.HandleFunc("POST /v1/completions", f.complete)

@@ -31,9 +31,9 @@ func TestFlags(t *testing.T) {
 		}
 		seen[f.Name] = true
 	}
-	for _, name := range []string{"cluster", "region", "listen", "ext-proc-listen", "metrics-listen", "endpoints", "endpoints-file", "pool-name",
-		"pool-namespace", "config", "profile", "flags-file", "gossip-bind", "gossip-join", "gossip-key-file", "advertise-url", "log-format",
-		"max-inflight-body-bytes", "memory-limit", "drain-timeout"} {
+	for _, name := range []string{"cluster", "region", "listen", "ext-proc-listen", "metrics-listen", "endpoints",
+		"endpoints-file", "pool-name", "pool-namespace", "config", "profile", "flags-file", "gossip-bind", "gossip-join",
+		"gossip-key-file", "advertise-url", "log-format", "max-inflight-body-bytes", "memory-limit", "drain-timeout"} {
 		if !seen[name] {
 			t.Errorf("no --%s", name)
 		}
@@ -42,8 +42,9 @@ func TestFlags(t *testing.T) {
 	if _, err := app.ParseConfig([]string{"--help"}, func(string) string { return "" }, &out); err != flag.ErrHelp {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--listen=:8080  (SWITCHYARD_LISTEN)", "--memory-limit=GOMEMLIMIT, else auto", "--secure-serving  (SWITCHYARD_SECURE_SERVING)",
-		"--flags-file=  (SWITCHYARD_FLAGS_FILE)", "HTTP proxy address: OpenAI API, /healthz, /readyz"} {
+	for _, want := range []string{"--listen=:8080  (SWITCHYARD_LISTEN)", "--memory-limit=GOMEMLIMIT, else auto",
+		"--secure-serving  (SWITCHYARD_SECURE_SERVING)", "--flags-file=  (SWITCHYARD_FLAGS_FILE)",
+		"HTTP proxy address: OpenAI API, /healthz, /readyz"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
@@ -175,8 +176,9 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	// (--region is required only with gossip, and --cluster is not when --pool-name is given:
 	// ParseConfig and New default it to the pool's name; Validate sees it empty here.)
 	for _, want := range []string{"--cluster is required", `--listen="8080": want host:port`,
-		"exactly one of --endpoints, --endpoints-file or --pool-name", "--max-attempts must be at least 1", "--queue-ttl must be positive",
-		"--min-priority=5 is above --max-priority=1", "--gossip-join needs --gossip-bind", `--log-format="xml"`} {
+		"exactly one of --endpoints, --endpoints-file or --pool-name", "--max-attempts must be at least 1",
+		"--queue-ttl must be positive", "--min-priority=5 is above --max-priority=1", "--gossip-join needs --gossip-bind",
+		`--log-format="xml"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

@@ -127,7 +127,8 @@ func newCert(
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, block := range map[string]*pem.Block{name + ".crt": {Type: "CERTIFICATE", Bytes: der}, name + ".key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+	for file, block := range map[string]*pem.Block{name + ".crt": {Type: "CERTIFICATE", Bytes: der},
+		name + ".key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
 		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,8 @@ func TestExtProcSecureServing(t *testing.T) {
 		creds credentials.TransportCredentials
 	}{
 		{"self-signed, not verified", []string{"--secure-serving"},
-			credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})}, //nolint:gosec // as gateways reach an endpoint picker
+			credentials.NewTLS(&tls.Config{
+				InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})}, //nolint:gosec // as gateways reach an endpoint picker
 		{"--cert-path, verified", []string{"--secure-serving", "--cert-path=" + certDir},
 			credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})},
 	} {

@@ -20,7 +20,8 @@ func newStoreMetrics(s *Store, reg prometheus.Registerer) *storeMetrics {
 		Help: "Times an endpoint was ejected by passive health checking (outlier detection).",
 	}), refused: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "switchyard_gateway_endpoint_ejections_refused_total",
-		Help: "Ejections passive health checking refused because the share of endpoints ejected at once had reached --max-ejection-percent.",
+		Help: "Ejections passive health checking refused because the share of endpoints ejected at once had reached " +
+			"--max-ejection-percent.",
 	})}
 	if reg == nil {
 		return m

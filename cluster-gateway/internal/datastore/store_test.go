@@ -158,10 +158,12 @@ func TestStoreMetrics(t *testing.T) {
 		s.Get("b:1").ObserveResult(502, nil, now)
 	}
 	const want = `
-# HELP switchyard_gateway_endpoint_ejections_refused_total Ejections passive health checking refused because the share of endpoints ejected at once had reached --max-ejection-percent.
+# HELP switchyard_gateway_endpoint_ejections_refused_total Ejections passive health checking refused because the ` +
+		`share of endpoints ejected at once had reached --max-ejection-percent.
 # TYPE switchyard_gateway_endpoint_ejections_refused_total counter
 switchyard_gateway_endpoint_ejections_refused_total 1
-# HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier detection).
+# HELP switchyard_gateway_endpoint_ejections_total Times an endpoint was ejected by passive health checking (outlier ` +
+		`detection).
 # TYPE switchyard_gateway_endpoint_ejections_total counter
 switchyard_gateway_endpoint_ejections_total 1
 # HELP switchyard_gateway_endpoints Model-server endpoints currently discovered.
@@ -241,7 +243,8 @@ func TestViewFollowsTheStore(t *testing.T) {
 	if len(v.Endpoints()) != 0 {
 		t.Fatal("an empty store has an empty view")
 	}
-	for _, addrs := range [][]string{{"10.0.0.2:80", "10.0.0.1:80"}, {"10.0.0.3:80"}, {"10.0.0.1:80", "10.0.0.3:80", "10.0.0.4:80"}} {
+	for _, addrs := range [][]string{{"10.0.0.2:80", "10.0.0.1:80"}, {"10.0.0.3:80"},
+		{"10.0.0.1:80", "10.0.0.3:80", "10.0.0.4:80"}} {
 		var specs []datastore.EndpointSpec
 		for _, a := range addrs {
 			specs = append(specs, datastore.EndpointSpec{Address: a})

@@ -324,7 +324,8 @@ func TestFullExchange(t *testing.T) {
 	if !slices.Contains(hr.GetHeaderMutation().GetRemoveHeaders(), "x-switchyard-tenant") || !hr.GetClearRouteCache() {
 		t.Fatalf("header mutation = %v", hr)
 	}
-	meta := r.GetDynamicMetadata().GetFields()[extproc.MetadataNamespace].GetStructValue().GetFields()[contract.HeaderDestination].GetStringValue()
+	meta := r.GetDynamicMetadata().GetFields()[extproc.MetadataNamespace].GetStructValue().
+		GetFields()[contract.HeaderDestination].GetStringValue()
 	if meta != strings.Join(addrs, ",") {
 		t.Fatalf("envoy.lb metadata = %q", meta)
 	}
@@ -380,7 +381,8 @@ func TestFullExchange(t *testing.T) {
 	chunks := []string{
 		"data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
 		"data: {\"choices\":[{\"text\":\"b\"}]}\n\n",
-		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\ndata: [DONE]\n\n",
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2," +
+			"\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\ndata: [DONE]\n\n",
 	}
 	for i, c := range chunks {
 		time.Sleep(2 * time.Millisecond)
@@ -513,7 +515,8 @@ func TestNoBodyAndHealth(t *testing.T) {
 		t.Fatalf("destination = %q", got)
 	}
 	hc, err := healthpb.NewHealthClient(e.conn).
-		Check(context.Background(), &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
+		Check(context.Background(), &healthpb.HealthCheckRequest{
+			Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
 	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health = %v, %v", hc, err)
 	}

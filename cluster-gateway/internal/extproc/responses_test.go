@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -22,9 +23,8 @@ func TestResponsesExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := []byte(
-		`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],"max_output_tokens":16}`,
-	)
+	stream := pipelinetest.ResponsesStream
+	body := []byte(stream.Body)
 	if err := s.Send(
 		headersMsg(false, nil, ":method", "POST", ":path", "/v1/responses", "content-type", "application/json"),
 	); err != nil {
@@ -42,7 +42,7 @@ func TestResponsesExchange(t *testing.T) {
 		hm,
 		contract.HeaderDestination,
 	); got != addrs[0] ||
-		headerValue(hm, contract.HeaderModelName) != "llama" {
+		headerValue(hm, contract.HeaderModelName) != stream.Model {
 		t.Fatalf("request header mutation = %v", hm)
 	}
 	if r, err = s.Recv(); err != nil ||
@@ -66,12 +66,7 @@ func TestResponsesExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lifecycle = 100 * time.Millisecond // between response.created and the first delta
-	chunks := []string{
-		"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
-		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
-		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"b\"}\n\n",
-		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2}}}\n\n",
-	}
+	chunks := stream.Events
 	for i, c := range chunks {
 		if i == 1 {
 			time.Sleep(lifecycle)
@@ -93,11 +88,9 @@ func TestResponsesExchange(t *testing.T) {
 	_ = s.CloseSend()
 	waitPosts(t, e.hooks, 1)
 	p := e.hooks.all()[0]
-	if p.Status != 200 || p.OutputTokens != 2 || p.PromptTokens != 12 || p.CachedTokens != 8 || p.TTFT < lifecycle {
-		t.Fatalf(
-			"response info = %+v, want 2 output tokens, 12 prompt, 8 cached, TTFT from the first delta (at least %v)",
-			p,
-			lifecycle,
-		)
+	if p.Status != 200 || p.OutputTokens != stream.OutputTokens || p.PromptTokens != stream.PromptTokens ||
+		p.CachedTokens != stream.CachedTokens || p.TTFT < lifecycle {
+		t.Fatalf("response info = %+v, want the usage of %+v, TTFT from the first delta (at least %v)",
+			p, stream, lifecycle)
 	}
 }

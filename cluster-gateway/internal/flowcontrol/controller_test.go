@@ -165,7 +165,8 @@ func TestTenantFairness(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	var chans []<-chan result
-	for _, r := range []struct{ id, tenant string }{{"a1", "a"}, {"a2", "a"}, {"a3", "a"}, {"b1", "b"}, {"b2", "b"}, {"c1", "c"}} {
+	for _, r := range []struct{ id, tenant string }{{"a1", "a"}, {"a2", "a"}, {"a3", "a"}, {"b1", "b"}, {"b2", "b"},
+		{"c1", "c"}} {
 		chans = append(chans, h.admit(t, ctx, r.id, "m", 0, r.tenant))
 	}
 	h.sched.add("m", 6)
@@ -213,7 +214,8 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("err = %v, want ErrOverflow", r.err)
 	}
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(`
-# HELP switchyard_gateway_flow_outcomes_total Requests by flow-control outcome: saturated ones dispatched, error, expired, evicted, rejected or cancelled; handed_back, any a router offered to take elsewhere and got back.
+# HELP switchyard_gateway_flow_outcomes_total Requests by flow-control outcome: saturated ones dispatched, error, `+
+		`expired, evicted, rejected or cancelled; handed_back, any a router offered to take elsewhere and got back.
 # TYPE switchyard_gateway_flow_outcomes_total counter
 switchyard_gateway_flow_outcomes_total{outcome="expired"} 1
 `), "switchyard_gateway_flow_outcomes_total"); err != nil {

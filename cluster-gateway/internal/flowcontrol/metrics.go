@@ -30,7 +30,8 @@ func newMetrics(reg prometheus.Registerer, cfg Config) (*metrics, error) {
 		}, []string{"priority"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_flow_outcomes_total",
-			Help: "Requests by flow-control outcome: saturated ones dispatched, error, expired, evicted, rejected or cancelled; handed_back, any a router offered to take elsewhere and got back.",
+			Help: "Requests by flow-control outcome: saturated ones dispatched, error, expired, evicted, rejected or " +
+				"cancelled; handed_back, any a router offered to take elsewhere and got back.",
 		}, []string{"outcome"}),
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchyard_gateway_flow_queue_wait_seconds",

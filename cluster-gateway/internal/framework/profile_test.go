@@ -119,7 +119,8 @@ schedulingProfiles:
 	if len(p.PreRequests) != 1 || len(p.PostResponses) != 1 || p.Detector != nil {
 		t.Fatalf("hooks/detector = %d %d %v", len(p.PreRequests), len(p.PostResponses), p.Detector)
 	}
-	for _, want := range []string{"ignoring gie plugin type", "single-profile-handler", "not used by the profile", "plugin=bare"} {
+	for _, want := range []string{"ignoring gie plugin type", "single-profile-handler", "not used by the profile",
+		"plugin=bare"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)
 		}
@@ -188,7 +189,8 @@ func TestBuildErrors(t *testing.T) {
 		{"factory error", "plugins:\n- name: b\n  type: broken\n", `"b" (type broken): bad parameter x`},
 		{
 			"two pickers",
-			"plugins:\n- type: p\n- type: max-score-picker\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: p\n  - pluginRef: max-score-picker\n",
+			"plugins:\n- type: p\n- type: max-score-picker\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: p\n" +
+				"  - pluginRef: max-score-picker\n",
 			"two pickers",
 		},
 		{

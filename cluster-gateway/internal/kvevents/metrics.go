@@ -43,11 +43,12 @@ func newMetrics(idx *Index, reg prometheus.Registerer) *metrics {
 			Help: "KV event connections closed or refused by the guard, by reason.",
 		}, []string{"reason"}),
 	}
-	for _, r := range []string{resultApplied, resultMalformed, resultBadTopic, resultUnknownPod, resultFrames, resultIndexFull} {
+	for _, r := range []string{resultApplied, resultMalformed, resultBadTopic, resultUnknownPod, resultFrames,
+		resultIndexFull} {
 		m.messages.WithLabelValues(r)
 	}
-	for _, r := range []string{refusedConnections, refusedFrame, refusedMessage, refusedFrames, refusedFraming, refusedHandshake, refusedPeer,
-		refusedSpoofed} {
+	for _, r := range []string{refusedConnections, refusedFrame, refusedMessage, refusedFrames, refusedFraming,
+		refusedHandshake, refusedPeer, refusedSpoofed} {
 		m.refused.WithLabelValues(r)
 	}
 	if reg != nil {

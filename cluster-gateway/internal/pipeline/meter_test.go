@@ -16,7 +16,8 @@ func TestMeterSSE(t *testing.T) {
 		"data: {\"choices\":[{\"text\":\"a\"}],\"usage\":null}\n\n",
 		"data: {\"choices\":[{\"te",
 		"xt\":\"b\"}]}\n\ndata: {\"choices\":[{\"text\":\"c\"}]}\r\n\r\n",
-		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":8}}}\n\n",
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3," +
+			"\"prompt_tokens_details\":{\"cached_tokens\":8}}}\n\n",
 		"data: [DONE]\n\n",
 	}
 	for i, c := range chunks {
@@ -80,18 +81,23 @@ func TestMeterWithoutUsage(t *testing.T) {
 // responsesStream is a Responses API stream as vLLM sends it: typed events with event: lines,
 // lifecycle events before the first delta, the usage in response.completed, no [DONE].
 var responsesStream = []string{
-	"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[],\"usage\":null}}\n\n",
-	"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n" +
-		"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"type\":\"message\",\"content\":[]}}\n\n" +
-		"event: response.content_part.added\ndata: {\"type\":\"response.content_part.added\",\"part\":{\"type\":\"output_text\",\"text\":\"\"}}\n\n",
-	"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" one\",\"item_id\":\"msg_1\"}\n\n",
+	"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0," +
+		"\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[],\"usage\":null}}\n\n",
+	"event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1," +
+		"\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\nevent: response.output_item.added\n" +
+		"data: {\"type\":\"response.output_item.added\",\"item\":{\"type\":\"message\",\"content\":[]}}\n\n" +
+		"event: response.content_part.added\ndata: {\"type\":\"response.content_part.added\"," +
+		"\"part\":{\"type\":\"output_text\",\"text\":\"\"}}\n\n",
+	"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" " +
+		"one\",\"item_id\":\"msg_1\"}\n\n",
 	"event: response.output_text.delta\r\ndata: {\"type\":\"response.output_text.delta\",\"del",
 	"ta\":\" two\"}\r\n\r\n",
 	"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" six\"}\n\n" +
 		"event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\",\"text\":\" one two six\"}\n\n",
-	"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":9,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"," +
-		"\"output\":[{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\" one two six\"}]}]," +
-		"\"usage\":{\"input_tokens\":21,\"input_tokens_details\":{\"cached_tokens\":16},\"output_tokens\":3,\"total_tokens\":24}}}\n\n",
+	"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":9," +
+		"\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"output\":[{\"type\":\"message\"," +
+		"\"content\":[{\"type\":\"output_text\",\"text\":\" one two six\"}]}],\"usage\":{\"input_tokens\":21," +
+		"\"input_tokens_details\":{\"cached_tokens\":16},\"output_tokens\":3,\"total_tokens\":24}}}\n\n",
 }
 
 // withoutEventLines is stream with its event: lines dropped: the data alone names each event.
@@ -123,7 +129,8 @@ func TestMeterResponses(t *testing.T) {
 				"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
 				"event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"hm\"}\n\n",
 				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
-				"event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}}\n\n",
+				"event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"usage\":{\"input_tokens\":5," +
+					"\"output_tokens\":2}}}\n\n",
 			},
 			Measurement{OutputTokens: 2, PromptTokens: 5, CachedTokens: -1},
 		},
@@ -169,7 +176,8 @@ func TestMeterResponsesJSON(t *testing.T) {
 	m.Reset(t0, false)
 	m.Write(
 		[]byte(
-			`{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],`,
+			`{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message",`+
+				`"content":[{"type":"output_text","text":"hi"}]}],`,
 		),
 		t0.Add(time.Second),
 	)
@@ -208,7 +216,8 @@ func BenchmarkMeterResponses(b *testing.B) {
 	sb.WriteString(responsesStream[0] + responsesStream[1])
 	for range 256 {
 		sb.WriteString(
-			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":12,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" tok\",\"logprobs\":[]}\n\n",
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":12," +
+				"\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" tok\",\"logprobs\":[]}\n\n",
 		)
 	}
 	sb.WriteString(responsesStream[len(responsesStream)-1])

@@ -57,7 +57,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		codes:  promlabel.NewSet(maxCodes),
 		bodyRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_request_body_refused_total",
-			Help: "Request bodies refused, by front door (http, ext_proc) and reason: too_large (over --max-body-bytes, 413), budget (the in-flight body budget --max-inflight-body-bytes was spent, 503) or timeout (the body did not arrive in time: 400 on the HTTP proxy, 408 on ext_proc).",
+			Help: "Request bodies refused, by front door (http, ext_proc) and reason: too_large (over --max-body-bytes, 413), " +
+				"budget (the in-flight body budget --max-inflight-body-bytes was spent, 503) or timeout (the body did not arrive " +
+				"in time: 400 on the HTTP proxy, 408 on ext_proc).",
 		}, []string{"door", "reason"}),
 	}
 	for _, door := range []string{DoorHTTP, DoorExtProc} {
@@ -67,9 +69,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.invalid = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_gateway_invalid_header_requests_total",
-		Help: "Requests refused with 400 for a header the gateway cannot accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer, a latency objective that is not milliseconds above 0 and at most an hour), by header.",
+		Help: "Requests refused with 400 for a header the gateway cannot accept (a priority outside " +
+			"--min-priority..--max-priority or not an integer, a bad hand-back offer, a latency objective that is not " +
+			"milliseconds above 0 and at most an hour), by header.",
 	}, []string{"header"})
-	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack, contract.HeaderSLOTTFT, contract.HeaderSLOTPOT} {
+	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack, contract.HeaderSLOTTFT,
+		contract.HeaderSLOTPOT} {
 		m.invalid.WithLabelValues(h)
 	}
 	m.unmetered = prometheus.NewCounterVec(prometheus.CounterOpts{

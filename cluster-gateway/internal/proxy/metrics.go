@@ -39,7 +39,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"body"}),
 		noRoute: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_no_route_requests_total",
-			Help: "Requests refused because the HTTP proxy serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
+			Help: "Requests refused because the HTTP proxy serves no such route, by status: 404 (unknown path) or 405 (a path " +
+				"served with another method).",
 		}, []string{"code"}),
 	}
 	for _, b := range []string{bodyStream, bodyJSON} {

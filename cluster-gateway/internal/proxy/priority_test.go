@@ -63,7 +63,9 @@ func TestPriorityRange(t *testing.T) {
 		})
 	}
 	want := fmt.Sprintf(`
-# HELP switchyard_gateway_invalid_header_requests_total Requests refused with 400 for a header the gateway cannot accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer, a latency objective that is not milliseconds above 0 and at most an hour), by header.
+# HELP switchyard_gateway_invalid_header_requests_total Requests refused with 400 for a header the gateway cannot `+
+		`accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer, a latency `+
+		`objective that is not milliseconds above 0 and at most an hour), by header.
 # TYPE switchyard_gateway_invalid_header_requests_total counter
 switchyard_gateway_invalid_header_requests_total{header="x-slo-tpot-ms"} 0
 switchyard_gateway_invalid_header_requests_total{header="x-slo-ttft-ms"} 0

@@ -37,7 +37,8 @@ func TestStreamingPassThrough(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n")
 		fmt.Fprint(
 			w,
-			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n",
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"+
+				"\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n",
 		)
 	})
 	e := newEnv(t, nil, up)
@@ -56,13 +57,16 @@ func TestStreamingPassThrough(t *testing.T) {
 	if !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("rest = %q", rest)
 	}
-	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1", contract.HeaderEndpoint: datastore.OpaqueName(up), "Content-Type": "text/event-stream"} {
+	for k, want := range map[string]string{contract.HeaderCluster: "c1", contract.HeaderRegion: "us-east-1",
+		contract.HeaderEndpoint: datastore.OpaqueName(up), "Content-Type": "text/event-stream"} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("response %s = %q, want %q", k, got, want)
 		}
 	}
-	for k, want := range map[string]string{"X-Gateway-Destination-Endpoint": "", "X-Switchyard-Route": "", "X-Switchyard-Tenant": "",
-		"X-Gateway-Model-Name": "llama", "X-Gateway-Base-Model-Name": "llama", "Authorization": "Bearer k"} {
+	for k, want := range map[string]string{
+		"X-Gateway-Destination-Endpoint": "", "X-Switchyard-Route": "", "X-Switchyard-Tenant": "",
+		"X-Gateway-Model-Name": "llama", "X-Gateway-Base-Model-Name": "llama", "Authorization": "Bearer k",
+	} {
 		if got := gotHeader.Get(k); got != want {
 			t.Errorf("upstream %s = %q, want %q", k, got, want)
 		}
@@ -329,7 +333,8 @@ func TestModelsHealthReady(t *testing.T) {
 	resp.Body.Close()
 	if string(
 		body,
-	) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a","object":"model","created":0,"owned_by":"switchyard"}]}` {
+	) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a",`+
+		`"object":"model","created":0,"owned_by":"switchyard"}]}` {
 		t.Fatalf("models = %s", body)
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/poll"
 )
@@ -22,6 +23,7 @@ import (
 // not at response.created, and the usage from response.completed.
 func TestResponsesRoute(t *testing.T) {
 	const created = 200 * time.Millisecond // the pod's wait between response.created and the first delta
+	stream := pipelinetest.ResponsesStream
 	gotBody := make(chan string, 2)
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -37,23 +39,13 @@ func TestResponsesRoute(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(
-			w,
-			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n",
-		)
-		w.(http.Flusher).Flush()
-		time.Sleep(created)
-		fmt.Fprint(
-			w,
-			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n",
-		)
-		w.(http.Flusher).Flush()
-		fmt.Fprint(
-			w,
-			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" there\"}\n\n"+
-				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\","+
-				"\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2,\"total_tokens\":14}}}\n\n",
-		)
+		for i, ev := range stream.Events {
+			if i == 1 {
+				time.Sleep(created)
+			}
+			fmt.Fprint(w, ev)
+			w.(http.Flusher).Flush()
+		}
 	})
 	e := newEnv(t, nil, up)
 	tests := []struct {
@@ -62,15 +54,7 @@ func TestResponsesRoute(t *testing.T) {
 		prompt, cached   int
 		minTTFT, maxTTFT time.Duration
 	}{
-		{
-			"streaming",
-			`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hello"}]}],"max_output_tokens":8}`,
-			true,
-			12,
-			8,
-			created,
-			time.Minute,
-		},
+		{"streaming", stream.Body, true, stream.PromptTokens, stream.CachedTokens, created, time.Minute},
 		{"not streaming", `{"model":"lora-a","input":"hello","max_output_tokens":8}`, false, 11, 4, 0, time.Minute},
 	}
 	for i, tt := range tests {
@@ -99,7 +83,7 @@ func TestResponsesRoute(t *testing.T) {
 			}
 		})
 	}
-	if req := e.sched.seen[0]; req.Model != "llama" || req.PromptTokens == 0 {
+	if req := e.sched.seen[0]; req.Model != stream.Model || req.PromptTokens == 0 {
 		t.Errorf("scheduled request = %+v", req)
 	}
 }
@@ -147,7 +131,8 @@ func TestNoRoute(t *testing.T) {
 			}
 		})
 	}
-	want := `# HELP switchyard_gateway_no_route_requests_total Requests refused because the HTTP proxy serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).
+	want := `# HELP switchyard_gateway_no_route_requests_total Requests refused because the HTTP proxy serves no such ` +
+		`route, by status: 404 (unknown path) or 405 (a path served with another method).
 # TYPE switchyard_gateway_no_route_requests_total counter
 switchyard_gateway_no_route_requests_total{code="404"} 3
 switchyard_gateway_no_route_requests_total{code="405"} 2

@@ -86,9 +86,11 @@ func TestTruncatedUpstreamAbortsTheAnswer(t *testing.T) {
 				if stream && !strings.Contains(string(body), `"upstream_error"`) {
 					t.Errorf("the broken stream carries no error event: %q", body)
 				}
-				want := "switchyard_gateway_upstream_truncated_total{body=\"json\"} 1\nswitchyard_gateway_upstream_truncated_total{body=\"stream\"} 0\n"
+				want := "switchyard_gateway_upstream_truncated_total{body=\"json\"} 1\n" +
+					"switchyard_gateway_upstream_truncated_total{body=\"stream\"} 0\n"
 				if stream {
-					want = "switchyard_gateway_upstream_truncated_total{body=\"json\"} 0\nswitchyard_gateway_upstream_truncated_total{body=\"stream\"} 1\n"
+					want = "switchyard_gateway_upstream_truncated_total{body=\"json\"} 0\n" +
+						"switchyard_gateway_upstream_truncated_total{body=\"stream\"} 1\n"
 				}
 				poll.Until(t, waitTimeout, func() bool {
 					return testutil.GatherAndCompare(
@@ -119,6 +121,8 @@ func TestTruncatedUpstreamAbortsTheAnswer(t *testing.T) {
 	}
 }
 
-const truncatedHelp = `# HELP switchyard_gateway_upstream_truncated_total Answers aborted because the model server's body broke after the response headers were sent (connection closed short of Content-Length or before the last chunk), by body kind (stream, json).
+const truncatedHelp = `# HELP switchyard_gateway_upstream_truncated_total Answers aborted because the model server's ` +
+	`body broke after the response headers were sent (connection closed short of Content-Length or before the last ` +
+	`chunk), by body kind (stream, json).
 # TYPE switchyard_gateway_upstream_truncated_total counter
 `

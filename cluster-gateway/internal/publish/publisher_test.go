@@ -160,7 +160,8 @@ func TestPublishErrorsRetriedAndCounted(t *testing.T) {
 	h.clk.Advance(150 * time.Millisecond)
 	h.step(t, true) // the heartbeat is still due
 	want := `
-# HELP switchyard_gateway_summaries_published_total Capacity summaries published to gossip, by reason (first, change, heartbeat).
+# HELP switchyard_gateway_summaries_published_total Capacity summaries published to gossip, by reason (first, ` +
+		`change, heartbeat).
 # TYPE switchyard_gateway_summaries_published_total counter
 switchyard_gateway_summaries_published_total{reason="change"} 0
 switchyard_gateway_summaries_published_total{reason="first"} 1

@@ -65,8 +65,8 @@ type predictionObserver interface {
 func observePredictions(reg prometheus.Registerer, p predictionObserver) {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "switchyard_gateway_ttft_prediction_ratio",
-		Help: "Measured time to first token over the predicted-ttft-scorer's prediction for the pod the request was sent to " +
-			"(1 is exact; above 1, the prediction was short).",
+		Help: "Measured time to first token over the predicted-ttft-scorer's prediction for the pod the request was sent " +
+			"to (1 is exact; above 1, the prediction was short).",
 		Buckets: []float64{0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4},
 	})
 	if reg != nil {

@@ -204,7 +204,8 @@ func TestScheduleDecisionLoggedAtDebug(t *testing.T) {
 			}
 			continue
 		}
-		for _, want := range []string{"schedule decision", "prompt_tokens=1000", "picked=10.0.0.1:8000", "10.0.0.2:8000: ", "predicted-ttft-scorer=", "total="} {
+		for _, want := range []string{"schedule decision", "prompt_tokens=1000", "picked=10.0.0.1:8000", "10.0.0.2:8000: ",
+			"predicted-ttft-scorer=", "total="} {
 			if !strings.Contains(got, want) {
 				t.Errorf("log lacks %q: %s", want, got)
 			}

@@ -54,7 +54,8 @@ func TestConfigErrors(t *testing.T) {
 	if err := os.WriteFile(
 		bad,
 		[]byte(
-			"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: token-load-scorer\n",
+			"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n"+
+				"- type: token-load-scorer\n",
 		),
 		0o600,
 	); err != nil {
@@ -111,7 +112,8 @@ func TestLoadGIEConfigFile(t *testing.T) {
 		res.Targets[1].Meta().Address != "10.0.0.2:8000" {
 		t.Fatalf("targets %v, want the two least loaded, best first (maxNumOfEndpoints: 2)", res.Targets)
 	}
-	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section", "dataLayer section"} {
+	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section",
+		"dataLayer section"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning about %s in:\n%s", want, logs.String())
 		}
@@ -125,8 +127,9 @@ func TestConfigText(t *testing.T) {
 		plugintest.Endpoint("10.0.0.1:8000", "m", 6, 0, 0.1, at),
 		plugintest.Endpoint("10.0.0.2:8000", "m", 0, 0, 0.1, at),
 	)
-	text := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: queue-scorer\n" +
-		"- type: max-score-picker\nschedulingProfiles:\n- name: default\n  plugins:\n  - pluginRef: queue-scorer\n  - pluginRef: max-score-picker\n"
+	text := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n" +
+		"- type: queue-scorer\n- type: max-score-picker\nschedulingProfiles:\n- name: default\n  plugins:\n" +
+		"  - pluginRef: queue-scorer\n  - pluginRef: max-score-picker\n"
 	reg := prometheus.NewRegistry()
 	s, err := scheduling.New(scheduling.Config{Profile: "round-robin", ConfigText: text, Now: h.Now}, h, nil, reg)
 	if err != nil {
@@ -370,7 +373,8 @@ func TestMetrics(t *testing.T) {
 		_, _ = s.Schedule(context.Background(), &framework.Request{Model: model})
 	}
 	want := `
-# HELP switchyard_gateway_scheduling_decisions_total Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated, slo_unattainable.
+# HELP switchyard_gateway_scheduling_decisions_total Scheduling decisions by outcome: ok, unknown_model, ` +
+		`no_endpoints, saturated, slo_unattainable.
 # TYPE switchyard_gateway_scheduling_decisions_total counter
 switchyard_gateway_scheduling_decisions_total{outcome="no_endpoints"} 0
 switchyard_gateway_scheduling_decisions_total{outcome="ok"} 2

@@ -97,7 +97,8 @@ func decisions(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
 
 func TestSLOFilterNeedsLatencyModel(t *testing.T) {
 	h := plugintest.NewHandle(plugintest.Endpoint("10.0.0.1:80", "m", 0, 0, 0, plugintest.Epoch))
-	text := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: slo-filter\n- type: queue-scorer\n"
+	text := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n" +
+		"- type: slo-filter\n- type: queue-scorer\n"
 	_, err := scheduling.New(scheduling.Config{ConfigText: text, Now: h.Now}, h, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "predicted-ttft-scorer") {
 		t.Fatalf("New = %v, want an error naming the missing predicted-ttft-scorer", err)

@@ -56,7 +56,8 @@ func (f *fakeServer) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	case datastore.EngineSGLang:
 		fmt.Fprintf(
 			w,
-			"sglang:num_queue_reqs{model_name=\"m\"} %d\nsglang:num_running_reqs{model_name=\"m\"} 2\nsglang:token_usage{model_name=\"m\"} 0.5\n",
+			"sglang:num_queue_reqs{model_name=\"m\"} %d\nsglang:num_running_reqs{model_name=\"m\"} 2\n"+
+				"sglang:token_usage{model_name=\"m\"} 0.5\n",
 			q,
 		)
 	case datastore.EngineTRTLLM:

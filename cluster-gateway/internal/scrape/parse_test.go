@@ -118,7 +118,8 @@ func TestParseCases(t *testing.T) {
 
 func TestParseLongLines(t *testing.T) {
 	long := strings.Repeat("x", 100<<10)
-	page := "# HELP " + long + "\n" + `vllm:lora_requests_info{running_lora_adapters="` + long + `"} 1` + "\nvllm:num_requests_running 2\n"
+	page := "# HELP " + long + "\n" + `vllm:lora_requests_info{running_lora_adapters="` + long + `"} 1` +
+		"\nvllm:num_requests_running 2\n"
 	got, err := scrape.Parse(strings.NewReader(page), datastore.EngineVLLM)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +168,8 @@ func benchPage() string {
 	for _, h := range []string{"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds",
 		"request_queue_time_seconds", "request_inference_time_seconds", "request_prefill_time_seconds",
 		"request_decode_time_seconds", "request_prompt_tokens", "request_generation_tokens", "iteration_tokens_total",
-		"request_max_num_generation_tokens", "request_params_n", "request_params_max_tokens", "time_per_output_token_seconds"} {
+		"request_max_num_generation_tokens", "request_params_n", "request_params_max_tokens",
+		"time_per_output_token_seconds"} {
 		fmt.Fprintf(&sb, "# HELP vllm:%s Histogram.\n# TYPE vllm:%s histogram\n", h, h)
 		for i := range 30 {
 			fmt.Fprintf(&sb, "vllm:%s_bucket{engine=\"0\",le=\"%g\",%s} %d.0\n", h, 0.001*float64(int(1)<<(i%20)), model, i*17)

@@ -47,7 +47,8 @@ func TestNewEnabledOnlyWithAnEndpoint(t *testing.T) {
 	}{
 		{"off by default", "", nil, false},
 		{"flag", "127.0.0.1:4317", nil, true},
-		{"flag URL over HTTP", "http://127.0.0.1:4318/v1/traces", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true},
+		{"flag URL over HTTP", "http://127.0.0.1:4318/v1/traces",
+			map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true},
 		{"standard variable", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317"}, true},
 		{"traces variable", "", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317"}, true},
 		{"SDK disabled", "127.0.0.1:4317", map[string]string{"OTEL_SDK_DISABLED": "true"}, false},

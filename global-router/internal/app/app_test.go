@@ -465,7 +465,8 @@ func TestEmbeddedEtcdOverTLS(t *testing.T) {
 	owner := startRouterWith(t, e, "router-tls-a", func(c *app.Config) {
 		listen = freeAddr(t) // chosen anew if the router must be started again
 		c.EtcdEndpoints, c.EmbeddedEtcdListen = nil, listen
-		c.EmbeddedEtcdCertFile, c.EmbeddedEtcdKeyFile, c.EmbeddedEtcdClientCAFile = files.ServerCert, files.ServerKey, files.CA
+		c.EmbeddedEtcdCertFile, c.EmbeddedEtcdKeyFile, c.EmbeddedEtcdClientCAFile =
+			files.ServerCert, files.ServerKey, files.CA
 		client(c)
 	})
 	user := startRouterWith(t, e, "router-tls-b", func(c *app.Config) {

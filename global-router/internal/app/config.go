@@ -206,7 +206,8 @@ func DefaultConfig() Config {
 // tracingConfig is the tracing configuration of the flags.
 func (c *Config) tracingConfig() tracing.Config {
 	tc := tracing.DefaultConfig()
-	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio = c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio =
+		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
 	tc.ServiceVersion, tc.Region = Version, c.Region
 	return tc
 }
@@ -218,7 +219,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--region is required"))
 	}
 	for _, l := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--admin-listen", c.AdminListen},
-		{"--metrics-listen", c.MetricsListen}, {"--gossip-bind", c.GossipBind}, {"--embedded-etcd-listen", c.EmbeddedEtcdListen}} {
+		{"--metrics-listen", c.MetricsListen}, {"--gossip-bind", c.GossipBind},
+		{"--embedded-etcd-listen", c.EmbeddedEtcdListen}} {
 		if _, _, err := net.SplitHostPort(l.addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", l.flag, err))
 		}
@@ -325,7 +327,8 @@ func (c *Config) validateEtcd() error {
 	switch {
 	case !embedded && serverTLS:
 		return errors.New(
-			"--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints",
+			"--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded " +
+				"etcd only, not with --etcd-endpoints",
 		)
 	case (c.EmbeddedEtcdCertFile == "") != (c.EmbeddedEtcdKeyFile == ""):
 		return errors.New("--embedded-etcd-cert-file and --embedded-etcd-key-file must be given together")
@@ -333,7 +336,8 @@ func (c *Config) validateEtcd() error {
 		return errors.New("--embedded-etcd-client-ca-file needs --embedded-etcd-cert-file and --embedded-etcd-key-file")
 	case c.EmbeddedEtcdClientCAFile != "" && c.EtcdCertFile == "":
 		return errors.New(
-			"--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file",
+			"--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and " +
+				"--etcd-key-file",
 		)
 	}
 	return c.etcdClient(nil).Validate()

@@ -79,7 +79,8 @@ func TestServeDrains(t *testing.T) {
 			resp.Close,
 		)
 	}
-	const wantBody = `{"error":{"message":"the router is shutting down; retry","type":"service_unavailable","param":null,"code":"shutting_down"}}` + "\n"
+	const wantBody = `{"error":{"message":"the router is shutting down; ` +
+		`retry","type":"service_unavailable","param":null,"code":"shutting_down"}}` + "\n"
 	if refusal != wantBody || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("503 while draining: body %q (%s), want %q", refusal, resp.Header.Get("Content-Type"), wantBody)
 	}

@@ -30,8 +30,8 @@ func TestFlags(t *testing.T) {
 		}
 		seen[f.Name] = true
 	}
-	for _, name := range []string{"region", "listen", "admin-listen", "metrics-listen", "etcd-endpoints", "data-dir", "gossip-bind", "gossip-join",
-		"gossip-key-file", "admin-token-file", "dns-listen", "simulated-rtt", "config"} {
+	for _, name := range []string{"region", "listen", "admin-listen", "metrics-listen", "etcd-endpoints", "data-dir",
+		"gossip-bind", "gossip-join", "gossip-key-file", "admin-token-file", "dns-listen", "simulated-rtt", "config"} {
 		if !seen[name] {
 			t.Errorf("no --%s", name)
 		}
@@ -40,8 +40,9 @@ func TestFlags(t *testing.T) {
 	if _, err := app.ParseFlags([]string{"--help"}, &out); err != app.ErrHelp {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--admin-listen=:9090  (SWITCHYARD_ADMIN_LISTEN)", "--node-name=router-<region>-<hostname>",
-		"--max-inflight-body-bytes=auto", "--config=  (SWITCHYARD_CONFIG)", "--require-cluster-identity  (SWITCHYARD_REQUIRE_CLUSTER_IDENTITY)"} {
+	for _, want := range []string{"--admin-listen=:9090  (SWITCHYARD_ADMIN_LISTEN)",
+		"--node-name=router-<region>-<hostname>", "--max-inflight-body-bytes=auto", "--config=  (SWITCHYARD_CONFIG)",
+		"--require-cluster-identity  (SWITCHYARD_REQUIRE_CLUSTER_IDENTITY)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
@@ -62,7 +63,8 @@ func writeFile(t *testing.T, content string) string {
 func TestConfigPrecedence(t *testing.T) {
 	file := writeFile(
 		t,
-		"region=us-east-1\ngossip-key-file=k\nlisten=:1\nqueue-wait=3s\netcd-endpoints=http://a:2379, http://b:2379\nsimulated-rtt=eu-west-1=80ms\n",
+		"region=us-east-1\ngossip-key-file=k\nlisten=:1\nqueue-wait=3s\netcd-endpoints=http://a:2379, http://b:2379\n"+
+			"simulated-rtt=eu-west-1=80ms\n",
 	)
 	tests := []struct {
 		name  string

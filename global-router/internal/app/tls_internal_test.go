@@ -76,7 +76,8 @@ func TestForwardToGatewayOverMutualTLS(t *testing.T) {
 
 // A missing TLS file is an error at start, naming the gateway TLS.
 func TestGatewayTLSFileErrors(t *testing.T) {
-	for _, cfg := range []Config{{GatewayCAFile: "/nonexistent/ca.crt"}, {GatewayCertFile: "/nonexistent/c", GatewayKeyFile: "/nonexistent/k"}} {
+	for _, cfg := range []Config{{GatewayCAFile: "/nonexistent/ca.crt"},
+		{GatewayCertFile: "/nonexistent/c", GatewayKeyFile: "/nonexistent/k"}} {
 		if _, err := cfg.gatewayTLS(); err == nil || !strings.Contains(err.Error(), "gateway TLS") {
 			t.Errorf("%+v: error %v, want one naming the gateway TLS", cfg, err)
 		}

@@ -73,7 +73,8 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_router_cluster_ejections_total",
-		Help: "Passive-health ejections of clusters, by result: ejected, or refused because the share of clusters ejected at once had reached --max-ejection-percent.",
+		Help: "Passive-health ejections of clusters, by result: ejected, or refused because the share of clusters ejected " +
+			"at once had reached --max-ejection-percent.",
 	}, []string{"result"})}
 	for _, r := range []string{ejectionEjected, ejectionRefused} {
 		m.ejections.WithLabelValues(r)

@@ -113,11 +113,12 @@ func TestEjectionCapOverClusters(t *testing.T) {
 				t.Fatalf("%d of %d fresh clusters ejected, want %d", unhealthy, fresh, tt.wantEjected)
 			}
 			want := fmt.Sprintf(`
-# HELP switchyard_router_cluster_ejections_total Passive-health ejections of clusters, by result: ejected, or refused because the share of clusters ejected at once had reached --max-ejection-percent.
+# HELP switchyard_router_cluster_ejections_total Passive-health ejections of clusters, by result: ejected, or `+
+				`refused because the share of clusters ejected at once had reached --max-ejection-percent.
 # TYPE switchyard_router_cluster_ejections_total counter
 switchyard_router_cluster_ejections_total{result="ejected"} %d
 switchyard_router_cluster_ejections_total{result="refused"} %d
-`, tt.wantEjected, 4*(fresh-tt.wantEjected)) // each kept cluster: a connection error per round, and its third 500 in a row
+`, tt.wantEjected, 4*(fresh-tt.wantEjected)) // each kept cluster: a connection error per round, its third 500 in a row
 			if err := testutil.GatherAndCompare(
 				reg,
 				strings.NewReader(want),

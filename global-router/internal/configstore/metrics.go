@@ -34,7 +34,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchyard_router_config_invalid_values_total",
-			Help: "Stored policy and registration values that failed to decode or validate; an unreadable policy makes its model refused, an invalid registration its cluster's summaries rejected, until the value is replaced or deleted.",
+			Help: "Stored policy and registration values that failed to decode or validate; an unreadable policy makes its " +
+				"model refused, an invalid registration its cluster's summaries rejected, until the value is replaced or " +
+				"deleted.",
 		}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_config_writes_total",
@@ -58,7 +60,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		invalidRegistrations: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchyard_router_config_invalid_registrations",
-			Help: "Stored cluster registration values in the config view in force that cannot be read; their clusters' summaries are rejected.",
+			Help: "Stored cluster registration values in the config view in force that cannot be read; their clusters' " +
+				"summaries are rejected.",
 		}),
 		lastApplied: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchyard_router_config_last_change_timestamp_seconds",
@@ -68,7 +71,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies, m.registrations, m.invalidRegistrations, m.unreadable, m.lastApplied} {
+	for _, c := range []prometheus.Collector{m.reloads, m.events, m.invalid, m.writes, m.revision, m.policies,
+		m.registrations, m.invalidRegistrations, m.unreadable, m.lastApplied} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("configstore: register metrics: %w", err)
 		}

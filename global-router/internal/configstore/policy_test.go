@@ -159,7 +159,8 @@ func TestRoutingPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := configstore.RoutingPolicy(tt.in)
 			if got.OverflowThreshold != tt.want.OverflowThreshold || got.OverflowCap != tt.want.OverflowCap ||
-				got.TTFTSLO != tt.want.TTFTSLO || strings.Join(got.AllowedRegions, ",") != strings.Join(tt.want.AllowedRegions, ",") {
+				got.TTFTSLO != tt.want.TTFTSLO ||
+				strings.Join(got.AllowedRegions, ",") != strings.Join(tt.want.AllowedRegions, ",") {
 				t.Fatalf("RoutingPolicy = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -242,7 +243,8 @@ func FuzzDecodeRegistration(f *testing.F) {
 	f.Add(good)
 	f.Add(
 		[]byte(
-			`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`,
+			`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],` +
+				`"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`,
 		),
 	)
 	f.Add([]byte(`{}`))
@@ -278,9 +280,8 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 		{"unknown field", `{"cluster":"c1","region":"us-east-1","gateway_url":["https://gw.c1.example.com"]}`},
 		{
 			"another cluster",
-			`{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` + base64.StdEncoding.EncodeToString(
-				testPublicKey(1),
-			) + `"]}`,
+			`{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` +
+				base64.StdEncoding.EncodeToString(testPublicKey(1)) + `"]}`,
 		},
 		{
 			"short key",
@@ -293,7 +294,7 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			ctx := testCtx(t)
 			cli := nsClient(t, shared)
 			reg := prometheus.NewRegistry()
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			s, err := configstore.New(cli, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 			if err != nil {
 				t.Fatal(err)

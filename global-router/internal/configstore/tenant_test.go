@@ -183,7 +183,8 @@ func TestUnreadableTenantFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, waitTimeout, func() bool { return s.Snapshot().HasAPIKeys() }, "key loaded")
-	for _, bad := range []string{`garbage`, `{"name":"acme","max_concurent":1}`, `{"name":"other"}`, `{"name":"acme","max_concurrent":-1}`} {
+	for _, bad := range []string{`garbage`, `{"name":"acme","max_concurent":1}`, `{"name":"other"}`,
+		`{"name":"acme","max_concurrent":-1}`} {
 		if _, err := cli.Put(ctx, configstore.TenantKey("acme"), bad); err != nil {
 			t.Fatal(err)
 		}

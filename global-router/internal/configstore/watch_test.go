@@ -1,13 +1,11 @@
 package configstore_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
@@ -272,7 +271,7 @@ func TestUnreadableOnLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := configstore.New(cli, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -401,22 +400,4 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("metric %s not registered", name)
 	return 0
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use (a logger's destination).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -57,7 +57,8 @@ func (inv *invocation) prepare() (command, error) {
 func unary[Req any, Resp any, PResp interface {
 	*Resp
 	proto.Message
-}](req *Req, call func(adminClient, context.Context, *connect.Request[Req]) (*connect.Response[Resp], error), table func(*caller, *Resp) error) command {
+}](req *Req, call func(adminClient, context.Context, *connect.Request[Req]) (*connect.Response[Resp], error),
+	table func(*caller, *Resp) error) command {
 	return func(ctx context.Context, c *caller) error {
 		cl, err := c.client()
 		if err != nil {

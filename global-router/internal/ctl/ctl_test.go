@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin/admintest"
@@ -322,7 +323,7 @@ func TestWatch(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb admintest.Buffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- ctl.Run(ctx, []string{"clusters", "--watch", "--interval=10ms", "-o", "json", f.addr, f.tokenFile},

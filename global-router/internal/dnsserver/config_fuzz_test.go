@@ -17,7 +17,8 @@ func FuzzParseConfig(f *testing.F) {
 		"clientRegions:\n  127.0.0.0/8: us-east-1\nrtt:\n  us-east-1: {eu-west-1: 80ms}\n"))
 	f.Add(
 		[]byte(
-			`{"zone":"z.test","name":"Api.Z.test.","defaultRegion":"a","useClientSubnet":false,"regions":{"a":{"ipv4":["10.0.0.1"]}}}`,
+			`{"zone":"z.test","name":"Api.Z.test.","defaultRegion":"a","useClientSubnet":false,` +
+				`"regions":{"a":{"ipv4":["10.0.0.1"]}}}`,
 		),
 	)
 	f.Add([]byte("zone: z.test\nttl: 1500ms\ndefaultRegion: a\nregions: {a: {ipv4: [127.0.0.1]}}\n"))

@@ -72,7 +72,8 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	cfg := DefaultConfig()
-	cfg.Zone, cfg.Name, cfg.DefaultRegion, cfg.Regions, cfg.ClientRegions = f.Zone, f.Name, f.DefaultRegion, f.Regions, f.ClientRegions
+	cfg.Zone, cfg.Name, cfg.DefaultRegion, cfg.Regions, cfg.ClientRegions =
+		f.Zone, f.Name, f.DefaultRegion, f.Regions, f.ClientRegions
 	if f.TTL != nil {
 		cfg.TTL = time.Duration(*f.TTL)
 	}

@@ -233,7 +233,8 @@ func TestAnswersNearestReadyRegion(t *testing.T) {
 switchyard_router_dns_answers_total{region="eu-west-1"} 2
 switchyard_router_dns_answers_total{region="us-east-1"} 6
 switchyard_router_dns_answers_total{region="us-west-2"} 6
-# HELP switchyard_router_dns_failovers_total Answers that sent a client to a region other than its own because its own was drained or not ready.
+# HELP switchyard_router_dns_failovers_total Answers that sent a client to a region other than its own because its ` +
+		`own was drained or not ready.
 # TYPE switchyard_router_dns_failovers_total counter
 switchyard_router_dns_failovers_total 8
 `

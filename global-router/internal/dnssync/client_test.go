@@ -45,7 +45,8 @@ func TestNewClientPagesThroughTheFake(t *testing.T) {
 		if pages > 3 {
 			t.Fatal("paging does not end")
 		}
-		in.StartRecordName, in.StartRecordType, in.StartRecordIdentifier = out.NextRecordName, out.NextRecordType, out.NextRecordIdentifier
+		in.StartRecordName, in.StartRecordType, in.StartRecordIdentifier =
+			out.NextRecordName, out.NextRecordType, out.NextRecordIdentifier
 	}
 	want := []string{"api.example.com. A ap-south-1", "api.example.com. TXT ", "www.example.com. A "}
 	if !slices.Equal(names, want) {

@@ -94,7 +94,8 @@ func (s *Syncer) listOwned(ctx context.Context) (map[string]types.ResourceRecord
 		if !resp.IsTruncated || fqdn(aws.ToString(resp.NextRecordName)) != name || resp.NextRecordType != typ {
 			return out, nil
 		}
-		in.StartRecordName, in.StartRecordType, in.StartRecordIdentifier = resp.NextRecordName, resp.NextRecordType, resp.NextRecordIdentifier
+		in.StartRecordName, in.StartRecordType, in.StartRecordIdentifier =
+			resp.NextRecordName, resp.NextRecordType, resp.NextRecordIdentifier
 	}
 }
 

@@ -61,7 +61,8 @@ func (c Config) Validate() error {
 		return errors.New("--etcd-cert-file and --etcd-key-file must be given together")
 	case !secure && (c.CAFile != "" || c.CertFile != ""):
 		return errors.New(
-			"--etcd-ca-file, --etcd-cert-file and --etcd-key-file need https endpoints: https:// --etcd-endpoints, or an embedded etcd with --embedded-etcd-cert-file",
+			"--etcd-ca-file, --etcd-cert-file and --etcd-key-file need https endpoints: https:// --etcd-endpoints, or an " +
+				"embedded etcd with --embedded-etcd-cert-file",
 		)
 	case c.Username == "" && c.PasswordFile != "":
 		return errors.New("--etcd-password-file needs --etcd-username")

@@ -79,7 +79,9 @@ func TestHandBackSkipsTheClusterAndOffersOnce(t *testing.T) {
 	if got := seen["away"]; len(got) != 1 || got[0] != "" {
 		t.Errorf("away got hand-back headers %q, want one attempt without an offer", got)
 	}
-	want := `# HELP switchyard_router_attempts_total Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, handed_back: the gateway gave back a request the router offered to take elsewhere).
+	want := `# HELP switchyard_router_attempts_total Attempts to forward a request to a cluster's gateway, by cluster ` +
+		`and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, ` +
+		`handed_back: the gateway gave back a request the router offered to take elsewhere).
 # TYPE switchyard_router_attempts_total counter
 switchyard_router_attempts_total{cluster="away",result="answered"} 1
 switchyard_router_attempts_total{cluster="home",result="handed_back"} 1

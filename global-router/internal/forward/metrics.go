@@ -14,7 +14,7 @@ const (
 	attemptRefused    = "refused"     // 503, 502 or 429 with x-switchyard-overflow: the next candidate is tried
 	attemptError      = "error"       // no answer: connect error, reset, ping timeout
 	attemptAbandoned  = "abandoned"   // the client went away before the answer
-	attemptHandedBack = "handed_back" // 429 with x-switchyard-overflow to an attempt offering to go elsewhere (Target.HandBack)
+	attemptHandedBack = "handed_back" // 429 with x-switchyard-overflow to an attempt offering elsewhere (Target.HandBack)
 )
 
 // Metrics counts the forwarder's attempts per cluster and compares the router's estimates with
@@ -35,12 +35,15 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_router_attempts_total",
-		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, handed_back: the gateway gave back a request the router offered to take elsewhere).",
+		Help: "Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the " +
+			"next candidate, error: no answer, abandoned: the client went away first, handed_back: the gateway gave back a " +
+			"request the router offered to take elsewhere).",
 	}, []string{"cluster", "result"}),
 		estimate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "switchyard_router_ttft_estimate_ratio",
-			Help: "Time to first token measured by the router (from the attempt's start to the stream's first bytes) over its estimate " +
-				"for the cluster when it decided (1 is exact; above 1, the estimate was short), by route (local, overflow, retry).",
+			Help: "Time to first token measured by the router (from the attempt's start to the stream's first bytes) over its " +
+				"estimate for the cluster when it decided (1 is exact; above 1, the estimate was short), by route (local, " +
+				"overflow, retry).",
 			Buckets: []float64{0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4},
 		}, []string{"route"}),
 		clusters: promlabel.NewSet(promlabel.DefaultLimit),

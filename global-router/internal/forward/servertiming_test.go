@@ -124,7 +124,9 @@ func TestMetricsCountAttemptsByResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	want := `# HELP switchyard_router_attempts_total Attempts to forward a request to a cluster's gateway, by cluster and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, handed_back: the gateway gave back a request the router offered to take elsewhere).
+	want := `# HELP switchyard_router_attempts_total Attempts to forward a request to a cluster's gateway, by cluster ` +
+		`and result (answered, refused: tried the next candidate, error: no answer, abandoned: the client went away first, ` +
+		`handed_back: the gateway gave back a request the router offered to take elsewhere).
 # TYPE switchyard_router_attempts_total counter
 switchyard_router_attempts_total{cluster="dead",result="error"} 1
 switchyard_router_attempts_total{cluster="full",result="refused"} 1

@@ -63,7 +63,10 @@ func TestBodyBudget(t *testing.T) {
 		)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP switchyard_router_requests_total Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the answer started and its body from the gateway broke.
+# HELP switchyard_router_requests_total Requests handled by the router, by model and outcome (local, overflow, `+
+		`retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, `+
+		`truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the `+
+		`answer started and its body from the gateway broke.
 # TYPE switchyard_router_requests_total counter
 switchyard_router_requests_total{model="other",outcome="body_budget"} 1
 `), "switchyard_router_requests_total"); err != nil {
@@ -89,10 +92,12 @@ func TestBodyBudgetGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP switchyard_router_inflight_body_budget_bytes The in-flight request body budget (--max-inflight-body-bytes): beyond it bodies are refused with 503.
+# HELP switchyard_router_inflight_body_budget_bytes The in-flight request body budget (--max-inflight-body-bytes): ` +
+		`beyond it bodies are refused with 503.
 # TYPE switchyard_router_inflight_body_budget_bytes gauge
 switchyard_router_inflight_body_budget_bytes 1.048576e+06
-# HELP switchyard_router_inflight_body_bytes Bytes of request-body buffers held now, reserved from the in-flight body budget.
+# HELP switchyard_router_inflight_body_bytes Bytes of request-body buffers held now, reserved from the in-flight ` +
+		`body budget.
 # TYPE switchyard_router_inflight_body_bytes gauge
 switchyard_router_inflight_body_bytes 4096
 `

@@ -116,7 +116,8 @@ func policyUnavailable(model string, reason contract.Reason, region string, err 
 	case errors.Is(err, routing.ErrNotAllowed):
 		e.RetryAfterSeconds = openai.RetryAfter(notLoadedRetry)
 		e.Message = fmt.Sprintf(
-			"routing policies are not loaded yet; meanwhile only region %s is used, and no cluster there serves `%s`; retry later",
+			"routing policies are not loaded yet; meanwhile only region %s is used, and no cluster there serves `%s`; retry "+
+				"later",
 			region,
 			model,
 		)

@@ -268,9 +268,11 @@ func TestResidencyRefusalListsCandidates(t *testing.T) {
 		router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}}),
 		okBody,
 	)
-	want := `{"error":{"message":"no cluster serving ` + "`llama`" + ` is in a region its policy allows (serving regions: us-east-1)",` +
+	want := `{"error":{"message":"no cluster serving ` + "`llama`" + ` is in a region its policy allows (serving ` +
+		`regions: us-east-1)",` +
 		`"type":"service_unavailable","param":null,"code":"residency_policy","candidates":[` +
-		`{"cluster":"east","region":"us-east-1","eligible":false,"reason":"region not allowed by policy","reason_code":"region_not_allowed"}]}}` + "\n"
+		`{"cluster":"east","region":"us-east-1","eligible":false,"reason":"region not allowed by ` +
+		`policy","reason_code":"region_not_allowed"}]}}` + "\n"
 	if resp.StatusCode != http.StatusServiceUnavailable || body != want {
 		t.Fatalf("status %d body\n%s\nwant\n%s", resp.StatusCode, body, want)
 	}
@@ -436,7 +438,9 @@ func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 			if tt.want != "" {
 				counts[tt.want] = n
 			}
-			want := "# HELP switchyard_router_overflow_answered_total Requests answered by a cluster outside the router's region, by how that cluster ranked in the router's estimates at decision time: best (lowest estimated TTFT), near_best (within the near-best window) or other.\n# TYPE switchyard_router_overflow_answered_total counter\n"
+			want := "# HELP switchyard_router_overflow_answered_total Requests answered by a cluster outside the router's " +
+				"region, by how that cluster ranked in the router's estimates at decision time: best (lowest estimated TTFT), " +
+				"near_best (within the near-best window) or other.\n# TYPE switchyard_router_overflow_answered_total counter\n"
 			for _, c := range []string{"best", "near_best", "other"} {
 				want += fmt.Sprintf("switchyard_router_overflow_answered_total{choice=%q} %d\n", c, counts[c])
 			}
@@ -606,7 +610,8 @@ func TestDecisionLoggedAtDebug(t *testing.T) {
 			}
 			continue
 		}
-		for _, want := range []string{"route decision", "model=llama", "prompt_tokens=100", "chosen=east-", "route=local", "east-a=", "west-b="} {
+		for _, want := range []string{"route decision", "model=llama", "prompt_tokens=100", "chosen=east-", "route=local",
+			"east-a=", "west-b="} {
 			if !strings.Contains(got, want) {
 				t.Errorf("log lacks %q: %s", want, got)
 			}

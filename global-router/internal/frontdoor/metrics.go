@@ -36,7 +36,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_requests_total",
-			Help: "Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the answer started and its body from the gateway broke.",
+			Help: "Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, " +
+				"policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, truncated); body_budget: the " +
+				"in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the answer started and its body " +
+				"from the gateway broke.",
 		}, []string{"model", "outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchyard_router_request_duration_seconds",
@@ -45,23 +48,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_overflow_answered_total",
-			Help: "Requests answered by a cluster outside the router's region, by how that cluster ranked in the router's estimates at decision time: best (lowest estimated TTFT), near_best (within the near-best window) or other.",
+			Help: "Requests answered by a cluster outside the router's region, by how that cluster ranked in the router's " +
+				"estimates at decision time: best (lowest estimated TTFT), near_best (within the near-best window) or other.",
 		}, []string{"choice"}),
 		left: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_overflow_reason_total",
-			Help: "Routing decisions that sent a request out of the router's region, by why no local cluster kept them: past_throughput (this router's streams queue there for a first token), remote_sooner (busy, and elsewhere LocalPreference times sooner), over_threshold, unavailable (drained, stale, unhealthy, saturated), no_local (none serves the model).",
+			Help: "Routing decisions that sent a request out of the router's region, by why no local cluster kept them: " +
+				"past_throughput (this router's streams queue there for a first token), remote_sooner (busy, and elsewhere " +
+				"LocalPreference times sooner), over_threshold, unavailable (drained, stale, unhealthy, saturated), no_local " +
+				"(none serves the model).",
 		}, []string{"reason"}),
 		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_policy_unavailable_total",
-			Help: "Requests refused (503 policy_unavailable) because no routing policy was in force for their model: not_loaded (the router has not loaded its policies yet) or undecodable (the model's stored policy cannot be read).",
+			Help: "Requests refused (503 policy_unavailable) because no routing policy was in force for their model: " +
+				"not_loaded (the router has not loaded its policies yet) or undecodable (the model's stored policy cannot be " +
+				"read).",
 		}, []string{"reason"}),
 		unloadedLocal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchyard_router_policy_unloaded_local_decisions_total",
-			Help: "Routing decisions kept in the router's region because the policies were not loaded yet (--policy-unavailable=local); a retry decides again.",
+			Help: "Routing decisions kept in the router's region because the policies were not loaded yet " +
+				"(--policy-unavailable=local); a retry decides again.",
 		}),
 		noRoute: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_no_route_requests_total",
-			Help: "Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
+			Help: "Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path " +
+				"served with another method).",
 		}, []string{"code"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
 		tenant: newTenantMetrics(),

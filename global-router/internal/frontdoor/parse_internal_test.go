@@ -14,7 +14,8 @@ var parseCases = []struct {
 	{"token ids give no text", `{"model":"m","prompt":[1,2,3]}`, "m", "", 0},
 	{"escapes decoded", `{"model":"m","prompt":"a\"b\\c\nd\u00e9"}`, "m", "a\"b\\c\nd\u00e9", 0},
 	{"chat strings and parts", `{"model":"m","messages":[{"role":"system","content":"be brief"},` +
-		`{"role":"user","content":[{"type":"text","text":"hi "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"there"}]}]}`,
+		`{"role":"user","content":[{"type":"text","text":"hi "},{"type":"image_url","image_url":{"url":"x"}},` +
+		`{"type":"text","text":"there"}]}]}`,
 		"m", "be briefhi there", 0},
 	{"embeddings input", `{"model":"m","input":["a","b\tc"]}`, "m", "ab\tc", 0},
 	{

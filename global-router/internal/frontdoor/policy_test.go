@@ -113,7 +113,10 @@ func TestPolicyUnavailableFailsClosed(t *testing.T) {
 			if tt.wantReason != "" {
 				counts[tt.wantReason] = 1
 			}
-			want := "# HELP switchyard_router_policy_unavailable_total Requests refused (503 policy_unavailable) because no routing policy was in force for their model: not_loaded (the router has not loaded its policies yet) or undecodable (the model's stored policy cannot be read).\n# TYPE switchyard_router_policy_unavailable_total counter\n"
+			want := "# HELP switchyard_router_policy_unavailable_total Requests refused (503 policy_unavailable) because no " +
+				"routing policy was in force for their model: not_loaded (the router has not loaded its policies yet) or " +
+				"undecodable (the model's stored policy cannot be read).\n" +
+				"# TYPE switchyard_router_policy_unavailable_total counter\n"
 			for _, r := range []string{"not_loaded", "undecodable"} {
 				want += fmt.Sprintf("switchyard_router_policy_unavailable_total{reason=%q} %d\n", r, counts[r])
 			}

@@ -19,7 +19,8 @@ import (
 func TestResponsesRoute(t *testing.T) {
 	f := newFleet(t, clusterSpec{"east", "us-east-1", 0.1, 0}, clusterSpec{"eu", "eu-west-1", 0.1, 0})
 	url := router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}})
-	body := `{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],"max_output_tokens":8}`
+	body := `{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],` +
+		`"max_output_tokens":8}`
 	resp, err := http.Post(url+"/v1/responses", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,8 @@ func TestNoRoute(t *testing.T) {
 			}
 		})
 	}
-	want := `# HELP switchyard_router_no_route_requests_total Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).
+	want := `# HELP switchyard_router_no_route_requests_total Requests refused because the router serves no such route, ` +
+		`by status: 404 (unknown path) or 405 (a path served with another method).
 # TYPE switchyard_router_no_route_requests_total counter
 switchyard_router_no_route_requests_total{code="404"} 3
 switchyard_router_no_route_requests_total{code="405"} 2

@@ -172,7 +172,9 @@ func newTenantMetrics() tenantMetrics {
 		usageAsked: asked,
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_tenant_refused_total",
-			Help: "Requests refused for their tenant, by tenant (configured tenants, at most 500; else other) and limit: tokens_per_minute, requests_per_second, max_concurrent (429 rate_limit_exceeded), invalid_api_key (401), unavailable (503, the tenant's stored limits cannot be read).",
+			Help: "Requests refused for their tenant, by tenant (configured tenants, at most 500; else other) and limit: " +
+				"tokens_per_minute, requests_per_second, max_concurrent (429 rate_limit_exceeded), invalid_api_key (401), " +
+				"unavailable (503, the tenant's stored limits cannot be read).",
 		}, []string{"tenant", "limit"}),
 		tenants: promlabel.NewSet(promlabel.DefaultLimit),
 		unmetered: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -94,7 +94,10 @@ func TestTruncatedAnswerIsAborted(t *testing.T) {
 					t.Errorf("the broken stream carries no error event: %q", body)
 				}
 				const want = `
-# HELP switchyard_router_requests_total Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the answer started and its body from the gateway broke.
+# HELP switchyard_router_requests_total Requests handled by the router, by model and outcome (local, overflow, ` +
+					`retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, ` +
+					`truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the ` +
+					`answer started and its body from the gateway broke.
 # TYPE switchyard_router_requests_total counter
 switchyard_router_requests_total{model="llama",outcome="truncated"} 1
 `

@@ -185,7 +185,8 @@ func (v *Verifier) VerifySummary(s *gossipv1.CapacitySummary) error {
 		v.metrics.accepted.WithLabelValues("unverified").Inc()
 		if !v.warned.Swap(true) {
 			v.log.Warn(
-				"accepting capacity summaries unverified: no cluster is registered (compatibility mode); register clusters or run with --require-cluster-identity",
+				"accepting capacity summaries unverified: no cluster is registered (compatibility mode); register clusters or "+
+					"run with --require-cluster-identity",
 				"node",
 				s.GetNode(),
 				"cluster",

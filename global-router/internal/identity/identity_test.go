@@ -1,7 +1,6 @@
 package identity_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 
@@ -226,7 +225,7 @@ func TestVerifySummary(t *testing.T) {
 func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
 	s, cli := newStoreClient(t)
 	register(t, s, registration())
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	reg := prometheus.NewRegistry()
 	v, err := identity.New(identity.DefaultConfig(), s, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 	if err != nil {
@@ -320,7 +319,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, value string) prometh
 // identity is required; the first registration makes every cluster strict.
 func TestModes(t *testing.T) {
 	s := newStore(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	reg := prometheus.NewRegistry()
 	v, err := identity.New(identity.DefaultConfig(), s, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 	if err != nil {
@@ -368,7 +367,7 @@ func TestModes(t *testing.T) {
 func TestRejectionLogsAreRateLimited(t *testing.T) {
 	s := newStore(t)
 	register(t, s, registration())
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	now := time.Unix(1_000, 0)
 	cfg := identity.DefaultConfig()
 	cfg.Now = func() time.Time { return now }
@@ -461,22 +460,4 @@ func FuzzVerifySummary(f *testing.F) {
 			t.Fatal("accepted a summary no registered key signed")
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

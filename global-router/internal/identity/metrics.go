@@ -16,11 +16,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_summaries_rejected_total",
-			Help: "Capacity summaries ignored because they do not match their cluster's registration, by reason (unregistered, unsigned, unknown_key, bad_signature, region_mismatch, gateway_url_mismatch, cleartext_gateway_url, model_not_allowed, adapter_not_allowed, invalid_registration).",
+			Help: "Capacity summaries ignored because they do not match their cluster's registration, by reason " +
+				"(unregistered, unsigned, unknown_key, bad_signature, region_mismatch, gateway_url_mismatch, " +
+				"cleartext_gateway_url, model_not_allowed, adapter_not_allowed, invalid_registration).",
 		}, []string{"reason"}),
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_summaries_accepted_total",
-			Help: "Capacity summaries accepted: verified against their registration, or unverified (compatibility mode: no cluster registered).",
+			Help: "Capacity summaries accepted: verified against their registration, or unverified (compatibility mode: no " +
+				"cluster registered).",
 		}, []string{"check"}),
 	}
 	for _, r := range Reasons {

@@ -607,15 +607,20 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 		// same everywhere): 2 + 200 = 202 ms against 70 + 20 = 90 for west.
 		// west: 140 ms, so 3 × 140 − 2.
 		{"short of the backlog", local(7, 200*ms), west, routing.DefaultOptions(), "east", "", 418 * ms},
-		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west", contract.ReasonNotNearBest, 0},
+		{"backlogged, elsewhere sooner", local(8, 200*ms), west, routing.DefaultOptions(), "west",
+			contract.ReasonNotNearBest, 0},
 		// eu: 470 ms: 50 + 1.2 × 420 − 2.
-		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(), "east", "", 552 * ms},
+		{"backlogged, elsewhere slower", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 400*ms), routing.DefaultOptions(),
+			"east", "", 552 * ms},
 		// eu: 190 + 20 = 210 ms to start, later than local's 202.
-		{"backlogged, elsewhere near-best", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 190*ms), routing.DefaultOptions(), "east", "", 300 * ms},
+		{"backlogged, elsewhere near-best", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 190*ms),
+			routing.DefaultOptions(), "east", "", 300 * ms},
 		// eu: 150 + 20 = 170 ms: local's 202 ms is within 20% of it.
-		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 150*ms), routing.DefaultOptions(), "east", "", 252 * ms},
+		{"backlogged, elsewhere sooner within the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 150*ms),
+			routing.DefaultOptions(), "east", "", 252 * ms},
 		// eu: 140 + 20 = 160 ms: local's 202 ms is beyond 20% of it.
-		{"backlogged, elsewhere sooner beyond the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 140*ms), routing.DefaultOptions(), "eu", "", 0},
+		{"backlogged, elsewhere sooner beyond the window", local(8, 200*ms), cluster("eu", "eu-west-1", 0.1, 140*ms),
+			routing.DefaultOptions(), "eu", "", 0},
 		{"rule turned off", local(12, 200*ms), west, off, "east", "", 418 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -630,7 +635,8 @@ func TestBacklogPassesLocalOver(t *testing.T) {
 			if tc.reason != "" && d.Explain[0].Reason != tc.reason {
 				t.Fatalf("local reason %q, want %q", d.Explain[0].Reason, tc.reason)
 			}
-			if want := map[string]contract.Reason{"west": contract.ReasonPastThroughput, "eu": contract.ReasonPastThroughput}[tc.want]; d.LeftBecause != want {
+			if want := map[string]contract.Reason{"west": contract.ReasonPastThroughput,
+				"eu": contract.ReasonPastThroughput}[tc.want]; d.LeftBecause != want {
 				t.Fatalf("left because %q, want %q", d.LeftBecause, want)
 			}
 			if d.HandBack != tc.handBack {

@@ -47,19 +47,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		&o.baseline,
 		"baseline",
 		"round-robin",
-		"simulated baseline beside the oracle: round-robin, local-oracle (the oracle kept in each client's region; needs --regions) or none",
+		"simulated baseline beside the oracle: round-robin, local-oracle (the oracle kept in each client's region; needs "+
+			"--regions) or none",
 	)
 	fs.StringVar(
 		&o.regions,
 		"regions",
 		"",
-		"place the fleet's pods in regions, in order, as REGION=PODS items (e.g. us-east-1=2,us-west-2=2); requests then go to pods anywhere at --rtt's round trips",
+		"place the fleet's pods in regions, in order, as REGION=PODS items (e.g. us-east-1=2,us-west-2=2); requests then "+
+			"go to pods anywhere at --rtt's round trips",
 	)
 	fs.StringVar(
 		&o.rtt,
 		"rtt",
 		"",
-		"round trips between regions as REGION/REGION=DURATION items (e.g. us-east-1/us-west-2=70ms); every pair of --regions needs one",
+		"round trips between regions as REGION/REGION=DURATION items (e.g. us-east-1/us-west-2=70ms); every pair of "+
+			"--regions needs one",
 	)
 	fs.StringVar(&o.json, "json", "", "also write the full report (every request) as JSON to this file")
 	if err := fs.Parse(args); err != nil {

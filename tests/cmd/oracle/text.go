@@ -15,7 +15,8 @@ import (
 func writeText(w io.Writer, out *output, o *options) {
 	fmt.Fprintf(
 		w,
-		"oracle: workload %s (seed %d), %.2f req/s for %s, %d requests; fleet %s, max_loras %d; simulated on a virtual clock\n\n",
+		"oracle: workload %s (seed %d), %.2f req/s for %s, %d requests; fleet %s, max_loras %d; simulated on a virtual "+
+			"clock\n\n",
 		out.Workload,
 		out.Seed,
 		out.Rate,
@@ -26,7 +27,8 @@ func writeText(w io.Writer, out *output, o *options) {
 	)
 	fmt.Fprintln(
 		w,
-		"| policy | TTFT P50 | TTFT P95 | TTFT P99 | TTFT mean | E2E P50 | E2E P95 | hit rate | adapter loads | preemptions | profile share | replay time |",
+		"| policy | TTFT P50 | TTFT P95 | TTFT P99 | TTFT mean | E2E P50 | E2E P95 | hit rate | adapter loads | "+
+			"preemptions | profile share | replay time |",
 	)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, p := range out.Policies {

@@ -65,7 +65,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		&o.hold,
 		"hold-prefill-tokens",
 		0,
-		"also replay a gateway holding requests back while the pod's requests without a first token have more prompt tokens than this with the request's own (0: off)",
+		"also replay a gateway holding requests back while the pod's requests without a first token have more prompt "+
+			"tokens than this with the request's own (0: off)",
 	)
 	fs.DurationVar(
 		&o.reaction,

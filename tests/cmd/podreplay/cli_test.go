@@ -14,7 +14,8 @@ import (
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
-const header = "target,index,client_region,scheduled_ms,sent_ms,ttft_ms,e2e_ms,prompt_tokens,cached_tokens,output_tokens,status,error,cluster,served_region,route,endpoint"
+const header = "target,index,client_region,scheduled_ms,sent_ms,ttft_ms,e2e_ms,prompt_tokens,cached_tokens," +
+	"output_tokens,status,error,cluster,served_region,route,endpoint"
 
 // A pod whose measured TTFTs are what the engine gives for its arrivals replays to the same
 // figures, overflowed requests included (they reach the pod a round trip after they were sent,

@@ -105,7 +105,8 @@ func TestListWorkloads(t *testing.T) {
 	if code := Main(context.Background(), []string{"--list-workloads"}, &out, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, name := range []string{"mixed-fleet", "bursty", "shared-prefix", "multi-lora", "uniform-steady", "region-burst", "region-burst-overload", "cluster-loss"} {
+	for _, name := range []string{"mixed-fleet", "bursty", "shared-prefix", "multi-lora", "uniform-steady", "region-burst",
+		"region-burst-overload", "cluster-loss"} {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("list lacks %s", name)
 		}

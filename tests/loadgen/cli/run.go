@@ -123,7 +123,8 @@ func loadWorkload(o *options) (*workload.Workload, error) {
 func (t traceOptions) apply(w *workload.Workload) (*workload.Workload, error) {
 	if !w.IsTrace() {
 		return nil, fmt.Errorf(
-			"--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file with trace:)",
+			"--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file "+
+				"with trace:)",
 			w.Name,
 		)
 	}
@@ -137,7 +138,8 @@ func (t traceOptions) apply(w *workload.Workload) (*workload.Workload, error) {
 		if t.Format != "" {
 			tr.Format = trace.Format(t.Format)
 		}
-		for _, f := range []struct{ src, dst *float64 }{{&t.TimeScale, &tr.TimeScale}, {&t.PromptScale, &tr.PromptScale}, {&t.OutputScale, &tr.OutputScale}} {
+		for _, f := range []struct{ src, dst *float64 }{{&t.TimeScale, &tr.TimeScale}, {&t.PromptScale, &tr.PromptScale},
+			{&t.OutputScale, &tr.OutputScale}} {
 			if *f.src != 0 {
 				*f.dst = *f.src
 			}

@@ -31,8 +31,10 @@ func TestTraceReplayFlags(t *testing.T) {
 	}
 	rep := readReport(t, out)
 	tr := rep.Trace
-	if tr == nil || tr.Format != "azure" || tr.File != "azure.csv" || tr.TimeScale != 4 || tr.Requests != 4 || tr.StartS != 0.3 ||
-		tr.PromptScale != 0.5 || tr.OutputScale != 2 ||
+	if tr == nil || tr.Format != "azure" || tr.File != "azure.csv" || tr.TimeScale != 4 || tr.Requests != 4 ||
+		tr.StartS != 0.3 ||
+		tr.PromptScale != 0.5 ||
+		tr.OutputScale != 2 ||
 		!strings.Contains(tr.Attribution, "Splitwise") {
 		t.Fatalf("trace %+v", tr)
 	}

@@ -53,7 +53,8 @@ func TestGoodputAndTrace(t *testing.T) {
 	if err := report.WriteMarkdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"at 3× the recorded rate", "Splitwise", "CC-BY 4.0", "TTFT ≤ 500 ms", "| a | 2 | 40.0% | 1.00 |"} {
+	for _, want := range []string{"at 3× the recorded rate", "Splitwise", "CC-BY 4.0", "TTFT ≤ 500 ms",
+		"| a | 2 | 40.0% | 1.00 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -187,7 +187,8 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := report.WriteJSON(&a, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"schema": "switchyard.loadgen.report/v1"`, `"p99": "inf"`, `"ttft_p99": null`, `"endpoint_share"`, `"ttft_cdf"`} {
+	for _, key := range []string{`"schema": "switchyard.loadgen.report/v1"`, `"p99": "inf"`, `"ttft_p99": null`,
+		`"endpoint_share"`, `"ttft_cdf"`} {
 		if !strings.Contains(a.String(), key) {
 			t.Errorf("JSON lacks %s", key)
 		}

@@ -41,7 +41,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	writeTrace(&b, r)
 	b.WriteString("Times in ms; failed requests count as infinitely slow (∞).\n\n")
 	b.WriteString(
-		"| target | requests | errors | TTFT P50 | TTFT P95 | TTFT P99 | ITL P50 | ITL P99 | E2E P50 | E2E P95 | E2E P99 | output tok/s | prefix-cache hit |\n",
+		"| target | requests | errors | TTFT P50 | TTFT P95 | TTFT P99 | ITL P50 | ITL P99 | E2E P50 | E2E P95 | E2E P99 | " +
+			"output tok/s | prefix-cache hit |\n",
 	)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.Targets {

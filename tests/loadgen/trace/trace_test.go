@@ -172,7 +172,8 @@ func TestAzure(t *testing.T) {
 		}},
 		{
 			name: "columns in another order, extra column, CRLF, RFC 3339",
-			src:  "GeneratedTokens,Model,TIMESTAMP,ContextTokens\r\n7,x,2024-05-10T00:00:00Z,100\r\n8,y,2024-05-10T00:00:01.5Z,200",
+			src: "GeneratedTokens,Model,TIMESTAMP,ContextTokens\r\n7,x,2024-05-10T00:00:00Z,100\r\n" +
+				"8,y,2024-05-10T00:00:01.5Z,200",
 			want: []trace.Record{
 				{Line: 2, At: 0, InputTokens: 100, OutputTokens: 7},
 				{Line: 3, At: 1500 * time.Millisecond, InputTokens: 200, OutputTokens: 8},

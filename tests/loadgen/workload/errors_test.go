@@ -8,14 +8,16 @@ import (
 )
 
 func TestParseErrorsNameTheField(t *testing.T) {
-	const good = "arrival: {process: poisson, rate: 5}\nprompt: {dist: fixed, value: 10}\noutput: {dist: fixed, value: 10}\n"
+	const good = "arrival: {process: poisson, rate: 5}\nprompt: {dist: fixed, value: 10}\n" +
+		"output: {dist: fixed, value: 10}\n"
 	tests := []struct {
 		name, yaml, want string
 	}{
 		{"unknown top-level field", good + "rates: 5\n", "field rates not found"},
 		{
 			"unknown nested field",
-			"arrival: {process: poisson, rate: 5, burst: 2}\nprompt: {dist: fixed, value: 10}\noutput: {dist: fixed, value: 10}\n",
+			"arrival: {process: poisson, rate: 5, burst: 2}\nprompt: {dist: fixed, value: 10}\n" +
+				"output: {dist: fixed, value: 10}\n",
 			"field burst not found",
 		},
 		{
@@ -30,7 +32,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		},
 		{
 			"lognormal sigma",
-			"arrival: {process: poisson, rate: 5}\nprompt: {dist: lognormal, mean: 10, sigma: -1}\noutput: {dist: fixed, value: 10}\n",
+			"arrival: {process: poisson, rate: 5}\nprompt: {dist: lognormal, mean: 10, sigma: -1}\n" +
+				"output: {dist: fixed, value: 10}\n",
 			"prompt.sigma",
 		},
 		{
@@ -50,7 +53,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		},
 		{
 			"burst too dense",
-			"arrival: {process: onoff, rate: 5, burst_factor: 5}\nprompt: {dist: fixed, value: 10}\noutput: {dist: fixed, value: 10}\n",
+			"arrival: {process: onoff, rate: 5, burst_factor: 5}\nprompt: {dist: fixed, value: 10}\n" +
+				"output: {dist: fixed, value: 10}\n",
 			"arrival.burst_factor",
 		},
 		{
@@ -71,17 +75,20 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		},
 		{
 			"shared prefix groups",
-			"arrival: {process: poisson, rate: 5}\noutput: {dist: fixed, value: 10}\nshared_prefix: {prompts_per_group: 1, system_tokens: 1, question_tokens: 1}\n",
+			"arrival: {process: poisson, rate: 5}\noutput: {dist: fixed, value: 10}\n" +
+				"shared_prefix: {prompts_per_group: 1, system_tokens: 1, question_tokens: 1}\n",
 			"shared_prefix.groups",
 		},
 		{
 			"region closed loop",
-			"regions: [{name: r, arrival: {process: closed, concurrency: 2}}]\nprompt: {dist: fixed, value: 10}\noutput: {dist: fixed, value: 10}\n",
+			"regions: [{name: r, arrival: {process: closed, concurrency: 2}}]\nprompt: {dist: fixed, value: 10}\n" +
+				"output: {dist: fixed, value: 10}\n",
 			"regions[0].arrival.process",
 		},
 		{
 			"region rate",
-			"regions: [{name: r, arrival: {process: poisson}}]\nprompt: {dist: fixed, value: 10}\noutput: {dist: fixed, value: 10}\n",
+			"regions: [{name: r, arrival: {process: poisson}}]\nprompt: {dist: fixed, value: 10}\n" +
+				"output: {dist: fixed, value: 10}\n",
 			"regions[0].arrival.rate",
 		},
 		{
@@ -129,13 +136,16 @@ func FuzzParse(f *testing.F) {
 	)
 	f.Add(
 		[]byte(
-			"regions: [{name: r, arrival: {process: onoff, rate: 1}}]\nshared_prefix: {groups: 1, prompts_per_group: 1, system_tokens: 1, question_tokens: 1}\noutput: {dist: lognormal, mean: 3}\n",
+			"regions: [{name: r, arrival: {process: onoff, rate: 1}}]\n" +
+				"shared_prefix: {groups: 1, prompts_per_group: 1, system_tokens: 1, question_tokens: 1}\n" +
+				"output: {dist: lognormal, mean: 3}\n",
 		),
 	)
 	f.Add([]byte("duration: 1s\narrival:\n  rate: [x]\n"))
 	f.Add(
 		[]byte(
-			"trace: {format: mooncake, path: t.jsonl, time_scale: 2, prompt_scale: 0.25, start: 1m, max_requests: 9}\nslo: {ttft: 1s}\n",
+			"trace: {format: mooncake, path: t.jsonl, time_scale: 2, prompt_scale: 0.25, start: 1m, max_requests: 9}\n" +
+				"slo: {ttft: 1s}\n",
 		),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -9,11 +9,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 )
 
 func env(m map[string]string) func(string) string {
@@ -151,27 +151,9 @@ func TestFleetPhysicsOverride(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's logging goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"--listen=127.0.0.1:0", "--log-format=json"},

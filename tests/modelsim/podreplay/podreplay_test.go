@@ -147,8 +147,10 @@ func TestReplayErrors(t *testing.T) {
 		{"negative tick", func(c *podreplay.Config) { c.Tick = -ms }, ok, "Tick"},
 		{"bad engine", func(c *podreplay.Config) { c.Engine.Profile.PrefillTokensPerSec = 0 }, ok, "PrefillTokensPerSec"},
 		{"no output", func(*podreplay.Config) {}, []podreplay.Request{{ID: 4, PromptTokens: 10}}, "request 4"},
-		{"no prompt, holding", func(c *podreplay.Config) { c.HoldPrefillTokens = 10 }, []podreplay.Request{{ID: 5, OutputTokens: 1}}, "request 5"},
-		{"beyond the KV cache", func(*podreplay.Config) {}, []podreplay.Request{{ID: 6, PromptTokens: 10_000_000, OutputTokens: 1}}, "request 6"},
+		{"no prompt, holding", func(c *podreplay.Config) { c.HoldPrefillTokens = 10 },
+			[]podreplay.Request{{ID: 5, OutputTokens: 1}}, "request 5"},
+		{"beyond the KV cache", func(*podreplay.Config) {},
+			[]podreplay.Request{{ID: 6, PromptTokens: 10_000_000, OutputTokens: 1}}, "request 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := l40s(t)

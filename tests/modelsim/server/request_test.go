@@ -31,7 +31,8 @@ func TestEngineRequest(t *testing.T) {
 			wantPrompt: chatText,
 			wantMax:    5,
 			wantReason: "length",
-			body:       `{"model":"base","max_tokens":5,"messages":[{"role":"system","content":"You help."},{"role":"user","content":"Hello there"}]}`,
+			body: `{"model":"base","max_tokens":5,"messages":[{"role":"system","content":"You help."},{"role":"user",` +
+				`"content":"Hello there"}]}`,
 		},
 		{name: "adapter", body: `{"model":"sql","prompt":"abcd","max_tokens":2}`,
 			wantAdapter: "sql", wantPrompt: "abcd", wantMax: 2, wantReason: "length"},

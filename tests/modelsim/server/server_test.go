@@ -163,7 +163,8 @@ func TestStreaming(t *testing.T) {
 		{
 			"chat with usage",
 			"/v1/chat/completions",
-			`{"model":"llama","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`,
+			`{"model":"llama","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream":true,` +
+				`"stream_options":{"include_usage":true}}`,
 			true,
 		},
 	}

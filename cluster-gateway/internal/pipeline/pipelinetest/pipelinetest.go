@@ -1,25 +1,26 @@
 // Package pipelinetest is test support for the request pipeline's front doors, the HTTP proxy
 // and the ext_proc server: a structured log that a test reads while the server's goroutines
-// write it, and the count of request bodies refused by door and reason, which both doors'
-// slow-body, budget and size tests check.
+// write it, the count of request bodies refused by door and reason, which both doors'
+// slow-body, budget and size tests check, and the streaming Responses API exchange both doors'
+// Responses tests send (ResponsesStream).
 package pipelinetest
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 )
 
-// Log is a JSON log that a server under test writes from its goroutines and that the test reads.
+// Log is a JSON log that a server under test writes from its goroutines and that the test reads:
+// its String returns what was logged so far, one JSON record a line.
 type Log struct {
 	// Logger writes JSON records (slog.NewJSONHandler) into the log.
 	Logger *slog.Logger
 
-	mu sync.Mutex
-	b  bytes.Buffer
+	syncbuf.Buffer
 }
 
 // NewLog returns an empty log.
@@ -27,20 +28,6 @@ func NewLog() *Log {
 	l := &Log{}
 	l.Logger = slog.New(slog.NewJSONHandler(l, nil))
 	return l
-}
-
-// Write appends p to the log; it is safe for concurrent use.
-func (l *Log) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// String returns what was logged so far, one JSON record a line.
-func (l *Log) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // BodyRefusedMetric counts the request bodies the front doors refused, by door and reason.

@@ -29,7 +29,8 @@ var Ignored = map[string]string{
 
 // Unsupported maps GIE types that are rejected to the error's explanation.
 var Unsupported = map[string]string{
-	"predicted-latency-scorer":     "it needs GIE's external latency-predictor sidecar; use predicted-ttft-scorer, which learns per-pod speed in-process",
+	"predicted-latency-scorer": "it needs GIE's external latency-predictor sidecar; use predicted-ttft-scorer, " +
+		"which learns per-pod speed in-process",
 	"predicted-latency-producer":   "it needs GIE's external latency-predictor sidecar; use predicted-ttft-scorer",
 	"latency-scorer":               "use predicted-ttft-scorer",
 	"latency-slo-admitter":         "SLO admission is not implemented; use predicted-ttft-scorer with flow control",

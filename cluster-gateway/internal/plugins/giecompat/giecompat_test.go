@@ -39,7 +39,8 @@ func TestRegistered(t *testing.T) {
 		t.Run(tt.typ, func(t *testing.T) {
 			c, err := framework.ParseConfig(
 				[]byte(
-					"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: " + tt.typ + "\n",
+					"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n" +
+						"- type: " + tt.typ + "\n",
 				),
 			)
 			if err != nil {

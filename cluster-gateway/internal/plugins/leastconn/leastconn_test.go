@@ -129,7 +129,8 @@ func TestRemovedEndpointsDropState(t *testing.T) {
 }
 
 func TestFactoryRejectsBadParameters(t *testing.T) {
-	for _, params := range []string{`{"defaultWeight": -1}`, `{"choiceCount": 2}`, `{"weightsByLabel": {"label": "", "weights": {"a": 1}}}`} {
+	for _, params := range []string{`{"defaultWeight": -1}`, `{"choiceCount": 2}`, `{"weightsByLabel": {"label": "", ` +
+		`"weights": {"a": 1}}}`} {
 		if _, err := leastconn.Factory("lc", json.RawMessage(params), nil); err == nil {
 			t.Errorf("%s accepted", params)
 		}

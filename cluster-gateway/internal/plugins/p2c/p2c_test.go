@@ -207,8 +207,8 @@ func TestCandidatesReturn(t *testing.T) {
 }
 
 func TestFactoryRejectsBadParameters(t *testing.T) {
-	for _, params := range []string{`{"choiceCount": -1}`, `{"choiceCount": 101}`, `{"activeRequestBias": -0.5}`, `{"activeRequestBias": 1000}`,
-		`{"defaultWeight": -1}`, `{"slowStart": true}`} {
+	for _, params := range []string{`{"choiceCount": -1}`, `{"choiceCount": 101}`, `{"activeRequestBias": -0.5}`,
+		`{"activeRequestBias": 1000}`, `{"defaultWeight": -1}`, `{"slowStart": true}`} {
 		if _, err := p2c.Factory("p2c", json.RawMessage(params), nil); err == nil {
 			t.Errorf("%s accepted", params)
 		}

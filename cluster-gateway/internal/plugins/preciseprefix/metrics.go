@@ -15,7 +15,8 @@ type decisionMetrics struct {
 func registerMetrics(reg any) *decisionMetrics {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_gateway_precise_prefix_decisions_total",
-		Help: "Requests scored by the precise-prefix-cache-scorer, by mode (precise, or approximate when it fell back) and reason.",
+		Help: "Requests scored by the precise-prefix-cache-scorer, by mode (precise, or approximate when it fell back) and " +
+			"reason.",
 	}, []string{"mode", "reason"})
 	r, ok := reg.(prometheus.Registerer)
 	if !ok || r == nil {

@@ -241,7 +241,8 @@ func TestFactoryNeedsKVEvents(t *testing.T) {
 	if _, err := Factory("p", json.RawMessage(`{"hashAlgo":"sha256"}`), h); err == nil {
 		t.Error("sha256 (pickle) accepted")
 	}
-	llmd := `{"indexerConfig":{"tokenProcessorConfig":{"blockSize":64,"hashSeed":"7"},"kvBlockIndexConfig":{"enableMetrics":true}},"kvEventsConfig":{"zmqEndpoint":"tcp://*:5557"}}`
+	llmd := `{"indexerConfig":{"tokenProcessorConfig":{"blockSize":64,"hashSeed":"7"},` +
+		`"kvBlockIndexConfig":{"enableMetrics":true}},"kvEventsConfig":{"zmqEndpoint":"tcp://*:5557"}}`
 	p, err := Factory("p", json.RawMessage(llmd), h)
 	if err != nil {
 		t.Fatal(err)

@@ -251,7 +251,8 @@ func TestPluginsUseTheOneDefinition(t *testing.T) {
 		e := state(name)
 		all = append(all, e)
 		want := !def.Saturated(e, now)
-		for pl, f := range map[string]framework.Filter{"saturation-filter": filter, "utilization-detector": detector.(framework.Filter)} {
+		for pl, f := range map[string]framework.Filter{"saturation-filter": filter,
+			"utilization-detector": detector.(framework.Filter)} {
 			if kept := len(
 				f.Filter(context.Background(), cs, &framework.Request{}, []framework.Endpoint{e}),
 			) == 1; kept != want &&

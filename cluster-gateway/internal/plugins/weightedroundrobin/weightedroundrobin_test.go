@@ -127,7 +127,8 @@ func TestUnlabelledPodsWeighOne(t *testing.T) {
 }
 
 func TestFactoryRejectsBadParameters(t *testing.T) {
-	for _, params := range []string{`{"defaultWeight": -1}`, `{"choiceCount": 2}`, `{"weightsByLabel": {"label": "gpu"}}`} {
+	for _, params := range []string{`{"defaultWeight": -1}`, `{"choiceCount": 2}`,
+		`{"weightsByLabel": {"label": "gpu"}}`} {
 		if _, err := weightedroundrobin.Factory("wrr", json.RawMessage(params), nil); err == nil {
 			t.Errorf("%s accepted", params)
 		}

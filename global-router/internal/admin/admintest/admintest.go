@@ -5,13 +5,11 @@
 package admintest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
+	"github.com/switchyard-dev/switchyard/contract/syncbuf"
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 
@@ -72,26 +71,7 @@ type Env struct {
 	// Client calls the API with the Connect protocol and the right token.
 	Client adminv1connect.AdminServiceClient
 	// Logs holds what the admin service logged (text format).
-	Logs *Buffer
-}
-
-// Buffer is a bytes.Buffer safe for concurrent use.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns what was written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	Logs *syncbuf.Buffer
 }
 
 // Start runs an environment until the test ends. etcd is a running cluster to keep the config in
@@ -102,7 +82,7 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	if etcd == nil {
 		etcd = etcdtest.Start(t, 1)
 	}
-	e := &Env{Reg: prometheus.NewRegistry(), Logs: &Buffer{}}
+	e := &Env{Reg: prometheus.NewRegistry(), Logs: &syncbuf.Buffer{}}
 	e.Pool = gossiptest.Start(t, 1+len(Gateways), configureNode)
 	e.Store, e.Etcd = newStore(t, etcd)
 	e.Table = clustertable.New(clustertable.Config{Region: Region}, e.Pool.Node(0), drainView{e.Store})
