@@ -157,11 +157,16 @@ var usage = map[string]string{
 		"every handshake",
 	"metrics-endpoint-auth": "GIE: accepted for compatibility, no effect: `/metrics` asks for no token; " +
 		"restrict the metrics port with a NetworkPolicy",
-	"zap-devel":             "GIE (controller-runtime): accepted for compatibility, no effect",
-	"zap-stacktrace-level":  "GIE (controller-runtime): accepted for compatibility, no effect",
-	"zap-time-encoding":     "GIE (controller-runtime): accepted for compatibility, no effect",
-	"tenant-limits-file":    "YAML file of tenant → limits (`requests_per_second`, `max_concurrent`, `tokens_per_minute`; `\"*\"` for the tenants it does not list), enforced by the tenant header with 429 `rate_limit_exceeded`, reloaded when it changes; for clusters without a router in front (see [tenant limits](#tenant-limits))",
-	"kv-events-trust-topic": "accept KV events whatever pod their topic names; by default a publisher must name the IP it connects from (else its connection is closed, counted as `spoofed_pod`): set it only where a proxy hides the pods' addresses",
+	"zap-devel":            "GIE (controller-runtime): accepted for compatibility, no effect",
+	"zap-stacktrace-level": "GIE (controller-runtime): accepted for compatibility, no effect",
+	"zap-time-encoding":    "GIE (controller-runtime): accepted for compatibility, no effect",
+	"tenant-limits-file": "YAML file of tenant → limits (`requests_per_second`, `max_concurrent`, " +
+		"`tokens_per_minute`; `\"*\"` for the tenants it does not list), enforced by the tenant header with 429 " +
+		"`rate_limit_exceeded`, reloaded when it changes; for clusters without a router in front (see [tenant " +
+		"limits](#tenant-limits))",
+	"kv-events-trust-topic": "accept KV events whatever pod their topic names; by default a publisher must name the IP " +
+		"it connects from (else its connection is closed, counted as `spoofed_pod`): set it only where a proxy hides the " +
+		"pods' addresses",
 	"autoscale-interval": "how often the desired replicas of each base model's pool " +
 		"(`switchyard_gateway_desired_replicas`) are recomputed; 0 turns the autoscaling signal off",
 	"autoscale-target-kv": "share of the pool's KV cache in use one replica count is sized for " +

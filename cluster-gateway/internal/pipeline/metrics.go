@@ -79,7 +79,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.unmetered = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_gateway_response_unmetered_total",
-		Help: "Responses passed on without reading their usage, by reason: too_large (a JSON body or an SSE line over 1 MiB) or budget (the in-flight body budget --max-inflight-body-bytes, which the buffered response is charged to, was spent).",
+		Help: "Responses passed on without reading their usage, by reason: too_large (a JSON body or an SSE line over 1 " +
+			"MiB) or budget (the in-flight body budget --max-inflight-body-bytes, which the buffered response is charged to, " +
+			"was spent).",
 	}, []string{"reason"})
 	for _, reason := range []string{unmeteredTooLarge, unmeteredBudget} {
 		m.unmetered.WithLabelValues(reason)

@@ -131,7 +131,9 @@ func TestEnforcerLimits(t *testing.T) {
 		}
 	}
 	want := `
-# HELP switchyard_gateway_tenant_refused_total Requests refused 429 rate_limit_exceeded for their tenant's limits (--tenant-limits-file), by tenant (a tenant the file lists, at most 500, or * for the others; else other) and limit: tokens_per_minute, requests_per_second, max_concurrent.
+# HELP switchyard_gateway_tenant_refused_total Requests refused 429 rate_limit_exceeded for their tenant's ` +
+		`limits (--tenant-limits-file), by tenant (a tenant the file lists, at most 500, or * for the others; else ` +
+		`other) and limit: tokens_per_minute, requests_per_second, max_concurrent.
 # TYPE switchyard_gateway_tenant_refused_total counter
 switchyard_gateway_tenant_refused_total{limit="max_concurrent",tenant="*"} 2
 switchyard_gateway_tenant_refused_total{limit="max_concurrent",tenant="acme"} 1

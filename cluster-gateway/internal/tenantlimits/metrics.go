@@ -18,7 +18,9 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		refusedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_tenant_refused_total",
-			Help: "Requests refused 429 rate_limit_exceeded for their tenant's limits (--tenant-limits-file), by tenant (a tenant the file lists, at most 500, or * for the others; else other) and limit: tokens_per_minute, requests_per_second, max_concurrent.",
+			Help: "Requests refused 429 rate_limit_exceeded for their tenant's limits (--tenant-limits-file), by tenant (a " +
+				"tenant the file lists, at most 500, or * for the others; else other) and limit: tokens_per_minute, " +
+				"requests_per_second, max_concurrent.",
 		}, []string{"tenant", "limit"}),
 		reloadErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchyard_gateway_tenant_limits_reload_errors_total",

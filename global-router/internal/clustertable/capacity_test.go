@@ -27,13 +27,15 @@ func TestRegionCapacityMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	clustertable.New(clustertable.Config{Region: "us-east-1", Registerer: reg}, src, drains{"c5": true})
 	want := `
-# HELP switchyard_router_region_clusters Clusters the router knows per region, by state: available (fresh summary, not drained) or unavailable.
+# HELP switchyard_router_region_clusters Clusters the router knows per region, by state: available (fresh ` +
+		`summary, not drained) or unavailable.
 # TYPE switchyard_router_region_clusters gauge
 switchyard_router_region_clusters{region="eu-west-1",state="available"} 1
 switchyard_router_region_clusters{region="eu-west-1",state="unavailable"} 1
 switchyard_router_region_clusters{region="us-east-1",state="available"} 2
 switchyard_router_region_clusters{region="us-east-1",state="unavailable"} 1
-# HELP switchyard_router_region_free_kv_tokens Free KV cache tokens over each region's available clusters: its spare capacity.
+# HELP switchyard_router_region_free_kv_tokens Free KV cache tokens over each region's available clusters: ` +
+		`its spare capacity.
 # TYPE switchyard_router_region_free_kv_tokens gauge
 switchyard_router_region_free_kv_tokens{region="eu-west-1"} 300000
 switchyard_router_region_free_kv_tokens{region="us-east-1"} 900000
@@ -41,7 +43,8 @@ switchyard_router_region_free_kv_tokens{region="us-east-1"} 900000
 # TYPE switchyard_router_region_ready_pods gauge
 switchyard_router_region_ready_pods{region="eu-west-1"} 3
 switchyard_router_region_ready_pods{region="us-east-1"} 7
-# HELP switchyard_router_region_queue_depth Requests waiting (pods' and gateways' queues) over each region's available clusters.
+# HELP switchyard_router_region_queue_depth Requests waiting (pods' and gateways' queues) over each region's ` +
+		`available clusters.
 # TYPE switchyard_router_region_queue_depth gauge
 switchyard_router_region_queue_depth{region="eu-west-1"} 2
 switchyard_router_region_queue_depth{region="us-east-1"} 6

@@ -163,7 +163,9 @@ const (
 func newTenantMetrics() tenantMetrics {
 	asked := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_router_tenant_stream_usage_asked_total",
-		Help: "Streams of tenants with a token limit whose client did not ask for the usage chunk, by outcome: asked (forwarded with stream_options.include_usage, the chunk dropped from the client's stream) or body_budget (the in-flight body budget was spent: forwarded as sent, charged the reservation).",
+		Help: "Streams of tenants with a token limit whose client did not ask for the usage chunk, by outcome: asked " +
+			"(forwarded with stream_options.include_usage, the chunk dropped from the client's stream) or body_budget (the " +
+			"in-flight body budget was spent: forwarded as sent, charged the reservation).",
 	}, []string{"outcome"})
 	for _, o := range []string{usageAsked, usageBudgetSpent} {
 		asked.WithLabelValues(o)
@@ -179,7 +181,9 @@ func newTenantMetrics() tenantMetrics {
 		tenants: promlabel.NewSet(promlabel.DefaultLimit),
 		unmetered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_response_unmetered_total",
-			Help: "Answers to tenants with limits passed on without reading their usage (the reservation stays charged), by reason: too_large (a JSON body or an SSE line over 1 MiB) or budget (the in-flight body budget --max-inflight-body-bytes, which the buffered answer is charged to, was spent).",
+			Help: "Answers to tenants with limits passed on without reading their usage (the reservation stays charged), by " +
+				"reason: too_large (a JSON body or an SSE line over 1 MiB) or budget (the in-flight body budget " +
+				"--max-inflight-body-bytes, which the buffered answer is charged to, was spent).",
 		}, []string{"reason"}),
 	}
 }

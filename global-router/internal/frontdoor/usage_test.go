@@ -88,18 +88,20 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 		wantCharged      int64
 	}{
 		{
-			name:        "stream without usage",
-			path:        "/v1/chat/completions",
-			body:        `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`,
-			limits:      limiter.Limits{TokensPerMinute: 10_000},
-			wantBody:    `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50,"stream_options":{"include_usage":true}}`,
+			name:   "stream without usage",
+			path:   "/v1/chat/completions",
+			body:   `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`,
+			limits: limiter.Limits{TokensPerMinute: 10_000},
+			wantBody: `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,` +
+				`"max_tokens":50,"stream_options":{"include_usage":true}}`,
 			wantStream:  streamTokens + streamDone,
 			wantCharged: 40,
 		},
 		{
-			name:        "include_usage false, completions",
-			path:        "/v1/completions",
-			body:        `{"model":"llama","prompt":"hi","stream":true,"stream_options":{"include_usage":false},"max_tokens":50}`,
+			name: "include_usage false, completions",
+			path: "/v1/completions",
+			body: `{"model":"llama","prompt":"hi","stream":true,"stream_options":{"include_usage":false},` +
+				`"max_tokens":50}`,
 			limits:      limiter.Limits{TokensPerMinute: 10_000},
 			wantBody:    `{"model":"llama","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_tokens":50}`,
 			wantStream:  streamTokens + streamDone,
