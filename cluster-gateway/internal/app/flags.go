@@ -61,6 +61,7 @@ var usage = map[string]string{
 		"of the cgroup's `/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
 	"adapter-map":             "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
 	"endpoint-header":         "add `x-switchyard-endpoint` (the serving pod's name) to responses",
+	"session-header":          "request header that names the conversation for the `session-affinity-scorer` (at most 256 bytes; longer is refused with 400); without it the body's `metadata.session_id`, else `user`; `\"\"` reads the body only",
 	"endpoint-header-address": "debugging: show the pod's `ip:port` in `x-switchyard-endpoint` instead of its name (the address is internal to the cluster)",
 	"queue-limit":             "most requests held by flow control",
 	"queue-ttl":               "longest wait in the flow-control queue before 429",

@@ -11,6 +11,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -51,6 +52,7 @@ type Pipeline struct {
 	flow     Admitter
 	hooks    Hooks
 	classify flowcontrol.Config
+	session  string
 	mapErr   ErrorMapper
 	metrics  *Metrics
 	bodies   *body.Budget
@@ -70,6 +72,9 @@ type Options struct {
 	Hooks Hooks
 	// Classify supplies the priority and tenant header mapping.
 	Classify flowcontrol.Config
+	// SessionHeader names the request header that carries a session id (framework.Request's
+	// SessionID, over the body's); "" reads no header, only the body.
+	SessionHeader string
 	// MapError translates scheduler errors; nil maps every unknown error to 503.
 	MapError ErrorMapper
 	// Metrics are the shared request metrics (see NewMetrics); required.
@@ -91,7 +96,7 @@ func New(o Options) (*Pipeline, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, mapErr: o.MapError, metrics: o.Metrics,
+	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, session: o.SessionHeader, mapErr: o.MapError, metrics: o.Metrics,
 		bodies: o.BodyBudget, log: log, now: time.Now}, nil
 }
 
@@ -130,6 +135,9 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 	if req.Priority, req.Tenant, err = p.classify.Classify(get); err == nil {
 		req.HandBackAfter, err = flowcontrol.HandBackAfter(get)
 	}
+	if err == nil {
+		err = p.sessionID(req, get)
+	}
 	if err != nil {
 		p.router.Release(req)
 		return nil, p.reject(req, p.badHeader(req, err))
@@ -146,6 +154,25 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		p.hooks.PreRequest(ctx, req, d.Result)
 	}
 	return d, nil
+}
+
+// sessionID sets req.SessionID from the session-id header when the request carries one (over
+// the body's); a value over contract.MaxSessionID bytes or with a control character is a
+// *flowcontrol.HeaderError.
+func (p *Pipeline) sessionID(req *framework.Request, get func(string) string) error {
+	if p.session == "" {
+		return nil
+	}
+	v := get(p.session)
+	sid, err := contract.ParseSessionID(p.session, v)
+	if err != nil {
+		return &flowcontrol.HeaderError{Header: p.session, Value: v,
+			Want: fmt.Sprintf("at most %d bytes without control characters", contract.MaxSessionID)}
+	}
+	if sid != "" {
+		req.SessionID = sid
+	}
+	return nil
 }
 
 // Done releases what d holds: the prompt's prefix hashes go back to the router's pool, to be
