@@ -78,6 +78,12 @@ type Config struct {
 	// (routing.LocalOnlyPolicy), which violates a residency rule that excludes Region. A model
 	// whose stored policy cannot be read is refused either way.
 	PolicyUnavailable string
+	// SessionHeader names the request header that carries a session id (over the body's
+	// metadata.session_id or user); "" reads the body only. Default "x-session-id".
+	SessionHeader string
+	// Sessions bounds the session-affinity table (routing.DefaultSessionConfig's defaults for
+	// zero fields). Options.SessionSlack < 0 turns session affinity off.
+	Sessions routing.SessionConfig
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -91,7 +97,7 @@ const (
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{MaxBodyBytes: 32 << 20, QueueWait: 2 * time.Second, RetryPoll: 50 * time.Millisecond, Options: routing.DefaultOptions(),
-		PolicyUnavailable: PolicyUnavailableRefuse}
+		PolicyUnavailable: PolicyUnavailableRefuse, SessionHeader: contract.HeaderSessionID, Sessions: routing.DefaultSessionConfig()}
 }
 
 // Server is the front door's handler. It is safe for concurrent use.
@@ -102,6 +108,7 @@ type Server struct {
 	fwd      Forwarder
 	log      *slog.Logger
 	metrics  *Metrics
+	sessions *routing.Sessions
 	lastWarn atomic.Int64 // unix nanoseconds of the last body budget warning
 }
 
@@ -114,7 +121,9 @@ func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Lo
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m}
+	s := &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m, sessions: routing.NewSessions(cfg.Sessions)}
+	m.table.table.Store(s.sessions)
+	return s
 }
 
 // Handler returns the HTTP handler for the OpenAI endpoints: the inference routes
@@ -212,13 +221,17 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	}
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
-	model, prompt, perr := parseRequest(body)
+	model, prompt, sid, perr := parseRequest(body)
+	var sess session
+	if perr == nil {
+		sess, perr = s.sessionOf(r, sid)
+	}
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
 		return
 	}
-	outcome, known := s.route(w, r, body, model, prompt)
+	outcome, known := s.route(w, r, body, model, prompt, sess)
 	if !known {
 		model = ""
 	}
@@ -237,11 +250,12 @@ const outcomeTruncated = "truncated"
 
 // route decides and forwards, waiting up to QueueWait for room; it returns the outcome label
 // and whether a fresh cluster lists the model (so that the model may be a label value).
-func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte) (outcome string, known bool) {
+func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte, sess session) (outcome string, known bool) {
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	// The prompt's hashes and length are computed once: a request waiting for room is decided
 	// again every RetryPoll.
 	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
+	req.SessionCluster = sess.cluster
 	for {
 		view, d, err := s.decide(model, hashes, req, true)
 		used := -1
@@ -268,6 +282,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, mode
 			}
 			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
 			if ferr == nil {
+				s.served(sess, w.Header().Get(contract.HeaderCluster))
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route), known
 			}

@@ -28,6 +28,10 @@ type Metrics struct {
 	// the path is not served with (405), by status.
 	noRoute *prometheus.CounterVec
 	models  *promlabel.Set
+	// sessions counts requests with a session by where they were served (stuck, moved, new);
+	// table is the session table the gauges read.
+	sessions *prometheus.CounterVec
+	table    sessionMetrics
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -63,6 +67,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
 		}, []string{"code"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_session_decisions_total",
+			Help: "Requests with a session id by where they were served: stuck (the cluster that served the session last), moved (another: that one had no room, was drained or far slower) or new (the session was not known).",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{sessionStuck, sessionMoved, sessionNew} {
+		m.sessions.WithLabelValues(o)
 	}
 	for _, c := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
 		m.noRoute.WithLabelValues(strconv.Itoa(c))
@@ -78,6 +89,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal, m.noRoute)
+		reg.MustRegister(m.table.collectors(m.sessions)...)
 	}
 	return m
 }

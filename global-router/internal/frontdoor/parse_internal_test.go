@@ -34,7 +34,7 @@ var parseCases = []struct {
 func TestParseRequest(t *testing.T) {
 	for _, tc := range parseCases {
 		t.Run(tc.name, func(t *testing.T) {
-			model, text, perr := parseRequest([]byte(tc.body))
+			model, text, _, perr := parseRequest([]byte(tc.body))
 			if tc.status != 0 {
 				if perr == nil || perr.Status != tc.status {
 					t.Fatalf("got model %q text %q err %+v, want status %d", model, text, perr, tc.status)
@@ -55,7 +55,7 @@ func TestParseRequest(t *testing.T) {
 // to it copies.
 func TestParseRequestAliasesWithoutSharing(t *testing.T) {
 	body := []byte(`{"model":"m","prompt":"abc","x":"zzzz"}`)
-	_, text, perr := parseRequest(body)
+	_, text, _, perr := parseRequest(body)
 	if perr != nil || string(text) != "abc" {
 		t.Fatalf("text %q err %v", text, perr)
 	}
@@ -72,7 +72,7 @@ func TestParseRequestAliasesWithoutSharing(t *testing.T) {
 // same blocks), where decoding into a Go string would replace invalid UTF-8.
 func TestParseRequestKeepsBytesAsSent(t *testing.T) {
 	body := []byte("{\"model\":\"m\",\"prompt\":\"a\xffb\"}")
-	_, text, perr := parseRequest(body)
+	_, text, _, perr := parseRequest(body)
 	if perr != nil || string(text) != "a\xffb" {
 		t.Fatalf("text %q err %v, want the bytes as sent", text, perr)
 	}
@@ -80,7 +80,7 @@ func TestParseRequestKeepsBytesAsSent(t *testing.T) {
 
 // TestParseRequestNamesTheAmbiguousKey checks the 400 for a body both tiers refuse names the key.
 func TestParseRequestNamesTheAmbiguousKey(t *testing.T) {
-	_, _, perr := parseRequest([]byte(`{"model":"eu-only","Model":"open"}`))
+	_, _, _, perr := parseRequest([]byte(`{"model":"eu-only","Model":"open"}`))
 	if perr == nil || perr.Param != "model" || !strings.Contains(perr.Message, `"Model"`) {
 		t.Fatalf("got %+v, want a 400 naming the model key", perr)
 	}
