@@ -40,6 +40,18 @@ const (
 	MaxSessionID = 256
 )
 
+// Per-request latency objectives a client may set, named as llm-d's SLO-aware scheduling names
+// them. They are not routing headers (IsReserved and IsRouting are false for them): each tier
+// reads them and passes them on unchanged, to the next tier and to the model server.
+const (
+	// HeaderSLOTTFT is the request's time-to-first-token objective in milliseconds (ParseSLO),
+	// from the request's arrival at the gateway to its first token.
+	HeaderSLOTTFT = "x-slo-ttft-ms"
+	// HeaderSLOTPOT is the request's time-per-output-token objective in milliseconds (ParseSLO):
+	// the mean gap between output tokens after the first.
+	HeaderSLOTPOT = "x-slo-tpot-ms"
+)
+
 // Headers one tier sets on a request for the next one.
 const (
 	// HeaderHandBack is a router's offer to take the request elsewhere (router → gateway): the
@@ -163,4 +175,35 @@ func ParseSessionID(header, v string) (string, error) {
 		}
 	}
 	return v, nil
+}
+
+// MaxSLO bounds HeaderSLOTTFT and HeaderSLOTPOT: an hour.
+const MaxSLO = time.Hour
+
+// ParseSLO reads the value of HeaderSLOTTFT or HeaderSLOTPOT: 0 for "" (no objective), an error
+// unless it is a decimal number of milliseconds (a fraction allowed, as llm-d reads it) above 0
+// and at most MaxSLO. NaN, infinities, hexadecimal and exponent-free garbage are errors.
+func ParseSLO(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseFloat(v, 64)
+	if err != nil || !decimal(v) || !(ms > 0) || ms > float64(MaxSLO.Milliseconds()) {
+		return 0, fmt.Errorf("invalid SLO %q: want milliseconds above 0 and at most %d", v, MaxSLO.Milliseconds())
+	}
+	return max(time.Duration(ms*float64(time.Millisecond)), 1), nil
+}
+
+// decimal reports whether v is spelled with digits, at most one point and an optional exponent:
+// strconv.ParseFloat also reads "NaN", "Inf", hexadecimal floats and underscores.
+func decimal(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -130,3 +130,71 @@ func FuzzParseSessionID(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSLO(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, true},
+		{" 500 ", 500 * time.Millisecond, true},
+		{"2.5", 2500 * time.Microsecond, true},
+		{"1e3", time.Second, true},
+		{"+20", 20 * time.Millisecond, true},
+		{"3600000", time.Hour, true},
+		{"0.0000001", time.Nanosecond, true}, // rounds up to the least duration, never to "no objective"
+		{"0", 0, false},
+		{"-5", 0, false},
+		{"3600000.5", 0, false},
+		{"1e300", 0, false},
+		{"NaN", 0, false},
+		{"nan", 0, false},
+		{"Inf", 0, false},
+		{"+Inf", 0, false},
+		{"0x1p4", 0, false},
+		{"1_000", 0, false},
+		{"fast", 0, false},
+		{"500ms", 0, false},
+		{"5,5", 0, false},
+	} {
+		got, err := contract.ParseSLO(tt.v)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseSLO(%q) = %v, %v; want %v, ok %v", tt.v, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzParseSLO checks that any header value is either refused or read as a duration within
+// (0, MaxSLO], and that an accepted value is not reserved or routing (it passes through).
+func FuzzParseSLO(f *testing.F) {
+	for _, s := range []string{"", "500", "2.5", "1e3", "-1", "NaN", "Inf", "0x10", "3600000", "1e309", " 7 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, err := contract.ParseSLO(v)
+		if err != nil {
+			if d != 0 {
+				t.Fatalf("ParseSLO(%q) refused with %v but returned %v", v, err, d)
+			}
+			return
+		}
+		if strings.TrimSpace(v) == "" {
+			if d != 0 {
+				t.Fatalf("ParseSLO(%q) = %v, want 0 for no objective", v, d)
+			}
+			return
+		}
+		if d <= 0 || d > contract.MaxSLO {
+			t.Fatalf("ParseSLO(%q) = %v, outside (0, %v]", v, d, contract.MaxSLO)
+		}
+	})
+}
+
+func TestSLOHeadersPassThrough(t *testing.T) {
+	for _, h := range []string{contract.HeaderSLOTTFT, contract.HeaderSLOTPOT} {
+		if contract.IsReserved(h) || contract.IsRouting(h) {
+			t.Errorf("%s must pass through both tiers unchanged", h)
+		}
+	}
+}

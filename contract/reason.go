@@ -55,6 +55,9 @@ const (
 	ReasonNotNearest Reason = "not_nearest"
 	// ReasonSpilloverNotDrawn: the spillover routing mode drew another of the clusters it kept.
 	ReasonSpilloverNotDrawn Reason = "spillover_not_drawn"
+	// ReasonMissesSLO: the cluster's estimate is above the request's time-to-first-token
+	// objective (x-slo-ttft-ms) and another cluster's is not.
+	ReasonMissesSLO Reason = "misses_slo"
 )
 
 // Why a cluster could not take a request at all.
@@ -115,6 +118,9 @@ const (
 	ReasonNoCapacity Reason = "no_capacity"
 	// ReasonOverloaded: the gateway's 429 when flow control refuses or hands back a request.
 	ReasonOverloaded Reason = "overloaded"
+	// ReasonSLOUnattainable: the gateway's 429 for a sheddable request with a latency objective
+	// (x-slo-ttft-ms, x-slo-tpot-ms) that no pod is predicted to meet.
+	ReasonSLOUnattainable Reason = "slo_unattainable"
 	// ReasonBodyBudgetExhausted: 503, the in-flight body budget cannot hold one more body.
 	ReasonBodyBudgetExhausted Reason = "body_budget_exhausted"
 	// ReasonClientClosedRequest: 499, the client went away.
@@ -123,6 +129,14 @@ const (
 	ReasonUpstreamUnreachable Reason = "upstream_unreachable"
 	// ReasonShuttingDown: the router's 503 while it drains.
 	ReasonShuttingDown Reason = "shutting_down"
+	// ReasonRateLimitExceeded: the router's 429 when a tenant is over one of its limits (tokens
+	// per minute, requests per second, requests in flight), with Retry-After.
+	ReasonRateLimitExceeded Reason = "rate_limit_exceeded"
+	// ReasonInvalidAPIKey: the router's 401 when API keys are configured and the request carries
+	// none or an unknown one.
+	ReasonInvalidAPIKey Reason = "invalid_api_key"
+	// ReasonTenantUnavailable: the router's 503 when the tenant's stored limits cannot be read.
+	ReasonTenantUnavailable Reason = "tenant_unavailable"
 )
 
 // Why a gateway published a capacity summary.
@@ -193,11 +207,20 @@ var reasons = map[Reason]reasonInfo{
 	ReasonChosenOverflow:          {"chosen: overflow, no local cluster has room", UseCandidate},
 	ReasonChosenLocalReturning:    {"chosen: local first, under the overflow threshold" + returning, UseCandidate},
 	ReasonChosenOverflowReturning: {"chosen: overflow, no local cluster has room" + returning, UseCandidate},
-	ReasonChosenSession:           {"chosen: served the request's session last, has room and is near the best estimate", UseCandidate},
-	ReasonSessionElsewhere:        {"drawn by power-of-d, passed over for the cluster that served the request's session last", UseCandidate},
-	ReasonLocalHasRoom:            {"a local cluster has room", UseCandidate},
-	ReasonOverThreshold:           {"over the overflow threshold", UseCandidate | UseLeftRegion},
-	ReasonRemoteSooner:            {"a cluster elsewhere is estimated to answer several times sooner", UseCandidate | UseLeftRegion},
+	ReasonChosenSession: {
+		"chosen: served the request's session last, has room and is near the best estimate",
+		UseCandidate,
+	},
+	ReasonSessionElsewhere: {
+		"drawn by power-of-d, passed over for the cluster that served the request's session last",
+		UseCandidate,
+	},
+	ReasonLocalHasRoom:  {"a local cluster has room", UseCandidate},
+	ReasonOverThreshold: {"over the overflow threshold", UseCandidate | UseLeftRegion},
+	ReasonRemoteSooner: {
+		"a cluster elsewhere is estimated to answer several times sooner",
+		UseCandidate | UseLeftRegion,
+	},
 	ReasonPastThroughput: {"past its throughput (this router's requests queue there for a first token) and a cluster " +
 		"elsewhere is estimated sooner beyond the near-best window", UseCandidate | UseLeftRegion},
 	ReasonOverflowCap: {"region overflow cap reached", UseCandidate},
@@ -205,8 +228,14 @@ var reasons = map[Reason]reasonInfo{
 	ReasonNotDrawn:    {"near the best, not drawn by power-of-d", UseCandidate},
 	ReasonYielded:     {"drawn by power-of-d, passed over for a returning cluster's share", UseCandidate},
 	ReasonNotNearest:  {"a nearer region has room (spillover routing mode: overflow by round trip only)", UseCandidate},
-	ReasonSpilloverNotDrawn: {"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
-		UseCandidate},
+	ReasonSpilloverNotDrawn: {
+		"not drawn (spillover routing mode: uniformly among the local clusters with room, or the nearest region's)",
+		UseCandidate,
+	},
+	ReasonMissesSLO: {
+		"estimated above the request's time-to-first-token objective, which another cluster is estimated to meet",
+		UseCandidate | UseLeftRegion,
+	},
 	ReasonNotServed:        {"does not serve the model", UseCandidate},
 	ReasonNoReadyPods:      {"no ready pods", UseCandidate},
 	ReasonRegionNotAllowed: {"region not allowed by policy", UseCandidate},
@@ -216,8 +245,11 @@ var reasons = map[Reason]reasonInfo{
 	ReasonSaturated:        {"saturated", UseCandidate},
 	ReasonLocalOnly:        {"outside the router's region (local-only routing mode)", UseCandidate},
 
-	ReasonUnavailable: {"every local cluster serving the model is drained, stale, unhealthy, saturated or without ready pods", UseLeftRegion},
-	ReasonNoLocal:     {"no cluster of the router's region serves the model", UseLeftRegion},
+	ReasonUnavailable: {
+		"every local cluster serving the model is drained, stale, unhealthy, saturated or without ready pods",
+		UseLeftRegion,
+	},
+	ReasonNoLocal: {"no cluster of the router's region serves the model", UseLeftRegion},
 
 	ReasonNotLoaded:   {"the router has not loaded its routing policies yet", UsePolicy},
 	ReasonUndecodable: {"the model's stored routing policy cannot be read", UsePolicy},
@@ -231,10 +263,14 @@ var reasons = map[Reason]reasonInfo{
 	ReasonPolicyUnavailable:   {"no routing policy is in force for the model", UseRouterError},
 	ReasonNoCapacity:          {"nothing can take the request now", UseRouterError | UseGatewayError},
 	ReasonOverloaded:          {"flow control refused or handed back the request", UseGatewayError},
+	ReasonSLOUnattainable:     {"no pod is predicted to meet the sheddable request's latency objective", UseGatewayError},
 	ReasonBodyBudgetExhausted: {"the in-flight request body budget is spent", UseRouterError | UseGatewayError},
 	ReasonClientClosedRequest: {"the client closed the request", UseGatewayError},
 	ReasonUpstreamUnreachable: {"the model server could not be reached", UseGatewayError},
 	ReasonShuttingDown:        {"the router is shutting down", UseRouterError},
+	ReasonRateLimitExceeded:   {"the tenant is over one of its limits", UseRouterError},
+	ReasonInvalidAPIKey:       {"the API key is missing or unknown", UseRouterError},
+	ReasonTenantUnavailable:   {"the tenant's stored limits cannot be read", UseRouterError},
 
 	ReasonPublishFirst:     {"the first summary since the gateway started", UsePublish},
 	ReasonPublishChange:    {"a figure moved past its threshold", UsePublish},

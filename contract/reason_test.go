@@ -90,7 +90,10 @@ func TestReasonTexts(t *testing.T) {
 		text string
 	}{
 		{contract.ReasonChosenLocal, "chosen: local first, under the overflow threshold"},
-		{contract.ReasonChosenOverflowReturning, "chosen: overflow, no local cluster has room; returning from slow start, sent its share whatever its estimate"},
+		{
+			contract.ReasonChosenOverflowReturning,
+			"chosen: overflow, no local cluster has room; returning from slow start, sent its share whatever its estimate",
+		},
 		{contract.ReasonNotServed, "does not serve the model"},
 		{contract.ReasonRegionNotAllowed, "region not allowed by policy"},
 		{contract.ReasonDrained, "drained"},
@@ -114,12 +117,21 @@ func TestReasonsByUse(t *testing.T) {
 		use  contract.Use
 		want []contract.Reason
 	}{
-		{contract.UseLeftRegion, []contract.Reason{contract.ReasonNoLocal, contract.ReasonOverThreshold,
-			contract.ReasonPastThroughput, contract.ReasonRemoteSooner, contract.ReasonUnavailable}},
+		{
+			contract.UseLeftRegion,
+			[]contract.Reason{contract.ReasonMissesSLO, contract.ReasonNoLocal, contract.ReasonOverThreshold,
+				contract.ReasonPastThroughput, contract.ReasonRemoteSooner, contract.ReasonUnavailable},
+		},
 		{contract.UsePolicy, []contract.Reason{contract.ReasonNotLoaded, contract.ReasonUndecodable}},
-		{contract.UsePublish, []contract.Reason{contract.ReasonPublishChange, contract.ReasonPublishFirst, contract.ReasonPublishHeartbeat}},
-		{contract.UseFlowOutcome, []contract.Reason{contract.ReasonFlowCancelled, contract.ReasonFlowDispatched, contract.ReasonFlowError,
-			contract.ReasonFlowEvicted, contract.ReasonFlowExpired, contract.ReasonFlowHandedBack, contract.ReasonFlowRejected}},
+		{
+			contract.UsePublish,
+			[]contract.Reason{contract.ReasonPublishChange, contract.ReasonPublishFirst, contract.ReasonPublishHeartbeat},
+		},
+		{
+			contract.UseFlowOutcome,
+			[]contract.Reason{contract.ReasonFlowCancelled, contract.ReasonFlowDispatched, contract.ReasonFlowError,
+				contract.ReasonFlowEvicted, contract.ReasonFlowExpired, contract.ReasonFlowHandedBack, contract.ReasonFlowRejected},
+		},
 	}
 	for _, tt := range tests {
 		if got := contract.Reasons(tt.use); !slices.Equal(got, tt.want) {

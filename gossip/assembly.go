@@ -50,7 +50,14 @@ type candidate struct {
 
 // newAssembly returns the empty assembly of the message c belongs to.
 func newAssembly(c chunk, now time.Time) *assembly {
-	a := &assembly{seq: c.seq, parts: make([][]byte, c.count), started: now, linked: c.linked, head: c.head, id: parkedID(c)}
+	a := &assembly{
+		seq:     c.seq,
+		parts:   make([][]byte, c.count),
+		started: now,
+		linked:  c.linked,
+		head:    c.head,
+		id:      parkedID(c),
+	}
 	if c.linked {
 		a.expect = c.head
 	}

@@ -14,7 +14,11 @@ import (
 )
 
 // budgetFlag sets BroadcastBudget in BenchmarkBandwidth's pool; -1 keeps the default.
-var budgetFlag = flag.Int("gossip.budget", -1, "BenchmarkBandwidth: Config.BroadcastBudget of every node (-1: the default, 0: off)")
+var budgetFlag = flag.Int(
+	"gossip.budget",
+	-1,
+	"BenchmarkBandwidth: Config.BroadcastBudget of every node (-1: the default, 0: off)",
+)
 
 // benchPool starts n nodes with the given timings, the first `gateways` of them gateways and the
 // rest routers, and waits until every node sees every other. A budget of -1 keeps the default.
@@ -30,7 +34,12 @@ func benchPool(b *testing.B, n, gateways int, timings gossip.Timings, budget int
 			c.BroadcastBudget = budget
 		}
 	})
-	poll.Until(b, 5*time.Minute, func() bool { return gossiptest.AllMembersAlive(nodes(p), n) }, "the pool to form") // a loaded machine is slow to form it
+	poll.Until(
+		b,
+		5*time.Minute,
+		func() bool { return gossiptest.AllMembersAlive(nodes(p), n) },
+		"the pool to form",
+	) // a loaded machine is slow to form it
 	return p
 }
 
@@ -58,7 +67,12 @@ func BenchmarkPropagation(b *testing.B) {
 					b.Fatal(err)
 				}
 				at := time.Unix(0, sent.GetGeneratedAtUnixNano())
-				poll.Until(b, time.Minute, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the change to reach every node")
+				poll.Until(
+					b,
+					time.Minute,
+					func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
+					"the change to reach every node",
+				)
 				var last time.Duration
 				for k := 0; k < n; k++ {
 					if s := summaryOf(p.Node(k), sent.GetNode()); s != nil && k != i%n {
@@ -131,7 +145,10 @@ func BenchmarkBandwidth(b *testing.B) {
 			close(stop)
 			<-done
 			per := func(x uint64) float64 { return float64(x) / n / elapsed }
-			b.ReportMetric(per(after.PacketBytesSent+after.StreamBytesSent-before.PacketBytesSent-before.StreamBytesSent), "sent-B/s/node")
+			b.ReportMetric(
+				per(after.PacketBytesSent+after.StreamBytesSent-before.PacketBytesSent-before.StreamBytesSent),
+				"sent-B/s/node",
+			)
 			b.ReportMetric(per(after.OwnBroadcastBytes-before.OwnBroadcastBytes)*n/float64(gateways), "own-B/s/gateway")
 			b.ReportMetric(per(after.RelayedBroadcastBytes-before.RelayedBroadcastBytes), "relayed-B/s/node")
 			b.ReportMetric(pct(ages, 0.5).Seconds()*1000, "p50-age-ms")

@@ -71,7 +71,11 @@ func budgetNode(t *testing.T, clock *fakeClock, gateways, budget int) *Node {
 		if i < gateways {
 			meta = gw
 		}
-		n.peers.update(n, &memberlist.Node{Name: fmt.Sprintf("peer-%02d", i), Addr: net.IPv4(10, 0, 1, byte(i)), Port: 7946, Meta: meta}, StateAlive)
+		n.peers.update(
+			n,
+			&memberlist.Node{Name: fmt.Sprintf("peer-%02d", i), Addr: net.IPv4(10, 0, 1, byte(i)), Port: 7946, Meta: meta},
+			StateAlive,
+		)
 	}
 	return n
 }
@@ -137,7 +141,13 @@ func TestBudgetPacesDeltas(t *testing.T) {
 				}
 				return
 			}
-			share := float64(tt.budget)/float64(tt.gateways) - float64(n.pub.baseMsgs*n.sendsPerNode(n.queue))/n.cfg.FullSummaryInterval.Seconds()
+			share := float64(
+				tt.budget,
+			)/float64(
+				tt.gateways,
+			) - float64(
+				n.pub.baseMsgs*n.sendsPerNode(n.queue),
+			)/n.cfg.FullSummaryInterval.Seconds()
 			perSecond := sent / secs
 			if held == 0 || perSecond > 3.5 || perSecond < 1/maxHold.Seconds()-0.1 {
 				t.Fatalf("%.2f deltas a second, %v held: want paced, at least %.1f a second", perSecond, held, 1/maxHold.Seconds())

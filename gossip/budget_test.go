@@ -48,10 +48,34 @@ func TestBudgetHeldDeltasReachThePool(t *testing.T) {
 			if tt.wantHeld {
 				want = 2
 			}
-			poll.Until(t, 10*time.Second, func() bool { return deltaEvents(t, reg, "published") == want }, "the held delta to be sent")
-			poll.Until(t, 30*time.Second, func() bool { return hasSeq(p, p.Node(0).Name(), last) }, "the latest summary to reach every node")
-			if held, superseded := deltaEvents(t, reg, "held"), deltaEvents(t, reg, "superseded"); (held > 0) != tt.wantHeld || superseded != max(held-1, 0) {
-				t.Fatalf("%v deltas held back, %v superseded: want held = %v, all but the last superseded", held, superseded, tt.wantHeld)
+			poll.Until(
+				t,
+				10*time.Second,
+				func() bool { return deltaEvents(t, reg, "published") == want },
+				"the held delta to be sent",
+			)
+			poll.Until(
+				t,
+				30*time.Second,
+				func() bool { return hasSeq(p, p.Node(0).Name(), last) },
+				"the latest summary to reach every node",
+			)
+			if held, superseded := deltaEvents(
+				t,
+				reg,
+				"held",
+			), deltaEvents(
+				t,
+				reg,
+				"superseded",
+			); (held > 0) != tt.wantHeld ||
+				superseded != max(held-1, 0) {
+				t.Fatalf(
+					"%v deltas held back, %v superseded: want held = %v, all but the last superseded",
+					held,
+					superseded,
+					tt.wantHeld,
+				)
 			}
 		})
 	}

@@ -135,12 +135,20 @@ func TestForgedChunksCannotBlockMultiChunkSummaries(t *testing.T) {
 			ownMessage(msgChunk, ahead, garbage)[:1], ownMessage(msgChunk, ahead+1, garbage)[:1],
 			ownMessage(msgChunk, ahead+2, garbage)[:1], all()), 0},
 		{"a forged piece of the genuine message before its first chunk", cat([][]byte{tampered(t, byIndex[1])}, all()), 0},
-		{"a forged piece of the genuine message after its first chunk", cat(in(0), [][]byte{tampered(t, byIndex[1])}, all()[1:]), 1},
+		{
+			"a forged piece of the genuine message after its first chunk",
+			cat(in(0), [][]byte{tampered(t, byIndex[1])}, all()[1:]),
+			1,
+		},
 		{"a forged first chunk under the genuine head", cat([][]byte{tampered(t, byIndex[0])}, all()), 1},
 		{"forged pieces in every slot, the genuine one again later", cat(
 			[][]byte{tampered(t, byIndex[1]), tampered(t, tampered(t, byIndex[1]))}, reversed(), in(1)), 0},
 		{"a forged one-chunk summary with a later sequence mid-assembly", cat(in(0), [][]byte{forgedSingle}, all()[1:]), 0},
-		{"a head that is not the first chunk's digest", cat([][]byte{linkedMsg("gw", seq, 0, 2, digest{1}, digest{2}, first.payload)}, all()), 1},
+		{
+			"a head that is not the first chunk's digest",
+			cat([][]byte{linkedMsg("gw", seq, 0, 2, digest{1}, digest{2}, first.payload)}, all()),
+			1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,9 +156,12 @@ func TestForgedChunksCannotBlockMultiChunkSummaries(t *testing.T) {
 			v.pub.Store(&pub)
 			router := newIdentityNode(t, clock, nil, v, nil)
 			for _, m := range tt.deliver {
-				queued, forged := router.queue.NumQueued(), testutil.ToFloat64(router.metrics.rejected.WithLabelValues(RejectForgedChunk))
+				queued, forged := router.queue.NumQueued(), testutil.ToFloat64(
+					router.metrics.rejected.WithLabelValues(RejectForgedChunk),
+				)
 				router.handleChunk(m)
-				if testutil.ToFloat64(router.metrics.rejected.WithLabelValues(RejectForgedChunk)) > forged && router.queue.NumQueued() > queued {
+				if testutil.ToFloat64(router.metrics.rejected.WithLabelValues(RejectForgedChunk)) > forged &&
+					router.queue.NumQueued() > queued {
 					t.Error("a chunk counted as forged was queued for relay")
 				}
 			}

@@ -411,9 +411,17 @@ func decodeDelta(b []byte, node string, seq uint64, limit int) (*gossipv1.Summar
 	case d.GetBaseDistance() != 0 || d.GetGeneratedAtOffset() != 0:
 		return nil, fmt.Errorf("%w: delta header both compact and long, or base not above zero", ErrMalformed)
 	case d.GetNode() != node || d.GetSequence() != seq:
-		return nil, fmt.Errorf("%w: chunk header says %s/%d, delta %s/%d", ErrMalformed, node, seq, d.GetNode(), d.GetSequence())
+		return nil, fmt.Errorf(
+			"%w: chunk header says %s/%d, delta %s/%d",
+			ErrMalformed,
+			node,
+			seq,
+			d.GetNode(),
+			d.GetSequence(),
+		)
 	}
-	if d.GetNode() == "" || len(d.GetNode()) > maxNodeName || d.GetBaseSequence() == 0 || d.GetSequence() <= d.GetBaseSequence() {
+	if d.GetNode() == "" || len(d.GetNode()) > maxNodeName || d.GetBaseSequence() == 0 ||
+		d.GetSequence() <= d.GetBaseSequence() {
 		return nil, fmt.Errorf("%w: delta without node name, or sequence not above its base", ErrMalformed)
 	}
 	return d, nil

@@ -15,13 +15,24 @@ import (
 func bigSummary(node string, seq uint64, models int) *gossipv1.CapacitySummary {
 	s := &gossipv1.CapacitySummary{Node: node, Sequence: seq, Cluster: "c1", GeneratedAtUnixNano: 1}
 	for i := 0; i < models; i++ {
-		m := &gossipv1.ModelCapacity{Name: "model-" + string(rune('a'+i%26)) + string(rune('a'+i/26)), ReadyPods: uint32(i), FreeKvTokens: uint64(i) * 7919}
+		m := &gossipv1.ModelCapacity{
+			Name:         "model-" + string(rune('a'+i%26)) + string(rune('a'+i/26)),
+			ReadyPods:    uint32(i),
+			FreeKvTokens: uint64(i) * 7919,
+		}
 		for j := 0; j < 20; j++ {
-			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: "adapter-" + string(rune('a'+j)), ResidentPods: uint32(j)})
+			m.Adapters = append(
+				m.Adapters,
+				&gossipv1.AdapterCapacity{Name: "adapter-" + string(rune('a'+j)), ResidentPods: uint32(j)},
+			)
 		}
 		s.Models = append(s.Models, m)
 	}
-	s.PrefixSketch = &gossipv1.PrefixSketch{Bits: bytes.Repeat([]byte{0x5a, 0x13, 0x77}, 1500), NumBits: 4500 * 8, NumHashes: 7}
+	s.PrefixSketch = &gossipv1.PrefixSketch{
+		Bits:      bytes.Repeat([]byte{0x5a, 0x13, 0x77}, 1500),
+		NumBits:   4500 * 8,
+		NumHashes: 7,
+	}
 	return s
 }
 
@@ -128,18 +139,35 @@ func TestStoreNewestSequenceWins(t *testing.T) {
 
 func TestStoreRejectsInconsistentChunks(t *testing.T) {
 	st := newStore(2048)
-	if _, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 0, count: 3, payload: []byte{1}}, time.Time{}); err != nil {
+	if _, _, err := st.addChunk(
+		chunk{node: "a", seq: 2, index: 0, count: 3, payload: []byte{1}},
+		time.Time{},
+	); err != nil {
 		t.Fatal(err)
 	}
 	// Another count under the same sequence is another message (perhaps forged): it assembles
 	// apart and leaves the first one's chunks alone.
-	if out, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 1, count: 4, payload: []byte{1}}, time.Time{}); err != nil || out != chunkPartial {
+	if out, _, err := st.addChunk(
+		chunk{node: "a", seq: 2, index: 1, count: 4, payload: []byte{1}},
+		time.Time{},
+	); err != nil ||
+		out != chunkPartial {
 		t.Errorf("count mismatch: outcome %v, err %v; want a partial assembly of its own", out, err)
 	}
-	if out, _, err := st.addChunk(chunk{node: "a", seq: 2, index: 1, count: 3, payload: []byte{2}}, time.Time{}); err != nil || out != chunkPartial {
+	if out, _, err := st.addChunk(
+		chunk{node: "a", seq: 2, index: 1, count: 3, payload: []byte{2}},
+		time.Time{},
+	); err != nil ||
+		out != chunkPartial {
 		t.Errorf("first message's second chunk: outcome %v, err %v", out, err)
 	}
-	if _, _, err := st.addChunk(chunk{node: "a", seq: 3, index: 0, count: 2, payload: make([]byte, 4096)}, time.Time{}); !errors.Is(err, ErrMalformed) {
+	if _, _, err := st.addChunk(
+		chunk{node: "a", seq: 3, index: 0, count: 2, payload: make([]byte, 4096)},
+		time.Time{},
+	); !errors.Is(
+		err,
+		ErrMalformed,
+	) {
 		t.Errorf("oversize assembly: err %v", err)
 	}
 	out, _, err := st.addChunk(chunk{node: "b", seq: 1, index: 0, count: 1, payload: []byte{codecRaw, 0xff}}, time.Time{})

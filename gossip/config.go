@@ -295,10 +295,20 @@ func (c *Config) validateDurations() []error {
 		errs = append(errs, fmt.Errorf("gossip: MaxStreamBytes %d, want at least 65536", c.MaxStreamBytes))
 	}
 	if c.SigningKey != nil && len(c.SigningKey) != ed25519.PrivateKeySize {
-		errs = append(errs, fmt.Errorf("gossip: SigningKey is %d bytes, want an Ed25519 private key (%d)", len(c.SigningKey), ed25519.PrivateKeySize))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"gossip: SigningKey is %d bytes, want an Ed25519 private key (%d)",
+				len(c.SigningKey),
+				ed25519.PrivateKeySize,
+			),
+		)
 	}
 	if c.JoinBackoffMax < c.JoinBackoffMin {
-		errs = append(errs, fmt.Errorf("gossip: JoinBackoffMax %v below JoinBackoffMin %v", c.JoinBackoffMax, c.JoinBackoffMin))
+		errs = append(
+			errs,
+			fmt.Errorf("gossip: JoinBackoffMax %v below JoinBackoffMin %v", c.JoinBackoffMax, c.JoinBackoffMin),
+		)
 	}
 	if c.BroadcastBudget < 0 {
 		errs = append(errs, fmt.Errorf("gossip: BroadcastBudget %d bytes/s, want 0 (off) or more", c.BroadcastBudget))

@@ -108,7 +108,9 @@ func diffModel(b, n *gossipv1.ModelCapacity) (md *gossipv1.ModelDelta, ok bool) 
 		md.AdapterList = &gossipv1.AdapterList{Adapters: n.GetAdapters()}
 	}
 	md.PrefixSketch, md.PrefixSketchRemoved = diffSketch(b.GetPrefixSketch(), n.GetPrefixSketch())
-	if md.Figures == nil && md.FigureMask == 0 && len(md.Adapters) == 0 && md.AdapterList == nil && md.PrefixSketch == nil && !md.PrefixSketchRemoved {
+	if md.Figures == nil && md.FigureMask == 0 && len(md.Adapters) == 0 && md.AdapterList == nil &&
+		md.PrefixSketch == nil &&
+		!md.PrefixSketchRemoved {
 		return nil, true
 	}
 	return md, true
@@ -147,7 +149,8 @@ func diffSketch(b, n *gossipv1.PrefixSketch) (*gossipv1.PrefixSketch, bool) {
 // a delta of another node or base, one with out-of-range or unordered indices, and one carrying
 // fields this version does not know.
 func applyDelta(base *gossipv1.CapacitySummary, d *gossipv1.SummaryDelta) (*gossipv1.CapacitySummary, error) {
-	if d.GetNode() != base.GetNode() || d.GetBaseSequence() != base.GetSequence() || d.GetSequence() <= base.GetSequence() {
+	if d.GetNode() != base.GetNode() || d.GetBaseSequence() != base.GetSequence() ||
+		d.GetSequence() <= base.GetSequence() {
 		return nil, fmt.Errorf("%w: delta %s/%d against base %d does not apply to %s/%d", ErrMalformed,
 			d.GetNode(), d.GetSequence(), d.GetBaseSequence(), base.GetNode(), base.GetSequence())
 	}
@@ -180,7 +183,8 @@ func applyDelta(base *gossipv1.CapacitySummary, d *gossipv1.SummaryDelta) (*goss
 
 // applyModel rebuilds one model from its base and its delta.
 func applyModel(b *gossipv1.ModelCapacity, md *gossipv1.ModelDelta) (*gossipv1.ModelCapacity, error) {
-	if len(md.ProtoReflect().GetUnknown()) > 0 || (md.GetAdapterList() != nil && len(md.GetAdapterList().ProtoReflect().GetUnknown()) > 0) {
+	if len(md.ProtoReflect().GetUnknown()) > 0 ||
+		(md.GetAdapterList() != nil && len(md.GetAdapterList().ProtoReflect().GetUnknown()) > 0) {
 		return nil, fmt.Errorf("%w: model delta carries unknown fields", ErrMalformed)
 	}
 	m, err := modelAfter(b, md)
@@ -193,7 +197,11 @@ func applyModel(b *gossipv1.ModelCapacity, md *gossipv1.ModelDelta) (*gossipv1.M
 		return nil, err
 	}
 	m.Adapters = adapters
-	if m.PrefixSketch, err = applySketch(b.GetPrefixSketch(), md.GetPrefixSketch(), md.GetPrefixSketchRemoved()); err != nil {
+	if m.PrefixSketch, err = applySketch(
+		b.GetPrefixSketch(),
+		md.GetPrefixSketch(),
+		md.GetPrefixSketchRemoved(),
+	); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -252,7 +260,11 @@ func adapterAfter(b *gossipv1.AdapterCapacity, ad *gossipv1.AdapterDelta) (*goss
 	a, masked := ad.GetFigures(), ad.GetFigureMask() != 0 || len(ad.GetFigureValues()) > 0
 	switch {
 	case (a == nil) == !masked || (a != nil && a.GetName() != "") || len(ad.ProtoReflect().GetUnknown()) > 0:
-		return nil, fmt.Errorf("%w: adapter delta %d without figures or mask, with both, with a name or unknown fields", ErrMalformed, ad.GetIndex())
+		return nil, fmt.Errorf(
+			"%w: adapter delta %d without figures or mask, with both, with a name or unknown fields",
+			ErrMalformed,
+			ad.GetIndex(),
+		)
 	case a != nil:
 		return a, nil
 	}
@@ -295,7 +307,11 @@ func modelFigures(m *gossipv1.ModelCapacity) *gossipv1.ModelCapacity {
 
 // adapterFigures returns a copy of a with its name cleared (see modelFigures).
 func adapterFigures(a *gossipv1.AdapterCapacity) *gossipv1.AdapterCapacity {
-	out := &gossipv1.AdapterCapacity{ResidentPods: a.GetResidentPods(), QueueDepth: a.GetQueueDepth(), Running: a.GetRunning()}
+	out := &gossipv1.AdapterCapacity{
+		ResidentPods: a.GetResidentPods(),
+		QueueDepth:   a.GetQueueDepth(),
+		Running:      a.GetRunning(),
+	}
 	if u := a.ProtoReflect().GetUnknown(); len(u) > 0 {
 		out.ProtoReflect().SetUnknown(u)
 	}

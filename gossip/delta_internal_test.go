@@ -24,7 +24,10 @@ func deltaBase(seq uint64, models, adapters int) *gossipv1.CapacitySummary {
 		m := &gossipv1.ModelCapacity{Name: fmt.Sprintf("model-%02d", i), ReadyPods: 4, TotalKvTokens: 1 << 20,
 			FreeKvTokens: uint64(i) * 1000, QueueDepth: uint32(i), Running: 10, PredictedTtftMs: 80, DecodeTokensPerSecond: 9000}
 		for j := 0; j < adapters; j++ {
-			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{Name: fmt.Sprintf("lora-%02d", j), ResidentPods: 1, Running: uint32(j)})
+			m.Adapters = append(
+				m.Adapters,
+				&gossipv1.AdapterCapacity{Name: fmt.Sprintf("lora-%02d", j), ResidentPods: 1, Running: uint32(j)},
+			)
 		}
 		if i%3 == 0 {
 			m.PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{byte(i), 1, 2, 3}, NumBits: 32, NumHashes: 3, Seed: 7}
@@ -62,10 +65,20 @@ func roundTrip(t *testing.T, base *gossipv1.CapacitySummary, d *gossipv1.Summary
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.GetNode() != d.GetNode() || got.GetSequence() != d.GetSequence() || got.GetBaseSequence() != d.GetBaseSequence() ||
+		if got.GetNode() != d.GetNode() || got.GetSequence() != d.GetSequence() ||
+			got.GetBaseSequence() != d.GetBaseSequence() ||
 			got.GetGeneratedAtUnixNano() != d.GetGeneratedAtUnixNano() {
-			t.Fatalf("decoded header %s/%d base %d at %d, want %s/%d base %d at %d", got.GetNode(), got.GetSequence(),
-				got.GetBaseSequence(), got.GetGeneratedAtUnixNano(), d.GetNode(), d.GetSequence(), d.GetBaseSequence(), d.GetGeneratedAtUnixNano())
+			t.Fatalf(
+				"decoded header %s/%d base %d at %d, want %s/%d base %d at %d",
+				got.GetNode(),
+				got.GetSequence(),
+				got.GetBaseSequence(),
+				got.GetGeneratedAtUnixNano(),
+				d.GetNode(),
+				d.GetSequence(),
+				d.GetBaseSequence(),
+				d.GetGeneratedAtUnixNano(),
+			)
 		}
 		before := proto.Clone(base)
 		out, err := applyDelta(base, got)
@@ -153,7 +166,12 @@ func TestDeltaRoundTrip(t *testing.T) {
 			s.Models[1].PrefixSketch = &gossipv1.PrefixSketch{Bits: []byte{1}, NumBits: 8, NumHashes: 1}
 		}, 1, 20},
 		{"model sketch removed", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = nil }, 1, 10},
-		{"model sketch emptied", func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = &gossipv1.PrefixSketch{} }, 1, 10},
+		{
+			"model sketch emptied",
+			func(s *gossipv1.CapacitySummary) { s.Models[0].PrefixSketch = &gossipv1.PrefixSketch{} },
+			1,
+			10,
+		},
 		{"cluster sketch changed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch.NumItems = 5 }, 0, 20},
 		{"cluster sketch removed", func(s *gossipv1.CapacitySummary) { s.PrefixSketch = nil }, 0, 8},
 	}
@@ -191,7 +209,10 @@ func TestDeltaNotPossible(t *testing.T) {
 			s.Models = append(s.Models, &gossipv1.ModelCapacity{Name: "new"})
 		})},
 		{"model removed", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Models = s.Models[1:] })},
-		{"models reordered", edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Models[0], s.Models[1] = s.Models[1], s.Models[0] })},
+		{
+			"models reordered",
+			edit(base, 11, func(s *gossipv1.CapacitySummary) { s.Models[0], s.Models[1] = s.Models[1], s.Models[0] }),
+		},
 		{"unknown header field", edit(base, 11, func(s *gossipv1.CapacitySummary) {
 			s.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
 		})},
@@ -293,11 +314,13 @@ func mutate(r *rand.Rand, s *gossipv1.CapacitySummary) (structural bool) {
 				a.ResidentPods, a.QueueDepth, a.Running = uint32(r.IntN(2)), 0, r.Uint32()
 			}
 		case 14: // a field a later version added: the model's figures travel whole
-			m.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), uint64(r.IntN(9))))
+			m.ProtoReflect().
+				SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), uint64(r.IntN(9))))
 		case 15:
 			if len(m.Adapters) > 0 {
 				a := m.Adapters[r.IntN(len(m.Adapters))]
-				a.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), uint64(r.IntN(9))))
+				a.ProtoReflect().
+					SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), uint64(r.IntN(9))))
 			}
 		}
 	}
@@ -336,7 +359,10 @@ func TestApplyDeltaRejects(t *testing.T) {
 		{"adapter index out of range", func(d *gossipv1.SummaryDelta) {
 			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 2, Figures: &gossipv1.AdapterCapacity{}}}
 		}},
-		{"adapter without figures", func(d *gossipv1.SummaryDelta) { d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 0}} }},
+		{
+			"adapter without figures",
+			func(d *gossipv1.SummaryDelta) { d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 0}} },
+		},
 		{"adapter figures with a name", func(d *gossipv1.SummaryDelta) {
 			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 0, Figures: &gossipv1.AdapterCapacity{Name: "x"}}}
 		}},
@@ -356,7 +382,9 @@ func TestApplyDeltaRejects(t *testing.T) {
 			d.Models[0].Figures, d.Models[0].FigureMask, d.Models[0].FigureValues = nil, 1<<1, []uint64{1 << 40}
 		}},
 		{"adapter figures and a mask", func(d *gossipv1.SummaryDelta) {
-			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{Figures: &gossipv1.AdapterCapacity{}, FigureMask: 1 << 1, FigureValues: []uint64{1}}}
+			d.Models[0].Adapters = []*gossipv1.AdapterDelta{
+				{Figures: &gossipv1.AdapterCapacity{}, FigureMask: 1 << 1, FigureValues: []uint64{1}},
+			}
 		}},
 		{"adapter mask naming the adapter name", func(d *gossipv1.SummaryDelta) {
 			d.Models[0].Adapters = []*gossipv1.AdapterDelta{{FigureMask: 1, FigureValues: []uint64{1}}}
@@ -373,7 +401,11 @@ func TestApplyDeltaRejects(t *testing.T) {
 	masked := good()
 	masked.Models[0].Figures, masked.Models[0].FigureMask, masked.Models[0].FigureValues = nil, 1<<4, []uint64{3}
 	masked.Models[0].Adapters = []*gossipv1.AdapterDelta{{Index: 1, FigureMask: 1 << 3, FigureValues: []uint64{5}}}
-	if got, err := applyDelta(base, masked); err != nil || got.GetModels()[1].GetQueueDepth() != 3 || got.GetModels()[1].GetAdapters()[1].GetRunning() != 5 {
+	if got, err := applyDelta(
+		base,
+		masked,
+	); err != nil || got.GetModels()[1].GetQueueDepth() != 3 ||
+		got.GetModels()[1].GetAdapters()[1].GetRunning() != 5 {
 		t.Fatalf("valid masked delta: %v, %v", got.GetModels()[1], err)
 	}
 	for _, tt := range tests {
@@ -408,7 +440,10 @@ func TestDecodeDeltaRejects(t *testing.T) {
 		{"long: sequence not above base", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 2})},
 		{"long: other node than the chunks", raw(&gossipv1.SummaryDelta{Node: "m", Sequence: 2, BaseSequence: 1})},
 		{"long: other sequence than the chunks", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 3, BaseSequence: 1})},
-		{"long with a generation offset", raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 1, GeneratedAtOffset: 1})},
+		{
+			"long with a generation offset",
+			raw(&gossipv1.SummaryDelta{Node: "n", Sequence: 2, BaseSequence: 1, GeneratedAtOffset: 1}),
+		},
 		{"compact with a node", raw(&gossipv1.SummaryDelta{Node: "n", BaseDistance: 1})},
 		{"compact with a sequence", raw(&gossipv1.SummaryDelta{Sequence: 2, BaseDistance: 1})},
 		{"compact with a base sequence", raw(&gossipv1.SummaryDelta{BaseSequence: 1, BaseDistance: 1})},
@@ -444,7 +479,11 @@ func TestCompactDeltaRefusedByOlderReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.GetNode() != "" || got.GetBaseSequence() != 0 {
-		t.Errorf("compact delta carries node %q and base %d; older readers would accept it", got.GetNode(), got.GetBaseSequence())
+		t.Errorf(
+			"compact delta carries node %q and base %d; older readers would accept it",
+			got.GetNode(),
+			got.GetBaseSequence(),
+		)
 	}
 	if m := got.GetModels(); len(m) != 1 || m[0].GetFigures() != nil || m[0].GetFigureMask() == 0 {
 		t.Errorf("model deltas %v, want one with a figure mask and no figures", m)
@@ -481,7 +520,8 @@ func FuzzDecodeDelta(f *testing.F) {
 			}
 			return
 		}
-		if d.GetNode() != "gw" || d.GetSequence() != seq || d.GetBaseSequence() == 0 || d.GetSequence() <= d.GetBaseSequence() {
+		if d.GetNode() != "gw" || d.GetSequence() != seq || d.GetBaseSequence() == 0 ||
+			d.GetSequence() <= d.GetBaseSequence() {
 			t.Fatalf("accepted delta %s/%d base %d from chunks of gw/%d", d.GetNode(), d.GetSequence(), d.GetBaseSequence(), seq)
 		}
 		held := edit(base, d.GetBaseSequence(), func(s *gossipv1.CapacitySummary) { s.Node = d.GetNode() })
@@ -490,7 +530,13 @@ func FuzzDecodeDelta(f *testing.F) {
 			return
 		}
 		if got.GetSequence() != d.GetSequence() || len(got.GetModels()) != len(held.GetModels()) {
-			t.Fatalf("rebuilt %s/%d with %d models from base with %d", got.GetNode(), got.GetSequence(), len(got.GetModels()), len(held.GetModels()))
+			t.Fatalf(
+				"rebuilt %s/%d with %d models from base with %d",
+				got.GetNode(),
+				got.GetSequence(),
+				len(got.GetModels()),
+				len(held.GetModels()),
+			)
 		}
 		for i, m := range got.GetModels() {
 			if m.GetName() != held.GetModels()[i].GetName() {

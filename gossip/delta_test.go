@@ -80,7 +80,12 @@ switchyard_gossip_deltas_total{event="published"} 4
 			t.Fatalf("late node applied no delta (parked %v)", deltaEvents(t, reg, "parked"))
 		}
 		sent := publish(load)
-		poll.Until(t, 30*time.Second, func() bool { return holdsExactly(p, sent) }, fmt.Sprintf("summary %d rebuilt exactly everywhere", load))
+		poll.Until(
+			t,
+			30*time.Second,
+			func() bool { return holdsExactly(p, sent) },
+			fmt.Sprintf("summary %d rebuilt exactly everywhere", load),
+		)
 	}
 	if got := deltaEvents(t, reg, "parked"); got != 0 {
 		t.Errorf("late node parked %v deltas, want 0 (its base came by push/pull)", got)

@@ -31,7 +31,12 @@ type forgeryFixture struct {
 	rogue      ed25519.PrivateKey
 }
 
-func newForgeryFixture(t *testing.T, v SummaryVerifier, pub *ed25519.PublicKey, key ed25519.PrivateKey) *forgeryFixture {
+func newForgeryFixture(
+	t *testing.T,
+	v SummaryVerifier,
+	pub *ed25519.PublicKey,
+	key ed25519.PrivateKey,
+) *forgeryFixture {
 	t.Helper()
 	f := &forgeryFixture{clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, rogue: testKey(66)}
 	f.gw = newIdentityNode(t, f.clock, key, nil, nil)
@@ -54,7 +59,13 @@ func (f *forgeryFixture) check(t *testing.T, when string) {
 	for _, s := range f.router.Snapshot() {
 		if s.Node == "gw" {
 			if !proto.Equal(s.Summary, f.held) || s.Stale {
-				t.Fatalf("%s: router holds sequence %d (want %d), stale %v", when, s.Summary.GetSequence(), f.held.GetSequence(), s.Stale)
+				t.Fatalf(
+					"%s: router holds sequence %d (want %d), stale %v",
+					when,
+					s.Summary.GetSequence(),
+					f.held.GetSequence(),
+					s.Stale,
+				)
 			}
 			return
 		}
@@ -64,7 +75,11 @@ func (f *forgeryFixture) check(t *testing.T, when string) {
 
 // forgedSummary returns a newer summary of gw pointing at the forger, signed with the forger's key
 // under the real key id.
-func (f *forgeryFixture) forgedSummary(t *testing.T, after time.Duration, edit func(*gossipv1.CapacitySummary)) *gossipv1.CapacitySummary {
+func (f *forgeryFixture) forgedSummary(
+	t *testing.T,
+	after time.Duration,
+	edit func(*gossipv1.CapacitySummary),
+) *gossipv1.CapacitySummary {
 	t.Helper()
 	s := proto.CloneOf(f.held)
 	s.Sequence += uint64(after)
@@ -112,7 +127,11 @@ func TestForgedMessagesCannotChangeARoutersView(t *testing.T) {
 		reason  string // counted in summaries_rejected_total
 	}{
 		{"full summary with another gateway URL", func(t *testing.T, f *forgeryFixture) {
-			s := f.forgedSummary(t, time.Millisecond, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "https://intruder.test" })
+			s := f.forgedSummary(
+				t,
+				time.Millisecond,
+				func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "https://intruder.test" },
+			)
 			blob, _ := EncodeSummary(s)
 			msgs, _ := encodeChunks("gw", s.GetSequence(), blob, 1400)
 			f.router.handleChunk(msgs[0])
@@ -154,7 +173,9 @@ func TestForgedMessagesCannotChangeARoutersView(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			(&delegate{n: f.router}).NotifyUpdate(&memberlist.Node{Name: "gw", Addr: net.IPv4(127, 0, 0, 9), Port: 7946, Meta: meta})
+			(&delegate{n: f.router}).NotifyUpdate(
+				&memberlist.Node{Name: "gw", Addr: net.IPv4(127, 0, 0, 9), Port: 7946, Meta: meta},
+			)
 		}, ""},
 		{"full-summary request", func(t *testing.T, f *forgeryFixture) {
 			f.router.handleWantFull(encodeWantFull("gw"))

@@ -35,7 +35,12 @@ func TestSummaryTurnsStaleAfterTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the summary to arrive")
+	poll.Until(
+		t,
+		10*time.Second,
+		func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
+		"the summary to arrive",
+	)
 	select {
 	case <-sub:
 	case <-time.After(5 * time.Second):
@@ -86,7 +91,12 @@ func TestRestartedNodeSequenceWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, first.GetNode(), first.GetSequence()) }, "the first summary to arrive")
+	poll.Until(
+		t,
+		10*time.Second,
+		func() bool { return hasSeq(p, first.GetNode(), first.GetSequence()) },
+		"the first summary to arrive",
+	)
 	p.Stop(2)
 	poll.Until(t, 20*time.Second, func() bool { return memberState(p.Node(0), first.GetNode()) == gossip.StateLeft },
 		"the stopped node seen as left")
@@ -117,7 +127,12 @@ func TestWrongKeyCannotJoinOrRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the summary to arrive")
+	poll.Until(
+		t,
+		10*time.Second,
+		func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
+		"the summary to arrive",
+	)
 
 	tests := []struct {
 		name string

@@ -23,20 +23,51 @@ func TestFigureMaskRoundTrip(t *testing.T) {
 		name string
 		b, n proto.Message
 	}{
-		{"model", &gossipv1.ModelCapacity{ReadyPods: 4, FreeKvTokens: 9, Saturated: true, PredictedTtftMs: 80},
-			&gossipv1.ModelCapacity{ReadyPods: math.MaxUint32, TotalKvTokens: math.MaxUint64, Saturation: 0.5, PredictedTtftMs: 96}},
-		{"model figures to zero", &gossipv1.ModelCapacity{ReadyPods: 4, FreeKvTokens: 9, Saturated: true, DecodeTokensPerSecond: 1},
-			&gossipv1.ModelCapacity{}},
-		{"negative zero and NaN", &gossipv1.ModelCapacity{Saturation: 1}, &gossipv1.ModelCapacity{Saturation: float32(math.Copysign(0, -1)), PredictedTtftMs: nan}},
+		{
+			"model",
+			&gossipv1.ModelCapacity{ReadyPods: 4, FreeKvTokens: 9, Saturated: true, PredictedTtftMs: 80},
+			&gossipv1.ModelCapacity{
+				ReadyPods:       math.MaxUint32,
+				TotalKvTokens:   math.MaxUint64,
+				Saturation:      0.5,
+				PredictedTtftMs: 96,
+			},
+		},
+		{
+			"model figures to zero",
+			&gossipv1.ModelCapacity{ReadyPods: 4, FreeKvTokens: 9, Saturated: true, DecodeTokensPerSecond: 1},
+			&gossipv1.ModelCapacity{},
+		},
+		{
+			"negative zero and NaN",
+			&gossipv1.ModelCapacity{Saturation: 1},
+			&gossipv1.ModelCapacity{Saturation: float32(math.Copysign(0, -1)), PredictedTtftMs: nan},
+		},
 		{"infinity", &gossipv1.ModelCapacity{}, &gossipv1.ModelCapacity{PredictedTtftMs: float32(math.Inf(-1))}},
 		{"adapter", &gossipv1.AdapterCapacity{ResidentPods: 1}, &gossipv1.AdapterCapacity{QueueDepth: 3, Running: 2}},
-		{"int64 and int32", &durationpb.Duration{Seconds: 5}, &durationpb.Duration{Seconds: math.MinInt64, Nanos: math.MinInt32}},
-		{"int64 and int32 maxima", &durationpb.Duration{}, &durationpb.Duration{Seconds: math.MaxInt64, Nanos: math.MaxInt32}},
+		{
+			"int64 and int32",
+			&durationpb.Duration{Seconds: 5},
+			&durationpb.Duration{Seconds: math.MinInt64, Nanos: math.MinInt32},
+		},
+		{
+			"int64 and int32 maxima",
+			&durationpb.Duration{},
+			&durationpb.Duration{Seconds: math.MaxInt64, Nanos: math.MaxInt32},
+		},
 		{"double", wrapperspb.Double(1), wrapperspb.Double(-math.MaxFloat64)},
 		{"double to zero", wrapperspb.Double(1), wrapperspb.Double(0)},
 		{"float", wrapperspb.Float(1), wrapperspb.Float(math.SmallestNonzeroFloat32)},
-		{"enums, int32 and bool", &typepb.Field{Kind: typepb.Field_TYPE_STRING, Number: -3},
-			&typepb.Field{Kind: typepb.Field_TYPE_SINT64, Cardinality: typepb.Field_CARDINALITY_REPEATED, Number: 7, Packed: true}},
+		{
+			"enums, int32 and bool",
+			&typepb.Field{Kind: typepb.Field_TYPE_STRING, Number: -3},
+			&typepb.Field{
+				Kind:        typepb.Field_TYPE_SINT64,
+				Cardinality: typepb.Field_CARDINALITY_REPEATED,
+				Number:      7,
+				Packed:      true,
+			},
+		},
 		{"unknown enum value", &typepb.Field{}, &typepb.Field{Kind: typepb.Field_Kind(-77)}},
 	}
 	for _, tt := range tests {
@@ -85,9 +116,19 @@ func randomModel(r *rand.Rand) *gossipv1.ModelCapacity {
 	f32 := func() float32 {
 		return [...]float32{0, float32(r.IntN(500)), math.Float32frombits(r.Uint32())}[r.IntN(3)]
 	}
-	return &gossipv1.ModelCapacity{Name: "m", ReadyPods: u32(), TotalKvTokens: r.Uint64() >> r.IntN(64), FreeKvTokens: uint64(u32()),
-		QueueDepth: u32(), Running: u32(), Saturation: f32(), Saturated: r.IntN(2) == 0, PredictedTtftMs: f32(),
-		PrefillTokensPerSecond: f32(), DecodeTokensPerSecond: f32()}
+	return &gossipv1.ModelCapacity{
+		Name:                   "m",
+		ReadyPods:              u32(),
+		TotalKvTokens:          r.Uint64() >> r.IntN(64),
+		FreeKvTokens:           uint64(u32()),
+		QueueDepth:             u32(),
+		Running:                u32(),
+		Saturation:             f32(),
+		Saturated:              r.IntN(2) == 0,
+		PredictedTtftMs:        f32(),
+		PrefillTokensPerSecond: f32(),
+		DecodeTokensPerSecond:  f32(),
+	}
 }
 
 func TestFigureMaskNotPossible(t *testing.T) {
@@ -131,7 +172,13 @@ func TestFigureMaskApplyRejects(t *testing.T) {
 		{"uint32 out of range", model, &gossipv1.ModelCapacity{}, bit(2), []uint64{1 << 32}},
 		{"bool out of range", model, &gossipv1.ModelCapacity{}, bit(8), []uint64{2}},
 		{"float out of range", model, &gossipv1.ModelCapacity{}, bit(9), []uint64{1 << 32}},
-		{"int32 out of range", newFigureSet((&durationpb.Duration{}).ProtoReflect().Descriptor(), nil), &durationpb.Duration{}, bit(2), []uint64{zigzag(math.MaxInt32 + 1)}},
+		{
+			"int32 out of range",
+			newFigureSet((&durationpb.Duration{}).ProtoReflect().Descriptor(), nil),
+			&durationpb.Duration{},
+			bit(2),
+			[]uint64{zigzag(math.MaxInt32 + 1)},
+		},
 		{"enum out of range", field, &typepb.Field{}, bit(1), []uint64{zigzag(math.MinInt32 - 1)}},
 		{"string", field, &typepb.Field{}, bit(4), []uint64{1}},
 		{"repeated", field, &typepb.Field{}, bit(9), []uint64{1}},

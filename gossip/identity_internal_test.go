@@ -45,7 +45,13 @@ func testKey(b byte) ed25519.PrivateKey {
 
 // newIdentityNode returns an unstarted node on clock: a gateway "gw" of c1 signing with key, or
 // a router verifying with v.
-func newIdentityNode(t *testing.T, clock *fakeClock, key ed25519.PrivateKey, v SummaryVerifier, reg prometheus.Registerer) *Node {
+func newIdentityNode(
+	t *testing.T,
+	clock *fakeClock,
+	key ed25519.PrivateKey,
+	v SummaryVerifier,
+	reg prometheus.Registerer,
+) *Node {
 	t.Helper()
 	cfg := DefaultLANConfig()
 	cfg.Insecure, cfg.Region, cfg.Now, cfg.Registerer = true, "r1", clock.Now, reg
@@ -121,7 +127,12 @@ func TestSignedSummariesVerifyThroughDeltas(t *testing.T) {
 		relayQueued(gw, router)
 		got := router.store.entriesCopy()["gw"].summary
 		if !proto.Equal(got, out) {
-			t.Fatalf("%s: router holds a different summary (sequence %d, want %d)", st.name, got.GetSequence(), out.GetSequence())
+			t.Fatalf(
+				"%s: router holds a different summary (sequence %d, want %d)",
+				st.name,
+				got.GetSequence(),
+				out.GetSequence(),
+			)
 		}
 		if err := VerifySummary(got, *v.pub.Load()); err != nil {
 			t.Fatalf("%s: rebuilt summary: %v", st.name, err)
@@ -135,7 +146,12 @@ func TestForgedSequencesAreDropped(t *testing.T) {
 	router := newIdentityNode(t, clock, nil, nil, reg)
 	now := uint64(clock.Now().UnixNano())
 	summary := func(node string, seq uint64) *gossipv1.CapacitySummary {
-		return &gossipv1.CapacitySummary{Node: node, Cluster: "c1", Sequence: seq, GeneratedAtUnixNano: int64(min(seq, math.MaxInt64))}
+		return &gossipv1.CapacitySummary{
+			Node:                node,
+			Cluster:             "c1",
+			Sequence:            seq,
+			GeneratedAtUnixNano: int64(min(seq, math.MaxInt64)),
+		}
 	}
 	chunkOf := func(s *gossipv1.CapacitySummary) []byte {
 		blob, err := EncodeSummary(s)
@@ -222,7 +238,9 @@ func TestVerifierRejectionKeepsThePreviousSummary(t *testing.T) {
 	// An impostor under the same node name, unsigned, newer: refused, not relayed.
 	clock.Advance(time.Second)
 	forged := proto.CloneOf(good)
-	forged.Sequence, forged.GatewayUrl, forged.Signature = good.GetSequence()+uint64(time.Second), "http://intruder.test", nil
+	forged.Sequence, forged.GatewayUrl, forged.Signature = good.GetSequence()+uint64(
+		time.Second,
+	), "http://intruder.test", nil
 	blob, _ := EncodeSummary(forged)
 	msgs, _ := encodeChunks("gw", forged.GetSequence(), blob, 1400)
 	queued := router.queue.NumQueued()
@@ -262,7 +280,12 @@ func TestStreamGuard(t *testing.T) {
 		wantCut  bool // the stream was cut
 	}{
 		{"encrypted within the limit", append(header(encryptMsgType, 1000), make([]byte, 1000)...), 1005, false},
-		{"encrypted header declaring too much", append(header(encryptMsgType, 1<<24), make([]byte, 4096)...), streamHeaderLen, true},
+		{
+			"encrypted header declaring too much",
+			append(header(encryptMsgType, 1<<24), make([]byte, 4096)...),
+			streamHeaderLen,
+			true,
+		},
 		{"unencrypted within the limit", append([]byte{0}, make([]byte, 500)...), 501, false},
 		{"unencrypted beyond the limit", make([]byte, 4096), limit, true},
 	}
@@ -339,7 +362,12 @@ func TestPartialForgeryDoesNotHoldBackSummaries(t *testing.T) {
 		}
 		relayQueued(gw, router)
 		if got := router.store.newest("gw"); got != out.GetSequence() {
-			t.Fatalf("summary %d: router holds sequence %d, want %d (held back by the forged assembly)", i, got, out.GetSequence())
+			t.Fatalf(
+				"summary %d: router holds sequence %d, want %d (held back by the forged assembly)",
+				i,
+				got,
+				out.GetSequence(),
+			)
 		}
 	}
 }

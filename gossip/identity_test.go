@@ -55,11 +55,17 @@ func TestPoolStoresOnlyVerifiedSummaries(t *testing.T) {
 		}
 	})
 	router := p.Node(0)
-	poll.Until(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{router}, 3) }, "pool formed")
+	poll.Until(
+		t,
+		20*time.Second,
+		func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{router}, 3) },
+		"pool formed",
+	)
 	var last *gossipv1.CapacitySummary
 	for i := range 5 {
 		for _, n := range []int{1, 2} {
-			out, err := p.Node(n).Publish(&gossipv1.CapacitySummary{Models: []*gossipv1.ModelCapacity{{Name: "llama", ReadyPods: 2, QueueDepth: uint32(i)}}})
+			out, err := p.Node(n).
+				Publish(&gossipv1.CapacitySummary{Models: []*gossipv1.ModelCapacity{{Name: "llama", ReadyPods: 2, QueueDepth: uint32(i)}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +156,12 @@ func TestLargePreAuthPushIsCut(t *testing.T) {
 	c := gossiptest.Config(1)
 	c.Seeds = []string{n.Addr()}
 	p.Add(c)
-	poll.Until(t, 20*time.Second, func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{n}, 2) }, "a keyed node to join after the cut")
+	poll.Until(
+		t,
+		20*time.Second,
+		func() bool { return gossiptest.AllMembersAlive([]*gossip.Node{n}, 2) },
+		"a keyed node to join after the cut",
+	)
 	if strings.Contains(fmt.Sprint(werr), "timeout") {
 		t.Fatalf("the writer timed out instead of being cut: %v", werr)
 	}

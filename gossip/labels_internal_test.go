@@ -33,7 +33,11 @@ func TestSummaryAgeLabelsBounded(t *testing.T) {
 	for i := range 3 * maxAgeSeries {
 		in = append(in, ageSample{node: fmt.Sprintf("gw-%05d", i), cluster: fmt.Sprint("c-", i%7), age: float64(i % 10)})
 	}
-	in = append(in, ageSample{node: "gw-\xff", cluster: "c", age: 42}, ageSample{node: "gw-ok", cluster: "bad\xfe", age: 1})
+	in = append(
+		in,
+		ageSample{node: "gw-\xff", cluster: "c", age: 42},
+		ageSample{node: "gw-ok", cluster: "bad\xfe", age: 1},
+	)
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "age"}, []string{"node", "cluster"})
 	for _, s := range boundAges(in) {
 		g.WithLabelValues(s.node, s.cluster).Set(s.age)

@@ -124,7 +124,11 @@ func decodeMetadata(b []byte) (Metadata, features, error) {
 	case b[0] == 1 && len(rest) > 0:
 		return Metadata{}, 0, fmt.Errorf("%w: %d trailing bytes", ErrInvalidMetadata, len(rest))
 	case b[0] == 2 && len(rest) != 1:
-		return Metadata{}, 0, fmt.Errorf("%w: version 2 with %d bytes after the fields, want the feature byte", ErrInvalidMetadata, len(rest))
+		return Metadata{}, 0, fmt.Errorf(
+			"%w: version 2 with %d bytes after the fields, want the feature byte",
+			ErrInvalidMetadata,
+			len(rest),
+		)
 	case b[0] >= 2 && len(rest) > 0:
 		return m, features(rest[0]), nil
 	}

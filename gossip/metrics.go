@@ -54,30 +54,89 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 		return prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
 	}
 	m := &metrics{
-		members:    prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("members", "Known members by state (alive, suspect, dead, left).")), []string{"state"}),
-		summaryAge: prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("summary_age_seconds", "Age of the newest summary per publishing node.")), []string{"node", "cluster"}),
-		received:   prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_received_total", "Summary messages received (chunks on broadcast, summaries on push/pull).")), []string{"path"}),
-		applied:    prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_applied_total", "Summaries that replaced an older one from the same node.")), []string{"path"}),
-		stale:      prometheus.NewCounter(prometheus.CounterOpts(opts("summaries_stale_total", "Summary messages dropped because a newer sequence was already held."))),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts(opts("summaries_rejected_total",
-			"Received summaries and chunks refused before storing, by reason: clock_skew (sequence or generation time beyond the allowed clock skew), verifier (the verifier refused it), forged_chunk (a linked chunk whose digest is not the one its message names), departure (a leave or memberlist departure of an authenticated publisher, not trusted).")), []string{"reason"}),
-		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts(opts("decode_errors_total", "Gossip messages that could not be decoded."))),
-		invalidMeta:  prometheus.NewCounter(prometheus.CounterOpts(opts("invalid_metadata_total", "Member metadata that failed validation."))),
-		propagation: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "summary_propagation_seconds",
-			Help: "Time from a summary's generation to its application here.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
-		bytes:          prometheus.NewCounterVec(prometheus.CounterOpts(opts("transport_bytes_total", "Bytes on the gossip transport.")), []string{"direction", "kind"}),
-		broadcastBytes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("broadcast_sent_bytes_total", "Summary chunk bytes sent, own or relayed.")), []string{"origin"}),
-		published:      prometheus.NewCounter(prometheus.CounterOpts(opts("published_total", "Summaries published by this node."))),
-		deltas: prometheus.NewCounterVec(prometheus.CounterOpts(opts("deltas_total",
-			"Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.")), []string{"event"}),
-		keyChanges:       prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied."))),
-		keyErrors:        prometheus.NewCounter(prometheus.CounterOpts(opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."))),
-		signingKeyErrors: prometheus.NewCounter(prometheus.CounterOpts(opts("signing_key_reload_errors_total", "Signing-key-file reloads refused (unreadable file or invalid key)."))),
-		streamsCut: prometheus.NewCounter(prometheus.CounterOpts(opts("streams_cut_total",
-			"Incoming TCP streams cut before memberlist read them whole: an encrypted message header declaring more than MaxStreamBytes, or more bytes than that in all."))),
-		joinAttempts: prometheus.NewCounterVec(prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")), []string{"result"}),
+		members: prometheus.NewGaugeVec(
+			prometheus.GaugeOpts(opts("members", "Known members by state (alive, suspect, dead, left).")),
+			[]string{"state"},
+		),
+		summaryAge: prometheus.NewGaugeVec(
+			prometheus.GaugeOpts(opts("summary_age_seconds", "Age of the newest summary per publishing node.")),
+			[]string{"node", "cluster"},
+		),
+		received: prometheus.NewCounterVec(
+			prometheus.CounterOpts(
+				opts("summaries_received_total", "Summary messages received (chunks on broadcast, summaries on push/pull)."),
+			),
+			[]string{"path"},
+		),
+		applied: prometheus.NewCounterVec(
+			prometheus.CounterOpts(opts("summaries_applied_total", "Summaries that replaced an older one from the same node.")),
+			[]string{"path"},
+		),
+		stale: prometheus.NewCounter(
+			prometheus.CounterOpts(
+				opts("summaries_stale_total", "Summary messages dropped because a newer sequence was already held."),
+			),
+		),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts(opts(
+			"summaries_rejected_total",
+			"Received summaries and chunks refused before storing, by reason: clock_skew (sequence or generation time beyond the allowed clock skew), verifier (the verifier refused it), forged_chunk (a linked chunk whose digest is not the one its message names), departure (a leave or memberlist departure of an authenticated publisher, not trusted).",
+		)), []string{"reason"}),
+		decodeErrors: prometheus.NewCounter(
+			prometheus.CounterOpts(opts("decode_errors_total", "Gossip messages that could not be decoded.")),
+		),
+		invalidMeta: prometheus.NewCounter(
+			prometheus.CounterOpts(opts("invalid_metadata_total", "Member metadata that failed validation.")),
+		),
+		propagation: prometheus.NewHistogram(
+			prometheus.HistogramOpts{
+				Namespace: ns,
+				Subsystem: sub,
+				Name:      "summary_propagation_seconds",
+				Help:      "Time from a summary's generation to its application here.",
+				Buckets:   prometheus.ExponentialBuckets(0.01, 2, 12),
+			},
+		),
+		bytes: prometheus.NewCounterVec(
+			prometheus.CounterOpts(opts("transport_bytes_total", "Bytes on the gossip transport.")),
+			[]string{"direction", "kind"},
+		),
+		broadcastBytes: prometheus.NewCounterVec(
+			prometheus.CounterOpts(opts("broadcast_sent_bytes_total", "Summary chunk bytes sent, own or relayed.")),
+			[]string{"origin"},
+		),
+		published: prometheus.NewCounter(
+			prometheus.CounterOpts(opts("published_total", "Summaries published by this node.")),
+		),
+		deltas: prometheus.NewCounterVec(prometheus.CounterOpts(opts(
+			"deltas_total",
+			"Summary deltas by event: published here, applied, parked for want of their base, full summary requested of their publisher, held back here by the broadcast budget, superseded while held.",
+		)), []string{"event"}),
+		keyChanges: prometheus.NewCounter(
+			prometheus.CounterOpts(opts("keyring_changes_total", "Keyring replacements applied.")),
+		),
+		keyErrors: prometheus.NewCounter(
+			prometheus.CounterOpts(
+				opts("keyring_reload_errors_total", "Key-file reloads refused (unreadable file or invalid keys)."),
+			),
+		),
+		signingKeyErrors: prometheus.NewCounter(
+			prometheus.CounterOpts(
+				opts("signing_key_reload_errors_total", "Signing-key-file reloads refused (unreadable file or invalid key)."),
+			),
+		),
+		streamsCut: prometheus.NewCounter(prometheus.CounterOpts(opts(
+			"streams_cut_total",
+			"Incoming TCP streams cut before memberlist read them whole: an encrypted message header declaring more than MaxStreamBytes, or more bytes than that in all.",
+		))),
+		joinAttempts: prometheus.NewCounterVec(
+			prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")),
+			[]string{"result"},
+		),
 	}
-	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")), queueDepth)
+	queue := prometheus.NewGaugeFunc(
+		prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")),
+		queueDepth,
+	)
 	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected, m.decodeErrors,
 		m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges, m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
 		if err := reg.Register(c); err != nil {

@@ -21,13 +21,22 @@ func TestMetricsAndRTT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the summary to arrive")
+	poll.Until(
+		t,
+		10*time.Second,
+		func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
+		"the summary to arrive",
+	)
 	want := `
 # HELP switchyard_gossip_published_total Summaries published by this node.
 # TYPE switchyard_gossip_published_total counter
 switchyard_gossip_published_total 1
 `
-	if err := testutil.GatherAndCompare(regs[0], strings.NewReader(want), "switchyard_gossip_published_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		regs[0],
+		strings.NewReader(want),
+		"switchyard_gossip_published_total",
+	); err != nil {
 		t.Error(err)
 	}
 	poll.Until(t, 10*time.Second, func() bool {

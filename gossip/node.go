@@ -88,8 +88,14 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.seq.last = uint64(n.now().UnixNano())
 	n.queue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount, RetransmitMult: cfg.Timings.RetransmitMult}
-	n.deltaQueue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount, RetransmitMult: cfg.Timings.DeltaRetransmitMult}
-	n.beatQueue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.beatPoolSize, RetransmitMult: cfg.Timings.RetransmitMult}
+	n.deltaQueue = &memberlist.TransmitLimitedQueue{
+		NumNodes:       n.peers.aliveCount,
+		RetransmitMult: cfg.Timings.DeltaRetransmitMult,
+	}
+	n.beatQueue = &memberlist.TransmitLimitedQueue{
+		NumNodes:       n.peers.beatPoolSize,
+		RetransmitMult: cfg.Timings.RetransmitMult,
+	}
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -144,7 +150,13 @@ func (n *Node) Run(ctx context.Context) error {
 // create builds the transport and the memberlist.
 func (n *Node) create() (*memberlist.Memberlist, error) {
 	mlog := newMemberlistLogger(n.log)
-	tr, err := newCountingTransport(n.cfg.BindAddr, n.cfg.BindPort, mlog, n.metrics, streamLimits{maxBytes: n.cfg.MaxStreamBytes, timeout: n.cfg.Timings.TCPTimeout})
+	tr, err := newCountingTransport(
+		n.cfg.BindAddr,
+		n.cfg.BindPort,
+		mlog,
+		n.metrics,
+		streamLimits{maxBytes: n.cfg.MaxStreamBytes, timeout: n.cfg.Timings.TCPTimeout},
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -37,8 +37,14 @@ func TestSweepMarksStaleAndForgets(t *testing.T) {
 	sub, cancel := n.Subscribe()
 	defer cancel()
 	gen := clock.Now().UnixNano()
-	n.store.apply(&gossipv1.CapacitySummary{Node: "gw-a", Cluster: "a", Sequence: 1, GeneratedAtUnixNano: gen}, clock.Now())
-	n.store.apply(&gossipv1.CapacitySummary{Node: "gw-b", Cluster: "b", Sequence: 1, GeneratedAtUnixNano: gen}, clock.Now())
+	n.store.apply(
+		&gossipv1.CapacitySummary{Node: "gw-a", Cluster: "a", Sequence: 1, GeneratedAtUnixNano: gen},
+		clock.Now(),
+	)
+	n.store.apply(
+		&gossipv1.CapacitySummary{Node: "gw-b", Cluster: "b", Sequence: 1, GeneratedAtUnixNano: gen},
+		clock.Now(),
+	)
 
 	steps := []struct {
 		name      string
@@ -102,7 +108,8 @@ func TestSequenceStartsAboveClockAndAdvances(t *testing.T) {
 	if a.GetSequence() < uint64(clock.Now().UnixNano()) || b.GetSequence() <= a.GetSequence() {
 		t.Errorf("sequences %d, %d", a.GetSequence(), b.GetSequence())
 	}
-	if a.GetCluster() != "c" || a.GetRegion() != "r" || a.GetGatewayUrl() != "http://gw:80" || a.GetSchemaVersion() != SchemaVersion {
+	if a.GetCluster() != "c" || a.GetRegion() != "r" || a.GetGatewayUrl() != "http://gw:80" ||
+		a.GetSchemaVersion() != SchemaVersion {
 		t.Errorf("identity not stamped: %v", a)
 	}
 	n.seq.advancePast(b.GetSequence() + 1000) // seen from an earlier incarnation

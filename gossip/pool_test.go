@@ -107,7 +107,12 @@ func TestOversizeSummaryRoundTrips(t *testing.T) {
 	if len(blob) < 5000 {
 		t.Fatalf("summary is only %d bytes encoded; the test needs one spanning many packets", len(blob))
 	}
-	poll.Until(t, 20*time.Second, func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) }, "the oversize summary to arrive")
+	poll.Until(
+		t,
+		20*time.Second,
+		func() bool { return hasSeq(p, sent.GetNode(), sent.GetSequence()) },
+		"the oversize summary to arrive",
+	)
 	for i := 1; i < 3; i++ {
 		got := summaryOf(p.Node(i), sent.GetNode())
 		if !proto.Equal(got.Summary, sent) {

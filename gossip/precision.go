@@ -34,7 +34,11 @@ func DefaultPrecision() Precision {
 
 func (p Precision) validate() error {
 	if p.FloatBits < 0 || p.FloatBits > 24 || p.CountBits < 0 || p.CountBits > 32 {
-		return fmt.Errorf("gossip: Precision.FloatBits %d (want 0..24) or CountBits %d (want 0..32) out of range", p.FloatBits, p.CountBits)
+		return fmt.Errorf(
+			"gossip: Precision.FloatBits %d (want 0..24) or CountBits %d (want 0..32) out of range",
+			p.FloatBits,
+			p.CountBits,
+		)
 	}
 	return nil
 }

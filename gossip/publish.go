@@ -110,7 +110,14 @@ func (n *Node) sendFull(out *gossipv1.CapacitySummary, now time.Time) error {
 	if len(blob) > n.cfg.MaxSummaryBytes {
 		return fmt.Errorf("gossip: publish: summary is %d bytes, limit %d", len(blob), n.cfg.MaxSummaryBytes)
 	}
-	msgs, err := encodeParts(msgChunk, out.GetNode(), out.GetSequence(), blob, n.cfg.Timings.UDPBufferSize-packetReserve, n.peers.allReadLinkedChunks())
+	msgs, err := encodeParts(
+		msgChunk,
+		out.GetNode(),
+		out.GetSequence(),
+		blob,
+		n.cfg.Timings.UDPBufferSize-packetReserve,
+		n.peers.allReadLinkedChunks(),
+	)
 	if err != nil {
 		return fmt.Errorf("gossip: publish: %w", err)
 	}
@@ -125,7 +132,14 @@ func (n *Node) sendFull(out *gossipv1.CapacitySummary, now time.Time) error {
 
 // sendDelta queues the delta d. Called with n.pub.mu held.
 func (n *Node) sendDelta(d *heldDelta, now time.Time) {
-	msgs, err := encodeParts(msgDelta, d.summary.GetNode(), d.summary.GetSequence(), d.blob, n.cfg.Timings.UDPBufferSize-packetReserve, n.peers.allReadLinkedChunks())
+	msgs, err := encodeParts(
+		msgDelta,
+		d.summary.GetNode(),
+		d.summary.GetSequence(),
+		d.blob,
+		n.cfg.Timings.UDPBufferSize-packetReserve,
+		n.peers.allReadLinkedChunks(),
+	)
 	if err != nil { // a delta is at most half a full summary, which encoded
 		n.log.Error("gossip encode delta", "err", err)
 		return

@@ -35,7 +35,13 @@ func TestPublishChoosesFullOrDelta(t *testing.T) {
 	}{
 		{"first", 0, nil, false, true},
 		{"figures", 250 * time.Millisecond, func(s *gossipv1.CapacitySummary) { s.Models[0].QueueDepth++ }, false, false},
-		{"more figures", 250 * time.Millisecond, func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters[2].Running++ }, false, false},
+		{
+			"more figures",
+			250 * time.Millisecond,
+			func(s *gossipv1.CapacitySummary) { s.Models[5].Adapters[2].Running++ },
+			false,
+			false,
+		},
 		{"model added", 250 * time.Millisecond, func(s *gossipv1.CapacitySummary) {
 			s.Models = append(s.Models, &gossipv1.ModelCapacity{Name: "new"})
 		}, false, true},

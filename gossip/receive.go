@@ -175,7 +175,9 @@ func (n *Node) handleLeave(b []byte) {
 // announceLeave queues this node's leave message ahead of memberlist's own leave.
 func (n *Node) announceLeave() {
 	seq := n.seq.next(uint64(n.now().UnixNano()))
-	n.queue.QueueBroadcast(&leaveBroadcast{node: n.cfg.NodeName, seq: seq, msg: encodeLeave(n.cfg.NodeName, seq), own: true})
+	n.queue.QueueBroadcast(
+		&leaveBroadcast{node: n.cfg.NodeName, seq: seq, msg: encodeLeave(n.cfg.NodeName, seq), own: true},
+	)
 }
 
 // leaveBroadcast is a node's leave announcement in the broadcast queue. The node's own replaces

@@ -52,15 +52,30 @@ func TestVerifySummary(t *testing.T) {
 		{"signed", func(*gossipv1.CapacitySummary) {}, pub, nil},
 		{"other key", func(*gossipv1.CapacitySummary) {}, other.Public().(ed25519.PublicKey), gossip.ErrBadSignature},
 		{"unsigned", func(s *gossipv1.CapacitySummary) { s.Signature = nil }, pub, gossip.ErrUnsigned},
-		{"gateway url changed", func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "http://intruder.test" }, pub, gossip.ErrBadSignature},
+		{
+			"gateway url changed",
+			func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "http://intruder.test" },
+			pub,
+			gossip.ErrBadSignature,
+		},
 		{"region changed", func(s *gossipv1.CapacitySummary) { s.Region = "eu-west-1" }, pub, gossip.ErrBadSignature},
 		{"sequence raised", func(s *gossipv1.CapacitySummary) { s.Sequence = ^uint64(0) }, pub, gossip.ErrBadSignature},
 		{"figure changed", func(s *gossipv1.CapacitySummary) { s.Models[0].FreeKvTokens++ }, pub, gossip.ErrBadSignature},
 		{"adapter added", func(s *gossipv1.CapacitySummary) {
 			s.Models[0].Adapters = append(s.Models[0].Adapters, &gossipv1.AdapterCapacity{Name: "x"})
 		}, pub, gossip.ErrBadSignature},
-		{"key id changed", func(s *gossipv1.CapacitySummary) { s.SigningKeyId = "0000000000000000" }, pub, gossip.ErrBadSignature},
-		{"signature truncated", func(s *gossipv1.CapacitySummary) { s.Signature = s.Signature[:10] }, pub, gossip.ErrBadSignature},
+		{
+			"key id changed",
+			func(s *gossipv1.CapacitySummary) { s.SigningKeyId = "0000000000000000" },
+			pub,
+			gossip.ErrBadSignature,
+		},
+		{
+			"signature truncated",
+			func(s *gossipv1.CapacitySummary) { s.Signature = s.Signature[:10] },
+			pub,
+			gossip.ErrBadSignature,
+		},
 		{"short public key", func(*gossipv1.CapacitySummary) {}, pub[:16], gossip.ErrBadSignature},
 		{"field added after signing", func(s *gossipv1.CapacitySummary) {
 			s.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 99, protowire.BytesType), []byte("x")))

@@ -62,7 +62,10 @@ func ParsePublicKey(b []byte) (ed25519.PublicKey, error) {
 	}
 	raw, err := base64.StdEncoding.DecodeString(string(b))
 	if err != nil || len(raw) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("want a PEM PUBLIC KEY block or the base64 of a raw %d-byte Ed25519 public key", ed25519.PublicKeySize)
+		return nil, fmt.Errorf(
+			"want a PEM PUBLIC KEY block or the base64 of a raw %d-byte Ed25519 public key",
+			ed25519.PublicKeySize,
+		)
 	}
 	return ed25519.PublicKey(raw), nil
 }

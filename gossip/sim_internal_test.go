@@ -42,7 +42,12 @@ type simPool struct {
 // routers, every node knowing every other as an alive member.
 func newSimPool(tb testing.TB, n, gateways int, configure func(c *Config)) *simPool {
 	tb.Helper()
-	p := &simPool{clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}, sent: make([]int, n), parts: map[string]int{}, rng: rand.New(rand.NewPCG(7, 9))}
+	p := &simPool{
+		clock: &fakeClock{now: time.Unix(1_800_000_000, 0)},
+		sent:  make([]int, n),
+		parts: map[string]int{},
+		rng:   rand.New(rand.NewPCG(7, 9)),
+	}
 	members := make([]*memberlist.Node, n)
 	for i := 0; i < n; i++ {
 		c := DefaultLANConfig()
@@ -57,7 +62,12 @@ func newSimPool(tb testing.TB, n, gateways int, configure func(c *Config)) *simP
 			tb.Fatal(err)
 		}
 		p.nodes = append(p.nodes, node)
-		members[i] = &memberlist.Node{Name: c.NodeName, Addr: net.IPv4(10, 0, byte(i/250), byte(i%250)), Port: 7946, Meta: node.meta}
+		members[i] = &memberlist.Node{
+			Name: c.NodeName,
+			Addr: net.IPv4(10, 0, byte(i/250), byte(i%250)),
+			Port: 7946,
+			Meta: node.meta,
+		}
 	}
 	for _, node := range p.nodes {
 		for _, m := range members {
@@ -166,7 +176,14 @@ func simSummary(changing int, load uint32) *gossipv1.CapacitySummary {
 		}
 		for j := 0; j < 10; j++ {
 			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{
-				Name: fmt.Sprintf("tenant-%02d-lora-%02d", j, i), ResidentPods: uint32(1 + j%4), QueueDepth: uint32(j % 3), Running: uint32(j),
+				Name: fmt.Sprintf(
+					"tenant-%02d-lora-%02d",
+					j,
+					i,
+				),
+				ResidentPods: uint32(1 + j%4),
+				QueueDepth:   uint32(j % 3),
+				Running:      uint32(j),
 			})
 		}
 		s.Models = append(s.Models, m)
@@ -225,7 +242,8 @@ func simulate(b *testing.B, gateways, changing int, configure func(c *Config)) {
 					b.Fatal(err)
 				}
 				if round == 0 { // spread the periodic full summaries over the window
-					p.nodes[g].pub.baseAt = p.clock.Now().Add(warmup + fullEvery*time.Duration(2*g+1)/time.Duration(2*gateways) - fullEvery)
+					p.nodes[g].pub.baseAt = p.clock.Now().
+						Add(warmup + fullEvery*time.Duration(2*g+1)/time.Duration(2*gateways) - fullEvery)
 				}
 			}
 			round++

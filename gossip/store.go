@@ -91,7 +91,12 @@ type store struct {
 }
 
 func newStore(limit int) *store {
-	return &store{limit: limit, entries: map[string]*entry{}, pending: map[pendingKey][]*assembly{}, parked: map[string]parkedDelta{}}
+	return &store{
+		limit:   limit,
+		entries: map[string]*entry{},
+		pending: map[pendingKey][]*assembly{},
+		parked:  map[string]parkedDelta{},
+	}
 }
 
 // addChunk records a chunk received at now. When it completes a summary, the decoded summary is
@@ -139,7 +144,14 @@ func (s *store) completeSingle(c chunk, now time.Time) (outcome, *gossipv1.Capac
 	if len(c.payload) > s.limit {
 		return chunkStale, nil, fmt.Errorf("%w: node %s summary exceeds %d bytes", ErrMalformed, c.node, s.limit)
 	}
-	a := &assembly{seq: c.seq, parts: [][]byte{append([]byte(nil), c.payload...)}, got: 1, bytes: len(c.payload), started: now, id: parkedID(c)}
+	a := &assembly{
+		seq:     c.seq,
+		parts:   [][]byte{append([]byte(nil), c.payload...)},
+		got:     1,
+		bytes:   len(c.payload),
+		started: now,
+		id:      parkedID(c),
+	}
 	if c.delta {
 		return s.completeDelta(c.node, a, now)
 	}
@@ -178,7 +190,14 @@ func (s *store) complete(node string, a *assembly, now time.Time) (outcome, *gos
 		return chunkPartial, nil, fmt.Errorf("node %s sequence %d: %w", node, a.seq, err)
 	}
 	if sum.GetNode() != node || sum.GetSequence() != a.seq {
-		return chunkPartial, nil, fmt.Errorf("%w: chunk header says %s/%d, summary %s/%d", ErrMalformed, node, a.seq, sum.GetNode(), sum.GetSequence())
+		return chunkPartial, nil, fmt.Errorf(
+			"%w: chunk header says %s/%d, summary %s/%d",
+			ErrMalformed,
+			node,
+			a.seq,
+			sum.GetNode(),
+			sum.GetSequence(),
+		)
 	}
 	if err := s.check(sum, now); err != nil {
 		return chunkRejected, nil, err
@@ -225,7 +244,10 @@ func (s *store) completeDelta(node string, a *assembly, now time.Time) (outcome,
 	// Waited a few rounds with no chunk of the base arriving: lost, not late. A base whose chunks
 	// are still arriving (a large summary takes rounds) is waited for up to the grace.
 	if s.baseWait > 0 && now.Sub(since) >= s.baseWait {
-		if !slices.ContainsFunc(s.pending[pendingKey{node: node}], func(a *assembly) bool { return a.seq == d.GetBaseSequence() }) {
+		if !slices.ContainsFunc(
+			s.pending[pendingKey{node: node}],
+			func(a *assembly) bool { return a.seq == d.GetBaseSequence() },
+		) {
 			return chunkBaseMissed, nil, nil
 		}
 	}
@@ -280,7 +302,12 @@ func (s *store) applyLocked(h heldSummary, now time.Time) bool {
 		s.entries[node], e, applied = next, next, true
 		for _, delta := range []bool{false, true} {
 			key := pendingKey{node, delta}
-			if list := without(s.pending[key], func(a *assembly) bool { return a.seq <= h.summary.GetSequence() }); len(list) > 0 {
+			if list := without(
+				s.pending[key],
+				func(a *assembly) bool { return a.seq <= h.summary.GetSequence() },
+			); len(
+				list,
+			) > 0 {
 				s.pending[key] = list
 			} else {
 				delete(s.pending, key)

@@ -69,7 +69,13 @@ func history(t *testing.T) []wire {
 	s12 := edit(full10, 12, func(s *gossipv1.CapacitySummary) { s.Models[1].QueueDepth, s.Models[2].Adapters = 12, nil })
 	full13 := edit(s12, 13, func(s *gossipv1.CapacitySummary) { s.Models[3].FreeKvTokens = 13 })
 	s14 := edit(full13, 14, func(s *gossipv1.CapacitySummary) { s.Models[4].Running = 14 })
-	return []wire{fullWire(t, full10), deltaWire(t, full10, s11), deltaWire(t, full10, s12), fullWire(t, full13), deltaWire(t, full13, s14)}
+	return []wire{
+		fullWire(t, full10),
+		deltaWire(t, full10, s11),
+		deltaWire(t, full10, s12),
+		fullWire(t, full13),
+		deltaWire(t, full13, s14),
+	}
 }
 
 func TestStoreAppliesDeltas(t *testing.T) {
@@ -80,7 +86,12 @@ func TestStoreAppliesDeltas(t *testing.T) {
 		outcomes []outcome // per delivery
 		want     int       // index into history of the summary held at the end
 	}{
-		{"in order", []int{0, 1, 2, 3, 4}, []outcome{chunkApplied, chunkApplied, chunkApplied, chunkApplied, chunkApplied}, 4},
+		{
+			"in order",
+			[]int{0, 1, 2, 3, 4},
+			[]outcome{chunkApplied, chunkApplied, chunkApplied, chunkApplied, chunkApplied},
+			4,
+		},
 		{"a delta lost", []int{0, 2, 3, 4}, []outcome{chunkApplied, chunkApplied, chunkApplied, chunkApplied}, 4},
 		{"deltas older than held", []int{0, 2, 1}, []outcome{chunkApplied, chunkApplied, chunkStale}, 2},
 		{"missed the full: next full", []int{1, 2, 3, 4}, []outcome{chunkParked, chunkParked, chunkApplied, chunkApplied}, 4},
@@ -196,7 +207,11 @@ func TestStoreReportsOverdueBase(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next := edit(full, full.GetSequence()+uint64(tt.after), func(s *gossipv1.CapacitySummary) { s.Models[0].Running = 1 })
+			next := edit(
+				full,
+				full.GetSequence()+uint64(tt.after),
+				func(s *gossipv1.CapacitySummary) { s.Models[0].Running = 1 },
+			)
 			if out := deliver(t, newStore(1<<20), deltaWire(t, full, next)); out != tt.want {
 				t.Errorf("outcome %v, want %v", out, tt.want)
 			}
@@ -234,7 +249,11 @@ func TestStoreMissingBaseWaitedByReceiverClock(t *testing.T) {
 	}
 	full.PrefixSketch = &gossipv1.PrefixSketch{Bits: bits, NumBits: 8 * 4096, NumHashes: 3}
 	later := func(d time.Duration, q uint32) wire {
-		return deltaWire(t, full, edit(full, full.GetSequence()+uint64(d), func(s *gossipv1.CapacitySummary) { s.Models[0].QueueDepth = q }))
+		return deltaWire(
+			t,
+			full,
+			edit(full, full.GetSequence()+uint64(d), func(s *gossipv1.CapacitySummary) { s.Models[0].QueueDepth = q }),
+		)
 	}
 	if fw := fullWire(t, full); len(fw.msgs) < 2 {
 		t.Fatalf("the base encodes to %d chunk(s); the test needs several", len(fw.msgs))

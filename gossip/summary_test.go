@@ -27,7 +27,14 @@ func testSummary(models, adapters, sketchItems int, load uint32) *gossipv1.Capac
 		}
 		for j := 0; j < adapters; j++ {
 			m.Adapters = append(m.Adapters, &gossipv1.AdapterCapacity{
-				Name: fmt.Sprintf("tenant-%02d-lora-%02d", j, i), ResidentPods: uint32(1 + j%4), QueueDepth: uint32(j % 3), Running: uint32(j),
+				Name: fmt.Sprintf(
+					"tenant-%02d-lora-%02d",
+					j,
+					i,
+				),
+				ResidentPods: uint32(1 + j%4),
+				QueueDepth:   uint32(j % 3),
+				Running:      uint32(j),
 			})
 		}
 		s.Models = append(s.Models, m)

@@ -24,7 +24,13 @@ var _ memberlist.NodeAwareTransport = (*countingTransport)(nil)
 
 // newCountingTransport binds addr:port (port 0: a free port, retried as memberlist does, since
 // UDP and TCP must get the same number).
-func newCountingTransport(addr string, port int, logger *log.Logger, m *metrics, limits streamLimits) (*countingTransport, error) {
+func newCountingTransport(
+	addr string,
+	port int,
+	logger *log.Logger,
+	m *metrics,
+	limits streamLimits,
+) (*countingTransport, error) {
 	cfg := &memberlist.NetTransportConfig{BindAddrs: []string{addr}, BindPort: port, Logger: logger}
 	attempts := 1
 	if port == 0 {

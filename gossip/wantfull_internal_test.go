@@ -53,7 +53,12 @@ func runNode(t *testing.T, name, seed string) *Node {
 func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 	pub := runNode(t, "pub", "")
 	recv := runNode(t, "recv", pub.Addr())
-	poll.Until(t, 30*time.Second, func() bool { return len(pub.Members()) == 2 && len(recv.Members()) == 2 }, "the pool to form")
+	poll.Until(
+		t,
+		30*time.Second,
+		func() bool { return len(pub.Members()) == 2 && len(recv.Members()) == 2 },
+		"the pool to form",
+	)
 	holds := func(sent *gossipv1.CapacitySummary) func() bool {
 		return func() bool {
 			e, ok := recv.store.entriesCopy()[pub.Name()]
@@ -112,6 +117,9 @@ func TestReceiverWithoutBaseAsksForFull(t *testing.T) {
 		t.Errorf("receiver asked for %v full summaries, want at least 1", got)
 	}
 	poll.Until(t, 30*time.Second, holds(last), "the receiver to get the full summary")
-	t.Logf("receiver held the publisher's summary again %v after losing its base", time.Since(lost).Round(time.Millisecond))
+	t.Logf(
+		"receiver held the publisher's summary again %v after losing its base",
+		time.Since(lost).Round(time.Millisecond),
+	)
 	poll.Until(t, 30*time.Second, holds(publish(4)), "the receiver to apply the next delta")
 }

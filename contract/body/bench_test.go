@@ -95,7 +95,10 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				buf, err := body.Read(&wire{data: data}, body.Options{Limit: 32 << 20, Declared: int64(size), Budget: budget, Pool: pool})
+				buf, err := body.Read(
+					&wire{data: data},
+					body.Options{Limit: 32 << 20, Declared: int64(size), Budget: budget, Pool: pool},
+				)
 				if err != nil {
 					b.Fatal(err)
 				}

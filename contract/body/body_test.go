@@ -45,7 +45,10 @@ func TestRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			data := bytes.Repeat([]byte("0123456789"), tc.size/10+1)[:tc.size]
 			budget := body.NewBudget(1 << 30)
-			b, err := body.Read(iotest.HalfReader(bytes.NewReader(data)), body.Options{Limit: tc.limit, Declared: tc.declared, Budget: budget})
+			b, err := body.Read(
+				iotest.HalfReader(bytes.NewReader(data)),
+				body.Options{Limit: tc.limit, Declared: tc.declared, Budget: budget},
+			)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
@@ -89,7 +92,10 @@ func TestReadStalledHoldsWhatArrived(t *testing.T) {
 
 func TestReadBudget(t *testing.T) {
 	budget := body.NewBudget(100 << 10)
-	held, err := body.Read(strings.NewReader(strings.Repeat("a", 40<<10)), body.Options{Limit: 1 << 20, Declared: 40 << 10, Budget: budget})
+	held, err := body.Read(
+		strings.NewReader(strings.Repeat("a", 40<<10)),
+		body.Options{Limit: 1 << 20, Declared: 40 << 10, Budget: budget},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +110,10 @@ func TestReadBudget(t *testing.T) {
 		t.Fatalf("in use %d, want the first body's %d; refused %d, want 1", budget.InUse(), held.Reserved(), budget.Refused())
 	}
 	held.Release()
-	if _, err := body.Read(strings.NewReader(strings.Repeat("b", 60<<10)), body.Options{Limit: 1 << 20, Budget: budget}); err != nil {
+	if _, err := body.Read(
+		strings.NewReader(strings.Repeat("b", 60<<10)),
+		body.Options{Limit: 1 << 20, Budget: budget},
+	); err != nil {
 		t.Fatalf("after the first body is done: %v", err)
 	}
 }
@@ -184,7 +193,10 @@ func (p *classPool) Put(*[]byte) { p.out-- }
 func TestPool(t *testing.T) {
 	pool := &classPool{}
 	budget := body.NewBudget(1 << 20)
-	b, err := body.Read(strings.NewReader(strings.Repeat("p", 5000)), body.Options{Limit: 1 << 20, Declared: 5000, Budget: budget, Pool: pool})
+	b, err := body.Read(
+		strings.NewReader(strings.Repeat("p", 5000)),
+		body.Options{Limit: 1 << 20, Declared: 5000, Budget: budget, Pool: pool},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +210,13 @@ func TestPool(t *testing.T) {
 	}
 	// A class that does not fit the budget is refused and goes back to the pool.
 	small := body.NewBudget(6000)
-	if _, err := body.Read(strings.NewReader(strings.Repeat("p", 5000)), body.Options{Limit: 1 << 20, Declared: 5000, Budget: small, Pool: pool}); !errors.Is(err, body.ErrBudgetExhausted) {
+	if _, err := body.Read(
+		strings.NewReader(strings.Repeat("p", 5000)),
+		body.Options{Limit: 1 << 20, Declared: 5000, Budget: small, Pool: pool},
+	); !errors.Is(
+		err,
+		body.ErrBudgetExhausted,
+	) {
 		t.Fatalf("err = %v, want the budget's", err)
 	}
 	if pool.out != 0 || small.InUse() != 0 {

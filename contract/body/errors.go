@@ -36,7 +36,11 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("body: the in-flight request body budget (%d bytes) is spent; %d more bytes refused", e.Budget, e.Wanted)
+	return fmt.Sprintf(
+		"body: the in-flight request body budget (%d bytes) is spent; %d more bytes refused",
+		e.Budget,
+		e.Wanted,
+	)
 }
 
 // Is matches ErrBudgetExhausted.

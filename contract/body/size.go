@@ -36,7 +36,10 @@ func ParseSize(s string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
 	switch {
 	case err != nil || num == "" || n < 0:
-		return 0, fmt.Errorf("body: size %q: want a non-negative integer with an optional unit (KiB, MiB, GiB, Ki, Mi, Gi, KB, MB, GB, B)", s)
+		return 0, fmt.Errorf(
+			"body: size %q: want a non-negative integer with an optional unit (KiB, MiB, GiB, Ki, Mi, Gi, KB, MB, GB, B)",
+			s,
+		)
 	case n > math.MaxInt64/unit:
 		return 0, errors.New("body: size " + strconv.Quote(s) + " overflows 64 bits")
 	}

@@ -120,7 +120,11 @@ func bindField(fs *flag.FlagSet, sf reflect.StructField, fv reflect.Value, o Bin
 	f := Flag{Name: name, Field: sf.Name, Usage: usage, Default: fs.Lookup(name).DefValue, Bool: isBool(fs.Lookup(name))}
 	if d, ok := sf.Tag.Lookup("default"); ok {
 		if f.Default != "" {
-			return Flag{}, false, fmt.Errorf(`--%s: a default tag describes a computed default; this field's is %q`, name, f.Default)
+			return Flag{}, false, fmt.Errorf(
+				`--%s: a default tag describes a computed default; this field's is %q`,
+				name,
+				f.Default,
+			)
 		}
 		f.Default = d
 	}

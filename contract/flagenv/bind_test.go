@@ -21,7 +21,10 @@ func TestBindDescribesEveryField(t *testing.T) {
 	for _, f := range flags {
 		names = append(names, f.Name)
 	}
-	if got, want := strings.Join(names, " "), "listen ext-proc-listen secure-serving endpoint-header max-attempts max-body-bytes seed time-scale queue-wait gossip-join config"; got != want {
+	if got, want := strings.Join(
+		names,
+		" ",
+	), "listen ext-proc-listen secure-serving endpoint-header max-attempts max-body-bytes seed time-scale queue-wait gossip-join config"; got != want {
 		t.Errorf("flags %q, want %q (field order)", got, want)
 	}
 	byName := map[string]flagenv.Flag{}
@@ -34,13 +37,15 @@ func TestBindDescribesEveryField(t *testing.T) {
 			t.Errorf("--%s default %q, want %q", name, got, want)
 		}
 	}
-	if f := byName["max-attempts"]; f.Field != "Attempts" || f.Usage != "tries" || len(f.Aliases) != 1 || f.Aliases[0] != "attempts" {
+	if f := byName["max-attempts"]; f.Field != "Attempts" || f.Usage != "tries" || len(f.Aliases) != 1 ||
+		f.Aliases[0] != "attempts" {
 		t.Errorf("max-attempts: %+v", f)
 	}
 	if !byName["secure-serving"].Bool || byName["listen"].Bool {
 		t.Error("Bool is wrong")
 	}
-	if fset.Lookup("attempts") == nil || !strings.Contains(fset.Lookup("attempts").Usage, "deprecated: use --max-attempts") {
+	if fset.Lookup("attempts") == nil ||
+		!strings.Contains(fset.Lookup("attempts").Usage, "deprecated: use --max-attempts") {
 		t.Error("the alias is not registered as deprecated")
 	}
 }
@@ -123,7 +128,12 @@ func TestBindRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fset := flag.NewFlagSet("test", flag.ContinueOnError)
 			fset.SetOutput(io.Discard)
-			if _, err := flagenv.Bind(fset, tt.cfg, flagenv.BindOptions{Values: tt.values, Usage: tt.usage}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := flagenv.Bind(
+				fset,
+				tt.cfg,
+				flagenv.BindOptions{Values: tt.values, Usage: tt.usage},
+			); err == nil ||
+				!strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tt.want)
 			}
 		})

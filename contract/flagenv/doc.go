@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -77,4 +78,40 @@ func ReplaceTable(doc []byte, table string) ([]byte, error) {
 	out.WriteString("\n" + table)
 	out.Write(doc[end:])
 	return out.Bytes(), nil
+}
+
+// TB is the part of testing.TB that CheckDoc uses; *testing.T satisfies it. Fatalf must not
+// return normally when called from the test's goroutine (testing's stops the goroutine); CheckDoc
+// returns after calling it regardless, so a fake that records the failure sees it once.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// CheckDoc is a binary's flags-doc test: it fails tb when the doc page at path does not hold
+// table (Markdown of the binary's flags) between the TableBegin and TableEnd markers, naming the
+// page and `make generate`. With update (the test's -update-docs flag, which `make generate`
+// sets) it rewrites the page's table instead. It fails tb, too, when the page cannot be read or
+// written or lacks the markers.
+func CheckDoc(tb TB, path, table string, update bool) {
+	tb.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("flagenv: read the flags doc: %v", err)
+		return
+	}
+	want, err := ReplaceTable(doc, table)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+		return
+	}
+	switch {
+	case bytes.Equal(want, doc):
+	case update:
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			tb.Fatalf("flagenv: rewrite the flags doc: %v", err)
+		}
+	default:
+		tb.Fatalf("the flags table of %s is stale: run `make generate` and commit it", path)
+	}
 }

@@ -33,11 +33,25 @@ type testConfig struct {
 }
 
 func defaults() testConfig {
-	return testConfig{unexposed: 0, Listen: ":8080", ExtProc: ":9002", Header: true, Attempts: 3, Bytes: 32 << 20, Scale: 1, Wait: 2 * time.Second}
+	return testConfig{
+		unexposed: 0,
+		Listen:    ":8080",
+		ExtProc:   ":9002",
+		Header:    true,
+		Attempts:  3,
+		Bytes:     32 << 20,
+		Scale:     1,
+		Wait:      2 * time.Second,
+	}
 }
 
 // parse binds a testConfig to a fresh flag set and parses args, env and files.
-func parse(t *testing.T, args []string, env map[string]string, files map[string]string) (testConfig, map[string]flagenv.Source, error) {
+func parse(
+	t *testing.T,
+	args []string,
+	env map[string]string,
+	files map[string]string,
+) (testConfig, map[string]flagenv.Source, error) {
 	t.Helper()
 	c := defaults()
 	fset := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -86,12 +100,30 @@ func TestPrecedence(t *testing.T) {
 	}{
 		{"default", nil, nil, ":8080", flagenv.Default},
 		{"file over default", []string{"--config=f.conf"}, nil, ":1", flagenv.File},
-		{"environment over file", []string{"--config=f.conf"}, map[string]string{"SWITCHYARD_LISTEN": ":2"}, ":2", flagenv.Env},
-		{"command line over environment", []string{"--config=f.conf", "--listen=:3"}, map[string]string{"SWITCHYARD_LISTEN": ":2"}, ":3", flagenv.CommandLine},
+		{
+			"environment over file",
+			[]string{"--config=f.conf"},
+			map[string]string{"SWITCHYARD_LISTEN": ":2"},
+			":2",
+			flagenv.Env,
+		},
+		{
+			"command line over environment",
+			[]string{"--config=f.conf", "--listen=:3"},
+			map[string]string{"SWITCHYARD_LISTEN": ":2"},
+			":3",
+			flagenv.CommandLine,
+		},
 		{"command line over file", []string{"--config=f.conf", "--listen=:3"}, nil, ":3", flagenv.CommandLine},
 		{"environment over default", nil, map[string]string{"SWITCHYARD_LISTEN": ":2"}, ":2", flagenv.Env},
 		{"file named by the environment", nil, map[string]string{"SWITCHYARD_CONFIG": "f.conf"}, ":1", flagenv.File},
-		{"empty environment value is unset", []string{"--config=f.conf"}, map[string]string{"SWITCHYARD_LISTEN": ""}, ":1", flagenv.File},
+		{
+			"empty environment value is unset",
+			[]string{"--config=f.conf"},
+			map[string]string{"SWITCHYARD_LISTEN": ""},
+			":1",
+			flagenv.File,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +176,11 @@ func equal(a, b testConfig) bool {
 // prefix.
 func TestUnknownEnvIgnored(t *testing.T) {
 	c, src, err := parse(t, nil, map[string]string{
-		"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_NOT_A_FLAG": "5", "SWITCHYARD_NOTAFLAG": "5", "LISTEN": ":1", "OTHER_LISTEN": ":1",
+		"SWITCHYARD_NO_SUCH_FLAG": "x",
+		"SWITCHYARD_NOT_A_FLAG":   "5",
+		"SWITCHYARD_NOTAFLAG":     "5",
+		"LISTEN":                  ":1",
+		"OTHER_LISTEN":            ":1",
 	}, nil)
 	if err != nil || !equal(c, defaults()) || len(src) != 0 {
 		t.Fatalf("config %+v sources %v err %v, want the defaults", c, src, err)
@@ -161,25 +197,80 @@ func TestBadValues(t *testing.T) {
 		files map[string]string
 		want  []string // substrings of the error
 	}{
-		{"command line", []string{"--max-attempts=many"}, nil, nil, []string{`invalid value "many" for flag -max-attempts`, "want an integer"}},
+		{
+			"command line",
+			[]string{"--max-attempts=many"},
+			nil,
+			nil,
+			[]string{`invalid value "many" for flag -max-attempts`, "want an integer"},
+		},
 		{"environment", nil, map[string]string{"SWITCHYARD_MAX_ATTEMPTS": "many"}, nil,
 			[]string{`environment SWITCHYARD_MAX_ATTEMPTS="many": invalid value for --max-attempts: want an integer`}},
-		{"every bad variable", nil, map[string]string{"SWITCHYARD_QUEUE_WAIT": "soon", "SWITCHYARD_SECURE_SERVING": "maybe"}, nil,
-			[]string{"SWITCHYARD_QUEUE_WAIT", "--queue-wait: want a duration", "SWITCHYARD_SECURE_SERVING", "--secure-serving: want true or false"}},
-		{"out of range", nil, map[string]string{"SWITCHYARD_SEED": "-1"}, nil, []string{"SWITCHYARD_SEED", "want a non-negative integer"}},
-		{"file line", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "# comment\n\nmax-attempts=3\ntime-scale=fast\n"},
-			[]string{`f.conf:4: invalid value "fast" for --time-scale: want a number`}},
-		{"unknown flag in the file", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "listen=:1\nlisten-address=:2\n"},
-			[]string{"f.conf:2: unknown flag --listen-address"}},
+		{
+			"every bad variable",
+			nil,
+			map[string]string{"SWITCHYARD_QUEUE_WAIT": "soon", "SWITCHYARD_SECURE_SERVING": "maybe"},
+			nil,
+			[]string{
+				"SWITCHYARD_QUEUE_WAIT",
+				"--queue-wait: want a duration",
+				"SWITCHYARD_SECURE_SERVING",
+				"--secure-serving: want true or false",
+			},
+		},
+		{
+			"out of range",
+			nil,
+			map[string]string{"SWITCHYARD_SEED": "-1"},
+			nil,
+			[]string{"SWITCHYARD_SEED", "want a non-negative integer"},
+		},
+		{
+			"file line",
+			[]string{"--config=f.conf"},
+			nil,
+			map[string]string{"f.conf": "# comment\n\nmax-attempts=3\ntime-scale=fast\n"},
+			[]string{`f.conf:4: invalid value "fast" for --time-scale: want a number`},
+		},
+		{
+			"unknown flag in the file",
+			[]string{"--config=f.conf"},
+			nil,
+			map[string]string{"f.conf": "listen=:1\nlisten-address=:2\n"},
+			[]string{"f.conf:2: unknown flag --listen-address"},
+		},
 		{"flag twice in the file", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "listen=:1\n--listen=:2\n"},
 			[]string{"f.conf:2: --listen is already set on line 1"}},
-		{"alias and flag in the file", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "max-attempts=1\nattempts=2\n"},
-			[]string{"f.conf:2: --max-attempts is already set on line 1"}},
-		{"value missing", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "listen\n"}, []string{"f.conf:1: --listen needs a value"}},
+		{
+			"alias and flag in the file",
+			[]string{"--config=f.conf"},
+			nil,
+			map[string]string{"f.conf": "max-attempts=1\nattempts=2\n"},
+			[]string{"f.conf:2: --max-attempts is already set on line 1"},
+		},
+		{
+			"value missing",
+			[]string{"--config=f.conf"},
+			nil,
+			map[string]string{"f.conf": "listen\n"},
+			[]string{"f.conf:1: --listen needs a value"},
+		},
 		{"file names a file", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "config=g.conf\n"},
 			[]string{"f.conf:1: --config cannot be set in the file"}},
-		{"bad line", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "=:1\n"}, []string{`f.conf:1: want name=value, got "=:1"`}},
-		{"bad quoting", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "listen=\"x\n"}, []string{"f.conf:1: --listen: bad quoted value"}},
+		{
+			"bad line",
+			[]string{"--config=f.conf"},
+			nil,
+			map[string]string{"f.conf": "=:1\n"},
+			[]string{`f.conf:1: want name=value, got "=:1"`},
+		},
+		{
+			"bad quoting",
+			[]string{"--config=f.conf"},
+			nil,
+			map[string]string{"f.conf": "listen=\"x\n"},
+			[]string{"f.conf:1: --listen: bad quoted value"},
+		},
 		{"missing file", []string{"--config=nope.conf"}, nil, nil, []string{"--config: file does not exist"}},
 		{"every bad line", []string{"--config=f.conf"}, nil, map[string]string{"f.conf": "seed=x\nqueue-wait=y\n"},
 			[]string{"f.conf:1: invalid value \"x\" for --seed", "f.conf:2: invalid value \"y\" for --queue-wait"}},
@@ -215,7 +306,10 @@ func TestFileSyntax(t *testing.T) {
 		t.Fatalf("a '#' after a value: err %v", err)
 	}
 	want := defaults()
-	want.File, want.Listen, want.ExtProc, want.Secure, want.Header, want.Attempts, want.Peers = "f.conf", "127.0.0.1:80", "", true, false, 5, []string{"a:1", "b:2"}
+	want.File, want.Listen, want.ExtProc, want.Secure, want.Header, want.Attempts, want.Peers = "f.conf", "127.0.0.1:80", "", true, false, 5, []string{
+		"a:1",
+		"b:2",
+	}
 	if !equal(c, want) {
 		t.Errorf("config %+v, want %+v", c, want)
 	}
@@ -233,8 +327,20 @@ func TestAliases(t *testing.T) {
 		{"command line", []string{"--attempts=4"}, nil, "", 4},
 		{"environment", nil, map[string]string{"SWITCHYARD_ATTEMPTS": "5"}, "", 5},
 		{"file", []string{"--config=f.conf"}, nil, "attempts=6", 6},
-		{"own name's variable wins", nil, map[string]string{"SWITCHYARD_ATTEMPTS": "5", "SWITCHYARD_MAX_ATTEMPTS": "7"}, "", 7},
-		{"command line alias over environment", []string{"--attempts=4"}, map[string]string{"SWITCHYARD_MAX_ATTEMPTS": "7"}, "", 4},
+		{
+			"own name's variable wins",
+			nil,
+			map[string]string{"SWITCHYARD_ATTEMPTS": "5", "SWITCHYARD_MAX_ATTEMPTS": "7"},
+			"",
+			7,
+		},
+		{
+			"command line alias over environment",
+			[]string{"--attempts=4"},
+			map[string]string{"SWITCHYARD_MAX_ATTEMPTS": "7"},
+			"",
+			4,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,7 +364,11 @@ func TestEnvOptions(t *testing.T) {
 	fset.StringVar(&token, "token-file", "", "")
 	fset.StringVar(&model, "model", "", "")
 	fset.Func("target", "", func(s string) error { targets = append(targets, s); return nil })
-	env := map[string]string{"SWITCHYARD_ADDR": "http://r:9090", "SWITCHYARD_MODEL": "m", "SWITCHYARD_TARGET": "a=http://a  b=http://b"}
+	env := map[string]string{
+		"SWITCHYARD_ADDR":   "http://r:9090",
+		"SWITCHYARD_MODEL":  "m",
+		"SWITCHYARD_TARGET": "a=http://a  b=http://b",
+	}
 	_, err := flagenv.Parse(fset, []string{"--token-file=t"}, flagenv.Options{
 		EnvPrefix: flagenv.Prefix, Getenv: func(k string) string { return env[k] },
 		EnvFlags: []string{"addr", "token-file", "target"}, SplitEnv: []string{"target"},
@@ -266,7 +376,8 @@ func TestEnvOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if addr != "http://r:9090" || token != "t" || model != "" || !slices.Equal(targets, []string{"a=http://a", "b=http://b"}) {
+	if addr != "http://r:9090" || token != "t" || model != "" ||
+		!slices.Equal(targets, []string{"a=http://a", "b=http://b"}) {
 		t.Errorf("addr %q token %q model %q targets %q", addr, token, model, targets)
 	}
 }

@@ -99,7 +99,10 @@ func autoMemoryLimit(readFile func(string) ([]byte, error)) (limit, error) {
 	if err != nil || n <= 0 {
 		return limit{}, fmt.Errorf("--memory-limit=auto: %s holds %q", cgroupMemoryMax, s)
 	}
-	return limit{bytes: n / 100 * autoMemoryPercent, source: fmt.Sprintf("%d%% of the cgroup limit (%d bytes)", autoMemoryPercent, n)}, nil
+	return limit{
+		bytes:  n / 100 * autoMemoryPercent,
+		source: fmt.Sprintf("%d%% of the cgroup limit (%d bytes)", autoMemoryPercent, n),
+	}, nil
 }
 
 // Apply resolves a --memory-limit value, sets it as the Go runtime's soft memory limit, and

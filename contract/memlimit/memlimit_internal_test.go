@@ -45,7 +45,15 @@ func TestResolveMemoryLimit(t *testing.T) {
 			}
 			got, err := resolveMemoryLimit(tc.flag, env, tc.readFile)
 			if (err != nil) != tc.wantError || got.bytes != tc.want {
-				t.Fatalf("resolveMemoryLimit(%q) = %d (%s), %v; want %d, error %v", tc.flag, got.bytes, got.source, err, tc.want, tc.wantError)
+				t.Fatalf(
+					"resolveMemoryLimit(%q) = %d (%s), %v; want %d, error %v",
+					tc.flag,
+					got.bytes,
+					got.source,
+					err,
+					tc.want,
+					tc.wantError,
+				)
 			}
 		})
 	}

@@ -363,18 +363,20 @@ func (b *Body) inputItem(s *scanner) error {
 type promptMark struct {
 	prompt     []byte
 	bytes, ids int
-	owned      bool
 }
 
 func (b *Body) mark() promptMark {
-	return promptMark{b.Prompt, b.PromptBytes, b.PromptTokenIDs, b.owned}
+	return promptMark{b.Prompt, b.PromptBytes, b.PromptTokenIDs}
 }
 
 // rollback forgets the prompt text read since m. Text is only ever appended, so the buffer's
-// first bytes are still those of m.
+// first bytes are still those of m; when m's prompt aliased the data and text since then was
+// copied into the buffer after it, the buffer keeps that copy (owned), so that the next item
+// does not copy the prompt again: a body of one long string followed by many small items
+// that are not messages would otherwise copy the string once per item (quadratic time).
 func (b *Body) rollback(m promptMark) {
-	b.PromptBytes, b.PromptTokenIDs, b.owned = m.bytes, m.ids, m.owned
-	if m.owned {
+	b.PromptBytes, b.PromptTokenIDs = m.bytes, m.ids
+	if b.owned {
 		b.buf = b.buf[:len(m.prompt)]
 		b.Prompt = b.buf
 		return

@@ -24,20 +24,39 @@ func TestParse(t *testing.T) {
 		{"batched token ids", `{"model":"m","prompt":[[1,2],[3]]}`, Body{Model: "m", PromptTokenIDs: 3}, ""},
 		{"chat strings", `{"model":"c","messages":[{"role":"system","content":"sys "},{"role":"user","content":"hi"}]}`,
 			Body{Model: "c"}, "sys hi"},
-		{"chat parts", `{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`,
-			Body{Model: "c"}, "ab"},
-		{"chat null content", `{"model":"c","messages":[{"role":"assistant","content":null,"tool_calls":[]}]}`, Body{Model: "c"}, ""},
+		{
+			"chat parts",
+			`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`,
+			Body{Model: "c"},
+			"ab",
+		},
+		{
+			"chat null content",
+			`{"model":"c","messages":[{"role":"assistant","content":null,"tool_calls":[]}]}`,
+			Body{Model: "c"},
+			"",
+		},
 		{"embeddings", `{"model":"e","input":"text to embed"}`, Body{Model: "e"}, "text to embed"},
 		{"escapes", `{"model":"m\u0031","prompt":"a\nb\"c\u00e9\ud83d\ude00"}`, Body{Model: "m1"}, "a\nb\"cé😀"},
 		{"stream options", `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`,
 			Body{Model: "m", Stream: true, IncludeUsage: true}, ""},
 		{"max completion tokens and nulls", `{"model":"m","max_completion_tokens":9,"stream":null,"stream_options":null}`,
 			Body{Model: "m", MaxTokens: 9}, ""},
-		{"unknown fields skipped", `{"x":{"y":[1,2,{"z":"w"}],"t":true,"f":false,"n":null,"num":-1.5e3},"model":"m"}`, Body{Model: "m"}, ""},
+		{
+			"unknown fields skipped",
+			`{"x":{"y":[1,2,{"z":"w"}],"t":true,"f":false,"n":null,"num":-1.5e3},"model":"m"}`,
+			Body{Model: "m"},
+			"",
+		},
 		{"whitespace", " \n{ \"model\" : \"m\" , \"prompt\" : \"p\" }\n", Body{Model: "m"}, "p"},
 		{"priority", `{"model":"m","priority":-3}`, Body{Model: "m", Priority: -3, HasPriority: true}, ""},
 		{"null priority", `{"model":"m","priority":null}`, Body{Model: "m"}, ""},
-		{"routing keys nested are not routing keys", `{"model":"m","metadata":{"model":"x","Model":"y","stream":1}}`, Body{Model: "m"}, ""},
+		{
+			"routing keys nested are not routing keys",
+			`{"model":"m","metadata":{"model":"x","Model":"y","stream":1}}`,
+			Body{Model: "m"},
+			"",
+		},
 		{"look-alike keys", `{"model":"m","models":"x","streams":true,"priority_class":"p"}`, Body{Model: "m"}, ""},
 		{"embeddings strings", `{"model":"e","input":["one ","two"]}`, Body{Model: "e"}, "one two"},
 		{"embeddings token ids", `{"model":"e","input":[[1,2],[3,4,5]]}`, Body{Model: "e", PromptTokenIDs: 5}, ""},
@@ -45,7 +64,12 @@ func TestParse(t *testing.T) {
 			Body{Model: "r", Stream: true, MaxTokens: 16}, "hello"},
 		{"responses instructions first", `{"model":"r","input":"question","instructions":"be brief. "}`,
 			Body{Model: "r"}, "be brief. question"},
-		{"responses instructions alone", `{"model":"r","instructions":"sys","previous_response_id":"resp_1"}`, Body{Model: "r"}, "sys"},
+		{
+			"responses instructions alone",
+			`{"model":"r","instructions":"sys","previous_response_id":"resp_1"}`,
+			Body{Model: "r"},
+			"sys",
+		},
 		{"responses messages", `{"model":"r","instructions":"sys ","input":[{"role":"user","content":"hi "},` +
 			`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello "}]},` +
 			`{"role":"user","content":[{"type":"input_text","text":"again"},{"type":"input_image","image_url":"data:x"}]}]}`,
@@ -54,10 +78,30 @@ func TestParse(t *testing.T) {
 			`{"content":"tool said","type":"function_call_output","call_id":"c"},{"type":"function_call","name":"f","arguments":"{}"},` +
 			`{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hmm"}]},{"type":"item_reference","id":"x"},` +
 			`{"role":"user","content":"b","type":"message"}]}`, Body{Model: "r"}, "ab"},
-		{"responses type not a string", `{"model":"r","input":[{"content":"a","type":1},{"content":"b"}]}`, Body{Model: "r"}, "b"},
-		{"responses escaped instructions", `{"model":"r","input":[{"content":"x\ny"}],"instructions":"\u00e9 "}`, Body{Model: "r"}, "é x\ny"},
-		{"responses null instructions", `{"model":"r","instructions":"old","instructions":null,"input":"i"}`, Body{Model: "r"}, "i"},
-		{"max_output_tokens last wins", `{"model":"r","max_tokens":3,"max_output_tokens":5}`, Body{Model: "r", MaxTokens: 5}, ""},
+		{
+			"responses type not a string",
+			`{"model":"r","input":[{"content":"a","type":1},{"content":"b"}]}`,
+			Body{Model: "r"},
+			"b",
+		},
+		{
+			"responses escaped instructions",
+			`{"model":"r","input":[{"content":"x\ny"}],"instructions":"\u00e9 "}`,
+			Body{Model: "r"},
+			"é x\ny",
+		},
+		{
+			"responses null instructions",
+			`{"model":"r","instructions":"old","instructions":null,"input":"i"}`,
+			Body{Model: "r"},
+			"i",
+		},
+		{
+			"max_output_tokens last wins",
+			`{"model":"r","max_tokens":3,"max_output_tokens":5}`,
+			Body{Model: "r", MaxTokens: 5},
+			"",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,7 +267,12 @@ func BenchmarkParseResponses(b *testing.B) {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("turn text ", 40) + `"}]}`)
+		sb.WriteString(
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"` + strings.Repeat(
+				"turn text ",
+				40,
+			) + `"}]}`,
+		)
 	}
 	sb.WriteString(`],"instructions":"` + strings.Repeat("be helpful ", 100) + `"}`)
 	data := []byte(sb.String())

@@ -26,19 +26,33 @@ func TestErrorJSON(t *testing.T) {
 		e    openai.Error
 		want string
 	}{
-		{"param and code", openai.Error{Message: "no model", Type: openai.TypeInvalidRequest, Param: "model", Code: contract.ReasonInvalidRequest},
-			`{"error":{"message":"no model","type":"invalid_request_error","param":"model","code":"invalid_request"}}`},
-		{"param null when empty", openai.Error{Message: "saturated", Type: openai.TypeRateLimit, Code: contract.ReasonOverloaded},
-			`{"error":{"message":"saturated","type":"rate_limit_error","param":null,"code":"overloaded"}}`},
+		{
+			"param and code",
+			openai.Error{
+				Message: "no model",
+				Type:    openai.TypeInvalidRequest,
+				Param:   "model",
+				Code:    contract.ReasonInvalidRequest,
+			},
+			`{"error":{"message":"no model","type":"invalid_request_error","param":"model","code":"invalid_request"}}`,
+		},
+		{
+			"param null when empty",
+			openai.Error{Message: "saturated", Type: openai.TypeRateLimit, Code: contract.ReasonOverloaded},
+			`{"error":{"message":"saturated","type":"rate_limit_error","param":null,"code":"overloaded"}}`,
+		},
 		{"code null when empty", openai.Error{Message: "x", Type: openai.TypeServiceUnavailable},
 			`{"error":{"message":"x","type":"service_unavailable","param":null,"code":null}}`},
 		{"quotes, control bytes and HTML escaped", openai.Error{Message: "a \"b\"\n<c>&\x00", Type: "t"},
 			`{"error":{"message":"a \"b\"\n\u003cc\u003e\u0026\u0000","type":"t","param":null,"code":null}}`},
 		{"invalid UTF-8 becomes U+FFFD", openai.Error{Message: "bad \xff", Type: "t"},
 			`{"error":{"message":"bad \ufffd","type":"t","param":null,"code":null}}`},
-		{"extra members after code", openai.Error{Message: "m", Type: "t", Code: contract.ReasonResidencyPolicy,
-			Extra: candidates{[]candidate{{"east", contract.ReasonRegionNotAllowed}}}},
-			`{"error":{"message":"m","type":"t","param":null,"code":"residency_policy","candidates":[{"cluster":"east","reason_code":"region_not_allowed"}]}}`},
+		{
+			"extra members after code",
+			openai.Error{Message: "m", Type: "t", Code: contract.ReasonResidencyPolicy,
+				Extra: candidates{[]candidate{{"east", contract.ReasonRegionNotAllowed}}}},
+			`{"error":{"message":"m","type":"t","param":null,"code":"residency_policy","candidates":[{"cluster":"east","reason_code":"region_not_allowed"}]}}`,
+		},
 		{"extra with no members", openai.Error{Message: "m", Type: "t", Extra: candidates{}},
 			`{"error":{"message":"m","type":"t","param":null,"code":null}}`},
 		{"extra that is not an object", openai.Error{Message: "m", Type: "t", Extra: []int{1}},
@@ -60,11 +74,35 @@ func TestErrorWrite(t *testing.T) {
 		retryAfter string
 		overflow   bool
 	}{
-		{"plain", openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: contract.ReasonBadRequest, Message: "m"}, "", false},
-		{"retry after", openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonPolicyUnavailable,
-			RetryAfterSeconds: openai.RetryAfter(1500 * time.Millisecond)}, "2", false},
-		{"overflow", openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonNoCapacity,
-			RetryAfterSeconds: 1, Overflow: true}, "1", true},
+		{
+			"plain",
+			openai.Error{
+				Status:  http.StatusBadRequest,
+				Type:    openai.TypeInvalidRequest,
+				Code:    contract.ReasonBadRequest,
+				Message: "m",
+			},
+			"",
+			false,
+		},
+		{
+			"retry after",
+			openai.Error{
+				Status:            http.StatusServiceUnavailable,
+				Type:              openai.TypeServiceUnavailable,
+				Code:              contract.ReasonPolicyUnavailable,
+				RetryAfterSeconds: openai.RetryAfter(1500 * time.Millisecond),
+			},
+			"2",
+			false,
+		},
+		{
+			"overflow",
+			openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonNoCapacity,
+				RetryAfterSeconds: 1, Overflow: true},
+			"1",
+			true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +157,8 @@ func FuzzErrorJSON(f *testing.F) {
 			t.Fatal(err)
 		}
 		got := doc.Error
-		if got.Message != valid(msg) || got.Note != valid(msg) || got.Type != openai.TypeInvalidRequest || got.Code != contract.ReasonBadRequest {
+		if got.Message != valid(msg) || got.Note != valid(msg) || got.Type != openai.TypeInvalidRequest ||
+			got.Code != contract.ReasonBadRequest {
 			t.Fatalf("decoded %+v from %q", got, b)
 		}
 		if (got.Param == nil) != (param == "") || got.Param != nil && *got.Param != valid(param) {

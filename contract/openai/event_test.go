@@ -8,10 +8,22 @@ import (
 
 func TestEventType(t *testing.T) {
 	tests := []struct{ name, in, want string }{
-		{"delta", `{"type":"response.output_text.delta","item_id":"msg_1","delta":"hi","sequence_number":4}`, "response.output_text.delta"},
-		{"type last, after a nested type", `{"item":{"type":"message"},"output_index":0,"type":"response.output_item.added"}`, "response.output_item.added"},
+		{
+			"delta",
+			`{"type":"response.output_text.delta","item_id":"msg_1","delta":"hi","sequence_number":4}`,
+			"response.output_text.delta",
+		},
+		{
+			"type last, after a nested type",
+			`{"item":{"type":"message"},"output_index":0,"type":"response.output_item.added"}`,
+			"response.output_item.added",
+		},
 		{"escaped", `{"type":"response.\u0063ompleted"}`, "response.completed"},
-		{"chat chunk", `{"id":"c","object":"chat.completion.chunk","choices":[{"delta":{"content":"\"type\":\"response.x\""}}]}`, ""},
+		{
+			"chat chunk",
+			`{"id":"c","object":"chat.completion.chunk","choices":[{"delta":{"content":"\"type\":\"response.x\""}}]}`,
+			"",
+		},
 		{"not a string", `{"type":5}`, ""},
 		{"last wins", `{"type":"a","type":null}`, ""},
 		{"invalid JSON", `{"type":"response.completed"`, ""},

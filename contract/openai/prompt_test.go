@@ -15,11 +15,23 @@ func TestPromptLimit(t *testing.T) {
 		{"one plain string", `{"model":"m","prompt":"hello world"}`, "hello world"},
 		{"one escaped string", `{"model":"m","prompt":"a\nb\"c\u00e9"}`, "a\nb\"cé"},
 		{"strings", `{"model":"m","prompt":["ab","","cd\t","ef"]}`, "abcd\tef"},
-		{"chat", `{"messages":[{"role":"system","content":"sys "},{"role":"user","content":[{"type":"text","text":"x\\y"}]}],"model":"c"}`, "sys x\\y"},
+		{
+			"chat",
+			`{"messages":[{"role":"system","content":"sys "},{"role":"user","content":[{"type":"text","text":"x\\y"}]}],"model":"c"}`,
+			"sys x\\y",
+		},
 		{"repeated member", `{"model":"m","prompt":"first","prompt":"second"}`, "second"},
 		{"instructions after plain input", `{"model":"r","input":"question","instructions":"sys. "}`, "sys. question"},
-		{"instructions before items", `{"model":"r","instructions":"s\u00e9 ","input":[{"role":"user","content":"ab"},{"content":[{"type":"input_text","text":"c\nd"}]}]}`, "sé abc\nd"},
-		{"instructions after items", `{"model":"r","input":[{"content":"a\tb"},{"type":"function_call_output","output":"x"},{"content":"cd"}],"instructions":"sys "}`, "sys a\tbcd"},
+		{
+			"instructions before items",
+			`{"model":"r","instructions":"s\u00e9 ","input":[{"role":"user","content":"ab"},{"content":[{"type":"input_text","text":"c\nd"}]}]}`,
+			"sé abc\nd",
+		},
+		{
+			"instructions after items",
+			`{"model":"r","input":[{"content":"a\tb"},{"type":"function_call_output","output":"x"},{"content":"cd"}],"instructions":"sys "}`,
+			"sys a\tbcd",
+		},
 	}
 	for _, tt := range bodies {
 		for _, limit := range []int{0, 1, 3, 5, 1000} {
@@ -33,7 +45,14 @@ func TestPromptLimit(t *testing.T) {
 					want = want[:limit]
 				}
 				if string(b.Prompt) != want || b.PromptBytes != len(tt.prompt) || b.MaxPrompt != limit {
-					t.Fatalf("limit %d: prompt %q (%d bytes), want %q (%d bytes)", limit, b.Prompt, b.PromptBytes, want, len(tt.prompt))
+					t.Fatalf(
+						"limit %d: prompt %q (%d bytes), want %q (%d bytes)",
+						limit,
+						b.Prompt,
+						b.PromptBytes,
+						want,
+						len(tt.prompt),
+					)
 				}
 			})
 		}
@@ -64,7 +83,18 @@ func TestPromptAliasesPlainString(t *testing.T) {
 func FuzzPromptLimit(f *testing.F) {
 	f.Add([]byte(`{"model":"m","prompt":["ab","c\u00e9d"]}`), uint8(3))
 	f.Add([]byte(`{"model":"c","messages":[{"content":"x\ny"},{"content":[{"text":"z"}]}]}`), uint8(1))
-	f.Add([]byte(`{"model":"r","input":[{"content":"x\ny"},{"type":"reasoning","content":[{"text":"z"}]}],"instructions":"ab\u00e9"}`), uint8(4))
+	f.Add(
+		[]byte(
+			`{"model":"r","input":[{"content":"x\ny"},{"type":"reasoning","content":[{"text":"z"}]}],"instructions":"ab\u00e9"}`,
+		),
+		uint8(4),
+	)
+	f.Add(
+		[]byte(
+			`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":["d",{"text":"e"}],"type":"reasoning"},{"content":"f"}]}`,
+		),
+		uint8(5),
+	)
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
 		var full, bounded Body
 		errFull := Parse(data, &full)
@@ -80,7 +110,8 @@ func FuzzPromptLimit(f *testing.F) {
 		if limit > 0 && len(want) > int(limit) {
 			want = want[:limit]
 		}
-		if !bytes.Equal(bounded.Prompt, want) || bounded.PromptBytes != full.PromptBytes || full.PromptBytes != len(full.Prompt) {
+		if !bytes.Equal(bounded.Prompt, want) || bounded.PromptBytes != full.PromptBytes ||
+			full.PromptBytes != len(full.Prompt) {
 			t.Fatalf("bounded %q/%d, full %q/%d", bounded.Prompt, bounded.PromptBytes, full.Prompt, full.PromptBytes)
 		}
 	})
@@ -235,6 +266,8 @@ func FuzzPromptMatchesReference(f *testing.F) {
 		`{"model":"m","prompt":"a\"b\\c\nd\u00e9\ud83d\ude00"}`,
 		`{"model":"r","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"message","role":"assistant","content":"yo"}]}`,
 		`{"model":"r","input":[{"content":"a","type":"function_call_output"},{"type":"reasoning","content":[{"text":"b"}]},{"content":"c","type":"message","type":"x"},["d",{"content":"e"}],"f"],"instructions":"\u00e9"}`,
+		`{"model":"r","input":["long",{"type":"x","content":"b"},{"content":"c"},{"content":[{"text":"d"},{"text":"e"}],"type":"reasoning"},{"content":"f"}],"instructions":"i"}`,
+		`{"model":"r","input":[{"content":[{"text":"a"},{"text":"b"}],"type":"x"},{"content":"c"}]}`,
 		`{"model":"r","instructions":{"x":1},"input":[{"content":null},{"type":null,"content":"a"},{"content":"b","content":[{"text":"c"}]}],"instructions":"i"}`,
 	} {
 		f.Add([]byte(s))

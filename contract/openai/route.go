@@ -45,7 +45,12 @@ func NoRoute(mux *http.ServeMux, observe func(r *http.Request, status int)) http
 		if rec.status == http.StatusMethodNotAllowed {
 			allow := rec.header.Get("Allow")
 			e.Status = http.StatusMethodNotAllowed
-			e.Message = fmt.Sprintf("Method %s is not allowed on %s (allowed: %s)", cut(r.Method, maxQuotedMethod), cut(r.URL.Path, maxQuotedPath), allow)
+			e.Message = fmt.Sprintf(
+				"Method %s is not allowed on %s (allowed: %s)",
+				cut(r.Method, maxQuotedMethod),
+				cut(r.URL.Path, maxQuotedPath),
+				allow,
+			)
 			w.Header().Set("Allow", allow)
 		}
 		if observe != nil {

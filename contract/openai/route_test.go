@@ -26,10 +26,24 @@ func TestNoRoute(t *testing.T) {
 		{"models", http.MethodGet, PathModels, 200, "models", ""},
 		{"unknown path", http.MethodPost, "/v1/nope", 404, "Invalid URL (POST /v1/nope)", ""},
 		{"unknown root", http.MethodGet, "/", 404, "Invalid URL (GET /)", ""},
-		{"responses by id (not routed)", http.MethodGet, "/v1/responses/resp_1", 404, "Invalid URL (GET /v1/responses/resp_1)", ""},
+		{
+			"responses by id (not routed)",
+			http.MethodGet,
+			"/v1/responses/resp_1",
+			404,
+			"Invalid URL (GET /v1/responses/resp_1)",
+			"",
+		},
 		{"wrong method", http.MethodDelete, PathResponses, 405, "Method DELETE is not allowed on /v1/responses", "POST"},
 		{"wrong method on models", http.MethodPost, PathModels, 405, "Method POST is not allowed on /v1/models", "GET, HEAD"},
-		{"long path is cut", http.MethodGet, "/" + strings.Repeat("a", 5000), 404, "Invalid URL (GET /" + strings.Repeat("a", 255) + "...)", ""},
+		{
+			"long path is cut",
+			http.MethodGet,
+			"/" + strings.Repeat("a", 5000),
+			404,
+			"Invalid URL (GET /" + strings.Repeat("a", 255) + "...)",
+			"",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

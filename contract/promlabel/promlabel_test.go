@@ -66,7 +66,12 @@ func TestSetDefaultLimit(t *testing.T) {
 		s.Value(fmt.Sprint("m", i))
 	}
 	if s.Len() != promlabel.DefaultLimit {
-		t.Errorf("Len = %d after %d distinct values, want the cap %d", s.Len(), 10*promlabel.DefaultLimit, promlabel.DefaultLimit)
+		t.Errorf(
+			"Len = %d after %d distinct values, want the cap %d",
+			s.Len(),
+			10*promlabel.DefaultLimit,
+			promlabel.DefaultLimit,
+		)
 	}
 	if got := s.Value("m0"); got != "m0" {
 		t.Errorf("an admitted value maps to %q", got)

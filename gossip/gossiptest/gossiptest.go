@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
 
@@ -217,16 +216,6 @@ func (r *running) stop() error {
 		}
 	})
 	return r.err
-}
-
-// Eventually polls cond (as poll.Within does) until it returns true or timeout passes, then
-// fails the test with msg, a format for args. New tests call poll.Until, whose message names
-// what was awaited.
-func Eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
-	tb.Helper()
-	if !poll.Within(timeout, cond) {
-		tb.Fatalf("gossiptest: timed out after %v: "+msg, append([]any{timeout}, args...)...)
-	}
 }
 
 // AllMembersAlive reports whether every given node sees want alive members.

@@ -131,16 +131,29 @@ func TestStalledStreamsOnOneH2CConnection(t *testing.T) {
 }
 
 // TestBodyBudgetSpentAnswers503 runs a gateway whose body budget is one largest body (1 MiB)
-// under 500 stalled uploads that declare 1 MB each (within its body limit) and send 3 KB: once they hold the budget, a normal request is answered 503
+// under 500 stalled uploads that declare 1 MB each (within its body limit) and send 3 KB: once they hold the budget, a
+// normal request is answered 503
 // with Retry-After and the OpenAI-style error naming the budget, the refusals are counted, and
 // the gateway serves again when the stalled connections close.
 func TestBodyBudgetSpentAnswers503(t *testing.T) {
 	raiseFileLimit(t, 2*stalledConns)
 	w := newWorld(t)
-	gw := w.Gateway("adv-budget", "us-east-1", []string{w.Pod("h100").Listen}, "--max-body-bytes=1048576", "--max-inflight-body-bytes=1MiB")
+	gw := w.Gateway(
+		"adv-budget",
+		"us-east-1",
+		[]string{w.Pod("h100").Listen},
+		"--max-body-bytes=1048576",
+		"--max-inflight-body-bytes=1MiB",
+	)
 	conns := stall(t, gw.Listen, stalledConns, 1_000_000) // within the body limit: only the budget refuses them
 	poll.Until(t, 20*time.Second, func() bool {
-		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_request_body_refused_total", "door=http", "reason=budget") > 0
+		return harness.MetricValue(
+			t,
+			gw.Metrics,
+			"switchyard_gateway_request_body_refused_total",
+			"door=http",
+			"reason=budget",
+		) > 0
 	}, "the budget spent")
 	body := `{"model":"` + harness.TestModel + `","prompt":"` + strings.Repeat("hello ", 2000) + `","max_tokens":2}`
 	resp, err := http.Post("http://"+gw.Listen+"/v1/completions", "application/json", strings.NewReader(body))
@@ -171,8 +184,15 @@ func TestBodyBudgetSpentAnswers503(t *testing.T) {
 // sentBytes of it; they are closed when the test ends.
 func stall(t *testing.T, addr string, n, declared int) []net.Conn {
 	t.Helper()
-	head := fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, declared)
-	payload := head + `{"model":"` + harness.TestModel + `","prompt":"` + strings.Repeat("x", sentBytes-len(harness.TestModel)-24)
+	head := fmt.Sprintf(
+		"POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		addr,
+		declared,
+	)
+	payload := head + `{"model":"` + harness.TestModel + `","prompt":"` + strings.Repeat(
+		"x",
+		sentBytes-len(harness.TestModel)-24,
+	)
 	conns := make([]net.Conn, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -209,7 +229,13 @@ func checkMemory(t *testing.T, name string, n *harness.Node) {
 	heap := harness.MetricValue(t, n.Metrics, "go_memstats_heap_alloc_bytes")
 	t.Logf("%s under attack: VmRSS %d MiB, Go heap %.0f MiB", name, rss>>20, heap/(1<<20))
 	if rss > rssBound || heap > rssBound {
-		t.Errorf("%s: VmRSS %d MiB, heap %.0f MiB; want both under %d MiB (body budget + 200 MiB)", name, rss>>20, heap/(1<<20), rssBound>>20)
+		t.Errorf(
+			"%s: VmRSS %d MiB, heap %.0f MiB; want both under %d MiB (body budget + 200 MiB)",
+			name,
+			rss>>20,
+			heap/(1<<20),
+			rssBound>>20,
+		)
 	}
 }
 

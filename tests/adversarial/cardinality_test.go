@@ -155,14 +155,21 @@ func get(addr, path string) *http.Request {
 
 // adminCall is a Connect call without a token to a made-up AdminService method.
 func adminCall(addr, path string) *http.Request {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/switchyard.admin.v1.AdminService"+path, strings.NewReader("{}"))
+	req, _ := http.NewRequest(
+		http.MethodPost,
+		"http://"+addr+"/switchyard.admin.v1.AdminService"+path,
+		strings.NewReader("{}"),
+	)
 	req.Header.Set("Content-Type", "application/json")
 	return req
 }
 
 // newClient returns a client that keeps up to conns connections per host alive.
 func newClient(conns int) *http.Client {
-	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 20 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns},
+		Timeout:   20 * time.Second,
+	}
 }
 
 // sendAll sends the n requests made by req from workers goroutines through client, and returns

@@ -38,12 +38,24 @@ func TestFlagsFileFailsClosed(t *testing.T) {
 	})
 	t.Run("a misspelt flag in the file stops the router", func(t *testing.T) {
 		file := w.Write("typo.conf", "log-format=json\nrequire-cluster-identiy\n")
-		refusesToStart(t, "global-router", []string{"--region=us-east-1", "--gossip-key-file=" + w.KeyFile, "--config=" + file},
-			file+":2: unknown flag --require-cluster-identiy")
+		refusesToStart(
+			t,
+			"global-router",
+			[]string{"--region=us-east-1", "--gossip-key-file=" + w.KeyFile, "--config=" + file},
+			file+":2: unknown flag --require-cluster-identiy",
+		)
 	})
 	t.Run("a bad value in the gateway's file stops it", func(t *testing.T) {
-		file := w.Write("gateway.flags", "cluster=flags-b\nregion=us-east-1\nendpoints=127.0.0.1:1\nmax-ejection-percent=half\n")
-		refusesToStart(t, "cluster-gateway", []string{"--flags-file=" + file}, file+`:4: invalid value "half" for --max-ejection-percent`)
+		file := w.Write(
+			"gateway.flags",
+			"cluster=flags-b\nregion=us-east-1\nendpoints=127.0.0.1:1\nmax-ejection-percent=half\n",
+		)
+		refusesToStart(
+			t,
+			"cluster-gateway",
+			[]string{"--flags-file=" + file},
+			file+`:4: invalid value "half" for --max-ejection-percent`,
+		)
 	})
 	// The environment is inherited by the processes started from here on.
 	t.Run("the environment wins over the file", func(t *testing.T) {

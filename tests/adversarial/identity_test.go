@@ -39,7 +39,12 @@ func TestGossipKeyCannotRedirectPrompts(t *testing.T) {
 	realKey, realPub := idSigningKeyFile(t, w, "real")
 	rogueKey, _ := idSigningKeyFile(t, w, "rogue")
 	realPod := w.Pod("h100")
-	realGw := w.Gateway("adv-id", "us-east-1", []string{"real-pod=" + realPod.Listen}, "--summary-signing-key-file="+realKey)
+	realGw := w.Gateway(
+		"adv-id",
+		"us-east-1",
+		[]string{"real-pod=" + realPod.Listen},
+		"--summary-signing-key-file="+realKey,
+	)
 	router := w.Router("us-east-1", "", "--allow-cleartext-gateways")
 	admin, token := "http://"+router.Admin, w.Token()
 	ctx := context.Background()
@@ -61,15 +66,30 @@ func TestGossipKeyCannotRedirectPrompts(t *testing.T) {
 	}, "strict identity mode")
 
 	intruderPod := w.Pod("h100")
-	intruder := w.Gateway("adv-id", "us-east-1", []string{"intruder-pod=" + intruderPod.Listen}, "--summary-signing-key-file="+rogueKey)
+	intruder := w.Gateway(
+		"adv-id",
+		"us-east-1",
+		[]string{"intruder-pod=" + intruderPod.Listen},
+		"--summary-signing-key-file="+rogueKey,
+	)
 	realNode := idMemberName(t, admin, token, realURL)
 	idInject(t, w, router, &gossipv1.CapacitySummary{Node: realNode, Sequence: math.MaxUint64,
 		Cluster: "adv-id", Region: "us-east-1", GatewayUrl: "http://" + intruder.Listen})
-	idInject(t, w, router, &gossipv1.CapacitySummary{Node: realNode, Sequence: uint64(time.Now().Add(10 * time.Second).UnixNano()),
-		Cluster: "adv-id", Region: "us-east-1", GatewayUrl: "http://" + intruder.Listen})
+	idInject(
+		t,
+		w,
+		router,
+		&gossipv1.CapacitySummary{Node: realNode, Sequence: uint64(time.Now().Add(10 * time.Second).UnixNano()),
+			Cluster: "adv-id", Region: "us-east-1", GatewayUrl: "http://" + intruder.Listen},
+	)
 
 	poll.Until(t, 30*time.Second, func() bool {
-		return harness.MetricValue(t, router.Metrics, "switchyard_router_summaries_rejected_total", "reason=unknown_key") >= 1 &&
+		return harness.MetricValue(
+			t,
+			router.Metrics,
+			"switchyard_router_summaries_rejected_total",
+			"reason=unknown_key",
+		) >= 1 &&
 			harness.MetricValue(t, router.Metrics, "switchyard_router_summaries_rejected_total", "reason=unsigned") >= 1 &&
 			harness.MetricValue(t, router.Metrics, "switchyard_gossip_summaries_rejected_total", "reason=clock_skew") >= 1
 	}, "the rogue gateway's and the forged summaries are counted")
@@ -77,7 +97,13 @@ func TestGossipKeyCannotRedirectPrompts(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	urls, stale, age := idClusterState(t, admin, token, "adv-id")
 	if stale || age > 3000 || len(urls) != 1 || urls[0] != realURL {
-		t.Fatalf("cluster adv-id: gateway urls %v, stale %v, signal age %d ms; want only %s, fresh", urls, stale, age, realURL)
+		t.Fatalf(
+			"cluster adv-id: gateway urls %v, stale %v, signal age %d ms; want only %s, fresh",
+			urls,
+			stale,
+			age,
+			realURL,
+		)
 	}
 	for i := range 20 {
 		body := `{"model":"` + harness.TestModel + `","prompt":"secret prompt ` + strconv.Itoa(i) + `","max_tokens":2}`
@@ -117,7 +143,9 @@ func idSigningKeyFile(t *testing.T, w *harness.World, name string) (string, ed25
 func idInject(t *testing.T, w *harness.World, router *harness.Node, s *gossipv1.CapacitySummary) {
 	t.Helper()
 	s.GeneratedAtUnixNano = time.Now().UnixNano()
-	s.Models = []*gossipv1.ModelCapacity{{Name: harness.TestModel, ReadyPods: 64, TotalKvTokens: 1 << 30, FreeKvTokens: 1 << 30}}
+	s.Models = []*gossipv1.ModelCapacity{
+		{Name: harness.TestModel, ReadyPods: 64, TotalKvTokens: 1 << 30, FreeKvTokens: 1 << 30},
+	}
 	blob, err := gossip.EncodeSummary(s)
 	if err != nil {
 		t.Fatal(err)

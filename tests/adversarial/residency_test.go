@@ -34,14 +34,25 @@ func TestResidencyPolicyNotLoaded(t *testing.T) {
 	r := w.RouterNoWait("us-east-1", etcd.URL)
 	waitModels(t, r, harness.TestModel, otherModel)
 
-	if code, body := getStatus(t, "http://"+r.Metrics+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "configuration not loaded") {
+	if code, body := getStatus(
+		t,
+		"http://"+r.Metrics+"/readyz",
+	); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, "configuration not loaded") {
 		t.Fatalf("/readyz with etcd down = %d %q, want 503", code, body)
 	}
 	for _, model := range []string{harness.TestModel, otherModel} {
 		for range 3 {
 			resp, e := complete(t, r, model)
-			if resp.StatusCode != http.StatusServiceUnavailable || e.Code != "policy_unavailable" || resp.Header.Get("Retry-After") == "" {
-				t.Fatalf("%s with policies not loaded: %d %+v (Retry-After %q), want 503 policy_unavailable", model, resp.StatusCode, e, resp.Header.Get("Retry-After"))
+			if resp.StatusCode != http.StatusServiceUnavailable || e.Code != "policy_unavailable" ||
+				resp.Header.Get("Retry-After") == "" {
+				t.Fatalf(
+					"%s with policies not loaded: %d %+v (Retry-After %q), want 503 policy_unavailable",
+					model,
+					resp.StatusCode,
+					e,
+					resp.Header.Get("Retry-After"),
+				)
 			}
 		}
 	}
@@ -55,17 +66,31 @@ func TestResidencyPolicyNotLoaded(t *testing.T) {
 	if err := etcd.Start(); err != nil {
 		t.Fatalf("etcd back: %v", err)
 	}
-	if !poll.Within(60*time.Second, func() bool { code, _ := getStatus(t, "http://"+r.Metrics+"/readyz"); return code == http.StatusOK }) {
+	if !poll.Within(
+		60*time.Second,
+		func() bool { code, _ := getStatus(t, "http://"+r.Metrics+"/readyz"); return code == http.StatusOK },
+	) {
 		t.Fatalf("the router did not load its configuration once etcd was back\n%s", r.Log())
 	}
 	for range 5 {
 		resp, e := complete(t, r, harness.TestModel)
 		if resp.StatusCode != http.StatusServiceUnavailable || e.Code != "residency_policy" {
-			t.Fatalf("%s, allowed in us-east-1 only, with only us-west-2 serving: %d %+v, want 503 residency_policy", harness.TestModel, resp.StatusCode, e)
+			t.Fatalf(
+				"%s, allowed in us-east-1 only, with only us-west-2 serving: %d %+v, want 503 residency_policy",
+				harness.TestModel,
+				resp.StatusCode,
+				e,
+			)
 		}
 		resp, e = complete(t, r, otherModel)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Switchyard-Region") != "us-west-2" {
-			t.Fatalf("%s (no policy) after the load: %d %+v region %q, want 200 from us-west-2", otherModel, resp.StatusCode, e, resp.Header.Get("X-Switchyard-Region"))
+			t.Fatalf(
+				"%s (no policy) after the load: %d %+v region %q, want 200 from us-west-2",
+				otherModel,
+				resp.StatusCode,
+				e,
+				resp.Header.Get("X-Switchyard-Region"),
+			)
 		}
 	}
 	if n := harness.MetricValue(t, west.Metrics, "switchyard_gateway_requests_total", "model="+harness.TestModel); n != 0 {
@@ -84,7 +109,11 @@ func TestResidencyUndecodablePolicy(t *testing.T) {
 	east := w.Gateway("adv-east", "us-east-1", []string{w.Pod("h100").Listen, w.Pod("h100", "--model="+otherModel).Listen})
 	r := w.Router("us-east-1", etcd.URL)
 	waitModels(t, r, harness.TestModel, otherModel)
-	etcd.Put(t, policyKey(harness.TestModel), `{"model":"`+harness.TestModel+`","allowed_regions":["us-east-1","us-west-2"]}`)
+	etcd.Put(
+		t,
+		policyKey(harness.TestModel),
+		`{"model":"`+harness.TestModel+`","allowed_regions":["us-east-1","us-west-2"]}`,
+	)
 	waitStatus(t, r, harness.TestModel, http.StatusOK, "")
 
 	bad := []struct {
@@ -111,11 +140,21 @@ func TestResidencyUndecodablePolicy(t *testing.T) {
 	}
 	before := harness.MetricValue(t, east.Metrics, "switchyard_gateway_requests_total", "model="+harness.TestModel)
 	for range 5 {
-		if resp, e := complete(t, r, harness.TestModel); resp.StatusCode != http.StatusServiceUnavailable || e.Code != "policy_unavailable" {
+		if resp, e := complete(
+			t,
+			r,
+			harness.TestModel,
+		); resp.StatusCode != http.StatusServiceUnavailable ||
+			e.Code != "policy_unavailable" {
 			t.Fatalf("%s with an unreadable policy: %d %+v", harness.TestModel, resp.StatusCode, e)
 		}
 	}
-	if after := harness.MetricValue(t, east.Metrics, "switchyard_gateway_requests_total", "model="+harness.TestModel); after != before {
+	if after := harness.MetricValue(
+		t,
+		east.Metrics,
+		"switchyard_gateway_requests_total",
+		"model="+harness.TestModel,
+	); after != before {
 		t.Fatalf("%v requests for a model with an unreadable policy reached a gateway", after-before)
 	}
 	if n := harness.MetricValue(t, r.Metrics, "switchyard_router_policy_unavailable_total", "reason=undecodable"); n < 5 {

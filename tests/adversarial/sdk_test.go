@@ -98,7 +98,9 @@ func TestResponsesAPIWithOfficialSDK(t *testing.T) {
 			var e struct {
 				Error struct{ Param string } `json:"error"`
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != http.StatusBadRequest || e.Error.Param != "model" {
+			if err := json.NewDecoder(resp.Body).
+				Decode(&e); err != nil || resp.StatusCode != http.StatusBadRequest ||
+				e.Error.Param != "model" {
 				t.Fatalf("answer %d (%+v, %v), want 400 naming model", resp.StatusCode, e, err)
 			}
 		})
@@ -112,10 +114,21 @@ func TestResponsesAPIWithOfficialSDK(t *testing.T) {
 		})
 	}
 	// Every answer (two through the router, two straight) was metered by the gateway as served.
-	if n := harness.MetricValue(t, gw.Metrics, "switchyard_gateway_requests_total", "model="+harness.TestModel, "code=200"); n != 4 {
+	if n := harness.MetricValue(
+		t,
+		gw.Metrics,
+		"switchyard_gateway_requests_total",
+		"model="+harness.TestModel,
+		"code=200",
+	); n != 4 {
 		t.Fatalf("the gateway counted %v served requests, want 4", n)
 	}
-	if n := harness.MetricValue(t, gw.Metrics, "switchyard_gateway_ttft_seconds_count", "model="+harness.TestModel); n != 4 {
+	if n := harness.MetricValue(
+		t,
+		gw.Metrics,
+		"switchyard_gateway_ttft_seconds_count",
+		"model="+harness.TestModel,
+	); n != 4 {
 		t.Fatalf("the gateway measured %v first tokens, want 4", n)
 	}
 }

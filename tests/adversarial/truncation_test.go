@@ -134,7 +134,12 @@ func TestTruncatedUpstreamReachesTheClientAsAnError(t *testing.T) {
 	}
 	// Every cut passed through the gateway; the router's six went through the router too.
 	poll.Until(t, time.Minute, func() bool {
-		return truncSumMetric("http://"+gw.Metrics+"/metrics", "switchyard_gateway_upstream_truncated_total") == float64(cuts) &&
+		return truncSumMetric(
+			"http://"+gw.Metrics+"/metrics",
+			"switchyard_gateway_upstream_truncated_total",
+		) == float64(
+			cuts,
+		) &&
 			truncSumMetric("http://"+rt.Metrics+"/metrics", "switchyard_router_upstream_truncated_total") == float64(cuts/2)
 	}, "the truncations counted")
 }

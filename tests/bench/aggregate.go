@@ -92,8 +92,26 @@ func (s *scenarioCells) aggregateOne(load float64, policy string) Aggregate {
 		}
 		a.Seeds = append(a.Seeds, c.Config.Seed)
 		a.RateRPS, a.Errors = c.RateRPS, a.Errors+f.Errors
-		p50, p95, p99 = append(p50, float64(f.TTFTMs.P50)), append(p95, float64(f.TTFTMs.P95)), append(p99, float64(f.TTFTMs.P99))
-		itl, tps, good = appendFinite(itl, float64(f.MeanITLMs)), appendFinite(tps, float64(f.OutputTokensPerS)), appendFinite(good, float64(f.Goodput))
+		p50, p95, p99 = append(
+			p50,
+			float64(f.TTFTMs.P50),
+		), append(
+			p95,
+			float64(f.TTFTMs.P95),
+		), append(
+			p99,
+			float64(f.TTFTMs.P99),
+		)
+		itl, tps, good = appendFinite(
+			itl,
+			float64(f.MeanITLMs),
+		), appendFinite(
+			tps,
+			float64(f.OutputTokensPerS),
+		), appendFinite(
+			good,
+			float64(f.Goodput),
+		)
 	}
 	a.TTFTP50, a.TTFTP95, a.TTFTP99 = MeanCI(p50), MeanCI(p95), MeanCI(p99)
 	a.MeanITL, a.OutputTokensPerS, a.Goodput = MeanCI(itl), MeanCI(tps), MeanCI(good)

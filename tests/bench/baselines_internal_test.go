@@ -61,7 +61,13 @@ func TestPodWeightsMeasuredWhenNeeded(t *testing.T) {
 	}
 	cfg := Config{Scenario: sc, Policies: []string{"leastconn"}}
 	res := &Result{PodCapacity: map[string]float64{"h100": 16, "a10g": 1}}
-	if err := podWeights(context.Background(), &cfg, w, res); err != nil || cfg.weights["h100"] != 16 || res.PodWeights["a10g"] != 1 {
+	if err := podWeights(
+		context.Background(),
+		&cfg,
+		w,
+		res,
+	); err != nil || cfg.weights["h100"] != 16 ||
+		res.PodWeights["a10g"] != 1 {
 		t.Fatalf("measured capacity not used as the weights: %v, %v", cfg.weights, err)
 	}
 }
@@ -101,14 +107,50 @@ func TestVerdictsAgainstTheBestBaseline(t *testing.T) {
 		wantMet    bool
 		wantDetail string
 	}{
-		{"mixed-fleet", map[string]float64{"round-robin": 100000, "gie-default": 600, "p2c": 150, "default": 190}, nil, false, "best baseline p2c 150 ms"},
-		{"mixed-fleet", map[string]float64{"round-robin": 100000, "gie-default": 600, "leastconn": 300, "default": 190}, nil, true, "best baseline leastconn 300 ms"},
-		{"bursty", map[string]float64{"round-robin": 20000, "weighted-round-robin": 250, "default": 280}, nil, false, "best baseline weighted-round-robin 250 ms"},
-		{"uniform-steady", map[string]float64{"round-robin": 500, "p2c": 400, "default": 505}, nil, false, "best baseline p2c"},
-		{"uniform-steady", map[string]float64{"round-robin": 500, "p2c": 480, "default": 505}, nil, true, "best baseline p2c"},
+		{
+			"mixed-fleet",
+			map[string]float64{"round-robin": 100000, "gie-default": 600, "p2c": 150, "default": 190},
+			nil,
+			false,
+			"best baseline p2c 150 ms",
+		},
+		{
+			"mixed-fleet",
+			map[string]float64{"round-robin": 100000, "gie-default": 600, "leastconn": 300, "default": 190},
+			nil,
+			true,
+			"best baseline leastconn 300 ms",
+		},
+		{
+			"bursty",
+			map[string]float64{"round-robin": 20000, "weighted-round-robin": 250, "default": 280},
+			nil,
+			false,
+			"best baseline weighted-round-robin 250 ms",
+		},
+		{
+			"uniform-steady",
+			map[string]float64{"round-robin": 500, "p2c": 400, "default": 505},
+			nil,
+			false,
+			"best baseline p2c",
+		},
+		{
+			"uniform-steady",
+			map[string]float64{"round-robin": 500, "p2c": 480, "default": 505},
+			nil,
+			true,
+			"best baseline p2c",
+		},
 		{"trace-conversation", map[string]float64{"round-robin": 1, "gie-lora": 1, "default": 1},
 			map[string]float64{"round-robin": 0.5, "gie-lora": 0.9, "default": 0.8}, false, "best baseline gie-lora 90.0%"},
-		{"mixed-fleet", map[string]float64{"round-robin": 100000, "random": math.Inf(1), "default": 190}, nil, true, "best baseline round-robin"},
+		{
+			"mixed-fleet",
+			map[string]float64{"round-robin": 100000, "random": math.Inf(1), "default": 190},
+			nil,
+			true,
+			"best baseline round-robin",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario+"/"+tt.wantDetail, func(t *testing.T) {

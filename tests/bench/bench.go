@@ -290,7 +290,12 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 
 // FleetCapacity measures each pool profile's capacity for w's shape under physics pc and sums it
 // over the fleet.
-func FleetCapacity(ctx context.Context, sc Scenario, w *workload.Workload, pc physics.Config) (float64, map[string]float64, error) {
+func FleetCapacity(
+	ctx context.Context,
+	sc Scenario,
+	w *workload.Workload,
+	pc physics.Config,
+) (float64, map[string]float64, error) {
 	cc := DefaultCapacityConfig()
 	cc.MaxLoras, cc.Physics = sc.MaxLoras, pc
 	per := map[string]float64{}
@@ -317,7 +322,8 @@ var WeightedPolicies = []string{"weighted-round-robin", "p2c", "leastconn"}
 // weights alone when the fleet capacity was given and a weighted baseline runs).
 func podWeights(ctx context.Context, cfg *Config, w *workload.Workload, res *Result) error {
 	cfg.weights = res.PodCapacity
-	if len(cfg.weights) == 0 && slices.ContainsFunc(cfg.Policies, func(p string) bool { return slices.Contains(WeightedPolicies, p) }) {
+	if len(cfg.weights) == 0 &&
+		slices.ContainsFunc(cfg.Policies, func(p string) bool { return slices.Contains(WeightedPolicies, p) }) {
 		var err error
 		if _, cfg.weights, err = FleetCapacity(ctx, cfg.Scenario, w, cfg.Physics); err != nil {
 			return fmt.Errorf("bench: pod weights: %w", err)

@@ -26,7 +26,11 @@ func TestSmoke(t *testing.T) {
 	defer cleanup()
 	out := t.TempDir()
 	cfg := bench.DefaultConfig()
-	cfg.Scenario = bench.Scenario{Name: "smoke", Workload: "uniform-steady", Pools: []bench.Pool{{Profile: "h100", Count: 2}}}
+	cfg.Scenario = bench.Scenario{
+		Name:     "smoke",
+		Workload: "uniform-steady",
+		Pools:    []bench.Pool{{Profile: "h100", Count: 2}},
+	}
 	cfg.Policies = []string{"round-robin", "default"}
 	cfg.Duration, cfg.Capacity = 3*time.Second, 10 // 6 req/s
 	cfg.GatewayBin, cfg.Out = bin, out
@@ -98,8 +102,17 @@ func TestSmoke(t *testing.T) {
 
 // TestScenarios checks the scenario table: every scenario resolves and names its target.
 func TestScenarios(t *testing.T) {
-	want := map[string]int{"mixed-fleet": 8, "bursty": 8, "shared-prefix": 8, "multi-lora": 8, "uniform-steady": 8, "region-burst": 10,
-		"region-burst-overload": 6, "trace-conversation": 8, "trace-azure-conv": 8}
+	want := map[string]int{
+		"mixed-fleet":           8,
+		"bursty":                8,
+		"shared-prefix":         8,
+		"multi-lora":            8,
+		"uniform-steady":        8,
+		"region-burst":          10,
+		"region-burst-overload": 6,
+		"trace-conversation":    8,
+		"trace-azure-conv":      8,
+	}
 	for name, pods := range want {
 		t.Run(name, func(t *testing.T) {
 			sc, err := bench.Lookup(name)
@@ -147,8 +160,13 @@ func TestTraceSmoke(t *testing.T) {
 			}
 			// The synthetic trace lasts 2.3 s: replay it whole, from its start.
 			file := filepath.Join(t.TempDir(), "w.yaml")
-			src := fmt.Sprintf("name: %s\nseed: 3\nduration: 3s\nendpoint: completions\nignore_eos: true\nslo: {ttft: 1s, tpot: 100ms}\n"+
-				"trace: {format: %s, path: %s}\n", sc.Name, w.Trace.Format, filepath.Join(dir, tc.file))
+			src := fmt.Sprintf(
+				"name: %s\nseed: 3\nduration: 3s\nendpoint: completions\nignore_eos: true\nslo: {ttft: 1s, tpot: 100ms}\n"+
+					"trace: {format: %s, path: %s}\n",
+				sc.Name,
+				w.Trace.Format,
+				filepath.Join(dir, tc.file),
+			)
 			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +236,9 @@ func TestRegionalSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range sc.Regions {
-		sc.Regions[i].Clusters = []bench.Cluster{{Name: sc.Regions[i].Clusters[0].Name, Pools: []bench.Pool{{Profile: "h100", Count: 1}}}}
+		sc.Regions[i].Clusters = []bench.Cluster{
+			{Name: sc.Regions[i].Clusters[0].Name, Pools: []bench.Pool{{Profile: "h100", Count: 1}}},
+		}
 	}
 	cfg := bench.DefaultConfig()
 	cfg.Scenario, cfg.Policies = sc, bench.RouterModes
@@ -230,7 +250,9 @@ func TestRegionalSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Regional == nil || len(res.Regional.Modes) != len(bench.RouterModes) || res.Regional.BurstRegion != "us-east-1" || res.Verdict == nil {
+	if res.Regional == nil || len(res.Regional.Modes) != len(bench.RouterModes) ||
+		res.Regional.BurstRegion != "us-east-1" ||
+		res.Verdict == nil {
 		t.Fatalf("regional figures %+v, verdict %v", res.Regional, res.Verdict)
 	}
 	for i, tg := range res.Report.Targets {
@@ -243,12 +265,21 @@ func TestRegionalSmoke(t *testing.T) {
 			t.Errorf("%s: %d burst + %d steady requests, report has %d", m.Mode, m.BurstRequests, m.SteadyRequests, tg.Requests)
 		}
 		// Every answered burst request names a pod of the stack, so every one is judged.
-		if m := res.Regional.Modes[i]; m.Quickest.Compared == 0 || m.Quickest.Compared > m.BurstRequests || m.Quickest.OnQuickest > m.Quickest.Compared {
+		if m := res.Regional.Modes[i]; m.Quickest.Compared == 0 || m.Quickest.Compared > m.BurstRequests ||
+			m.Quickest.OnQuickest > m.Quickest.Compared {
 			t.Errorf("%s: placements judged %+v for %d burst requests", m.Mode, m.Quickest, m.BurstRequests)
 		}
 	}
-	if lo := res.Regional.Mode(bench.RegionalBaseline); lo.BurstLeft != 0 || lo.SteadyLeft != 0 || lo.OverflowAnswered.Total() != 0 {
-		t.Errorf("local-only: %d burst and %d steady requests left their region, %d overflow counted", lo.BurstLeft, lo.SteadyLeft, lo.OverflowAnswered.Total())
+	if lo := res.Regional.Mode(
+		bench.RegionalBaseline,
+	); lo.BurstLeft != 0 || lo.SteadyLeft != 0 ||
+		lo.OverflowAnswered.Total() != 0 {
+		t.Errorf(
+			"local-only: %d burst and %d steady requests left their region, %d overflow counted",
+			lo.BurstLeft,
+			lo.SteadyLeft,
+			lo.OverflowAnswered.Total(),
+		)
 	}
 }
 
@@ -324,7 +355,13 @@ func TestSlowPodAvoided(t *testing.T) {
 		t.Errorf("default sent %.0f%% to the saturated a10g, want it kept off", 100*s)
 	}
 	rrP95, defP95 := res.Report.Targets[0].TTFTMs.P95, res.Report.Targets[1].TTFTMs.P95
-	t.Logf("TTFT P95: round robin %v ms, default %v ms; a10g share %.2f vs %.2f", rrP95, defP95, slowShare(rr), slowShare(def))
+	t.Logf(
+		"TTFT P95: round robin %v ms, default %v ms; a10g share %.2f vs %.2f",
+		rrP95,
+		defP95,
+		slowShare(rr),
+		slowShare(def),
+	)
 	if !(float64(defP95) < float64(rrP95)) {
 		t.Errorf("default's TTFT P95 %v ms is not below round robin's %v ms", defP95, rrP95)
 	}

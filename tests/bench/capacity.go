@@ -54,7 +54,12 @@ type Probe struct {
 // MeasureCapacity returns the highest Poisson arrival rate (req/s, simulated time) of w's request
 // shape that one pod of profile prof sustains with a bounded queue. It runs modelsim's engine on a
 // virtual clock (engine.Simulator), so it is deterministic and takes no real time beyond the CPU.
-func MeasureCapacity(ctx context.Context, w *workload.Workload, prof string, cfg CapacityConfig) (float64, []Probe, error) {
+func MeasureCapacity(
+	ctx context.Context,
+	w *workload.Workload,
+	prof string,
+	cfg CapacityConfig,
+) (float64, []Probe, error) {
 	p, err := profile.Lookup(prof)
 	if err != nil {
 		return 0, nil, err
@@ -126,7 +131,13 @@ func (s steadyRequests) requests(rate float64, span time.Duration) ([]workload.R
 // simulateRate sends span of Poisson arrivals of w's shape at rate to one simulated pod and
 // samples its waiting queue every simulated second. A request too long for the pod's KV cache
 // (a pod answers it 400) is left out and counted.
-func simulateRate(w *workload.Workload, src requestSource, p profile.Profile, rate float64, cfg CapacityConfig) (Probe, error) {
+func simulateRate(
+	w *workload.Workload,
+	src requestSource,
+	p profile.Profile,
+	rate float64,
+	cfg CapacityConfig,
+) (Probe, error) {
 	reqs, err := src.requests(rate, cfg.Span)
 	if err != nil {
 		return Probe{}, err

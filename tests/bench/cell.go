@@ -198,7 +198,13 @@ func meanITL(samples []loadgen.Sample) report.Num {
 // oracleFigures replays reqs (the cell's sequence, w in simulated time) in the oracle on sc's
 // fleet and returns its figures in real ms at time scale ts: every request on the pod that gives
 // it the earliest first token, with no gateway, network or scrape lag.
-func oracleFigures(ctx context.Context, sc Scenario, w *workload.Workload, reqs []workload.Request, ts float64) (*PolicyFigures, error) {
+func oracleFigures(
+	ctx context.Context,
+	sc Scenario,
+	w *workload.Workload,
+	reqs []workload.Request,
+	ts float64,
+) (*PolicyFigures, error) {
 	cfg := oracle.DefaultConfig()
 	for _, p := range sc.Pools {
 		for range p.Count {

@@ -23,20 +23,61 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	scenario := fs.String("scenario", "", "scenario: "+strings.Join(names(), ", "))
 	fs.DurationVar(&cfg.Duration, "duration", 0, "arrivals in simulated time (default: the workload's, 60s)")
 	fs.Float64Var(&cfg.Capacity, "capacity", 0, "fleet capacity in req/s (default: measured with modelsim's simulator)")
-	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "modelsim --time-scale; rates, bursts and the gateway's scrape interval are scaled with it")
+	fs.Float64Var(
+		&cfg.TimeScale,
+		"time-scale",
+		cfg.TimeScale,
+		"modelsim --time-scale; rates, bursts and the gateway's scrape interval are scaled with it",
+	)
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for the reports")
-	policies := fs.String("policies", strings.Join(cfg.Policies, ","), "gateway profiles compared, comma-separated (Tier 2 scenarios: router modes, default "+strings.Join(RouterModes, ",")+")")
+	policies := fs.String(
+		"policies",
+		strings.Join(cfg.Policies, ","),
+		"gateway profiles compared, comma-separated (Tier 2 scenarios: router modes, default "+strings.Join(
+			RouterModes,
+			",",
+		)+")",
+	)
 	binDir := fs.String("bin-dir", "", "directory holding cluster-gateway (default: build it)")
 	measure := fs.Bool("measure-capacity", false, "print each profile's capacity for the scenario's workload and exit")
 	progress := fs.Bool("progress", true, "loadgen progress lines on stderr")
-	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "--log-level of the gateways and routers started (debug logs every routing decision)")
-	fs.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "Tier 2 scenarios: runs of the request sequence, each on fresh stacks, pooled into one report")
-	fs.StringVar(&cfg.TracePath, "trace", "", "trace scenarios: the trace file (default: the scenario's, ../shared/traces/FILE from the repository root)")
+	fs.StringVar(
+		&cfg.LogLevel,
+		"log-level",
+		cfg.LogLevel,
+		"--log-level of the gateways and routers started (debug logs every routing decision)",
+	)
+	fs.IntVar(
+		&cfg.Repeat,
+		"repeat",
+		cfg.Repeat,
+		"Tier 2 scenarios: runs of the request sequence, each on fresh stacks, pooled into one report",
+	)
+	fs.StringVar(
+		&cfg.TracePath,
+		"trace",
+		"",
+		"trace scenarios: the trace file (default: the scenario's, ../shared/traces/FILE from the repository root)",
+	)
 	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "trace scenarios: a directory holding the trace under its own file name")
-	quick := fs.Bool("quick", false, "the scenario's quick run: "+quickDuration.String()+" of arrivals (trace scenarios: their own short window)")
+	quick := fs.Bool(
+		"quick",
+		false,
+		"the scenario's quick run: "+quickDuration.String()+" of arrivals (trace scenarios: their own short window)",
+	)
 	family := fs.String("physics", string(cfg.Physics.Family), "every pod's modelsim --physics: "+familyNames())
-	fs.Float64Var(&cfg.Physics.Jitter, "physics-jitter", cfg.Physics.Jitter, "every pod's modelsim --physics-jitter (-1 = the family's)")
-	fs.BoolVar(&cfg.ReportCachedTokens, "report-cached-tokens", cfg.ReportCachedTokens, "every pod's modelsim --report-cached-tokens")
+	fs.Float64Var(
+		&cfg.Physics.Jitter,
+		"physics-jitter",
+		cfg.Physics.Jitter,
+		"every pod's modelsim --physics-jitter (-1 = the family's)",
+	)
+	fs.BoolVar(
+		&cfg.ReportCachedTokens,
+		"report-cached-tokens",
+		cfg.ReportCachedTokens,
+		"every pod's modelsim --report-cached-tokens",
+	)
 	sw := addSweepFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -168,20 +209,51 @@ func printCapacity(ctx context.Context, cfg *Config, stdout, stderr io.Writer) i
 			return 1
 		}
 		for _, pr := range probes {
-			fmt.Fprintf(stdout, "  %s %s rate %.3f req/s: mean waiting %.2f sustained=%v", sc.Workload, p.Profile, pr.Rate, pr.MeanWaiting, pr.Sustained)
+			fmt.Fprintf(
+				stdout,
+				"  %s %s rate %.3f req/s: mean waiting %.2f sustained=%v",
+				sc.Workload,
+				p.Profile,
+				pr.Rate,
+				pr.MeanWaiting,
+				pr.Sustained,
+			)
 			if pr.TooLong > 0 {
 				fmt.Fprintf(stdout, " (%d requests too long for the KV cache left out)", pr.TooLong)
 			}
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s %s: %.2f req/s per pod (%d probes, %s)\n", sc.Workload, p.Profile, c, len(probes), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(
+			stdout,
+			"%s %s: %.2f req/s per pod (%d probes, %s)\n",
+			sc.Workload,
+			p.Profile,
+			c,
+			len(probes),
+			time.Since(start).Round(time.Millisecond),
+		)
 		total += float64(p.Count) * c
 	}
 	if w.IsTrace() {
-		fmt.Fprintf(stdout, "%s fleet (%s): %.2f req/s; round robin sustains %d × the slowest pod's; the trace at %g× its recorded rate\n",
-			sc.Name, pools(sc), total, sc.Pods(), w.Trace.TimeScale)
+		fmt.Fprintf(
+			stdout,
+			"%s fleet (%s): %.2f req/s; round robin sustains %d × the slowest pod's; the trace at %g× its recorded rate\n",
+			sc.Name,
+			pools(sc),
+			total,
+			sc.Pods(),
+			w.Trace.TimeScale,
+		)
 		return 0
 	}
-	fmt.Fprintf(stdout, "%s fleet (%s): %.2f req/s; load %.3f gives %.2f req/s\n", sc.Name, pools(sc), total, w.Load, w.Load*total)
+	fmt.Fprintf(
+		stdout,
+		"%s fleet (%s): %.2f req/s; load %.3f gives %.2f req/s\n",
+		sc.Name,
+		pools(sc),
+		total,
+		w.Load,
+		w.Load*total,
+	)
 	return 0
 }

@@ -35,7 +35,8 @@ func TestPodSettings(t *testing.T) {
 			cfgs, _ := fleetConfigs(sc, w, 1)
 			cfg.podSettings(cfgs)
 			for i, c := range cfgs {
-				if c.Physics != string(tt.physics.Family) || c.PhysicsJitter != tt.physics.Jitter || c.ReportCachedTokens != tt.cached {
+				if c.Physics != string(tt.physics.Family) || c.PhysicsJitter != tt.physics.Jitter ||
+					c.ReportCachedTokens != tt.cached {
 					t.Fatalf("pod %d: physics %q jitter %v cached %v", i, c.Physics, c.PhysicsJitter, c.ReportCachedTokens)
 				}
 				if err := c.Validate(); err != nil {

@@ -51,7 +51,14 @@ func TestPoolRuns(t *testing.T) {
 		for i, want := range []time.Duration{sec(1), sec(59), sec(65), sec(123), sec(129), sec(187)} {
 			s := tr.Samples[i]
 			if s.Scheduled != want || s.Sent != want || s.Scheduled%sec(8) != tr.Samples[i%2].Scheduled%sec(8) {
-				t.Errorf("%s sample %d scheduled %v sent %v, want %v (same place in the 8-s cycle)", tr.Name, i, s.Scheduled, s.Sent, want)
+				t.Errorf(
+					"%s sample %d scheduled %v sent %v, want %v (same place in the 8-s cycle)",
+					tr.Name,
+					i,
+					s.Scheduled,
+					s.Sent,
+					want,
+				)
 			}
 		}
 	}
@@ -80,7 +87,8 @@ func TestAddModeCounts(t *testing.T) {
 	pool = addModeCounts(pool, run(3))
 	m := pool[0]
 	if m.OverflowAnswered["best"] != 6 || m.OverflowAnswered["other"] != 3 || m.LeftBecause["east"]["past_throughput"] != 6 ||
-		m.Attempts["east"]["answered"] != 60 || m.Attempts["west"]["handed_back"] != 6 {
+		m.Attempts["east"]["answered"] != 60 ||
+		m.Attempts["west"]["handed_back"] != 6 {
 		t.Fatalf("pooled counts %+v", m)
 	}
 }
@@ -92,7 +100,13 @@ func TestRepeatFlag(t *testing.T) {
 		{"--scenario=mixed-fleet", "--repeat=2"},
 	} {
 		var stderr bytes.Buffer
-		if code := Main(context.Background(), args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "--repeat") {
+		if code := Main(
+			context.Background(),
+			args,
+			&bytes.Buffer{},
+			&stderr,
+		); code != 2 ||
+			!strings.Contains(stderr.String(), "--repeat") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming --repeat", args, code, stderr.String())
 		}
 	}

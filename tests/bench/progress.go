@@ -60,7 +60,14 @@ func (p *progress) line() string {
 		filled = barWidth * p.done / p.total
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "sweep [%s%s] %d/%d cells", strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), p.done, p.total)
+	fmt.Fprintf(
+		&b,
+		"sweep [%s%s] %d/%d cells",
+		strings.Repeat("#", filled),
+		strings.Repeat("-", barWidth-filled),
+		p.done,
+		p.total,
+	)
 	if p.resumes > 0 {
 		fmt.Fprintf(&b, " (%d resumed)", p.resumes)
 	}

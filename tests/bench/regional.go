@@ -41,7 +41,8 @@ var regionBurstOverload = regionBurstScenario("region-burst-overload", 2)
 // TestRegionBurstLoads).
 func regionBurstScenario(name string, steadyPods int) Scenario {
 	return Scenario{
-		Name: name, Workload: name,
+		Name:     name,
+		Workload: name,
 		Regions: []Region{
 			{Name: "us-east-1", Clusters: []Cluster{{Name: "use1-a", Pools: []Pool{{"l40s", 2}}}}},
 			{Name: "us-west-2", Clusters: []Cluster{{Name: "usw2-a", Pools: []Pool{{"l40s", steadyPods}}}}},
@@ -73,14 +74,21 @@ func checkRegionBurst(f Figures) Verdict {
 	leave := g.SteadyLeftShare()
 	oracle := ""
 	if o := r.Oracle; o != nil {
-		oracle = fmt.Sprintf(" (the oracle's %s: %.1f%% of local-only's; global is %.2f× the oracle)", ms(float64(o.BurstTTFTMs.P99)),
-			100*float64(o.BurstTTFTMs.P99)/float64(l.BurstTTFTMs.P99), float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
+		oracle = fmt.Sprintf(
+			" (the oracle's %s: %.1f%% of local-only's; global is %.2f× the oracle)",
+			ms(float64(o.BurstTTFTMs.P99)),
+			100*float64(o.BurstTTFTMs.P99)/float64(l.BurstTTFTMs.P99),
+			float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99),
+		)
 	}
 	beatsSpillover := true // when spillover did not run
 	if s := r.Mode("spillover"); s != nil {
 		beatsSpillover = g.BurstTTFTMs.P99 <= s.BurstTTFTMs.P99
-		oracle += fmt.Sprintf("; the best baseline besides, spillover, %s: global / spillover %.3f", ms(float64(s.BurstTTFTMs.P99)),
-			float64(g.BurstTTFTMs.P99)/float64(s.BurstTTFTMs.P99))
+		oracle += fmt.Sprintf(
+			"; the best baseline besides, spillover, %s: global / spillover %.3f",
+			ms(float64(s.BurstTTFTMs.P99)),
+			float64(g.BurstTTFTMs.P99)/float64(s.BurstTTFTMs.P99),
+		)
 	}
 	return Verdict{ratio <= 0.25 && beatsSpillover && best >= 0.9 && leave < 0.02,
 		fmt.Sprintf("burst-region P99: global %s, %.1f%% of local-only's (%s)%s; overflow answered by the best "+

@@ -62,7 +62,8 @@ func TestRegionBurstCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := regionBurst.Check(tt.f)
-			if v.Met != tt.met || v.Detail == "" || (strings.HasPrefix(tt.name, "spillover") && !strings.Contains(v.Detail, "global / spillover")) {
+			if v.Met != tt.met || v.Detail == "" ||
+				(strings.HasPrefix(tt.name, "spillover") && !strings.Contains(v.Detail, "global / spillover")) {
 				t.Fatalf("verdict %+v, want met=%v", v, tt.met)
 			}
 		})
@@ -80,7 +81,8 @@ func TestRegionalScenarioShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sc.Regional() || sc.Pods() != 10 || sc.RTT("us-west-2", "us-east-1") != 70*time.Millisecond || sc.RTT("us-east-1", "us-east-1") != 0 {
+	if !sc.Regional() || sc.Pods() != 10 || sc.RTT("us-west-2", "us-east-1") != 70*time.Millisecond ||
+		sc.RTT("us-east-1", "us-east-1") != 0 {
 		t.Fatalf("scenario %+v: regional %v, pods %d", sc, sc.Regional(), sc.Pods())
 	}
 	cfg := DefaultConfig()
@@ -102,7 +104,11 @@ func TestModeFiguresJSONWithFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back ModeFigures
-	if err := json.Unmarshal(b, &back); err != nil || !math.IsInf(float64(back.BurstTTFTMs.P99), 1) || back.BurstTTFTMs.P50 != 10 {
+	if err := json.Unmarshal(
+		b,
+		&back,
+	); err != nil || !math.IsInf(float64(back.BurstTTFTMs.P99), 1) ||
+		back.BurstTTFTMs.P50 != 10 {
 		t.Fatalf("round trip of %s: %+v, %v", b, back, err)
 	}
 }

@@ -29,7 +29,14 @@ type OracleFigures struct {
 
 // regionalOracle replays reqs (the run's sequence, generated from sim, the workload in simulated
 // time) in the oracle.
-func regionalOracle(ctx context.Context, sc Scenario, sim *workload.Workload, reqs []workload.Request, burst string, timeScale float64) (*OracleFigures, error) {
+func regionalOracle(
+	ctx context.Context,
+	sc Scenario,
+	sim *workload.Workload,
+	reqs []workload.Request,
+	burst string,
+	timeScale float64,
+) (*OracleFigures, error) {
 	cfg := oracle.DefaultConfig()
 	fp := scenarioPods(sc)
 	cfg.Profiles = fp.profiles

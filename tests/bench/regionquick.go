@@ -76,8 +76,16 @@ func (q *QuickestFigures) setChoice() {
 // for the burst region's clients. sim is the run's workload in simulated time and reqs its
 // sequence; clusterAddrs holds each cluster's pod addresses, in the scenario's cluster and pool
 // order.
-func quickestFigures(ctx context.Context, sc Scenario, sim *workload.Workload, reqs []workload.Request, samples []loadgen.Sample,
-	clusterAddrs [][]string, burst string, timeScale float64) (QuickestFigures, error) {
+func quickestFigures(
+	ctx context.Context,
+	sc Scenario,
+	sim *workload.Workload,
+	reqs []workload.Request,
+	samples []loadgen.Sample,
+	clusterAddrs [][]string,
+	burst string,
+	timeScale float64,
+) (QuickestFigures, error) {
 	var q QuickestFigures
 	fp := scenarioPods(sc)
 	podOf := map[string]int{}   // pod address -> pod

@@ -68,7 +68,10 @@ func TestQuickestFigures(t *testing.T) {
 		}
 	}
 	slices.Sort(burstTTFT)
-	if want := report.Num(float64(oracle.NearestRank(burstTTFT, 0.99)) / float64(time.Millisecond)); best.ChoiceP99Ms != want || want <= 0 {
+	if want := report.Num(
+		float64(oracle.NearestRank(burstTTFT, 0.99)) / float64(time.Millisecond),
+	); best.ChoiceP99Ms != want ||
+		want <= 0 {
 		t.Fatalf("the oracle's choices of cluster replayed: P99 %v ms, want the oracle's %v", best.ChoiceP99Ms, want)
 	}
 
@@ -97,18 +100,33 @@ func TestQuickestFigures(t *testing.T) {
 	}
 	// Kept at home, the burst queues there whatever the pod: a tail well past the oracle's.
 	if local.ChoiceP99Ms < 2*best.ChoiceP99Ms {
-		t.Fatalf("all at home: choices of cluster replayed P99 %v ms, want at least twice the oracle's %v", local.ChoiceP99Ms, best.ChoiceP99Ms)
+		t.Fatalf(
+			"all at home: choices of cluster replayed P99 %v ms, want at least twice the oracle's %v",
+			local.ChoiceP99Ms,
+			best.ChoiceP99Ms,
+		)
 	}
 	// Pooling two runs pools their replayed requests: the same runs twice, the same P99.
 	pooled := local
 	pooled.choice = slices.Clone(local.choice)
 	pooled.add(local)
 	if pooled.ChoiceP99Ms != local.ChoiceP99Ms || len(pooled.choice) != 2*len(local.choice) {
-		t.Fatalf("pooled twice: P99 %v over %d, want %v over %d", pooled.ChoiceP99Ms, len(pooled.choice), local.ChoiceP99Ms, 2*len(local.choice))
+		t.Fatalf(
+			"pooled twice: P99 %v over %d, want %v over %d",
+			pooled.ChoiceP99Ms,
+			len(pooled.choice),
+			local.ChoiceP99Ms,
+			2*len(local.choice),
+		)
 	}
 	pooled.add(best)
 	if pooled.ChoiceP99Ms >= local.ChoiceP99Ms || pooled.ChoiceP99Ms <= best.ChoiceP99Ms {
-		t.Fatalf("pooled with the oracle's: P99 %v, want between %v and %v", pooled.ChoiceP99Ms, best.ChoiceP99Ms, local.ChoiceP99Ms)
+		t.Fatalf(
+			"pooled with the oracle's: P99 %v, want between %v and %v",
+			pooled.ChoiceP99Ms,
+			best.ChoiceP99Ms,
+			local.ChoiceP99Ms,
+		)
 	}
 	// Everything from the burst region sent to the farthest region: the misses are away, those
 	// whose quickest was at home sent away, the others to the wrong cluster elsewhere.
@@ -127,7 +145,8 @@ func TestQuickestFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off := away.Compared - away.OnQuickest; away.KeptHome != 0 || away.SentAway == 0 || away.SentAway+away.AwayElsewhere != off {
+	if off := away.Compared - away.OnQuickest; away.KeptHome != 0 || away.SentAway == 0 ||
+		away.SentAway+away.AwayElsewhere != off {
 		t.Fatalf("all sent to eu-west-1: %+v, want every miss away, some with home quickest", away)
 	}
 

@@ -76,8 +76,14 @@ func runRegional(ctx context.Context, cfg *Config, sim, w *workload.Workload, re
 // mode, the routers' counters (overflow answers, reasons for leaving, forward attempts) and the
 // burst region's placements judged in the simulator against sim, w in simulated time, whose
 // sequence is reqs.
-func runRegionalOnce(ctx context.Context, cfg *Config, sim *workload.Workload, reqs []workload.Request, w *workload.Workload,
-	burst string) (*loadgen.Result, []ModeFigures, error) {
+func runRegionalOnce(
+	ctx context.Context,
+	cfg *Config,
+	sim *workload.Workload,
+	reqs []workload.Request,
+	w *workload.Workload,
+	burst string,
+) (*loadgen.Result, []ModeFigures, error) {
 	stacks, err := startRegionalStacks(ctx, cfg, w)
 	defer closeRegionalStacks(stacks, cfg.Logger)
 	if err != nil {
@@ -100,7 +106,16 @@ func runRegionalOnce(ctx context.Context, cfg *Config, sim *workload.Workload, r
 		for k, f := range st.fleets {
 			addrs[k] = f.Addrs()
 		}
-		if modes[i].Quickest, err = quickestFigures(ctx, cfg.Scenario, sim, reqs, lres.Targets[i].Samples, addrs, burst, cfg.TimeScale); err != nil {
+		if modes[i].Quickest, err = quickestFigures(
+			ctx,
+			cfg.Scenario,
+			sim,
+			reqs,
+			lres.Targets[i].Samples,
+			addrs,
+			burst,
+			cfg.TimeScale,
+		); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -261,7 +276,9 @@ func deciles(buckets ChoiceCounts) (string, bool) {
 // regionalMarkdown renders a Tier 2 run's figures table.
 func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *RegionalFigures) {
 	fmt.Fprintf(b, "Burst region: %s. TTFT of its clients (ms), then where requests went.\n\n", rf.BurstRegion)
-	b.WriteString("| mode | burst TTFT P50 | P95 | P99 | P99 / local-only | all P99 | errors | burst requests answered elsewhere | by cluster | overflow answered by best / near-best / other | steady regions leaving | between bursts |\n")
+	b.WriteString(
+		"| mode | burst TTFT P50 | P95 | P99 | P99 / local-only | all P99 | errors | burst requests answered elsewhere | by cluster | overflow answered by best / near-best / other | steady regions leaving | between bursts |\n",
+	)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|\n")
 	base := rf.Mode(RegionalBaseline)
 	for i, m := range rf.Modes {
@@ -270,25 +287,58 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		if base != nil {
 			ratio = fmt.Sprintf("%.3f", float64(m.BurstTTFTMs.P99)/float64(base.BurstTTFTMs.P99))
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %d of %d (%.1f%%) | %s | %.0f / %.0f / %.0f | %d of %d (%.2f%%) | %d of %d (%.2f%%) |\n",
-			m.Mode, m.BurstTTFTMs.P50, m.BurstTTFTMs.P95, m.BurstTTFTMs.P99, ratio, t.TTFTMs.P99, t.Errors,
-			m.BurstLeft, m.BurstRequests, 100*share(m.BurstLeft, m.BurstRequests), intCounts(m.LeftByCluster),
-			m.OverflowAnswered["best"], m.OverflowAnswered["near_best"], m.OverflowAnswered["other"],
-			m.SteadyLeft, m.SteadyRequests, 100*m.SteadyLeftShare(), m.QuietLeft, m.QuietRequests, 100*m.QuietLeftShare())
+		fmt.Fprintf(
+			b,
+			"| %s | %s | %s | %s | %s | %s | %d | %d of %d (%.1f%%) | %s | %.0f / %.0f / %.0f | %d of %d (%.2f%%) | %d of %d (%.2f%%) |\n",
+			m.Mode,
+			m.BurstTTFTMs.P50,
+			m.BurstTTFTMs.P95,
+			m.BurstTTFTMs.P99,
+			ratio,
+			t.TTFTMs.P99,
+			t.Errors,
+			m.BurstLeft,
+			m.BurstRequests,
+			100*share(m.BurstLeft, m.BurstRequests),
+			intCounts(m.LeftByCluster),
+			m.OverflowAnswered["best"],
+			m.OverflowAnswered["near_best"],
+			m.OverflowAnswered["other"],
+			m.SteadyLeft,
+			m.SteadyRequests,
+			100*m.SteadyLeftShare(),
+			m.QuietLeft,
+			m.QuietRequests,
+			100*m.QuietLeftShare(),
+		)
 	}
 	if o := rf.Oracle; o != nil {
 		ratio := "—"
 		if base != nil {
 			ratio = fmt.Sprintf("%.3f", float64(o.BurstTTFTMs.P99)/float64(base.BurstTTFTMs.P99))
 		}
-		fmt.Fprintf(b, "| oracle (simulated) | %s | %s | %s | %s | — | — | %d of %d (%.1f%%) | — | — | %d of %d (%.2f%%) | — |\n",
-			o.BurstTTFTMs.P50, o.BurstTTFTMs.P95, o.BurstTTFTMs.P99, ratio,
-			o.BurstLeft, o.BurstRequests, 100*share(o.BurstLeft, o.BurstRequests),
-			o.SteadyLeft, o.SteadyRequests, 100*share(o.SteadyLeft, o.SteadyRequests))
+		fmt.Fprintf(
+			b,
+			"| oracle (simulated) | %s | %s | %s | %s | — | — | %d of %d (%.1f%%) | — | — | %d of %d (%.2f%%) | — |\n",
+			o.BurstTTFTMs.P50,
+			o.BurstTTFTMs.P95,
+			o.BurstTTFTMs.P99,
+			ratio,
+			o.BurstLeft,
+			o.BurstRequests,
+			100*share(o.BurstLeft, o.BurstRequests),
+			o.SteadyLeft,
+			o.SteadyRequests,
+			100*share(o.SteadyLeft, o.SteadyRequests),
+		)
 		if g := rf.Mode("global"); g != nil {
-			fmt.Fprintf(b, "\nBurst-region P99, global / oracle: %.3f. The oracle replays the same requests offline in the simulator, "+
-				"each on the pod anywhere whose first token reaches the client soonest, given every pod's exact state; "+
-				"its times are simulated ones scaled to real time.\n", float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99))
+			fmt.Fprintf(
+				b,
+				"\nBurst-region P99, global / oracle: %.3f. The oracle replays the same requests offline in the simulator, "+
+					"each on the pod anywhere whose first token reaches the client soonest, given every pod's exact state; "+
+					"its times are simulated ones scaled to real time.\n",
+				float64(g.BurstTTFTMs.P99)/float64(o.BurstTTFTMs.P99),
+			)
 		}
 	}
 	var quick []string
@@ -299,13 +349,20 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 				late = fmt.Sprintf(", the others %.0f ms later on average; of them %d kept at home while elsewhere was quicker, "+
 					"%d sent away while home was, %d sent to another cluster elsewhere", q.RegretMs/float64(off), q.KeptHome, q.SentAway, q.AwayElsewhere)
 			}
-			quick = append(quick, fmt.Sprintf("%s %d of %d (%.1f%%%s)", m.Mode, q.OnQuickest, q.Compared, 100*share(q.OnQuickest, q.Compared), late))
+			quick = append(
+				quick,
+				fmt.Sprintf("%s %d of %d (%.1f%%%s)", m.Mode, q.OnQuickest, q.Compared, 100*share(q.OnQuickest, q.Compared), late),
+			)
 		}
 	}
 	if len(quick) > 0 {
-		fmt.Fprintf(b, "\nBurst-region requests answered by the quickest cluster at the moment they were sent, judged in the simulator "+
-			"(the run replayed with the mode's placements, each request also simulated on every cluster's best pod; within %v of the quickest): %s.\n",
-			quickestTolerance, strings.Join(quick, "; "))
+		fmt.Fprintf(
+			b,
+			"\nBurst-region requests answered by the quickest cluster at the moment they were sent, judged in the simulator "+
+				"(the run replayed with the mode's placements, each request also simulated on every cluster's best pod; within %v of the quickest): %s.\n",
+			quickestTolerance,
+			strings.Join(quick, "; "),
+		)
 	}
 	var choice []string
 	for _, m := range rf.Modes {
@@ -314,9 +371,13 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		}
 	}
 	if len(choice) > 0 {
-		fmt.Fprintf(b, "\nBurst-region P99 with the mode's choices of cluster replayed in the simulator, each request on the pod of its "+
-			"cluster with the earliest first token: %s. Near the measured P99, the gap to the oracle is in the choice of cluster; "+
-			"well under it, in the gateways' choice of pod or the measurement.\n", strings.Join(choice, "; "))
+		fmt.Fprintf(
+			b,
+			"\nBurst-region P99 with the mode's choices of cluster replayed in the simulator, each request on the pod of its "+
+				"cluster with the earliest first token: %s. Near the measured P99, the gap to the oracle is in the choice of cluster; "+
+				"well under it, in the gateways' choice of pod or the measurement.\n",
+			strings.Join(choice, "; "),
+		)
 	}
 	var calib, est []string
 	for _, m := range rf.Modes {
@@ -330,12 +391,20 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		}
 	}
 	if len(calib) > 0 {
-		fmt.Fprintf(b, "\nGateways' TTFT predictions, measured / predicted at P10 / P50 / P90 (switchyard_gateway_ttft_prediction_ratio, "+
-			"all clusters, interpolated within its buckets): %s.\n", strings.Join(calib, "; "))
+		fmt.Fprintf(
+			b,
+			"\nGateways' TTFT predictions, measured / predicted at P10 / P50 / P90 (switchyard_gateway_ttft_prediction_ratio, "+
+				"all clusters, interpolated within its buckets): %s.\n",
+			strings.Join(calib, "; "),
+		)
 	}
 	if len(est) > 0 {
-		fmt.Fprintf(b, "\nRouters' TTFT estimates, measured / estimated at P10 / P50 / P90 by route (switchyard_router_ttft_estimate_ratio, "+
-			"all routers, interpolated within its buckets; in brackets the streams counted): %s.\n", strings.Join(est, "; "))
+		fmt.Fprintf(
+			b,
+			"\nRouters' TTFT estimates, measured / estimated at P10 / P50 / P90 by route (switchyard_router_ttft_estimate_ratio, "+
+				"all routers, interpolated within its buckets; in brackets the streams counted): %s.\n",
+			strings.Join(est, "; "),
+		)
 	}
 	if g := rf.Mode("global"); g != nil && len(g.Attempts) > 0 {
 		regions := slices.Sorted(maps.Keys(g.Attempts))
@@ -343,8 +412,11 @@ func regionalMarkdown(b *strings.Builder, sc Scenario, r *report.Report, rf *Reg
 		for i, r := range regions {
 			parts[i] = fmt.Sprintf("%s: %s", r, counts(g.Attempts[r]))
 		}
-		fmt.Fprintf(b, "\nGlobal routers' forward attempts by result (handed_back: a home gateway gave back a request it predicted later than the router's offer): %s.\n",
-			strings.Join(parts, "; "))
+		fmt.Fprintf(
+			b,
+			"\nGlobal routers' forward attempts by result (handed_back: a home gateway gave back a request it predicted later than the router's offer): %s.\n",
+			strings.Join(parts, "; "),
+		)
 	}
 	fmt.Fprintf(b, "\nRegions: %s; round trips: %s.\n", regionsLine(sc), linksLine(sc))
 }

@@ -97,7 +97,13 @@ func (st *regionalStack) writeSecrets() error {
 }
 
 // startCluster starts a cluster's pods (in process, run until fctx ends) and its gateway.
-func (st *regionalStack) startCluster(ctx, fctx context.Context, cfg *Config, w *workload.Workload, region string, c Cluster) error {
+func (st *regionalStack) startCluster(
+	ctx, fctx context.Context,
+	cfg *Config,
+	w *workload.Workload,
+	region string,
+	c Cluster,
+) error {
 	cfgs, _ := fleetConfigs(Scenario{Pools: c.Pools}, w, cfg.TimeScale)
 	cfg.podSettings(cfgs)
 	f, err := fleet.New(cfgs, cfg.Logger.With("mode", st.mode, "cluster", c.Name))
@@ -114,13 +120,24 @@ func (st *regionalStack) startCluster(ctx, fctx context.Context, cfg *Config, w 
 		return err
 	}
 	listen, metrics, gossipAddr := addrs[0], addrs[1], addrs[2]
-	args := []string{"--cluster=" + c.Name, "--region=" + region, "--listen=" + listen,
-		"--metrics-listen=" + metrics, "--ext-proc-listen=", "--grpc-health-port=0", "--endpoints=" + strings.Join(f.Addrs(), ","),
+	args := []string{
+		"--cluster=" + c.Name,
+		"--region=" + region,
+		"--listen=" + listen,
+		"--metrics-listen=" + metrics,
+		"--ext-proc-listen=",
+		"--grpc-health-port=0",
+		"--endpoints=" + strings.Join(f.Addrs(), ","),
 		"--endpoint-header-address", // answers are attributed to the simulated pods by address (x-switchyard-endpoint)
-		"--profile=default", "--scrape-interval=" + scaled(cfg, cfg.ScrapeInterval),
-		"--staleness=" + scaled(cfg, 2*time.Second), "--queue-ttl=" + scaled(cfg, 10*time.Second),
-		"--gossip-bind=" + gossipAddr, "--gossip-key-file=" + st.keyFile, "--advertise-url=http://" + listen,
-		"--log-level=" + cfg.logLevel()}
+		"--profile=default",
+		"--scrape-interval=" + scaled(cfg, cfg.ScrapeInterval),
+		"--staleness=" + scaled(cfg, 2*time.Second),
+		"--queue-ttl=" + scaled(cfg, 10*time.Second),
+		"--gossip-bind=" + gossipAddr,
+		"--gossip-key-file=" + st.keyFile,
+		"--advertise-url=http://" + listen,
+		"--log-level=" + cfg.logLevel(),
+	}
 	if st.seed == "" {
 		st.seed = gossipAddr
 	} else {
@@ -162,7 +179,12 @@ func (st *regionalStack) startRouter(ctx context.Context, cfg *Config, i int, re
 	return nil
 }
 
-func (st *regionalStack) launch(ctx context.Context, cfg *Config, name, bin, health string, args []string) (*harness.Process, error) {
+func (st *regionalStack) launch(
+	ctx context.Context,
+	cfg *Config,
+	name, bin, health string,
+	args []string,
+) (*harness.Process, error) {
 	p := &harness.Process{Name: st.mode + "/" + name, Bin: bin, Args: args, Health: health,
 		LogPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-%s.log", cfg.Scenario.Name, st.mode, name))}
 	if err := p.Start(); err != nil {
@@ -234,7 +256,9 @@ func (st *regionalStack) counters() ModeFigures {
 		m.EstimateRatio = addByKey(m.EstimateRatio, histogramBucketsBy(mfs, "switchyard_router_ttft_estimate_ratio", "route"))
 	}
 	for _, addr := range st.gwStats {
-		m.PredictionRatio = m.PredictionRatio.add(histogramBuckets(scrapeMetrics(addr), "switchyard_gateway_ttft_prediction_ratio"))
+		m.PredictionRatio = m.PredictionRatio.add(
+			histogramBuckets(scrapeMetrics(addr), "switchyard_gateway_ttft_prediction_ratio"),
+		)
 	}
 	return m
 }

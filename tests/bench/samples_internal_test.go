@@ -73,7 +73,10 @@ func TestReadSamples(t *testing.T) {
 		{Index: 4, Region: "us-east-1", Sent: time.Second, Status: 429, Error: loadgen.ErrorKind("status")},
 	}
 	path := filepath.Join(t.TempDir(), "s.csv")
-	if err := writeSamples(path, &loadgen.Result{Targets: []loadgen.TargetResult{{Name: "global", Samples: want}}}); err != nil {
+	if err := writeSamples(
+		path,
+		&loadgen.Result{Targets: []loadgen.TargetResult{{Name: "global", Samples: want}}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)
@@ -116,7 +119,10 @@ func TestReadSamples(t *testing.T) {
 			}
 		})
 	}
-	if got, err := ReadSamples(strings.NewReader(samplesHeader + "\n" + row + "\n")); err != nil || len(got) != 1 || !got[0].OK || got[0].TTFT != 3*time.Millisecond {
+	if got, err := ReadSamples(
+		strings.NewReader(samplesHeader + "\n" + row + "\n"),
+	); err != nil || len(got) != 1 || !got[0].OK ||
+		got[0].TTFT != 3*time.Millisecond {
 		t.Fatalf("one row: %+v, %v", got, err)
 	}
 }

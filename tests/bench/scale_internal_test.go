@@ -27,8 +27,17 @@ func TestScaleTime(t *testing.T) {
 			}
 			a := got.Arrival
 			if a.Rate != w.Arrival.Rate/tt.ts || a.BurstLength != time.Duration(tt.ts*float64(w.Arrival.BurstLength)) ||
-				a.Period != time.Duration(tt.ts*float64(w.Arrival.Period)) || got.Duration != time.Duration(tt.ts*float64(w.Duration)) {
-				t.Errorf("scaled by %v: rate %v burst %v period %v duration %v", tt.ts, a.Rate, a.BurstLength, a.Period, got.Duration)
+				a.Period != time.Duration(
+					tt.ts*float64(w.Arrival.Period),
+				) || got.Duration != time.Duration(tt.ts*float64(w.Duration)) {
+				t.Errorf(
+					"scaled by %v: rate %v burst %v period %v duration %v",
+					tt.ts,
+					a.Rate,
+					a.BurstLength,
+					a.Period,
+					got.Duration,
+				)
 			}
 			if w.Arrival.Rate != rate {
 				t.Error("the original workload was changed")

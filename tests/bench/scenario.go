@@ -96,8 +96,17 @@ var scenarios = []Scenario{
 		Check: func(f Figures) Verdict {
 			d, rr := f.TTFT(Shipped, 95), f.TTFT(Baseline, 95)
 			best, b := f.bestBaseline(func(p string) float64 { return f.TTFT(p, 95) }, false)
-			return Verdict{d <= 0.03*rr && d <= b,
-				fmt.Sprintf("P95: default %s, %.1f%% of round robin (%s); best baseline %s %s", ms(d), 100*d/rr, ms(rr), best, ms(b))}
+			return Verdict{
+				d <= 0.03*rr && d <= b,
+				fmt.Sprintf(
+					"P95: default %s, %.1f%% of round robin (%s); best baseline %s %s",
+					ms(d),
+					100*d/rr,
+					ms(rr),
+					best,
+					ms(b),
+				),
+			}
 		},
 	},
 	{
@@ -107,8 +116,17 @@ var scenarios = []Scenario{
 		Check: func(f Figures) Verdict {
 			d, rr := f.TTFT(Shipped, 99), f.TTFT(Baseline, 99)
 			best, b := f.bestBaseline(func(p string) float64 { return f.TTFT(p, 99) }, false)
-			return Verdict{d <= 0.02*rr && d <= b,
-				fmt.Sprintf("P99: default %s, %.1f%% of round robin (%s); best baseline %s %s", ms(d), 100*d/rr, ms(rr), best, ms(b))}
+			return Verdict{
+				d <= 0.02*rr && d <= b,
+				fmt.Sprintf(
+					"P99: default %s, %.1f%% of round robin (%s); best baseline %s %s",
+					ms(d),
+					100*d/rr,
+					ms(rr),
+					best,
+					ms(b),
+				),
+			}
 		},
 	},
 	{
@@ -151,8 +169,17 @@ var scenarios = []Scenario{
 			r95 := f.TTFT(Shipped, 95) / f.TTFT(Baseline, 95)
 			best, b := f.bestBaseline(func(p string) float64 { return f.TTFT(p, 95) }, false)
 			rb := f.TTFT(Shipped, 95) / b
-			return Verdict{within(r50, 0.1) && within(r95, 0.1) && rb <= 1.1,
-				fmt.Sprintf("default / round robin: P50 %.3f, P95 %.3f; P95 / best baseline %s (%s): %.3f", r50, r95, best, ms(b), rb)}
+			return Verdict{
+				within(r50, 0.1) && within(r95, 0.1) && rb <= 1.1,
+				fmt.Sprintf(
+					"default / round robin: P50 %.3f, P95 %.3f; P95 / best baseline %s (%s): %.3f",
+					r50,
+					r95,
+					best,
+					ms(b),
+					rb,
+				),
+			}
 		},
 	},
 }

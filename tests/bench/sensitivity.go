@@ -172,7 +172,11 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 
 // sensitivityCells writes the profile's variants into Out/profiles and plans the table's runs:
 // per tuning seed, the variants in groups of GroupSize, each group beside the unchanged profile.
-func sensitivityCells(ctx context.Context, cfg *SweepConfig, capacity func(context.Context, Scenario) (float64, error)) ([]*Cell, error) {
+func sensitivityCells(
+	ctx context.Context,
+	cfg *SweepConfig,
+	capacity func(context.Context, Scenario) (float64, error),
+) ([]*Cell, error) {
 	s := cfg.Sensitivity
 	path := s.Profile
 	if path == "" {

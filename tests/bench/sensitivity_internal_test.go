@@ -48,7 +48,8 @@ func TestProfileVariants(t *testing.T) {
 				t.Errorf("%s: %s weight %v, want %v", v.Name, w.Plugin, w.Value, want)
 			}
 		}
-		if !strings.Contains(string(v.YAML), "kind: EndpointPickerConfig") || !strings.Contains(string(v.YAML), "# Switchyard's shipped default") {
+		if !strings.Contains(string(v.YAML), "kind: EndpointPickerConfig") ||
+			!strings.Contains(string(v.YAML), "# Switchyard's shipped default") {
 			t.Errorf("%s lost the rest of the file:\n%s", v.Name, v.YAML)
 		}
 		// The gateway decodes through sigs.k8s.io/yaml: a fractional weight tagged !!int fails.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/tests/harness"
 	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/fleet"
@@ -156,24 +158,31 @@ func waitModel(ctx context.Context, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/models", nil)
-		if resp, err := client.Do(req); err == nil {
-			var body struct {
-				Data []json.RawMessage `json:"data"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode == http.StatusOK && len(body.Data) > 0 {
-				return nil
-			}
+	err := poll.Wait(ctx, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/models", nil)
+		if err != nil {
+			return poll.Stop(err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bench: gateway %s lists no model after %v", url, timeout)
-		case <-time.After(100 * time.Millisecond):
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
 		}
+		defer resp.Body.Close()
+		var body struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return fmt.Errorf("decode /v1/models: %w", err)
+		}
+		if resp.StatusCode != http.StatusOK || len(body.Data) == 0 {
+			return fmt.Errorf("/v1/models: status %d, %d models", resp.StatusCode, len(body.Data))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("bench: gateway %s lists no model after %v: %w", url, timeout, err)
 	}
+	return nil
 }
 
 // close stops the gateway, then the fleet.

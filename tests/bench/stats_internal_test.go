@@ -27,7 +27,8 @@ func TestMeanCI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := MeanCI(tt.xs)
-			if e.N != len(tt.xs) || !near(e.Mean, tt.mean) || !near(e.StdDev, tt.sd) || !near(e.HalfWidth, tt.half) || !e.HasCI() {
+			if e.N != len(tt.xs) || !near(e.Mean, tt.mean) || !near(e.StdDev, tt.sd) || !near(e.HalfWidth, tt.half) ||
+				!e.HasCI() {
 				t.Errorf("MeanCI(%v) = %+v, want mean %v sd %v half-width %v", tt.xs, e, tt.mean, tt.sd, tt.half)
 			}
 			if !near(e.Lo(), tt.mean-tt.half) || !near(e.Hi(), tt.mean+tt.half) {

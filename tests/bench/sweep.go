@@ -261,7 +261,15 @@ func planCells(ctx context.Context, cfg *SweepConfig) ([]*Cell, error) {
 
 // newCell builds a cell's configuration and paths; group tells apart cells of one seed that
 // compare different policies (the sensitivity table's runs).
-func (c *SweepConfig) newCell(kind string, sc Scenario, capacity, load float64, seed uint64, policies []string, files map[string]string, group string) *Cell {
+func (c *SweepConfig) newCell(
+	kind string,
+	sc Scenario,
+	capacity, load float64,
+	seed uint64,
+	policies []string,
+	files map[string]string,
+	group string,
+) *Cell {
 	b := &c.Bench
 	cc := CellConfig{
 		Schema: CellSchema, Kind: kind, Scenario: sc.Name, Workload: sc.Workload, Fleet: pools(sc),

@@ -44,7 +44,8 @@ func TestSeedsDisjoint(t *testing.T) {
 		t.Fatal("no cells")
 	} else {
 		for _, c := range cells {
-			if c.Config.Kind == "sweep" && !IsReportSeed(c.Config.Seed) || c.Config.Kind == "sensitivity" && !IsTuningSeed(c.Config.Seed) {
+			if c.Config.Kind == "sweep" && !IsReportSeed(c.Config.Seed) ||
+				c.Config.Kind == "sensitivity" && !IsTuningSeed(c.Config.Seed) {
 				t.Errorf("%s: seed %d", c.Label, c.Config.Seed)
 			}
 		}
@@ -86,8 +87,14 @@ func fakeCell(c *Cell) *CellResult {
 	jitter := 1 + 0.01*float64(c.Config.Seed%5)
 	rr := 1000 * c.Config.Load * jitter
 	fig := func(p string, p95 float64) PolicyFigures {
-		return PolicyFigures{Policy: p, Requests: 100, TTFTMs: Percentiles{report.Num(p95 / 2), report.Num(p95), report.Num(p95 * 1.2)},
-			MeanITLMs: 20, OutputTokensPerS: 1000, Goodput: 0.9}
+		return PolicyFigures{
+			Policy:           p,
+			Requests:         100,
+			TTFTMs:           Percentiles{report.Num(p95 / 2), report.Num(p95), report.Num(p95 * 1.2)},
+			MeanITLMs:        20,
+			OutputTokensPerS: 1000,
+			Goodput:          0.9,
+		}
 	}
 	return &CellResult{RateRPS: c.Config.Load * 10, LoadAvg: [2]string{"0.5", "1.0"},
 		Policies: []PolicyFigures{fig("round-robin", rr), fig("default", rr/10)}, Oracle: ptr(fig(OraclePolicy, rr/20))}
@@ -283,7 +290,10 @@ func TestOfferedLoad(t *testing.T) {
 	if w, _ := workload.Load("bursty"); !near(OfferedLoad(w), 0.9) {
 		t.Errorf("bursty offers %v", OfferedLoad(w))
 	}
-	if _, err := withOfferedLoad(&workload.Workload{Name: "x", Arrival: &workload.Arrival{Process: workload.Poisson, Rate: 1}}, 3); err == nil {
+	if _, err := withOfferedLoad(
+		&workload.Workload{Name: "x", Arrival: &workload.Arrival{Process: workload.Poisson, Rate: 1}},
+		3,
+	); err == nil {
 		t.Error("load 3 accepted")
 	}
 }
@@ -300,7 +310,8 @@ func TestProgressETA(t *testing.T) {
 	}
 	now = now.Add(30 * time.Second)
 	p.ran(30 * time.Second)
-	if got := p.line(); !strings.Contains(got, "2/4 cells (1 resumed)") || !strings.Contains(got, "ETA 1m0s") || !strings.Contains(got, "elapsed 30s") {
+	if got := p.line(); !strings.Contains(got, "2/4 cells (1 resumed)") || !strings.Contains(got, "ETA 1m0s") ||
+		!strings.Contains(got, "elapsed 30s") {
 		t.Errorf("line %q", got)
 	}
 }

@@ -35,16 +35,51 @@ type sweepFlags struct {
 func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	d := DefaultSweepConfig()
 	f := &sweepFlags{}
-	fs.BoolVar(&f.on, "sweep", false, "run the load sweep: every Tier 1 scenario at every --loads, on --seeds report seeds (results in OUT/sweep)")
-	fs.StringVar(&f.scenarios, "scenarios", "", "sweep: scenarios, comma-separated (default every Tier 1 scenario with a load)")
-	fs.StringVar(&f.loads, "loads", joinFloats(d.Loads), "sweep: offered loads, fractions of the fleet capacity (a burst's load for on/off workloads)")
+	fs.BoolVar(
+		&f.on,
+		"sweep",
+		false,
+		"run the load sweep: every Tier 1 scenario at every --loads, on --seeds report seeds (results in OUT/sweep)",
+	)
+	fs.StringVar(
+		&f.scenarios,
+		"scenarios",
+		"",
+		"sweep: scenarios, comma-separated (default every Tier 1 scenario with a load)",
+	)
+	fs.StringVar(
+		&f.loads,
+		"loads",
+		joinFloats(d.Loads),
+		"sweep: offered loads, fractions of the fleet capacity (a burst's load for on/off workloads)",
+	)
 	fs.IntVar(&f.seeds, "seeds", d.Seeds, "sweep: report seeds per scenario and load")
 	fs.DurationVar(&f.sloTTFT, "slo-ttft", d.SLO.TTFT, "sweep: goodput's TTFT bound (simulated time)")
-	fs.DurationVar(&f.sloITL, "slo-itl", d.SLO.TPOT, "sweep: goodput's bound on a request's mean inter-token latency (simulated time)")
+	fs.DurationVar(
+		&f.sloITL,
+		"slo-itl",
+		d.SLO.TPOT,
+		"sweep: goodput's bound on a request's mean inter-token latency (simulated time)",
+	)
 	fs.BoolVar(&f.resume, "resume", d.Resume, "sweep: skip cells whose results file exists and matches the configuration")
 	fs.BoolVar(&f.oracle, "oracle", d.Oracle, "sweep: replay every cell's requests in the simulated oracle as a reference")
-	fs.BoolVar(&f.sensitivity, "sensitivity", d.Sensitivity.Enabled, "sweep: the default profile's weight-sensitivity table ("+d.Sensitivity.Scenario+", load "+strconv.FormatFloat(d.Sensitivity.Load, 'g', -1, 64)+", tuning seeds)")
-	fs.IntVar(&f.sensitivitySeeds, "sensitivity-seeds", d.Sensitivity.Seeds, "sweep: tuning seeds of the sensitivity table")
+	fs.BoolVar(
+		&f.sensitivity,
+		"sensitivity",
+		d.Sensitivity.Enabled,
+		"sweep: the default profile's weight-sensitivity table ("+d.Sensitivity.Scenario+", load "+strconv.FormatFloat(
+			d.Sensitivity.Load,
+			'g',
+			-1,
+			64,
+		)+", tuning seeds)",
+	)
+	fs.IntVar(
+		&f.sensitivitySeeds,
+		"sensitivity-seeds",
+		d.Sensitivity.Seeds,
+		"sweep: tuning seeds of the sensitivity table",
+	)
 	return f
 }
 
@@ -111,7 +146,13 @@ func runSweepCLI(ctx context.Context, cfg SweepConfig, binDir string, stdout, st
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "sweep: %d cells measured, %d resumed; files: %s\n", res.Ran, res.Resumed, strings.Join(res.Files, ", "))
+	fmt.Fprintf(
+		stderr,
+		"sweep: %d cells measured, %d resumed; files: %s\n",
+		res.Ran,
+		res.Resumed,
+		strings.Join(res.Files, ", "),
+	)
 	md, err := os.ReadFile(filepath.Join(cfg.Out, "sweep.md"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -27,7 +27,13 @@ func TestSweepFlagsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := Main(context.Background(), tt.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			if code := Main(
+				context.Background(),
+				tt.args,
+				io.Discard,
+				&stderr,
+			); code != 2 ||
+				!strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
@@ -56,7 +62,8 @@ func TestSweepQuickFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(cfg.Loads, tt.loads) || cfg.Seeds != tt.seeds || (*quick && cfg.Bench.Duration != QuickSweepDuration) {
+		if !slices.Equal(cfg.Loads, tt.loads) || cfg.Seeds != tt.seeds ||
+			(*quick && cfg.Bench.Duration != QuickSweepDuration) {
 			t.Errorf("%v: loads %v seeds %d duration %v", tt.args, cfg.Loads, cfg.Seeds, cfg.Bench.Duration)
 		}
 		if len(cfg.Scenarios) != len(Tier1Scenarios()) || !strings.HasSuffix(cfg.Out, "sweep") {

@@ -88,9 +88,20 @@ func sweepSettings(b *strings.Builder, cfg *SweepConfig, cells []*CellResult) {
 		dur = d.String()
 	}
 	seeds := ReportSeeds(cfg.Seeds)
-	fmt.Fprintf(b, "Arrivals per run: %s (simulated). Report seeds: %d (%d…%d). Goodput: share of requests that succeeded with TTFT ≤ %s and mean ITL ≤ %s. "+
-		"modelsim time scale %g%s. Figures are the mean over seeds ± the half-width of the %.0f%% confidence interval (Student t, seeds − 1 degrees of freedom); ms unless stated; failures are infinite in every percentile.\n\n",
-		dur, len(seeds), seeds[0], seeds[len(seeds)-1], cfg.SLO.TTFT, cfg.SLO.TPOT, cfg.Bench.TimeScale, timeNote(cfg.Bench.TimeScale), 100*ConfidenceLevel)
+	fmt.Fprintf(
+		b,
+		"Arrivals per run: %s (simulated). Report seeds: %d (%d…%d). Goodput: share of requests that succeeded with TTFT ≤ %s and mean ITL ≤ %s. "+
+			"modelsim time scale %g%s. Figures are the mean over seeds ± the half-width of the %.0f%% confidence interval (Student t, seeds − 1 degrees of freedom); ms unless stated; failures are infinite in every percentile.\n\n",
+		dur,
+		len(seeds),
+		seeds[0],
+		seeds[len(seeds)-1],
+		cfg.SLO.TTFT,
+		cfg.SLO.TPOT,
+		cfg.Bench.TimeScale,
+		timeNote(cfg.Bench.TimeScale),
+		100*ConfidenceLevel,
+	)
 	var first, last time.Time
 	var loads []string
 	for _, c := range cells {
@@ -131,17 +142,40 @@ func loadRange(vals []string) (string, string) {
 // scenarioMarkdown writes one scenario's table, the default profile's standing per load, and
 // the pairs below the oracle.
 func scenarioMarkdown(b *strings.Builder, s *scenarioCells, aggs []Aggregate, plot string) {
-	fmt.Fprintf(b, "## %s\n\nFleet per policy: %s; fleet capacity %.2f req/s (simulated). ![P95 TTFT against offered load](%s)\n\n",
-		s.scenario, s.fleet, s.capacity, plot)
-	b.WriteString("| load | req/s | policy | seeds | TTFT P50 | TTFT P95 | TTFT P99 | mean ITL | output tok/s | goodput | errors |\n")
+	fmt.Fprintf(
+		b,
+		"## %s\n\nFleet per policy: %s; fleet capacity %.2f req/s (simulated). ![P95 TTFT against offered load](%s)\n\n",
+		s.scenario,
+		s.fleet,
+		s.capacity,
+		plot,
+	)
+	b.WriteString(
+		"| load | req/s | policy | seeds | TTFT P50 | TTFT P95 | TTFT P99 | mean ITL | output tok/s | goodput | errors |\n",
+	)
 	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, a := range aggs {
 		name := a.Policy
 		if name == OraclePolicy {
 			name = "*oracle (simulated)*"
 		}
-		fmt.Fprintf(b, "| %.2f | %.2f | %s | %d | %s | %s | %s | %s | %s | %s | %d |\n", a.Load, a.RateRPS, name, len(a.Seeds),
-			fmtMs(a.TTFTP50), fmtMs(a.TTFTP95), fmtMs(a.TTFTP99), fmtMs(a.MeanITL), fmtMs(a.OutputTokensPerS), fmtPct(a.Goodput), a.Errors)
+		fmt.Fprintf(
+			b,
+			"| %.2f | %.2f | %s | %d | %s | %s | %s | %s | %s | %s | %d |\n",
+			a.Load,
+			a.RateRPS,
+			name,
+			len(a.Seeds),
+			fmtMs(
+				a.TTFTP50,
+			),
+			fmtMs(a.TTFTP95),
+			fmtMs(a.TTFTP99),
+			fmtMs(a.MeanITL),
+			fmtMs(a.OutputTokensPerS),
+			fmtPct(a.Goodput),
+			a.Errors,
+		)
 	}
 	if v := verdicts(aggs, s.loads); len(v) > 0 {
 		b.WriteString("\nThe default profile's P95 TTFT against each policy (a tie is an overlap of the 95% intervals):\n\n")
@@ -154,7 +188,11 @@ func scenarioMarkdown(b *strings.Builder, s *scenarioCells, aggs []Aggregate, pl
 		for _, a := range low {
 			parts = append(parts, fmt.Sprintf("%s at %.2f", a.Policy, a.Load))
 		}
-		fmt.Fprintf(b, "\nBelow the oracle's mean P95 (a greedy reference, not a strict bound): %s.\n", strings.Join(parts, ", "))
+		fmt.Fprintf(
+			b,
+			"\nBelow the oracle's mean P95 (a greedy reference, not a strict bound): %s.\n",
+			strings.Join(parts, ", "),
+		)
 	}
 	b.WriteString("\n")
 }
@@ -202,9 +240,17 @@ func sensitivityTable(cells []*CellResult) string {
 	}
 	var b strings.Builder
 	c0 := sens[0].Config
-	fmt.Fprintf(&b, "## Sensitivity of the default profile's weights\n\n%s at load %.2f (%.2f req/s), tuning seeds %s; each weight of `%s` multiplied by one factor at a time, "+
-		"every variant run beside the unchanged profile (%s) on the same requests. P95 TTFT in ms, mean ± 95%% CI over seeds; the ratio is to the unchanged profile's P95 in the same run (paired).\n\n",
-		c0.Scenario, c0.Load, sens[0].RateRPS, seedList(seeds), ProfileFile, SensitivityReference)
+	fmt.Fprintf(
+		&b,
+		"## Sensitivity of the default profile's weights\n\n%s at load %.2f (%.2f req/s), tuning seeds %s; each weight of `%s` multiplied by one factor at a time, "+
+			"every variant run beside the unchanged profile (%s) on the same requests. P95 TTFT in ms, mean ± 95%% CI over seeds; the ratio is to the unchanged profile's P95 in the same run (paired).\n\n",
+		c0.Scenario,
+		c0.Load,
+		sens[0].RateRPS,
+		seedList(seeds),
+		ProfileFile,
+		SensitivityReference,
+	)
 	fmt.Fprintf(&b, "Unchanged profile: P95 TTFT %s ms over %d runs.\n\n", fmtMs(MeanCI(ref)), len(ref))
 	b.WriteString("| variant | P95 TTFT | / unchanged (paired) | errors |\n|---|---:|---:|---:|\n")
 	var variants []string

@@ -117,8 +117,15 @@ func (p *traceProbeRequests) requests(rate float64, span time.Duration) ([]workl
 		p.pool, p.all = pool, len(pool) < c.Trace.MaxRequests
 	}
 	if len(at) > len(p.pool) {
-		return nil, fmt.Errorf("capacity %s: the trace holds %d requests from %s; a probe at %.2f req/s for %s needs %d (give --capacity)",
-			p.w.Name, len(p.pool), p.w.Trace.Start, rate, span, len(at))
+		return nil, fmt.Errorf(
+			"capacity %s: the trace holds %d requests from %s; a probe at %.2f req/s for %s needs %d (give --capacity)",
+			p.w.Name,
+			len(p.pool),
+			p.w.Trace.Start,
+			rate,
+			span,
+			len(at),
+		)
 	}
 	out := make([]workload.Request, len(at))
 	for i := range at {
@@ -134,8 +141,14 @@ func traceLines(b *strings.Builder, pods int, res *Result) {
 	if t == nil {
 		return
 	}
-	fmt.Fprintf(b, "Trace replay: %s `%s` from %gs of the recording, **time-scale factor %g×** the recorded rate (simulated time)",
-		t.Format, t.File, t.StartS, t.TimeScale)
+	fmt.Fprintf(
+		b,
+		"Trace replay: %s `%s` from %gs of the recording, **time-scale factor %g×** the recorded rate (simulated time)",
+		t.Format,
+		t.File,
+		t.StartS,
+		t.TimeScale,
+	)
 	if t.PromptScale != 1 || t.OutputScale != 1 {
 		fmt.Fprintf(b, ", prompts × %g, outputs × %g", t.PromptScale, t.OutputScale)
 	}
@@ -153,10 +166,16 @@ func traceLines(b *strings.Builder, pods int, res *Result) {
 func traceTable(b *strings.Builder, res *Result) {
 	r := res.Report
 	if slo := res.Trace.SLO; slo != nil {
-		fmt.Fprintf(b, "Goodput counts the requests that succeeded with TTFT ≤ %s and time per output token ≤ %s (simulated time).\n\n",
-			slo.TTFT, slo.TPOT)
+		fmt.Fprintf(
+			b,
+			"Goodput counts the requests that succeeded with TTFT ≤ %s and time per output token ≤ %s (simulated time).\n\n",
+			slo.TTFT,
+			slo.TPOT,
+		)
 	}
-	b.WriteString("| policy | goodput req/s | within SLO | TTFT P50 | P95 | P99 | ITL P50 | P95 | P99 | TTFT P95 / RR | errors | hit rate |\n")
+	b.WriteString(
+		"| policy | goodput req/s | within SLO | TTFT P50 | P95 | P99 | ITL P50 | P95 | P99 | TTFT P95 / RR | errors | hit rate |\n",
+	)
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		good, share := "-", "-"
@@ -202,6 +221,14 @@ var (
 func checkTraceGoodput(f Figures) Verdict {
 	d, rr := f.Goodput(Shipped), f.Goodput(Baseline)
 	best, b := f.bestBaseline(f.Goodput, true)
-	return Verdict{d >= rr && d >= b,
-		fmt.Sprintf("requests within the SLO: default %.1f%%, round robin %.1f%%, best baseline %s %.1f%%", 100*d, 100*rr, best, 100*b)}
+	return Verdict{
+		d >= rr && d >= b,
+		fmt.Sprintf(
+			"requests within the SLO: default %.1f%%, round robin %.1f%%, best baseline %s %.1f%%",
+			100*d,
+			100*rr,
+			best,
+			100*b,
+		),
+	}
 }

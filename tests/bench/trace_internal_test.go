@@ -95,7 +95,13 @@ func TestTraceCapacityProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := simulateRate(w, src, p, 0.5, CapacityConfig{Span: 10 * time.Second, MaxMeanWaiting: 1, Physics: physics.DefaultConfig()})
+	pr, err := simulateRate(
+		w,
+		src,
+		p,
+		0.5,
+		CapacityConfig{Span: 10 * time.Second, MaxMeanWaiting: 1, Physics: physics.DefaultConfig()},
+	)
 	if err != nil || !pr.Sustained || pr.TooLong != 0 {
 		t.Errorf("probe %+v, %v", pr, err)
 	}

@@ -81,11 +81,26 @@ func regionalHeader(b *strings.Builder, cfg *Config, res *Result) {
 	if res.Repeat > 1 {
 		runs = fmt.Sprintf(", %d times on fresh stacks, pooled", res.Repeat)
 	}
-	fmt.Fprintf(b, "Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals%s "+
-		"(fleet capacity %.2f req/s%s). modelsim time scale %g%s%s. Load average at start / end of arrivals: %s / %s.\n\n",
-		regionsLine(cfg.Scenario), r.Workload, r.Seed, res.RateRPS, r.DurationS/res.TimeScale/float64(max(res.Repeat, 1)), runs,
-		res.Capacity, podCapacity(res.PodCapacity), res.TimeScale, timeNote(res.TimeScale), physicsSuffix(res),
-		res.LoadAvg[0], res.LoadAvg[1])
+	fmt.Fprintf(
+		b,
+		"Per router mode, an identical stack: %s. Workload `%s`, seed %d, %.2f req/s mean (simulated) for %.0f s of arrivals%s "+
+			"(fleet capacity %.2f req/s%s). modelsim time scale %g%s%s. Load average at start / end of arrivals: %s / %s.\n\n",
+		regionsLine(
+			cfg.Scenario,
+		),
+		r.Workload,
+		r.Seed,
+		res.RateRPS,
+		r.DurationS/res.TimeScale/float64(max(res.Repeat, 1)),
+		runs,
+		res.Capacity,
+		podCapacity(res.PodCapacity),
+		res.TimeScale,
+		timeNote(res.TimeScale),
+		physicsSuffix(res),
+		res.LoadAvg[0],
+		res.LoadAvg[1],
+	)
 	regionalMarkdown(b, cfg.Scenario, r, res.Regional)
 }
 
@@ -101,7 +116,9 @@ func tier1Table(b *strings.Builder, cfg *Config, res *Result) {
 		traceTable(b, res)
 		return
 	}
-	b.WriteString("| policy | TTFT P50 | P95 | P99 | P50 / RR | P95 / RR | P99 / RR | errors | hit rate | adapter loads |\n")
+	b.WriteString(
+		"| policy | TTFT P50 | P95 | P99 | P50 / RR | P95 / RR | P99 / RR | errors | hit rate | adapter loads |\n",
+	)
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d | %.1f%% | %d |\n", t.Name,
@@ -115,7 +132,9 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 	if len(policies) == 0 {
 		return
 	}
-	b.WriteString("Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate and step-lag p99 over the fleet, and the gateway's scheduling outcomes.\n\n| policy |")
+	b.WriteString(
+		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate and step-lag p99 over the fleet, and the gateway's scheduling outcomes.\n\n| policy |",
+	)
 	for _, p := range policies[0].Pods {
 		fmt.Fprintf(b, " %s |", p.Pod)
 	}
@@ -128,7 +147,15 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 			fmt.Fprintf(b, " %.1f%% |", 100*p.Share)
 			lag = max(lag, p.StepLagP99Ms)
 		}
-		fmt.Fprintf(b, " %d | %d | %.1f%% | %.0f ms | %s |\n", ps.AdapterLoads, ps.Preemptions, 100*ps.EnginePrefixHitRate, lag, counts(ps.Decisions))
+		fmt.Fprintf(
+			b,
+			" %d | %d | %.1f%% | %.0f ms | %s |\n",
+			ps.AdapterLoads,
+			ps.Preemptions,
+			100*ps.EnginePrefixHitRate,
+			lag,
+			counts(ps.Decisions),
+		)
 	}
 }
 

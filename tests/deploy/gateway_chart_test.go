@@ -36,9 +36,11 @@ var gatewayValueSets = map[string]map[string]any{
 		"extProc":      map[string]any{"secureServing": true, "certSecretName": "epp-tls"},
 	},
 	"signed summaries, cleartext name": {
-		"gossip":        map[string]any{"summarySigning": map[string]any{"key": testSigningKeyPEM}},
-		"advertiseURL":  "http://gateway-us-east-1.example.com:8080",
-		"networkPolicy": map[string]any{"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.20.0.0/16"}}}},
+		"gossip":       map[string]any{"summarySigning": map[string]any{"key": testSigningKeyPEM}},
+		"advertiseURL": "http://gateway-us-east-1.example.com:8080",
+		"networkPolicy": map[string]any{
+			"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.20.0.0/16"}}},
+		},
 	},
 	"standalone, other pool namespace": {
 		"gossip":          map[string]any{"enabled": false},
@@ -46,8 +48,11 @@ var gatewayValueSets = map[string]map[string]any{
 		"profile":         "gie-default",
 		"replicaCount":    3,
 		"podAntiAffinity": "",
-		"serviceAccount":  map[string]any{"name": "epp", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/epp"}},
-		"extProc":         map[string]any{"secureServing": true},
+		"serviceAccount": map[string]any{
+			"name":        "epp",
+			"annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/epp"},
+		},
+		"extProc": map[string]any{"secureServing": true},
 	},
 }
 
@@ -82,7 +87,8 @@ func TestGatewayChart(t *testing.T) {
 			if got := secrets["sy-cluster-gateway-gossip"]; got != ownSecret {
 				t.Errorf("gossip Secret rendered = %v, want %v", got, ownSecret)
 			}
-			if got := secrets["sy-cluster-gateway-signing"]; got != ownSigning || len(secrets) != btoi(ownSecret)+btoi(ownSigning) {
+			if got := secrets["sy-cluster-gateway-signing"]; got != ownSigning ||
+				len(secrets) != btoi(ownSecret)+btoi(ownSigning) {
 				t.Errorf("Secrets %v, want the signing Secret %v", secrets, ownSigning)
 			}
 		})
@@ -126,7 +132,8 @@ func checkGatewayTLS(t *testing.T, dep *appsv1.Deployment, vals map[string]any) 
 	checkSecretFiles(t, spec, c, "tls-cert-file", "tls-key-file", "tls-client-ca-file", "summary-signing-key-file")
 	g, _ := vals["gossip"].(map[string]any)
 	signing, _ := g["summarySigning"].(map[string]any)
-	if want := signing["existingSecret"] != nil && signing["existingSecret"] != "" || signing["key"] != nil && signing["key"] != ""; (argValue(c.Args, "summary-signing-key-file") != "") != want {
+	if want := signing["existingSecret"] != nil && signing["existingSecret"] != "" ||
+		signing["key"] != nil && signing["key"] != ""; (argValue(c.Args, "summary-signing-key-file") != "") != want {
 		t.Errorf("--summary-signing-key-file given %v, want %v", argValue(c.Args, "summary-signing-key-file") != "", want)
 	}
 	if tls, _ := vals["tls"].(map[string]any); tls != nil && tls["secretName"] != "" {
@@ -235,7 +242,11 @@ func checkGatewayRBAC(t *testing.T, objs []object, dep *appsv1.Deployment, vals 
 	}
 	rb := find(objs, "RoleBinding")[0].typed.(*rbacv1.RoleBinding)
 	if rb.Subjects[0].Name != dep.Spec.Template.Spec.ServiceAccountName || rb.RoleRef.Name != role.Name {
-		t.Errorf("RoleBinding %v does not bind the pods' ServiceAccount %q to the Role", rb, dep.Spec.Template.Spec.ServiceAccountName)
+		t.Errorf(
+			"RoleBinding %v does not bind the pods' ServiceAccount %q to the Role",
+			rb,
+			dep.Spec.Template.Spec.ServiceAccountName,
+		)
 	}
 }
 
@@ -267,7 +278,8 @@ func checkSecure(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 
 func hasDownwardPodIP(c corev1.Container) bool {
 	for _, e := range c.Env {
-		if e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+		if e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
 			return true
 		}
 	}

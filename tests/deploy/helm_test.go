@@ -119,23 +119,77 @@ func TestChartsRenderFailures(t *testing.T) {
 		vals  map[string]any
 		want  string
 	}{
-		{"cluster-gateway", "pool and endpoints", map[string]any{"endpoints": []any{"10.0.0.1:8000"}}, "either pool.name or endpoints"},
+		{
+			"cluster-gateway",
+			"pool and endpoints",
+			map[string]any{"endpoints": []any{"10.0.0.1:8000"}},
+			"either pool.name or endpoints",
+		},
 		{"cluster-gateway", "no discovery", map[string]any{"pool": map[string]any{"name": ""}}, "set pool.name"},
 		{"cluster-gateway", "unknown profile", map[string]any{"profile": "fastest"}, "profile"},
 		{"cluster-gateway", "no cluster", map[string]any{"cluster": ""}, "cluster is required"},
-		{"cluster-gateway", "client certificates without TLS", map[string]any{"tls": map[string]any{"requireClientCertificates": true}}, "tls.secretName"},
-		{"cluster-gateway", "ext_proc certificate without secure serving", map[string]any{"extProc": map[string]any{"certSecretName": "epp-tls"}}, "needs extProc.secureServing"},
-		{"cluster-gateway", "pdb blocks drains", map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 2}}, "minAvailable"},
+		{
+			"cluster-gateway",
+			"client certificates without TLS",
+			map[string]any{"tls": map[string]any{"requireClientCertificates": true}},
+			"tls.secretName",
+		},
+		{
+			"cluster-gateway",
+			"ext_proc certificate without secure serving",
+			map[string]any{"extProc": map[string]any{"certSecretName": "epp-tls"}},
+			"needs extProc.secureServing",
+		},
+		{
+			"cluster-gateway",
+			"pdb blocks drains",
+			map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": 2}},
+			"minAvailable",
+		},
 		{"global-router", "embedded etcd with two replicas", map[string]any{"replicaCount": 2}, "replicaCount to 1"},
-		{"global-router", "dns sync without config", map[string]any{"dnsSync": map[string]any{"enabled": true}}, "dnsSync.config"},
-		{"global-router", "bad gossip profile", map[string]any{"gossip": map[string]any{"profile": "moon"}}, "gossip.profile"},
-		{"global-router", "unknown policy-unavailable action", map[string]any{"policyUnavailable": "defaults"}, "policyUnavailable must be refuse or local"},
-		{"global-router", "client certificates without TLS", map[string]any{"tls": map[string]any{"requireClientCertificates": true}}, "needs tls.secretName"},
-		{"global-router", "admin client certificates without TLS", map[string]any{"admin": map[string]any{"tls": map[string]any{"requireClientCertificates": true}}},
-			"admin.tls.secretName"},
-		{"global-router", "etcd TLS with the embedded etcd", map[string]any{"etcd": map[string]any{"tls": map[string]any{"secretName": "s"}}}, "give etcd.endpoints"},
-		{"global-router", "etcd user without a password secret", map[string]any{"etcd": map[string]any{"endpoints": []any{"https://e:2379"},
-			"auth": map[string]any{"username": "u"}}}, "etcd.auth.username and etcd.auth.secretName"},
+		{
+			"global-router",
+			"dns sync without config",
+			map[string]any{"dnsSync": map[string]any{"enabled": true}},
+			"dnsSync.config",
+		},
+		{
+			"global-router",
+			"bad gossip profile",
+			map[string]any{"gossip": map[string]any{"profile": "moon"}},
+			"gossip.profile",
+		},
+		{
+			"global-router",
+			"unknown policy-unavailable action",
+			map[string]any{"policyUnavailable": "defaults"},
+			"policyUnavailable must be refuse or local",
+		},
+		{
+			"global-router",
+			"client certificates without TLS",
+			map[string]any{"tls": map[string]any{"requireClientCertificates": true}},
+			"needs tls.secretName",
+		},
+		{
+			"global-router",
+			"admin client certificates without TLS",
+			map[string]any{"admin": map[string]any{"tls": map[string]any{"requireClientCertificates": true}}},
+			"admin.tls.secretName",
+		},
+		{
+			"global-router",
+			"etcd TLS with the embedded etcd",
+			map[string]any{"etcd": map[string]any{"tls": map[string]any{"secretName": "s"}}},
+			"give etcd.endpoints",
+		},
+		{
+			"global-router",
+			"etcd user without a password secret",
+			map[string]any{"etcd": map[string]any{"endpoints": []any{"https://e:2379"},
+				"auth": map[string]any{"username": "u"}}},
+			"etcd.auth.username and etcd.auth.secretName",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chart+"/"+tt.name, func(t *testing.T) {

@@ -69,7 +69,11 @@ func TestGatewayChartSigningKey(t *testing.T) {
 	for _, tc := range []struct{ name, key string }{{"PKCS #8 PEM", privPEM}, {"base64 seed", seed + "\n"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderObjects(t, "cluster-gateway", map[string]any{
-				"gossip": map[string]any{"summarySigning": map[string]any{"key": tc.key}}, "advertiseURL": "http://gw.example.com:8080"})
+				"gossip": map[string]any{
+					"summarySigning": map[string]any{"key": tc.key},
+				},
+				"advertiseURL": "http://gw.example.com:8080",
+			})
 			dep := find(objs, "Deployment")[0].typed.(*appsv1.Deployment)
 			spec, c := dep.Spec.Template.Spec, dep.Spec.Template.Spec.Containers[0]
 			file := argValue(c.Args, "summary-signing-key-file")
@@ -91,7 +95,14 @@ func TestGatewayChartSigningKey(t *testing.T) {
 			}
 			got, err := gossip.ParseSigningKey(secret.Data[key])
 			if err != nil || !got.Equal(priv) {
-				t.Fatalf("the gateway reads %q from %s/%s: key %v, err %v", secret.Data[key], secret.Name, key, got.Equal(priv), err)
+				t.Fatalf(
+					"the gateway reads %q from %s/%s: key %v, err %v",
+					secret.Data[key],
+					secret.Name,
+					key,
+					got.Equal(priv),
+					err,
+				)
 			}
 		})
 	}
@@ -125,7 +136,12 @@ func TestGatewayChartSigningKey(t *testing.T) {
 		{"not a key", map[string]any{"summarySigning": map[string]any{"key": "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----"}}, "PEM PRIVATE KEY block (PKCS #8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := renderChart(t, "cluster-gateway", map[string]any{"gossip": tc.vals}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := renderChart(
+				t,
+				"cluster-gateway",
+				map[string]any{"gossip": tc.vals},
+			); err == nil ||
+				!strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("render error = %v, want one containing %q", err, tc.want)
 			}
 		})
@@ -142,10 +158,19 @@ func testRegistrations(t *testing.T) ([]any, []string) {
 		pubs = append(pubs, pub)
 	}
 	return []any{
-		map[string]any{"cluster": "sy-use1", "region": "us-east-1", "gatewayURLs": []any{"https://gateway-us-east-1.example.com:8080"},
-			"models": []any{"meta-llama/Llama-3.1-8B-Instruct", "sql-lora"}, "publicKeys": []any{pubs[0], pubs[1]}},
-		map[string]any{"cluster": "sy-usw2", "region": "us-west-2", "gatewayURLs": []any{"http://gateway-us-west-2.example.com:8080"},
-			"publicKeys": []any{pubs[2]}},
+		map[string]any{
+			"cluster":     "sy-use1",
+			"region":      "us-east-1",
+			"gatewayURLs": []any{"https://gateway-us-east-1.example.com:8080"},
+			"models":      []any{"meta-llama/Llama-3.1-8B-Instruct", "sql-lora"},
+			"publicKeys":  []any{pubs[0], pubs[1]},
+		},
+		map[string]any{
+			"cluster":     "sy-usw2",
+			"region":      "us-west-2",
+			"gatewayURLs": []any{"http://gateway-us-west-2.example.com:8080"},
+			"publicKeys":  []any{pubs[2]},
+		},
 	}, pubs
 }
 
@@ -199,7 +224,10 @@ func TestRouterChartRegistrationJob(t *testing.T) {
 				t.Errorf("helm.sh/hook = %q, want post-install,post-upgrade", hook)
 			}
 			if !strings.Contains(job.Annotations["helm.sh/hook-delete-policy"], "before-hook-creation") {
-				t.Errorf("hook-delete-policy = %q: a second upgrade could not create the Job again", job.Annotations["helm.sh/hook-delete-policy"])
+				t.Errorf(
+					"hook-delete-policy = %q: a second upgrade could not create the Job again",
+					job.Annotations["helm.sh/hook-delete-policy"],
+				)
 			}
 			spec := job.Spec.Template.Spec
 			if len(spec.Containers) != len(regs) {
@@ -219,7 +247,12 @@ func TestRouterChartRegistrationJob(t *testing.T) {
 					}
 				}
 				checkSecretFiles(t, spec, c, "token-file", "ca-file", "cert-file", "key-file")
-				if vol, _ := mountedFile(t, spec, c, argValue(c.Args, "token-file")); vol.Secret.SecretName != "sy-global-router-admin" {
+				if vol, _ := mountedFile(
+					t,
+					spec,
+					c,
+					argValue(c.Args, "token-file"),
+				); vol.Secret.SecretName != "sy-global-router-admin" {
 					t.Errorf("token from Secret %s, want the admin Secret", vol.Secret.SecretName)
 				}
 				if slices.Contains(tc.tls, "cert-file") {
@@ -309,7 +342,12 @@ func checkNotSelectedByRouterServices(t *testing.T, objs []object, labels map[st
 func TestRouterChartRegistrationFailures(t *testing.T) {
 	_, _, pub := testKeyPair(t)
 	reg := func(kv ...any) map[string]any {
-		r := map[string]any{"cluster": "c1", "region": "us-east-1", "gatewayURLs": []any{"https://gw.example.com:8080"}, "publicKeys": []any{pub}}
+		r := map[string]any{
+			"cluster":     "c1",
+			"region":      "us-east-1",
+			"gatewayURLs": []any{"https://gw.example.com:8080"},
+			"publicKeys":  []any{pub},
+		}
 		for i := 0; i < len(kv); i += 2 {
 			r[kv[i].(string)] = kv[i+1]
 		}
@@ -322,8 +360,16 @@ func TestRouterChartRegistrationFailures(t *testing.T) {
 	}{
 		{"no key", map[string]any{"registrations": []any{reg("publicKeys", []any{})}}, "publicKeys needs"},
 		{"no URL", map[string]any{"registrations": []any{reg("gatewayURLs", []any{})}}, "gatewayURLs needs"},
-		{"URL with a path", map[string]any{"registrations": []any{reg("gatewayURLs", []any{"https://gw.example.com/v1"})}}, "not a base URL"},
-		{"cleartext URL", map[string]any{"registrations": []any{reg("gatewayURLs", []any{"http://gw.example.com:8080"})}}, "allowCleartextGateways"},
+		{
+			"URL with a path",
+			map[string]any{"registrations": []any{reg("gatewayURLs", []any{"https://gw.example.com/v1"})}},
+			"not a base URL",
+		},
+		{
+			"cleartext URL",
+			map[string]any{"registrations": []any{reg("gatewayURLs", []any{"http://gw.example.com:8080"})}},
+			"allowCleartextGateways",
+		},
 		{"twice", map[string]any{"registrations": []any{reg(), reg()}}, "listed twice"},
 		{"bad name", map[string]any{"registrations": []any{reg("cluster", "c 1")}}, ".cluster must be"},
 		{"no region", map[string]any{"registrations": []any{reg("region", "")}}, ".region must be"},
@@ -337,8 +383,12 @@ func TestRouterChartRegistrationFailures(t *testing.T) {
 			}
 		})
 	}
-	_, err := renderChart(t, "global-router", map[string]any{"clusterIdentity": map[string]any{"registrations": []any{reg()}},
-		"admin": map[string]any{"tls": map[string]any{"secretName": "a", "requireClientCertificates": true}}})
+	_, err := renderChart(
+		t,
+		"global-router",
+		map[string]any{"clusterIdentity": map[string]any{"registrations": []any{reg()}},
+			"admin": map[string]any{"tls": map[string]any{"secretName": "a", "requireClientCertificates": true}}},
+	)
 	if err == nil || !strings.Contains(err.Error(), "registrar.clientCertSecretName") {
 		t.Fatalf("admin mutual TLS without a client certificate for the Job: %v", err)
 	}

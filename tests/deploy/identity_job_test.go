@@ -36,20 +36,39 @@ func TestRegistrationJobAgainstARouter(t *testing.T) {
 	_, _, otherPub := testKeyPair(t)
 	_, _, rotatedPub := testKeyPair(t)
 	pod := w.Pod("h100")
-	gw := w.Gateway("sy-use1", "us-east-1", []string{pod.Listen}, "--summary-signing-key-file="+w.Write("signing.pem", privPEM))
+	gw := w.Gateway(
+		"sy-use1",
+		"us-east-1",
+		[]string{pod.Listen},
+		"--summary-signing-key-file="+w.Write("signing.pem", privPEM),
+	)
 	router := w.RouterNoWait("us-east-1", "", "--require-cluster-identity=true", "--allow-cleartext-gateways=true")
 	admin := "http://" + router.Admin
 
 	registrations := func(keys ...any) []any {
 		return []any{
-			map[string]any{"cluster": "sy-use1", "region": "us-east-1", "gatewayURLs": []any{"http://" + gw.Listen}, "publicKeys": keys},
-			map[string]any{"cluster": "sy-euw1", "region": "eu-west-1", "gatewayURLs": []any{"https://gateway-eu-west-1.example.com:8080"},
-				"models": []any{harness.TestModel}, "publicKeys": []any{otherPub}},
+			map[string]any{
+				"cluster":     "sy-use1",
+				"region":      "us-east-1",
+				"gatewayURLs": []any{"http://" + gw.Listen},
+				"publicKeys":  keys,
+			},
+			map[string]any{
+				"cluster":     "sy-euw1",
+				"region":      "eu-west-1",
+				"gatewayURLs": []any{"https://gateway-eu-west-1.example.com:8080"},
+				"models":      []any{harness.TestModel},
+				"publicKeys":  []any{otherPub},
+			},
 		}
 	}
 	runJob := func(t *testing.T, regs []any) []string {
 		t.Helper()
-		objs := renderObjects(t, "global-router", map[string]any{"clusterIdentity": map[string]any{"registrations": regs, "allowCleartextGateways": true}})
+		objs := renderObjects(
+			t,
+			"global-router",
+			map[string]any{"clusterIdentity": map[string]any{"registrations": regs, "allowCleartextGateways": true}},
+		)
 		job, keys := registrationJob(t, objs)
 		if job == nil {
 			t.Fatal("no registration Job")
@@ -82,7 +101,14 @@ func TestRegistrationJobAgainstARouter(t *testing.T) {
 	if !strings.Contains(outs[0], "registered at revision") || !strings.Contains(outs[1], "unchanged") {
 		t.Errorf("after adding a key: %q", outs)
 	}
-	if list := ctlOutput(t, bin, admin, w.Token(), "registrations"); !strings.Contains(list, "identity mode: strict") || strings.Count(list, "sy-use1") != 1 ||
+	if list := ctlOutput(
+		t,
+		bin,
+		admin,
+		w.Token(),
+		"registrations",
+	); !strings.Contains(list, "identity mode: strict") ||
+		strings.Count(list, "sy-use1") != 1 ||
 		strings.Count(list, ",") < 1 {
 		t.Errorf("registrations:\n%s", list)
 	}
@@ -94,7 +120,13 @@ func TestRegistrationJobAgainstARouter(t *testing.T) {
 // runJobContainers runs each container of the Job with the switchyardctl binary: its mounts
 // become directories holding the ConfigMap's keys and the admin token, and --addr points at the
 // router. It returns each container's output and fails on a non-zero exit.
-func runJobContainers(t *testing.T, bin string, job *batchv1.Job, keys *corev1.ConfigMap, admin, token string) []string {
+func runJobContainers(
+	t *testing.T,
+	bin string,
+	job *batchv1.Job,
+	keys *corev1.ConfigMap,
+	admin, token string,
+) []string {
 	t.Helper()
 	spec := job.Spec.Template.Spec
 	var outs []string
@@ -148,7 +180,8 @@ func ctlOutput(t *testing.T, bin, admin, token string, args ...string) string {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	writeTestFile(t, tokenFile, token)
-	out, err := exec.Command(filepath.Join(bin, "switchyardctl"), append([]string{"--addr=" + admin, "--token-file=" + tokenFile}, args...)...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(bin, "switchyardctl"), append([]string{"--addr=" + admin, "--token-file=" + tokenFile}, args...)...).
+		CombinedOutput()
 	if err != nil {
 		t.Fatalf("switchyardctl %v: %v\n%s", args, err, out)
 	}

@@ -54,7 +54,11 @@ func TestTerraformRegionSigningKey(t *testing.T) {
 			t.Errorf("tls_private_key.%s has %s: one key per cluster, the region module's", keys[0].Labels[1], meta)
 		}
 	}
-	e, err := evalModule(t, m, tfvars(t, regionBaseVars+`gateway_advertise_url = "http://gateway-us-east-1.example.com:8080"`))
+	e, err := evalModule(
+		t,
+		m,
+		tfvars(t, regionBaseVars+`gateway_advertise_url = "http://gateway-us-east-1.example.com:8080"`),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +80,10 @@ func TestTerraformRegionSigningKey(t *testing.T) {
 		}
 	}
 	if !found || !refersTo(set.Expr, "tls_private_key.signing.private_key_pem_pkcs8") {
-		t.Errorf("set_sensitive %#v does not set gossip.summarySigning.key (type string) from tls_private_key.signing.private_key_pem_pkcs8", sv)
+		t.Errorf(
+			"set_sensitive %#v does not set gossip.summarySigning.key (type string) from tls_private_key.signing.private_key_pem_pkcs8",
+			sv,
+		)
 	}
 	_, privPEM, _ := testKeyPair(t)
 	vals := helmValues(t, e, "gateway")
@@ -101,12 +108,17 @@ func TestTerraformRegionSigningKey(t *testing.T) {
 
 	// The registration carries the advertised URL and the public key.
 	reg := e.output(t, "cluster_registration")
-	if reg.IsNull() || !reg.GetAttr("gateway_urls").Equals(cty.TupleVal([]cty.Value{cty.StringVal("http://gateway-us-east-1.example.com:8080")})).True() ||
-		reg.GetAttr("cluster").AsString() != "sy-use1" || reg.GetAttr("region").AsString() != "us-east-1" {
+	if reg.IsNull() ||
+		!reg.GetAttr("gateway_urls").
+			Equals(cty.TupleVal([]cty.Value{cty.StringVal("http://gateway-us-east-1.example.com:8080")})).
+			True() ||
+		reg.GetAttr("cluster").AsString() != "sy-use1" ||
+		reg.GetAttr("region").AsString() != "us-east-1" {
 		t.Errorf("cluster_registration = %#v", reg)
 	}
 	for _, b := range m.blocks {
-		if b.Type == "output" && b.Labels[0] == "cluster_registration" && !refersTo(b.Body.Attributes["value"].Expr, "tls_private_key.signing.public_key_pem") {
+		if b.Type == "output" && b.Labels[0] == "cluster_registration" &&
+			!refersTo(b.Body.Attributes["value"].Expr, "tls_private_key.signing.public_key_pem") {
 			t.Error("cluster_registration does not carry tls_private_key.signing.public_key_pem")
 		}
 	}

@@ -46,7 +46,11 @@ func TestChartsSetGOMEMLIMIT(t *testing.T) {
 			})
 		}
 		t.Run(chart+"/unreadable limit", func(t *testing.T) {
-			_, err := renderChart(t, chart, map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1.5Gi"}}})
+			_, err := renderChart(
+				t,
+				chart,
+				map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1.5Gi"}}},
+			)
 			if err == nil || !strings.Contains(err.Error(), "resources.limits.memory") {
 				t.Fatalf("render error = %v, want one naming resources.limits.memory", err)
 			}
@@ -59,8 +63,12 @@ func TestChartsSetGOMEMLIMIT(t *testing.T) {
 // and is gone with networkPolicy.enabled=false.
 func TestChartsNetworkPolicy(t *testing.T) {
 	restricted := map[string]map[int32]string{
-		"cluster-gateway": {9002: "app.kubernetes.io/managed-by", 9090: "kubernetes.io/metadata.name", 7946: "app.kubernetes.io/part-of"},
-		"global-router":   {9090: "", 9100: "kubernetes.io/metadata.name", 7946: "app.kubernetes.io/part-of"},
+		"cluster-gateway": {
+			9002: "app.kubernetes.io/managed-by",
+			9090: "kubernetes.io/metadata.name",
+			7946: "app.kubernetes.io/part-of",
+		},
+		"global-router": {9090: "", 9100: "kubernetes.io/metadata.name", 7946: "app.kubernetes.io/part-of"},
 	}
 	open := map[string]int32{"cluster-gateway": 8080, "global-router": 8080}
 	for _, chart := range charts {
@@ -109,7 +117,12 @@ func TestChartsNetworkPolicy(t *testing.T) {
 			if !seen[open[chart]] {
 				t.Errorf("data port %d not in the policy", open[chart])
 			}
-			if off := find(renderObjects(t, chart, map[string]any{"networkPolicy": map[string]any{"enabled": false}}), "NetworkPolicy"); len(off) != 0 {
+			if off := find(
+				renderObjects(t, chart, map[string]any{"networkPolicy": map[string]any{"enabled": false}}),
+				"NetworkPolicy",
+			); len(
+				off,
+			) != 0 {
 				t.Errorf("networkPolicy.enabled=false still renders %d policies", len(off))
 			}
 		})

@@ -24,8 +24,12 @@ var routerValueSets = map[string]map[string]any{
 			"tls": map[string]any{"secretName": "router-admin-tls", "requireClientCertificates": true}},
 		"dnsListen": ":5353",
 		"dnsSync": map[string]any{"enabled": true, "config": map[string]any{
-			"hostedZoneID": "Z0123456789ABCDEFGHIJ", "recordName": "api.example.com",
-			"regions": map[string]any{"eu-west-1": map[string]any{"aliasDNSName": "lb.elb.amazonaws.com", "aliasHostedZoneID": "Z35SXDOTRQ7X7K"}}}},
+			"hostedZoneID": "Z0123456789ABCDEFGHIJ",
+			"recordName":   "api.example.com",
+			"regions": map[string]any{
+				"eu-west-1": map[string]any{"aliasDNSName": "lb.elb.amazonaws.com", "aliasHostedZoneID": "Z35SXDOTRQ7X7K"},
+			},
+		}},
 		"serviceMonitor": map[string]any{"enabled": true},
 		"gatewayTLS":     map[string]any{"secretName": "router-gateway-tls"},
 	},
@@ -38,16 +42,31 @@ var routerValueSets = map[string]map[string]any{
 	"OpenAI port over mutual TLS": {
 		"tls":     map[string]any{"secretName": "router-tls", "requireClientCertificates": true},
 		"service": map[string]any{"port": 443},
+		// the load balancer's health check moves to the metrics port: admit its subnets there
+		"networkPolicy": map[string]any{
+			"healthCheckFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}},
+		},
 	},
 	"registered clusters, admin TLS": {
 		"admin": map[string]any{"tls": map[string]any{"secretName": "router-admin-tls"}},
 		"clusterIdentity": map[string]any{"allowCleartextGateways": true, "registrations": []any{
-			map[string]any{"cluster": "sy-use1", "region": "us-east-1", "gatewayURLs": []any{"http://gateway-us-east-1.example.com:8080"},
-				"publicKeys": []any{testPublicKeyPEM}},
-			map[string]any{"cluster": "sy-euw1", "region": "eu-west-1", "gatewayURLs": []any{"https://gateway-eu-west-1.example.com:8080"},
-				"models": []any{"llama"}, "publicKeys": []any{testPublicKeyPEM}},
+			map[string]any{
+				"cluster":     "sy-use1",
+				"region":      "us-east-1",
+				"gatewayURLs": []any{"http://gateway-us-east-1.example.com:8080"},
+				"publicKeys":  []any{testPublicKeyPEM},
+			},
+			map[string]any{
+				"cluster":     "sy-euw1",
+				"region":      "eu-west-1",
+				"gatewayURLs": []any{"https://gateway-eu-west-1.example.com:8080"},
+				"models":      []any{"llama"},
+				"publicKeys":  []any{testPublicKeyPEM},
+			},
 		}},
-		"networkPolicy": map[string]any{"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}}},
+		"networkPolicy": map[string]any{
+			"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}},
+		},
 	},
 	"compatibility mode allowed, cleartext gateways": {
 		"clusterIdentity": map[string]any{"required": false, "allowCleartextGateways": true, "maxClockSkew": "10s"},
@@ -101,9 +120,24 @@ func TestRouterChart(t *testing.T) {
 // volume.
 func checkEtcdFiles(t *testing.T, spec corev1.PodSpec, c corev1.Container) {
 	t.Helper()
-	checkSecretFiles(t, spec, c, "etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-password-file",
-		"tls-cert-file", "tls-key-file", "tls-client-ca-file", "admin-tls-cert-file", "admin-tls-key-file", "admin-tls-client-ca-file",
-		"gateway-ca-file", "gateway-cert-file", "gateway-key-file")
+	checkSecretFiles(
+		t,
+		spec,
+		c,
+		"etcd-ca-file",
+		"etcd-cert-file",
+		"etcd-key-file",
+		"etcd-password-file",
+		"tls-cert-file",
+		"tls-key-file",
+		"tls-client-ca-file",
+		"admin-tls-cert-file",
+		"admin-tls-key-file",
+		"admin-tls-client-ca-file",
+		"gateway-ca-file",
+		"gateway-cert-file",
+		"gateway-key-file",
+	)
 	if argValue(c.Args, "etcd-username") != "" && argValue(c.Args, "etcd-password-file") == "" {
 		t.Error("--etcd-username without --etcd-password-file")
 	}
@@ -213,7 +247,11 @@ func checkClusterIdentity(t *testing.T, args []string, vals map[string]any) {
 	if got := argValue(args, "require-cluster-identity") == "true"; got != wantRequired {
 		t.Errorf("--require-cluster-identity=true given %v, want %v: %v", got, wantRequired, args)
 	}
-	if got, want := argValue(args, "allow-cleartext-gateways") == "true", ci != nil && ci["allowCleartextGateways"] == true; got != want {
+	if got, want := argValue(
+		args,
+		"allow-cleartext-gateways",
+	) == "true", ci != nil &&
+		ci["allowCleartextGateways"] == true; got != want {
 		t.Errorf("--allow-cleartext-gateways=true given %v, want %v", got, want)
 	}
 	if skew, _ := ci["maxClockSkew"].(string); argValue(args, "max-clock-skew") != skew {

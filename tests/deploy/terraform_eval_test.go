@@ -55,7 +55,9 @@ func evalModule(t *testing.T, m *tfModule, inputs map[string]cty.Value) (*tfEval
 	}
 	e.ctx = &hcl.EvalContext{Variables: e.unknownRoots(), Functions: tfFunctions()}
 	e.ctx.Variables["var"] = cty.ObjectVal(e.vars)
-	e.ctx.Variables["path"] = cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(m.dir), "root": cty.StringVal(m.dir)})
+	e.ctx.Variables["path"] = cty.ObjectVal(
+		map[string]cty.Value{"module": cty.StringVal(m.dir), "root": cty.StringVal(m.dir)},
+	)
 	for _, b := range m.blocks {
 		if b.Type == "variable" {
 			errs = append(errs, e.validations(b)...)

@@ -35,7 +35,14 @@ type tfCall struct {
 	rng          hcl.Range
 }
 
-var moduleMetaArgs = map[string]bool{"source": true, "version": true, "providers": true, "count": true, "for_each": true, "depends_on": true}
+var moduleMetaArgs = map[string]bool{
+	"source":     true,
+	"version":    true,
+	"providers":  true,
+	"count":      true,
+	"for_each":   true,
+	"depends_on": true,
+}
 
 // tfDirs lists every directory under terraform/ holding .tf files.
 func tfDirs(t *testing.T) []string {

@@ -74,13 +74,43 @@ var regionValidations = []struct {
 }{
 	{"defaults", ``, "", false},
 	{"TLS everywhere", tlsEverywhere, "", false},
-	{"router TLS secret name", `router_tls = { secret_name = "Router_TLS" }`, "router_tls.secret_name must be a Kubernetes object name", false},
+	{
+		"router TLS secret name",
+		`router_tls = { secret_name = "Router_TLS" }`,
+		"router_tls.secret_name must be a Kubernetes object name",
+		false,
+	},
 	{"admin TLS secret name", `router_admin_tls = { secret_name = "" }`, "router_admin_tls.secret_name must be", false},
-	{"router's gateway TLS secret name", `router_gateway_tls = { secret_name = "-tls" }`, "router_gateway_tls.secret_name must be", false},
-	{"gateway TLS secret name", `gateway_tls = { secret_name = "gw/tls", advertise_url = "https://gw.example.com:8080" }`, "gateway_tls.secret_name must be", false},
-	{"gateway advertises http", `gateway_tls = { secret_name = "gw-tls", advertise_url = "http://gw.example.com:8080" }`, "gateway_tls.advertise_url must be https://", false},
-	{"gateway advertises no host", `gateway_tls = { secret_name = "gw-tls", advertise_url = "https://:8080" }`, "gateway_tls.advertise_url must be https://", false},
-	{"gateway without advertise_url", `gateway_tls = { secret_name = "gw-tls" }`, "attribute \"advertise_url\" is required", false},
+	{
+		"router's gateway TLS secret name",
+		`router_gateway_tls = { secret_name = "-tls" }`,
+		"router_gateway_tls.secret_name must be",
+		false,
+	},
+	{
+		"gateway TLS secret name",
+		`gateway_tls = { secret_name = "gw/tls", advertise_url = "https://gw.example.com:8080" }`,
+		"gateway_tls.secret_name must be",
+		false,
+	},
+	{
+		"gateway advertises http",
+		`gateway_tls = { secret_name = "gw-tls", advertise_url = "http://gw.example.com:8080" }`,
+		"gateway_tls.advertise_url must be https://",
+		false,
+	},
+	{
+		"gateway advertises no host",
+		`gateway_tls = { secret_name = "gw-tls", advertise_url = "https://:8080" }`,
+		"gateway_tls.advertise_url must be https://",
+		false,
+	},
+	{
+		"gateway without advertise_url",
+		`gateway_tls = { secret_name = "gw-tls" }`,
+		"attribute \"advertise_url\" is required",
+		false,
+	},
 	{"gateways require client certificates the routers lack", `
 gateway_tls = { secret_name = "gw-tls", require_client_certificates = true, advertise_url = "https://gw.example.com:8080" }`,
 		"gateway_tls.require_client_certificates needs router_gateway_tls with client_certificate = true", true},
@@ -88,10 +118,20 @@ gateway_tls = { secret_name = "gw-tls", require_client_certificates = true, adve
 gateway_tls        = { secret_name = "gw-tls", require_client_certificates = true, advertise_url = "https://gw.example.com:8080" }
 router_gateway_tls = { secret_name = "router-gw-tls", client_certificate = false }`,
 		"gateway_tls.require_client_certificates needs router_gateway_tls", true},
-	{"TLS gateways verified by system roots", `gateway_tls = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }`, "", false},
+	{
+		"TLS gateways verified by system roots",
+		`gateway_tls = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }`,
+		"",
+		false,
+	},
 	// Cluster identity.
 	{"cleartext gateway name", `gateway_advertise_url = "http://gateway-us-east-1.example.com:8080"`, "", false},
-	{"cleartext gateway name with https", `gateway_advertise_url = "https://gw.example.com:8080"`, "gateway_advertise_url must be http://", false},
+	{
+		"cleartext gateway name with https",
+		`gateway_advertise_url = "https://gw.example.com:8080"`,
+		"gateway_advertise_url must be http://",
+		false,
+	},
 	{"two advertised URLs", `
 gateway_tls           = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }
 gateway_advertise_url = "http://gw.example.com:8080"`, "Give gateway_advertise_url only without gateway_tls", true},
@@ -188,11 +228,29 @@ func TestTerraformRegionTLSValues(t *testing.T) {
 	}{
 		{"no TLS", ``, nil, nil, 80, "traffic-port"},
 		{"router TLS", `router_tls = { secret_name = "router-tls" }`, []string{"tls-cert-file"}, nil, 443, "9100"},
-		{"TLS everywhere", tlsEverywhere,
-			[]string{"tls-cert-file", "tls-client-ca-file", "admin-tls-cert-file", "admin-tls-client-ca-file", "gateway-ca-file", "gateway-cert-file"},
-			[]string{"tls-cert-file", "tls-client-ca-file"}, 443, "9100"},
-		{"gateway TLS, system roots", `gateway_tls = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }`,
-			nil, []string{"tls-cert-file"}, 80, "traffic-port"},
+		{
+			"TLS everywhere",
+			tlsEverywhere,
+			[]string{
+				"tls-cert-file",
+				"tls-client-ca-file",
+				"admin-tls-cert-file",
+				"admin-tls-client-ca-file",
+				"gateway-ca-file",
+				"gateway-cert-file",
+			},
+			[]string{"tls-cert-file", "tls-client-ca-file"},
+			443,
+			"9100",
+		},
+		{
+			"gateway TLS, system roots",
+			`gateway_tls = { secret_name = "gw-tls", advertise_url = "https://gw.example.com:8080" }`,
+			nil,
+			[]string{"tls-cert-file"},
+			80,
+			"traffic-port",
+		},
 	}
 	tlsFlags := []string{"tls-cert-file", "tls-client-ca-file", "admin-tls-cert-file", "admin-tls-client-ca-file",
 		"gateway-ca-file", "gateway-cert-file"}
@@ -218,9 +276,11 @@ func TestTerraformRegionTLSValues(t *testing.T) {
 			dep, svcs := renderRelease(t, "global-router", router)
 			checkFlags(t, "router", dep, tlsFlags, tt.routerFlags)
 			checkRouterLoadBalancer(t, dep, svcs["sy-global-router"], router)
+			checkHealthCheckAdmitted(t, "global-router", router, svcs["sy-global-router"], "10.10.1.2")
 			dep, svcs = renderRelease(t, "cluster-gateway", gateway)
 			checkFlags(t, "gateway", dep, tlsFlags[:2], tt.gwFlags)
 			checkGatewayLoadBalancer(t, dep, svcs["sy-cluster-gateway-proxy"], vars["gateway_tls"])
+			checkHealthCheckAdmitted(t, "cluster-gateway", gateway, svcs["sy-cluster-gateway-proxy"], "10.10.1.2")
 		})
 	}
 }
@@ -301,7 +361,13 @@ func checkRouterLoadBalancer(t *testing.T, dep *appsv1.Deployment, svc *corev1.S
 		want = listenPort(t, dep, "metrics-listen")
 	}
 	if got := svc.Annotations[annHealthPort]; got != want || svc.Annotations[annHealthProto] != "http" {
-		t.Errorf("router load balancer health check %s on %s, want http on %s (TLS %v)", svc.Annotations[annHealthProto], got, want, tls)
+		t.Errorf(
+			"router load balancer health check %s on %s, want http on %s (TLS %v)",
+			svc.Annotations[annHealthProto],
+			got,
+			want,
+			tls,
+		)
 	}
 }
 
@@ -326,7 +392,11 @@ func checkGatewayLoadBalancer(t *testing.T, dep *appsv1.Deployment, svc *corev1.
 		t.Fatal("gateway with TLS but no proxy Service")
 	}
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 {
-		t.Fatalf("gateway proxy Service %s with ports %v, want a LoadBalancer with the HTTP port alone", svc.Spec.Type, svc.Spec.Ports)
+		t.Fatalf(
+			"gateway proxy Service %s with ports %v, want a LoadBalancer with the HTTP port alone",
+			svc.Spec.Type,
+			svc.Spec.Ports,
+		)
 	}
 	if got := fmt.Sprint(svc.Spec.Ports[0].Port); got != u.Port() || got != listenPort(t, dep, "listen") {
 		t.Errorf("gateway load balancer port %s, want the advertised %s and --listen's", got, u.Port())
@@ -334,8 +404,19 @@ func checkGatewayLoadBalancer(t *testing.T, dep *appsv1.Deployment, svc *corev1.
 	if svc.Annotations[annScheme] != "internal" || svc.Annotations[annHealthPort] != listenPort(t, dep, "metrics-listen") {
 		t.Errorf("gateway load balancer annotations %v, want internal, health-checked on the metrics port", svc.Annotations)
 	}
-	if want := []string{"10.10.0.0/16", "10.20.0.0/16", "10.30.0.0/16"}; !reflect.DeepEqual(svc.Spec.LoadBalancerSourceRanges, want) {
-		t.Errorf("gateway load balancer source ranges %v, want this VPC and its peers %v", svc.Spec.LoadBalancerSourceRanges, want)
+	if want := []string{
+		"10.10.0.0/16",
+		"10.20.0.0/16",
+		"10.30.0.0/16",
+	}; !reflect.DeepEqual(
+		svc.Spec.LoadBalancerSourceRanges,
+		want,
+	) {
+		t.Errorf(
+			"gateway load balancer source ranges %v, want this VPC and its peers %v",
+			svc.Spec.LoadBalancerSourceRanges,
+			want,
+		)
 	}
 }
 
@@ -364,14 +445,27 @@ func TestTerraformGlobalRouterTLS(t *testing.T) {
 			port := e.attr(t, "aws_route53_health_check", "router", "port", each)
 			path := e.attr(t, "aws_route53_health_check", "router", "resource_path", each)
 			if typ.AsString() != tt.typ || !port.Equals(cty.NumberIntVal(tt.port)).True() || path.IsNull() == tt.path {
-				t.Errorf("health check %s on %s path %#v, want %s on %d (path %v)", typ.AsString(), port.AsBigFloat(), path, tt.typ, tt.port, tt.path)
+				t.Errorf(
+					"health check %s on %s path %#v, want %s on %d (path %v)",
+					typ.AsString(),
+					port.AsBigFloat(),
+					path,
+					tt.typ,
+					tt.port,
+					tt.path,
+				)
 			}
 			if got := e.output(t, "endpoint"); got.AsString() != tt.endpoint {
 				t.Errorf("endpoint = %s, want %s", got.AsString(), tt.endpoint)
 			}
 		})
 	}
-	if _, err := evalModule(t, m, tfvars(t, globalBaseVars+`router_tls = "yes"`)); err == nil || !strings.Contains(err.Error(), "router_tls must be off, on or mutual") {
+	if _, err := evalModule(
+		t,
+		m,
+		tfvars(t, globalBaseVars+`router_tls = "yes"`),
+	); err == nil ||
+		!strings.Contains(err.Error(), "router_tls must be off, on or mutual") {
 		t.Errorf("router_tls = \"yes\" accepted or wrong error: %v", err)
 	}
 }
@@ -400,11 +494,21 @@ gateway_tls = { secret_name = "gateway-tls", require_client_certificates = true,
 		key, val := it.Element()
 		each := map[string]cty.Value{"key": key, "value": val}
 		name := global.attr(t, "aws_route53_record", "gateway", "name", each).AsString()
-		if got := global.attr(t, "aws_route53_record", "gateway", "records", each); !got.Equals(cty.TupleVal([]cty.Value{val.GetAttr("gateway_lb_dns_name")})).True() {
+		if got := global.attr(
+			t,
+			"aws_route53_record",
+			"gateway",
+			"records",
+			each,
+		); !got.Equals(cty.TupleVal([]cty.Value{val.GetAttr("gateway_lb_dns_name")})).
+			True() {
 			t.Errorf("gateway record %s → %#v, want the region's gateway_lb_dns_name", name, got)
 		}
 		port := region.ctx.Variables["local"].GetAttr("gateway_http_port").AsBigFloat().String()
-		advertised := example.ctx.Variables["local"].GetAttr("gateway_tls").GetAttr(key.AsString()).GetAttr("advertise_url").AsString()
+		advertised := example.ctx.Variables["local"].GetAttr("gateway_tls").
+			GetAttr(key.AsString()).
+			GetAttr("advertise_url").
+			AsString()
 		if want := "https://" + name + ":" + port; advertised != want {
 			t.Errorf("%s: the example advertises %s, want %s", key.AsString(), advertised, want)
 		}

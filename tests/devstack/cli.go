@@ -23,7 +23,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&opt.ReadyTimeout, "ready-timeout", 60*time.Second, "how long to wait for each component to be ready")
 	fs.DurationVar(&opt.StopGrace, "stop-grace", 15*time.Second, "how long each component may take to stop cleanly")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: devstack [--config=FILE] [--data-dir=DIR] [--bin-dir=DIR]\n\nRuns the local Switchyard stack until interrupted.\n\n")
+		fmt.Fprintf(
+			stderr,
+			"Usage: devstack [--config=FILE] [--data-dir=DIR] [--bin-dir=DIR]\n\nRuns the local Switchyard stack until interrupted.\n\n",
+		)
 		fs.PrintDefaults()
 	}
 	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix}); err != nil {

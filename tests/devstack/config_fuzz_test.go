@@ -18,7 +18,11 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add(shipped)
 	f.Add([]byte("model: m\ntimeScale: .inf\nregions:\n- name: r\n  router: {listen: ':1', admin: '[::1]:2'}\n" +
 		"  clusters: [{name: c, pods: [{profile: h100, count: 1}]}]\nlatency: [{between: [r, r], rtt: 1h}]\n"))
-	f.Add([]byte("model: m\nregions: [{name: r, router: {listen: a:1, admin: a:2}, clusters: [{name: r, pods: [{profile: x, count: 2}]}]}]\nlatency: [{between: [r], rtt: -1s}]\n"))
+	f.Add(
+		[]byte(
+			"model: m\nregions: [{name: r, router: {listen: a:1, admin: a:2}, clusters: [{name: r, pods: [{profile: x, count: 2}]}]}]\nlatency: [{between: [r], rtt: -1s}]\n",
+		),
+	)
 	f.Add([]byte("model: m\nadapters: &a [x, y]\nregions: []\n"))
 	f.Add([]byte("model: m\ntimeScale: .nan\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -13,7 +13,11 @@ func TestShippedConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"us-east-1": "127.0.0.1:8080", "us-west-2": "127.0.0.1:8180", "eu-west-1": "127.0.0.1:8280"}
-	wantAdmin := map[string]string{"us-east-1": "127.0.0.1:9090", "us-west-2": "127.0.0.1:9190", "eu-west-1": "127.0.0.1:9290"}
+	wantAdmin := map[string]string{
+		"us-east-1": "127.0.0.1:9090",
+		"us-west-2": "127.0.0.1:9190",
+		"eu-west-1": "127.0.0.1:9290",
+	}
 	for _, r := range cfg.Regions {
 		if r.Router.Listen != want[r.Name] || r.Router.Admin != wantAdmin[r.Name] {
 			t.Errorf("region %s router %+v, want listen %s admin %s", r.Name, r.Router, want[r.Name], wantAdmin[r.Name])

@@ -107,7 +107,13 @@ func (s *Stack) waitRouting(ctx context.Context) error {
 	}
 	timeout := cmp.Or(s.opt.ReadyTimeout, time.Minute)
 	for _, r := range s.cfg.Regions {
-		if err := harness.WaitClusters(ctx, "http://"+r.Router.Admin, strings.TrimSpace(string(tok)), clusters, timeout); err != nil {
+		if err := harness.WaitClusters(
+			ctx,
+			"http://"+r.Router.Admin,
+			strings.TrimSpace(string(tok)),
+			clusters,
+			timeout,
+		); err != nil {
 			return fmt.Errorf("devstack: router %s: %w", r.Name, err)
 		}
 	}
@@ -185,9 +191,19 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"--cluster=" + c.Name, "--region=" + r.Name, "--listen=" + listen, "--metrics-listen=" + metrics,
-		"--ext-proc-listen=" + extProc, "--grpc-health-port=0", "--endpoints=" + strings.Join(pods, ","), "--profile=" + s.cfg.Profile,
-		"--gossip-bind=" + gossipAddr, "--gossip-key-file=" + s.keyFile, "--advertise-url=http://" + listen}
+	args := []string{
+		"--cluster=" + c.Name,
+		"--region=" + r.Name,
+		"--listen=" + listen,
+		"--metrics-listen=" + metrics,
+		"--ext-proc-listen=" + extProc,
+		"--grpc-health-port=0",
+		"--endpoints=" + strings.Join(pods, ","),
+		"--profile=" + s.cfg.Profile,
+		"--gossip-bind=" + gossipAddr,
+		"--gossip-key-file=" + s.keyFile,
+		"--advertise-url=http://" + listen,
+	}
 	if s.opt.Pprof {
 		args = append(args, "--enable-pprof")
 	}
@@ -196,7 +212,13 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 	} else {
 		args = append(args, "--gossip-join="+s.seed)
 	}
-	if _, err := s.launch(ctx, tierGateway, "gateway-"+c.Name, "cluster-gateway", "http://"+metrics+"/healthz", args...); err != nil {
+	if _, err := s.launch(
+		ctx,
+		tierGateway,
+		"gateway-"+c.Name,
+		"cluster-gateway",
+		"http://"+metrics+"/healthz",
+		args...); err != nil {
 		return err
 	}
 	s.Gateways[c.Name] = "http://" + listen
@@ -204,7 +226,12 @@ func (s *Stack) startCluster(ctx context.Context, r Region, c Cluster) error {
 }
 
 // launch starts one binary and waits until its health URL answers.
-func (s *Stack) launch(ctx context.Context, tier int, name, binary, health string, args ...string) (*harness.Process, error) {
+func (s *Stack) launch(
+	ctx context.Context,
+	tier int,
+	name, binary, health string,
+	args ...string,
+) (*harness.Process, error) {
 	bin, err := harness.FindBinary(s.opt.BinDir, binary)
 	if err != nil {
 		return nil, err

@@ -66,11 +66,24 @@ func TestGatewayKilledMidLoad(t *testing.T) {
 	o := count(samples)
 	t.Logf("outcomes: %s", o)
 	tl := clusterTimeline(samples, name, killed, restarted)
-	t.Logf("FIGURES gateway-kill: last request that tried the dead gateway sent %s after the kill (%d retried onto %s); "+
-		"lost %d, cut mid-stream %d of %d; %s served again %s after its restart; its share: %.0f%% before the kill, "+
-		"%.0f%% in the first 2 s after the restart, %.0f%% from 6 s after it to the end",
-		tl.lastTry.Round(time.Millisecond), tl.retried, other, o.Lost, o.Cut, o.Total, name, tl.backAfter.Round(time.Millisecond),
-		100*tl.steadyShare, 100*tl.firstShare, 100*tl.lateShare)
+	t.Logf(
+		"FIGURES gateway-kill: last request that tried the dead gateway sent %s after the kill (%d retried onto %s); "+
+			"lost %d, cut mid-stream %d of %d; %s served again %s after its restart; its share: %.0f%% before the kill, "+
+			"%.0f%% in the first 2 s after the restart, %.0f%% from 6 s after it to the end",
+		tl.lastTry.Round(
+			time.Millisecond,
+		),
+		tl.retried,
+		other,
+		o.Lost,
+		o.Cut,
+		o.Total,
+		name,
+		tl.backAfter.Round(time.Millisecond),
+		100*tl.steadyShare,
+		100*tl.firstShare,
+		100*tl.lateShare,
+	)
 
 	if o.Lost != 0 {
 		t.Errorf("%d requests lost (failed before their first token); want 0\n%s", o.Lost, router.Log())
@@ -94,8 +107,12 @@ func TestGatewayKilledMidLoad(t *testing.T) {
 		t.Errorf("%s's share from 6 s after its restart is %.0f%%, want its traffic back", name, 100*tl.lateShare)
 	}
 	if tl.firstShare >= tl.lateShare {
-		t.Errorf("%s took %.0f%% of the traffic in the first 2 s after its restart, not less than its %.0f%% later: no gradual return",
-			name, 100*tl.firstShare, 100*tl.lateShare)
+		t.Errorf(
+			"%s took %.0f%% of the traffic in the first 2 s after its restart, not less than its %.0f%% later: no gradual return",
+			name,
+			100*tl.firstShare,
+			100*tl.lateShare,
+		)
 	}
 }
 
@@ -177,14 +194,27 @@ func TestRegionCutOff(t *testing.T) {
 	// The first answers over the slow link measure it; from then on its share is what counts.
 	slow := clusterShare(samples, "west-a", slowed+2*time.Second, fast)
 	regained := clusterShare(samples, "west-a", fast+2*time.Second, cut)
-	t.Logf("FIGURES region-cut: west-a share %.0f%% before, %.0f%% under +400 ms, %.0f%% once fast again; %d requests caught on the cut link "+
-		"were moved to another cluster, the slowest after %s (first token); from 3 s after the cut to the heal %.0f%% "+
-		"of requests were retried; from 5 s after the cut to the heal %.0f attempts probed west-a and %.0f were refused "+
-		"(a full cluster's 429 or 503); slowest first token of any request sent during the cut %s; served during "+
-		"the cut: %s; lost %d, cut mid-stream %d of %d; west-a served again %s after the heal; gossip (UDP) was not cut",
-		100*before, 100*slow, 100*regained, f.moved, f.slowestMoved.Round(time.Millisecond),
-		100*f.probed, probes, refused, f.slowest.Round(time.Millisecond), fmtClusterShares(during), o.Lost, o.Cut, o.Total,
-		tl.backAfter.Round(time.Millisecond))
+	t.Logf(
+		"FIGURES region-cut: west-a share %.0f%% before, %.0f%% under +400 ms, %.0f%% once fast again; %d requests caught on the cut link "+
+			"were moved to another cluster, the slowest after %s (first token); from 3 s after the cut to the heal %.0f%% "+
+			"of requests were retried; from 5 s after the cut to the heal %.0f attempts probed west-a and %.0f were refused "+
+			"(a full cluster's 429 or 503); slowest first token of any request sent during the cut %s; served during "+
+			"the cut: %s; lost %d, cut mid-stream %d of %d; west-a served again %s after the heal; gossip (UDP) was not cut",
+		100*before,
+		100*slow,
+		100*regained,
+		f.moved,
+		f.slowestMoved.Round(time.Millisecond),
+		100*f.probed,
+		probes,
+		refused,
+		f.slowest.Round(time.Millisecond),
+		fmtClusterShares(during),
+		o.Lost,
+		o.Cut,
+		o.Total,
+		tl.backAfter.Round(time.Millisecond),
+	)
 
 	if o.Lost != 0 {
 		t.Errorf("%d requests lost (failed before their first token); want 0\n%s", o.Lost, router.Log())
@@ -209,7 +239,10 @@ func TestRegionCutOff(t *testing.T) {
 		t.Errorf("no request was caught on the cut link and retried: the fault was not exercised")
 	}
 	if f.slowestMoved > 5*time.Second {
-		t.Errorf("a request caught on the cut link got its first token after %s, want it moved within 2 s (5 s allowed)", f.slowestMoved)
+		t.Errorf(
+			"a request caught on the cut link got its first token after %s, want it moved within 2 s (5 s allowed)",
+			f.slowestMoved,
+		)
 	}
 	// Not asserted: the attempts on west-a from 5 s after the cut (half-open probes of the
 	// ejected cluster, one at a time; 1 measured).

@@ -77,7 +77,12 @@ func etcdAllMembersStopped(t *testing.T, bin string) {
 	// calls; a write that succeeds, hangs past its bound or fails otherwise is not.
 	code := ctlCode(out)
 	if err == nil || code != "UNAVAILABLE" || failIn > 20*time.Second {
-		t.Errorf("admin write while etcd is down: err %v after %s, output %q; want a failure with code UNAVAILABLE", err, failIn, strings.TrimSpace(out))
+		t.Errorf(
+			"admin write while etcd is down: err %v after %s, output %q; want a failure with code UNAVAILABLE",
+			err,
+			failIn,
+			strings.TrimSpace(out),
+		)
 	}
 	drainedThrough := hasDrained(t, w, east, "east-b") && hasDrained(t, w, west, "east-b")
 	if !drainedThrough {
@@ -135,11 +140,30 @@ func etcdAllMembersStopped(t *testing.T, bin string) {
 			failed++
 		}
 	}
-	t.Logf("FIGURES etcd-outage: etcd down %s; requests during the outage served east %d west %d (lost east %d west %d of %d/%d total); "+
-		"admin write during the outage failed in %s with %s (%s); writes acknowledged %d (%d before the kill), failed during the outage %d, missing after restart %d; "+
-		"first write acknowledged %s after etcd restarted",
-		(restarted - killed).Round(100*time.Millisecond), sumCounts(during), sumCounts(duringW), oe.Lost, ow.Lost, oe.Total, ow.Total,
-		failIn.Round(10*time.Millisecond), code, ctlMessage(out), len(a), before, failed, len(missingWrites(stored, writes)), back.Round(10*time.Millisecond))
+	t.Logf(
+		"FIGURES etcd-outage: etcd down %s; requests during the outage served east %d west %d (lost east %d west %d of %d/%d total); "+
+			"admin write during the outage failed in %s with %s (%s); writes acknowledged %d (%d before the kill), failed during the outage %d, missing after restart %d; "+
+			"first write acknowledged %s after etcd restarted",
+		(restarted - killed).Round(
+			100*time.Millisecond,
+		),
+		sumCounts(during),
+		sumCounts(duringW),
+		oe.Lost,
+		ow.Lost,
+		oe.Total,
+		ow.Total,
+		failIn.Round(
+			10*time.Millisecond,
+		),
+		code,
+		ctlMessage(out),
+		len(a),
+		before,
+		failed,
+		len(missingWrites(stored, writes)),
+		back.Round(10*time.Millisecond),
+	)
 }
 
 // etcdLeaderKilled kills the raft leader of a three-member etcd cluster while load runs through
@@ -198,10 +222,27 @@ func etcdLeaderKilled(t *testing.T, bin string) {
 	if gapServed := longestGap(samples); gapServed > 3*time.Second {
 		t.Errorf("no request was served for %s", gapServed)
 	}
-	t.Logf("FIGURES etcd-leader-kill: writes acknowledged r1 %d r2 %d, failed r1 %d r2 %d, missing %d; first write acknowledged after the kill r1 %s r2 %s; "+
-		"longest gap between acknowledged writes r1 %s r2 %s; requests %d ok %d lost %d; longest gap between served requests %s",
-		len(acked(writes1)), len(acked(writes2)), fail1, fail2, len(missing), rec1.Round(10*time.Millisecond), rec2.Round(10*time.Millisecond),
-		gap1.Round(10*time.Millisecond), gap2.Round(10*time.Millisecond), o.Total, o.OK, o.Lost, longestGap(samples).Round(10*time.Millisecond))
+	t.Logf(
+		"FIGURES etcd-leader-kill: writes acknowledged r1 %d r2 %d, failed r1 %d r2 %d, missing %d; first write acknowledged after the kill r1 %s r2 %s; "+
+			"longest gap between acknowledged writes r1 %s r2 %s; requests %d ok %d lost %d; longest gap between served requests %s",
+		len(
+			acked(writes1),
+		),
+		len(acked(writes2)),
+		fail1,
+		fail2,
+		len(missing),
+		rec1.Round(10*time.Millisecond),
+		rec2.Round(10*time.Millisecond),
+		gap1.Round(
+			10*time.Millisecond,
+		),
+		gap2.Round(10*time.Millisecond),
+		o.Total,
+		o.OK,
+		o.Lost,
+		longestGap(samples).Round(10*time.Millisecond),
+	)
 }
 
 // runCtl runs switchyardctl against router's admin API with the world's token and returns its
@@ -403,7 +444,17 @@ func startWriter(w *world, router *node, prefix string) *policyWriter {
 			}
 			model := fmt.Sprintf("%s-%d", prefix, i)
 			start := time.Now()
-			out, err := runCtl(w, router, "policy", "put", "--model="+model, "--overflow-threshold=0.7", "--timeout=2s", "-o", "json")
+			out, err := runCtl(
+				w,
+				router,
+				"policy",
+				"put",
+				"--model="+model,
+				"--overflow-threshold=0.7",
+				"--timeout=2s",
+				"-o",
+				"json",
+			)
 			wr.writes = append(wr.writes, policyWrite{model: model, at: start.Sub(wr.started), dur: time.Since(start)})
 			last := &wr.writes[len(wr.writes)-1]
 			if err != nil {

@@ -49,7 +49,13 @@ func clusterNames(rows []clusterRow) []string {
 
 // waitClusters polls the router's cluster table until ok accepts it or timeout passes, and returns
 // the last table and how long it took.
-func waitClusters(t *testing.T, w *world, router *node, timeout time.Duration, ok func([]clusterRow) bool) ([]clusterRow, time.Duration, bool) {
+func waitClusters(
+	t *testing.T,
+	w *world,
+	router *node,
+	timeout time.Duration,
+	ok func([]clusterRow) bool,
+) ([]clusterRow, time.Duration, bool) {
 	t.Helper()
 	start := time.Now()
 	var rows []clusterRow
@@ -112,7 +118,12 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 	joinFailed := metricValue(t, intruder.Metrics, "switchyard_gossip_join_attempts_total", "result=failed")
 	joinOK := metricValue(t, intruder.Metrics, "switchyard_gossip_join_attempts_total", "result=ok")
 	if joinFailed == 0 || joinOK != 0 {
-		t.Errorf("gateway with the wrong key: %g failed and %g successful join attempts; want failures only\n%s", joinFailed, joinOK, intruder.Log())
+		t.Errorf(
+			"gateway with the wrong key: %g failed and %g successful join attempts; want failures only\n%s",
+			joinFailed,
+			joinOK,
+			intruder.Log(),
+		)
 	}
 	samples := l.wait(t)
 	o := count(samples)
@@ -123,10 +134,21 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 	if o.Lost != 0 || o.OK < o.Total*9/10 {
 		t.Errorf("load through the router suffered: %s", o)
 	}
-	t.Logf("FIGURES gossip-wrong-key: right-key gateway listed after %s; wrong-key gateway listed never (watched %s after its start); "+
-		"its join attempts failed %g ok %g; requests %d ok %d lost %d, to wrong-key gateway %d; tables seen %v",
-		joined.Round(time.Millisecond), time.Since(intruderStart).Round(time.Second), joinFailed, joinOK, o.Total, o.OK, o.Lost,
-		o.Clusters["east-intruder"], seen)
+	t.Logf(
+		"FIGURES gossip-wrong-key: right-key gateway listed after %s; wrong-key gateway listed never (watched %s after its start); "+
+			"its join attempts failed %g ok %g; requests %d ok %d lost %d, to wrong-key gateway %d; tables seen %v",
+		joined.Round(
+			time.Millisecond,
+		),
+		time.Since(intruderStart).Round(time.Second),
+		joinFailed,
+		joinOK,
+		o.Total,
+		o.OK,
+		o.Lost,
+		o.Clusters["east-intruder"],
+		seen,
+	)
 }
 
 // flapWindow is one outage of the flapping gateway, from the start of the load run.
@@ -199,11 +221,25 @@ func TestGossipFlappingGatewayDamped(t *testing.T) {
 	if first := firstSentTo(samples, lastUp, "east-flap"); first >= 0 {
 		back = (first - lastUp).Round(100 * time.Millisecond).String()
 	}
-	t.Logf("FIGURES gossip-flap: %d flaps (down %s, up %s); flapping cluster share before %.2f, while flapping %.2f (first half %.2f, second half %.2f; %.2f of requests sent while it was up); "+
-		"its traffic switched on/off %d times in 500 ms buckets; it served again %s after the last restart; requests %d ok %d lost %d cut %d shed %d",
-		len(flaps), downTime, upTime, share(before, "east-flap"), share(during, "east-flap"),
-		share(early, "east-flap"), share(late, "east-flap"), share(up, "east-flap"),
-		switches, back, o.Total, o.OK, o.Lost, o.Cut, o.Shed)
+	t.Logf(
+		"FIGURES gossip-flap: %d flaps (down %s, up %s); flapping cluster share before %.2f, while flapping %.2f (first half %.2f, second half %.2f; %.2f of requests sent while it was up); "+
+			"its traffic switched on/off %d times in 500 ms buckets; it served again %s after the last restart; requests %d ok %d lost %d cut %d shed %d",
+		len(flaps),
+		downTime,
+		upTime,
+		share(before, "east-flap"),
+		share(during, "east-flap"),
+		share(early, "east-flap"),
+		share(late, "east-flap"),
+		share(up, "east-flap"),
+		switches,
+		back,
+		o.Total,
+		o.OK,
+		o.Lost,
+		o.Cut,
+		o.Shed,
+	)
 
 	if o.Lost != 0 {
 		t.Errorf("%d requests lost; want 0\n%s", o.Lost, router.Log())
@@ -215,7 +251,11 @@ func TestGossipFlappingGatewayDamped(t *testing.T) {
 	// would take everything again each time it is briefly up, and the traffic would swing back
 	// and forth between the regions with every flap.
 	if s := share(before, "east-flap"); s < 0.5 {
-		t.Fatalf("the local cluster got only %.2f of the requests before it flapped (%v): the scenario did not set up", s, before)
+		t.Fatalf(
+			"the local cluster got only %.2f of the requests before it flapped (%v): the scenario did not set up",
+			s,
+			before,
+		)
 	}
 	if s := share(up, "east-flap"); s >= 0.5 {
 		t.Errorf("flapping cluster got %.2f of the requests sent while it was up (%v); want less than half", s, up)

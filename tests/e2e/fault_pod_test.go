@@ -38,8 +38,14 @@ func TestPodKilledMidLoad(t *testing.T) {
 		t.Errorf("only %d of %d requests succeeded", o.OK, o.Total)
 	}
 	last := lastSentTo(samples, victimName)
-	t.Logf("FIGURES pod-kill: %d requests at 15/s, %d lost, %d streams cut with an error event, %d cut silently, last request to the dead pod sent %s after the kill",
-		o.Total, o.Lost, o.Cut-o.CutSilently, o.CutSilently, max(0, last-killedAt).Round(time.Millisecond))
+	t.Logf(
+		"FIGURES pod-kill: %d requests at 15/s, %d lost, %d streams cut with an error event, %d cut silently, last request to the dead pod sent %s after the kill",
+		o.Total,
+		o.Lost,
+		o.Cut-o.CutSilently,
+		o.CutSilently,
+		max(0, last-killedAt).Round(time.Millisecond),
+	)
 	if last < 0 {
 		t.Errorf("no answer names the victim %s in x-switchyard-endpoint, even before the kill", victimName)
 	}

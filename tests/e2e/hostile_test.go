@@ -96,9 +96,15 @@ func openAICases(addr string) []hostileCase {
 	cases := []hostileCase{
 		{"malformed JSON", func(t *testing.T) { wantAPIError(t, post(t, `{"model":"test-model","prompt":`), 400, "", "") }},
 		{"JSON that is not an object", func(t *testing.T) { wantAPIError(t, post(t, `["test-model"]`), 400, "", "") }},
-		{"model of the wrong type", func(t *testing.T) { wantAPIError(t, post(t, `{"model":42,"prompt":"hi"}`), 400, "", "") }},
+		{
+			"model of the wrong type",
+			func(t *testing.T) { wantAPIError(t, post(t, `{"model":42,"prompt":"hi"}`), 400, "", "") },
+		},
 		{"empty body", func(t *testing.T) { wantAPIError(t, post(t, ``), 400, "", "") }},
-		{"missing model", func(t *testing.T) { wantAPIError(t, post(t, `{"prompt":"hi","max_tokens":4}`), 400, "model", "") }},
+		{
+			"missing model",
+			func(t *testing.T) { wantAPIError(t, post(t, `{"prompt":"hi","max_tokens":4}`), 400, "model", "") },
+		},
 		{"unknown model", func(t *testing.T) {
 			wantAPIError(t, post(t, `{"model":"no-such-model","prompt":"hi","max_tokens":4}`), 404, "model", "model_not_found")
 		}},
@@ -163,7 +169,11 @@ func routingHeaderCase(addr, podName string, viaRouter bool) hostileCase {
 		if a.Status != http.StatusOK {
 			t.Fatalf("answer %s, want 200", a)
 		}
-		want := map[string]string{"X-Switchyard-Cluster": "east-a", "X-Switchyard-Region": "us-east-1", "X-Switchyard-Endpoint": podName}
+		want := map[string]string{
+			"X-Switchyard-Cluster":  "east-a",
+			"X-Switchyard-Region":   "us-east-1",
+			"X-Switchyard-Endpoint": podName,
+		}
 		if viaRouter {
 			want["X-Switchyard-Route"] = "local"
 		}
@@ -188,7 +198,13 @@ func residencyCase(rt, gw *node) hostileCase {
 			t.Fatalf("PutPolicy: %d %s %s", st, code, msg)
 		}
 		t.Cleanup(func() {
-			if st, code, msg := adminCall(t, rt.Admin, "DeletePolicy", auth, sprintf(`{"model":%q}`, testModel)); st != http.StatusOK {
+			if st, code, msg := adminCall(
+				t,
+				rt.Admin,
+				"DeletePolicy",
+				auth,
+				sprintf(`{"model":%q}`, testModel),
+			); st != http.StatusOK {
 				t.Errorf("DeletePolicy: %d %s %s", st, code, msg)
 			}
 		})
@@ -260,10 +276,26 @@ func adminCases(addr, token string) []hostileCase {
 			}
 		}},
 		{"policy with an out-of-range field", func(t *testing.T) {
-			wantCode(t, "PutPolicy", good, `{"policy":{"model":"m1","overflow_threshold":7}}`, 400, "invalid_argument", "overflow_threshold")
+			wantCode(
+				t,
+				"PutPolicy",
+				good,
+				`{"policy":{"model":"m1","overflow_threshold":7}}`,
+				400,
+				"invalid_argument",
+				"overflow_threshold",
+			)
 		}},
 		{"policy with an invalid region", func(t *testing.T) {
-			wantCode(t, "PutPolicy", good, `{"policy":{"model":"m1","allowed_regions":["us-east-1","no such region!"]}}`, 400, "invalid_argument", "allowed_regions[1]")
+			wantCode(
+				t,
+				"PutPolicy",
+				good,
+				`{"policy":{"model":"m1","allowed_regions":["us-east-1","no such region!"]}}`,
+				400,
+				"invalid_argument",
+				"allowed_regions[1]",
+			)
 		}},
 		{"policy without a model", func(t *testing.T) {
 			wantCode(t, "PutPolicy", good, `{"policy":{"overflow_threshold":0.5}}`, 400, "invalid_argument", "model")
@@ -313,7 +345,12 @@ func extProcCases(addr string) []hostileCase {
 			rawExchange(t, addr, bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 1000), closeBound)
 		}},
 		{"an HTTP/1 request", func(t *testing.T) {
-			got := rawExchange(t, addr, []byte("POST "+process+" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"), closeBound)
+			got := rawExchange(
+				t,
+				addr,
+				[]byte("POST "+process+" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"),
+				closeBound,
+			)
 			if strings.HasPrefix(got, "HTTP/1.1 2") {
 				t.Errorf("an HTTP/1 request got %q", firstLine([]byte(got)))
 			}

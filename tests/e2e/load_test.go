@@ -113,15 +113,27 @@ func count(samples []loadgen.Sample) outcomes {
 			o.Lost++
 		}
 		if len(o.Errors) < 8 {
-			o.Errors = append(o.Errors, fmt.Sprintf("#%d at %s: %s %d %s", s.Index, s.Sent.Round(time.Millisecond), s.Error, s.Status, s.ErrorMessage))
+			o.Errors = append(
+				o.Errors,
+				fmt.Sprintf("#%d at %s: %s %d %s", s.Index, s.Sent.Round(time.Millisecond), s.Error, s.Status, s.ErrorMessage),
+			)
 		}
 	}
 	return o
 }
 
 func (o outcomes) String() string {
-	return fmt.Sprintf("%d requests: %d ok, %d lost, %d cut mid-stream (%d without an error event), %d shed (429); clusters %v; errors: %s",
-		o.Total, o.OK, o.Lost, o.Cut, o.CutSilently, o.Shed, o.Clusters, strings.Join(o.Errors, "; "))
+	return fmt.Sprintf(
+		"%d requests: %d ok, %d lost, %d cut mid-stream (%d without an error event), %d shed (429); clusters %v; errors: %s",
+		o.Total,
+		o.OK,
+		o.Lost,
+		o.Cut,
+		o.CutSilently,
+		o.Shed,
+		o.Clusters,
+		strings.Join(o.Errors, "; "),
+	)
 }
 
 // servedAfter returns, for requests sent at or after from (measured from the start of the run),

@@ -40,7 +40,12 @@ func newPKI(t *testing.T, dir string) testPKI {
 
 // issue completes tmpl (serial, name, a day's validity), signs it with parent (tmpl itself when
 // nil), writes dir/name.crt and dir/name.key, and returns the certificate and its key.
-func issue(t *testing.T, dir, name string, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+func issue(
+	t *testing.T,
+	dir, name string,
+	tmpl, parent *x509.Certificate,
+	parentKey *ecdsa.PrivateKey,
+) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -96,5 +101,8 @@ func (p testPKI) Client(t *testing.T, withCert bool) *http.Client {
 		}
 		tc.Certificates = []tls.Certificate{pair}
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true}, Timeout: 30 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true},
+		Timeout:   30 * time.Second,
+	}
 }

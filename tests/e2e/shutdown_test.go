@@ -123,7 +123,11 @@ func probeDrain(t *testing.T, url string, running *atomic.Int64) {
 			t.Logf("new request after the streams ended: connection refused")
 			return true
 		case err != nil:
-			t.Fatalf("new request during the drain, %d streams running: %v (want 503 with Retry-After on the open listener)", running.Load(), err)
+			t.Fatalf(
+				"new request during the drain, %d streams running: %v (want 503 with Retry-After on the open listener)",
+				running.Load(),
+				err,
+			)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -21,7 +21,11 @@ import (
 func TestMutualTLSAcrossRegions(t *testing.T) {
 	w := newWorld(t)
 	pki := newPKI(t, t.TempDir())
-	serveTLS := []string{"--tls-cert-file=" + pki.ServerCert, "--tls-key-file=" + pki.ServerKey, "--tls-client-ca-file=" + pki.CA}
+	serveTLS := []string{
+		"--tls-cert-file=" + pki.ServerCert,
+		"--tls-key-file=" + pki.ServerKey,
+		"--tls-client-ca-file=" + pki.CA,
+	}
 	east := w.Gateway("east-a", "us-east-1", []string{w.Pod("h100").Listen}, serveTLS...)
 	w.Gateway("west-a", "us-west-2", []string{w.Pod("h100").Listen}, serveTLS...)
 	router := w.Router("us-east-1", "", append(serveTLS, "--gateway-ca-file="+pki.CA,

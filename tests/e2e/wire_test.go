@@ -115,13 +115,22 @@ func servesCompletion(addr string) func(t *testing.T) {
 	return func(t *testing.T) {
 		t.Helper()
 		poll.UntilState(t, 20*time.Second, func() (bool, string) {
-			resp, err := testClient.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(completionBody(4)))
+			resp, err := testClient.Post(
+				"http://"+addr+"/v1/completions",
+				"application/json",
+				strings.NewReader(completionBody(4)),
+			)
 			if err != nil {
 				return false, err.Error()
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`"choices"`)), sprintf("%d %s", resp.StatusCode, b)
+			return resp.StatusCode == http.StatusOK &&
+					bytes.Contains(b, []byte(`"choices"`)), sprintf(
+					"%d %s",
+					resp.StatusCode,
+					b,
+				)
 		}, addr+" to serve a normal completion")
 	}
 }
@@ -219,7 +228,12 @@ func slowloris(t *testing.T, addr, path string) {
 		case <-tick.C:
 		}
 		if time.Since(start) > closeBound {
-			t.Fatalf("%s kept a client sending one header byte per second for %v (header timeout %v)", addr, closeBound, serverReadHeaderTimeout)
+			t.Fatalf(
+				"%s kept a client sending one header byte per second for %v (header timeout %v)",
+				addr,
+				closeBound,
+				serverReadHeaderTimeout,
+			)
 		}
 		_, _ = conn.Write(header[i%len(header) : i%len(header)+1])
 	}
@@ -248,7 +262,11 @@ func malformedRequests(method, path string) map[string][]byte {
 // and, for errors, the Connect code and message.
 func adminCall(t *testing.T, addr, method, auth, body string) (status int, code, message string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/switchyard.admin.v1.AdminService/"+method, strings.NewReader(body))
+	req, _ := http.NewRequest(
+		http.MethodPost,
+		"http://"+addr+"/switchyard.admin.v1.AdminService/"+method,
+		strings.NewReader(body),
+	)
 	req.Header.Set("Content-Type", "application/json")
 	if auth != "" {
 		req.Header.Set("Authorization", auth)

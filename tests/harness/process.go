@@ -94,7 +94,9 @@ func (p *Process) WaitHealthy(ctx context.Context, timeout time.Duration) error 
 func (p *Process) unlessExited(what string, err error) error {
 	select {
 	case <-p.exited:
-		return poll.Stop(fmt.Errorf("%s exited before %s (%v); see %s, which ends:\n%s", p.Name, what, p.exitErr, p.LogPath, p.LogTail(20)))
+		return poll.Stop(
+			fmt.Errorf("%s exited before %s (%v); see %s, which ends:\n%s", p.Name, what, p.exitErr, p.LogPath, p.LogTail(20)),
+		)
 	default:
 		return err
 	}

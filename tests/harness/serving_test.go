@@ -28,7 +28,12 @@ func TestWaitServing(t *testing.T) {
 	}))
 	defer empty.Close()
 	exitedProc := func() *Process {
-		p := &Process{Name: "gw", LogPath: filepath.Join(t.TempDir(), "gw.log"), exited: make(chan struct{}), exitErr: errors.New("exit status 1")}
+		p := &Process{
+			Name:    "gw",
+			LogPath: filepath.Join(t.TempDir(), "gw.log"),
+			exited:  make(chan struct{}),
+			exitErr: errors.New("exit status 1"),
+		}
 		close(p.exited)
 		return p
 	}
@@ -40,9 +45,26 @@ func TestWaitServing(t *testing.T) {
 		timeout time.Duration
 		wantErr string
 	}{
-		{name: "serves once a model is listed", proc: &Process{Name: "gw", exited: make(chan struct{})}, url: srv.URL, timeout: 30 * time.Second},
-		{name: "never serves", proc: &Process{Name: "gw", exited: make(chan struct{})}, url: empty.URL, timeout: 200 * time.Millisecond, wantErr: "served no model"},
-		{name: "exits first", proc: exitedProc(), url: "http://127.0.0.1:1/v1/models", timeout: 30 * time.Second, wantErr: "exited before it served a model"},
+		{
+			name:    "serves once a model is listed",
+			proc:    &Process{Name: "gw", exited: make(chan struct{})},
+			url:     srv.URL,
+			timeout: 30 * time.Second,
+		},
+		{
+			name:    "never serves",
+			proc:    &Process{Name: "gw", exited: make(chan struct{})},
+			url:     empty.URL,
+			timeout: 200 * time.Millisecond,
+			wantErr: "served no model",
+		},
+		{
+			name:    "exits first",
+			proc:    exitedProc(),
+			url:     "http://127.0.0.1:1/v1/models",
+			timeout: 30 * time.Second,
+			wantErr: "exited before it served a model",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

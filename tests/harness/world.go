@@ -130,9 +130,18 @@ func (w *World) Gateway(cluster, region string, pods []string, extra ...string) 
 	} else {
 		n.models = "http://" + n.Listen + "/v1/models"
 	}
-	n.args = append([]string{"--cluster=" + cluster, "--region=" + region, "--listen=" + n.Listen,
-		"--metrics-listen=" + n.Metrics, "--ext-proc-listen=" + n.ExtProc, "--grpc-health-port=0", "--endpoints=" + strings.Join(pods, ","),
-		"--gossip-bind=" + n.Gossip, "--gossip-key-file=" + w.KeyFile, "--advertise-url=" + scheme + "://" + n.Listen},
+	n.args = append([]string{
+		"--cluster=" + cluster,
+		"--region=" + region,
+		"--listen=" + n.Listen,
+		"--metrics-listen=" + n.Metrics,
+		"--ext-proc-listen=" + n.ExtProc,
+		"--grpc-health-port=0",
+		"--endpoints=" + strings.Join(pods, ","),
+		"--gossip-bind=" + n.Gossip,
+		"--gossip-key-file=" + w.KeyFile,
+		"--advertise-url=" + scheme + "://" + n.Listen,
+	},
 		w.joinArgs(n.Gossip)...)
 	n.args = append(n.args, extra...)
 	w.start(n)

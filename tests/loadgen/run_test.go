@@ -48,7 +48,11 @@ func TestStreamTimingAndUsage(t *testing.T) {
 		Headers: map[string]string{"x-switchyard-endpoint": "10.0.0.1:8000", "x-switchyard-cluster": "c1",
 			"x-switchyard-region": "us-east-1", "x-switchyard-route": "local"}}
 	url := f.Start(t)
-	res := run(t, loadgen.Config{Workload: testWorkload(t, 20, 500*time.Millisecond)}, loadgen.Target{Name: "fake", URL: url})
+	res := run(
+		t,
+		loadgen.Config{Workload: testWorkload(t, 20, 500*time.Millisecond)},
+		loadgen.Target{Name: "fake", URL: url},
+	)
 	samples := res.Targets[0].Samples
 	if len(samples) < 3 {
 		t.Fatalf("%d samples", len(samples))
@@ -101,13 +105,24 @@ func TestErrorsAreCounted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			url := (&loadgentest.Server{Tokens: 5, Mode: tt.mode}).Start(t)
-			res := run(t, loadgen.Config{Workload: testWorkload(t, 20, 200*time.Millisecond)}, loadgen.Target{Name: "x", URL: url})
+			res := run(
+				t,
+				loadgen.Config{Workload: testWorkload(t, 20, 200*time.Millisecond)},
+				loadgen.Target{Name: "x", URL: url},
+			)
 			if len(res.Targets[0].Samples) == 0 {
 				t.Fatal("no samples")
 			}
 			for _, s := range res.Targets[0].Samples {
 				if s.Error != tt.want || s.TTFT != 0 || s.ErrorMessage == "" {
-					t.Fatalf("request %d: error %q (%s) TTFT %s, want %q and no TTFT", s.Index, s.Error, s.ErrorMessage, s.TTFT, tt.want)
+					t.Fatalf(
+						"request %d: error %q (%s) TTFT %s, want %q and no TTFT",
+						s.Index,
+						s.Error,
+						s.ErrorMessage,
+						s.TTFT,
+						tt.want,
+					)
 				}
 			}
 		})
@@ -121,7 +136,11 @@ func TestTransportErrorAndTimeout(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	res := run(t, loadgen.Config{Workload: testWorkload(t, 20, 200*time.Millisecond)}, loadgen.Target{Name: "dead", URL: dead})
+	res := run(
+		t,
+		loadgen.Config{Workload: testWorkload(t, 20, 200*time.Millisecond)},
+		loadgen.Target{Name: "dead", URL: dead},
+	)
 	for _, s := range res.Targets[0].Samples {
 		if s.Error != loadgen.ErrTransport {
 			t.Fatalf("dead target: error %q", s.Error)
@@ -138,7 +157,11 @@ func TestTransportErrorAndTimeout(t *testing.T) {
 
 func TestOpenLoopNotSlowedBySlowResponses(t *testing.T) {
 	url := (&loadgentest.Server{Tokens: 2, TTFT: 400 * time.Millisecond}).Start(t)
-	res := run(t, loadgen.Config{Workload: testWorkload(t, 40, 500*time.Millisecond)}, loadgen.Target{Name: "slow", URL: url})
+	res := run(
+		t,
+		loadgen.Config{Workload: testWorkload(t, 40, 500*time.Millisecond)},
+		loadgen.Target{Name: "slow", URL: url},
+	)
 	samples := res.Targets[0].Samples
 	if len(samples) < 8 {
 		t.Fatalf("%d samples", len(samples))
@@ -168,7 +191,13 @@ func TestMaxInFlightCountsOverload(t *testing.T) {
 		}
 	}
 	if ok != 2 || overload != len(reqs)-2 || len(res.Targets[0].Samples) != len(reqs) {
-		t.Fatalf("ok %d overload %d of %d samples, %d requests; want 2 ok and the rest overload", ok, overload, len(res.Targets[0].Samples), len(reqs))
+		t.Fatalf(
+			"ok %d overload %d of %d samples, %d requests; want 2 ok and the rest overload",
+			ok,
+			overload,
+			len(res.Targets[0].Samples),
+			len(reqs),
+		)
 	}
 }
 
@@ -177,7 +206,12 @@ func TestTargetsGetTheSameSequenceTogether(t *testing.T) {
 	sa, sb := a.Start(t), b.Start(t)
 	w := testWorkload(t, 15, time.Second)
 	reqs, _ := workload.Generate(w, w.Seed)
-	res := run(t, loadgen.Config{Workload: w}, loadgen.Target{Name: "a", URL: sa}, loadgen.Target{Name: "b", URL: sb + "/v1"})
+	res := run(
+		t,
+		loadgen.Config{Workload: w},
+		loadgen.Target{Name: "a", URL: sa},
+		loadgen.Target{Name: "b", URL: sb + "/v1"},
+	)
 	if len(res.Targets) != 2 || res.Targets[0].Name != "a" || res.Targets[1].Name != "b" {
 		t.Fatalf("targets %+v", res.Targets)
 	}
@@ -275,7 +309,12 @@ output: {dist: fixed, value: 2}
 		}
 	}
 	bad := loadgen.Target{Name: "x", RegionURLs: map[string]string{"east": se}}
-	if _, err := loadgen.Run(context.Background(), loadgen.Config{Workload: w}, []loadgen.Target{bad}); err == nil || !strings.Contains(err.Error(), "west") {
+	if _, err := loadgen.Run(
+		context.Background(),
+		loadgen.Config{Workload: w},
+		[]loadgen.Target{bad},
+	); err == nil ||
+		!strings.Contains(err.Error(), "west") {
 		t.Fatalf("missing region URL: err %v", err)
 	}
 }
@@ -284,7 +323,11 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 	url := (&loadgentest.Server{Tokens: 2, TTFT: 5 * time.Second}).Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	res, err := loadgen.Run(ctx, loadgen.Config{Workload: testWorkload(t, 20, 10*time.Second)}, []loadgen.Target{{Name: "x", URL: url}})
+	res, err := loadgen.Run(
+		ctx,
+		loadgen.Config{Workload: testWorkload(t, 20, 10*time.Second)},
+		[]loadgen.Target{{Name: "x", URL: url}},
+	)
 	if !errors.Is(err, context.DeadlineExceeded) || res == nil {
 		t.Fatalf("err %v, result %v", err, res)
 	}
@@ -301,8 +344,15 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 func TestProgressLines(t *testing.T) {
 	url := (&loadgentest.Server{Tokens: 2}).Start(t)
 	var out syncBuffer
-	run(t, loadgen.Config{Workload: testWorkload(t, 20, 350*time.Millisecond), Progress: &out, ProgressInterval: 100 * time.Millisecond},
-		loadgen.Target{Name: "x", URL: url})
+	run(
+		t,
+		loadgen.Config{
+			Workload:         testWorkload(t, 20, 350*time.Millisecond),
+			Progress:         &out,
+			ProgressInterval: 100 * time.Millisecond,
+		},
+		loadgen.Target{Name: "x", URL: url},
+	)
 	if got := out.String(); !strings.Contains(got, "loadgen test") || !strings.Contains(got, "x: done=") {
 		t.Fatalf("progress output %q", got)
 	}
@@ -316,7 +366,11 @@ func TestParseTarget(t *testing.T) {
 	}{
 		{"http://127.0.0.1:8080", loadgen.Target{Name: "127.0.0.1:8080", URL: "http://127.0.0.1:8080"}, false},
 		{"rr=http://127.0.0.1:1/v1", loadgen.Target{Name: "rr", URL: "http://127.0.0.1:1/v1"}, false},
-		{"sy=us@http://127.0.0.1:1,eu@http://127.0.0.1:2", loadgen.Target{Name: "sy", RegionURLs: map[string]string{"us": "http://127.0.0.1:1", "eu": "http://127.0.0.1:2"}}, false},
+		{
+			"sy=us@http://127.0.0.1:1,eu@http://127.0.0.1:2",
+			loadgen.Target{Name: "sy", RegionURLs: map[string]string{"us": "http://127.0.0.1:1", "eu": "http://127.0.0.1:2"}},
+			false,
+		},
 		{"http://127.0.0.1:1/?a=b", loadgen.Target{Name: "127.0.0.1:1", URL: "http://127.0.0.1:1/?a=b"}, false},
 		{"rr=ftp://x", loadgen.Target{}, true},
 		{"rr=", loadgen.Target{}, true},
@@ -348,10 +402,25 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"duplicate names", loadgen.Config{Workload: w}, []loadgen.Target{good, good}, "used twice"},
 		{"no name", loadgen.Config{Workload: w}, []loadgen.Target{{URL: "http://127.0.0.1:1"}}, "name must be set"},
 		{"bad URL", loadgen.Config{Workload: w}, []loadgen.Target{{Name: "a", URL: "127.0.0.1:1"}}, "bad URL"},
-		{"bad region URL", loadgen.Config{Workload: w}, []loadgen.Target{{Name: "a", URL: "http://127.0.0.1:1", RegionURLs: map[string]string{"r": "x"}}}, "bad URL"},
-		{"regions only", loadgen.Config{Workload: w}, []loadgen.Target{{Name: "a", RegionURLs: map[string]string{"r": "http://127.0.0.1:1"}}}, "no regions"},
+		{
+			"bad region URL",
+			loadgen.Config{Workload: w},
+			[]loadgen.Target{{Name: "a", URL: "http://127.0.0.1:1", RegionURLs: map[string]string{"r": "x"}}},
+			"bad URL",
+		},
+		{
+			"regions only",
+			loadgen.Config{Workload: w},
+			[]loadgen.Target{{Name: "a", RegionURLs: map[string]string{"r": "http://127.0.0.1:1"}}},
+			"no regions",
+		},
 		{"negative cap", loadgen.Config{Workload: w, MaxInFlight: -1}, []loadgen.Target{good}, "max in flight"},
-		{"negative timeout", loadgen.Config{Workload: w, RequestTimeout: -time.Second}, []loadgen.Target{good}, "request timeout"},
+		{
+			"negative timeout",
+			loadgen.Config{Workload: w, RequestTimeout: -time.Second},
+			[]loadgen.Target{good},
+			"request timeout",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,9 +11,13 @@ import (
 var benchStream = func() string {
 	var b strings.Builder
 	for range 200 {
-		b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}` + "\n\n")
+		b.WriteString(
+			`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}` + "\n\n",
+		)
 	}
-	b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":200,"prompt_tokens_details":{"cached_tokens":512}}}` + "\n\n")
+	b.WriteString(
+		`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":200,"prompt_tokens_details":{"cached_tokens":512}}}` + "\n\n",
+	)
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
 }()

@@ -37,8 +37,14 @@ func TestDiscover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("gateway-c1.log", `time=x level=INFO msg="cluster-gateway started" cluster=c1 listen=127.0.0.1:1 metrics=127.0.0.1:9101 profile=default`+"\n")
-	write("router-us-east-1.log", `{"time":"x","level":"INFO","msg":"global router started","region":"us-east-1","metrics":"127.0.0.1:9102"}`+"\n")
+	write(
+		"gateway-c1.log",
+		`time=x level=INFO msg="cluster-gateway started" cluster=c1 listen=127.0.0.1:1 metrics=127.0.0.1:9101 profile=default`+"\n",
+	)
+	write(
+		"router-us-east-1.log",
+		`{"time":"x","level":"INFO","msg":"global router started","region":"us-east-1","metrics":"127.0.0.1:9102"}`+"\n",
+	)
 	write("modelsim-c1.log", "pods started\n")
 	procs, err := soak.Discover(dir)
 	if err != nil {
@@ -49,7 +55,8 @@ func TestDiscover(t *testing.T) {
 		got[p.Name] = p.Metrics
 	}
 	want := map[string]string{"gateway-c1": "127.0.0.1:9101", "router-us-east-1": "127.0.0.1:9102"}
-	if len(got) != len(want) || got["gateway-c1"] != want["gateway-c1"] || got["router-us-east-1"] != want["router-us-east-1"] {
+	if len(got) != len(want) || got["gateway-c1"] != want["gateway-c1"] ||
+		got["router-us-east-1"] != want["router-us-east-1"] {
 		t.Errorf("Discover = %v, want %v", got, want)
 	}
 	write("gateway-c2.log", "no start line\n")
@@ -94,7 +101,13 @@ func TestHeapProfile(t *testing.T) {
 
 func TestReadSamplesRoundTrip(t *testing.T) {
 	rep := &soak.Report{Processes: []*soak.Process{
-		{Name: "gateway-a", Points: []soak.Point{{At: 5 * time.Second, HeapBytes: 1 << 20, Goroutines: 60}, {At: 10 * time.Second, HeapBytes: 2 << 20, Goroutines: 61}}},
+		{
+			Name: "gateway-a",
+			Points: []soak.Point{
+				{At: 5 * time.Second, HeapBytes: 1 << 20, Goroutines: 60},
+				{At: 10 * time.Second, HeapBytes: 2 << 20, Goroutines: 61},
+			},
+		},
 		{Name: "router-b", Points: []soak.Point{{At: 2500 * time.Millisecond, HeapBytes: 42, Goroutines: 7}}},
 	}}
 	var b strings.Builder
@@ -105,7 +118,8 @@ func TestReadSamplesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(procs) != 2 || procs[0].Name != "gateway-a" || len(procs[0].Points) != 2 || procs[1].Points[0] != rep.Processes[1].Points[0] ||
+	if len(procs) != 2 || procs[0].Name != "gateway-a" || len(procs[0].Points) != 2 ||
+		procs[1].Points[0] != rep.Processes[1].Points[0] ||
 		procs[0].Points[1] != rep.Processes[0].Points[1] {
 		t.Fatalf("read back %+v", procs)
 	}

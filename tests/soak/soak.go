@@ -288,13 +288,33 @@ func (r *Report) Write(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "\nrequests: %d sent, %d ok (%.1f%%)\n\n", r.Sent, r.OK, 100*float64(r.OK)/float64(max(r.Sent, 1)))
 	}
-	fmt.Fprintf(w, "%-24s %-17s %8s %14s %14s %8s  %s\n", "PROCESS", "RESOURCE", "SAMPLES", "FIRST THIRD", "LAST THIRD", "GROWTH", "VERDICT")
+	fmt.Fprintf(
+		w,
+		"%-24s %-17s %8s %14s %14s %8s  %s\n",
+		"PROCESS",
+		"RESOURCE",
+		"SAMPLES",
+		"FIRST THIRD",
+		"LAST THIRD",
+		"GROWTH",
+		"VERDICT",
+	)
 	for _, v := range r.Verdicts {
 		verdict := "ok"
 		if !v.OK {
 			verdict = "GROWS"
 		}
-		fmt.Fprintf(w, "%-24s %-17s %8d %14.0f %14.0f %+7.1f%%  %s\n", v.Process, v.Resource, v.Samples, v.First, v.Last, 100*v.Growth(), verdict)
+		fmt.Fprintf(
+			w,
+			"%-24s %-17s %8d %14.0f %14.0f %+7.1f%%  %s\n",
+			v.Process,
+			v.Resource,
+			v.Samples,
+			v.First,
+			v.Last,
+			100*v.Growth(),
+			verdict,
+		)
 	}
 	if r.Pass {
 		fmt.Fprintln(w, "\nsoak: PASS (no growth beyond tolerance)")
@@ -312,7 +332,12 @@ func (r *Report) WriteSamples(w io.Writer) error {
 	}
 	for _, p := range r.Processes {
 		for _, pt := range p.Points {
-			rec := []string{p.Name, fmt.Sprintf("%.1f", pt.At.Seconds()), fmt.Sprintf("%.0f", pt.HeapBytes), fmt.Sprintf("%.0f", pt.Goroutines)}
+			rec := []string{
+				p.Name,
+				fmt.Sprintf("%.1f", pt.At.Seconds()),
+				fmt.Sprintf("%.0f", pt.HeapBytes),
+				fmt.Sprintf("%.0f", pt.Goroutines),
+			}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}

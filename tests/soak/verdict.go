@@ -55,7 +55,13 @@ func Judge(points []Point, warmup time.Duration, value func(Point) float64, tol 
 		}
 	}
 	if len(vals) < minSamples {
-		return Judgement{Samples: len(vals)}, fmt.Errorf("soak: %d samples after warm-up, need at least %d", len(vals), minSamples)
+		return Judgement{
+				Samples: len(vals),
+			}, fmt.Errorf(
+				"soak: %d samples after warm-up, need at least %d",
+				len(vals),
+				minSamples,
+			)
 	}
 	third := len(vals) / 3
 	j := Judgement{First: median(vals[:third]), Last: median(vals[len(vals)-third:]), Samples: len(vals)}

@@ -30,7 +30,14 @@ func TestJudge(t *testing.T) {
 		{"noisy but flat", series(30, func(i int) float64 { return 100 + float64(i%3)*10 }), 0, true, 110, 110},
 		{"leak", series(30, func(i int) float64 { return 100 + float64(i)*5 }), 0, false, 122.5, 222.5},
 		{"growth within tolerance", series(30, func(i int) float64 { return 100 + float64(i) }), 0, true, 104.5, 124.5},
-		{"warm-up growth ignored", series(30, func(i int) float64 { return min(float64(i)*50, 500) }), 10 * time.Second, true, 500, 500},
+		{
+			"warm-up growth ignored",
+			series(30, func(i int) float64 { return min(float64(i)*50, 500) }),
+			10 * time.Second,
+			true,
+			500,
+			500,
+		},
 		{"spike in the last third", series(30, func(i int) float64 {
 			if i == 28 {
 				return 10000

@@ -18,7 +18,13 @@ type Error = openai.Error
 
 // BadRequest is a 400 invalid_request_error.
 func BadRequest(msg, param string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: msg, Type: openai.TypeInvalidRequest, Param: param, Code: contract.ReasonInvalidRequest}
+	return &Error{
+		Status:  http.StatusBadRequest,
+		Message: msg,
+		Type:    openai.TypeInvalidRequest,
+		Param:   param,
+		Code:    contract.ReasonInvalidRequest,
+	}
 }
 
 // ParseError is the 400 for a body openai.Parse refused: a missing model, a routing key given
@@ -45,13 +51,28 @@ func TooLarge(limit int64) *Error {
 
 // Unavailable is a 503 (no usable endpoint, or the gateway is shutting down).
 func Unavailable(msg string, retryAfter int) *Error {
-	return &Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonNoCapacity, Message: msg, RetryAfterSeconds: retryAfter}
+	return &Error{
+		Status:            http.StatusServiceUnavailable,
+		Type:              openai.TypeServiceUnavailable,
+		Code:              contract.ReasonNoCapacity,
+		Message:           msg,
+		RetryAfterSeconds: retryAfter,
+	}
 }
 
 // Overloaded is the 429 answered when flow control sheds a request; Tier 2 may retry elsewhere.
 func Overloaded(msg string, retryAfter int) *Error {
 	return &Error{
 		Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonOverloaded, Message: msg,
+		Overflow: true, RetryAfterSeconds: retryAfter,
+	}
+}
+
+// SLOUnattainable is the 429 for a sheddable request whose latency objectives no pod is
+// predicted to meet; another cluster may meet them, so it carries the overflow marker.
+func SLOUnattainable(msg string, retryAfter int) *Error {
+	return &Error{
+		Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonSLOUnattainable, Message: msg,
 		Overflow: true, RetryAfterSeconds: retryAfter,
 	}
 }

@@ -4,7 +4,9 @@ import "testing"
 
 func TestErrorJSON(t *testing.T) {
 	e := Overloaded("saturated", 2)
-	if got := string(e.JSON()); got != `{"error":{"message":"saturated","type":"rate_limit_error","param":null,"code":"overloaded"}}` {
+	if got := string(
+		e.JSON(),
+	); got != `{"error":{"message":"saturated","type":"rate_limit_error","param":null,"code":"overloaded"}}` {
 		t.Fatalf("json = %s", got)
 	}
 	h := e.Headers()

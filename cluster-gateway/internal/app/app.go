@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -26,11 +27,14 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
 // Run is the binary: it parses args and the environment, builds the gateway and runs it until ctx
@@ -56,9 +60,29 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	logger.Info("cluster-gateway started", "cluster", cfg.Cluster, "region", cfg.Region,
-		"listen", g.HTTPAddr(), "ext_proc", g.ExtProcAddr(), "metrics", g.MetricsAddr(), "grpc_health", g.HealthAddr(), "profile", g.sched.Profile(),
-		"max_body_bytes", cfg.MaxBodyBytes, "max_inflight_body_bytes", g.bodies.Limit())
+	logger.Info(
+		"cluster-gateway started",
+		"cluster",
+		cfg.Cluster,
+		"region",
+		cfg.Region,
+		"listen",
+		g.HTTPAddr(),
+		"ext_proc",
+		g.ExtProcAddr(),
+		"kv_events",
+		g.KVEventsAddr(),
+		"metrics",
+		g.MetricsAddr(),
+		"grpc_health",
+		g.HealthAddr(),
+		"profile",
+		g.sched.Profile(),
+		"max_body_bytes",
+		cfg.MaxBodyBytes,
+		"max_inflight_body_bytes",
+		g.bodies.Limit(),
+	)
 	err = g.Run(ctx)
 	logger.Info("cluster-gateway stopped")
 	return err
@@ -97,6 +121,9 @@ type Gateway struct {
 	extSrv     *extproc.Server
 	health     *extproc.Health
 	bodies     *body.Budget // the in-flight body budget of both front doors
+	tracing    *tracing.Provider
+	kvIndex    *kvevents.Index      // the pods' KV cache blocks, nil without --kv-events-endpoint
+	kvSub      *kvevents.Subscriber // feeds kvIndex
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
@@ -106,15 +133,31 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
+	// The OTEL_* variables are the process's: the OTLP exporters read them from it too.
+	tp, err := tracing.New(context.Background(), cfg.tracingConfig(), os.Getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	g.tracing = tp
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g.store = datastore.NewStore(logger, g.reg, datastore.WithMaxEjectionPercent(cfg.MaxEjectionPercent))
 	if cfg.GossipBind != "" {
 		g.recent = publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	}
-	steps := []func() error{g.buildDiscovery, g.buildScraper, g.buildScheduling, g.buildFrontDoors, g.buildHealth, g.buildGossip, g.listen}
+	steps := []func() error{
+		g.buildDiscovery,
+		g.buildScraper,
+		g.buildKVEvents,
+		g.buildScheduling,
+		g.buildFrontDoors,
+		g.buildHealth,
+		g.buildGossip,
+		g.listen,
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			g.closeListeners()
+			_ = g.tracing.Shutdown(context.Background()) // nothing was traced yet
 			return nil, err
 		}
 	}
@@ -154,7 +197,9 @@ func (g *Gateway) buildScraper() error {
 	sc.Interval = g.cfg.ScrapeInterval
 	sc.MaxInterval = max(sc.MaxInterval, sc.Interval)
 	sc.MetricsPort, sc.MetricsPath = g.cfg.ModelServerMetricsPort, unquoteArg(g.cfg.ModelServerMetricsPath)
-	sc.MetricsScheme, sc.MetricsInsecureSkipVerify = unquoteArg(g.cfg.ModelServerMetricsScheme), g.cfg.ModelServerMetricsInsecure
+	sc.MetricsScheme, sc.MetricsInsecureSkipVerify = unquoteArg(
+		g.cfg.ModelServerMetricsScheme,
+	), g.cfg.ModelServerMetricsInsecure
 	sc.Families = g.cfg.Families
 	s, err := scrape.New(sc, g.store, g.log, g.reg)
 	if err != nil {
@@ -164,9 +209,38 @@ func (g *Gateway) buildScraper() error {
 	return nil
 }
 
+// buildKVEvents binds the KV events SUB socket when --kv-events-endpoint is set.
+func (g *Gateway) buildKVEvents() error {
+	if g.cfg.KVEventsEndpoint == "" {
+		return nil
+	}
+	kc := kvevents.DefaultConfig()
+	kc.Endpoint = g.cfg.KVEventsEndpoint
+	g.kvIndex = kvevents.NewIndex(kc.MaxIndexBytes)
+	sub, err := kvevents.New(kc, g.kvIndex, g.store.View(), g.log, g.reg)
+	if err != nil {
+		return fmt.Errorf("--kv-events-endpoint: %w", err)
+	}
+	g.kvSub = sub
+	g.components = append(g.components, sub)
+	return nil
+}
+
+// KVEventsAddr is the bound address of the KV events socket ("" when off).
+func (g *Gateway) KVEventsAddr() string {
+	if g.kvSub == nil {
+		return ""
+	}
+	return g.kvSub.Addr()
+}
+
 func (g *Gateway) buildScheduling() error {
 	sc := scheduling.DefaultConfig()
 	sc.Profile, sc.ConfigFile, sc.ConfigText = g.cfg.Profile, g.cfg.ConfigFile, g.cfg.ConfigText
+	sc.Services = map[string]any{framework.ServiceRegisterer: prometheus.Registerer(g.reg)}
+	if g.kvIndex != nil {
+		sc.Services[framework.ServiceKVEventsIndex] = g.kvIndex
+	}
 	s, err := scheduling.New(sc, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return err
@@ -191,11 +265,19 @@ func (g *Gateway) buildScheduling() error {
 func mapSchedulingError(err error) *apierror.Error {
 	switch {
 	case errors.Is(err, scheduling.ErrUnknownModel):
-		return &apierror.Error{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: err.Error()}
+		return &apierror.Error{
+			Status:  404,
+			Type:    "invalid_request_error",
+			Param:   "model",
+			Code:    "model_not_found",
+			Message: err.Error(),
+		}
 	case errors.Is(err, scheduling.ErrNoEndpoints):
 		return apierror.Unavailable(err.Error(), 1)
 	case errors.Is(err, scheduling.ErrSaturated):
 		return apierror.Overloaded(err.Error(), 1)
+	case errors.Is(err, scheduling.ErrSLOUnattainable):
+		return apierror.SLOUnattainable(err.Error(), 1)
 	}
 	return nil
 }
@@ -217,7 +299,8 @@ func (g *Gateway) buildFrontDoors() error {
 		return err
 	}
 	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), SessionHeader: g.cfg.SessionHeader, MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log})
+		Classify: g.flow.Config(), SessionHeader: g.cfg.SessionHeader, MapError: mapSchedulingError, Metrics: m,
+		BodyBudget: g.bodies, Logger: g.log, Tracer: g.tracing.Tracer()})
 	if err != nil {
 		return err
 	}
@@ -233,7 +316,9 @@ func (g *Gateway) buildFrontDoors() error {
 	}
 	ec := extproc.DefaultConfig()
 	ec.Listen, ec.Cluster, ec.Region, ec.EndpointHeader = g.cfg.ExtProcListen, g.cfg.Cluster, g.cfg.Region, g.cfg.EndpointHeader
-	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(g.cfg.MaxBodyBytes), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress
+	ec.MaxBodyBytes, ec.DrainTimeout, ec.EndpointHeaderAddress = int(
+		g.cfg.MaxBodyBytes,
+	), g.cfg.DrainTimeout, g.cfg.EndpointHeaderAddress
 	ec.BodyTimeout = g.cfg.ExtProcBodyTimeout
 	if ec.TLS, err = g.extProcTLS(); err != nil {
 		return err
@@ -283,6 +368,9 @@ func (g *Gateway) listenTLS() (*tls.Config, error) {
 }
 
 func (g *Gateway) closeListeners() {
+	if g.kvSub != nil {
+		_ = g.kvSub.Close()
+	}
 	for _, ln := range []net.Listener{g.httpLn, g.extLn, g.metricsLn, g.healthLn} {
 		if ln != nil {
 			_ = ln.Close()
@@ -331,8 +419,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 		go func() { rest.Wait(); close(drained) }()
 		eg.Go(func() error { return g.health.Serve(ctx, g.healthLn, drained) })
 	}
-	return eg.Wait()
+	err := eg.Wait()
+	// The front doors have drained: flush their last spans.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+	defer cancel()
+	if ferr := g.tracing.Shutdown(fctx); ferr != nil {
+		g.log.Warn("tracing flush failed", "err", ferr)
+	}
+	return err
 }
+
+// tracingFlushTimeout bounds the flush of the spans still queued at shutdown.
+const tracingFlushTimeout = 5 * time.Second
 
 // Ready reports whether at least one endpoint has fresh metrics.
 func (g *Gateway) Ready() bool { return proxy.Ready(g.store, g.cfg.Staleness, time.Now()) }
@@ -342,6 +440,11 @@ func (g *Gateway) Ready() bool { return proxy.Ready(g.store, g.cfg.Staleness, ti
 // are read at every handshake (etcd's transport package does this), so a rotated certificate
 // takes effect without a restart.
 func serverTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	info := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: clientCAFile, ClientCertAuth: clientCAFile != ""}
+	info := transport.TLSInfo{
+		CertFile:       certFile,
+		KeyFile:        keyFile,
+		TrustedCAFile:  clientCAFile,
+		ClientCertAuth: clientCAFile != "",
+	}
 	return info.ServerConfig()
 }

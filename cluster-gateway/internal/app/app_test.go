@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
@@ -47,8 +49,16 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 		g.pods = append(g.pods, p)
 		addrs = append(addrs, p.addr())
 	}
-	args := append([]string{"--cluster=c1", "--region=us-east-1", "--listen=127.0.0.1:0", "--ext-proc-listen=127.0.0.1:0",
-		"--metrics-listen=127.0.0.1:0", "--grpc-health-port=0", "--endpoints=" + strings.Join(addrs, ","), "--scrape-interval=20ms"}, extra...)
+	args := append([]string{
+		"--cluster=c1",
+		"--region=us-east-1",
+		"--listen=127.0.0.1:0",
+		"--ext-proc-listen=127.0.0.1:0",
+		"--metrics-listen=127.0.0.1:0",
+		"--grpc-health-port=0",
+		"--endpoints=" + strings.Join(addrs, ","),
+		"--scrape-interval=20ms",
+	}, extra...)
 	cfg, err := app.ParseConfig(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -77,22 +87,16 @@ func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string)
 			t.Error("gateway did not stop")
 		}
 	})
-	eventually(t, "gateway ready with models", func() bool {
-		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 && strings.Contains(getWith(t, client, g.http+"/v1/models"), "sql-lora")
-	})
+	poll.Until(t, waitTimeout, func() bool {
+		return status(t, "http://"+gw.MetricsAddr()+"/readyz") == 200 &&
+			strings.Contains(getWith(t, client, g.http+"/v1/models"), "sql-lora")
+	}, "gateway ready with models")
 	return g
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second
 
 func status(t *testing.T, url string) int {
 	t.Helper()
@@ -134,14 +138,24 @@ func post(t *testing.T, url, body string) (*http.Response, string) {
 func TestHTTPFrontDoor(t *testing.T) {
 	g := startGateway(t, 3)
 	// x-switchyard-endpoint names the pod (opaquely: the pods are listed without names).
-	names := []string{datastore.OpaqueName(g.pods[0].addr()), datastore.OpaqueName(g.pods[1].addr()), datastore.OpaqueName(g.pods[2].addr())}
+	names := []string{
+		datastore.OpaqueName(g.pods[0].addr()),
+		datastore.OpaqueName(g.pods[1].addr()),
+		datastore.OpaqueName(g.pods[2].addr()),
+	}
 	tests := []struct {
 		name, path, body string
 		status           int
 		contains         string
 	}{
 		{"completion", "/v1/completions", `{"model":"llama","prompt":"hello"}`, 200, `"a b c"`},
-		{"streamed chat", "/v1/chat/completions", `{"model":"llama","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 200, "[DONE]"},
+		{
+			"streamed chat",
+			"/v1/chat/completions",
+			`{"model":"llama","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			200,
+			"[DONE]",
+		},
 		{"adapter", "/v1/completions", `{"model":"sql-lora","prompt":"select"}`, 200, `"sql-lora"`},
 		{"unknown model", "/v1/completions", `{"model":"gpt-x","prompt":"x"}`, 404, "model_not_found"},
 		{"malformed", "/v1/completions", `{"model":`, 400, "invalid_request"},
@@ -175,7 +189,11 @@ func TestHTTPFrontDoor(t *testing.T) {
 
 func TestStreamingArrivesInChunks(t *testing.T) {
 	g := startGateway(t, 1)
-	resp, err := http.Post(g.http+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`))
+	resp, err := http.Post(
+		g.http+"/v1/completions",
+		"application/json",
+		strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,18 +215,18 @@ func TestSaturationAnswers429(t *testing.T) {
 	for _, p := range g.pods {
 		p.waiting.Store(50) // queue far beyond the saturation threshold
 	}
-	eventually(t, "saturation answered 429", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		resp, body := post(t, g.http+"/v1/completions", `{"model":"llama","prompt":"x"}`)
 		return resp.StatusCode == 429 && resp.Header.Get("X-Switchyard-Overflow") == "1" &&
 			resp.Header.Get("Retry-After") != "" && strings.Contains(body, "overloaded")
-	})
+	}, "saturation answered 429")
 	for _, p := range g.pods {
 		p.waiting.Store(0)
 	}
-	eventually(t, "capacity back", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		resp, _ := post(t, g.http+"/v1/completions", `{"model":"llama","prompt":"x"}`)
 		return resp.StatusCode == 200
-	})
+	}, "capacity back")
 }
 
 func TestExtProcFrontDoor(t *testing.T) {
@@ -279,7 +297,11 @@ func extProcExchangeAt(t *testing.T, addr string, dests []string, creds credenti
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse(); string(got.GetBody()) != string(body) || !got.GetEndOfStream() {
+	if got := r.GetRequestBody().
+		GetResponse().
+		GetBodyMutation().
+		GetStreamedResponse(); string(got.GetBody()) != string(body) ||
+		!got.GetEndOfStream() {
 		t.Fatalf("body response %v", got)
 	}
 	_ = s.CloseSend()
@@ -296,10 +318,16 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", base, nil, func(c app.Config) bool {
-			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20 && c.MaxEjectionPercent == 50
+			return c.Listen == ":8080" && c.Profile == "default" && c.EndpointHeader && c.MaxBodyBytes == 32<<20 &&
+				c.MaxEjectionPercent == 50
 		}, ""},
-		{"env", []string{"--endpoints=127.0.0.1:1"}, map[string]string{"SWITCHYARD_CLUSTER": "c", "SWITCHYARD_REGION": "r", "SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
-			func(c app.Config) bool { return c.Cluster == "c" && c.ExtProcListen == ":7000" }, ""},
+		{
+			"env",
+			[]string{"--endpoints=127.0.0.1:1"},
+			map[string]string{"SWITCHYARD_CLUSTER": "c", "SWITCHYARD_REGION": "r", "SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
+			func(c app.Config) bool { return c.Cluster == "c" && c.ExtProcListen == ":7000" },
+			"",
+		},
 		{"flag beats env", append(base, "--listen=:1234"), map[string]string{"SWITCHYARD_LISTEN": ":9999"},
 			func(c app.Config) bool { return c.Listen == ":1234" }, ""},
 		{"endpoint header off", append(base, "--endpoint-header=false", "--profile=round-robin"), nil,
@@ -312,8 +340,20 @@ func TestParseConfig(t *testing.T) {
 		{"TLS client CA without a certificate", append(base, "--tls-client-ca-file=ca"), nil, nil, "--tls-cert-file"},
 		{"ext_proc over TLS", append(base, "--secure-serving", "--cert-path=/etc/tls"), nil,
 			func(c app.Config) bool { return c.SecureServing && c.CertPath == "/etc/tls" }, ""},
-		{"cert path without secure serving", append(base, "--cert-path=/etc/tls"), nil, nil, "--cert-path needs --secure-serving"},
-		{"secure serving without ext_proc", append(base, "--secure-serving", "--ext-proc-listen="), nil, nil, "--secure-serving needs --ext-proc-listen"},
+		{
+			"cert path without secure serving",
+			append(base, "--cert-path=/etc/tls"),
+			nil,
+			nil,
+			"--cert-path needs --secure-serving",
+		},
+		{
+			"secure serving without ext_proc",
+			append(base, "--secure-serving", "--ext-proc-listen="),
+			nil,
+			nil,
+			"--secure-serving needs --ext-proc-listen",
+		},
 		{"secure serving from the environment", base, map[string]string{"SWITCHYARD_SECURE_SERVING": "true"},
 			func(c app.Config) bool { return c.SecureServing }, ""},
 		{"missing cluster", []string{"--region=r", "--endpoints=127.0.0.1:1"}, nil, nil, "--cluster"},
@@ -324,23 +364,68 @@ func TestParseConfig(t *testing.T) {
 		{"bad adapter map", append(base, "--adapter-map=a="), nil, nil, "--adapter-map"},
 		{"join without bind", append(base, "--gossip-join=10.0.0.1:7946"), nil, nil, "--gossip-bind"},
 		{"bad advertise url", append(base, "--advertise-url=ftp://x"), nil, nil, "--advertise-url"},
-		{"plain advertise url for a TLS listener", append(base, "--tls-cert-file=c", "--tls-key-file=k", "--advertise-url=http://gw:8080"), nil, nil, "want an https URL"},
-		{"TLS listener advertised over https", append(base, "--tls-cert-file=c", "--tls-key-file=k", "--advertise-url=https://gw:8443"), nil,
-			func(c app.Config) bool { return c.AdvertiseURL == "https://gw:8443" }, ""},
+		{
+			"plain advertise url for a TLS listener",
+			append(base, "--tls-cert-file=c", "--tls-key-file=k", "--advertise-url=http://gw:8080"),
+			nil,
+			nil,
+			"want an https URL",
+		},
+		{
+			"TLS listener advertised over https",
+			append(base, "--tls-cert-file=c", "--tls-key-file=k", "--advertise-url=https://gw:8443"),
+			nil,
+			func(c app.Config) bool { return c.AdvertiseURL == "https://gw:8443" },
+			"",
+		},
 		{"missing key file", append(base, "--gossip-key-file=does-not-exist"), nil, nil, "--gossip-key-file"},
 		{"bad env value", base, map[string]string{"SWITCHYARD_QUEUE_LIMIT": "many"}, nil, "SWITCHYARD_QUEUE_LIMIT"},
 		{"stray argument", append(base, "serve"), nil, nil, "unexpected argument"},
-		{"priority range", append(base, "--min-priority=-3", "--max-priority=20", "--objective-priorities=critical=20,batch=-3"), nil,
-			func(c app.Config) bool { return c.MinPriority == -3 && c.MaxPriority == 20 }, ""},
-		{"default priority range", base, nil, func(c app.Config) bool { return c.MinPriority == -10 && c.MaxPriority == 10 }, ""},
-		{"objective above the range", append(base, "--objective-priorities=critical=11"), nil, nil, `objective "critical" has priority 11`},
-		{"objective below a narrowed range", append(base, "--min-priority=-1", "--objective-priorities=batch=-5"), nil, nil, "--objective-priorities"},
-		{"inverted priority range", append(base, "--min-priority=5", "--max-priority=1"), nil, nil, "--min-priority=5 is above --max-priority=1"},
+		{
+			"priority range",
+			append(base, "--min-priority=-3", "--max-priority=20", "--objective-priorities=critical=20,batch=-3"),
+			nil,
+			func(c app.Config) bool { return c.MinPriority == -3 && c.MaxPriority == 20 },
+			"",
+		},
+		{
+			"default priority range",
+			base,
+			nil,
+			func(c app.Config) bool { return c.MinPriority == -10 && c.MaxPriority == 10 },
+			"",
+		},
+		{
+			"objective above the range",
+			append(base, "--objective-priorities=critical=11"),
+			nil,
+			nil,
+			`objective "critical" has priority 11`,
+		},
+		{
+			"objective below a narrowed range",
+			append(base, "--min-priority=-1", "--objective-priorities=batch=-5"),
+			nil,
+			nil,
+			"--objective-priorities",
+		},
+		{
+			"inverted priority range",
+			append(base, "--min-priority=5", "--max-priority=1"),
+			nil,
+			nil,
+			"--min-priority=5 is above --max-priority=1",
+		},
 		{"range without the default priority", append(base, "--min-priority=1"), nil, nil, "default priority"},
 		{"endpoint header shows the address", append(base, "--endpoint-header-address"), nil,
 			func(c app.Config) bool { return c.EndpointHeader && c.EndpointHeaderAddress }, ""},
-		{"named static endpoints", []string{"--cluster=c", "--region=r", "--endpoints=vllm-0=127.0.0.1:8001,127.0.0.1:8002"}, nil,
-			func(c app.Config) bool { return c.Endpoints == "vllm-0=127.0.0.1:8001,127.0.0.1:8002" }, ""},
+		{
+			"named static endpoints",
+			[]string{"--cluster=c", "--region=r", "--endpoints=vllm-0=127.0.0.1:8001,127.0.0.1:8002"},
+			nil,
+			func(c app.Config) bool { return c.Endpoints == "vllm-0=127.0.0.1:8001,127.0.0.1:8002" },
+			"",
+		},
 		{"ejection cap", append(base, "--max-ejection-percent=20"), nil,
 			func(c app.Config) bool { return c.MaxEjectionPercent == 20 }, ""},
 		{"ejection cap above 100%", append(base, "--max-ejection-percent=120"), nil, nil, "--max-ejection-percent"},
@@ -349,16 +434,45 @@ func TestParseConfig(t *testing.T) {
 			func(c app.Config) bool { return c.MaxInflightBodyBytes == 512<<20 && c.MemoryLimit == "2GiB" }, ""},
 		{"body budget auto", append(base, "--max-inflight-body-bytes=auto"), nil,
 			func(c app.Config) bool { return c.MaxInflightBodyBytes == 0 && c.MemoryLimit == "" }, ""},
-		{"body budget from the environment", base, map[string]string{"SWITCHYARD_MAX_INFLIGHT_BODY_BYTES": "1Gi", "SWITCHYARD_MEMORY_LIMIT": "auto"},
-			func(c app.Config) bool { return c.MaxInflightBodyBytes == 1<<30 && c.MemoryLimit == "auto" }, ""},
-		{"body budget below the body limit", append(base, "--max-inflight-body-bytes=1MiB"), nil, nil, "at least --max-body-bytes"},
+		{
+			"body budget from the environment",
+			base,
+			map[string]string{"SWITCHYARD_MAX_INFLIGHT_BODY_BYTES": "1Gi", "SWITCHYARD_MEMORY_LIMIT": "auto"},
+			func(c app.Config) bool { return c.MaxInflightBodyBytes == 1<<30 && c.MemoryLimit == "auto" },
+			"",
+		},
+		{
+			"body budget below the body limit",
+			append(base, "--max-inflight-body-bytes=1MiB"),
+			nil,
+			nil,
+			"at least --max-body-bytes",
+		},
 		{"bad body budget", append(base, "--max-inflight-body-bytes=lots"), nil, nil, "max-inflight-body-bytes"},
 		{"bad memory limit", append(base, "--memory-limit=90%"), nil, nil, "--memory-limit"},
-		{"default ext_proc body deadline", base, nil, func(c app.Config) bool { return c.ExtProcBodyTimeout == 30*time.Second }, ""},
+		{
+			"default ext_proc body deadline",
+			base,
+			nil,
+			func(c app.Config) bool { return c.ExtProcBodyTimeout == 30*time.Second },
+			"",
+		},
 		{"ext_proc body deadline", append(base, "--ext-proc-body-timeout=5s"), nil,
 			func(c app.Config) bool { return c.ExtProcBodyTimeout == 5*time.Second }, ""},
-		{"ext_proc body deadline off", append(base, "--ext-proc-body-timeout=0s"), nil, nil, "--ext-proc-body-timeout must be positive"},
-		{"negative ext_proc body deadline", append(base, "--ext-proc-body-timeout=-1s"), nil, nil, "--ext-proc-body-timeout must be positive"},
+		{
+			"ext_proc body deadline off",
+			append(base, "--ext-proc-body-timeout=0s"),
+			nil,
+			nil,
+			"--ext-proc-body-timeout must be positive",
+		},
+		{
+			"negative ext_proc body deadline",
+			append(base, "--ext-proc-body-timeout=-1s"),
+			nil,
+			nil,
+			"--ext-proc-body-timeout must be positive",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -375,7 +489,12 @@ func TestParseConfig(t *testing.T) {
 		})
 	}
 	var out strings.Builder
-	if _, err := app.ParseConfig([]string{"--help"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-ext-proc-listen") {
+	if _, err := app.ParseConfig(
+		[]string{"--help"},
+		func(string) string { return "" },
+		&out,
+	); !errors.Is(err, flag.ErrHelp) ||
+		!strings.Contains(out.String(), "-ext-proc-listen") {
 		t.Fatalf("--help: err %v output %q", err, out.String())
 	}
 }

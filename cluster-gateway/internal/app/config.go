@@ -18,8 +18,10 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/gossip"
@@ -74,6 +76,10 @@ type Config struct {
 	// Default profile "default".
 	ConfigFile string `flag:"config"`
 	Profile    string `flag:"profile"`
+	// KVEventsEndpoint is the ZeroMQ endpoint (tcp://HOST:PORT) where the gateway binds a SUB
+	// socket for the pods' KV cache events (vLLM's --kv-events-config publisher, connecting to
+	// it); the precise-prefix-cache-scorer needs it. Default: off.
+	KVEventsEndpoint string `flag:"kv-events-endpoint"`
 	// FlagsFile is a file of flag values, one name=value a line (flagenv's format); the command
 	// line and the environment win over it. (--config is GIE's EndpointPickerConfig.)
 	FlagsFile string `flag:"flags-file"`
@@ -90,6 +96,16 @@ type Config struct {
 	// LogFormat is text or json; LogLevel debug, info, warn or error. Defaults text, info.
 	LogFormat string `flag:"log-format"`
 	LogLevel  string `flag:"log-level"`
+	// OTLPEndpoint is the OpenTelemetry collector spans are exported to (host:port or URL);
+	// empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, and with
+	// neither tracing is off. OTLPProtocol is grpc or http (empty: the OTEL_* protocol
+	// variables, else grpc); OTLPInsecure exports without TLS to a host:port endpoint;
+	// TraceSampleRatio is the share of new traces recorded (parent-based: a sampled caller's
+	// traceparent is always followed). Defaults: off, grpc, TLS, 1.
+	OTLPEndpoint     string  `flag:"otlp-endpoint"`
+	OTLPProtocol     string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	OTLPInsecure     bool    `flag:"otlp-insecure"`
+	TraceSampleRatio float64 `flag:"trace-sample-ratio"`
 	// ScrapeInterval is the per-pod metrics scrape interval for small fleets. Default 50 ms.
 	ScrapeInterval time.Duration `flag:"scrape-interval"`
 	// Staleness is the metrics age beyond which a pod is not counted for readiness. Default 2 s.
@@ -208,17 +224,19 @@ func DefaultConfig() Config {
 		Profile:        scheduling.ProfileDefault,
 		LogFormat:      "text",
 		LogLevel:       "info",
-		ScrapeInterval: 50 * time.Millisecond,
-		Staleness:      2 * time.Second,
-		MaxBodyBytes:   bbr.DefaultConfig().MaxBodyBytes,
-		EndpointHeader: true,
-		SessionHeader:  contract.HeaderSessionID,
-		QueueLimit:     flowcontrol.DefaultConfig().MaxQueue,
-		QueueTTL:       flowcontrol.DefaultConfig().TTL,
-		MinPriority:    flowcontrol.DefaultMinPriority,
-		MaxPriority:    flowcontrol.DefaultMaxPriority,
-		MaxAttempts:    3,
-		DrainTimeout:   30 * time.Second,
+
+		TraceSampleRatio: tracing.DefaultConfig().SampleRatio,
+		ScrapeInterval:   50 * time.Millisecond,
+		Staleness:        2 * time.Second,
+		MaxBodyBytes:     bbr.DefaultConfig().MaxBodyBytes,
+		EndpointHeader:   true,
+		SessionHeader:    contract.HeaderSessionID,
+		QueueLimit:       flowcontrol.DefaultConfig().MaxQueue,
+		QueueTTL:         flowcontrol.DefaultConfig().TTL,
+		MinPriority:      flowcontrol.DefaultMinPriority,
+		MaxPriority:      flowcontrol.DefaultMaxPriority,
+		MaxAttempts:      3,
+		DrainTimeout:     30 * time.Second,
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
@@ -311,7 +329,9 @@ func (c Config) validateDiscovery() []error {
 
 func (c Config) validateScheduling() []error {
 	if c.ConfigFile != "" && c.ConfigText != "" {
-		return []error{errors.New("--config (or --config-file) and --config-text are exclusive: give the EndpointPickerConfig once")}
+		return []error{
+			errors.New("--config (or --config-file) and --config-text are exclusive: give the EndpointPickerConfig once"),
+		}
 	}
 	if err := validSessionHeader(c.SessionHeader); err != nil {
 		return []error{err}
@@ -348,7 +368,11 @@ func (c Config) validateLimits() []error {
 	add(c.MaxAttempts < 1, "--max-attempts must be at least 1, got %d", c.MaxAttempts)
 	add(c.DrainTimeout <= 0, "--drain-timeout must be positive, got %v", c.DrainTimeout)
 	add(c.ExtProcBodyTimeout <= 0, "--ext-proc-body-timeout must be positive, got %v", c.ExtProcBodyTimeout)
-	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent must be 0..100, got %d", c.MaxEjectionPercent)
+	add(
+		c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100,
+		"--max-ejection-percent must be 0..100, got %d",
+		c.MaxEjectionPercent,
+	)
 	if err := memlimit.Check(c.MemoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit=%q: %w", c.MemoryLimit, err))
 	}
@@ -384,16 +408,31 @@ func (c Config) validatePriorities(objectives map[string]int) error {
 	case c.MinPriority > c.MaxPriority:
 		return fmt.Errorf("--min-priority=%d is above --max-priority=%d", c.MinPriority, c.MaxPriority)
 	case fc.DefaultPriority < c.MinPriority || fc.DefaultPriority > c.MaxPriority:
-		return fmt.Errorf("--min-priority=%d..--max-priority=%d must include the default priority %d", c.MinPriority, c.MaxPriority, fc.DefaultPriority)
+		return fmt.Errorf(
+			"--min-priority=%d..--max-priority=%d must include the default priority %d",
+			c.MinPriority,
+			c.MaxPriority,
+			fc.DefaultPriority,
+		)
 	}
 	if err := fc.ValidateObjectives(objectives); err != nil {
-		return fmt.Errorf("--objective-priorities: %w (--min-priority=%d, --max-priority=%d)", err, c.MinPriority, c.MaxPriority)
+		return fmt.Errorf(
+			"--objective-priorities: %w (--min-priority=%d, --max-priority=%d)",
+			err,
+			c.MinPriority,
+			c.MaxPriority,
+		)
 	}
 	return nil
 }
 
 func (c Config) validateGossip() []error {
 	var errs []error
+	if c.KVEventsEndpoint != "" {
+		if _, err := kvevents.ListenAddr(c.KVEventsEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--kv-events-endpoint: %w", err))
+		}
+	}
 	if c.GossipJoin != "" && c.GossipBind == "" {
 		errs = append(errs, errors.New("--gossip-join needs --gossip-bind"))
 	}
@@ -447,7 +486,18 @@ func (c Config) validateLogging() []error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
 	}
+	if err := c.tracingConfig().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
+	}
 	return errs
+}
+
+// tracingConfig is the tracing configuration of the flags.
+func (c Config) tracingConfig() tracing.Config {
+	tc := tracing.DefaultConfig()
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio = c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.ServiceVersion, tc.Cluster, tc.Region = Version, c.Cluster, c.Region
+	return tc
 }
 
 // ReadGossipKeys reads a gossip key file: one base64-encoded 32-byte key per line (surrounding

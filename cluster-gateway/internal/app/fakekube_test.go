@@ -40,10 +40,16 @@ func newFakeKube(t *testing.T, namespace string) *fakeKube {
 	k := &fakeKube{namespace: namespace, pods: map[string]*corev1.Pod{}, pools: map[string]*inferencev1.InferencePool{},
 		watchers: map[string][]chan watchEvent{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/namespaces/{ns}/pods", func(w http.ResponseWriter, r *http.Request) { k.serve(w, r, "pods") })
-	mux.HandleFunc("GET /apis/inference.networking.k8s.io/v1/namespaces/{ns}/inferencepools", func(w http.ResponseWriter, r *http.Request) {
-		k.serve(w, r, "inferencepools")
-	})
+	mux.HandleFunc(
+		"GET /api/v1/namespaces/{ns}/pods",
+		func(w http.ResponseWriter, r *http.Request) { k.serve(w, r, "pods") },
+	)
+	mux.HandleFunc(
+		"GET /apis/inference.networking.k8s.io/v1/namespaces/{ns}/inferencepools",
+		func(w http.ResponseWriter, r *http.Request) {
+			k.serve(w, r, "inferencepools")
+		},
+	)
 	k.srv = httptest.NewServer(mux)
 	t.Cleanup(k.srv.Close)
 	return k

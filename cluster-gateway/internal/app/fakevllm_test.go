@@ -27,7 +27,10 @@ func newFakeVLLM(t *testing.T) *fakeVLLM {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", f.metrics)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"object":"list","data":[{"id":"llama","root":"llama","parent":null},{"id":"sql-lora","root":"/adapters/sql","parent":"llama"}]}`)
+		fmt.Fprint(
+			w,
+			`{"object":"list","data":[{"id":"llama","root":"llama","parent":null},{"id":"sql-lora","root":"/adapters/sql","parent":"llama"}]}`,
+		)
 	})
 	mux.HandleFunc("POST /v1/completions", f.complete)
 	mux.HandleFunc("POST /v1/chat/completions", f.complete)

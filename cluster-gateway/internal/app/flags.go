@@ -2,7 +2,6 @@ package app
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -10,10 +9,18 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 )
 
-// EnvPrefix prefixes the environment variable of every flag: --listen is SWITCHYARD_LISTEN,
-// --ext-proc-listen SWITCHYARD_EXT_PROC_LISTEN. Command-line flags win over the environment,
-// and the environment over the --flags-file.
-const EnvPrefix = flagenv.Prefix + "_"
+// command is the gateway's flags, bound to Config: each is read from the command line, then its
+// environment variable (--listen is SWITCHYARD_LISTEN, --ext-proc-listen
+// SWITCHYARD_EXT_PROC_LISTEN), then the --flags-file. GIE's "--flag true" spelling of a bool
+// flag is joined into one argument first.
+var command = flagenv.Command[Config]{
+	Name:     "cluster-gateway",
+	Synopsis: "[--cluster=NAME] [--region=NAME] (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]",
+	Defaults: DefaultConfig,
+	Options:  (*Config).bindOptions,
+	FileFlag: "flags-file",
+	Args:     joinBoolValues,
+}
 
 // usage is the help text of every Config field's flag, in the docs' words (backticks mark code;
 // --help drops them). It is the field table flagenv.Bind completes the struct's tags with.
@@ -31,29 +38,35 @@ var usage = map[string]string{
 	"secure-serving": "serve `--ext-proc-listen` over TLS, as GIE's endpoint picker's flag of the same name does, for gateways that reach " +
 		"their endpoint picker with TLS (they do not verify its certificate unless configured to); off by default, unlike GIE's, " +
 		"as Envoy Gateway connects in HTTP/2 cleartext; the gRPC health on `--ext-proc-listen` is then over TLS too, while `--grpc-health-port` stays cleartext for the kubelet's probes",
-	"cert-path":       "directory with `tls.crt` and `tls.key` for `--secure-serving` (a Kubernetes TLS Secret mounted), read at every handshake; empty: a self-signed certificate made at start",
-	"metrics-listen":  "address of `/metrics` (Prometheus), `/healthz` and `/readyz`",
-	"enable-pprof":    "also serve Go's runtime profiles (`net/http/pprof`) under `/debug/pprof/` on the metrics port; a CPU profile or trace must end within the port's 30 s write timeout",
-	"endpoints":       "static pods: `host:port` or `name=host:port` items, comma-separated (see endpoint names in gateway-data.md)",
-	"endpoints-file":  "YAML list of pods, re-read when it changes",
-	"pool-name":       "GIE `InferencePool` to follow, with its ready pods",
-	"pool-namespace":  "namespace of `--pool-name`; empty: the `NAMESPACE` environment variable (GIE's chart sets it to the pod's namespace), else `default`",
-	"kubeconfig":      "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
-	"config":          "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
-	"profile":         "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, or a baseline: `round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, `leastconn` (docs/scheduling.md)",
-	"flags-file":      "file of flag values, one `name=value` a line; the command line and the environment win over it",
-	"gossip-bind":     "gossip address `host:port` (empty: no gossip)",
-	"gossip-join":     "gossip peers to join: `host:port,...` (needs `--gossip-bind`)",
-	"gossip-key-file": "gossip keyring: base64 32-byte keys, one per line; the first sends, all are accepted; re-read every 10 s",
-	"advertise-url":   "URL routers use to reach this gateway (default: from `--listen`)",
+	"cert-path":          "directory with `tls.crt` and `tls.key` for `--secure-serving` (a Kubernetes TLS Secret mounted), read at every handshake; empty: a self-signed certificate made at start",
+	"metrics-listen":     "address of `/metrics` (Prometheus), `/healthz` and `/readyz`",
+	"enable-pprof":       "also serve Go's runtime profiles (`net/http/pprof`) under `/debug/pprof/` on the metrics port; a CPU profile or trace must end within the port's 30 s write timeout",
+	"endpoints":          "static pods: `host:port` or `name=host:port` items, comma-separated (see endpoint names in gateway-data.md)",
+	"endpoints-file":     "YAML list of pods, re-read when it changes",
+	"pool-name":          "GIE `InferencePool` to follow, with its ready pods",
+	"pool-namespace":     "namespace of `--pool-name`; empty: the `NAMESPACE` environment variable (GIE's chart sets it to the pod's namespace), else `default`",
+	"kubeconfig":         "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
+	"config":             "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
+	"profile":            "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, or a baseline: `round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, `leastconn` (docs/scheduling.md)",
+	"kv-events-endpoint": "ZeroMQ endpoint `tcp://HOST:PORT` where the gateway binds a SUB socket for the pods' KV cache events (vLLM `--kv-events-config` with the `zmq` publisher connecting to it, topic `kv@<pod-ip>@<model>`); needed by `precise-prefix-cache-scorer` (empty: off)",
+	"flags-file":         "file of flag values, one `name=value` a line; the command line and the environment win over it",
+	"gossip-bind":        "gossip address `host:port` (empty: no gossip)",
+	"gossip-join":        "gossip peers to join: `host:port,...` (needs `--gossip-bind`)",
+	"gossip-key-file":    "gossip keyring: base64 32-byte keys, one per line; the first sends, all are accepted; re-read every 10 s",
+	"advertise-url":      "URL routers use to reach this gateway (default: from `--listen`)",
 	"summary-signing-key-file": "the cluster's Ed25519 signing key (PEM `PRIVATE KEY`, PKCS #8, or the base64 of the 32-byte seed); every capacity " +
 		"summary is signed with it, and routers with registered clusters accept only summaries a registered key verifies (see gossip.md); " +
 		"re-read every 10 s. Empty: summaries are unsigned",
-	"log-format":      "log format: `text` or `json` (`log/slog`)",
-	"log-level":       "log level: `debug`, `info`, `warn`, `error`",
-	"scrape-interval": "per-pod metrics scrape interval (grows with the pod count)",
-	"staleness":       "metrics age beyond which a pod does not count towards readiness",
-	"max-body-bytes":  "request body limit in bytes (32 MiB); larger bodies get 413",
+	"log-format": "log format: `text` or `json` (`log/slog`)",
+	"otlp-endpoint": "OpenTelemetry collector the gateway's spans are exported to over OTLP: `host:port` or a URL (`http://` without TLS); " +
+		"empty: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`, and with neither tracing is off (see Tracing)",
+	"otlp-protocol":      "OTLP protocol: `grpc` (port 4317) or `http` (protobuf, port 4318); empty: `OTEL_EXPORTER_OTLP_PROTOCOL`, else `grpc`",
+	"otlp-insecure":      "export spans without TLS to a `host:port` `--otlp-endpoint` (a URL's scheme says it itself)",
+	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; parent-based: a request whose `traceparent` is sampled is always recorded",
+	"log-level":          "log level: `debug`, `info`, `warn`, `error`",
+	"scrape-interval":    "per-pod metrics scrape interval (grows with the pod count)",
+	"staleness":          "metrics age beyond which a pod does not count towards readiness",
+	"max-body-bytes":     "request body limit in bytes (32 MiB); larger bodies get 413",
 	"max-inflight-body-bytes": "the in-flight body budget: request-body memory both front doors may hold at once (bytes, or with a unit: " +
 		"`256MiB`, `1Gi`); beyond it a request gets 503 with `Retry-After`. `auto` is a quarter of the Go memory limit in force, " +
 		"or 256 MiB without one, never below `--max-body-bytes`",
@@ -95,7 +108,7 @@ var usage = map[string]string{
 	"zap-log-level":                       "GIE (controller-runtime): `debug`, `info`, `warn` or `error` set `--log-level` (`dpanic`, `panic`, `fatal`: `error`); a verbosity N > 0 acts as `--v=N`; `--log-level` wins when given",
 	"v":                                   "GIE's log verbosity: 4 and above set `--log-level=debug`, below `info`; `--zap-log-level` and `--log-level` win when given",
 	"ha-enable-leader-election":           "GIE: accepted for compatibility, no effect: every replica serves (no leader), and `liveness`/`readiness` answer on every replica",
-	"tracing":                             "GIE: accepted for compatibility, no effect: the gateway emits no traces",
+	"tracing":                             "GIE: accepted for compatibility, no effect: tracing is on when `--otlp-endpoint` or an `OTEL_EXPORTER_OTLP_*` endpoint variable is set (see Tracing)",
 	"health-checking":                     "GIE: accepted for compatibility, no effect",
 	"refresh-prometheus-metrics-interval": "GIE: accepted for compatibility, no effect: `/metrics` is computed when scraped",
 	"enable-cert-reload":                  "GIE: accepted for compatibility, no effect: `--cert-path` is always read at every handshake",
@@ -115,17 +128,7 @@ func (c *Config) bindOptions() flagenv.BindOptions {
 
 // Flags describes every flag, with its default, in the order of Config's fields.
 func Flags() []flagenv.Flag {
-	c := DefaultConfig()
-	flags, err := flagenv.Bind(flag.NewFlagSet("cluster-gateway", flag.ContinueOnError), &c, c.bindOptions())
-	if err != nil {
-		panic(err) // Config's tags and the usage table: TestFlags checks them
-	}
-	return flags
-}
-
-// EnvName is the environment variable of a flag.
-func EnvName(flagName string) string {
-	return flagenv.EnvName(flagenv.Prefix, flagName)
+	return command.Flags() // it panics if Config's tags and the usage table disagree: TestFlags checks them
 }
 
 // ParseConfig builds the Config from the command line (args), then the environment (getenv)
@@ -139,25 +142,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 
 // parseConfig is ParseConfig, also returning where each flag given came from.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (Config, map[string]flagenv.Source, error) {
-	c := DefaultConfig()
-	fs := flag.NewFlagSet("cluster-gateway", flag.ContinueOnError)
-	fs.SetOutput(out)
-	flags, err := flagenv.Bind(fs, &c, c.bindOptions())
-	if err != nil {
-		return c, nil, err
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: cluster-gateway [--cluster=NAME] [--region=NAME] (--endpoints=LIST | --endpoints-file=FILE | --pool-name=N) [flags]\n\n")
-		fmt.Fprintf(out, "Every flag may also be set with the environment variable %s<FLAG> (e.g. %s), or in the file\n", EnvPrefix, EnvName("listen"))
-		fmt.Fprintf(out, "--flags-file names (name=value lines); the command line wins over both, the environment over the file.\n\n")
-		flagenv.PrintUsage(out, flags, flagenv.Prefix)
-	}
-	sources, err := flagenv.Parse(fs, joinBoolValues(fs, args), flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "flags-file"})
+	c, sources, err := command.Parse(args, getenv, out)
 	if err != nil {
 		return c, sources, err
-	}
-	if fs.NArg() > 0 {
-		return c, sources, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	given := func(name string) bool { return sources[name] != flagenv.Default }
 	if err := c.resolveGIE(given, getenv); err != nil {

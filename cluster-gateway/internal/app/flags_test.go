@@ -15,30 +15,10 @@ import (
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the flags table of docs/gateway.md")
 
-// docPath is the page whose flags table is generated from Config.
-const docPath = "../../../docs/gateway.md"
-
 // TestFlagsDocUpToDate fails when docs/gateway.md's flags table is not the one Config's tags,
 // usage table and defaults generate; `make generate` (this test with -update-docs) rewrites it.
 func TestFlagsDocUpToDate(t *testing.T) {
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := flagenv.ReplaceTable(doc, flagenv.Markdown(app.Flags(), flagenv.Prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) == string(doc) {
-		return
-	}
-	if *updateDocs {
-		if err := os.WriteFile(docPath, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("the flags table of docs/gateway.md is stale: run `make generate` and commit it")
+	flagenv.CheckDoc(t, "../../../docs/gateway.md", flagenv.Markdown(app.Flags(), flagenv.Prefix), *updateDocs)
 }
 
 // Every flag is documented, and every Config field is a flag.
@@ -94,10 +74,14 @@ func TestConfigPrecedence(t *testing.T) {
 			func(c app.Config) bool {
 				return c.Listen == ":1" && c.ExtProcListen == ":2" && c.QueueTTL == 3*time.Second && c.MetricsListen == ":9090"
 			}},
-		{"environment over file", []string{"--flags-file=" + file}, map[string]string{"SWITCHYARD_EXT_PROC_LISTEN": ":7000", "SWITCHYARD_QUEUE_TTL": "4s"},
+		{
+			"environment over file",
+			[]string{"--flags-file=" + file},
+			map[string]string{"SWITCHYARD_EXT_PROC_LISTEN": ":7000", "SWITCHYARD_QUEUE_TTL": "4s"},
 			func(c app.Config) bool {
 				return c.Listen == ":1" && c.ExtProcListen == ":7000" && c.QueueTTL == 4*time.Second
-			}},
+			},
+		},
 		{"command line over environment and file", []string{"--flags-file=" + file, "--ext-proc-listen=:8000", "--listen=:3"},
 			map[string]string{"SWITCHYARD_EXT_PROC_LISTEN": ":7000"},
 			func(c app.Config) bool {
@@ -107,8 +91,12 @@ func TestConfigPrecedence(t *testing.T) {
 			func(c app.Config) bool { return c.Cluster == "c" && c.Listen == ":1" && c.FlagsFile == file }},
 		{"an empty variable is unset", []string{"--flags-file=" + file}, map[string]string{"SWITCHYARD_LISTEN": ""},
 			func(c app.Config) bool { return c.Listen == ":1" }},
-		{"unknown variables are ignored", []string{"--flags-file=" + file}, map[string]string{"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_LISTEN_ADDRESS": ":9"},
-			func(c app.Config) bool { return c.Listen == ":1" }},
+		{
+			"unknown variables are ignored",
+			[]string{"--flags-file=" + file},
+			map[string]string{"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_LISTEN_ADDRESS": ":9"},
+			func(c app.Config) bool { return c.Listen == ":1" },
+		},
 		{"--config stays GIE's file", []string{"--flags-file=" + file, "--config=" + file}, nil,
 			func(c app.Config) bool { return c.ConfigFile == file && c.Profile == "default" }},
 	}
@@ -135,10 +123,28 @@ func TestConfigBadValues(t *testing.T) {
 		{"command line", append(base, "--queue-ttl=soon"), nil, "", []string{`invalid value "soon" for flag -queue-ttl`}},
 		{"environment", base, map[string]string{"SWITCHYARD_QUEUE_TTL": "soon"}, "",
 			[]string{`environment SWITCHYARD_QUEUE_TTL="soon": invalid value for --queue-ttl`}},
-		{"file line", base, nil, "# limits\nqueue-limit=10\nqueue-ttl=soon\n", []string{`:3: invalid value "soon" for --queue-ttl`}},
+		{
+			"file line",
+			base,
+			nil,
+			"# limits\nqueue-limit=10\nqueue-ttl=soon\n",
+			[]string{`:3: invalid value "soon" for --queue-ttl`},
+		},
 		{"unknown flag in the file", base, nil, "queue-limits=10\n", []string{":1: unknown flag --queue-limits"}},
-		{"bad size in the file", base, nil, "max-inflight-body-bytes=lots\n", []string{`:1: invalid value "lots" for --max-inflight-body-bytes`}},
-		{"invalid after parsing", base, nil, "max-attempts=0\nlog-format=xml\n", []string{"--max-attempts must be at least 1", "--log-format=\"xml\""}},
+		{
+			"bad size in the file",
+			base,
+			nil,
+			"max-inflight-body-bytes=lots\n",
+			[]string{`:1: invalid value "lots" for --max-inflight-body-bytes`},
+		},
+		{
+			"invalid after parsing",
+			base,
+			nil,
+			"max-attempts=0\nlog-format=xml\n",
+			[]string{"--max-attempts must be at least 1", "--log-format=\"xml\""},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,8 +21,17 @@ const (
 
 // inertFlags are GIE's flags that have no effect here: accepted, so that GIE's chart's
 // arguments start the gateway, and logged at start when given.
-var inertFlags = []string{"ha-enable-leader-election", "tracing", "health-checking", "refresh-prometheus-metrics-interval",
-	"enable-cert-reload", "metrics-endpoint-auth", "zap-devel", "zap-stacktrace-level", "zap-time-encoding"}
+var inertFlags = []string{
+	"ha-enable-leader-election",
+	"tracing",
+	"health-checking",
+	"refresh-prometheus-metrics-interval",
+	"enable-cert-reload",
+	"metrics-endpoint-auth",
+	"zap-devel",
+	"zap-stacktrace-level",
+	"zap-time-encoding",
+}
 
 // validateGIE checks the values of GIE's flags that are not resolved into ours.
 func (c Config) validateGIE() []error {
@@ -35,8 +44,10 @@ func (c Config) validateGIE() []error {
 	switch c.PoolGroup {
 	case poolGroupV1:
 	case poolGroupV1Alpha2:
-		add(fmt.Errorf("--pool-group=%s: the v1alpha2 InferencePool is not supported; the gateway follows %s/v1 InferencePools "+
-			"(in GIE's chart: inferencePool.apiVersion=%s/v1)", c.PoolGroup, poolGroupV1, poolGroupV1))
+		add(
+			fmt.Errorf("--pool-group=%s: the v1alpha2 InferencePool is not supported; the gateway follows %s/v1 InferencePools "+
+				"(in GIE's chart: inferencePool.apiVersion=%s/v1)", c.PoolGroup, poolGroupV1, poolGroupV1),
+		)
 	default:
 		add(fmt.Errorf("--pool-group=%q: want %s", c.PoolGroup, poolGroupV1))
 	}
@@ -126,7 +137,8 @@ func (c *Config) resolveGIE(given func(string) bool, getenv func(string) string)
 	case c.ConfigFile != c.ConfigFileGIE:
 		both("config-file", "config", c.ConfigFileGIE, c.ConfigFile)
 	}
-	if given("refresh-metrics-interval") && !setOrAgree(given("scrape-interval"), &c.ScrapeInterval, c.RefreshMetricsInterval) {
+	if given("refresh-metrics-interval") &&
+		!setOrAgree(given("scrape-interval"), &c.ScrapeInterval, c.RefreshMetricsInterval) {
 		both("refresh-metrics-interval", "scrape-interval", c.RefreshMetricsInterval, c.ScrapeInterval)
 	}
 	if given("metrics-staleness-threshold") && !setOrAgree(given("staleness"), &c.Staleness, c.MetricsStalenessThreshold) {

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
 )
@@ -101,24 +102,6 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// syncBuffer is a log sink safe for the gateway's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The gateway starts with the exact arguments and environment GIE's chart gives its endpoint
 // picker, follows the InferencePool through the Kubernetes API, answers ext_proc on the gRPC
 // port, serves /metrics on the metrics port, and its gRPC health port turns SERVING for the
@@ -142,29 +125,40 @@ func TestGIEChartArgs(t *testing.T) {
 			kube.setPool(&inferencev1.InferencePool{
 				ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "llm"},
 				Spec: inferencev1.InferencePoolSpec{
-					Selector:    inferencev1.LabelSelector{MatchLabels: map[inferencev1.LabelKey]inferencev1.LabelValue{"app": "qwen"}},
+					Selector: inferencev1.LabelSelector{
+						MatchLabels: map[inferencev1.LabelKey]inferencev1.LabelValue{"app": "qwen"},
+					},
 					TargetPorts: []inferencev1.Port{{Number: inferencev1.PortNumber(port)}},
 				},
 			})
 			kube.setPod(chartPod(false))
 
 			configDir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(configDir, "default-plugins.yaml"), []byte(gieChartPlugins), 0o600); err != nil {
+			if err := os.WriteFile(
+				filepath.Join(configDir, "default-plugins.yaml"),
+				[]byte(gieChartPlugins),
+				0o600,
+			); err != nil {
 				t.Fatal(err)
 			}
 			grpcPort, healthPort, metricsPort := freePort(t), freePort(t), freePort(t)
 			values := tt.values
 			// inferenceExtension.flags: the chart's default (v: 1) and the ports, free ones
 			// instead of 9002, 9003 and 9090, and our HTTP proxy's.
-			values.flags = map[string]string{"v": "1", "grpc-port": strconv.Itoa(grpcPort), "grpc-health-port": strconv.Itoa(healthPort),
-				"metrics-port": strconv.Itoa(metricsPort), "listen": "127.0.0.1:" + strconv.Itoa(freePort(t))}
+			values.flags = map[string]string{
+				"v":                "1",
+				"grpc-port":        strconv.Itoa(grpcPort),
+				"grpc-health-port": strconv.Itoa(healthPort),
+				"metrics-port":     strconv.Itoa(metricsPort),
+				"listen":           "127.0.0.1:" + strconv.Itoa(freePort(t)),
+			}
 			env := map[string]string{"NAMESPACE": "llm", "POD_NAME": "qwen-epp-0", "SWITCHYARD_KUBECONFIG": kube.kubeconfig(t)}
 
-			var logs syncBuffer
+			logs := pipelinetest.NewLog() // the gateway's goroutines write it while the test reads
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- app.Run(ctx, gieChartArgs(values, configDir), func(k string) string { return env[k] }, &logs)
+				done <- app.Run(ctx, gieChartArgs(values, configDir), func(k string) string { return env[k] }, logs)
 			}()
 			t.Cleanup(func() {
 				cancel()
@@ -179,10 +173,10 @@ func TestGIEChartArgs(t *testing.T) {
 			})
 
 			health := healthClient(t, "127.0.0.1:"+strconv.Itoa(healthPort))
-			eventually(t, "the health port answers", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				_, err := health("liveness")
 				return err == nil
-			})
+			}, "the health port answers")
 			for _, svc := range tt.probes {
 				if svc == "liveness" {
 					continue
@@ -193,12 +187,17 @@ func TestGIEChartArgs(t *testing.T) {
 			}
 			kube.setPod(chartPod(true))
 			for _, svc := range tt.probes {
-				eventually(t, svc+" SERVING", func() bool {
+				poll.Until(t, waitTimeout, func() bool {
 					got, err := health(svc)
 					return err == nil && got == healthpb.HealthCheckResponse_SERVING
-				})
+				}, svc+" SERVING")
 			}
-			if err := extProcExchangeAt(t, "127.0.0.1:"+strconv.Itoa(grpcPort), []string{pod.addr()}, insecure.NewCredentials()); err != nil {
+			if err := extProcExchangeAt(
+				t,
+				"127.0.0.1:"+strconv.Itoa(grpcPort),
+				[]string{pod.addr()},
+				insecure.NewCredentials(),
+			); err != nil {
 				t.Fatalf("ext_proc on --grpc-port: %v", err)
 			}
 			metrics := get(t, "http://127.0.0.1:"+strconv.Itoa(metricsPort)+"/metrics")

@@ -55,7 +55,9 @@ func (g *Gateway) buildGossip() error {
 		g.log.Info("capacity summaries signed", "key_id", node.SigningKeyID(), "file", g.cfg.SummarySigningKeyFile)
 		g.components = append(g.components, gossip.SigningKeyFileWatcher{Node: node, Path: g.cfg.SummarySigningKeyFile})
 	} else {
-		g.log.Info("capacity summaries unsigned: routers with registered clusters will ignore them (see --summary-signing-key-file)")
+		g.log.Info(
+			"capacity summaries unsigned: routers with registered clusters will ignore them (see --summary-signing-key-file)",
+		)
 	}
 	return nil
 }
@@ -64,7 +66,12 @@ func (g *Gateway) newPublisher(node *gossip.Node) (*publish.Publisher, error) {
 	pc := publish.DefaultConfig()
 	pc.SketchSeed = prefix.Seed(g.cfg.Cluster)
 	pc.Saturation.Staleness = g.cfg.Staleness
-	opts := publish.Options{Prefixes: g.recent, Queue: g.flow, Logger: g.log.With("component", "publish"), Registerer: g.reg}
+	opts := publish.Options{
+		Prefixes:   g.recent,
+		Queue:      g.flow,
+		Logger:     g.log.With("component", "publish"),
+		Registerer: g.reg,
+	}
 	if m := g.sched.TTFTModel(); m != nil {
 		opts.Predictor, opts.Speeds = m, m
 	}

@@ -35,7 +35,11 @@ func serveLimited(t *testing.T, h http.Handler, l metricsLimits) string {
 func TestMetricsServerLimits(t *testing.T) {
 	l := defaultMetricsLimits()
 	l.ReadHeaderTimeout, l.IdleTimeout = 300*time.Millisecond, 300*time.Millisecond
-	addr := serveLimited(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }), l)
+	addr := serveLimited(
+		t,
+		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }),
+		l,
+	)
 	t.Run("header sizes", func(t *testing.T) {
 		for _, tt := range []struct {
 			size, want int

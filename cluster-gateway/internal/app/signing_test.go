@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/app"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
@@ -32,7 +33,11 @@ func TestSummariesSignedWithTheKeyFile(t *testing.T) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(gossipKeyFile, []byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(
+		gossipKeyFile,
+		[]byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"),
+		0o600,
+	); err != nil {
 		t.Fatal(err)
 	}
 	router := gossiptest.Start(t, 1, func(_ int, c *gossip.Config) {
@@ -41,14 +46,15 @@ func TestSummariesSignedWithTheKeyFile(t *testing.T) {
 	startGateway(t, 1, "--gossip-bind=127.0.0.1:0", "--gossip-join="+router.Seed(), "--gossip-key-file="+gossipKeyFile,
 		"--advertise-url=https://gw.c1.test:8443", "--summary-signing-key-file="+keyFile)
 	pub := key.Public().(ed25519.PublicKey)
-	eventually(t, "a signed summary reaches the router", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		for _, s := range router.Node(0).Snapshot() {
-			if s.Cluster == "c1" && s.Summary.GetSigningKeyId() == gossip.KeyID(pub) && gossip.VerifySummary(s.Summary, pub) == nil {
+			if s.Cluster == "c1" && s.Summary.GetSigningKeyId() == gossip.KeyID(pub) &&
+				gossip.VerifySummary(s.Summary, pub) == nil {
 				return true
 			}
 		}
 		return false
-	})
+	}, "a signed summary reaches the router")
 }
 
 func TestSigningKeyFileFlag(t *testing.T) {
@@ -64,8 +70,16 @@ func TestSigningKeyFileFlag(t *testing.T) {
 		wantErr string
 	}{
 		{"without gossip", append(base, "--summary-signing-key-file="+bad), "--gossip-bind"},
-		{"unreadable", append(base, "--gossip-bind=127.0.0.1:0", "--summary-signing-key-file="+filepath.Join(dir, "missing")), "--summary-signing-key-file"},
-		{"not a key", append(base, "--gossip-bind=127.0.0.1:0", "--summary-signing-key-file="+bad), "--summary-signing-key-file"},
+		{
+			"unreadable",
+			append(base, "--gossip-bind=127.0.0.1:0", "--summary-signing-key-file="+filepath.Join(dir, "missing")),
+			"--summary-signing-key-file",
+		},
+		{
+			"not a key",
+			append(base, "--gossip-bind=127.0.0.1:0", "--summary-signing-key-file="+bad),
+			"--summary-signing-key-file",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

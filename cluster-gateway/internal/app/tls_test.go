@@ -44,15 +44,24 @@ func TestListenOverMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := func(certs []tls.Certificate, h2 bool) *http.Client {
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: h2}
+		tr := &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: pool, Certificates: certs, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2: h2,
+		}
 		if !h2 {
 			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 		}
 		return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	}
 	mtls := client([]tls.Certificate{clientCert}, true)
-	g := startGatewayWith(t, 2, mtls, "--tls-cert-file="+filepath.Join(dir, "server.crt"), "--tls-key-file="+filepath.Join(dir, "server.key"),
-		"--tls-client-ca-file="+filepath.Join(dir, "ca.crt"))
+	g := startGatewayWith(
+		t,
+		2,
+		mtls,
+		"--tls-cert-file="+filepath.Join(dir, "server.crt"),
+		"--tls-key-file="+filepath.Join(dir, "server.key"),
+		"--tls-client-ca-file="+filepath.Join(dir, "ca.crt"),
+	)
 
 	for _, c := range []struct {
 		name  string
@@ -84,7 +93,13 @@ func TestListenOverMutualTLS(t *testing.T) {
 
 // newCert writes dir/name.crt and dir/name.key: a CA when parent is nil, else a leaf for usage
 // (for 127.0.0.1) signed by parent.
-func newCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage) (*x509.Certificate, *ecdsa.PrivateKey) {
+func newCert(
+	t *testing.T,
+	dir, name string,
+	parent *x509.Certificate,
+	parentKey *ecdsa.PrivateKey,
+	usage x509.ExtKeyUsage,
+) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -160,7 +175,9 @@ func TestExtProcSecureServing(t *testing.T) {
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			if resp, err := healthpb.NewHealthClient(conn).
+				Check(ctx, &healthpb.HealthCheckRequest{}); err != nil ||
+				resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 				t.Fatalf("health over TLS: %v, %v", resp, err)
 			}
 			if err := extProcExchange(t, g, insecure.NewCredentials()); err == nil {
@@ -169,8 +186,21 @@ func TestExtProcSecureServing(t *testing.T) {
 		})
 	}
 	// A --cert-path without the files fails at start, naming the flag.
-	cfg, err := app.ParseConfig([]string{"--cluster=c1", "--region=us-east-1", "--endpoints=127.0.0.1:1", "--listen=127.0.0.1:0",
-		"--ext-proc-listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--grpc-health-port=0", "--secure-serving", "--cert-path=" + dir}, func(string) string { return "" }, io.Discard)
+	cfg, err := app.ParseConfig(
+		[]string{
+			"--cluster=c1",
+			"--region=us-east-1",
+			"--endpoints=127.0.0.1:1",
+			"--listen=127.0.0.1:0",
+			"--ext-proc-listen=127.0.0.1:0",
+			"--metrics-listen=127.0.0.1:0",
+			"--grpc-health-port=0",
+			"--secure-serving",
+			"--cert-path=" + dir,
+		},
+		func(string) string { return "" },
+		io.Discard,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +209,11 @@ func TestExtProcSecureServing(t *testing.T) {
 	}
 	// A client that verifies the self-signed certificate against a CA refuses it.
 	g := startGateway(t, 1, "--secure-serving")
-	if err := extProcExchange(t, g, credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})); err == nil {
+	if err := extProcExchange(
+		t,
+		g,
+		credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
+	); err == nil {
 		t.Fatal("the self-signed certificate verified against an unrelated CA")
 	}
 }

@@ -53,12 +53,28 @@ func TestRoute(t *testing.T) {
 		{"base model", `{"model":"llama","prompt":"hi"}`, 0, "llama", "", false, false},
 		{"adapter from models", `{"model":"sql-lora","prompt":"hi","stream":true}`, 0, "llama", "sql-lora", true, false},
 		{"adapter from lora metrics", `{"model":"chat-lora","messages":[]}`, 0, "llama", "chat-lora", false, false},
-		{"adapter from map", `{"model":"ondemand","stream":true,"stream_options":{"include_usage":true}}`, 0, "llama", "ondemand", true, true},
+		{
+			"adapter from map",
+			`{"model":"ondemand","stream":true,"stream_options":{"include_usage":true}}`,
+			0,
+			"llama",
+			"ondemand",
+			true,
+			true,
+		},
 		{"mapped to unserved base", `{"model":"orphan"}`, http.StatusNotFound, "", "", false, false},
 		{"unknown model", `{"model":"gpt-9"}`, http.StatusNotFound, "", "", false, false},
 		{"missing model", `{"prompt":"x"}`, http.StatusBadRequest, "", "", false, false},
 		{"malformed", `{"model":`, http.StatusBadRequest, "", "", false, false},
-		{"too large", `{"model":"llama","prompt":"` + strings.Repeat("x", 2000) + `"}`, http.StatusRequestEntityTooLarge, "", "", false, false},
+		{
+			"too large",
+			`{"model":"llama","prompt":"` + strings.Repeat("x", 2000) + `"}`,
+			http.StatusRequestEntityTooLarge,
+			"",
+			"",
+			false,
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +90,8 @@ func TestRoute(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if req.BaseModel != tt.base || req.Adapter != tt.adapter || got.Stream != tt.stream || got.IncludeUsage != tt.usageOpt {
+			if req.BaseModel != tt.base || req.Adapter != tt.adapter || got.Stream != tt.stream ||
+				got.IncludeUsage != tt.usageOpt {
 				t.Fatalf("req = %+v routed = %+v", req, got)
 			}
 		})
@@ -85,7 +102,11 @@ func TestRoutePrefixHashesAndTokens(t *testing.T) {
 	r, _ := NewRouter(DefaultConfig(), testEndpoints())
 	prompt := strings.Repeat("abcdefgh", 40) // 320 bytes, 5 blocks
 	var req framework.Request
-	body := fmt.Sprintf(`{"model":"llama","messages":[{"role":"system","content":%q},{"role":"user","content":%q}]}`, prompt[:100], prompt[100:])
+	body := fmt.Sprintf(
+		`{"model":"llama","messages":[{"role":"system","content":%q},{"role":"user","content":%q}]}`,
+		prompt[:100],
+		prompt[100:],
+	)
 	if _, err := r.Route([]byte(body), &req); err != nil {
 		t.Fatal(err)
 	}

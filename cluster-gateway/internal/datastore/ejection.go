@@ -33,7 +33,8 @@ func (s *Store) admit(e *Endpoint, now time.Time, eject func()) bool {
 		return true
 	}
 	s.metrics.refused.Inc()
-	if last := s.refusalLogged.Load(); now.UnixNano()-last >= int64(refusalLogEvery) && s.refusalLogged.CompareAndSwap(last, now.UnixNano()) {
+	if last := s.refusalLogged.Load(); now.UnixNano()-last >= int64(refusalLogEvery) &&
+		s.refusalLogged.CompareAndSwap(last, now.UnixNano()) {
 		s.logger.Warn("ejection refused: the pool's ejection cap is reached; the endpoint stays in rotation",
 			"endpoint", e.Name, "address", e.Address, "ejected", ejected, "endpoints", len(eps),
 			"max_ejection_percent", s.maxEjectionPercent)

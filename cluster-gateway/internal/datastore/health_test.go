@@ -40,7 +40,11 @@ func TestEjection(t *testing.T) {
 		{"consecutive failures", []outcome{200, 200, 200, 200, 200, 500, 500, 500, 500, 500}, true},
 		{"connection errors", []outcome{connErr, 200, connErr, 200, connErr}, true},
 		{"4xx and 429 are answers", []outcome{429, 429, 404, 400, 429, 429}, false},
-		{"window forgets old failures", []outcome{500, 500, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 500, 500}, false},
+		{
+			"window forgets old failures",
+			[]outcome{500, 500, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 500, 500},
+			false,
+		},
 	}
 	now := time.Unix(1000, 0)
 	for _, tt := range tests {
@@ -75,7 +79,14 @@ func TestEjectionBackoff(t *testing.T) {
 	ep := datastore.NewEndpoint("a:1", "", "", nil)
 	now := time.Unix(1000, 0)
 	fail := []outcome{500, 500, 500, 500, 500}
-	wantDurations := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 60 * time.Second, 60 * time.Second}
+	wantDurations := []time.Duration{
+		5 * time.Second,
+		10 * time.Second,
+		20 * time.Second,
+		40 * time.Second,
+		60 * time.Second,
+		60 * time.Second,
+	}
 	for i, want := range wantDurations {
 		observe(ep, now, fail...)
 		if !ep.Ejected(now) {

@@ -52,9 +52,11 @@ func TestStoreSync(t *testing.T) {
 			wantKept: nil,
 		},
 		{
-			name:     "defaults count as same identity",
-			first:    []datastore.EndpointSpec{{Address: "a:1"}},
-			next:     []datastore.EndpointSpec{{Address: "a:1", Name: datastore.OpaqueName("a:1"), Engine: datastore.EngineVLLM}},
+			name:  "defaults count as same identity",
+			first: []datastore.EndpointSpec{{Address: "a:1"}},
+			next: []datastore.EndpointSpec{
+				{Address: "a:1", Name: datastore.OpaqueName("a:1"), Engine: datastore.EngineVLLM},
+			},
 			want:     []string{"a:1"},
 			wantKept: []string{"a:1"},
 		},

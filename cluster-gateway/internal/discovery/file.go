@@ -191,7 +191,10 @@ func ParseFile(raw []byte) ([]datastore.EndpointSpec, error) {
 		if engine == "" {
 			engine = datastore.EngineVLLM
 		}
-		specs = append(specs, datastore.EndpointSpec{Address: e.Address, Name: e.Name, Engine: engine, Labels: maps.Clone(e.Labels)})
+		specs = append(
+			specs,
+			datastore.EndpointSpec{Address: e.Address, Name: e.Name, Engine: engine, Labels: maps.Clone(e.Labels)},
+		)
 	}
 	return specs, nil
 }

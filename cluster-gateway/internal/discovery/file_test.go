@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
 )
@@ -59,7 +61,8 @@ func TestParseFile(t *testing.T) {
 			}
 			for i := range got {
 				g, w := got[i], tt.want[i]
-				if g.Address != w.Address || g.Name != w.Name || g.Engine != w.Engine || len(g.Labels) != len(w.Labels) || g.Labels["gpu"] != w.Labels["gpu"] {
+				if g.Address != w.Address || g.Name != w.Name || g.Engine != w.Engine || len(g.Labels) != len(w.Labels) ||
+					g.Labels["gpu"] != w.Labels["gpu"] {
 					t.Fatalf("entry %d: got %+v, want %+v", i, g, w)
 				}
 			}
@@ -77,7 +80,8 @@ func FuzzParseFile(f *testing.F) {
 			return
 		}
 		for _, s := range specs {
-			if discovery.ValidateAddress(s.Address) != nil || s.Engine == "" || (s.Name != "" && discovery.ValidateName(s.Name) != nil) {
+			if discovery.ValidateAddress(s.Address) != nil || s.Engine == "" ||
+				(s.Name != "" && discovery.ValidateName(s.Name) != nil) {
 				t.Fatalf("invalid spec accepted: %+v", s)
 			}
 		}
@@ -100,16 +104,9 @@ func runFile(t *testing.T, path string, dst discovery.Syncer, reg prometheus.Reg
 	return done
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
@@ -128,15 +125,20 @@ func TestFileReload(t *testing.T) {
 	rec := &recorder{}
 	reg := prometheus.NewRegistry()
 	runFile(t, path, rec, reg)
-	waitFor(t, "first load", func() bool { n, _ := rec.last(); return n == 1 })
+	poll.Until(t, waitTimeout, func() bool { n, _ := rec.last(); return n == 1 }, "first load")
 
 	writeFile(t, path, "- b:1\n- c:1\n")
-	waitFor(t, "reload", func() bool { _, a := rec.last(); return slices.Equal(a, []string{"b:1", "c:1"}) })
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, a := rec.last(); return slices.Equal(a, []string{"b:1", "c:1"}) },
+		"reload",
+	)
 
 	writeFile(t, path, "- not an address\n")
-	waitFor(t, "error counted", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		return gatherValue(t, reg, "switchyard_gateway_discovery_errors_total") >= 1
-	})
+	}, "error counted")
 	os.Remove(path)
 	time.Sleep(30 * time.Millisecond)
 	n, a := rec.last()
@@ -144,7 +146,7 @@ func TestFileReload(t *testing.T) {
 		t.Fatalf("bad or missing file changed the set: %d syncs, last %v", n, a)
 	}
 	writeFile(t, path, "- d:1\n")
-	waitFor(t, "recovery", func() bool { _, a := rec.last(); return slices.Equal(a, []string{"d:1"}) })
+	poll.Until(t, waitTimeout, func() bool { _, a := rec.last(); return slices.Equal(a, []string{"d:1"}) }, "recovery")
 }
 
 // gatherValue returns the value of the first series of counter family name (0 if absent).
@@ -187,9 +189,14 @@ func TestFileConfigMapSwap(t *testing.T) {
 	}
 	rec := &recorder{}
 	runFile(t, path, rec, nil)
-	waitFor(t, "first load", func() bool { _, a := rec.last(); return slices.Equal(a, []string{"a:1"}) })
+	poll.Until(t, waitTimeout, func() bool { _, a := rec.last(); return slices.Equal(a, []string{"a:1"}) }, "first load")
 	mkVersion("..v2", "- e:1\n- f:1\n")
-	waitFor(t, "swap seen", func() bool { _, a := rec.last(); return slices.Equal(a, []string{"e:1", "f:1"}) })
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, a := rec.last(); return slices.Equal(a, []string{"e:1", "f:1"}) },
+		"swap seen",
+	)
 }
 
 func TestFileFirstLoadFails(t *testing.T) {

@@ -18,16 +18,35 @@ func TestNamedStaticEndpoints(t *testing.T) {
 		wantErr          string
 	}{
 		{name: "plain", list: "10.0.0.1:8000", file: "- 10.0.0.1:8000\n", want: map[string]string{"10.0.0.1:8000": ""}},
-		{name: "named", list: "vllm-0=10.0.0.1:8000, vllm-1 = 10.0.0.2:8000", file: "- vllm-0=10.0.0.1:8000\n- vllm-1 = 10.0.0.2:8000\n",
-			want: map[string]string{"10.0.0.1:8000": "vllm-0", "10.0.0.2:8000": "vllm-1"}},
+		{
+			name: "named",
+			list: "vllm-0=10.0.0.1:8000, vllm-1 = 10.0.0.2:8000",
+			file: "- vllm-0=10.0.0.1:8000\n- vllm-1 = 10.0.0.2:8000\n",
+			want: map[string]string{"10.0.0.1:8000": "vllm-0", "10.0.0.2:8000": "vllm-1"},
+		},
 		{name: "mixed", list: "a.b_c-0=[::1]:8000,127.0.0.1:9", file: "- a.b_c-0=[::1]:8000\n- 127.0.0.1:9\n",
 			want: map[string]string{"[::1]:8000": "a.b_c-0", "127.0.0.1:9": ""}},
 		{name: "empty name", list: "=10.0.0.1:8000", file: "- =10.0.0.1:8000\n", wantErr: "name"},
 		{name: "name with a space", list: "my pod=10.0.0.1:8000", file: "- my pod=10.0.0.1:8000\n", wantErr: "only letters"},
-		{name: "name with a control byte", list: "p\x01=10.0.0.1:8000", file: "- \"p\\x01=10.0.0.1:8000\"\n", wantErr: "only letters"},
-		{name: "name too long", list: strings.Repeat("p", 254) + "=10.0.0.1:8000", file: "- " + strings.Repeat("p", 254) + "=10.0.0.1:8000\n", wantErr: "1 to 253"},
+		{
+			name:    "name with a control byte",
+			list:    "p\x01=10.0.0.1:8000",
+			file:    "- \"p\\x01=10.0.0.1:8000\"\n",
+			wantErr: "only letters",
+		},
+		{
+			name:    "name too long",
+			list:    strings.Repeat("p", 254) + "=10.0.0.1:8000",
+			file:    "- " + strings.Repeat("p", 254) + "=10.0.0.1:8000\n",
+			wantErr: "1 to 253",
+		},
 		{name: "bad address after a name", list: "p=10.0.0.1", file: "- p=10.0.0.1\n", wantErr: "want host:port"},
-		{name: "repeated name", list: "p=10.0.0.1:1,p=10.0.0.2:1", file: "- p=10.0.0.1:1\n- {address: 10.0.0.2:1, name: p}\n", wantErr: "given twice"},
+		{
+			name:    "repeated name",
+			list:    "p=10.0.0.1:1,p=10.0.0.2:1",
+			file:    "- p=10.0.0.1:1\n- {address: 10.0.0.2:1, name: p}\n",
+			wantErr: "given twice",
+		},
 	}
 	for _, tt := range tests {
 		for form, parse := range map[string]func() (map[string]string, error){

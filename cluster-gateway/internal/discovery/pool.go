@@ -85,14 +85,25 @@ func NewPool(cfg PoolConfig, kube kubernetes.Interface, inf inferenceclient.Inte
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pool{cfg: cfg, kube: kube, inf: inf, dst: dst, logger: logger, metrics: newSourceMetrics("kubernetes", reg)}, nil
+	return &Pool{
+		cfg:     cfg,
+		kube:    kube,
+		inf:     inf,
+		dst:     dst,
+		logger:  logger,
+		metrics: newSourceMetrics("kubernetes", reg),
+	}, nil
 }
 
 // Run starts the informers, publishes the initial set once their caches are synced, and then
 // republishes on every change until ctx ends.
 func (p *Pool) Run(ctx context.Context) error {
 	kf := informers.NewSharedInformerFactoryWithOptions(p.kube, p.cfg.Resync, informers.WithNamespace(p.cfg.Namespace))
-	ifac := inferenceinformers.NewSharedInformerFactoryWithOptions(p.inf, p.cfg.Resync, inferenceinformers.WithNamespace(p.cfg.Namespace))
+	ifac := inferenceinformers.NewSharedInformerFactoryWithOptions(
+		p.inf,
+		p.cfg.Resync,
+		inferenceinformers.WithNamespace(p.cfg.Namespace),
+	)
 	podInf := kf.Core().V1().Pods()
 	poolInf := ifac.Inference().V1().InferencePools()
 	changed := make(chan struct{}, 1)

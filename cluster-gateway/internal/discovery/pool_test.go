@@ -15,6 +15,8 @@ import (
 	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	inferencefake "sigs.k8s.io/gateway-api-inference-extension/client-go/clientset/versioned/fake"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
 )
@@ -159,7 +161,7 @@ func TestPoolRun(t *testing.T) {
 			return slices.Equal(got, want)
 		}
 	}
-	waitFor(t, "initial pods", storeHas("10.0.0.1:8000"))
+	poll.Until(t, waitTimeout, storeHas("10.0.0.1:8000"), "initial pods")
 	<-podsWatched
 	<-poolsWatched
 
@@ -167,23 +169,23 @@ func TestPoolRun(t *testing.T) {
 	if _, err := pods.UpdateStatus(ctx, testPod("b", "10.0.0.2", true, llama), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "pod b ready", storeHas("10.0.0.1:8000", "10.0.0.2:8000"))
+	poll.Until(t, waitTimeout, storeHas("10.0.0.1:8000", "10.0.0.2:8000"), "pod b ready")
 
 	if err := pods.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "pod a deleted", storeHas("10.0.0.2:8000"))
+	poll.Until(t, waitTimeout, storeHas("10.0.0.2:8000"), "pod a deleted")
 
 	pools := inf.InferenceV1().InferencePools(ns)
 	if _, err := pools.Update(ctx, testPool(9000), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "target port changed", storeHas("10.0.0.2:9000"))
+	poll.Until(t, waitTimeout, storeHas("10.0.0.2:9000"), "target port changed")
 
 	if err := pools.Delete(ctx, "llama", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "pool deleted", storeHas())
+	poll.Until(t, waitTimeout, storeHas(), "pool deleted")
 }
 
 func TestPoolConfigValidate(t *testing.T) {
@@ -193,7 +195,14 @@ func TestPoolConfigValidate(t *testing.T) {
 	if err := (discovery.PoolConfig{Name: "x"}).Validate(); err == nil {
 		t.Fatal("empty namespace accepted")
 	}
-	if _, err := discovery.NewPool(discovery.PoolConfig{}, kubefake.NewClientset(), inferencefake.NewSimpleClientset(), nil, nil, nil); err == nil {
+	if _, err := discovery.NewPool(
+		discovery.PoolConfig{},
+		kubefake.NewClientset(),
+		inferencefake.NewSimpleClientset(),
+		nil,
+		nil,
+		nil,
+	); err == nil {
 		t.Fatal("NewPool accepted an invalid config")
 	}
 }

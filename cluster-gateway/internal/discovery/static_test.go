@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // recorder is a Syncer that keeps every published set.
@@ -98,13 +98,7 @@ func TestStaticRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for store.Len() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("store not synced")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, waitTimeout, func() bool { return store.Len() == 2 }, "the store synced")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

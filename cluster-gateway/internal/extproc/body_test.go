@@ -58,7 +58,12 @@ func TestBodyAssembly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), "content-length"); got != strconv.Itoa(len(body)) {
+			if got := headerValue(
+				r.GetRequestHeaders().GetResponse().GetHeaderMutation(),
+				"content-length",
+			); got != strconv.Itoa(
+				len(body),
+			) {
 				t.Fatalf("content-length = %q, want %d", got, len(body))
 			}
 			var back []byte
@@ -86,7 +91,17 @@ func TestBufferPool(t *testing.T) {
 	tests := []struct {
 		n, wantCap int
 	}{
-		{0, 256}, {1, 256}, {256, 256}, {257, 512}, {65536, 65536}, {65537, 131072}, {4 << 20, 4 << 20}, {4<<20 + 1, 4<<20 + 1},
+		{
+			0,
+			256,
+		},
+		{1, 256},
+		{256, 256},
+		{257, 512},
+		{65536, 65536},
+		{65537, 131072},
+		{4 << 20, 4 << 20},
+		{4<<20 + 1, 4<<20 + 1},
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.n), func(t *testing.T) {

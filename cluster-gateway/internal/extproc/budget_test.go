@@ -10,6 +10,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestBodyBudget checks that the chunks of bodies arriving over ext_proc streams are reserved
@@ -35,7 +36,7 @@ func TestBodyBudget(t *testing.T) {
 	if err := stalled.Send(bodyMsg(make([]byte, 64<<10), false)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stalled chunk reserved", func() bool { return budget.InUse() == 64<<10 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 64<<10 }, "the stalled chunk reserved")
 
 	// A whole 40 KiB body does not fit in the 36 KiB left.
 	body40 := bigBody(40 << 10)
@@ -50,7 +51,7 @@ func TestBodyBudget(t *testing.T) {
 
 	// The stalled stream ends: its reservation comes back and the same body is decided.
 	stop()
-	eventually(t, "the stalled stream's budget released", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled stream's budget released")
 	if r := exchangeStatus(ctx, t, e, body40); r.GetRequestHeaders() == nil {
 		t.Fatalf("with the budget free the body was refused: %v", r)
 	}
@@ -82,7 +83,7 @@ func TestBodyBudgetGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantBudgetRefusal(t, r.GetImmediateResponse())
-	eventually(t, "the refused body's budget released", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the refused body's budget released")
 }
 
 // exchangeStatus sends one request with body and returns the server's first answer.
@@ -111,13 +112,6 @@ func wantBudgetRefusal(t *testing.T, ir *extprocv3.ImmediateResponse) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second

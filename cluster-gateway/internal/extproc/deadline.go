@@ -26,6 +26,7 @@ type bodyPump struct {
 	free  chan *received // slots the exchange is done with
 	in    chan pumped    // slots received, in order, then the pump's last word
 	timer *time.Timer    // the body deadline
+	gone  chan struct{}  // closed when the pump's goroutine returns
 	late  bool           // the deadline passed while a message was waiting (exchange only)
 	over  bool           // the pump's goroutine delivered its last message and returned (exchange only)
 }
@@ -42,7 +43,8 @@ type pumped struct {
 // reusing them saved 8 of an exchange's ~320 allocations and no measurable CPU time
 // (docs/architecture.md#pools).
 func startPump(stream grpc.ServerStream, timeout time.Duration) *bodyPump {
-	p := &bodyPump{free: make(chan *received, 2), in: make(chan pumped, 3), timer: time.NewTimer(timeout)}
+	p := &bodyPump{free: make(chan *received, 2), in: make(chan pumped, 3), timer: time.NewTimer(timeout),
+		gone: make(chan struct{})}
 	p.free <- &p.slots[0]
 	p.free <- &p.slots[1]
 	go p.run(stream)
@@ -52,6 +54,7 @@ func startPump(stream grpc.ServerStream, timeout time.Duration) *bodyPump {
 // run receives until the body is over or the stream fails. It waits for a free slot only while
 // the stream lives: once the exchange has ended, the stream's context is done.
 func (p *bodyPump) run(stream grpc.ServerStream) {
+	defer close(p.gone)
 	done := stream.Context().Done()
 	for {
 		var m *received
@@ -99,6 +102,24 @@ func (p *bodyPump) next(done <-chan struct{}) pumped {
 		p.late = true
 		return p.next(done)
 	case <-done:
+		return p.final()
+	}
+}
+
+// final is the pump's last word once the stream's context is done: gRPC ends a stream whose
+// message it refused (too large) before RecvMsg returns that error, so the error may still be
+// on its way; the pump returns soon after the context ends (RecvMsg fails, or it was waiting
+// for a slot).
+func (p *bodyPump) final() pumped {
+	select {
+	case r := <-p.in:
+		return p.got(r)
+	case <-p.gone:
+	}
+	select {
+	case r := <-p.in:
+		return p.got(r)
+	default:
 		return pumped{err: errStreamDone}
 	}
 }

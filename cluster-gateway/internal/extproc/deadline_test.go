@@ -6,36 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestBodyDeadline is the defence against a client that streams its body through Envoy slowly,
 // or stalls it: past BodyTimeout from the request headers the request is answered 408 with an
@@ -58,9 +40,8 @@ func TestBodyDeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			budget := body.NewBudget(1 << 20)
 			reg := prometheus.NewRegistry()
-			logs := &lockedBuffer{}
-			e := newEnvWith(t, envOptions{budget: budget, bodyTimeout: timeout, reg: reg,
-				log: slog.New(slog.NewJSONHandler(logs, nil))})
+			logs := pipelinetest.NewLog()
+			e := newEnvWith(t, envOptions{budget: budget, bodyTimeout: timeout, reg: reg, log: logs.Logger})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			s, err := e.client.Process(ctx)
@@ -76,7 +57,7 @@ func TestBodyDeadline(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, "the stalled body reserved", func() bool { return budget.InUse() == tt.held })
+			poll.Until(t, waitTimeout, func() bool { return budget.InUse() == tt.held }, "the stalled body reserved")
 			start := time.Now()
 			r, err := s.Recv() // the client never sends the rest, and never closes the stream
 			if err != nil {
@@ -89,11 +70,12 @@ func TestBodyDeadline(t *testing.T) {
 			if _, err := s.Recv(); !errors.Is(err, io.EOF) {
 				t.Fatalf("after the 408 the stream is still open (%v), want it ended by the server", err)
 			}
-			eventually(t, "the stalled body's budget released", func() bool { return budget.InUse() == 0 })
-			if n := refused(t, reg, "ext_proc", "timeout"); n != 1 {
+			poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled body's budget released")
+			if n := pipelinetest.BodyRefused(t, reg, "ext_proc", "timeout"); n != 1 {
 				t.Fatalf("slow bodies counted %v, want 1", n)
 			}
-			if got := logs.String(); strings.Count(got, "not received in time") != 1 || !strings.Contains(got, `"door":"ext_proc"`) {
+			if got := logs.String(); strings.Count(got, "not received in time") != 1 ||
+				!strings.Contains(got, `"door":"ext_proc"`) {
 				t.Fatalf("want one log line with the reason, got: %s", got)
 			}
 			if r := exchangeStatus(ctx, t, e, bigBody(100<<10)); r.GetRequestHeaders() == nil {
@@ -153,7 +135,7 @@ func TestBodyInTimeIsDecided(t *testing.T) {
 		t.Fatalf("response headers after the body deadline: %v, %v", r, err)
 	}
 	_ = s.CloseSend()
-	eventually(t, "the body's budget released", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the body's budget released")
 }
 
 // wantTimeout checks an immediate response is the body deadline's 408.
@@ -165,31 +147,10 @@ func wantTimeout(t *testing.T, ir *extprocv3.ImmediateResponse) {
 	if err := json.Unmarshal(ir.GetBody(), &answer); err != nil || ir.GetStatus().GetCode() != 408 ||
 		answer.Error.Code != "request_timeout" || answer.Error.Type != "invalid_request_error" ||
 		headerValue(ir.GetHeaders(), "content-type") != "application/json" {
-		t.Fatalf("refusal %d, body %s; want 408 with an OpenAI-style request_timeout error", ir.GetStatus().GetCode(), ir.GetBody())
+		t.Fatalf(
+			"refusal %d, body %s; want 408 with an OpenAI-style request_timeout error",
+			ir.GetStatus().GetCode(),
+			ir.GetBody(),
+		)
 	}
-}
-
-// refused is switchyard_gateway_request_body_refused_total{door, reason} gathered from reg.
-func refused(t *testing.T, reg *prometheus.Registry, door, reason string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "switchyard_gateway_request_body_refused_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["door"] == door && labels["reason"] == reason {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no switchyard_gateway_request_body_refused_total{door=%q,reason=%q}", door, reason)
-	return 0
 }

@@ -34,7 +34,10 @@ func wireCases(t testing.TB) map[string][]byte {
 	response := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
 		ResponseBody: &extprocv3.HttpBody{Body: []byte("data: {}\n\n"), EndOfStream: true}}}
 	headers := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{
-		RequestHeaders: &extprocv3.HttpHeaders{Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":path", RawValue: []byte("/v1/completions")}}}}}}
+		RequestHeaders: &extprocv3.HttpHeaders{
+			Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":path", RawValue: []byte("/v1/completions")}}},
+		},
+	}}
 
 	bodyTag := protowire.AppendTag(nil, fieldRequestBody, protowire.BytesType)
 	inner := func(fields ...[]byte) []byte {
@@ -48,26 +51,33 @@ func wireCases(t testing.TB) map[string][]byte {
 	}
 	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1)
 	return map[string][]byte{
-		"body chunk":                   enc(body("hello", false)),
-		"last body chunk":              enc(body(string(bytes.Repeat([]byte("x"), 70000)), true)),
-		"empty last chunk":             enc(body("", true)),
-		"body with metadata":           enc(withMeta),
-		"response body":                enc(response),
-		"headers":                      enc(headers),
-		"trailers":                     enc(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{}}}),
-		"empty message":                {},
-		"fields in reverse order":      inner(eos(1), data("abc")),
-		"end_of_stream twice":          inner(eos(1), data("abc"), eos(0)),
-		"end_of_stream as big varint":  inner(data("abc"), eos(1<<40)),
-		"body field twice":             inner(data("abc"), data("de")),
-		"unknown field in body":        inner(data("abc"), unknown),
-		"unknown field outside body":   append(enc(body("abc", true)), unknown...),
-		"body chunk twice":             append(enc(body("abc", false)), enc(body("de", true))...),
-		"headers then body":            append(enc(headers), enc(body("abc", true))...),
-		"body then headers":            append(enc(body("abc", true)), enc(headers)...),
-		"body field of the wrong type": protowire.AppendVarint(protowire.AppendTag(nil, fieldRequestBody, protowire.VarintType), 1),
-		"truncated":                    enc(body("hello", true))[:5],
-		"truncated inside body":        inner(data("abc"))[:6],
+		"body chunk":         enc(body("hello", false)),
+		"last body chunk":    enc(body(string(bytes.Repeat([]byte("x"), 70000)), true)),
+		"empty last chunk":   enc(body("", true)),
+		"body with metadata": enc(withMeta),
+		"response body":      enc(response),
+		"headers":            enc(headers),
+		"trailers": enc(
+			&extprocv3.ProcessingRequest{
+				Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{}},
+			},
+		),
+		"empty message":               {},
+		"fields in reverse order":     inner(eos(1), data("abc")),
+		"end_of_stream twice":         inner(eos(1), data("abc"), eos(0)),
+		"end_of_stream as big varint": inner(data("abc"), eos(1<<40)),
+		"body field twice":            inner(data("abc"), data("de")),
+		"unknown field in body":       inner(data("abc"), unknown),
+		"unknown field outside body":  append(enc(body("abc", true)), unknown...),
+		"body chunk twice":            append(enc(body("abc", false)), enc(body("de", true))...),
+		"headers then body":           append(enc(headers), enc(body("abc", true))...),
+		"body then headers":           append(enc(body("abc", true)), enc(headers)...),
+		"body field of the wrong type": protowire.AppendVarint(
+			protowire.AppendTag(nil, fieldRequestBody, protowire.VarintType),
+			1,
+		),
+		"truncated":             enc(body("hello", true))[:5],
+		"truncated inside body": inner(data("abc"))[:6],
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
@@ -57,6 +59,11 @@ type exchange struct {
 	status   int
 	ended    bool
 
+	// tctx is ctx with the request's gateway.request span (span), once the request is being
+	// decided, when tracing is on; span is nil otherwise.
+	tctx context.Context
+	span trace.Span
+
 	chunk chunkAnswer // every body chunk sent back
 	recv  received    // every message received directly (outside the pump)
 	pump  *bodyPump   // receives while the request body is due (see bodyPump), else nil
@@ -77,6 +84,8 @@ func (x *exchange) run() error {
 		m, err := x.next()
 		if errors.Is(err, errBodyTimeout) {
 			err = x.bodyTimedOut()
+		} else if status.Code(err) == codes.ResourceExhausted {
+			err = x.tooLarge(err)
 		} else if errors.Is(err, io.EOF) || errors.Is(err, errStreamDone) || status.Code(err) == codes.Canceled {
 			return nil
 		}
@@ -123,6 +132,21 @@ func (x *exchange) bodyTimedOut() error {
 	late := &pipeline.BodyTimeoutError{Timeout: x.s.cfg.BodyTimeout, Received: int64(x.size)}
 	x.releaseBody()
 	return x.immediate(x.s.pipe.RefuseBody(pipeline.DoorExtProc, late))
+}
+
+// tooLarge handles a message gRPC refused for exceeding MaxMessageBytes (recvErr): gRPC has
+// already ended the stream with RESOURCE_EXHAUSTED and the sizes (Envoy answers the client as
+// its ext_proc filter's failure mode says: 500 unless failure_mode_allow), so the refusal is
+// logged, and counted with the body's refusals when the request was not decided yet; the body's
+// budget is given back. The connection's other streams carry on.
+func (x *exchange) tooLarge(recvErr error) error {
+	x.s.log.Info("ext_proc message refused: larger than the limit", "limit_bytes", MaxMessageBytes,
+		"decided", x.decided, "received_bytes", x.size, "err", recvErr)
+	if !x.decided {
+		x.releaseBody()
+		_ = x.s.pipe.RefuseBody(pipeline.DoorExtProc, &body.TooLargeError{Limit: MaxMessageBytes})
+	}
+	return recvErr
 }
 
 func (x *exchange) handle(m *received) error {
@@ -282,7 +306,8 @@ func (x *exchange) decide(eos bool) error {
 	if x.hasSubset {
 		subset = x.subset
 	}
-	d, apiErr := x.s.pipe.Decide(x.ctx, x.body, x.get, subset)
+	ctx := x.startSpan()
+	d, apiErr := x.s.pipe.Decide(ctx, x.body, x.get, subset)
 	if apiErr != nil {
 		return x.immediate(apiErr)
 	}
@@ -293,7 +318,7 @@ func (x *exchange) decide(eos bool) error {
 	}
 	ep, _ := targets[0].(*datastore.Endpoint) // the scheduler picks among the store's endpoints
 	x.target = pipeline.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
-	x.attempt = x.s.pipe.Begin(d, ep)
+	x.attempt = x.s.pipe.Begin(ctx, d, ep)
 	if err := x.send(x.requestHeadersResponse(newDecisionAnswer(), d, targets)); err != nil {
 		return err
 	}
@@ -359,10 +384,12 @@ func (x *exchange) close() {
 	x.releaseBody()
 	x.s.pipe.Done(x.decision)
 	x.decision = nil
+	x.endSpan()
 }
 
 // immediate answers the client directly and ends the stream.
 func (x *exchange) immediate(e *apierror.Error) error {
+	x.traceError(e)
 	if err := x.send(immediateResponse(e, x.s.cfg)); err != nil {
 		return err
 	}

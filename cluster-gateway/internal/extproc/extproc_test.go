@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
@@ -30,6 +32,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -105,13 +108,10 @@ func (r *recorder) checkHashes(t testing.TB) int {
 // waitPosts waits until r holds n PostResponse calls.
 func waitPosts(t *testing.T, r *recorder, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(r.all()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d post-response calls, want %d", len(r.all()), n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.UntilState(t, waitTimeout, func() (bool, string) {
+		got := len(r.all())
+		return got >= n, fmt.Sprintf("%d post-response calls", got)
+	}, fmt.Sprintf("%d post-response calls", n))
 }
 
 func (r *recorder) all() []framework.ResponseInfo {
@@ -152,6 +152,8 @@ type envOptions struct {
 	reg prometheus.Registerer
 	// log receives the pipeline's and the server's logs; nil discards them.
 	log *slog.Logger
+	// tracer records the spans; nil: tracing off.
+	tracer *tracing.Tracer
 }
 
 // newEnvWith is newEnv with o.
@@ -159,7 +161,10 @@ func newEnvWith(t testing.TB, o envOptions, opts ...grpc.DialOption) *env {
 	t.Helper()
 	budget := o.budget
 	_, bench := t.(*testing.B) // benchmarks measure the real pools
-	e := &env{store: datastore.NewStore(nil, nil), hooks: &recorder{watch: !bench, hashes: map[*framework.Request][]uint64{}}}
+	e := &env{
+		store: datastore.NewStore(nil, nil),
+		hooks: &recorder{watch: !bench, hashes: map[*framework.Request][]uint64{}},
+	}
 	var specs []datastore.EndpointSpec
 	for _, a := range addrs {
 		specs = append(specs, datastore.EndpointSpec{Address: a})
@@ -178,13 +183,17 @@ func newEnvWith(t testing.TB, o envOptions, opts ...grpc.DialOption) *env {
 	}
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = false
-	flow, _ := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
+	flow, _ := flowcontrol.New(
+		fcfg,
+		e.sched,
+		flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }},
+	)
 	m, err := pipeline.NewMetrics(o.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
-		BodyBudget: budget, Logger: o.log})
+		BodyBudget: budget, Logger: o.log, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +216,9 @@ func newEnvWith(t testing.TB, o envOptions, opts ...grpc.DialOption) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	e.conn, err = grpc.NewClient(ln.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+	e.conn, err = grpc.NewClient(
+		ln.Addr().String(),
+		append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +252,13 @@ func bodyMsg(b []byte, eos bool) *extprocv3.ProcessingRequest {
 }
 
 // sendRequest sends headers and the body in 64 KiB chunks, as Envoy does in FULL_DUPLEX_STREAMED.
-func sendRequest(t testing.TB, s extprocv3.ExternalProcessor_ProcessClient, body []byte, subset *structpb.Struct, extra ...string) {
+func sendRequest(
+	t testing.TB,
+	s extprocv3.ExternalProcessor_ProcessClient,
+	body []byte,
+	subset *structpb.Struct,
+	extra ...string,
+) {
 	t.Helper()
 	kv := append([]string{":method", "POST", ":path", "/v1/completions", "content-type", "application/json"}, extra...)
 	if err := s.Send(headersMsg(false, subset, kv...)); err != nil {
@@ -279,7 +296,18 @@ func TestFullExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := bigBody(1 << 20)
-	sendRequest(t, s, body, nil, "content-length", "1048590", "x-gateway-destination-endpoint", "6.6.6.6:1", "x-switchyard-tenant", "t")
+	sendRequest(
+		t,
+		s,
+		body,
+		nil,
+		"content-length",
+		"1048590",
+		"x-gateway-destination-endpoint",
+		"6.6.6.6:1",
+		"x-switchyard-tenant",
+		"t",
+	)
 
 	// 1. The request-headers answer carries the decision.
 	r, err := s.Recv()
@@ -327,8 +355,16 @@ func TestFullExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3. Response phases pass through and are measured.
-	respHeaders := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
-		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}, {Key: "content-type", RawValue: []byte("text/event-stream")}}}}}}
+	respHeaders := &extprocv3.ProcessingRequest{
+		Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+			Headers: &corev3.HeaderMap{
+				Headers: []*corev3.HeaderValue{
+					{Key: ":status", RawValue: []byte("200")},
+					{Key: "content-type", RawValue: []byte("text/event-stream")},
+				},
+			},
+		}},
+	}
 	if err := s.Send(respHeaders); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +373,8 @@ func TestFullExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.GetResponseHeaders().GetResponse().GetHeaderMutation()
-	if headerValue(m, "x-switchyard-cluster") != "c1" || headerValue(m, "x-switchyard-region") != "eu-west-1" || headerValue(m, "x-switchyard-endpoint") != datastore.OpaqueName(addrs[0]) {
+	if headerValue(m, "x-switchyard-cluster") != "c1" || headerValue(m, "x-switchyard-region") != "eu-west-1" ||
+		headerValue(m, "x-switchyard-endpoint") != datastore.OpaqueName(addrs[0]) {
 		t.Fatalf("response header mutation = %v", m)
 	}
 	chunks := []string{
@@ -348,7 +385,13 @@ func TestFullExchange(t *testing.T) {
 	for i, c := range chunks {
 		time.Sleep(2 * time.Millisecond)
 		eos := i == len(chunks)-1
-		if err := s.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: []byte(c), EndOfStream: eos}}}); err != nil {
+		if err := s.Send(
+			&extprocv3.ProcessingRequest{
+				Request: &extprocv3.ProcessingRequest_ResponseBody{
+					ResponseBody: &extprocv3.HttpBody{Body: []byte(c), EndOfStream: eos},
+				},
+			},
+		); err != nil {
 			t.Fatal(err)
 		}
 		r, err := s.Recv()
@@ -391,7 +434,10 @@ func TestSubsetHint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), contract.HeaderDestination); got != addrs[2] {
+	if got := headerValue(
+		r.GetRequestHeaders().GetResponse().GetHeaderMutation(),
+		contract.HeaderDestination,
+	); got != addrs[2] {
 		t.Fatalf("destination = %q, want the subset's %s", got, addrs[2])
 	}
 	_ = s.CloseSend()
@@ -457,10 +503,17 @@ func TestNoBodyAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := headerValue(r.GetRequestHeaders().GetResponse().GetHeaderMutation(), contract.HeaderDestination); !slices.Contains(addrs, got) {
+	if got := headerValue(
+		r.GetRequestHeaders().GetResponse().GetHeaderMutation(),
+		contract.HeaderDestination,
+	); !slices.Contains(
+		addrs,
+		got,
+	) {
 		t.Fatalf("destination = %q", got)
 	}
-	hc, err := healthpb.NewHealthClient(e.conn).Check(context.Background(), &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
+	hc, err := healthpb.NewHealthClient(e.conn).
+		Check(context.Background(), &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
 	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health = %v, %v", hc, err)
 	}

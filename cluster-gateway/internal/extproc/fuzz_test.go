@@ -47,7 +47,14 @@ func FuzzRequestBody(f *testing.F) {
 		if contentLength != "" {
 			kv = append(kv, "content-length", contentLength)
 		}
-		msgs := []*extprocv3.ProcessingRequest{headersMsg(false, nil, kv...), bodyMsg(body[:cut], false), bodyMsg(body[cut:], true)}
+		msgs := []*extprocv3.ProcessingRequest{headersMsg(false, nil, kv...), bodyMsg(body[:cut], false)}
+		for rest := body[cut:]; ; { // as Envoy streams it: chunks within extproc.MaxMessageBytes
+			n := min(len(rest), 64<<10)
+			msgs = append(msgs, bodyMsg(rest[:n], n == len(rest)))
+			if rest = rest[n:]; len(rest) == 0 {
+				break
+			}
+		}
 		for _, m := range msgs {
 			if err := s.Send(m); errors.Is(err, io.EOF) {
 				break // answered early (immediate response)
@@ -110,7 +117,12 @@ func wantStatus(body []byte, contentLength string) int {
 
 // checkRouted checks a routing decision: encoding/json agrees that the body names the served
 // model, the destination is an endpoint, and the body comes back unchanged.
-func checkRouted(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient, first *extprocv3.ProcessingResponse, body []byte) {
+func checkRouted(
+	t *testing.T,
+	s extprocv3.ExternalProcessor_ProcessClient,
+	first *extprocv3.ProcessingResponse,
+	body []byte,
+) {
 	t.Helper()
 	if model, isString, valid := modelOf(body); !valid || !isString || model != "llama" {
 		t.Fatalf("routed %q (valid JSON %v, model %q)", body, valid, model)

@@ -28,7 +28,13 @@ const (
 // HealthServices lists every service the health port answers for: "" (the server as a whole),
 // GIE's three and the ext_proc service.
 func HealthServices() []string {
-	return []string{"", HealthServiceGIE, HealthServiceLiveness, HealthServiceReadiness, extprocv3.ExternalProcessor_ServiceDesc.ServiceName}
+	return []string{
+		"",
+		HealthServiceGIE,
+		HealthServiceLiveness,
+		HealthServiceReadiness,
+		extprocv3.ExternalProcessor_ServiceDesc.ServiceName,
+	}
 }
 
 // HealthConfig configures the health port's server.
@@ -144,14 +150,23 @@ const (
 	healthMaxStreams       = 16
 	healthMaxIdle          = 5 * time.Minute
 	healthHandshakeTimeout = 5 * time.Second
+	// healthMaxMessage bounds a request message: a service name, a few bytes (gRPC's default,
+	// 4 MiB, would let each of a connection's streams hold that much).
+	healthMaxMessage = 4 << 10
 )
 
 // Serve serves the health service on ln, in cleartext (the kubelet's gRPC probes use no TLS),
 // until ctx is done; from then on it answers NOT_SERVING (the gateway drains) until drained is
 // closed, and stops.
 func (h *Health) Serve(ctx context.Context, ln net.Listener, drained <-chan struct{}) error {
-	g := grpc.NewServer(grpc.MaxConcurrentStreams(healthMaxStreams), grpc.ConnectionTimeout(healthHandshakeTimeout),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: healthMaxIdle}))
+	g := grpc.NewServer(
+		grpc.MaxConcurrentStreams(healthMaxStreams),
+		grpc.ConnectionTimeout(healthHandshakeTimeout),
+		grpc.MaxRecvMsgSize(
+			healthMaxMessage,
+		),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: healthMaxIdle}),
+	)
 	healthpb.RegisterHealthServer(g, h)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()

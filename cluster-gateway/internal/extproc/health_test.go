@@ -3,6 +3,7 @@ package extproc_test
 import (
 	"context"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,10 +15,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // The health port answers GIE's services by the gateway's readiness, liveness by the process
-// alone, and every service NOT_SERVING while the gateway drains.
+// alone, and every service NOT_SERVING while the gateway drains; a request message larger than
+// a service name needs is refused unread.
 func TestHealthPort(t *testing.T) {
 	var ready atomic.Bool
 	cfg := extproc.DefaultHealthConfig()
@@ -79,10 +82,8 @@ func TestHealthPort(t *testing.T) {
 			ready.Store(p.ready)
 			if p.drain {
 				drain()
-				deadline := time.Now().Add(10 * time.Second)
-				for check("") != healthpb.HealthCheckResponse_NOT_SERVING && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
-				}
+				// The checks below fail if the drain is not seen in time.
+				poll.Within(waitTimeout, func() bool { return check("") == healthpb.HealthCheckResponse_NOT_SERVING })
 			}
 			for _, svc := range extproc.HealthServices() {
 				want := p.readiness
@@ -103,6 +104,19 @@ func TestHealthPort(t *testing.T) {
 	defer cancel()
 	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: "nope"}); status.Code(err) != codes.NotFound {
 		t.Errorf("unknown service: %v, want NotFound", err)
+	}
+	// A request message of megabytes is refused unread; the connection still answers.
+	huge := strings.Repeat("x", 1<<20)
+	if _, err := client.Check(
+		rctx,
+		&healthpb.HealthCheckRequest{Service: huge},
+	); status.Code(
+		err,
+	) != codes.ResourceExhausted {
+		t.Errorf("a 1 MiB request: %v, want ResourceExhausted", err)
+	}
+	if _, err := client.Check(rctx, &healthpb.HealthCheckRequest{Service: extproc.HealthServiceLiveness}); err != nil {
+		t.Errorf("after a refused request: %v", err)
 	}
 	list, err := client.List(rctx, &healthpb.HealthListRequest{})
 	if err != nil || len(list.GetStatuses()) != len(extproc.HealthServices()) {

@@ -28,20 +28,29 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 // requestHeadersResponse fills a, a new answer, with the decision: destination header,
 // model headers, the body's length, removal of client-supplied routing headers, and the
 // envoy.lb dynamic metadata.
-func (x *exchange) requestHeadersResponse(a *decisionAnswer, d *pipeline.Decision, targets []framework.Endpoint) *extprocv3.ProcessingResponse {
+func (x *exchange) requestHeadersResponse(
+	a *decisionAnswer,
+	d *pipeline.Decision,
+	targets []framework.Endpoint,
+) *extprocv3.ProcessingResponse {
 	var remove []string
 	for k := range x.headers {
-		if contract.IsRouting(k) && k != contract.HeaderDestination && k != contract.HeaderModelName && k != contract.HeaderBaseModelName {
+		if contract.IsRouting(k) && k != contract.HeaderDestination && k != contract.HeaderModelName &&
+			k != contract.HeaderBaseModelName {
 			remove = append(remove, k)
 		}
 	}
 	slices.Sort(remove)
-	return a.fill(targets, d.Request.Model, d.Request.BaseModel, len(x.body), remove)
+	msg := a.fill(targets, d.Request.Model, d.Request.BaseModel, len(x.body), remove)
+	x.traceHeaders(&a.mut)
+	return msg
 }
 
 // destinationMetadata is {"envoy.lb": {"x-gateway-destination-endpoint": value}}.
 func destinationMetadata(value string) *structpb.Struct {
-	inner := &structpb.Struct{Fields: map[string]*structpb.Value{contract.HeaderDestination: structpb.NewStringValue(value)}}
+	inner := &structpb.Struct{
+		Fields: map[string]*structpb.Value{contract.HeaderDestination: structpb.NewStringValue(value)},
+	}
 	return &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}}
 }
 
@@ -134,7 +143,9 @@ func (x *exchange) noBody() error {
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
 			Response: &extprocv3.CommonResponse{
 				ClearRouteCache: true,
-				HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(contract.HeaderDestination, best.Address)}},
+				HeaderMutation: &extprocv3.HeaderMutation{
+					SetHeaders: []*corev3.HeaderValueOption{setHeader(contract.HeaderDestination, best.Address)},
+				},
 			},
 		}},
 		DynamicMetadata: destinationMetadata(best.Address),

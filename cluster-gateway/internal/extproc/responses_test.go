@@ -22,8 +22,12 @@ func TestResponsesExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := []byte(`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],"max_output_tokens":16}`)
-	if err := s.Send(headersMsg(false, nil, ":method", "POST", ":path", "/v1/responses", "content-type", "application/json")); err != nil {
+	body := []byte(
+		`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":"hello"}],"max_output_tokens":16}`,
+	)
+	if err := s.Send(
+		headersMsg(false, nil, ":method", "POST", ":path", "/v1/responses", "content-type", "application/json"),
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Send(bodyMsg(body, true)); err != nil {
@@ -34,14 +38,27 @@ func TestResponsesExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	hm := r.GetRequestHeaders().GetResponse().GetHeaderMutation()
-	if got := headerValue(hm, contract.HeaderDestination); got != addrs[0] || headerValue(hm, contract.HeaderModelName) != "llama" {
+	if got := headerValue(
+		hm,
+		contract.HeaderDestination,
+	); got != addrs[0] ||
+		headerValue(hm, contract.HeaderModelName) != "llama" {
 		t.Fatalf("request header mutation = %v", hm)
 	}
-	if r, err = s.Recv(); err != nil || string(r.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetBody()) != string(body) {
+	if r, err = s.Recv(); err != nil ||
+		string(r.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetBody()) != string(body) {
 		t.Fatalf("body back = %v, %v; want it unchanged", r, err)
 	}
-	respHeaders := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
-		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}, {Key: "content-type", RawValue: []byte("text/event-stream")}}}}}}
+	respHeaders := &extprocv3.ProcessingRequest{
+		Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+			Headers: &corev3.HeaderMap{
+				Headers: []*corev3.HeaderValue{
+					{Key: ":status", RawValue: []byte("200")},
+					{Key: "content-type", RawValue: []byte("text/event-stream")},
+				},
+			},
+		}},
+	}
 	if err := s.Send(respHeaders); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +77,13 @@ func TestResponsesExchange(t *testing.T) {
 			time.Sleep(lifecycle)
 		}
 		eos := i == len(chunks)-1
-		if err := s.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: []byte(c), EndOfStream: eos}}}); err != nil {
+		if err := s.Send(
+			&extprocv3.ProcessingRequest{
+				Request: &extprocv3.ProcessingRequest_ResponseBody{
+					ResponseBody: &extprocv3.HttpBody{Body: []byte(c), EndOfStream: eos},
+				},
+			},
+		); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Recv(); err != nil {
@@ -71,6 +94,10 @@ func TestResponsesExchange(t *testing.T) {
 	waitPosts(t, e.hooks, 1)
 	p := e.hooks.all()[0]
 	if p.Status != 200 || p.OutputTokens != 2 || p.PromptTokens != 12 || p.CachedTokens != 8 || p.TTFT < lifecycle {
-		t.Fatalf("response info = %+v, want 2 output tokens, 12 prompt, 8 cached, TTFT from the first delta (at least %v)", p, lifecycle)
+		t.Fatalf(
+			"response info = %+v, want 2 output tokens, 12 prompt, 8 cached, TTFT from the first delta (at least %v)",
+			p,
+			lifecycle,
+		)
 	}
 }

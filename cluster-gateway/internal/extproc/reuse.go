@@ -97,13 +97,21 @@ func (a *decisionAnswer) setHeader(key, value string) {
 	start := len(a.raw)
 	a.raw = append(a.raw, value...)
 	a.vals[i] = corev3.HeaderValue{Key: key, RawValue: a.raw[start:len(a.raw):len(a.raw)]}
-	a.opts[i] = corev3.HeaderValueOption{Header: &a.vals[i], AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+	a.opts[i] = corev3.HeaderValueOption{
+		Header:       &a.vals[i],
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
 	a.set = append(a.set, &a.opts[i])
 }
 
 // fill sets the answer: headers (destination, model names, content-length when bodyLen > 0),
 // the headers to remove, and the metadata naming every target in order.
-func (a *decisionAnswer) fill(targets []framework.Endpoint, model, base string, bodyLen int, remove []string) *extprocv3.ProcessingResponse {
+func (a *decisionAnswer) fill(
+	targets []framework.Endpoint,
+	model, base string,
+	bodyLen int,
+	remove []string,
+) *extprocv3.ProcessingResponse {
 	a.reset()
 	var length [20]byte
 	n := strconv.AppendInt(length[:0], int64(bodyLen), 10)

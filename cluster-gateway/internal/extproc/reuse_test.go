@@ -20,7 +20,11 @@ func wantDecision(targets []string, model, base string, bodyLen int, remove []st
 		return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
 	}
-	hs := []*corev3.HeaderValueOption{set(contract.HeaderDestination, targets[0]), set("x-gateway-model-name", model), set("x-gateway-base-model-name", base)}
+	hs := []*corev3.HeaderValueOption{
+		set(contract.HeaderDestination, targets[0]),
+		set("x-gateway-model-name", model),
+		set("x-gateway-base-model-name", base),
+	}
 	if bodyLen > 0 {
 		hs = append(hs, set("content-length", fmt.Sprint(bodyLen)))
 	}
@@ -31,13 +35,17 @@ func wantDecision(targets []string, model, base string, bodyLen int, remove []st
 		}
 		joined += t
 	}
-	inner := &structpb.Struct{Fields: map[string]*structpb.Value{contract.HeaderDestination: structpb.NewStringValue(joined)}}
+	inner := &structpb.Struct{
+		Fields: map[string]*structpb.Value{contract.HeaderDestination: structpb.NewStringValue(joined)},
+	}
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
 			Response: &extprocv3.CommonResponse{ClearRouteCache: true,
 				HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: hs, RemoveHeaders: remove}},
 		}},
-		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}},
+		DynamicMetadata: &structpb.Struct{
+			Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)},
+		},
 	}
 }
 
@@ -52,9 +60,23 @@ func TestDecisionAnswerReuse(t *testing.T) {
 		bodyLen     int
 		remove      []string
 	}{
-		{"three targets and removals", []string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"}, "sql-lora", "llama", 102400, []string{"x-gateway-x", "x-switchyard-tenant"}},
+		{
+			"three targets and removals",
+			[]string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"},
+			"sql-lora",
+			"llama",
+			102400,
+			[]string{"x-gateway-x", "x-switchyard-tenant"},
+		},
 		{"no body, one target", []string{"10.0.0.9:8000"}, "llama", "llama", 0, nil},
-		{"long names", []string{"[fd00::1234:5678:9abc]:8000", "10.0.0.2:8000"}, "a-rather-long-adapter-name-for-a-model", "meta-llama/Llama-3.1-8B-Instruct", 7, nil},
+		{
+			"long names",
+			[]string{"[fd00::1234:5678:9abc]:8000", "10.0.0.2:8000"},
+			"a-rather-long-adapter-name-for-a-model",
+			"meta-llama/Llama-3.1-8B-Instruct",
+			7,
+			nil,
+		},
 	}
 	a := &decisionAnswer{}
 	a.meta.Fields, a.inner.Fields = map[string]*structpb.Value{}, map[string]*structpb.Value{}
@@ -98,7 +120,10 @@ func TestChunkAnswerReuse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
-				Mutation: &extprocv3.BodyMutation_StreamedResponse{StreamedResponse: &extprocv3.StreamedBodyResponse{Body: []byte(tt.chunk), EndOfStream: tt.eos}}}}}
+				Mutation: &extprocv3.BodyMutation_StreamedResponse{
+					StreamedResponse: &extprocv3.StreamedBodyResponse{Body: []byte(tt.chunk), EndOfStream: tt.eos},
+				},
+			}}}
 			want := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: body}}
 			if tt.request {
 				want = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: body}}

@@ -156,6 +156,18 @@ const (
 	handshakeTimeout = 10 * time.Second
 )
 
+// MaxMessageBytes bounds one ext_proc message the server receives. gRPC reads a message's
+// length first and refuses a longer one before reading its payload, so this bounds what one
+// message can make the server hold before the body budget sees its chunk (grpc-go's default,
+// 4 MiB, times the 1,024 streams of a connection was 4 GiB a connection). Envoy sends the body
+// in chunks as they arrive (FULL_DUPLEX_STREAMED; its codecs deliver at most 64 KiB at a time)
+// and holds at most its per-connection buffer limit (1 MiB by default) of a body at once, so a
+// chunk needs at most 1 MiB; the rest is room for the message's headers, metadata and framing.
+// gRPC ends the stream of a refused message with RESOURCE_EXHAUSTED naming both sizes (see
+// exchange.tooLarge); the connection's other streams carry on. It is not a flag: a body larger
+// than one message arrives in several, up to Config.MaxBodyBytes.
+const MaxMessageBytes = 1<<20 + 64<<10
+
 // Serve serves ext_proc and gRPC health on ln until ctx is done, then reports NOT_SERVING and
 // stops gracefully, closing streams still open after DrainTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -168,7 +180,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnectionIdle}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true}),
-		grpc.ConnectionTimeout(handshakeTimeout)}
+		grpc.ConnectionTimeout(handshakeTimeout),
+		// gRPC's default is 4 MiB a message, assembled before the body budget sees it.
+		grpc.MaxRecvMsgSize(MaxMessageBytes)}
 	if s.cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}

@@ -89,7 +89,12 @@ func (c Config) Validate() error {
 	case c.MinPriority > c.MaxPriority:
 		return fmt.Errorf("flowcontrol: MinPriority %d is above MaxPriority %d", c.MinPriority, c.MaxPriority)
 	case !c.inRange(c.DefaultPriority):
-		return fmt.Errorf("flowcontrol: DefaultPriority %d is outside %d..%d", c.DefaultPriority, c.MinPriority, c.MaxPriority)
+		return fmt.Errorf(
+			"flowcontrol: DefaultPriority %d is outside %d..%d",
+			c.DefaultPriority,
+			c.MinPriority,
+			c.MaxPriority,
+		)
 	}
 	return c.ValidateObjectives(c.ObjectivePriorities)
 }

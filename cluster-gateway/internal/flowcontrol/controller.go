@@ -161,7 +161,13 @@ func (c *Controller) waitingAhead(req *framework.Request) int {
 
 // wait queues req and waits for its outcome; dispatch has the queue served at once (Run's next
 // pass) rather than at the next signal or tick.
-func (c *Controller) wait(ctx context.Context, req *framework.Request, dispatch bool) (*framework.Result, error) {
+func (c *Controller) wait(
+	ctx context.Context,
+	req *framework.Request,
+	dispatch bool,
+) (res *framework.Result, err error) {
+	ctx, span := startQueueSpan(ctx, req)
+	defer endQueueSpan(span, &err)
 	it, err := c.enqueue(req)
 	if err != nil {
 		return nil, err
@@ -192,7 +198,12 @@ func (c *Controller) enqueue(req *framework.Request) (*item, error) {
 			c.metrics.outcome(contract.ReasonFlowRejected)
 			return nil, fmt.Errorf("%w: queue full", ErrOverflow)
 		}
-		c.finish(v, outcome{err: fmt.Errorf("%w: evicted by a higher-priority request", ErrOverflow)}, contract.ReasonFlowEvicted, now)
+		c.finish(
+			v,
+			outcome{err: fmt.Errorf("%w: evicted by a higher-priority request", ErrOverflow)},
+			contract.ReasonFlowEvicted,
+			now,
+		)
 	}
 	it.sizeGauge = c.metrics.sizeGauge(req.Priority)
 	c.q.push(it)
@@ -282,5 +293,9 @@ func (c *Controller) handBack(ctx context.Context, req *framework.Request, res *
 		return ""
 	}
 	p.Discard(res)
-	return fmt.Sprintf("predicted time to first token %v, above the %v offered elsewhere", ttft.Round(time.Millisecond), req.HandBackAfter)
+	return fmt.Sprintf(
+		"predicted time to first token %v, above the %v offered elsewhere",
+		ttft.Round(time.Millisecond),
+		req.HandBackAfter,
+	)
 }

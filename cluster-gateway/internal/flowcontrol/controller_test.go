@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 var errSaturated = errors.New("saturated")
@@ -78,8 +79,16 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	h := &harness{sched: &fakeScheduler{capacity: map[string]int{}}, clock: &fakeClock{now: time.Unix(1000, 0)}, reg: prometheus.NewRegistry()}
-	c, err := New(cfg, h.sched, Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }, Clock: h.clock, Registerer: h.reg})
+	h := &harness{
+		sched: &fakeScheduler{capacity: map[string]int{}},
+		clock: &fakeClock{now: time.Unix(1000, 0)},
+		reg:   prometheus.NewRegistry(),
+	}
+	c, err := New(
+		cfg,
+		h.sched,
+		Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }, Clock: h.clock, Registerer: h.reg},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +102,13 @@ type result struct {
 }
 
 // admit starts Admit in a goroutine and waits until the request is queued.
-func (h *harness) admit(t *testing.T, ctx context.Context, id, model string, priority int, tenant string) <-chan result {
+func (h *harness) admit(
+	t *testing.T,
+	ctx context.Context,
+	id, model string,
+	priority int,
+	tenant string,
+) <-chan result {
 	t.Helper()
 	ch := make(chan result, 1)
 	req := &framework.Request{ID: id, Model: model, Priority: priority, Tenant: tenant}
@@ -101,13 +116,7 @@ func (h *harness) admit(t *testing.T, ctx context.Context, id, model string, pri
 		_, err := h.c.Admit(ctx, req)
 		ch <- result{id, err}
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !h.queued(id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s never queued", id)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, func() bool { return h.queued(id) }, "request "+id+" queued")
 	return ch
 }
 
@@ -310,9 +319,21 @@ func TestConfigValidatePriorities(t *testing.T) {
 		want   string // substring of the error; "" = valid
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"objectives inside the range", func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 10, "batch": -10} }, ""},
-		{"objective above the range", func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 11} }, `objective "critical"`},
-		{"objective below the range", func(c *Config) { c.ObjectivePriorities = map[string]int{"batch": -100} }, `objective "batch"`},
+		{
+			"objectives inside the range",
+			func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 10, "batch": -10} },
+			"",
+		},
+		{
+			"objective above the range",
+			func(c *Config) { c.ObjectivePriorities = map[string]int{"critical": 11} },
+			`objective "critical"`,
+		},
+		{
+			"objective below the range",
+			func(c *Config) { c.ObjectivePriorities = map[string]int{"batch": -100} },
+			`objective "batch"`,
+		},
 		{"wider range", func(c *Config) {
 			c.MinPriority, c.MaxPriority = -100, 100
 			c.ObjectivePriorities = map[string]int{"critical": 100}
@@ -345,7 +366,13 @@ func TestClassify(t *testing.T) {
 		{"defaults", nil, 0, "", false},
 		{"objective", map[string]string{contract.HeaderObjective: "batch"}, -1, "", false},
 		{"unknown objective", map[string]string{contract.HeaderObjective: "x"}, 0, "", false},
-		{"explicit wins", map[string]string{contract.HeaderObjective: "critical", contract.HeaderPriority: "3"}, 3, "", false},
+		{
+			"explicit wins",
+			map[string]string{contract.HeaderObjective: "critical", contract.HeaderPriority: "3"},
+			3,
+			"",
+			false,
+		},
 		{"tenant", map[string]string{contract.HeaderTenant: "t1", contract.HeaderFairnessID: "f"}, 0, "t1", false},
 		{"fairness id", map[string]string{contract.HeaderFairnessID: "f"}, 0, "f", false},
 		{"bad priority", map[string]string{contract.HeaderPriority: "high"}, 0, "", true},
@@ -356,7 +383,13 @@ func TestClassify(t *testing.T) {
 		{"huge", map[string]string{contract.HeaderPriority: "9223372036854775807"}, 0, "", true},
 		{"overflowing", map[string]string{contract.HeaderPriority: "99999999999999999999"}, 0, "", true},
 		{"fraction", map[string]string{contract.HeaderPriority: "1.5"}, 0, "", true},
-		{"out of range even with an objective", map[string]string{contract.HeaderObjective: "critical", contract.HeaderPriority: "1000"}, 0, "", true},
+		{
+			"out of range even with an objective",
+			map[string]string{contract.HeaderObjective: "critical", contract.HeaderPriority: "1000"},
+			0,
+			"",
+			true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -365,7 +398,8 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("got %d %q %v", p, tenant, err)
 			}
 			var he *HeaderError
-			if err != nil && (!errors.As(err, &he) || he.Header != contract.HeaderPriority || !strings.Contains(err.Error(), "from -10 to 10")) {
+			if err != nil &&
+				(!errors.As(err, &he) || he.Header != contract.HeaderPriority || !strings.Contains(err.Error(), "from -10 to 10")) {
 				t.Fatalf("error %v does not name the header and its range", err)
 			}
 		})

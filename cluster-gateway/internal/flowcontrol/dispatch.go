@@ -16,7 +16,12 @@ func (c *Controller) Dispatch(ctx context.Context) {
 	defer c.mu.Unlock()
 	now := c.opts.Clock.Now()
 	for _, it := range c.q.expired(now) {
-		c.finish(it, outcome{err: fmt.Errorf("%w: queued longer than %v", ErrOverflow, c.cfg.TTL)}, contract.ReasonFlowExpired, now)
+		c.finish(
+			it,
+			outcome{err: fmt.Errorf("%w: queued longer than %v", ErrOverflow, c.cfg.TTL)},
+			contract.ReasonFlowExpired,
+			now,
+		)
 	}
 	saturated := map[string]bool{}
 	for i := 0; i < len(c.q.bands); {

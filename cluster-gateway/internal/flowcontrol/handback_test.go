@@ -52,13 +52,28 @@ func TestHandBack(t *testing.T) {
 		{"no offer, predicted late: placed", 1, 2 * time.Second, 0, false, "", 0},
 		{"offer, predicted sooner: placed", 1, 400 * time.Millisecond, 500 * time.Millisecond, false, "", 0},
 		{"offer, predicted at the offer: placed", 1, 500 * time.Millisecond, 500 * time.Millisecond, false, "", 0},
-		{"offer, predicted later: handed back", 1, 900 * time.Millisecond, 500 * time.Millisecond, true, "predicted time to first token 900ms, above the 500ms offered elsewhere", 1},
+		{
+			"offer, predicted later: handed back",
+			1,
+			900 * time.Millisecond,
+			500 * time.Millisecond,
+			true,
+			"predicted time to first token 900ms, above the 500ms offered elsewhere",
+			1,
+		},
 		{"offer, saturated: handed back, not queued", 0, 0, 500 * time.Millisecond, true, "every endpoint is saturated", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sched := &predictingScheduler{fakeScheduler: &fakeScheduler{capacity: map[string]int{"m": tt.capacity}}, ttft: tt.ttft}
-			c, err := New(DefaultConfig(), sched, Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
+			sched := &predictingScheduler{
+				fakeScheduler: &fakeScheduler{capacity: map[string]int{"m": tt.capacity}},
+				ttft:          tt.ttft,
+			}
+			c, err := New(
+				DefaultConfig(),
+				sched,
+				Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,6 +29,10 @@ type Request struct {
 	MaxTokens int
 	// PrefixHashes are the prompt's chained block hashes (gossip/prefix), computed once.
 	PrefixHashes []uint64
+	// Body is the request body as received (read-only; valid while the request is being
+	// scheduled), for plugins that need more of it than the fields above (the
+	// precise-prefix-cache-scorer tokenizes its prompt). Nil when the front door has none.
+	Body []byte
 	// Priority is the request's priority band; < 0 is sheddable.
 	Priority int
 	// Tenant is the fairness key ("" for the default tenant).
@@ -46,6 +50,12 @@ type Request struct {
 	// doors answer 429 with x-switchyard-overflow: 1) instead of queueing it, or when its
 	// predicted time to first token on the chosen endpoint is above HandBackAfter.
 	HandBackAfter time.Duration
+	// SLO holds the request's latency objectives (x-slo-ttft-ms, x-slo-tpot-ms), zero when it
+	// has none.
+	SLO SLO
+	// Arrived is when the request reached the gateway (the TTFT objective runs from then), zero
+	// when unknown.
+	Arrived time.Time
 }
 
 // Plugin is the common part of every scheduler plugin.
@@ -221,4 +231,28 @@ func NewResult(n int) *Result {
 		return &b.r
 	}
 	return &Result{Targets: make([]Endpoint, 0, n)}
+}
+
+// Services is an optional Handle extension: gateway-wide services that plugin factories look up
+// by name (the Service* constants). Service returns nil when the gateway does not run the
+// service. Implementations must be safe for concurrent use.
+type Services interface {
+	Service(name string) any
+}
+
+// Names of the services a Handle may offer through Services.
+const (
+	// ServiceKVEventsIndex is the *kvevents.Index fed by the pods' KV cache events
+	// (--kv-events-endpoint).
+	ServiceKVEventsIndex = "kv-events-index"
+	// ServiceRegisterer is the gateway's prometheus.Registerer.
+	ServiceRegisterer = "prometheus-registerer"
+)
+
+// LookupService returns the service name of h, or nil when h offers none.
+func LookupService(h Handle, name string) any {
+	if s, ok := h.(Services); ok {
+		return s.Service(name)
+	}
+	return nil
 }

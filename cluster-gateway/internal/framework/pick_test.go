@@ -135,7 +135,8 @@ func TestSelectBestKeepsOrderOnTies(t *testing.T) {
 			if got := names(framework.SelectBest(eps, tt.k, higher)); got != tt.want {
 				t.Fatalf("SelectBest = %s, want %s", got, tt.want)
 			}
-			if len(eps) == 4 && tt.k == 2 && names(&framework.Result{Targets: []framework.Endpoint{eps[2].Endpoint, eps[3].Endpoint}}) != "e0 e3 " {
+			if len(eps) == 4 && tt.k == 2 &&
+				names(&framework.Result{Targets: []framework.Endpoint{eps[2].Endpoint, eps[3].Endpoint}}) != "e0 e3 " {
 				t.Fatal("the rest lost its order")
 			}
 		})

@@ -170,6 +170,9 @@ func (b *builder) profile() (*Profile, error) {
 	if err := b.finish(p, used); err != nil {
 		return nil, err
 	}
+	if err := b.bind(p, used); err != nil {
+		return nil, err
+	}
 	for _, name := range b.order {
 		if !used[name] {
 			b.opts.Logger.Warn("plugin defined but not used by the profile", "plugin", name)
@@ -291,4 +294,16 @@ func (b *builder) defaultPlugin(typ string) (Plugin, error) {
 		return nil, fmt.Errorf("default plugin %q: %w", typ, err)
 	}
 	return pl, nil
+}
+
+// bind runs the Bind hook of every plugin the profile uses.
+func (b *builder) bind(p *Profile, used map[string]bool) error {
+	for _, name := range b.order {
+		if bd, ok := b.plugins[name].(Binder); ok && used[name] {
+			if err := bd.Bind(p); err != nil {
+				return fmt.Errorf("plugin %q (type %s): %w", name, bd.TypedName().Type, err)
+			}
+		}
+	}
+	return nil
 }

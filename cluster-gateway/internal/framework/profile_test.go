@@ -25,13 +25,25 @@ type (
 )
 
 func (n named) TypedName() framework.TypedName { return n.tn }
-func (filter) Filter(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+
+func (filter) Filter(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	return eps
 }
 func (satFilt) RemovesSaturated() {}
 func (scorer) Score(context.Context, *framework.CycleState, *framework.Request, []framework.Endpoint, []float64) {
 }
-func (picker) Pick(context.Context, *framework.CycleState, *framework.Request, []framework.ScoredEndpoint) *framework.Result {
+
+func (picker) Pick(
+	context.Context,
+	*framework.CycleState,
+	*framework.Request,
+	[]framework.ScoredEndpoint,
+) *framework.Result {
 	return nil
 }
 func (detector) Saturation(context.Context, *framework.CycleState, []framework.Endpoint) float64 {
@@ -121,12 +133,33 @@ func TestBuildDefaults(t *testing.T) {
 		wantDetector         string
 		wantScorers          int
 	}{
-		{"picker added", "plugins:\n- type: s\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: s\n", "", "max-score-picker", "", 1},
+		{
+			"picker added",
+			"plugins:\n- type: s\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: s\n",
+			"",
+			"max-score-picker",
+			"",
+			1,
+		},
 		{"profile made from all plugins", "plugins:\n- type: s\n- type: hooked\n- type: p\n", "", "p", "", 2},
 		{"implicit detector", "plugins:\n- type: s\n", "d", "max-score-picker", "d", 1},
-		{"no implicit detector with a saturation filter", "plugins:\n- type: sat\n- type: s\n", "d", "max-score-picker", "", 1},
+		{
+			"no implicit detector with a saturation filter",
+			"plugins:\n- type: sat\n- type: s\n",
+			"d",
+			"max-score-picker",
+			"",
+			1,
+		},
 		{"detector plugin found", "plugins:\n- name: mine\n  type: d\n- type: s\n", "", "max-score-picker", "mine", 1},
-		{"detector referenced", "plugins:\n- name: x\n  type: d\n- type: s\nsaturationDetector:\n  pluginRef: x\n", "d", "max-score-picker", "x", 1},
+		{
+			"detector referenced",
+			"plugins:\n- name: x\n  type: d\n- type: s\nsaturationDetector:\n  pluginRef: x\n",
+			"d",
+			"max-score-picker",
+			"x",
+			1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,10 +186,26 @@ func TestBuildErrors(t *testing.T) {
 		{"unknown type", "plugins:\n- type: warp-scorer\n", `unknown plugin type "warp-scorer"`},
 		{"unsupported gie type", "plugins:\n- type: latency-scorer\n", "use predicted-ttft-scorer"},
 		{"factory error", "plugins:\n- name: b\n  type: broken\n", `"b" (type broken): bad parameter x`},
-		{"two pickers", "plugins:\n- type: p\n- type: max-score-picker\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: p\n  - pluginRef: max-score-picker\n", "two pickers"},
-		{"not a profile plugin", "plugins:\n- type: bare\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: bare\n", "not a filter, scorer or picker"},
-		{"referenced twice", "plugins:\n- type: s\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: s\n  - pluginRef: s\n", "referenced twice"},
-		{"detector not a detector", "plugins:\n- type: s\nsaturationDetector:\n  pluginRef: s\n", "not a saturation detector"},
+		{
+			"two pickers",
+			"plugins:\n- type: p\n- type: max-score-picker\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: p\n  - pluginRef: max-score-picker\n",
+			"two pickers",
+		},
+		{
+			"not a profile plugin",
+			"plugins:\n- type: bare\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: bare\n",
+			"not a filter, scorer or picker",
+		},
+		{
+			"referenced twice",
+			"plugins:\n- type: s\nschedulingProfiles:\n- name: a\n  plugins:\n  - pluginRef: s\n  - pluginRef: s\n",
+			"referenced twice",
+		},
+		{
+			"detector not a detector",
+			"plugins:\n- type: s\nsaturationDetector:\n  pluginRef: s\n",
+			"not a saturation detector",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

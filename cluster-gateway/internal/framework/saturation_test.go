@@ -99,7 +99,12 @@ func TestSaturationQueueOver(t *testing.T) {
 
 func TestMeanLoad(t *testing.T) {
 	s := framework.DefaultSaturation()
-	eps := plugintest.Endpoints(endpointIn(t, "idle"), endpointIn(t, "queue5"), endpointIn(t, "stale"), endpointIn(t, "queue4"))
+	eps := plugintest.Endpoints(
+		endpointIn(t, "idle"),
+		endpointIn(t, "queue5"),
+		endpointIn(t, "stale"),
+		endpointIn(t, "queue4"),
+	)
 	want := (0.125 + 1 + 1 + 0.8) / 4
 	if got := framework.MeanLoad(&s, eps, satNow); math.Abs(got-want) > 1e-9 {
 		t.Fatalf("MeanLoad = %v, want %v", got, want)

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -187,4 +188,29 @@ func (p WeightedPickerParams) Normalize() (WeightedPickerParams, error) {
 	var err error
 	p.WeightParams, err = p.WeightParams.Normalize()
 	return p, err
+}
+
+// WeightedPickerFactory is the Factory of a weighted picker: it decodes WeightedPickerParams
+// from raw, builds the picker with build (given the Handle's logger for the warnings about
+// unusable weight labels, nil without a Handle) and, with a Handle, calls retain with the
+// remaining endpoints whenever one leaves the set, so the picker drops that endpoint's state.
+func WeightedPickerFactory[P Plugin](name string, raw json.RawMessage, h Handle,
+	build func(string, WeightedPickerParams, *slog.Logger) (P, error), retain func(P, []Endpoint),
+) (Plugin, error) {
+	var p WeightedPickerParams
+	if err := DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	var log *slog.Logger
+	if h != nil {
+		log = h.Logger()
+	}
+	pk, err := build(name, p, log)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		h.OnRemove(func(string) { retain(pk, h.Endpoints()) })
+	}
+	return pk, nil
 }

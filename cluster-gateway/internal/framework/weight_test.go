@@ -23,13 +23,37 @@ func TestWeight(t *testing.T) {
 	}{
 		{"no labels: default 1", framework.WeightParams{}, nil, 1, false},
 		{"weight label", framework.WeightParams{}, map[string]string{framework.DefaultWeightLabel: "15.75"}, 15.75, false},
-		{"weight label with spaces", framework.WeightParams{}, map[string]string{framework.DefaultWeightLabel: " 2 "}, 2, false},
-		{"own label name", framework.WeightParams{WeightLabel: "w"}, map[string]string{"w": "3", framework.DefaultWeightLabel: "9"}, 3, false},
+		{
+			"weight label with spaces",
+			framework.WeightParams{},
+			map[string]string{framework.DefaultWeightLabel: " 2 "},
+			2,
+			false,
+		},
+		{
+			"own label name",
+			framework.WeightParams{WeightLabel: "w"},
+			map[string]string{"w": "3", framework.DefaultWeightLabel: "9"},
+			3,
+			false,
+		},
 		{"configured default", framework.WeightParams{DefaultWeight: 4}, map[string]string{"other": "x"}, 4, false},
-		{"table by gpu", framework.WeightParams{WeightsByLabel: gpus}, map[string]string{"switchyard.dev/gpu": "a10g"}, 1.23, false},
+		{
+			"table by gpu",
+			framework.WeightParams{WeightsByLabel: gpus},
+			map[string]string{"switchyard.dev/gpu": "a10g"},
+			1.23,
+			false,
+		},
 		{"weight label wins over table", framework.WeightParams{WeightsByLabel: gpus},
 			map[string]string{"switchyard.dev/gpu": "a10g", framework.DefaultWeightLabel: "7"}, 7, false},
-		{"value not in table", framework.WeightParams{WeightsByLabel: gpus}, map[string]string{"switchyard.dev/gpu": "l4"}, 1, false},
+		{
+			"value not in table",
+			framework.WeightParams{WeightsByLabel: gpus},
+			map[string]string{"switchyard.dev/gpu": "l4"},
+			1,
+			false,
+		},
 		{"not a number falls back to table", framework.WeightParams{WeightsByLabel: gpus},
 			map[string]string{"switchyard.dev/gpu": "h100", framework.DefaultWeightLabel: "fast"}, 15.75, true},
 		{"zero", framework.WeightParams{}, map[string]string{framework.DefaultWeightLabel: "0"}, 1, true},
@@ -116,7 +140,11 @@ func TestWeightedStatesLogsBadLabelOnce(t *testing.T) {
 	if ws.Get(bad).State != 7 {
 		t.Fatal("state not kept")
 	}
-	if n := strings.Count(logs.String(), "endpoint weight label ignored"); n != 1 || !strings.Contains(logs.String(), `lots`) {
+	if n := strings.Count(
+		logs.String(),
+		"endpoint weight label ignored",
+	); n != 1 ||
+		!strings.Contains(logs.String(), `lots`) {
 		t.Fatalf("logged %d times (want once, with the value): %s", n, logs.String())
 	}
 	ws.Retain([]framework.Endpoint{good})

@@ -5,8 +5,13 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
 // firstTokenHook is the optional hook run when a response's first token arrives.
@@ -23,6 +28,8 @@ type Attempt struct {
 	meter    Meter
 	status   int
 	sawFirst bool
+	ctx      context.Context // carries span; the request's context when tracing is off
+	span     trace.Span      // nil when tracing is off
 }
 
 // Decision is the decision the attempt tries.
@@ -31,10 +38,25 @@ func (a *Attempt) Decision() *Decision { return a.d }
 // Endpoint is the endpoint the attempt was sent to.
 func (a *Attempt) Endpoint() *datastore.Endpoint { return a.ep }
 
-// Begin starts an attempt on ep: counts it in flight and starts the clock.
-func (p *Pipeline) Begin(d *Decision, ep *datastore.Endpoint) *Attempt {
+// Context is the attempt's context: the request's, with the attempt's upstream span when
+// tracing is on. The traceparent sent to the model server is that span's (see Inject).
+func (a *Attempt) Context() context.Context { return a.ctx }
+
+// Inject writes the attempt's traceparent (and tracestate) into carrier: the model server's
+// request headers (HTTP proxy) or the header mutations Envoy applies (ext_proc). It does
+// nothing when tracing is off, so the client's traceparent, if any, passes through unchanged.
+func (p *Pipeline) Inject(a *Attempt, carrier propagation.TextMapCarrier) {
+	if a.span != nil {
+		p.tracer.Inject(a.ctx, carrier)
+	}
+}
+
+// Begin starts an attempt on ep: counts it in flight, starts the clock and, when tracing is
+// on, the attempt's upstream span (a child of the span in ctx).
+func (p *Pipeline) Begin(ctx context.Context, d *Decision, ep *datastore.Endpoint) *Attempt {
 	ep.AddInFlight(1)
-	a := &Attempt{d: d, ep: ep, sentAt: p.now()}
+	a := &Attempt{d: d, ep: ep, sentAt: p.now(), ctx: ctx}
+	a.ctx, a.span = p.startUpstream(ctx, d, ep)
 	a.meter.Reset(a.sentAt, false)
 	return a
 }
@@ -43,6 +65,9 @@ func (p *Pipeline) Begin(d *Decision, ep *datastore.Endpoint) *Attempt {
 func (a *Attempt) Respond(status int, sse bool) {
 	a.status = status
 	a.meter.Reset(a.sentAt, sse)
+	if a.span != nil && a.span.IsRecording() {
+		a.span.SetAttributes(attribute.Int(tracing.AttrStatus, status), attribute.Bool(tracing.AttrStreamed, sse))
+	}
 }
 
 // Observe meters a chunk of the response body that arrived at now and runs the FirstToken hooks
@@ -53,6 +78,9 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 		return
 	}
 	a.sawFirst = true
+	if a.span != nil && a.span.IsRecording() {
+		a.span.AddEvent(tracing.EventFirstToken, trace.WithAttributes(tracing.Milliseconds(tracing.AttrTTFT, a.meter.TTFT())))
+	}
 	if h, ok := p.hooks.(firstTokenHook); ok {
 		h.FirstToken(ctx, a.d.Request, &framework.ResponseInfo{Endpoint: a.ep, Status: a.status, TTFT: a.meter.TTFT(),
 			CachedTokens: -1, PromptTokens: a.d.Request.PromptTokens, OutputTokens: 1})
@@ -79,8 +107,18 @@ func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, f
 	}
 	p.flow.Notify()
 	if final {
-		p.metrics.observe(a.d, countedStatus(status, err), now, m)
+		code := countedStatus(status, err)
+		p.metrics.observe(a.d, code, now, m)
+		if slo := a.d.Request.SLO; !slo.IsZero() {
+			var ttft time.Duration // from arrival at the gateway, across retries and queueing
+			if m.TTFT > 0 {
+				ttft = a.sentAt.Sub(a.d.Started) + m.TTFT
+			}
+			p.metrics.slo.finished(a.d.objective, slo, code, ttft, m)
+		}
 	}
+	endUpstream(a.span, status, err, m)
+	a.span = nil
 }
 
 // countedStatus is the status label of a finished request: the pod's status, 502 when the pod

@@ -86,7 +86,11 @@ func (p *Pipeline) RefuseBody(door string, err error) *apierror.Error {
 // calls it; a front door that answers such a body in its own way calls it directly.
 func (p *Pipeline) SlowBody(door string, e *BodyTimeoutError) {
 	p.metrics.bodyRefused.WithLabelValues(door, bodyTimeout).Inc()
-	attrs := []slog.Attr{slog.String("door", door), slog.String("reason", bodyTimeout), slog.Duration("timeout", e.Timeout)}
+	attrs := []slog.Attr{
+		slog.String("door", door),
+		slog.String("reason", bodyTimeout),
+		slog.Duration("timeout", e.Timeout),
+	}
 	if e.Received >= 0 {
 		attrs = append(attrs, slog.Int64("received_bytes", e.Received))
 	}
@@ -96,16 +100,27 @@ func (p *Pipeline) SlowBody(door string, e *BodyTimeoutError) {
 // BudgetExhausted is the 503 answered when the in-flight body budget cannot hold one more body:
 // the request may succeed in a moment, here or on another replica.
 func BudgetExhausted(e *body.BudgetError) *apierror.Error {
-	return &apierror.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonBodyBudgetExhausted,
-		Message:           fmt.Sprintf("the gateway is buffering %d bytes of request bodies, its limit; retry shortly", e.Budget),
-		RetryAfterSeconds: 1}
+	return &apierror.Error{
+		Status: http.StatusServiceUnavailable,
+		Type:   openai.TypeServiceUnavailable,
+		Code:   contract.ReasonBodyBudgetExhausted,
+		Message: fmt.Sprintf(
+			"the gateway is buffering %d bytes of request bodies, its limit; retry shortly",
+			e.Budget,
+		),
+		RetryAfterSeconds: 1,
+	}
 }
 
 // RequestTimeout is the 408 answered when a request body did not arrive within its deadline:
 // the client was too slow, so neither another replica nor another cluster is tried.
 func RequestTimeout(e *BodyTimeoutError) *apierror.Error {
-	return &apierror.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: contract.ReasonRequestTimeout,
-		Message: e.Error()}
+	return &apierror.Error{
+		Status:  http.StatusRequestTimeout,
+		Type:    openai.TypeInvalidRequest,
+		Code:    contract.ReasonRequestTimeout,
+		Message: e.Error(),
+	}
 }
 
 // warnBudget logs a spent budget unless it was logged less than budgetWarnEvery ago.

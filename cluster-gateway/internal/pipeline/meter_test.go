@@ -12,7 +12,8 @@ func TestMeterSSE(t *testing.T) {
 	m.Reset(t0, true)
 	chunks := []string{
 		"data: {\"choices\":[{\"text\":\"a\"}],\"usage\":null}\n\n",
-		"data: {\"choices\":[{\"te", "xt\":\"b\"}]}\n\ndata: {\"choices\":[{\"text\":\"c\"}]}\r\n\r\n",
+		"data: {\"choices\":[{\"te",
+		"xt\":\"b\"}]}\n\ndata: {\"choices\":[{\"text\":\"c\"}]}\r\n\r\n",
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":8}}}\n\n",
 		"data: [DONE]\n\n",
 	}
@@ -20,7 +21,13 @@ func TestMeterSSE(t *testing.T) {
 		m.Write([]byte(c), t0.Add(time.Duration(i+1)*100*time.Millisecond))
 	}
 	got := m.Finish()
-	want := Measurement{TTFT: 100 * time.Millisecond, MeanITL: 100 * time.Millisecond, OutputTokens: 3, PromptTokens: 12, CachedTokens: 8}
+	want := Measurement{
+		TTFT:         100 * time.Millisecond,
+		MeanITL:      100 * time.Millisecond,
+		OutputTokens: 3,
+		PromptTokens: 12,
+		CachedTokens: 8,
+	}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
@@ -34,10 +41,24 @@ func TestMeterWithoutUsage(t *testing.T) {
 		chunks []string
 		want   Measurement
 	}{
-		{"sse no usage", true, []string{"data: {\"choices\":[{\"text\":\"a\"}]}\n\n", "data: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n"},
-			Measurement{TTFT: 10 * time.Millisecond, MeanITL: 10 * time.Millisecond, OutputTokens: 2, PromptTokens: -1, CachedTokens: -1}},
-		{"json with usage", false, []string{`{"choices":[{"text":"abc"}],`, `"usage":{"prompt_tokens":4,"completion_tokens":2}}`},
-			Measurement{TTFT: 10 * time.Millisecond, OutputTokens: 2, PromptTokens: 4, CachedTokens: -1}},
+		{
+			"sse no usage",
+			true,
+			[]string{"data: {\"choices\":[{\"text\":\"a\"}]}\n\n", "data: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n"},
+			Measurement{
+				TTFT:         10 * time.Millisecond,
+				MeanITL:      10 * time.Millisecond,
+				OutputTokens: 2,
+				PromptTokens: -1,
+				CachedTokens: -1,
+			},
+		},
+		{
+			"json with usage",
+			false,
+			[]string{`{"choices":[{"text":"abc"}],`, `"usage":{"prompt_tokens":4,"completion_tokens":2}}`},
+			Measurement{TTFT: 10 * time.Millisecond, OutputTokens: 2, PromptTokens: 4, CachedTokens: -1},
+		},
 		{"empty", true, nil, Measurement{PromptTokens: -1, CachedTokens: -1}},
 	}
 	for _, tt := range tests {
@@ -62,7 +83,8 @@ var responsesStream = []string{
 		"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"type\":\"message\",\"content\":[]}}\n\n" +
 		"event: response.content_part.added\ndata: {\"type\":\"response.content_part.added\",\"part\":{\"type\":\"output_text\",\"text\":\"\"}}\n\n",
 	"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" one\",\"item_id\":\"msg_1\"}\n\n",
-	"event: response.output_text.delta\r\ndata: {\"type\":\"response.output_text.delta\",\"del", "ta\":\" two\"}\r\n\r\n",
+	"event: response.output_text.delta\r\ndata: {\"type\":\"response.output_text.delta\",\"del",
+	"ta\":\" two\"}\r\n\r\n",
 	"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" six\"}\n\n" +
 		"event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\",\"text\":\" one two six\"}\n\n",
 	"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":9,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"," +
@@ -93,12 +115,16 @@ func TestMeterResponses(t *testing.T) {
 	}{
 		{"named events", responsesStream, Measurement{OutputTokens: 3, PromptTokens: 21, CachedTokens: 16}},
 		{"data alone", withoutEventLines(responsesStream), Measurement{OutputTokens: 3, PromptTokens: 21, CachedTokens: 16}},
-		{"reasoning deltas are tokens", []string{
-			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
-			"event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"hm\"}\n\n",
-			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
-			"event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}}\n\n",
-		}, Measurement{OutputTokens: 2, PromptTokens: 5, CachedTokens: -1}},
+		{
+			"reasoning deltas are tokens",
+			[]string{
+				"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
+				"event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"hm\"}\n\n",
+				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
+				"event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}}\n\n",
+			},
+			Measurement{OutputTokens: 2, PromptTokens: 5, CachedTokens: -1},
+		},
 		{"no usage reported", responsesStream[:5], Measurement{OutputTokens: 2, PromptTokens: -1, CachedTokens: -1}},
 	}
 	for _, tt := range tests {
@@ -139,8 +165,16 @@ func TestMeterResponsesJSON(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var m Meter
 	m.Reset(t0, false)
-	m.Write([]byte(`{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],`), t0.Add(time.Second))
-	m.Write([]byte(`"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"total_tokens":10}}`), t0.Add(2*time.Second))
+	m.Write(
+		[]byte(
+			`{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],`,
+		),
+		t0.Add(time.Second),
+	)
+	m.Write(
+		[]byte(`"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"total_tokens":10}}`),
+		t0.Add(2*time.Second),
+	)
 	want := Measurement{TTFT: time.Second, OutputTokens: 1, PromptTokens: 9, CachedTokens: 0}
 	if got := m.Finish(); got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
@@ -153,8 +187,14 @@ func TestMeterChatMentioningResponses(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var m Meter
 	m.Reset(t0, true)
-	m.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"\\\"type\\\":\\\"response.created\\\"\"}}]}\n\n"), t0.Add(time.Second))
-	m.Write([]byte("data: {\"type\":\"chat\",\"choices\":[{\"delta\":{\"content\":\"\\\"response.x\"}}]}\n\n"), t0.Add(2*time.Second))
+	m.Write(
+		[]byte("data: {\"choices\":[{\"delta\":{\"content\":\"\\\"type\\\":\\\"response.created\\\"\"}}]}\n\n"),
+		t0.Add(time.Second),
+	)
+	m.Write(
+		[]byte("data: {\"type\":\"chat\",\"choices\":[{\"delta\":{\"content\":\"\\\"response.x\"}}]}\n\n"),
+		t0.Add(2*time.Second),
+	)
 	if got := m.Finish(); got.OutputTokens != 2 || got.TTFT != time.Second {
 		t.Fatalf("got %+v, want 2 tokens from 1s", got)
 	}
@@ -165,7 +205,9 @@ func BenchmarkMeterResponses(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString(responsesStream[0] + responsesStream[1])
 	for range 256 {
-		sb.WriteString("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":12,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" tok\",\"logprobs\":[]}\n\n")
+		sb.WriteString(
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":12,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" tok\",\"logprobs\":[]}\n\n",
+		)
 	}
 	sb.WriteString(responsesStream[len(responsesStream)-1])
 	stream := []byte(sb.String())

@@ -30,6 +30,8 @@ type Metrics struct {
 	invalid *prometheus.CounterVec
 	// bodyRefused counts request bodies refused by front door and reason.
 	bodyRefused *prometheus.CounterVec
+	// slo counts the requests with latency objectives by outcome (goodput at SLO).
+	slo *sloMetrics
 }
 
 // NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
@@ -63,13 +65,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.invalid = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_gateway_invalid_header_requests_total",
-		Help: "Requests refused with 400 for a header flow control cannot accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer), by header.",
+		Help: "Requests refused with 400 for a header the gateway cannot accept (a priority outside --min-priority..--max-priority or not an integer, a bad hand-back offer, a latency objective that is not milliseconds above 0 and at most an hour), by header.",
 	}, []string{"header"})
-	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack} {
+	for _, h := range []string{contract.HeaderPriority, contract.HeaderHandBack, contract.HeaderSLOTTFT, contract.HeaderSLOTPOT} {
 		m.invalid.WithLabelValues(h)
 	}
+	m.slo = newSLOMetrics()
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.invalid, m.bodyRefused} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.invalid, m.bodyRefused, m.slo.requests} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

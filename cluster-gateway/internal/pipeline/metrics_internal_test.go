@@ -39,7 +39,14 @@ func TestModelLabelBounded(t *testing.T) {
 		{"switchyard_gateway_ttft_seconds", promlabel.DefaultLimit + 1},
 	} {
 		if n := testutil.CollectAndCount(reg, tc.family); n > tc.max {
-			t.Errorf("%s: %d series after %d served models and %d unknown ones, want at most %d", tc.family, n, served, served, tc.max)
+			t.Errorf(
+				"%s: %d series after %d served models and %d unknown ones, want at most %d",
+				tc.family,
+				n,
+				served,
+				served,
+				tc.max,
+			)
 		}
 	}
 	if v := testutil.ToFloat64(m.requests.WithLabelValues(promlabel.Other, "404")); v != served {

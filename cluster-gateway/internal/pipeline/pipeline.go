@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
@@ -60,6 +63,7 @@ type Pipeline struct {
 	lastWarn atomic.Int64 // unix nanoseconds of the last budget warning (see RefuseBody)
 	ids      atomic.Uint64
 	now      func() time.Time
+	tracer   *tracing.Tracer
 }
 
 // Options are the Pipeline's collaborators.
@@ -85,6 +89,9 @@ type Options struct {
 	// Logger receives the refusals of request bodies (see RefuseBody) and of bad headers; nil
 	// discards them.
 	Logger *slog.Logger
+	// Tracer records the scheduling and upstream spans (see docs/gateway.md#tracing); nil
+	// records none.
+	Tracer *tracing.Tracer
 }
 
 // New returns a Pipeline.
@@ -96,9 +103,25 @@ func New(o Options) (*Pipeline, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{router: o.Router, flow: o.Flow, hooks: o.Hooks, classify: o.Classify, session: o.SessionHeader, mapErr: o.MapError, metrics: o.Metrics,
-		bodies: o.BodyBudget, log: log, now: time.Now}, nil
+	o.Metrics.slo.init(slices.Sorted(maps.Keys(o.Classify.ObjectivePriorities)))
+	return &Pipeline{
+		router:   o.Router,
+		flow:     o.Flow,
+		hooks:    o.Hooks,
+		classify: o.Classify,
+		session:  o.SessionHeader,
+		mapErr:   o.MapError,
+		metrics:  o.Metrics,
+		bodies:   o.BodyBudget,
+		log:      log,
+		now:      time.Now,
+		tracer:   o.Tracer,
+	}, nil
 }
+
+// Tracer is the pipeline's tracer, which the front doors start their request spans with (nil,
+// disabled, when tracing is off).
+func (p *Pipeline) Tracer() *tracing.Tracer { return p.tracer }
 
 // Decision is an admitted request: what was asked and where it goes.
 type Decision struct {
@@ -110,19 +133,26 @@ type Decision struct {
 	Routed bbr.Routed
 	// Started is when the request reached the gateway.
 	Started time.Time
+	// objective is the objective label of a request with latency objectives (objectiveLabel).
+	objective string
 }
 
 // Decide routes body, classifies the request from its headers (get returns a value by
 // lower-case name), admits it and runs the PreRequest hooks. subset, when non-nil, restricts the
 // candidates (Envoy's subset hint). Errors are ready for the client. A decision holds pooled
 // memory: the front door calls Done once the request is over.
-func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) string, subset []string) (*Decision, *apierror.Error) {
+func (p *Pipeline) Decide(
+	ctx context.Context,
+	body []byte,
+	get func(string) string,
+	subset []string,
+) (*Decision, *apierror.Error) {
 	both := &struct { // one allocation for the two
 		d   Decision
 		req framework.Request
 	}{}
 	d, req := &both.d, &both.req
-	d.Request, d.Started, req.SubsetHint = req, p.now(), subset
+	d.Request, d.Started, req.SubsetHint, req.Body = req, p.now(), subset, body
 	req.ID = get("x-request-id")
 	if req.ID == "" {
 		req.ID = strconv.FormatUint(p.ids.Add(1), 36)
@@ -136,6 +166,9 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		req.HandBackAfter, err = flowcontrol.HandBackAfter(get)
 	}
 	if err == nil {
+		req.SLO, err = readSLO(get)
+	}
+	if err == nil {
 		err = p.sessionID(req, get)
 	}
 	if err != nil {
@@ -146,8 +179,18 @@ func (p *Pipeline) Decide(ctx context.Context, body []byte, get func(string) str
 		contract.HeaderModelName: req.Model, contract.HeaderBaseModelName: req.BaseModel,
 		contract.HeaderPriority: strconv.Itoa(req.Priority), contract.HeaderTenant: req.Tenant,
 	}
-	if d.Result, err = p.admit(ctx, req); err != nil {
+	req.Arrived = d.Started
+	if !req.SLO.IsZero() {
+		d.objective = p.objectiveLabel(get(contract.HeaderObjective))
+	}
+	sctx, span := p.startSchedule(ctx, req, false)
+	d.Result, err = p.admit(sctx, req)
+	p.endSchedule(span, d.Result, err)
+	if err != nil {
 		p.router.Release(req) // flow control dropped req when Admit returned
+		if !req.SLO.IsZero() {
+			p.metrics.slo.refused(d.objective, req.SLO)
+		}
 		return nil, p.reject(req, err)
 	}
 	if p.hooks != nil {
@@ -199,7 +242,9 @@ var errNoTarget = errors.New("pipeline: no endpoint available")
 // Reschedule asks for a new decision after every target of d failed before answering, and runs
 // the PreRequest hooks on it.
 func (p *Pipeline) Reschedule(ctx context.Context, d *Decision) (*framework.Result, error) {
-	res, err := p.admit(ctx, d.Request)
+	sctx, span := p.startSchedule(ctx, d.Request, true)
+	res, err := p.admit(sctx, d.Request)
+	p.endSchedule(span, res, err)
 	if err == nil && p.hooks != nil {
 		p.hooks.PreRequest(ctx, d.Request, res)
 	}

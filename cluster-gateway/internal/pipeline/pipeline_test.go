@@ -30,10 +30,15 @@ type capturing struct {
 	eps    []framework.Endpoint
 	err    error
 	hashes []uint64
+	// onSchedule, when set, sees every request scheduled.
+	onSchedule func(*framework.Request)
 }
 
 func (c *capturing) Schedule(_ context.Context, req *framework.Request) (*framework.Result, error) {
 	c.hashes = req.PrefixHashes
+	if c.onSchedule != nil {
+		c.onSchedule(req)
+	}
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -103,7 +108,11 @@ func capturePipeline(t *testing.T, err error) (*pipeline.Pipeline, *capturing) {
 	router.PoisonReleasedHashes()
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = false
-	flow, ferr := flowcontrol.New(fcfg, sched, flowcontrol.Options{IsSaturated: func(e error) bool { return e == errSaturated }})
+	flow, ferr := flowcontrol.New(
+		fcfg,
+		sched,
+		flowcontrol.Options{IsSaturated: func(e error) bool { return e == errSaturated }},
+	)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}

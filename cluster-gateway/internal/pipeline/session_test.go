@@ -30,7 +30,14 @@ func TestSessionID(t *testing.T) {
 		{"header", "x-session-id", "conv-1", `{"model":"llama","prompt":"x"}`, "conv-1", 0},
 		{"header over the body", "x-session-id", "conv-1", `{"model":"llama","prompt":"x","user":"u"}`, "conv-1", 0},
 		{"body user", "x-session-id", "", `{"model":"llama","prompt":"x","user":"u"}`, "u", 0},
-		{"body metadata", "x-session-id", "", `{"model":"llama","messages":[],"metadata":{"session_id":"m"},"user":"u"}`, "m", 0},
+		{
+			"body metadata",
+			"x-session-id",
+			"",
+			`{"model":"llama","messages":[],"metadata":{"session_id":"m"},"user":"u"}`,
+			"m",
+			0,
+		},
 		{"renamed header", "x-conversation", "c", `{"model":"llama","prompt":"x"}`, "c", 0},
 		{"header reading off", "", "conv-1", `{"model":"llama","prompt":"x","user":"u"}`, "u", 0},
 		{"none", "x-session-id", "", `{"model":"llama","prompt":"x"}`, "", 0},
@@ -76,26 +83,6 @@ func TestSessionID(t *testing.T) {
 	}
 }
 
-// invalidCount is switchyard_gateway_invalid_header_requests_total{header} gathered from reg.
-func invalidCount(t *testing.T, reg prometheus.Gatherer, header string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "switchyard_gateway_invalid_header_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == header {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
 // sessionScheduler records the session id of the last request it scheduled.
 type sessionScheduler struct {
 	capturing
@@ -107,7 +94,12 @@ func (s *sessionScheduler) Schedule(ctx context.Context, req *framework.Request)
 	return s.capturing.Schedule(ctx, req)
 }
 
-func sessionPipeline(t *testing.T, header string, reg prometheus.Registerer, log *slog.Logger) (*pipeline.Pipeline, *sessionScheduler) {
+func sessionPipeline(
+	t *testing.T,
+	header string,
+	reg prometheus.Registerer,
+	log *slog.Logger,
+) (*pipeline.Pipeline, *sessionScheduler) {
 	t.Helper()
 	store := datastore.NewStore(nil, nil)
 	store.Sync([]datastore.EndpointSpec{{Address: "10.0.0.1:8000"}})
@@ -129,7 +121,9 @@ func sessionPipeline(t *testing.T, header string, reg prometheus.Registerer, log
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Classify: fcfg, Metrics: m, SessionHeader: header, Logger: log})
+	pipe, err := pipeline.New(
+		pipeline.Options{Router: router, Flow: flow, Classify: fcfg, Metrics: m, SessionHeader: header, Logger: log},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,37 +1,18 @@
 package proxy_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // stalledUpload opens a connection that declares a body of declared bytes, sends sent of them
 // and stalls; closing the connection ends it.
@@ -42,7 +23,10 @@ func stalledUpload(t *testing.T, url string, declared, sent int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	head := fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", declared)
+	head := fmt.Sprintf(
+		"POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		declared,
+	)
 	if _, err := io.WriteString(conn, head+`{"model":"llama","prompt":"`+strings.Repeat("x", sent-27)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +43,12 @@ func TestBodyBudget(t *testing.T) {
 		fmt.Fprint(w, `{"choices":[{"text":"ok"}]}`)
 	})
 	budget := body.NewBudget(20 << 10)
-	logs := &lockedBuffer{}
-	e := newEnvWith(t, envOptions{budget: budget, log: slog.New(slog.NewJSONHandler(logs, nil))}, up)
+	logs := pipelinetest.NewLog()
+	e := newEnvWith(t, envOptions{budget: budget, log: logs.Logger}, up)
 
 	// 60,000 bytes declared (within the 64 KiB limit), 5,000 sent: 8 KiB held, not 60,001.
 	stalled := stalledUpload(t, e.url, 60_000, 5_000)
-	waitFor(t, "the stalled upload's buffer", func() bool { return budget.InUse() == 8<<10 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 8<<10 }, "the stalled upload's buffer")
 
 	req := `{"model":"llama","prompt":"` + strings.Repeat("y", 9000) + `"}`
 	resp := post(t, e.url+"/v1/completions", req, nil)
@@ -74,11 +58,13 @@ func TestBodyBudget(t *testing.T) {
 		Error struct{ Type, Code string } `json:"error"`
 	}
 	if err := json.Unmarshal(got, &answer); err != nil || resp.StatusCode != http.StatusServiceUnavailable ||
-		resp.Header.Get("Retry-After") != "1" || answer.Error.Code != "body_budget_exhausted" || answer.Error.Type != "service_unavailable" {
+		resp.Header.Get(
+			"Retry-After",
+		) != "1" || answer.Error.Code != "body_budget_exhausted" || answer.Error.Type != "service_unavailable" {
 		t.Fatalf("with the budget spent: %d, Retry-After %q, %s; want 503, 1, body_budget_exhausted",
 			resp.StatusCode, resp.Header.Get("Retry-After"), got)
 	}
-	if n := (counter(t, e, "switchyard_gateway_request_body_refused_total", "door", "http", "reason", "budget")); n != 1 {
+	if n := pipelinetest.BodyRefused(t, e.reg, "http", "budget"); n != 1 {
 		t.Fatalf("budget refusals counted %v, want 1", n)
 	}
 	if !strings.Contains(logs.String(), "request body budget spent") {
@@ -89,14 +75,14 @@ func TestBodyBudget(t *testing.T) {
 	}
 
 	_ = stalled.Close()
-	waitFor(t, "the stalled upload's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled upload's budget back")
 	resp = post(t, e.url+"/v1/completions", req, nil)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the stalled upload ended: %d, want 200", resp.StatusCode)
 	}
-	waitFor(t, "the served request's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the served request's budget back")
 }
 
 // TestBodyTooLargeCounted checks a body over the limit, declared or sent, is a 413 counted by
@@ -119,36 +105,7 @@ func TestBodyTooLargeCounted(t *testing.T) {
 			t.Fatalf("chunked=%v: %d, want 413", chunked, resp.StatusCode)
 		}
 	}
-	if n := (counter(t, e, "switchyard_gateway_request_body_refused_total", "door", "http", "reason", "too_large")); n != 2 {
+	if n := pipelinetest.BodyRefused(t, e.reg, "http", "too_large"); n != 2 {
 		t.Fatalf("too-large refusals counted %v, want 2", n)
 	}
-}
-
-// counter finds a counter of e's registry by name and label pairs.
-func counter(t *testing.T, e *env, name string, labels ...string) float64 {
-	t.Helper()
-	families, err := e.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no %s%v", name, labels)
-	return 0
 }

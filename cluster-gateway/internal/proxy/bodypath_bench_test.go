@@ -34,7 +34,11 @@ func BenchmarkProxyBodyPath(b *testing.B) {
 	for _, size := range []int{1 << 10, 16 << 10, 48 << 10} {
 		data := `{"model":"llama","prompt":"` + strings.Repeat("x", size-30) + `"}`
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			paths := []*bodyPath{{name: "direct", url: "http://" + up}, {name: "plain", url: plain}, {name: "hardened", url: e.url}}
+			paths := []*bodyPath{
+				{name: "direct", url: "http://" + up},
+				{name: "plain", url: plain},
+				{name: "hardened", url: e.url},
+			}
 			for _, p := range paths {
 				p.send(b, client, data) // a connection each before measuring
 				p.reset()

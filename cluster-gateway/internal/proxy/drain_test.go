@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestDrainKeepsListenerOpen checks what a new client sees while a stream drains: the listener
@@ -43,7 +45,7 @@ func TestDrainKeepsListenerOpen(t *testing.T) {
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	var got *http.Response
-	waitFor(t, "a 503 from the draining listener", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		r, err := client.Post(url, "application/json", strings.NewReader(`{"model":"unknown"}`))
 		if err != nil {
 			t.Fatalf("new request while a stream drains: %v; want 503 on the open listener", err)
@@ -52,9 +54,13 @@ func TestDrainKeepsListenerOpen(t *testing.T) {
 		r.Body.Close()
 		got = r
 		return r.StatusCode == http.StatusServiceUnavailable
-	})
+	}, "a 503 from the draining listener")
 	if got.Header.Get("Retry-After") == "" || !got.Close {
-		t.Errorf("503 while draining: Retry-After %q, Connection: close %v; want both", got.Header.Get("Retry-After"), got.Close)
+		t.Errorf(
+			"503 while draining: Retry-After %q, Connection: close %v; want both",
+			got.Header.Get("Retry-After"),
+			got.Close,
+		)
 	}
 	select {
 	case err := <-done:

@@ -11,12 +11,16 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
 // copyBufs holds the buffers answers are streamed through (32 KiB each).
@@ -41,6 +45,11 @@ func putCopyBuf(b *[]byte) {
 
 // serveInference handles POST /v1/completions, /v1/chat/completions and /v1/embeddings.
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
+	if t := s.pipe.Tracer(); t.Enabled() {
+		var span trace.Span
+		r, span = s.startRequest(t, r)
+		defer span.End()
+	}
 	if s.draining.Load() {
 		s.errorAnswer(w, r, apierror.Unavailable("the gateway is shutting down", 1))
 		return
@@ -50,6 +59,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		// Answered even when the request's context has ended: a body cut off by its read
 		// deadline cancels the context, and the client still deserves to know why.
 		s.setServedBy(w.Header(), nil)
+		traceError(r, apiErr)
 		apiErr.Write(w)
 		return
 	}
@@ -137,16 +147,29 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 
 // try sends the request to ep. It returns done=false with a reason when the attempt failed before
 // any byte reached the client and may be retried elsewhere (never when last).
-func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *pipeline.Decision, ep *datastore.Endpoint, last bool) (string, bool) {
+func (s *Server) try(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	d *pipeline.Decision,
+	ep *datastore.Endpoint,
+	last bool,
+) (string, bool) {
 	ctx := r.Context()
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ep.Address+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(
+		ctx,
+		http.MethodPost,
+		"http://"+ep.Address+r.URL.RequestURI(),
+		bytes.NewReader(body),
+	)
 	if err != nil {
 		s.errorAnswer(w, r, apierror.BadRequest(err.Error(), ""))
 		return "", true
 	}
 	out.Header = upstreamHeader(r.Header, d)
 	out.ContentLength = int64(len(body))
-	a := s.pipe.Begin(d, ep)
+	a := s.pipe.Begin(ctx, d, ep)
+	s.pipe.Inject(a, propagation.HeaderCarrier(out.Header))
 	resp, err := s.transport.RoundTrip(out)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -155,7 +178,16 @@ func (s *Server) try(w http.ResponseWriter, r *http.Request, body []byte, d *pip
 		}
 		s.pipe.End(ctx, a, 0, err, last)
 		if last {
-			s.errorAnswer(w, r, &apierror.Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Message: err.Error()})
+			s.errorAnswer(
+				w,
+				r,
+				&apierror.Error{
+					Status:  http.StatusBadGateway,
+					Type:    "upstream_error",
+					Code:    "upstream_unreachable",
+					Message: err.Error(),
+				},
+			)
 			return "", true
 		}
 		return "connect", false
@@ -179,6 +211,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	copyResponseHeader(w.Header(), resp.Header)
 	s.setServedBy(w.Header(), a.Endpoint())
 	w.WriteHeader(resp.StatusCode)
+	tracing.StatusCode(trace.SpanFromContext(r.Context()), resp.StatusCode)
 	rc := http.NewResponseController(w)
 	// The headers leave now, not with the first token: a client (or a global router) sees the
 	// answer start, and the time it waits for them is the time Server-Timing reports plus the
@@ -204,7 +237,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 // copyBody copies body to w chunk by chunk, flushing each. It returns whether the bytes sent end
 // between two SSE events and the model server's error that broke the body (nil at its end, or
 // when the client went away).
-func (s *Server) copyBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, body io.Reader, a *pipeline.Attempt) (bool, error) {
+func (s *Server) copyBody(
+	w http.ResponseWriter,
+	r *http.Request,
+	rc *http.ResponseController,
+	body io.Reader,
+	a *pipeline.Attempt,
+) (bool, error) {
 	bp := getCopyBuf()
 	defer putCopyBuf(bp)
 	buf := *bp

@@ -14,7 +14,12 @@ import (
 // longPrompt is a completion body whose prompt (about 20 KB, distinct per i) has a few hundred
 // prefix blocks.
 func longPrompt(i int, stream bool) string {
-	return fmt.Sprintf(`{"model":"llama","stream":%t,"prompt":"%d %s"}`, stream, i, strings.Repeat("lorem ipsum dolor ", 1100))
+	return fmt.Sprintf(
+		`{"model":"llama","stream":%t,"prompt":"%d %s"}`,
+		stream,
+		i,
+		strings.Repeat("lorem ipsum dolor ", 1100),
+	)
 }
 
 // TestPrefixHashesOutliveEveryReader sends concurrent requests with long prompts through the

@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 )
 
 var errSaturated = errors.New("saturated")
@@ -114,7 +115,10 @@ func (w *hashWatch) see(stage string, req *framework.Request) {
 	}
 	w.reads++
 	if !slices.Equal(req.PrefixHashes, want) {
-		w.bad = append(w.bad, fmt.Sprintf("%s of request %s: %d hashes, want %d unchanged", stage, req.ID, len(req.PrefixHashes), len(want)))
+		w.bad = append(
+			w.bad,
+			fmt.Sprintf("%s of request %s: %d hashes, want %d unchanged", stage, req.ID, len(req.PrefixHashes), len(want)),
+		)
 	}
 }
 
@@ -169,6 +173,8 @@ type envOptions struct {
 	log *slog.Logger
 	// budget bounds the request bodies in flight; nil: none.
 	budget *body.Budget
+	// tracer records the pipeline's and the proxy's spans; nil: tracing off.
+	tracer *tracing.Tracer
 }
 
 // newEnvWith is newEnv with o.
@@ -204,7 +210,11 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 	fcfg := flowcontrol.DefaultConfig()
 	fcfg.Enabled = queueing
 	fcfg.RetryInterval = time.Hour // only Notify retries, so tests see what triggers them
-	flow, err := flowcontrol.New(fcfg, e.sched, flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }})
+	flow, err := flowcontrol.New(
+		fcfg,
+		e.sched,
+		flowcontrol.Options{IsSaturated: func(err error) bool { return errors.Is(err, errSaturated) }},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +224,7 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 		t.Fatal(err)
 	}
 	pipe, err := pipeline.New(pipeline.Options{Router: router, Flow: flow, Hooks: e.hooks, Classify: fcfg, Metrics: m,
-		BodyBudget: o.budget, Logger: o.log})
+		BodyBudget: o.budget, Logger: o.log, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,13 +295,6 @@ func post(t testing.TB, url, body string, hdr map[string]string) *http.Response 
 	return resp
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline/pipelinetest"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 )
 
@@ -48,7 +50,10 @@ func TestTrickledBodyIsRefused(t *testing.T) {
 	})
 	e := newEnv(t, func(c *proxy.Config) { c.BodyReadTimeout = 300 * time.Millisecond }, up)
 	body := `{"model":"llama","prompt":"a slow client"}`
-	head := fmt.Sprintf("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	head := fmt.Sprintf(
+		"POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+		len(body),
+	)
 	start := time.Now()
 	if code := rawRequest(t, e.url, head, body, 100*time.Millisecond); code != http.StatusBadRequest {
 		t.Fatalf("trickled body answered %d, want 400", code)
@@ -56,7 +61,7 @@ func TestTrickledBodyIsRefused(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("trickled body held the request %s (BodyReadTimeout 300 ms)", took)
 	}
-	if n := counter(t, e, "switchyard_gateway_request_body_refused_total", "door", "http", "reason", "timeout"); n != 1 {
+	if n := pipelinetest.BodyRefused(t, e.reg, "http", "timeout"); n != 1 {
 		t.Fatalf("slow bodies counted %v, want 1", n)
 	}
 }

@@ -17,7 +17,11 @@ import (
 
 var (
 	openLoopRate     = flag.Int("proxy.rate", 1000, "requests per second per path in BenchmarkProxyOverheadOpenLoop")
-	openLoopDuration = flag.Duration("proxy.duration", 3*time.Second, "arrival period per iteration of BenchmarkProxyOverheadOpenLoop")
+	openLoopDuration = flag.Duration(
+		"proxy.duration",
+		3*time.Second,
+		"arrival period per iteration of BenchmarkProxyOverheadOpenLoop",
+	)
 )
 
 // BenchmarkProxyOverheadOpenLoop sends streaming completions at a fixed open-loop rate (default

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 const chatBody = `{"model":"llama","stream":true,"messages":[{"role":"user","content":"hello"}]}`
@@ -34,7 +35,10 @@ func TestStreamingPassThrough(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-release // the client must see the first chunk before the upstream finishes
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n")
-		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n")
+		fmt.Fprint(
+			w,
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":3}}}\n\ndata: [DONE]\n\n",
+		)
 	})
 	e := newEnv(t, nil, up)
 	resp := post(t, e.url+"/v1/chat/completions", chatBody, map[string]string{
@@ -66,9 +70,11 @@ func TestStreamingPassThrough(t *testing.T) {
 	if req := e.sched.seen[0]; req.Tenant != "team-a" || req.Headers["x-gateway-destination-endpoint"] != "" {
 		t.Errorf("scheduled request = %+v", req)
 	}
-	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
+	poll.Until(t, waitTimeout, func() bool { return len(e.hooks.posts()) == 1 }, "post-response hook")
 	info := e.hooks.posts()[0]
-	if info.Status != 200 || info.OutputTokens != 2 || info.CachedTokens != 3 || info.PromptTokens != 5 || info.TTFT <= 0 || info.MeanITL <= 0 {
+	if info.Status != 200 || info.OutputTokens != 2 || info.CachedTokens != 3 || info.PromptTokens != 5 ||
+		info.TTFT <= 0 ||
+		info.MeanITL <= 0 {
 		t.Fatalf("response info = %+v", info)
 	}
 	if n := e.store.Get(up).InFlight(); n != 0 {
@@ -90,13 +96,19 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, nil)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != datastore.OpaqueName(good) || !strings.Contains(string(body), "ok") {
+	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != datastore.OpaqueName(good) ||
+		!strings.Contains(string(body), "ok") {
 		t.Fatalf("status %d endpoint %q body %s", resp.StatusCode, resp.Header.Get(contract.HeaderEndpoint), body)
 	}
 	if busyHits.Load() != 1 {
 		t.Fatalf("busy endpoint hit %d times", busyHits.Load())
 	}
-	waitFor(t, "request counted", func() bool { return sumCounter(t, e.reg, "switchyard_gateway_requests_total") == 1 })
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { return sumCounter(t, e.reg, "switchyard_gateway_requests_total") == 1 },
+		"request counted",
+	)
 	want := `
 # HELP switchyard_gateway_requests_total Inference requests by model and final HTTP status code.
 # TYPE switchyard_gateway_requests_total counter
@@ -106,7 +118,12 @@ switchyard_gateway_requests_total{code="200",model="llama"} 1
 switchyard_gateway_retries_total{reason="503"} 1
 switchyard_gateway_retries_total{reason="connect"} 1
 `
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "switchyard_gateway_requests_total", "switchyard_gateway_retries_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		e.reg,
+		strings.NewReader(want),
+		"switchyard_gateway_requests_total",
+		"switchyard_gateway_retries_total",
+	); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -159,10 +176,11 @@ func testNoRetryAfterFirstByte(t *testing.T, sent string) {
 	// The client learns in the stream that the answer is cut: a last, complete error event.
 	events := strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n")
 	last := events[len(events)-1]
-	if !strings.HasPrefix(last, `data: {"error":`) || !strings.Contains(last, "upstream_error") || strings.Contains(string(body), "[DONE]") {
+	if !strings.HasPrefix(last, `data: {"error":`) || !strings.Contains(last, "upstream_error") ||
+		strings.Contains(string(body), "[DONE]") {
 		t.Fatalf("stream does not end with an error event: %q", body)
 	}
-	waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == 1 })
+	poll.Until(t, waitTimeout, func() bool { return len(e.hooks.posts()) == 1 }, "post-response hook")
 	if hits.Load() != 1 {
 		t.Fatalf("upstream hits = %d, want exactly one attempt", hits.Load())
 	}
@@ -204,7 +222,8 @@ func TestEndpointHeaderOff(t *testing.T) {
 	e := newEnv(t, func(c *proxy.Config) { c.EndpointHeader = false }, up)
 	resp := post(t, e.url+"/v1/embeddings", `{"model":"llama","input":"x"}`, nil)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != "" || resp.Header.Get(contract.HeaderCluster) != "c1" {
+	if resp.StatusCode != 200 || resp.Header.Get(contract.HeaderEndpoint) != "" ||
+		resp.Header.Get(contract.HeaderCluster) != "c1" {
 		t.Fatalf("status %d headers %v", resp.StatusCode, resp.Header)
 	}
 }
@@ -220,7 +239,12 @@ func TestCancelPropagates(t *testing.T) {
 	})
 	e := newEnv(t, nil, up)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/completions", strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`))
+	req, _ := http.NewRequestWithContext(
+		ctx,
+		http.MethodPost,
+		e.url+"/v1/completions",
+		strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`),
+	)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +259,7 @@ func TestCancelPropagates(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("upstream request was not cancelled")
 	}
-	waitFor(t, "in-flight back to zero", func() bool { return e.store.Get(up).InFlight() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return e.store.Get(up).InFlight() == 0 }, "in-flight back to zero")
 }
 
 func TestErrors(t *testing.T) {
@@ -251,9 +275,23 @@ func TestErrors(t *testing.T) {
 	}{
 		{"malformed", `{"model":`, nil, false, 400, "invalid_request"},
 		{"missing model", `{"prompt":"x"}`, nil, false, 400, "invalid_request"},
-		{"bad priority", `{"model":"llama"}`, map[string]string{"X-Switchyard-Priority": "urgent"}, false, 400, "invalid_request"},
+		{
+			"bad priority",
+			`{"model":"llama"}`,
+			map[string]string{"X-Switchyard-Priority": "urgent"},
+			false,
+			400,
+			"invalid_request",
+		},
 		{"unknown model", `{"model":"nope"}`, nil, false, 404, "model_not_found"},
-		{"too large", `{"model":"llama","prompt":"` + strings.Repeat("x", 1<<17) + `"}`, nil, false, 413, "request_too_large"},
+		{
+			"too large",
+			`{"model":"llama","prompt":"` + strings.Repeat("x", 1<<17) + `"}`,
+			nil,
+			false,
+			413,
+			"request_too_large",
+		},
 		{"saturated", `{"model":"llama"}`, nil, true, 429, "overloaded"},
 	}
 	for _, tt := range tests {
@@ -289,7 +327,9 @@ func TestModelsHealthReady(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if string(body) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a","object":"model","created":0,"owned_by":"switchyard"}]}` {
+	if string(
+		body,
+	) != `{"object":"list","data":[{"id":"llama","object":"model","created":0,"owned_by":"switchyard"},{"id":"lora-a","object":"model","created":0,"owned_by":"switchyard"}]}` {
 		t.Fatalf("models = %s", body)
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
@@ -346,11 +386,12 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 	// A request arriving while draining is refused with 503 (before draining, this unknown
 	// model would get 404).
 	var rec *httptest.ResponseRecorder
-	waitFor(t, "draining", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		rec = httptest.NewRecorder()
-		e.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"unknown"}`)))
+		e.srv.Handler().
+			ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"unknown"}`)))
 		return rec.Code == http.StatusServiceUnavailable
-	})
+	}, "draining")
 	if rec.Header().Get("Retry-After") == "" {
 		t.Fatal("503 while draining without Retry-After")
 	}
@@ -370,13 +411,17 @@ func TestQueuedRequestRunsWhenARequestFinishes(t *testing.T) {
 	e.sched.setSaturated(true)
 	queued := make(chan *http.Response, 1)
 	go func() {
-		resp, err := http.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x"}`))
+		resp, err := http.Post(
+			e.url+"/v1/completions",
+			"application/json",
+			strings.NewReader(`{"model":"llama","prompt":"x"}`),
+		)
 		if err == nil {
 			resp.Body.Close()
 		}
 		queued <- resp
 	}()
-	waitFor(t, "request queued", func() bool { return e.flow.Len() == 1 })
+	poll.Until(t, waitTimeout, func() bool { return e.flow.Len() == 1 }, "request queued")
 	e.sched.setSaturated(false)
 	// A second request, placed at once now that capacity is back, finishes; its end wakes the queue
 	// (the retry tick is an hour, so nothing else can).
@@ -401,7 +446,11 @@ func TestCleartextHTTP2(t *testing.T) {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
 	client := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
-	resp, err := client.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`))
+	resp, err := client.Post(
+		e.url+"/v1/completions",
+		"application/json",
+		strings.NewReader(`{"model":"llama","prompt":"x","stream":true}`),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +468,12 @@ func TestHandBackInsteadOfQueueing(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"choices":[{"text":"ok"}]}`) })
 	e := newEnvFlow(t, true, nil, up)
 	e.sched.setSaturated(true)
-	resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, map[string]string{"X-Switchyard-Hand-Back-Ms": "900"})
+	resp := post(
+		t,
+		e.url+"/v1/completions",
+		`{"model":"llama","prompt":"x"}`,
+		map[string]string{"X-Switchyard-Hand-Back-Ms": "900"},
+	)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 429 || resp.Header.Get("X-Switchyard-Overflow") != "1" || resp.Header.Get("Retry-After") == "" ||
@@ -430,7 +484,12 @@ func TestHandBackInsteadOfQueueing(t *testing.T) {
 	if n := e.flow.Len(); n != 0 {
 		t.Fatalf("%d requests queued, want none", n)
 	}
-	resp = post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"x"}`, map[string]string{"X-Switchyard-Hand-Back-Ms": "soon"})
+	resp = post(
+		t,
+		e.url+"/v1/completions",
+		`{"model":"llama","prompt":"x"}`,
+		map[string]string{"X-Switchyard-Hand-Back-Ms": "soon"},
+	)
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 400 || !strings.Contains(string(body), "x-switchyard-hand-back-ms") {

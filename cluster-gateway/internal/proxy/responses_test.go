@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestResponsesRoute sends Responses API requests through the proxy: the body reaches the pod
@@ -27,20 +28,32 @@ func TestResponsesRoute(t *testing.T) {
 		gotBody <- r.URL.Path + " " + string(b)
 		if !strings.Contains(string(b), `"stream":true`) {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant",`+
-				`"content":[{"type":"output_text","text":"hi there","annotations":[]}]}],`+
-				`"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":4},"output_tokens":2,"total_tokens":13}}`)
+			fmt.Fprint(
+				w,
+				`{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant",`+
+					`"content":[{"type":"output_text","text":"hi there","annotations":[]}]}],`+
+					`"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":4},"output_tokens":2,"total_tokens":13}}`,
+			)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n")
+		fmt.Fprint(
+			w,
+			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n",
+		)
 		w.(http.Flusher).Flush()
 		time.Sleep(created)
-		fmt.Fprint(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n")
+		fmt.Fprint(
+			w,
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n",
+		)
 		w.(http.Flusher).Flush()
-		fmt.Fprint(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" there\"}\n\n"+
-			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\","+
-			"\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2,\"total_tokens\":14}}}\n\n")
+		fmt.Fprint(
+			w,
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" there\"}\n\n"+
+				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\","+
+				"\"usage\":{\"input_tokens\":12,\"input_tokens_details\":{\"cached_tokens\":8},\"output_tokens\":2,\"total_tokens\":14}}}\n\n",
+		)
 	})
 	e := newEnv(t, nil, up)
 	tests := []struct {
@@ -49,8 +62,15 @@ func TestResponsesRoute(t *testing.T) {
 		prompt, cached   int
 		minTTFT, maxTTFT time.Duration
 	}{
-		{"streaming", `{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hello"}]}],"max_output_tokens":8}`,
-			true, 12, 8, created, time.Minute},
+		{
+			"streaming",
+			`{"model":"llama","stream":true,"instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hello"}]}],"max_output_tokens":8}`,
+			true,
+			12,
+			8,
+			created,
+			time.Minute,
+		},
 		{"not streaming", `{"model":"lora-a","input":"hello","max_output_tokens":8}`, false, 11, 4, 0, time.Minute},
 	}
 	for i, tt := range tests {
@@ -69,7 +89,7 @@ func TestResponsesRoute(t *testing.T) {
 					t.Errorf("answer without %s", h)
 				}
 			}
-			waitFor(t, "post-response hook", func() bool { return len(e.hooks.posts()) == i+1 })
+			poll.Until(t, waitTimeout, func() bool { return len(e.hooks.posts()) == i+1 }, "post-response hook")
 			info := e.hooks.posts()[i]
 			if info.Status != 200 || info.OutputTokens != 2 || info.PromptTokens != tt.prompt || info.CachedTokens != tt.cached {
 				t.Fatalf("response info = %+v", info)
@@ -119,8 +139,10 @@ func TestNoRoute(t *testing.T) {
 			if err := json.NewDecoder(bufio.NewReader(resp.Body)).Decode(&got); err != nil {
 				t.Fatalf("status %d: not a JSON error: %v", resp.StatusCode, err)
 			}
-			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" || !strings.Contains(got.Error.Message, tt.path) ||
-				got.Error.Code != nil || resp.Header.Get("Allow") != tt.allow {
+			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" ||
+				!strings.Contains(got.Error.Message, tt.path) ||
+				got.Error.Code != nil ||
+				resp.Header.Get("Allow") != tt.allow {
 				t.Fatalf("status %d (Allow %q), error %+v", resp.StatusCode, resp.Header.Get("Allow"), got.Error)
 			}
 		})
@@ -130,7 +152,11 @@ func TestNoRoute(t *testing.T) {
 switchyard_gateway_no_route_requests_total{code="404"} 3
 switchyard_gateway_no_route_requests_total{code="405"} 2
 `
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "switchyard_gateway_no_route_requests_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		e.reg,
+		strings.NewReader(want),
+		"switchyard_gateway_no_route_requests_total",
+	); err != nil {
 		t.Error(err)
 	}
 	select {

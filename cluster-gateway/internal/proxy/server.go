@@ -123,7 +123,13 @@ type Server struct {
 
 // New returns a Server deciding with pipe. Its own metrics (retries, truncated answers) are
 // registered on reg (nil registers nothing); the request metrics are the pipeline's.
-func New(cfg Config, pipe *pipeline.Pipeline, store Store, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+func New(
+	cfg Config,
+	pipe *pipeline.Pipeline,
+	store Store,
+	logger *slog.Logger,
+	reg prometheus.Registerer,
+) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -137,7 +143,14 @@ func New(cfg Config, pipe *pipeline.Pipeline, store Store, logger *slog.Logger, 
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	return &Server{cfg: cfg, pipe: pipe, store: store, log: logger, metrics: m, transport: NewTransport(cfg.DialTimeout)}, nil
+	return &Server{
+		cfg:       cfg,
+		pipe:      pipe,
+		store:     store,
+		log:       logger,
+		metrics:   m,
+		transport: NewTransport(cfg.DialTimeout),
+	}, nil
 }
 
 // NewTransport returns the transport tuned for model servers: many idle keep-alive connections
@@ -271,5 +284,6 @@ func (s *Server) errorAnswer(w http.ResponseWriter, r *http.Request, e *apierror
 		return
 	}
 	s.setServedBy(w.Header(), nil)
+	traceError(r, e)
 	e.Write(w)
 }

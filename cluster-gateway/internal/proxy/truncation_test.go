@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // cutUpstream returns a model server that answers the head of a body, then closes its
@@ -88,14 +90,22 @@ func TestTruncatedUpstreamAbortsTheAnswer(t *testing.T) {
 				if stream {
 					want = "switchyard_gateway_upstream_truncated_total{body=\"json\"} 0\nswitchyard_gateway_upstream_truncated_total{body=\"stream\"} 1\n"
 				}
-				waitFor(t, "the truncation counted", func() bool {
-					return testutil.GatherAndCompare(e.reg, strings.NewReader(truncatedHelp+want), "switchyard_gateway_upstream_truncated_total") == nil
-				})
+				poll.Until(t, waitTimeout, func() bool {
+					return testutil.GatherAndCompare(
+						e.reg,
+						strings.NewReader(truncatedHelp+want),
+						"switchyard_gateway_upstream_truncated_total",
+					) == nil
+				}, "the truncation counted")
 				// The gateway keeps serving: the next request goes to the whole pod.
 				e.sched.mu.Lock()
 				e.sched.order = []string{whole}
 				e.sched.mu.Unlock()
-				resp, err = client.Post(e.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama","prompt":"x"}`))
+				resp, err = client.Post(
+					e.url+"/v1/completions",
+					"application/json",
+					strings.NewReader(`{"model":"llama","prompt":"x"}`),
+				)
 				if err != nil {
 					t.Fatal(err)
 				}

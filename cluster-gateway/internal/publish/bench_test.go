@@ -18,7 +18,10 @@ func benchPublisher(b *testing.B, withSketch bool) *publish.Publisher {
 	for i := range 100 {
 		model := fmt.Sprintf("model-%02d", i%20)
 		adapters := []string{model + "-lora-a", model + "-lora-b"}
-		specs = append(specs, podSpec{base: model, adapters: adapters, m: lora(kv(i%7, i%13, float64(i%10)/10), adapters[:1], adapters[1:])})
+		specs = append(
+			specs,
+			podSpec{base: model, adapters: adapters, m: lora(kv(i%7, i%13, float64(i%10)/10), adapters[:1], adapters[1:])},
+		)
 		h := make([]uint64, 2048)
 		for j := range h {
 			h[j] = uint64(i*4096 + j)

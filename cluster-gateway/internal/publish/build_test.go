@@ -20,7 +20,8 @@ func lora(m datastore.Metrics, active, waiting []string) datastore.Metrics {
 // 5 ms overhead + one 20 ms step + 1,000 tokens at 10,000 tokens/s = 125 ms; each waiting
 // request adds 100 ms; the running batch adds nothing (no batch slope is assumed before one is
 // measured). The mean is over the pods the best is taken from: a pod with 1 waiting and 2 running
-// predicts 225 ms, so beside an idle one the mean is 175 ms; two saturated pods with 6 and no request waiting, 725 and 125 ms.
+// predicts 225 ms, so beside an idle one the mean is 175 ms; two saturated pods with 6 and no request waiting, 725 and
+// 125 ms.
 func TestBuild(t *testing.T) {
 	tests := []struct {
 		name string
@@ -30,7 +31,20 @@ func TestBuild(t *testing.T) {
 		{
 			name: "ready pods summed",
 			pods: []podSpec{{base: "m", m: kv(1, 2, 0.5)}, {base: "m", m: kv(0, 0, 0.25)}},
-			want: []figures{{Name: "m", Ready: 2, TotalKV: 3200, FreeKV: 2000, Queue: 1, Running: 2, TTFTms: 125, MeanTTFTms: 175, PrefillTPS: 20000, DecodeTPS: 100}},
+			want: []figures{
+				{
+					Name:       "m",
+					Ready:      2,
+					TotalKV:    3200,
+					FreeKV:     2000,
+					Queue:      1,
+					Running:    2,
+					TTFTms:     125,
+					MeanTTFTms: 175,
+					PrefillTPS: 20000,
+					DecodeTPS:  100,
+				},
+			},
 		},
 		{
 			name: "stale, failing and ejected pods are not ready",
@@ -40,17 +54,46 @@ func TestBuild(t *testing.T) {
 				{base: "m", m: kv(7, 3, 0.5), failing: true},
 				{base: "m", m: kv(7, 3, 0.5), ejected: true},
 			},
-			want: []figures{{Name: "m", Ready: 1, TotalKV: 1600, FreeKV: 1600, TTFTms: 125, MeanTTFTms: 125, PrefillTPS: 10000, DecodeTPS: 50}},
+			want: []figures{
+				{Name: "m", Ready: 1, TotalKV: 1600, FreeKV: 1600, TTFTms: 125, MeanTTFTms: 125, PrefillTPS: 10000, DecodeTPS: 50},
+			},
 		},
 		{
 			name: "saturation by queue and KV; TTFT from the best unsaturated pod",
 			pods: []podSpec{{base: "m", m: kv(5, 0, 0.1)}, {base: "m", m: kv(0, 0, 0.85)}, {base: "m", m: kv(1, 0, 0.5)}},
-			want: []figures{{Name: "m", Ready: 3, TotalKV: 4800, FreeKV: 2480, Queue: 6, Saturation: 0.67, TTFTms: 225, MeanTTFTms: 225, PrefillTPS: 30000, DecodeTPS: 150}},
+			want: []figures{
+				{
+					Name:       "m",
+					Ready:      3,
+					TotalKV:    4800,
+					FreeKV:     2480,
+					Queue:      6,
+					Saturation: 0.67,
+					TTFTms:     225,
+					MeanTTFTms: 225,
+					PrefillTPS: 30000,
+					DecodeTPS:  150,
+				},
+			},
 		},
 		{
 			name: "every pod saturated",
 			pods: []podSpec{{base: "m", m: kv(6, 0, 0.2)}, {base: "m", m: kv(0, 0, 0.9)}},
-			want: []figures{{Name: "m", Ready: 2, TotalKV: 3200, FreeKV: 1440, Queue: 6, Saturation: 1, Saturated: true, TTFTms: 125, MeanTTFTms: 425, PrefillTPS: 20000, DecodeTPS: 100}},
+			want: []figures{
+				{
+					Name:       "m",
+					Ready:      2,
+					TotalKV:    3200,
+					FreeKV:     1440,
+					Queue:      6,
+					Saturation: 1,
+					Saturated:  true,
+					TTFTms:     125,
+					MeanTTFTms: 425,
+					PrefillTPS: 20000,
+					DecodeTPS:  100,
+				},
+			},
 		},
 		{
 			name: "model without a ready pod",
@@ -75,7 +118,12 @@ func TestBuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newClock()
-			p, err := publish.New(publish.DefaultConfig(), newView(t, clk.Now(), tt.pods...).View(), &recordingSink{}, publish.Options{Now: clk.Now})
+			p, err := publish.New(
+				publish.DefaultConfig(),
+				newView(t, clk.Now(), tt.pods...).View(),
+				&recordingSink{},
+				publish.Options{Now: clk.Now},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,11 +180,16 @@ func TestBuildWithSources(t *testing.T) {
 		hot[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
 	}
 	opts := publish.Options{
-		Now:       clk.Now,
-		Predictor: fakePredictor{addr(0): 10 * time.Millisecond, addr(1): 80 * time.Millisecond, addr(2): 60 * time.Millisecond, addr(3): time.Second},
-		Speeds:    fakeSpeeds{addr(0): {2000, 40}, addr(1): {3000, 60}},
-		Queue:     fakeQueue{"m": 4, "x": 3},
-		Prefixes:  fakePrefixes{"m": hot},
+		Now: clk.Now,
+		Predictor: fakePredictor{
+			addr(0): 10 * time.Millisecond,
+			addr(1): 80 * time.Millisecond,
+			addr(2): 60 * time.Millisecond,
+			addr(3): time.Second,
+		},
+		Speeds:   fakeSpeeds{addr(0): {2000, 40}, addr(1): {3000, 60}},
+		Queue:    fakeQueue{"m": 4, "x": 3},
+		Prefixes: fakePrefixes{"m": hot},
 	}
 	cfg := publish.DefaultConfig()
 	cfg.MaxHotPrefixes = 200
@@ -145,8 +198,19 @@ func TestBuildWithSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	models := p.Build().GetModels()
-	want := figures{Name: "m", Ready: 3, TotalKV: 4800, FreeKV: 4320, Queue: 9, Saturation: 0.33, TTFTms: 60, MeanTTFTms: 70,
-		PrefillTPS: 2000 + 3000 + 10000, DecodeTPS: 40 + 60 + 50, Adapters: "x:r1/q3/x0 "}
+	want := figures{
+		Name:       "m",
+		Ready:      3,
+		TotalKV:    4800,
+		FreeKV:     4320,
+		Queue:      9,
+		Saturation: 0.33,
+		TTFTms:     60,
+		MeanTTFTms: 70,
+		PrefillTPS: 2000 + 3000 + 10000,
+		DecodeTPS:  40 + 60 + 50,
+		Adapters:   "x:r1/q3/x0 ",
+	}
 	if g := figuresOf(models[0]); g != want {
 		t.Fatalf("got  %+v\nwant %+v", g, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -27,9 +28,9 @@ func TestRouterSeesPublishedSummary(t *testing.T) {
 		}
 	})
 	gw, router := pool.Node(0), pool.Node(1)
-	gossiptest.Eventually(t, 20*time.Second, func() bool {
+	poll.Until(t, 20*time.Second, func() bool {
 		return gossiptest.AllMembersAlive([]*gossip.Node{gw, router}, 2)
-	}, "pool did not form")
+	}, "the pool to form")
 
 	view := newView(t, time.Now(), podSpec{base: "m", m: kv(1, 0, 0.5)}, podSpec{base: "m", m: kv(0, 0, 0.5)})
 	p, err := publish.New(testConfig(), view.View(), gw, publish.Options{Registerer: prometheus.NewRegistry()})
@@ -52,9 +53,9 @@ func TestRouterSeesPublishedSummary(t *testing.T) {
 			return mc != nil && mc.GetReadyPods() == 2 && mc.GetTotalKvTokens() == 3200 && mc.GetQueueDepth() == queue
 		}
 	}
-	gossiptest.Eventually(t, 20*time.Second, seen(1), "router never saw the gateway's summary")
+	poll.Until(t, 20*time.Second, seen(1), "the router to see the gateway's summary")
 	setPod(view.Get(addr(1)), podSpec{base: "m", m: kv(9, 0, 0.5)}, time.Now())
-	gossiptest.Eventually(t, 20*time.Second, seen(10), "router never saw the queue grow")
+	poll.Until(t, 20*time.Second, seen(10), "the router to see the queue grow")
 }
 
 // routerView returns the capacity of model "m" in node's newest summary as router sees it.

@@ -150,9 +150,20 @@ type figures struct {
 func figuresOf(mc *gossipv1.ModelCapacity) figures {
 	r := func(v float32) float64 { return math.Round(float64(v)*100) / 100 }
 	f := figures{
-		Name: mc.GetName(), Ready: mc.GetReadyPods(), TotalKV: mc.GetTotalKvTokens(), FreeKV: mc.GetFreeKvTokens(),
-		Queue: mc.GetQueueDepth(), Running: mc.GetRunning(), Saturation: r(mc.GetSaturation()), Saturated: mc.GetSaturated(),
-		TTFTms: r(mc.GetPredictedTtftMs()), MeanTTFTms: r(mc.GetMeanPredictedTtftMs()), PrefillTPS: r(mc.GetPrefillTokensPerSecond()), DecodeTPS: r(mc.GetDecodeTokensPerSecond()),
+		Name:       mc.GetName(),
+		Ready:      mc.GetReadyPods(),
+		TotalKV:    mc.GetTotalKvTokens(),
+		FreeKV:     mc.GetFreeKvTokens(),
+		Queue:      mc.GetQueueDepth(),
+		Running:    mc.GetRunning(),
+		Saturation: r(mc.GetSaturation()),
+		Saturated:  mc.GetSaturated(),
+		TTFTms: r(
+			mc.GetPredictedTtftMs(),
+		),
+		MeanTTFTms: r(mc.GetMeanPredictedTtftMs()),
+		PrefillTPS: r(mc.GetPrefillTokensPerSecond()),
+		DecodeTPS:  r(mc.GetDecodeTokensPerSecond()),
 	}
 	for _, a := range mc.GetAdapters() {
 		f.Adapters += fmt.Sprintf("%s:r%d/q%d/x%d ", a.GetName(), a.GetResidentPods(), a.GetQueueDepth(), a.GetRunning())

@@ -140,7 +140,17 @@ func (p *Publisher) Step() (bool, error) {
 	size := proto.Size(out)
 	p.metrics.published.WithLabelValues(reason.String()).Inc()
 	p.metrics.size.Set(float64(size))
-	p.log.Debug("capacity summary published", "reason", reason.String(), "change", why, "models", len(next.GetModels()), "bytes", size)
+	p.log.Debug(
+		"capacity summary published",
+		"reason",
+		reason.String(),
+		"change",
+		why,
+		"models",
+		len(next.GetModels()),
+		"bytes",
+		size,
+	)
 	return true, nil
 }
 

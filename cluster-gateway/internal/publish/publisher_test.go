@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // harness is a publisher over two pods of model "m" with a fake clock and a recording sink.
@@ -27,7 +28,12 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{clk: newClock(), sink: &recordingSink{}, speeds: fakeSpeeds{}, reg: prometheus.NewRegistry()}
 	h.view = newView(t, h.clk.Now(), podSpec{base: "m", m: kv(1, 0, 0.5)}, podSpec{base: "m", m: kv(1, 0, 0.5)})
-	p, err := publish.New(testConfig(), h.view.View(), h.sink, publish.Options{Now: h.clk.Now, Registerer: h.reg, Speeds: h.speeds})
+	p, err := publish.New(
+		testConfig(),
+		h.view.View(),
+		h.sink,
+		publish.Options{Now: h.clk.Now, Registerer: h.reg, Speeds: h.speeds},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +54,13 @@ func (h *harness) step(t *testing.T, want bool) {
 		t.Fatalf("Step: %v", err)
 	}
 	if published != want || h.sink.count()-before != b2i(want) {
-		t.Fatalf("at +%v: published %v (sink got %d), want %v", h.clk.Now().Sub(epoch), published, h.sink.count()-before, want)
+		t.Fatalf(
+			"at +%v: published %v (sink got %d), want %v",
+			h.clk.Now().Sub(epoch),
+			published,
+			h.sink.count()-before,
+			want,
+		)
 	}
 }
 
@@ -80,7 +92,11 @@ func TestChangeDetection(t *testing.T) {
 		{"queue up by 2", func(_ *testing.T, h *harness) { h.set(0, podSpec{base: "m", m: kv(3, 0, 0.5)}) }, false},
 		{"queue up by 3", func(_ *testing.T, h *harness) { h.set(0, podSpec{base: "m", m: kv(4, 0, 0.5)}) }, true},
 		{"running moved", func(_ *testing.T, h *harness) { h.set(0, podSpec{base: "m", m: kv(1, 30, 0.5)}) }, false},
-		{"pod ejected", func(_ *testing.T, h *harness) { h.set(1, podSpec{base: "m", m: kv(1, 0, 0.5), ejected: true}) }, true},
+		{
+			"pod ejected",
+			func(_ *testing.T, h *harness) { h.set(1, podSpec{base: "m", m: kv(1, 0, 0.5), ejected: true}) },
+			true,
+		},
 		{"pod turned saturated", func(t *testing.T, h *harness) {
 			h.set(0, podSpec{base: "m", m: kv(1, 0, 0.75)})
 			h.step(t, true)
@@ -189,11 +205,10 @@ func TestRunStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for sink.count() == 0 && time.Now().Before(deadline) {
+	poll.Within(10*time.Second, func() bool { // Run's check below fails if nothing was published
 		p.Notify()
-		time.Sleep(5 * time.Millisecond)
-	}
+		return sink.count() != 0
+	})
 	cancel()
 	select {
 	case err := <-done:

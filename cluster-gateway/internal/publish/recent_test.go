@@ -31,7 +31,16 @@ func TestRecentPrefixes(t *testing.T) {
 		{"all kept under capacity", 100, 0, [][]uint64{seq(0, 10), seq(5, 10)}, 100, 15, seq(0, 15), nil},
 		{"max bounds the answer", 100, 0, [][]uint64{seq(0, 30)}, 8, 8, nil, nil},
 		{"leading blocks per request", 100, 10, [][]uint64{seq(0, 1000)}, 100, 10, seq(0, 10), []uint64{10, 999}},
-		{"oldest forgotten beyond capacity", 40, 0, [][]uint64{seq(0, 20), seq(100, 20), seq(200, 20)}, 100, 40, seq(100, 20), seq(0, 20)},
+		{
+			"oldest forgotten beyond capacity",
+			40,
+			0,
+			[][]uint64{seq(0, 20), seq(100, 20), seq(200, 20)},
+			100,
+			40,
+			seq(100, 20),
+			seq(0, 20),
+		},
 		{"a long prompt keeps its head", 10, 0, [][]uint64{seq(0, 30)}, 100, 10, seq(0, 5), seq(20, 10)},
 	}
 	for _, tt := range tests {
@@ -67,10 +76,19 @@ func TestSketchOfRoutedPrompts(t *testing.T) {
 	clk := newClock()
 	rec := publish.NewRecentPrefixes(publish.DefaultConfig().MaxHotPrefixes, 0)
 	system := []byte(fmt.Sprintf("%0640d", 7)) // 10 blocks
-	routed := prefix.Hashes(nil, "m", append(system, "first question, long enough for one block of sixty-four bytes."...), 0)
+	routed := prefix.Hashes(
+		nil,
+		"m",
+		append(system, "first question, long enough for one block of sixty-four bytes."...),
+		0,
+	)
 	rec.Record("m", routed)
-	p, err := publish.New(publish.DefaultConfig(), newView(t, clk.Now(), podSpec{base: "m", m: kv(0, 0, 0)}).View(), &recordingSink{},
-		publish.Options{Now: clk.Now, Prefixes: rec})
+	p, err := publish.New(
+		publish.DefaultConfig(),
+		newView(t, clk.Now(), podSpec{base: "m", m: kv(0, 0, 0)}).View(),
+		&recordingSink{},
+		publish.Options{Now: clk.Now, Prefixes: rec},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +99,12 @@ func TestSketchOfRoutedPrompts(t *testing.T) {
 	if n := b.LongestPrefix(routed); n != len(routed) {
 		t.Errorf("routed prompt: %d of %d blocks found", n, len(routed))
 	}
-	sameSystem := prefix.Hashes(nil, "m", append(system, "a different question of at least sixty-four bytes, not routed."...), 0)
+	sameSystem := prefix.Hashes(
+		nil,
+		"m",
+		append(system, "a different question of at least sixty-four bytes, not routed."...),
+		0,
+	)
 	if n := b.LongestPrefix(sameSystem); n != 10 {
 		t.Errorf("prompt sharing the system prompt: %d blocks found, want the 10 shared", n)
 	}

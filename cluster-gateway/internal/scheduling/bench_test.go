@@ -19,7 +19,9 @@ func benchFleet(n int) []framework.Endpoint {
 	for i := range eps {
 		e := datastore.NewEndpoint(fmt.Sprintf("10.%d.%d.%d:8000", i/65536, (i/256)%256, i%256), "", "", nil)
 		e.SetModels(&datastore.Models{Base: "m", FetchedAt: plugintest.Epoch})
-		e.SetMetrics(&datastore.Metrics{WaitingQueue: i % 4, Running: 8 + i%16, KVUsage: float64(i%7) / 10, ScrapedAt: plugintest.Epoch})
+		e.SetMetrics(
+			&datastore.Metrics{WaitingQueue: i % 4, Running: 8 + i%16, KVUsage: float64(i%7) / 10, ScrapedAt: plugintest.Epoch},
+		)
 		eps[i] = e
 	}
 	return eps
@@ -32,7 +34,12 @@ func benchRequest(i int) *framework.Request {
 		prompt[j] = byte('a' + j%26)
 	}
 	copy(prompt[2000:], fmt.Sprintf("question %d", i))
-	return &framework.Request{Model: "m", BaseModel: "m", PromptTokens: 1000, PrefixHashes: prefix.Hashes(nil, "m", prompt, 0)}
+	return &framework.Request{
+		Model:        "m",
+		BaseModel:    "m",
+		PromptTokens: 1000,
+		PrefixHashes: prefix.Hashes(nil, "m", prompt, 0),
+	}
 }
 
 func BenchmarkSchedule(b *testing.B) {

@@ -9,6 +9,7 @@ import (
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/loraaffinity"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/maxscore"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/p2c"
+	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/preciseprefix"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/predictedttft"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/queuescorer"
@@ -17,6 +18,7 @@ import (
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/runningrequests"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/saturation"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/sessionaffinity"
+	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/slofilter"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedrandom"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedroundrobin"
 )

@@ -62,6 +62,9 @@ type Config struct {
 	// ConfigText is a GIE EndpointPickerConfig given inline (GIE's --config-text); when set it
 	// replaces Profile. At most one of ConfigFile and ConfigText may be set.
 	ConfigText string
+	// Services are the gateway-wide services plugin factories may look up by name
+	// (framework.Services); nil offers none.
+	Services map[string]any
 	// Now is the clock used for staleness, ejection and learning (time.Now when nil); tests
 	// inject a virtual clock.
 	Now func() time.Time

@@ -15,4 +15,7 @@ var (
 	// ErrSaturated: every candidate is saturated; flow control may queue the request, else 429.
 	// It is framework.ErrSaturated, the one saturation outcome (framework.IsSaturated).
 	ErrSaturated = framework.ErrSaturated
+	// ErrSLOUnattainable: no candidate is predicted to meet a sheddable request's latency
+	// objectives (the slo-filter); 429 with the overflow marker, never queued.
+	ErrSLOUnattainable = framework.ErrSLOUnattainable
 )

@@ -12,6 +12,7 @@ const (
 	outcomeUnknownModel = "unknown_model"
 	outcomeNoEndpoints  = "no_endpoints"
 	outcomeSaturated    = "saturated"
+	outcomeSLO          = "slo_unattainable"
 )
 
 // metrics are the scheduler's collectors.
@@ -37,14 +38,15 @@ func newMetrics(reg prometheus.Registerer, profile string) *metrics {
 		}, []string{"endpoint"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_scheduling_decisions_total",
-			Help: "Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated.",
+			Help: "Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated, slo_unattainable.",
 		}, []string{"outcome"}),
 	}
 	m.ok = m.decisions.WithLabelValues(outcomeOK)
 	m.outcomes = map[error]prometheus.Counter{
-		ErrUnknownModel: m.decisions.WithLabelValues(outcomeUnknownModel),
-		ErrNoEndpoints:  m.decisions.WithLabelValues(outcomeNoEndpoints),
-		ErrSaturated:    m.decisions.WithLabelValues(outcomeSaturated),
+		ErrUnknownModel:    m.decisions.WithLabelValues(outcomeUnknownModel),
+		ErrNoEndpoints:     m.decisions.WithLabelValues(outcomeNoEndpoints),
+		ErrSaturated:       m.decisions.WithLabelValues(outcomeSaturated),
+		ErrSLOUnattainable: m.decisions.WithLabelValues(outcomeSLO),
 	}
 	if reg != nil {
 		reg.MustRegister(lat, m.picks, m.decisions)

@@ -24,7 +24,12 @@ func TestPredictChosenCountsTheCachedPrefix(t *testing.T) {
 		prompt[i] = byte('a' + i%26)
 	}
 	req := func() *framework.Request {
-		return &framework.Request{Model: "m", BaseModel: "m", PromptTokens: 4000, PrefixHashes: prefix.Hashes(nil, "m", prompt, 0)}
+		return &framework.Request{
+			Model:        "m",
+			BaseModel:    "m",
+			PromptTokens: 4000,
+			PrefixHashes: prefix.Hashes(nil, "m", prompt, 0),
+		}
 	}
 	s := newScheduler(t, "default", plugintest.NewHandle(e))
 	first := req()
@@ -87,7 +92,14 @@ func TestPredictionRatioObserved(t *testing.T) {
 	predicted, _ := s.PredictChosen(req, res)
 	s.PreRequest(ctx, req, res)
 	measured := 2 * predicted
-	info := &framework.ResponseInfo{Endpoint: e, Status: 200, TTFT: measured, CachedTokens: -1, PromptTokens: 1000, OutputTokens: 1}
+	info := &framework.ResponseInfo{
+		Endpoint:     e,
+		Status:       200,
+		TTFT:         measured,
+		CachedTokens: -1,
+		PromptTokens: 1000,
+		OutputTokens: 1,
+	}
 	s.FirstToken(ctx, req, info)
 	info.OutputTokens = 20
 	s.PostResponse(ctx, req, info)

@@ -167,7 +167,14 @@ func TestUniformFleetNoRegression(t *testing.T) {
 		sm := newSim(t, profile, fleet)
 		sm.run(3, 80, 15*time.Second, nil, 0) // ~70% of 4 pods' prefill capacity
 		p95[profile] = sm.ttftPercentile(0.95)
-		t.Logf("%-12s p50=%v p95=%v p99=%v done=%d", profile, sm.ttftPercentile(0.5), p95[profile], sm.ttftPercentile(0.99), len(sm.done))
+		t.Logf(
+			"%-12s p50=%v p95=%v p99=%v done=%d",
+			profile,
+			sm.ttftPercentile(0.5),
+			p95[profile],
+			sm.ttftPercentile(0.99),
+			len(sm.done),
+		)
 	}
 	if float64(p95["default"]) > 1.1*float64(p95["round-robin"])+float64(5*time.Millisecond) {
 		t.Errorf("default P95 %v is worse than round robin's %v on identical pods", p95["default"], p95["round-robin"])
@@ -226,7 +233,11 @@ func TestOverloadQueueLeftToPrediction(t *testing.T) {
 	if err := os.WriteFile(pool, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(perPod, profileWith(t, raw, "queueDepthScope: pool", "queueDepthScope: endpoint"), 0o600); err != nil {
+	if err := os.WriteFile(
+		perPod,
+		profileWith(t, raw, "queueDepthScope: pool", "queueDepthScope: endpoint"),
+		0o600,
+	); err != nil {
 		t.Fatal(err)
 	}
 	p99 := map[string]time.Duration{}
@@ -239,10 +250,21 @@ func TestOverloadQueueLeftToPrediction(t *testing.T) {
 		sm.flow = true
 		sm.run(11, 48, 32*time.Second, twoSecondBursts, 1) // 3x the pods' prefill capacity during bursts
 		p99[scope] = sm.ttftPercentile(0.99)
-		t.Logf("queue depth per %-8s p50=%v p95=%v p99=%v done=%d", scope, sm.ttftPercentile(0.5), sm.ttftPercentile(0.95), p99[scope], len(sm.done))
+		t.Logf(
+			"queue depth per %-8s p50=%v p95=%v p99=%v done=%d",
+			scope,
+			sm.ttftPercentile(0.5),
+			sm.ttftPercentile(0.95),
+			p99[scope],
+			len(sm.done),
+		)
 	}
 	if p99["pool"] >= p99["endpoint"] {
-		t.Errorf("P99 TTFT under overload %v with the pool scope, want under the per-pod scope's %v", p99["pool"], p99["endpoint"])
+		t.Errorf(
+			"P99 TTFT under overload %v with the pool scope, want under the per-pod scope's %v",
+			p99["pool"],
+			p99["endpoint"],
+		)
 	}
 }
 
@@ -295,7 +317,11 @@ func TestOverloadPriorityServedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	scraped := filepath.Join(t.TempDir(), "scraped.yaml")
-	if err := os.WriteFile(scraped, profileWith(t, raw, "countSentSinceScrape: true", "countSentSinceScrape: false"), 0o600); err != nil {
+	if err := os.WriteFile(
+		scraped,
+		profileWith(t, raw, "countSentSinceScrape: true", "countSentSinceScrape: false"),
+		0o600,
+	); err != nil {
 		t.Fatal(err)
 	}
 	// The picker breaks ties at random, so single runs vary: pool eight seeds.

@@ -54,7 +54,9 @@ func (s *Scheduler) Schedule(ctx context.Context, req *framework.Request) (*fram
 	s.metrics.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.release(sc)
-		s.metrics.outcomes[err].Inc()
+		if c, ok := s.metrics.outcomes[err]; ok {
+			c.Inc()
+		}
 		return nil, err
 	}
 	res.State = &sc.cs
@@ -78,6 +80,7 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 	if res == nil || len(res.Targets) == 0 {
 		return nil, ErrNoEndpoints
 	}
+	s.annotate(ctx, scored, res)
 	if dbg != nil {
 		s.log.LogAttrs(ctx, slog.LevelDebug, "schedule decision", slog.String("model", req.Model),
 			slog.Int("prompt_tokens", req.PromptTokens), slog.String("picked", res.Targets[0].Meta().Address),
@@ -104,6 +107,11 @@ func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *
 	}
 	for _, f := range s.profile.Filters {
 		if cands = f.Filter(ctx, cs, req, cands); len(cands) == 0 {
+			if r, ok := f.(framework.Refuser); ok {
+				if err := r.Refusal(req); err != nil {
+					return nil, err
+				}
+			}
 			if _, ok := f.(framework.SaturationFilter); ok {
 				return nil, ErrSaturated
 			}
@@ -137,7 +145,13 @@ func dropEjected(eps []framework.Endpoint, now time.Time) []framework.Endpoint {
 
 // score sums weight·score over the profile's scorers into ScoredEndpoints. With dbg it also writes
 // every endpoint's score from every scorer there, "address: scorer=score ... total=sum; ...".
-func (s *Scheduler) score(ctx context.Context, req *framework.Request, sc *scratch, cands []framework.Endpoint, dbg *strings.Builder) []framework.ScoredEndpoint {
+func (s *Scheduler) score(
+	ctx context.Context,
+	req *framework.Request,
+	sc *scratch,
+	cands []framework.Endpoint,
+	dbg *strings.Builder,
+) []framework.ScoredEndpoint {
 	n := len(cands)
 	sc.totals = grow(sc.totals, n)
 	sc.tmp = grow(sc.tmp, n)

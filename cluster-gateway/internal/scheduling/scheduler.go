@@ -32,6 +32,7 @@ type Scheduler struct {
 	src      EndpointSource
 	now      func() time.Time
 	log      *slog.Logger
+	services map[string]any
 	metrics  *metrics
 	model    *modelfilter.Filter
 	subset   *subsethint.Filter
@@ -70,7 +71,7 @@ func New(cfg Config, src EndpointSource, logger *slog.Logger, reg prometheus.Reg
 	if err != nil {
 		return nil, fmt.Errorf("scheduling: %w", err)
 	}
-	s := &Scheduler{baseline: baseline, src: src, now: cfg.Now, log: logger}
+	s := &Scheduler{baseline: baseline, src: src, now: cfg.Now, log: logger, services: cfg.Services}
 	opts := framework.BuildOptions{Handle: &handle{s: s}, Logger: logger}
 	if !baseline {
 		opts.DefaultDetector = "utilization-detector"
@@ -232,3 +233,6 @@ func (h *handle) Endpoints() []framework.Endpoint { return h.s.src.Endpoints() }
 func (h *handle) OnRemove(f func(addr string))    { h.s.src.OnRemove(f) }
 func (h *handle) Now() time.Time                  { return h.s.now() }
 func (h *handle) Logger() *slog.Logger            { return h.s.log }
+
+// Service implements framework.Services.
+func (h *handle) Service(name string) any { return h.s.services[name] }

@@ -22,8 +22,17 @@ import (
 )
 
 func TestBuiltinProfiles(t *testing.T) {
-	want := map[string]bool{"default": true, "gie-default": true, "gie-lora": true, "round-robin": false, "least-request": false,
-		"random": false, "weighted-round-robin": false, "p2c": false, "leastconn": false}
+	want := map[string]bool{
+		"default":              true,
+		"gie-default":          true,
+		"gie-lora":             true,
+		"round-robin":          false,
+		"least-request":        false,
+		"random":               false,
+		"weighted-round-robin": false,
+		"p2c":                  false,
+		"leastconn":            false,
+	}
 	if len(scheduling.Profiles()) != len(want) {
 		t.Fatalf("profiles %v, want %d", scheduling.Profiles(), len(want))
 	}
@@ -42,7 +51,13 @@ func TestBuiltinProfiles(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, []byte("apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: token-load-scorer\n"), 0o600); err != nil {
+	if err := os.WriteFile(
+		bad,
+		[]byte(
+			"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: token-load-scorer\n",
+		),
+		0o600,
+	); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -54,8 +69,13 @@ func TestConfigErrors(t *testing.T) {
 		{"missing file", scheduling.Config{ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}, "read scheduler config"},
 		{"unsupported gie plugin", scheduling.Config{ConfigFile: bad}, `"token-load-scorer" is not supported`},
 		{"file and text", scheduling.Config{ConfigFile: bad, ConfigText: "kind: EndpointPickerConfig"}, "exclusive"},
-		{"bad config text", scheduling.Config{ConfigText: "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins: {}\n"},
-			"config text: decode EndpointPickerConfig"},
+		{
+			"bad config text",
+			scheduling.Config{
+				ConfigText: "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins: {}\n",
+			},
+			"config text: decode EndpointPickerConfig",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +107,8 @@ func TestLoadGIEConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Targets) != 2 || res.Targets[0].Meta().Address != "10.0.0.1:8000" || res.Targets[1].Meta().Address != "10.0.0.2:8000" {
+	if len(res.Targets) != 2 || res.Targets[0].Meta().Address != "10.0.0.1:8000" ||
+		res.Targets[1].Meta().Address != "10.0.0.2:8000" {
 		t.Fatalf("targets %v, want the two least loaded, best first (maxNumOfEndpoints: 2)", res.Targets)
 	}
 	for _, want := range []string{"single-profile-handler", "openai-parser", "fcfs-ordering-policy", "flowControl section", "dataLayer section"} {
@@ -112,7 +133,11 @@ func TestConfigText(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Profile() != "config-text" || !s.FlowControl() {
-		t.Fatalf("Profile() = %q, FlowControl() = %v: want the inline configuration, not round-robin", s.Profile(), s.FlowControl())
+		t.Fatalf(
+			"Profile() = %q, FlowControl() = %v: want the inline configuration, not round-robin",
+			s.Profile(),
+			s.FlowControl(),
+		)
 	}
 	for range 5 {
 		res, err := s.Schedule(context.Background(), &framework.Request{Model: "m", BaseModel: "m"})
@@ -142,13 +167,17 @@ func TestEveryGIETypeIsKnown(t *testing.T) {
 	}
 	for _, typ := range gie {
 		t.Run(typ, func(t *testing.T) {
-			yaml := fmt.Sprintf("apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: %s\n", typ)
+			yaml := fmt.Sprintf(
+				"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: %s\n",
+				typ,
+			)
 			c, err := framework.ParseConfig([]byte(yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = framework.Build(c, framework.BuildOptions{Handle: plugintest.NewHandle()})
-			if err != nil && (strings.Contains(err.Error(), "unknown plugin type") || !strings.Contains(err.Error(), "not supported")) {
+			if err != nil &&
+				(strings.Contains(err.Error(), "unknown plugin type") || !strings.Contains(err.Error(), "not supported")) {
 				t.Fatalf("%s: %v", typ, err)
 			}
 		})
@@ -167,18 +196,84 @@ func TestScheduleOutcomes(t *testing.T) {
 		wantErr error
 	}{
 		{"ok", "default", []*plugintest.FakeEndpoint{idle("a"), busy("b")}, framework.Request{Model: "m"}, nil},
-		{"unknown model", "default", []*plugintest.FakeEndpoint{idle("a")}, framework.Request{Model: "x"}, scheduling.ErrUnknownModel},
-		{"unknown model on baseline", "round-robin", []*plugintest.FakeEndpoint{idle("a")}, framework.Request{Model: "x"}, scheduling.ErrUnknownModel},
+		{
+			"unknown model",
+			"default",
+			[]*plugintest.FakeEndpoint{idle("a")},
+			framework.Request{Model: "x"},
+			scheduling.ErrUnknownModel,
+		},
+		{
+			"unknown model on baseline",
+			"round-robin",
+			[]*plugintest.FakeEndpoint{idle("a")},
+			framework.Request{Model: "x"},
+			scheduling.ErrUnknownModel,
+		},
 		{"no endpoints at all", "default", nil, framework.Request{Model: "m"}, scheduling.ErrUnknownModel},
-		{"subset hint excludes all", "default", []*plugintest.FakeEndpoint{idle("a")}, framework.Request{Model: "m", SubsetHint: []string{"z"}}, scheduling.ErrNoEndpoints},
-		{"all saturated", "default", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
-		{"gie pool saturated", "gie-default", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
-		{"baseline ignores saturation", "round-robin", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, nil},
-		{"least-request ignores saturation", "least-request", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
-		{"weighted-round-robin ignores saturation", "weighted-round-robin", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
-		{"p2c ignores saturation", "p2c", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, nil},
-		{"leastconn ignores saturation", "leastconn", []*plugintest.FakeEndpoint{busy("a")}, framework.Request{Model: "m"}, nil},
-		{"gie-lora pool saturated", "gie-lora", []*plugintest.FakeEndpoint{busy("a"), busy("b")}, framework.Request{Model: "m"}, scheduling.ErrSaturated},
+		{
+			"subset hint excludes all",
+			"default",
+			[]*plugintest.FakeEndpoint{idle("a")},
+			framework.Request{Model: "m", SubsetHint: []string{"z"}},
+			scheduling.ErrNoEndpoints,
+		},
+		{
+			"all saturated",
+			"default",
+			[]*plugintest.FakeEndpoint{busy("a"), busy("b")},
+			framework.Request{Model: "m"},
+			scheduling.ErrSaturated,
+		},
+		{
+			"gie pool saturated",
+			"gie-default",
+			[]*plugintest.FakeEndpoint{busy("a"), busy("b")},
+			framework.Request{Model: "m"},
+			scheduling.ErrSaturated,
+		},
+		{
+			"baseline ignores saturation",
+			"round-robin",
+			[]*plugintest.FakeEndpoint{busy("a"), busy("b")},
+			framework.Request{Model: "m"},
+			nil,
+		},
+		{
+			"least-request ignores saturation",
+			"least-request",
+			[]*plugintest.FakeEndpoint{busy("a")},
+			framework.Request{Model: "m"},
+			nil,
+		},
+		{
+			"weighted-round-robin ignores saturation",
+			"weighted-round-robin",
+			[]*plugintest.FakeEndpoint{busy("a")},
+			framework.Request{Model: "m"},
+			nil,
+		},
+		{
+			"p2c ignores saturation",
+			"p2c",
+			[]*plugintest.FakeEndpoint{busy("a"), busy("b")},
+			framework.Request{Model: "m"},
+			nil,
+		},
+		{
+			"leastconn ignores saturation",
+			"leastconn",
+			[]*plugintest.FakeEndpoint{busy("a")},
+			framework.Request{Model: "m"},
+			nil,
+		},
+		{
+			"gie-lora pool saturated",
+			"gie-lora",
+			[]*plugintest.FakeEndpoint{busy("a"), busy("b")},
+			framework.Request{Model: "m"},
+			scheduling.ErrSaturated,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,11 +370,12 @@ func TestMetrics(t *testing.T) {
 		_, _ = s.Schedule(context.Background(), &framework.Request{Model: model})
 	}
 	want := `
-# HELP switchyard_gateway_scheduling_decisions_total Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated.
+# HELP switchyard_gateway_scheduling_decisions_total Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated, slo_unattainable.
 # TYPE switchyard_gateway_scheduling_decisions_total counter
 switchyard_gateway_scheduling_decisions_total{outcome="no_endpoints"} 0
 switchyard_gateway_scheduling_decisions_total{outcome="ok"} 2
 switchyard_gateway_scheduling_decisions_total{outcome="saturated"} 0
+switchyard_gateway_scheduling_decisions_total{outcome="slo_unattainable"} 0
 switchyard_gateway_scheduling_decisions_total{outcome="unknown_model"} 1
 # HELP switchyard_gateway_scheduling_picks_total Requests scheduled to each endpoint (first choice).
 # TYPE switchyard_gateway_scheduling_picks_total counter
@@ -318,9 +414,20 @@ func TestConcurrentSchedule(t *testing.T) {
 						return
 					}
 					s.PreRequest(context.Background(), req, res)
-					s.FirstToken(context.Background(), req, &framework.ResponseInfo{Endpoint: res.Targets[0], Status: 200, TTFT: 50 * time.Millisecond, CachedTokens: -1})
-					s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: res.Targets[0], Status: 200,
-						TTFT: 50 * time.Millisecond, MeanITL: 10 * time.Millisecond, OutputTokens: 10, PromptTokens: 1000, CachedTokens: 500})
+					s.FirstToken(
+						context.Background(),
+						req,
+						&framework.ResponseInfo{Endpoint: res.Targets[0], Status: 200, TTFT: 50 * time.Millisecond, CachedTokens: -1},
+					)
+					s.PostResponse(context.Background(), req, &framework.ResponseInfo{
+						Endpoint:     res.Targets[0],
+						Status:       200,
+						TTFT:         50 * time.Millisecond,
+						MeanITL:      10 * time.Millisecond,
+						OutputTokens: 10,
+						PromptTokens: 1000,
+						CachedTokens: 500,
+					})
 				}
 			}()
 		}

@@ -70,7 +70,11 @@ switchyard_gateway_session_affinity_decisions_total{outcome="moved",plugin="sess
 switchyard_gateway_session_affinity_decisions_total{outcome="new",plugin="session-affinity-scorer"} 1
 switchyard_gateway_session_affinity_decisions_total{outcome="stuck",plugin="session-affinity-scorer"} 28
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_gateway_session_affinity_decisions_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		reg,
+		strings.NewReader(want),
+		"switchyard_gateway_session_affinity_decisions_total",
+	); err != nil {
 		t.Fatal(err)
 	}
 }

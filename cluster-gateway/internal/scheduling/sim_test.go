@@ -39,6 +39,7 @@ type simReq struct {
 	out     int
 	decoded float64
 	ttft    time.Duration
+	itl     time.Duration // the ITL it finished decoding at
 }
 
 type simPod struct {
@@ -65,6 +66,11 @@ type sim struct {
 	// critical is the share of requests sent at priority 1 (the rest at 0); the front door's
 	// queue serves the higher priority first, as flow control's bands do.
 	critical float64
+	// slo, when set, gives every request latency objectives, and sheddable the share sent at
+	// priority -1; refused counts the requests the scheduler refused as unattainable.
+	slo       framework.SLO
+	sheddable float64
+	refused   int
 }
 
 func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
@@ -92,7 +98,8 @@ func newSim(t *testing.T, profile string, fleet []simProfile) *sim {
 
 // send schedules one request and hands it to the chosen pod.
 func (sm *sim) send(prompt, out, priority int) {
-	h := held{&framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out, Priority: priority}, sm.now}
+	h := held{&framework.Request{Model: "m", BaseModel: "m", PromptTokens: prompt, MaxTokens: out, Priority: priority,
+		SLO: sm.slo, Arrived: sm.h.Now()}, sm.now}
 	if sm.flow && slices.ContainsFunc(sm.hold, func(o held) bool { return o.req.Priority >= priority }) {
 		sm.holdBack(h) // first come, first served behind the queue at its priority or above
 		return
@@ -126,6 +133,10 @@ type held struct {
 func (sm *sim) place(h held) bool {
 	req := h.req
 	res, err := sm.s.Schedule(context.Background(), req)
+	if errors.Is(err, scheduling.ErrSLOUnattainable) {
+		sm.refused++
+		return true // answered (429), not held
+	}
 	if err != nil {
 		if !errors.Is(err, scheduling.ErrSaturated) {
 			sm.t.Fatalf("schedule: %v", err)
@@ -136,7 +147,10 @@ func (sm *sim) place(h held) bool {
 	sm.s.PreRequest(context.Background(), req, res)
 	pod.ep.AddInFlight(1)
 	pod.served++
-	pod.queue = append(pod.queue, &simReq{req: req, pod: pod, arrived: h.arrived, left: float64(req.PromptTokens), out: req.MaxTokens})
+	pod.queue = append(
+		pod.queue,
+		&simReq{req: req, pod: pod, arrived: h.arrived, left: float64(req.PromptTokens), out: req.MaxTokens},
+	)
 	return true
 }
 
@@ -191,6 +205,7 @@ func (sm *sim) decode(p *simPod, dt time.Duration) {
 }
 
 func (sm *sim) finish(r *simReq, itl time.Duration) {
+	r.itl = itl
 	r.pod.ep.AddInFlight(-1)
 	sm.s.PostResponse(context.Background(), r.req, &framework.ResponseInfo{
 		Endpoint: r.pod.ep, Status: 200, CachedTokens: -1, PromptTokens: r.req.PromptTokens,
@@ -230,6 +245,9 @@ func (sm *sim) run(seed uint64, rate float64, dur time.Duration, shape func(time
 			priority := 0
 			if sm.critical > 0 && rng.Float64() < sm.critical {
 				priority = 1
+			}
+			if sm.sheddable > 0 && rng.Float64() < sm.sheddable {
+				priority = -1
 			}
 			if rng.Float64()*peak < shape(next) {
 				sm.send(prompt, out, priority)

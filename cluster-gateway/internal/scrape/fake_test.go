@@ -54,7 +54,11 @@ func (f *fakeServer) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	switch f.engine {
 	case datastore.EngineSGLang:
-		fmt.Fprintf(w, "sglang:num_queue_reqs{model_name=\"m\"} %d\nsglang:num_running_reqs{model_name=\"m\"} 2\nsglang:token_usage{model_name=\"m\"} 0.5\n", q)
+		fmt.Fprintf(
+			w,
+			"sglang:num_queue_reqs{model_name=\"m\"} %d\nsglang:num_running_reqs{model_name=\"m\"} 2\nsglang:token_usage{model_name=\"m\"} 0.5\n",
+			q,
+		)
 	case datastore.EngineTRTLLM:
 		fmt.Fprintf(w, "trtllm_num_requests_waiting %d\ntrtllm_num_requests_running 3\ntrtllm_kv_cache_utilization 0.25\n", q)
 	default:

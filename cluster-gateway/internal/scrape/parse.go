@@ -262,7 +262,13 @@ func (p *parser) result() (*datastore.Metrics, error) {
 		m.WaitingAdapters = splitList(p.loraWaiting)
 		m.MaxLoRA = p.loraMax
 	}
-	m.PrefixHits, m.PrefixQueries = p.prefer(fieldPrefixHits, fieldPrefixHitsOld), p.prefer(fieldPrefixQueries, fieldPrefixQueriesOld)
+	m.PrefixHits, m.PrefixQueries = p.prefer(
+		fieldPrefixHits,
+		fieldPrefixHitsOld,
+	), p.prefer(
+		fieldPrefixQueries,
+		fieldPrefixQueriesOld,
+	)
 	return m, nil
 }
 

@@ -147,7 +147,8 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m.WaitingQueue < 0 || m.Running < 0 || !(m.KVUsage >= 0 && m.KVUsage <= 1) || m.KVBlockSize < 0 || m.KVTotalBlocks < 0 {
+		if m.WaitingQueue < 0 || m.Running < 0 || !(m.KVUsage >= 0 && m.KVUsage <= 1) || m.KVBlockSize < 0 ||
+			m.KVTotalBlocks < 0 {
 			t.Fatalf("out of range: %+v", m)
 		}
 	})

@@ -50,7 +50,13 @@ func New(cfg Config, src Source, logger *slog.Logger, reg prometheus.Registerer)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Scraper{cfg: cfg, src: src, logger: logger, metrics: newScrapeMetrics(src, reg), families: cfg.Families.catalog()}
+	s := &Scraper{
+		cfg:      cfg,
+		src:      src,
+		logger:   logger,
+		metrics:  newScrapeMetrics(src, reg),
+		families: cfg.Families.catalog(),
+	}
 	s.client = &http.Client{Transport: newTransport(cfg), Timeout: cfg.Timeout}
 	s.setInterval(len(src.Endpoints()))
 	return s, nil

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 )
@@ -43,22 +45,18 @@ func startScraper(t *testing.T, store *datastore.Store, reg prometheus.Registere
 	return s
 }
 
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second
 
 func TestScraperEngines(t *testing.T) {
 	servers := map[datastore.Engine]*fakeServer{
-		datastore.EngineVLLM:   newFakeServer(t, datastore.EngineVLLM, vllmModels),
-		datastore.EngineSGLang: newFakeServer(t, datastore.EngineSGLang, `{"data":[{"id":"qwen","root":"qwen","parent":null}]}`),
+		datastore.EngineVLLM: newFakeServer(t, datastore.EngineVLLM, vllmModels),
+		datastore.EngineSGLang: newFakeServer(
+			t,
+			datastore.EngineSGLang,
+			`{"data":[{"id":"qwen","root":"qwen","parent":null}]}`,
+		),
 		datastore.EngineTRTLLM: newFakeServer(t, datastore.EngineTRTLLM, `{"data":[{"id":"mistral"}]}`),
 	}
 	store := datastore.NewStore(nil, nil)
@@ -73,12 +71,12 @@ func TestScraperEngines(t *testing.T) {
 	for engine, f := range servers {
 		t.Run(string(engine), func(t *testing.T) {
 			ep := store.Get(f.addr())
-			eventually(t, "metrics and models", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				m := ep.Metrics()
 				return m != nil && m.WaitingQueue == 7 && ep.Models() != nil
-			})
+			}, "metrics and models")
 			f.queue.Store(11)
-			eventually(t, "updated queue", func() bool { return ep.Metrics().WaitingQueue == 11 })
+			poll.Until(t, waitTimeout, func() bool { return ep.Metrics().WaitingQueue == 11 }, "updated queue")
 			if age := ep.MetricsAge(time.Now()); age > 5*time.Second {
 				t.Fatalf("metrics age %v", age)
 			}
@@ -100,10 +98,10 @@ func TestScraperFollowsStore(t *testing.T) {
 	store := datastore.NewStore(nil, nil)
 	store.Sync([]datastore.EndpointSpec{{Address: a.addr()}})
 	startScraper(t, store, nil)
-	eventually(t, "a scraped", func() bool { return store.Get(a.addr()).Metrics() != nil })
+	poll.Until(t, waitTimeout, func() bool { return store.Get(a.addr()).Metrics() != nil }, "a scraped")
 
 	store.Sync([]datastore.EndpointSpec{{Address: b.addr()}})
-	eventually(t, "b scraped", func() bool { return store.Get(b.addr()).Metrics() != nil })
+	poll.Until(t, waitTimeout, func() bool { return store.Get(b.addr()).Metrics() != nil }, "b scraped")
 	// After removal a's loop stops: its scrape count settles.
 	time.Sleep(50 * time.Millisecond)
 	before := a.scrapes.Load()
@@ -112,7 +110,7 @@ func TestScraperFollowsStore(t *testing.T) {
 		t.Fatalf("removed endpoint still scraped: %d -> %d", before, after)
 	}
 	// One keep-alive connection per pod, reused across scrapes.
-	eventually(t, "several scrapes of b", func() bool { return b.scrapes.Load() >= 10 })
+	poll.Until(t, waitTimeout, func() bool { return b.scrapes.Load() >= 10 }, "several scrapes of b")
 	if n := b.newConns.Load(); n != 1 {
 		t.Fatalf("pod b saw %d connections, want 1 reused", n)
 	}
@@ -125,20 +123,24 @@ func TestFailingPodMetricsAge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	startScraper(t, store, reg)
 	ep := store.Get(f.addr())
-	eventually(t, "first scrape", func() bool { return ep.Metrics() != nil })
+	poll.Until(t, waitTimeout, func() bool { return ep.Metrics() != nil }, "first scrape")
 	if ep.Stale(time.Now(), 2*time.Second) {
 		t.Fatal("fresh endpoint reported stale")
 	}
 
 	f.fail.Store(true)
-	eventually(t, "failure recorded", func() bool { return ep.ScrapeFailures() > 0 })
+	poll.Until(t, waitTimeout, func() bool { return ep.ScrapeFailures() > 0 }, "failure recorded")
 	age1 := ep.MetricsAge(time.Now())
 	time.Sleep(50 * time.Millisecond)
 	age2 := ep.MetricsAge(time.Now())
 	if age2 <= age1 || !ep.Stale(time.Now(), 2*time.Second) {
 		t.Fatalf("failing pod: age %v then %v, stale=%v", age1, age2, ep.Stale(time.Now(), 2*time.Second))
 	}
-	n, err := testutil.GatherAndCount(reg, "switchyard_gateway_scrape_errors_total", "switchyard_gateway_endpoint_metrics_age_seconds")
+	n, err := testutil.GatherAndCount(
+		reg,
+		"switchyard_gateway_scrape_errors_total",
+		"switchyard_gateway_endpoint_metrics_age_seconds",
+	)
 	if err != nil || n != 2 {
 		t.Fatalf("gathered %d series, err %v", n, err)
 	}
@@ -155,7 +157,7 @@ func TestFailingPodMetricsAge(t *testing.T) {
 	}
 
 	f.fail.Store(false)
-	eventually(t, "recovery", func() bool { return !ep.Stale(time.Now(), 2*time.Second) })
+	poll.Until(t, waitTimeout, func() bool { return !ep.Stale(time.Now(), 2*time.Second) }, "recovery")
 }
 
 func TestScraperUnreachablePod(t *testing.T) {
@@ -166,7 +168,7 @@ func TestScraperUnreachablePod(t *testing.T) {
 	store.Sync([]datastore.EndpointSpec{{Address: addr}})
 	startScraper(t, store, nil)
 	ep := store.Get(addr)
-	eventually(t, "failures", func() bool { return ep.ScrapeFailures() >= 3 })
+	poll.Until(t, waitTimeout, func() bool { return ep.ScrapeFailures() >= 3 }, "failures")
 	if ep.Metrics() != nil || !ep.Stale(time.Now(), 2*time.Second) {
 		t.Fatal("unreachable pod has metrics or is not stale")
 	}

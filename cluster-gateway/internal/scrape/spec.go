@@ -56,6 +56,10 @@ func ParseMetricSpec(s string) (MetricSpec, error) {
 		if !ok || !validLabelName(k) || v == "" {
 			return MetricSpec{}, fmt.Errorf("metric spec %q: label %q: want label=value", s, strings.TrimSpace(pair))
 		}
+		if slices.ContainsFunc(spec.Labels, func(l LabelMatch) bool { return l.Name == k }) {
+			// a series carries one value per label: the selector could never match
+			return MetricSpec{}, fmt.Errorf("metric spec %q: label %q given twice", s, k)
+		}
 		spec.Labels = append(spec.Labels, LabelMatch{Name: k, Value: v})
 	}
 	return spec, nil

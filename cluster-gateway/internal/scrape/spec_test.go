@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 )
@@ -28,8 +30,16 @@ func TestParseMetricSpec(t *testing.T) {
 		{"vllm:num_requests_waiting", scrape.MetricSpec{Name: "vllm:num_requests_waiting"}, ""},
 		{"nv_trt_llm_request_metrics{request_type=waiting}", scrape.MetricSpec{Name: "nv_trt_llm_request_metrics",
 			Labels: []scrape.LabelMatch{{Name: "request_type", Value: "waiting"}}}, ""},
-		{` m{a = "x", b=y} `, scrape.MetricSpec{Name: "m", Labels: []scrape.LabelMatch{{Name: "a", Value: "x"}, {Name: "b", Value: "y"}}}, ""},
-		{`"sglang:num_queue_reqs"`, scrape.MetricSpec{Name: "sglang:num_queue_reqs"}, ""}, // a chart's --flag="value" argument
+		{
+			` m{a = "x", b=y} `,
+			scrape.MetricSpec{Name: "m", Labels: []scrape.LabelMatch{{Name: "a", Value: "x"}, {Name: "b", Value: "y"}}},
+			"",
+		},
+		{
+			`"sglang:num_queue_reqs"`,
+			scrape.MetricSpec{Name: "sglang:num_queue_reqs"},
+			"",
+		}, // a chart's --flag="value" argument
 		{"m{a=x", scrape.MetricSpec{}, "want name{label=value"},
 		{"m{a=x}z", scrape.MetricSpec{}, "want name{label=value"},
 		{"m{a}", scrape.MetricSpec{}, `label "a"`},
@@ -37,6 +47,10 @@ func TestParseMetricSpec(t *testing.T) {
 		{"m{=x}", scrape.MetricSpec{}, `label "=x"`},
 		{"{a=x}", scrape.MetricSpec{}, "empty metric name"},
 		{"bad-name", scrape.MetricSpec{}, `byte '-'`},
+		// a label asked for twice could never match (a series has one value per label): the
+		// signal would read nothing, silently
+		{"m{a=x,a=y}", scrape.MetricSpec{}, `label "a" given twice`},
+		{"m{a=x, a=x}", scrape.MetricSpec{}, `label "a" given twice`},
 		{strings.Repeat("m", 64), scrape.MetricSpec{}, "longer than 63 bytes"},
 	}
 	for _, tt := range tests {
@@ -98,14 +112,32 @@ func TestParseWithFamilies(t *testing.T) {
 		{"no selector sums every series", triton, scrape.Families{Waiting: spec(t, "nv_trt_llm_request_metrics")},
 			datastore.Metrics{WaitingQueue: 529}, nil},
 		{"the engine's families are not read", triton, scrape.Families{}, datastore.Metrics{}, scrape.ErrNoFamilies},
-		{"lora off", vllm, scrape.Families{LoRA: spec(t, "")}, datastore.Metrics{
-			WaitingQueue: 3, Running: 12, KVUsage: 0.4123, KVBlockSize: 16, KVTotalBlocks: 27189, PrefixHits: 65432, PrefixQueries: 123456,
-		}, nil},
-		{"a replaced family is read under its new name only", vllm, scrape.Families{Waiting: spec(t, "vllm:num_requests_running")}, datastore.Metrics{
-			WaitingQueue: 12, Running: 12, KVUsage: 0.4123, KVBlockSize: 16, KVTotalBlocks: 27189,
-			ActiveAdapters: []string{"sql-lora", "chat-lora"}, WaitingAdapters: []string{"tweet-lora"}, MaxLoRA: 4,
-			PrefixHits: 65432, PrefixQueries: 123456,
-		}, nil},
+		{
+			"lora off",
+			vllm,
+			scrape.Families{LoRA: spec(t, "")},
+			datastore.Metrics{
+				WaitingQueue:  3,
+				Running:       12,
+				KVUsage:       0.4123,
+				KVBlockSize:   16,
+				KVTotalBlocks: 27189,
+				PrefixHits:    65432,
+				PrefixQueries: 123456,
+			},
+			nil,
+		},
+		{
+			"a replaced family is read under its new name only",
+			vllm,
+			scrape.Families{Waiting: spec(t, "vllm:num_requests_running")},
+			datastore.Metrics{
+				WaitingQueue: 12, Running: 12, KVUsage: 0.4123, KVBlockSize: 16, KVTotalBlocks: 27189,
+				ActiveAdapters: []string{"sql-lora", "chat-lora"}, WaitingAdapters: []string{"tweet-lora"}, MaxLoRA: 4,
+				PrefixHits: 65432, PrefixQueries: 123456,
+			},
+			nil,
+		},
 		{"lora and cache info by their vllm names", vllm, scrape.Families{
 			LoRA: spec(t, "vllm:lora_requests_info"), CacheInfo: spec(t, "vllm:cache_config_info"),
 		}, datastore.Metrics{
@@ -167,16 +199,16 @@ func TestScrapeMetricsPortPathScheme(t *testing.T) {
 			}()
 			ep := store.Get(pod.addr())
 			if verify { // the test server's certificate is not trusted: every scrape fails
-				eventually(t, "scrape failures", func() bool { return ep.ScrapeFailures() >= 2 && ep.Models() != nil })
+				poll.Until(t, waitTimeout, func() bool { return ep.ScrapeFailures() >= 2 && ep.Models() != nil }, "scrape failures")
 				if ep.Metrics() != nil || pod.scrapes.Load() != 0 {
 					t.Fatalf("metrics %+v, pod scraped %d times", ep.Metrics(), pod.scrapes.Load())
 				}
 				return
 			}
-			eventually(t, "metrics over TLS and models", func() bool {
+			poll.Until(t, waitTimeout, func() bool {
 				m := ep.Metrics()
 				return m != nil && m.WaitingQueue == 9 && ep.Models() != nil
-			})
+			}, "metrics over TLS and models")
 			if pod.scrapes.Load() != 0 {
 				t.Fatalf("the serving port's /metrics was read %d times", pod.scrapes.Load())
 			}

@@ -60,7 +60,12 @@ func TestAuth(t *testing.T) {
 			opt  connect.ClientOption
 		}{{"connect", connect.WithProtoJSON()}, {"grpc", connect.WithGRPC()}, {"grpc-web", connect.WithGRPCWeb()}} {
 			t.Run(tt.name+"/"+opt.name, func(t *testing.T) {
-				c := adminv1connect.NewAdminServiceClient(e.Server.Client(), e.Server.URL, opt.opt, connect.WithInterceptors(headerInterceptor(tt.header)))
+				c := adminv1connect.NewAdminServiceClient(
+					e.Server.Client(),
+					e.Server.URL,
+					opt.opt,
+					connect.WithInterceptors(headerInterceptor(tt.header)),
+				)
 				checkUnary(t, c, tt.want)
 				checkStream(t, c, tt.want)
 			})

@@ -20,7 +20,10 @@ import (
 
 // ListClusters returns the cluster table: one entry per cluster the router has heard of (or per
 // cluster listing the requested model), ordered by region then name.
-func (s *Server) ListClusters(_ context.Context, req *connect.Request[adminv1.ListClustersRequest]) (*connect.Response[adminv1.ListClustersResponse], error) {
+func (s *Server) ListClusters(
+	_ context.Context,
+	req *connect.Request[adminv1.ListClustersRequest],
+) (*connect.Response[adminv1.ListClustersResponse], error) {
 	if err := validateModelFilter(req.Msg.GetModel()); err != nil {
 		return nil, err
 	}
@@ -31,7 +34,11 @@ func (s *Server) ListClusters(_ context.Context, req *connect.Request[adminv1.Li
 // WatchClusters sends the cluster table at once, then again whenever it changes (a gossip
 // summary or membership change, a config change, or a passive-health change noticed at the next
 // resync), at most every interval, until the client goes away.
-func (s *Server) WatchClusters(ctx context.Context, req *connect.Request[adminv1.WatchClustersRequest], stream *connect.ServerStream[adminv1.WatchClustersResponse]) error {
+func (s *Server) WatchClusters(
+	ctx context.Context,
+	req *connect.Request[adminv1.WatchClustersRequest],
+	stream *connect.ServerStream[adminv1.WatchClustersResponse],
+) error {
 	model := req.Msg.GetModel()
 	if err := validateModelFilter(model); err != nil {
 		return err
@@ -43,7 +50,12 @@ func (s *Server) WatchClusters(ctx context.Context, req *connect.Request[adminv1
 
 // watch sends the table for model, then again on every change, pausing interval after each
 // message. It returns nil when ctx ends and the error of a failed send.
-func (s *Server) watch(ctx context.Context, model string, interval time.Duration, send func(*adminv1.WatchClustersResponse) error) error {
+func (s *Server) watch(
+	ctx context.Context,
+	model string,
+	interval time.Duration,
+	send func(*adminv1.WatchClustersResponse) error,
+) error {
 	changes, stop := s.deps.Gossip.Subscribe()
 	defer stop()
 	resync := time.NewTicker(s.cfg.WatchResync)

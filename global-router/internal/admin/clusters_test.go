@@ -47,15 +47,24 @@ func TestListClusters(t *testing.T) {
 	if !slices.Equal(c1.GetGatewayUrls(), []string{"http://c1.test:8080"}) {
 		t.Errorf("c1 gateway URLs = %v", c1.GetGatewayUrls())
 	}
-	if c1.GetFreeKvTokens() != 400_000 || c1.GetTotalKvTokens() != 800_000 || c1.GetQueueDepth() != 6 || c1.GetRunning() != 10 {
-		t.Errorf("c1 totals = free %d total %d queue %d running %d", c1.GetFreeKvTokens(), c1.GetTotalKvTokens(), c1.GetQueueDepth(), c1.GetRunning())
+	if c1.GetFreeKvTokens() != 400_000 || c1.GetTotalKvTokens() != 800_000 || c1.GetQueueDepth() != 6 ||
+		c1.GetRunning() != 10 {
+		t.Errorf(
+			"c1 totals = free %d total %d queue %d running %d",
+			c1.GetFreeKvTokens(),
+			c1.GetTotalKvTokens(),
+			c1.GetQueueDepth(),
+			c1.GetRunning(),
+		)
 	}
 	if c1.GetSignalAgeMs() > 60_000 {
 		t.Errorf("c1 signal age %d ms for a summary just published", c1.GetSignalAgeMs())
 	}
 	m := c1.GetModels()
-	if len(m) != 2 || m[0].GetName() != "llama" || m[0].GetReadyPods() != 4 || m[0].GetPredictedTtftMs() != 120 || m[0].GetMeanPredictedTtftMs() != 160 ||
-		m[0].GetSaturation() != 0.25 || !slices.Equal(m[0].GetAdapters(), []string{"sql-lora"}) {
+	if len(m) != 2 || m[0].GetName() != "llama" || m[0].GetReadyPods() != 4 || m[0].GetPredictedTtftMs() != 120 ||
+		m[0].GetMeanPredictedTtftMs() != 160 ||
+		m[0].GetSaturation() != 0.25 ||
+		!slices.Equal(m[0].GetAdapters(), []string{"sql-lora"}) {
 		t.Errorf("c1 models = %v", m)
 	}
 
@@ -96,7 +105,9 @@ func TestListClusters(t *testing.T) {
 // publishing and left turns stale and unhealthy.
 func TestClusterHealth(t *testing.T) {
 	e := newEnv(t)
-	e.Table.Observe(forward.Outcome{Target: forward.Target{Cluster: "c1", Region: "us-east-1"}, Err: errors.New("connection refused")})
+	e.Table.Observe(
+		forward.Outcome{Target: forward.Target{Cluster: "c1", Region: "us-east-1"}, Err: errors.New("connection refused")},
+	)
 	c1 := findCluster(listClusters(t, e, ""), "c1")
 	if c1.GetHealthy() || c1.GetStale() {
 		t.Fatalf("c1 after a failed request = %v, want unhealthy but fresh", c1)
@@ -111,7 +122,10 @@ func TestClusterHealth(t *testing.T) {
 func TestWatchClusters(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	stream, err := e.Client.WatchClusters(ctx, connect.NewRequest(&adminv1.WatchClustersRequest{Model: "llama", IntervalMs: 10}))
+	stream, err := e.Client.WatchClusters(
+		ctx,
+		connect.NewRequest(&adminv1.WatchClustersRequest{Model: "llama", IntervalMs: 10}),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

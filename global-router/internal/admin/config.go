@@ -12,7 +12,10 @@ import (
 
 // DrainCluster stores a cluster's drain (drain = true) or removes it (drain = false). Every
 // router watching the configuration applies it.
-func (s *Server) DrainCluster(ctx context.Context, req *connect.Request[adminv1.DrainClusterRequest]) (*connect.Response[adminv1.DrainClusterResponse], error) {
+func (s *Server) DrainCluster(
+	ctx context.Context,
+	req *connect.Request[adminv1.DrainClusterRequest],
+) (*connect.Response[adminv1.DrainClusterResponse], error) {
 	name, drain := req.Msg.GetCluster(), req.Msg.GetDrain()
 	if err := configstore.ValidateName("cluster", name); err != nil {
 		return nil, invalidField("cluster", "%v", err)
@@ -27,7 +30,10 @@ func (s *Server) DrainCluster(ctx context.Context, req *connect.Request[adminv1.
 }
 
 // DrainRegion stores a region's drain (drain = true) or removes it (drain = false).
-func (s *Server) DrainRegion(ctx context.Context, req *connect.Request[adminv1.DrainRegionRequest]) (*connect.Response[adminv1.DrainRegionResponse], error) {
+func (s *Server) DrainRegion(
+	ctx context.Context,
+	req *connect.Request[adminv1.DrainRegionRequest],
+) (*connect.Response[adminv1.DrainRegionResponse], error) {
 	name, drain := req.Msg.GetRegion(), req.Msg.GetDrain()
 	if err := configstore.ValidateName("region", name); err != nil {
 		return nil, invalidField("region", "%v", err)
@@ -43,7 +49,10 @@ func (s *Server) DrainRegion(ctx context.Context, req *connect.Request[adminv1.D
 
 // GetPolicy returns a model's stored policy with its revision; NotFound when none is stored,
 // DataLoss naming the revision and the reason when the stored value cannot be read.
-func (s *Server) GetPolicy(ctx context.Context, req *connect.Request[adminv1.GetPolicyRequest]) (*connect.Response[adminv1.GetPolicyResponse], error) {
+func (s *Server) GetPolicy(
+	ctx context.Context,
+	req *connect.Request[adminv1.GetPolicyRequest],
+) (*connect.Response[adminv1.GetPolicyResponse], error) {
 	if err := validateModel(req.Msg.GetModel()); err != nil {
 		return nil, err
 	}
@@ -58,7 +67,10 @@ func (s *Server) GetPolicy(ctx context.Context, req *connect.Request[adminv1.Get
 
 // PutPolicy stores a policy if policy.revision is the stored revision (0: none stored yet);
 // FailedPrecondition otherwise, InvalidArgument naming the field for an invalid policy.
-func (s *Server) PutPolicy(ctx context.Context, req *connect.Request[adminv1.PutPolicyRequest]) (*connect.Response[adminv1.PutPolicyResponse], error) {
+func (s *Server) PutPolicy(
+	ctx context.Context,
+	req *connect.Request[adminv1.PutPolicyRequest],
+) (*connect.Response[adminv1.PutPolicyResponse], error) {
 	p := req.Msg.GetPolicy()
 	if p == nil {
 		return nil, invalidField("policy", "is missing")
@@ -80,7 +92,10 @@ func (s *Server) PutPolicy(ctx context.Context, req *connect.Request[adminv1.Put
 }
 
 // DeletePolicy removes a model's policy; a non-zero revision must match the stored one.
-func (s *Server) DeletePolicy(ctx context.Context, req *connect.Request[adminv1.DeletePolicyRequest]) (*connect.Response[adminv1.DeletePolicyResponse], error) {
+func (s *Server) DeletePolicy(
+	ctx context.Context,
+	req *connect.Request[adminv1.DeletePolicyRequest],
+) (*connect.Response[adminv1.DeletePolicyResponse], error) {
 	model, rev := req.Msg.GetModel(), req.Msg.GetRevision()
 	if err := validateModel(model); err != nil {
 		return nil, err
@@ -99,7 +114,10 @@ func (s *Server) DeletePolicy(ctx context.Context, req *connect.Request[adminv1.
 
 // ListPolicies returns every stored policy, ordered by model, and apart from them the stored
 // values that cannot be read (their models are refused).
-func (s *Server) ListPolicies(ctx context.Context, _ *connect.Request[adminv1.ListPoliciesRequest]) (*connect.Response[adminv1.ListPoliciesResponse], error) {
+func (s *Server) ListPolicies(
+	ctx context.Context,
+	_ *connect.Request[adminv1.ListPoliciesRequest],
+) (*connect.Response[adminv1.ListPoliciesResponse], error) {
 	ctx, cancel := s.storeCtx(ctx)
 	defer cancel()
 	ps, bad, err := s.deps.Policies.ListPolicies(ctx)
@@ -108,7 +126,10 @@ func (s *Server) ListPolicies(ctx context.Context, _ *connect.Request[adminv1.Li
 	}
 	resp := &adminv1.ListPoliciesResponse{Policies: ps}
 	for _, u := range bad {
-		resp.Unreadable = append(resp.Unreadable, &adminv1.UnreadablePolicy{Model: u.Model, Revision: u.Revision, Error: u.Reason})
+		resp.Unreadable = append(
+			resp.Unreadable,
+			&adminv1.UnreadablePolicy{Model: u.Model, Revision: u.Revision, Error: u.Reason},
+		)
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -37,7 +37,10 @@ func TestDrains(t *testing.T) {
 			return err
 		}, func(c1, _ *adminv1.Cluster) bool { return !c1.GetDrained() }},
 		{"drain region", func() error {
-			resp, err := e.Client.DrainRegion(ctx, connect.NewRequest(&adminv1.DrainRegionRequest{Region: "eu-west-1", Drain: true}))
+			resp, err := e.Client.DrainRegion(
+				ctx,
+				connect.NewRequest(&adminv1.DrainRegionRequest{Region: "eu-west-1", Drain: true}),
+			)
 			if err == nil && (resp.Msg.GetRegion() != "eu-west-1" || !resp.Msg.GetDrained()) {
 				t.Errorf("drain region response = %v", resp.Msg)
 			}
@@ -59,7 +62,10 @@ func TestDrains(t *testing.T) {
 			return st.want(findCluster(cs, "c1"), findCluster(cs, "c2"))
 		}, st.name)
 	}
-	_, err := e.Client.DrainCluster(ctx, connect.NewRequest(&adminv1.DrainClusterRequest{Cluster: "bad/name", Drain: true}))
+	_, err := e.Client.DrainCluster(
+		ctx,
+		connect.NewRequest(&adminv1.DrainClusterRequest{Cluster: "bad/name", Drain: true}),
+	)
 	wantCode(t, err, connect.CodeInvalidArgument)
 	if !strings.Contains(err.Error(), "cluster") {
 		t.Errorf("error %q does not name the field", err)
@@ -82,14 +88,24 @@ func TestPolicyLifecycle(t *testing.T) {
 	_, err := c.GetPolicy(ctx, connect.NewRequest(&adminv1.GetPolicyRequest{Model: "llama"}))
 	wantCode(t, err, connect.CodeNotFound)
 
-	first, err := put(&adminv1.Policy{Model: "llama", OverflowThreshold: proto.Float64(0.6), AllowedRegions: []string{"us-east-1"}, OverflowCap: 5, TtftSloMs: 800})
+	first, err := put(
+		&adminv1.Policy{
+			Model:             "llama",
+			OverflowThreshold: proto.Float64(0.6),
+			AllowedRegions:    []string{"us-east-1"},
+			OverflowCap:       5,
+			TtftSloMs:         800,
+		},
+	)
 	if err != nil || first.GetRevision() <= 0 {
 		t.Fatalf("create = %v, %v; want a stored policy with a revision", first, err)
 	}
 	_, err = put(&adminv1.Policy{Model: "llama", OverflowCap: 1}) // revision 0: create only
 	wantCode(t, err, connect.CodeFailedPrecondition)
 
-	second, err := put(&adminv1.Policy{Model: "llama", OverflowThreshold: proto.Float64(0.7), Revision: first.GetRevision()})
+	second, err := put(
+		&adminv1.Policy{Model: "llama", OverflowThreshold: proto.Float64(0.7), Revision: first.GetRevision()},
+	)
 	if err != nil || second.GetRevision() <= first.GetRevision() {
 		t.Fatalf("update = %v, %v", second, err)
 	}
@@ -108,9 +124,15 @@ func TestPolicyLifecycle(t *testing.T) {
 		t.Fatalf("list = %v, %v; want [llama mistral]", list.Msg.GetPolicies(), err)
 	}
 
-	_, err = c.DeletePolicy(ctx, connect.NewRequest(&adminv1.DeletePolicyRequest{Model: "llama", Revision: first.GetRevision()}))
+	_, err = c.DeletePolicy(
+		ctx,
+		connect.NewRequest(&adminv1.DeletePolicyRequest{Model: "llama", Revision: first.GetRevision()}),
+	)
 	wantCode(t, err, connect.CodeFailedPrecondition)
-	del, err := c.DeletePolicy(ctx, connect.NewRequest(&adminv1.DeletePolicyRequest{Model: "llama", Revision: second.GetRevision()}))
+	del, err := c.DeletePolicy(
+		ctx,
+		connect.NewRequest(&adminv1.DeletePolicyRequest{Model: "llama", Revision: second.GetRevision()}),
+	)
 	if err != nil || del.Msg.GetModel() != "llama" {
 		t.Fatalf("delete = %v, %v", del.Msg, err)
 	}
@@ -155,7 +177,10 @@ func TestPutPolicyInvalidArgumentNamesField(t *testing.T) {
 func TestConcurrentPutPolicy(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	base, err := e.Client.PutPolicy(ctx, connect.NewRequest(&adminv1.PutPolicyRequest{Policy: &adminv1.Policy{Model: "llama"}}))
+	base, err := e.Client.PutPolicy(
+		ctx,
+		connect.NewRequest(&adminv1.PutPolicyRequest{Policy: &adminv1.Policy{Model: "llama"}}),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,22 @@ const maxPromptTokens = 1 << 20
 // finds no cluster is an answer (route empty, error set), not a failed call; so is a refusal for
 // want of a policy in force (policies not loaded yet, or the model's stored value unreadable),
 // which leaves policy unset and lists no candidate.
-func (s *Server) ExplainRoute(_ context.Context, req *connect.Request[adminv1.ExplainRouteRequest]) (*connect.Response[adminv1.ExplainRouteResponse], error) {
+func (s *Server) ExplainRoute(
+	_ context.Context,
+	req *connect.Request[adminv1.ExplainRouteRequest],
+) (*connect.Response[adminv1.ExplainRouteResponse], error) {
 	msg := req.Msg
 	if err := validateModel(msg.GetModel()); err != nil {
 		return nil, err
 	}
 	if r := msg.GetRegion(); r != "" && r != s.cfg.Region {
-		return nil, invalidField("region", "this router decides for region %q, not %q; ask a router of %q", s.cfg.Region, r, r)
+		return nil, invalidField(
+			"region",
+			"this router decides for region %q, not %q; ask a router of %q",
+			s.cfg.Region,
+			r,
+			r,
+		)
 	}
 	if msg.GetPromptTokens() > maxPromptTokens {
 		return nil, invalidField("prompt_tokens", "%d is over the limit of %d", msg.GetPromptTokens(), maxPromptTokens)

@@ -37,11 +37,14 @@ func TestExplainRoute(t *testing.T) {
 	ctx := testCtx(t)
 
 	local := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama", Prompt: "hello"})
-	if local.GetRoute() != "local" || local.GetChosenCluster() != "c1" || !slices.Equal(local.GetFallbacks(), []string{"c2"}) || local.GetError() != "" {
+	if local.GetRoute() != "local" || local.GetChosenCluster() != "c1" ||
+		!slices.Equal(local.GetFallbacks(), []string{"c2"}) ||
+		local.GetError() != "" {
 		t.Fatalf("explain with room locally = %v, want local to c1 with fallback c2", local)
 	}
 	c1, c2 := candidate(local, "c1"), candidate(local, "c2")
-	if !c1.GetChosen() || !c1.GetEligible() || c1.GetEstimateMs() <= 0 || c1.GetUtilization() != 0.25 || !strings.HasPrefix(c1.GetReason(), "chosen") {
+	if !c1.GetChosen() || !c1.GetEligible() || c1.GetEstimateMs() <= 0 || c1.GetUtilization() != 0.25 ||
+		!strings.HasPrefix(c1.GetReason(), "chosen") {
 		t.Errorf("c1 candidate = %v", c1)
 	}
 	if c2.GetChosen() || !c2.GetEligible() || c2.GetRegion() != "eu-west-1" || c2.GetReason() == "" {
@@ -53,7 +56,14 @@ func TestExplainRoute(t *testing.T) {
 		want contract.Reason
 	}{{c1, contract.ReasonChosenLocal}, {c2, contract.ReasonLocalHasRoom}} {
 		if tc.c.GetReasonCode() != string(tc.want) || tc.c.GetReason() != tc.want.Text() {
-			t.Errorf("%s: reason code %q (%q), want %q (%q)", tc.c.GetCluster(), tc.c.GetReasonCode(), tc.c.GetReason(), tc.want, tc.want.Text())
+			t.Errorf(
+				"%s: reason code %q (%q), want %q (%q)",
+				tc.c.GetCluster(),
+				tc.c.GetReasonCode(),
+				tc.c.GetReason(),
+				tc.want,
+				tc.want.Text(),
+			)
 		}
 	}
 	if p := local.GetPolicy(); p.GetModel() != "llama" || p.GetOverflowThreshold() != 0.8 || p.GetRevision() != 0 {
@@ -67,15 +77,25 @@ func TestExplainRoute(t *testing.T) {
 
 	long := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama", Prompt: "hello", PromptTokens: 50_000})
 	if candidate(long, "c1").GetEstimateMs() <= c1.GetEstimateMs() {
-		t.Errorf("a 50,000-token prompt is estimated %v ms, a short one %v ms", candidate(long, "c1").GetEstimateMs(), c1.GetEstimateMs())
+		t.Errorf(
+			"a 50,000-token prompt is estimated %v ms, a short one %v ms",
+			candidate(long, "c1").GetEstimateMs(),
+			c1.GetEstimateMs(),
+		)
 	}
 
 	if err := e.Store.SetClusterDrain(ctx, "c1", true); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, admintest.WaitTimeout, func() bool { return e.Store.Snapshot().ClusterDrained("c1") }, "drain in the view")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { return e.Store.Snapshot().ClusterDrained("c1") },
+		"drain in the view",
+	)
 	over := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama"})
-	if over.GetRoute() != "overflow" || over.GetChosenCluster() != "c2" || candidate(over, "c1").GetEligible() || candidate(over, "c1").GetReason() != "drained" ||
+	if over.GetRoute() != "overflow" || over.GetChosenCluster() != "c2" || candidate(over, "c1").GetEligible() ||
+		candidate(over, "c1").GetReason() != "drained" ||
 		candidate(over, "c1").GetReasonCode() != string(contract.ReasonDrained) {
 		t.Fatalf("explain with c1 drained = %v, want overflow to c2 and c1 drained", over)
 	}
@@ -84,13 +104,20 @@ func TestExplainRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := e.Store.Snapshot().StoredPolicy("llama"); return ok }, "policy in the view")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { _, ok := e.Store.Snapshot().StoredPolicy("llama"); return ok },
+		"policy in the view",
+	)
 	none := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama"})
-	if none.GetRoute() != "" || none.GetChosenCluster() != "" || none.GetError() == "" || candidate(none, "c2").GetReason() != "region not allowed by policy" ||
+	if none.GetRoute() != "" || none.GetChosenCluster() != "" || none.GetError() == "" ||
+		candidate(none, "c2").GetReason() != "region not allowed by policy" ||
 		candidate(none, "c2").GetReasonCode() != string(contract.ReasonRegionNotAllowed) {
 		t.Fatalf("explain with residency and the only allowed cluster drained = %v, want no route and an error", none)
 	}
-	if p := none.GetPolicy(); p.GetRevision() != stored.GetRevision() || !slices.Equal(p.GetAllowedRegions(), []string{"us-east-1"}) {
+	if p := none.GetPolicy(); p.GetRevision() != stored.GetRevision() ||
+		!slices.Equal(p.GetAllowedRegions(), []string{"us-east-1"}) {
 		t.Errorf("policy in force = %v, want the stored one at revision %d", p, stored.GetRevision())
 	}
 	unknown := explain(t, e, &adminv1.ExplainRouteRequest{Model: "nobody-serves-this"})
@@ -120,7 +147,11 @@ func TestExplainRouteInvalidArgument(t *testing.T) {
 		})
 	}
 	// The router's own region may be named explicitly.
-	if r := explain(t, e, &adminv1.ExplainRouteRequest{Model: "llama", Region: admintest.Region}); r.GetChosenCluster() != "c1" {
+	if r := explain(
+		t,
+		e,
+		&adminv1.ExplainRouteRequest{Model: "llama", Region: admintest.Region},
+	); r.GetChosenCluster() != "c1" {
 		t.Fatalf("explain for the router's own region = %v", r)
 	}
 }

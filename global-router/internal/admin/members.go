@@ -12,7 +12,10 @@ import (
 
 // ListMembers returns the gossip membership as this router sees it, ordered by name, with the
 // estimated round trip to each member whose network coordinate is known.
-func (s *Server) ListMembers(context.Context, *connect.Request[adminv1.ListMembersRequest]) (*connect.Response[adminv1.ListMembersResponse], error) {
+func (s *Server) ListMembers(
+	context.Context,
+	*connect.Request[adminv1.ListMembersRequest],
+) (*connect.Response[adminv1.ListMembersResponse], error) {
 	rtts := map[string]float64{}
 	for _, sum := range s.deps.Gossip.Snapshot() {
 		if sum.RTTKnown {

@@ -69,7 +69,10 @@ func TestGRPCAndConnectOnOnePort(t *testing.T) {
 
 func grpcConn(t *testing.T, e *admintest.Env) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(strings.TrimPrefix(e.Server.URL, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(
+		strings.TrimPrefix(e.Server.URL, "http://"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +86,8 @@ func TestReflectionAndHealthOverGRPC(t *testing.T) {
 	e := newEnv(t)
 	conn := grpcConn(t, e)
 	ctx := testCtx(t)
-	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: adminv1connect.AdminServiceName})
+	h, err := healthpb.NewHealthClient(conn).
+		Check(ctx, &healthpb.HealthCheckRequest{Service: adminv1connect.AdminServiceName})
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health = %v, %v", h, err)
 	}
@@ -92,7 +96,9 @@ func TestReflectionAndHealthOverGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v1.Send(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{}}); err != nil {
+	if err := v1.Send(
+		&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	got, err := v1.Recv()
@@ -106,13 +112,25 @@ func TestReflectionAndHealthOverGRPC(t *testing.T) {
 	if !slices.Contains(names, adminv1connect.AdminServiceName) || !slices.Contains(names, "grpc.health.v1.Health") {
 		t.Fatalf("reflection v1 lists %v, want %s and grpc.health.v1.Health", names, adminv1connect.AdminServiceName)
 	}
-	if err := v1.Send(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: "grpc.health.v1.Health"}}); err != nil {
+	if err := v1.Send(
+		&reflectionv1.ServerReflectionRequest{
+			MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{
+				FileContainingSymbol: "grpc.health.v1.Health",
+			},
+		},
+	); err != nil {
 		t.Fatal(err)
 	}
 	if fd, err := v1.Recv(); err != nil || len(fd.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
 		t.Fatalf("reflection v1 file of the health service = %v, %v", fd, err)
 	}
-	if err := v1.Send(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: adminv1connect.AdminServiceName}}); err != nil {
+	if err := v1.Send(
+		&reflectionv1.ServerReflectionRequest{
+			MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{
+				FileContainingSymbol: adminv1connect.AdminServiceName,
+			},
+		},
+	); err != nil {
 		t.Fatal(err)
 	}
 	if fd, err := v1.Recv(); err != nil || len(fd.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
@@ -124,13 +142,16 @@ func TestReflectionAndHealthOverGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	//nolint:staticcheck // v1alpha is deprecated, and still what older clients (grpcurl, Postman) speak
-	if err := alpha.Send(&reflectionv1alpha.ServerReflectionRequest{MessageRequest: &reflectionv1alpha.ServerReflectionRequest_ListServices{}}); err != nil {
+	if err := alpha.Send(
+		&reflectionv1alpha.ServerReflectionRequest{MessageRequest: &reflectionv1alpha.ServerReflectionRequest_ListServices{}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	ga, err := alpha.Recv()
 	//nolint:staticcheck // as above
 	//nolint:staticcheck // as above
-	if err != nil || len(ga.GetListServicesResponse().GetService()) != 2 || ga.GetListServicesResponse().GetService()[0].GetName() != adminv1connect.AdminServiceName {
+	if err != nil || len(ga.GetListServicesResponse().GetService()) != 2 ||
+		ga.GetListServicesResponse().GetService()[0].GetName() != adminv1connect.AdminServiceName {
 		t.Fatalf("reflection v1alpha = %v, %v", ga, err)
 	}
 }

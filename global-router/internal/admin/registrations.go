@@ -13,7 +13,10 @@ import (
 // RegisterCluster stores a cluster registration if registration.revision is the stored revision
 // (0: none stored yet); FailedPrecondition otherwise, InvalidArgument naming the field for an
 // invalid registration (http:// gateway URLs only with AllowCleartextGateways).
-func (s *Server) RegisterCluster(ctx context.Context, req *connect.Request[adminv1.RegisterClusterRequest]) (*connect.Response[adminv1.RegisterClusterResponse], error) {
+func (s *Server) RegisterCluster(
+	ctx context.Context,
+	req *connect.Request[adminv1.RegisterClusterRequest],
+) (*connect.Response[adminv1.RegisterClusterResponse], error) {
 	r := req.Msg.GetRegistration()
 	if r == nil {
 		return nil, invalidField("registration", "is missing")
@@ -36,7 +39,10 @@ func (s *Server) RegisterCluster(ctx context.Context, req *connect.Request[admin
 }
 
 // RevokeCluster removes a cluster's registration; a non-zero revision must match the stored one.
-func (s *Server) RevokeCluster(ctx context.Context, req *connect.Request[adminv1.RevokeClusterRequest]) (*connect.Response[adminv1.RevokeClusterResponse], error) {
+func (s *Server) RevokeCluster(
+	ctx context.Context,
+	req *connect.Request[adminv1.RevokeClusterRequest],
+) (*connect.Response[adminv1.RevokeClusterResponse], error) {
 	name, rev := req.Msg.GetCluster(), req.Msg.GetRevision()
 	if err := configstore.ValidateName("cluster", name); err != nil {
 		return nil, invalidField("cluster", "%v", err)
@@ -55,12 +61,17 @@ func (s *Server) RevokeCluster(ctx context.Context, req *connect.Request[adminv1
 
 // ListRegistrations returns every cluster registration, ordered by cluster, read from etcd, and
 // the identity mode this router applies.
-func (s *Server) ListRegistrations(ctx context.Context, _ *connect.Request[adminv1.ListRegistrationsRequest]) (*connect.Response[adminv1.ListRegistrationsResponse], error) {
+func (s *Server) ListRegistrations(
+	ctx context.Context,
+	_ *connect.Request[adminv1.ListRegistrationsRequest],
+) (*connect.Response[adminv1.ListRegistrationsResponse], error) {
 	ctx, cancel := s.storeCtx(ctx)
 	defer cancel()
 	rs, err := s.deps.Registrations.ListRegistrations(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&adminv1.ListRegistrationsResponse{Registrations: rs, IdentityMode: s.deps.Identity.Mode()}), nil
+	return connect.NewResponse(
+		&adminv1.ListRegistrationsResponse{Registrations: rs, IdentityMode: s.deps.Identity.Mode()},
+	), nil
 }

@@ -64,7 +64,11 @@ func TestRegistrationLifecycle(t *testing.T) {
 		name, field string
 		edit        func(r *adminv1.ClusterRegistration)
 	}{
-		{"cleartext url", "gateway_urls[0]", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://gw.c1.example.com"} }},
+		{
+			"cleartext url",
+			"gateway_urls[0]",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://gw.c1.example.com"} },
+		},
 		{"no key", "public_keys", func(r *adminv1.ClusterRegistration) { r.PublicKeys = nil }},
 		{"no cluster", "cluster", func(r *adminv1.ClusterRegistration) { r.Cluster = "" }},
 		{"bad region", "region", func(r *adminv1.ClusterRegistration) { r.Region = "a b" }},
@@ -82,22 +86,36 @@ func TestRegistrationLifecycle(t *testing.T) {
 	_, err = c.RegisterCluster(ctx, connect.NewRequest(&adminv1.RegisterClusterRequest{}))
 	wantCode(t, err, connect.CodeInvalidArgument)
 
-	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1", Revision: stored.GetRevision() + 100}))
+	_, err = c.RevokeCluster(
+		ctx,
+		connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1", Revision: stored.GetRevision() + 100}),
+	)
 	wantCode(t, err, connect.CodeFailedPrecondition)
-	if _, err := c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1", Revision: stored.GetRevision()})); err != nil {
+	if _, err := c.RevokeCluster(
+		ctx,
+		connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1", Revision: stored.GetRevision()}),
+	); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1"}))
 	wantCode(t, err, connect.CodeNotFound)
 	_, err = c.RevokeCluster(ctx, connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "bad/name"}))
 	wantCode(t, err, connect.CodeInvalidArgument)
-	poll.Until(t, admintest.WaitTimeout, func() bool { return list().GetIdentityMode() == "compatibility" }, "compatibility mode again")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { return list().GetIdentityMode() == "compatibility" },
+		"compatibility mode again",
+	)
 }
 
 func TestRegistrationNeedsTheToken(t *testing.T) {
 	e := newEnv(t)
 	anon := adminv1connect.NewAdminServiceClient(e.Server.Client(), e.Server.URL)
-	_, err := anon.RegisterCluster(testCtx(t), connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: testRegistration()}))
+	_, err := anon.RegisterCluster(
+		testCtx(t),
+		connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: testRegistration()}),
+	)
 	wantCode(t, err, connect.CodeUnauthenticated)
 	_, err = anon.RevokeCluster(testCtx(t), connect.NewRequest(&adminv1.RevokeClusterRequest{Cluster: "c1"}))
 	wantCode(t, err, connect.CodeUnauthenticated)

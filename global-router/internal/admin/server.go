@@ -87,7 +87,12 @@ type Explainer interface {
 // *configstore.Store implements it. Implementations must be safe for concurrent use and return
 // errors wrapping configstore.ErrNotFound, ErrConflict and ErrInvalid as documented there.
 type RegistrationStore interface {
-	PutRegistration(ctx context.Context, r *adminv1.ClusterRegistration, expectedRevision int64, allowCleartext bool) (*adminv1.ClusterRegistration, error)
+	PutRegistration(
+		ctx context.Context,
+		r *adminv1.ClusterRegistration,
+		expectedRevision int64,
+		allowCleartext bool,
+	) (*adminv1.ClusterRegistration, error)
 	DeleteRegistration(ctx context.Context, cluster string, expectedRevision int64) error
 	ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegistration, error)
 }
@@ -116,6 +121,18 @@ type Deps struct {
 	Registrations RegistrationStore
 	// Identity is the router's summary verifier (its mode).
 	Identity IdentityMode
+	// Tenants reads and writes tenants' limits and API key digests (the config store).
+	Tenants TenantStore
+}
+
+// TenantStore reads and writes tenants with optimistic concurrency. *configstore.Store implements
+// it. Implementations must be safe for concurrent use and return errors wrapping
+// configstore.ErrNotFound, ErrConflict, ErrInvalid and ErrUnreadable as documented there.
+type TenantStore interface {
+	GetTenant(ctx context.Context, name string) (*adminv1.Tenant, error)
+	PutTenant(ctx context.Context, t *adminv1.Tenant, expectedRevision int64) (*adminv1.Tenant, error)
+	DeleteTenant(ctx context.Context, name string, expectedRevision int64) error
+	ListTenants(ctx context.Context) ([]*adminv1.Tenant, error)
 }
 
 func (d Deps) validate() error {
@@ -136,6 +153,8 @@ func (d Deps) validate() error {
 		return errors.New("admin: Deps.Registrations is nil")
 	case d.Identity == nil:
 		return errors.New("admin: Deps.Identity is nil")
+	case d.Tenants == nil:
+		return errors.New("admin: Deps.Tenants is nil")
 	}
 	return nil
 }

@@ -38,11 +38,18 @@ func TestUnreadablePolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			rev := put.Header.Revision
-			poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := e.Store.Snapshot().Unreadable(admintest.Model); return ok }, "the value in the view")
+			poll.Until(
+				t,
+				admintest.WaitTimeout,
+				func() bool { _, ok := e.Store.Snapshot().Unreadable(admintest.Model); return ok },
+				"the value in the view",
+			)
 
 			_, err = e.Client.GetPolicy(ctx, connect.NewRequest(&adminv1.GetPolicyRequest{Model: admintest.Model}))
 			wantCode(t, err, connect.CodeDataLoss)
-			if msg := connect.NewError(connect.CodeOf(err), err).Message(); !strings.Contains(msg, "revision") || !strings.Contains(msg, "refused") {
+			if msg := connect.NewError(connect.CodeOf(err), err).
+				Message(); !strings.Contains(msg, "revision") ||
+				!strings.Contains(msg, "refused") {
 				t.Fatalf("GetPolicy error %q does not say the model is refused and which revision to replace", msg)
 			}
 
@@ -59,7 +66,8 @@ func TestUnreadablePolicy(t *testing.T) {
 			}
 
 			ex := explain(t, e, &adminv1.ExplainRouteRequest{Model: admintest.Model})
-			if ex.GetRoute() != "" || ex.GetChosenCluster() != "" || ex.GetPolicy() != nil || !strings.Contains(ex.GetError(), "cannot be read") {
+			if ex.GetRoute() != "" || ex.GetChosenCluster() != "" || ex.GetPolicy() != nil ||
+				!strings.Contains(ex.GetError(), "cannot be read") {
 				t.Fatalf("ExplainRoute of a model with an unreadable policy = %v, want a refusal with no policy in force", ex)
 			}
 
@@ -68,7 +76,12 @@ func TestUnreadablePolicy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replace the unreadable value at its revision: %v", err)
 			}
-			poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := e.Store.Snapshot().StoredPolicy(admintest.Model); return ok }, "the fix in the view")
+			poll.Until(
+				t,
+				admintest.WaitTimeout,
+				func() bool { _, ok := e.Store.Snapshot().StoredPolicy(admintest.Model); return ok },
+				"the fix in the view",
+			)
 			ex = explain(t, e, &adminv1.ExplainRouteRequest{Model: admintest.Model})
 			if ex.GetChosenCluster() != "c1" || ex.GetPolicy().GetRevision() != fixed.Msg.GetPolicy().GetRevision() ||
 				!slices.Equal(ex.GetPolicy().GetAllowedRegions(), []string{"us-east-1"}) {

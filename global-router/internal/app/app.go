@@ -26,9 +26,14 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
+	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
+
+// tracingFlushTimeout bounds the flush of the spans still queued at shutdown.
+const tracingFlushTimeout = 5 * time.Second
 
 // Version is the router's version, carried in gossip metadata.
 var Version = "dev"
@@ -53,6 +58,7 @@ type Router struct {
 	tokens              []string
 	extra               []component  // optional: DNS responder, Route 53 sync
 	bodies              *body.Budget // the OpenAI port's in-flight body budget
+	tracing             *tracing.Provider
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -69,7 +75,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 	r := &Router{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{r.buildEtcd, r.buildStore, r.buildGossip, r.buildData, r.buildToken, r.buildAdmin, r.buildTLS, r.buildDNS}
+	steps := []func(context.Context) error{
+		r.buildTracing,
+		r.buildEtcd,
+		r.buildStore,
+		r.buildGossip,
+		r.buildData,
+		r.buildToken,
+		r.buildAdmin,
+		r.buildTLS,
+		r.buildDNS,
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			r.close()
@@ -77,6 +93,17 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 		}
 	}
 	return r, nil
+}
+
+// buildTracing sets up the OpenTelemetry tracer provider (disabled without an OTLP endpoint).
+// The OTEL_* variables are the process's: the OTLP exporters read them from it too.
+func (r *Router) buildTracing(ctx context.Context) error {
+	tp, err := tracing.New(ctx, r.cfg.tracingConfig(), os.Getenv, r.log.With("component", "tracing"))
+	if err != nil {
+		return err
+	}
+	r.tracing = tp
+	return nil
 }
 
 func (r *Router) buildEtcd(ctx context.Context) error {
@@ -91,7 +118,15 @@ func (r *Router) buildEtcd(ctx context.Context) error {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
 		r.etcd, endpoints = srv, srv.Endpoints()
-		r.log.Info("embedded etcd started", "endpoints", endpoints, "data_dir", ecfg.DataDir, "tls", ecfg.ClientCertFile != "")
+		r.log.Info(
+			"embedded etcd started",
+			"endpoints",
+			endpoints,
+			"data_dir",
+			ecfg.DataDir,
+			"tls",
+			ecfg.ClientCertFile != "",
+		)
 	}
 	cli, err := etcdclient.New(r.cfg.etcdClient(endpoints), r.log.With("component", "etcd-client"))
 	if err != nil {
@@ -160,7 +195,7 @@ func (r *Router) buildData(context.Context) error {
 	if err != nil {
 		return err
 	}
-	fc.TLS = tc
+	fc.TLS, fc.Tracer = tc, r.tracing.Tracer()
 	fwd, err := forward.New(fc, forward.Observers{r.table, forward.NewMetrics(r.reg)})
 	if err != nil {
 		return err
@@ -177,10 +212,22 @@ func (r *Router) buildData(context.Context) error {
 	dc.Options.Spillover = r.cfg.RoutingMode == RoutingSpillover
 	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
 	dc.SessionHeader = r.cfg.SessionHeader
+	dc.Tracer = r.tracing.Tracer()
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
-	r.front = frontdoor.New(dc, r.table, policyView{r.store}, fwd, r.log.With("component", "frontdoor"), frontdoor.NewMetrics(r.reg))
+	lc := limiter.DefaultConfig()
+	lc.Window = r.cfg.TenantTokenWindow
+	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
+	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
+	r.front = frontdoor.New(
+		dc,
+		r.table,
+		policyView{r.store},
+		fwd,
+		r.log.With("component", "frontdoor"),
+		frontdoor.NewMetrics(r.reg),
+	)
 	return nil
 }
 
@@ -198,7 +245,7 @@ func (r *Router) buildAdmin(context.Context) error {
 	ac := admin.DefaultConfig()
 	ac.Token, ac.Region, ac.AllowCleartextGateways = r.tokens[0], r.cfg.Region, r.cfg.AllowCleartextGateways
 	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
-		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident},
+		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident, Tenants: r.store},
 		r.log.With("component", "admin"), r.reg)
 	if err == nil {
 		err = srv.SetTokens(r.tokens)
@@ -235,7 +282,14 @@ func (r *Router) run(ctx context.Context) error {
 	g.Go(func() error { return gossip.KeyFileWatcher{Node: r.node, Path: r.cfg.GossipKeyFile}.Run(ctx) })
 	g.Go(func() error { return r.tokenWatcher().Run(ctx) })
 	g.Go(func() error {
-		return identity.Watch{Config: r.store, Verifier: r.ident, Node: r.node, Logger: r.log.With("component", "identity")}.Run(ctx)
+		return identity.Watch{
+			Config:   r.store,
+			Verifier: r.ident,
+			Node:     r.node,
+			Logger:   r.log.With("component", "identity"),
+		}.Run(
+			ctx,
+		)
 	})
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })
@@ -259,6 +313,12 @@ func (r *Router) run(ctx context.Context) error {
 func (r *Router) close() {
 	if r.fwd != nil {
 		r.fwd.Close()
+	}
+	// The front door has drained: flush its last spans.
+	ctx, cancel := context.WithTimeout(context.Background(), tracingFlushTimeout)
+	defer cancel()
+	if err := r.tracing.Shutdown(ctx); err != nil {
+		r.log.Warn("tracing flush failed", "err", err)
 	}
 	if r.client != nil {
 		_ = r.client.Close()

@@ -40,27 +40,43 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("max ejection percent %d", c.MaxEjectionPercent)
 			}
 		}},
-		{name: "local-only routing mode", args: append(base, "--routing-mode=local-only"), check: func(t *testing.T, c app.Config) {
-			if c.RoutingMode != app.RoutingLocalOnly {
-				t.Errorf("routing mode %q", c.RoutingMode)
-			}
-		}},
-		{name: "spillover routing mode", args: append(base, "--routing-mode=spillover"), check: func(t *testing.T, c app.Config) {
-			if c.RoutingMode != app.RoutingSpillover {
-				t.Errorf("routing mode %q", c.RoutingMode)
-			}
-		}},
-		{name: "in-region routing while policies are not loaded", args: append(base, "--policy-unavailable=local"), check: func(t *testing.T, c app.Config) {
-			if c.PolicyUnavailable != "local" {
-				t.Errorf("policy unavailable %q", c.PolicyUnavailable)
-			}
-		}},
-		{name: "lists and simulated round trips", args: append(base, "--etcd-endpoints=http://a:2379, http://b:2379", "--simulated-rtt=us-west-2=70ms,eu-west-1=80ms"),
+		{
+			name: "local-only routing mode",
+			args: append(base, "--routing-mode=local-only"),
 			check: func(t *testing.T, c app.Config) {
-				if !slices.Equal(c.EtcdEndpoints, []string{"http://a:2379", "http://b:2379"}) || c.SimulatedRTT["eu-west-1"] != 80*time.Millisecond {
+				if c.RoutingMode != app.RoutingLocalOnly {
+					t.Errorf("routing mode %q", c.RoutingMode)
+				}
+			},
+		},
+		{
+			name: "spillover routing mode",
+			args: append(base, "--routing-mode=spillover"),
+			check: func(t *testing.T, c app.Config) {
+				if c.RoutingMode != app.RoutingSpillover {
+					t.Errorf("routing mode %q", c.RoutingMode)
+				}
+			},
+		},
+		{
+			name: "in-region routing while policies are not loaded",
+			args: append(base, "--policy-unavailable=local"),
+			check: func(t *testing.T, c app.Config) {
+				if c.PolicyUnavailable != "local" {
+					t.Errorf("policy unavailable %q", c.PolicyUnavailable)
+				}
+			},
+		},
+		{
+			name: "lists and simulated round trips",
+			args: append(base, "--etcd-endpoints=http://a:2379, http://b:2379", "--simulated-rtt=us-west-2=70ms,eu-west-1=80ms"),
+			check: func(t *testing.T, c app.Config) {
+				if !slices.Equal(c.EtcdEndpoints, []string{"http://a:2379", "http://b:2379"}) ||
+					c.SimulatedRTT["eu-west-1"] != 80*time.Millisecond {
 					t.Errorf("etcd %v rtt %v", c.EtcdEndpoints, c.SimulatedRTT)
 				}
-			}},
+			},
+		},
 		{name: "environment sets a flag, the command line wins", args: append(base, "--max-attempts=5"),
 			env: map[string]string{"SWITCHYARD_MAX_ATTEMPTS": "2", "SWITCHYARD_QUEUE_WAIT": "1s"},
 			check: func(t *testing.T, c app.Config) {
@@ -68,16 +84,37 @@ func TestParseFlags(t *testing.T) {
 					t.Errorf("max attempts %d queue wait %v", c.MaxAttempts, c.QueueWait)
 				}
 			}},
-		{name: "external etcd over TLS with a client certificate and a password",
-			args: append(base, "--etcd-endpoints=https://etcd-0:2379", "--etcd-ca-file=ca", "--etcd-cert-file=c", "--etcd-key-file=k",
-				"--etcd-username=router", "--etcd-password-file=p"),
+		{
+			name: "external etcd over TLS with a client certificate and a password",
+			args: append(
+				base,
+				"--etcd-endpoints=https://etcd-0:2379",
+				"--etcd-ca-file=ca",
+				"--etcd-cert-file=c",
+				"--etcd-key-file=k",
+				"--etcd-username=router",
+				"--etcd-password-file=p",
+			),
 			check: func(t *testing.T, c app.Config) {
-				if c.EtcdCAFile != "ca" || c.EtcdCertFile != "c" || c.EtcdKeyFile != "k" || c.EtcdUsername != "router" || c.EtcdPasswordFile != "p" {
+				if c.EtcdCAFile != "ca" || c.EtcdCertFile != "c" || c.EtcdKeyFile != "k" || c.EtcdUsername != "router" ||
+					c.EtcdPasswordFile != "p" {
 					t.Errorf("etcd client flags not applied: %+v", c)
 				}
-			}},
-		{name: "embedded etcd over TLS", args: append(base, "--embedded-etcd-listen=0.0.0.0:2379", "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=sk",
-			"--embedded-etcd-client-ca-file=ca", "--etcd-ca-file=ca", "--etcd-cert-file=c", "--etcd-key-file=k")},
+			},
+		},
+		{
+			name: "embedded etcd over TLS",
+			args: append(
+				base,
+				"--embedded-etcd-listen=0.0.0.0:2379",
+				"--embedded-etcd-cert-file=s",
+				"--embedded-etcd-key-file=sk",
+				"--embedded-etcd-client-ca-file=ca",
+				"--etcd-ca-file=ca",
+				"--etcd-cert-file=c",
+				"--etcd-key-file=k",
+			),
+		},
 		{name: "etcd password from the environment", args: append(base, "--etcd-endpoints=http://a:2379"),
 			env: map[string]string{"SWITCHYARD_ETCD_USERNAME": "router", "SWITCHYARD_ETCD_PASSWORD_FILE": "/run/secrets/etcd"},
 			check: func(t *testing.T, c app.Config) {
@@ -85,30 +122,76 @@ func TestParseFlags(t *testing.T) {
 					t.Errorf("user %q password file %q", c.EtcdUsername, c.EtcdPasswordFile)
 				}
 			}},
-		{name: "etcd CA over http", args: append(base, "--etcd-endpoints=http://a:2379", "--etcd-ca-file=ca"), wantErr: "https"},
-		{name: "etcd CA for a plain embedded etcd", args: append(base, "--etcd-ca-file=ca"), wantErr: "--embedded-etcd-cert-file"},
-		{name: "etcd certificate without key", args: append(base, "--etcd-endpoints=https://a:2379", "--etcd-cert-file=c"), wantErr: "--etcd-key-file"},
-		{name: "etcd user without password", args: append(base, "--etcd-endpoints=http://a:2379", "--etcd-username=u"), wantErr: "--etcd-password-file"},
+		{
+			name:    "etcd CA over http",
+			args:    append(base, "--etcd-endpoints=http://a:2379", "--etcd-ca-file=ca"),
+			wantErr: "https",
+		},
+		{
+			name:    "etcd CA for a plain embedded etcd",
+			args:    append(base, "--etcd-ca-file=ca"),
+			wantErr: "--embedded-etcd-cert-file",
+		},
+		{
+			name:    "etcd certificate without key",
+			args:    append(base, "--etcd-endpoints=https://a:2379", "--etcd-cert-file=c"),
+			wantErr: "--etcd-key-file",
+		},
+		{
+			name:    "etcd user without password",
+			args:    append(base, "--etcd-endpoints=http://a:2379", "--etcd-username=u"),
+			wantErr: "--etcd-password-file",
+		},
 		{name: "mixed etcd schemes", args: append(base, "--etcd-endpoints=http://a:2379,https://b:2379"), wantErr: "mixes"},
-		{name: "embedded TLS with external etcd", args: append(base, "--etcd-endpoints=https://a:2379", "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=k"),
-			wantErr: "embedded etcd only"},
-		{name: "embedded certificate without key", args: append(base, "--embedded-etcd-cert-file=s"), wantErr: "--embedded-etcd-key-file"},
-		{name: "embedded client CA without a certificate", args: append(base, "--embedded-etcd-client-ca-file=ca"), wantErr: "--embedded-etcd-cert-file"},
-		{name: "embedded client CA, router without a client certificate",
-			args:    append(base, "--embedded-etcd-cert-file=s", "--embedded-etcd-key-file=sk", "--embedded-etcd-client-ca-file=ca", "--etcd-ca-file=ca"),
-			wantErr: "--etcd-cert-file"},
-		{name: "admin API over mutual TLS", args: append(base, "--admin-tls-cert-file=c", "--admin-tls-key-file=k", "--admin-tls-client-ca-file=ca"),
+		{
+			name: "embedded TLS with external etcd",
+			args: append(
+				base,
+				"--etcd-endpoints=https://a:2379",
+				"--embedded-etcd-cert-file=s",
+				"--embedded-etcd-key-file=k",
+			),
+			wantErr: "embedded etcd only",
+		},
+		{
+			name:    "embedded certificate without key",
+			args:    append(base, "--embedded-etcd-cert-file=s"),
+			wantErr: "--embedded-etcd-key-file",
+		},
+		{
+			name:    "embedded client CA without a certificate",
+			args:    append(base, "--embedded-etcd-client-ca-file=ca"),
+			wantErr: "--embedded-etcd-cert-file",
+		},
+		{
+			name: "embedded client CA, router without a client certificate",
+			args: append(
+				base,
+				"--embedded-etcd-cert-file=s",
+				"--embedded-etcd-key-file=sk",
+				"--embedded-etcd-client-ca-file=ca",
+				"--etcd-ca-file=ca",
+			),
+			wantErr: "--etcd-cert-file",
+		},
+		{
+			name: "admin API over mutual TLS",
+			args: append(base, "--admin-tls-cert-file=c", "--admin-tls-key-file=k", "--admin-tls-client-ca-file=ca"),
 			check: func(t *testing.T, c app.Config) {
 				if c.AdminTLSCertFile != "c" || c.AdminTLSKeyFile != "k" || c.AdminTLSClientCAFile != "ca" {
 					t.Errorf("admin TLS flags not applied: %+v", c)
 				}
-			}},
-		{name: "OpenAI port over mutual TLS", args: append(base, "--tls-cert-file=c", "--tls-key-file=k", "--tls-client-ca-file=ca"),
+			},
+		},
+		{
+			name: "OpenAI port over mutual TLS",
+			args: append(base, "--tls-cert-file=c", "--tls-key-file=k", "--tls-client-ca-file=ca"),
 			check: func(t *testing.T, c app.Config) {
 				if c.TLSCertFile != "c" || c.TLSKeyFile != "k" || c.TLSClientCAFile != "ca" {
 					t.Errorf("TLS flags of --listen not applied: %+v", c)
 				}
-			}},
+			},
+		},
 		{name: "OpenAI port TLS from the environment", args: base,
 			env: map[string]string{"SWITCHYARD_TLS_CERT_FILE": "c", "SWITCHYARD_TLS_KEY_FILE": "k"},
 			check: func(t *testing.T, c app.Config) {
@@ -119,28 +202,47 @@ func TestParseFlags(t *testing.T) {
 		{name: "certificate without key", args: append(base, "--tls-cert-file=c"), wantErr: "--tls-key-file"},
 		{name: "key without certificate", args: append(base, "--tls-key-file=k"), wantErr: "--tls-cert-file"},
 		{name: "client CA without a certificate", args: append(base, "--tls-client-ca-file=ca"), wantErr: "--tls-cert-file"},
-		{name: "gateway TLS files", args: append(base, "--gateway-ca-file=ca", "--gateway-cert-file=c", "--gateway-key-file=k"),
+		{
+			name: "gateway TLS files",
+			args: append(base, "--gateway-ca-file=ca", "--gateway-cert-file=c", "--gateway-key-file=k"),
 			check: func(t *testing.T, c app.Config) {
 				if c.GatewayCAFile != "ca" || c.GatewayCertFile != "c" || c.GatewayKeyFile != "k" {
 					t.Errorf("gateway TLS flags not applied: %+v", c)
 				}
-			}},
+			},
+		},
 		{name: "gateway certificate without key", args: append(base, "--gateway-cert-file=c"), wantErr: "--gateway-key-file"},
-		{name: "admin certificate without key", args: append(base, "--admin-tls-cert-file=c"), wantErr: "--admin-tls-key-file"},
-		{name: "admin client CA without a certificate", args: append(base, "--admin-tls-client-ca-file=ca"), wantErr: "--admin-tls-cert-file"},
+		{
+			name:    "admin certificate without key",
+			args:    append(base, "--admin-tls-cert-file=c"),
+			wantErr: "--admin-tls-key-file",
+		},
+		{
+			name:    "admin client CA without a certificate",
+			args:    append(base, "--admin-tls-client-ca-file=ca"),
+			wantErr: "--admin-tls-cert-file",
+		},
 		{name: "region required", args: []string{"--gossip-key-file=k"}, wantErr: "--region"},
 		{name: "gossip key required", args: []string{"--region=r"}, wantErr: "--gossip-key-file"},
 		{name: "unknown routing mode", args: append(base, "--routing-mode=nearest"), wantErr: "--routing-mode"},
-		{name: "unknown policy-unavailable action", args: append(base, "--policy-unavailable=defaults"), wantErr: "--policy-unavailable"},
+		{
+			name:    "unknown policy-unavailable action",
+			args:    append(base, "--policy-unavailable=defaults"),
+			wantErr: "--policy-unavailable",
+		},
 		{name: "bad gossip profile", args: append(base, "--gossip-profile=moon"), wantErr: "--gossip-profile"},
 		{name: "bad listen address", args: append(base, "--listen=8080"), wantErr: "--listen"},
 		{name: "dns listen needs its file", args: append(base, "--dns-listen=:53"), wantErr: "--dns-config"},
 		{name: "bad simulated rtt", args: append(base, "--simulated-rtt=us-west-2"), wantErr: "region=duration"},
 		{name: "zero attempts", args: append(base, "--max-attempts=0"), wantErr: "--max-attempts"},
-		{name: "ejection cap above 100%", args: append(base, "--max-ejection-percent=101"), wantErr: "--max-ejection-percent"},
+		{
+			name:    "ejection cap above 100%",
+			args:    append(base, "--max-ejection-percent=101"),
+			wantErr: "--max-ejection-percent",
+		},
 		{name: "negative ejection cap", args: append(base, "--max-ejection-percent=-1"), wantErr: "--max-ejection-percent"},
 		{name: "bad log format", args: append(base, "--log-format=xml"), wantErr: "--log-format"},
-		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected arguments"},
+		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected argument"},
 		{name: "body budget and memory limit", args: append(base, "--max-inflight-body-bytes=512MiB", "--memory-limit=2GiB"),
 			check: func(t *testing.T, c app.Config) {
 				if c.MaxInflightBodyBytes != 512<<20 || c.MemoryLimit != "2GiB" {
@@ -159,7 +261,11 @@ func TestParseFlags(t *testing.T) {
 					t.Errorf("budget %d memory limit %q", c.MaxInflightBodyBytes, c.MemoryLimit)
 				}
 			}},
-		{name: "body budget below the body limit", args: append(base, "--max-inflight-body-bytes=1MiB"), wantErr: "at least --max-body-bytes"},
+		{
+			name:    "body budget below the body limit",
+			args:    append(base, "--max-inflight-body-bytes=1MiB"),
+			wantErr: "at least --max-body-bytes",
+		},
 		{name: "bad body budget", args: append(base, "--max-inflight-body-bytes=lots"), wantErr: "max-inflight-body-bytes"},
 		{name: "bad memory limit", args: append(base, "--memory-limit=90%"), wantErr: "--memory-limit"},
 	}
@@ -282,7 +388,13 @@ func startRouters(tb testing.TB, e *env, n int) []*router {
 
 // propagate writes cluster's drain state through the first router and returns, per router, the
 // time from the write until that router chooses want.
-func propagate(ctx context.Context, routers []*router, cluster string, drain bool, want string) ([]time.Duration, error) {
+func propagate(
+	ctx context.Context,
+	routers []*router,
+	cluster string,
+	drain bool,
+	want string,
+) ([]time.Duration, error) {
 	start := time.Now()
 	if err := setDrain(ctx, routers[0], cluster, drain); err != nil {
 		return nil, err
@@ -364,8 +476,10 @@ func TestEmbeddedEtcdOverTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	anon, err := etcdclient.New(etcdclient.Config{Endpoints: []string{"https://" + listen}, CAFile: files.CA, DialTimeout: 2 * time.Second},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	anon, err := etcdclient.New(
+		etcdclient.Config{Endpoints: []string{"https://" + listen}, CAFile: files.CA, DialTimeout: 2 * time.Second},
+		slog.New(slog.NewTextHandler(io.Discard, nil)),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +509,13 @@ func TestAdminOverMutualTLS(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	for _, proto := range []string{"connect", "grpc", "grpc-web"} {
-		code, out, errOut := run("--ca-file="+files.CA, "--cert-file="+files.ClientCert, "--key-file="+files.ClientKey, "--protocol="+proto, "clusters")
+		code, out, errOut := run(
+			"--ca-file="+files.CA,
+			"--cert-file="+files.ClientCert,
+			"--key-file="+files.ClientKey,
+			"--protocol="+proto,
+			"clusters",
+		)
 		if code != 0 || !strings.Contains(out, e.preferred) {
 			t.Fatalf("%s: clusters over mutual TLS: exit %d, %q %q", proto, code, out, errOut)
 		}
@@ -403,13 +523,22 @@ func TestAdminOverMutualTLS(t *testing.T) {
 	if code, _, _ := run("--ca-file="+files.CA, "clusters"); code == 0 {
 		t.Fatal("the admin API answered a client without a certificate")
 	}
-	if code, _, errOut := run("--cert-file="+files.ClientCert, "--key-file="+files.ClientKey, "clusters"); code == 0 || !strings.Contains(errOut, "certificate") {
+	if code, _, errOut := run(
+		"--cert-file="+files.ClientCert,
+		"--key-file="+files.ClientKey,
+		"clusters",
+	); code == 0 ||
+		!strings.Contains(errOut, "certificate") {
 		t.Fatalf("a client that does not trust the server: exit %d, %q", code, errOut)
 	}
 	// HTTP/1.1 over TLS too (gRPC-Web and Connect clients without HTTP/2): the health check in
 	// the Connect protocol.
 	h1 := tlsClient(files.CAPool(t), []tls.Certificate{etcdclienttest.Pair(t, files.ClientCert, files.ClientKey)}, false)
-	resp, err := h1.Post("https://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}"))
+	resp, err := h1.Post(
+		"https://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check",
+		"application/json",
+		strings.NewReader("{}"),
+	)
 	if err != nil {
 		t.Fatalf("HTTP/1.1 over TLS: %v", err)
 	}
@@ -418,7 +547,11 @@ func TestAdminOverMutualTLS(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Proto != "HTTP/1.1" || !strings.Contains(string(body), "SERVING") {
 		t.Fatalf("health over HTTP/1.1 and TLS: %s %d %s", resp.Proto, resp.StatusCode, body)
 	}
-	if resp, err := http.Post("http://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check", "application/json", strings.NewReader("{}")); err == nil {
+	if resp, err := http.Post(
+		"http://"+r.cfg.AdminListen+"/grpc.health.v1.Health/Check",
+		"application/json",
+		strings.NewReader("{}"),
+	); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode < 400 {
 			t.Fatalf("plain HTTP on the TLS admin port: %d", resp.StatusCode)

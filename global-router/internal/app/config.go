@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 )
 
 // Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
@@ -123,6 +124,9 @@ type Config struct {
 	MemoryLimit string `flag:"memory-limit" default:"GOMEMLIMIT, else auto"`
 	// QueueWait bounds how long a request waits for room before 429. Default 2 s.
 	QueueWait time.Duration `flag:"queue-wait"`
+	// TenantTokenWindow is the sliding window tenants' tokens per minute are counted over
+	// (scaled to it). Default 1 minute.
+	TenantTokenWindow time.Duration `flag:"tenant-token-window"`
 	// MaxAttempts bounds the clusters tried per request. Default 3.
 	MaxAttempts int `flag:"max-attempts"`
 	// MaxEjectionPercent caps the share of the clusters with a fresh summary that passive health
@@ -150,6 +154,16 @@ type Config struct {
 	LogFormat string `flag:"log-format"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `flag:"log-level"`
+	// OTLPEndpoint is the OpenTelemetry collector spans are exported to (host:port or URL);
+	// empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, and with
+	// neither tracing is off. OTLPProtocol is grpc or http (empty: the OTEL_* protocol
+	// variables, else grpc); OTLPInsecure exports without TLS to a host:port endpoint;
+	// TraceSampleRatio is the share of new traces recorded (parent-based: a sampled caller's
+	// traceparent is always followed). Defaults: off, grpc, TLS, 1.
+	OTLPEndpoint     string  `flag:"otlp-endpoint"`
+	OTLPProtocol     string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	OTLPInsecure     bool    `flag:"otlp-insecure"`
+	TraceSampleRatio float64 `flag:"trace-sample-ratio"`
 	// ConfigFile is a file of flag values, one name=value a line (flagenv's format); the command
 	// line and the environment win over it. Default none.
 	ConfigFile string `flag:"config"`
@@ -183,6 +197,7 @@ func DefaultConfig() Config {
 		MaxClockSkew:       30 * time.Second,
 		MaxBodyBytes:       32 << 20,
 		QueueWait:          2 * time.Second,
+		TenantTokenWindow:  time.Minute,
 		MaxAttempts:        3,
 		MaxEjectionPercent: clustertable.DefaultEjectionConfig().MaxEjectionPercent,
 		RoutingMode:        RoutingGlobal,
@@ -190,7 +205,16 @@ func DefaultConfig() Config {
 		SessionHeader:      contract.HeaderSessionID,
 		LogFormat:          "text",
 		LogLevel:           "info",
+		TraceSampleRatio:   tracing.DefaultConfig().SampleRatio,
 	}
+}
+
+// tracingConfig is the tracing configuration of the flags.
+func (c *Config) tracingConfig() tracing.Config {
+	tc := tracing.DefaultConfig()
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio = c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.ServiceVersion, tc.Region = Version, c.Region
+	return tc
 }
 
 // Validate reports every invalid field (errors.Join), each named as its flag.
@@ -239,9 +263,18 @@ func (c *Config) validateTLS() []error {
 	}
 	add((c.TLSCertFile == "") != (c.TLSKeyFile == ""), "--tls-cert-file and --tls-key-file must be given together")
 	add(c.TLSClientCAFile != "" && c.TLSCertFile == "", "--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
-	add((c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""), "--admin-tls-cert-file and --admin-tls-key-file must be given together")
-	add(c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "", "--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file")
-	add((c.GatewayCertFile == "") != (c.GatewayKeyFile == ""), "--gateway-cert-file and --gateway-key-file must be given together")
+	add(
+		(c.AdminTLSCertFile == "") != (c.AdminTLSKeyFile == ""),
+		"--admin-tls-cert-file and --admin-tls-key-file must be given together",
+	)
+	add(
+		c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "",
+		"--admin-tls-client-ca-file needs --admin-tls-cert-file and --admin-tls-key-file",
+	)
+	add(
+		(c.GatewayCertFile == "") != (c.GatewayKeyFile == ""),
+		"--gateway-cert-file and --gateway-key-file must be given together",
+	)
 	return errs
 }
 
@@ -263,15 +296,34 @@ func (c *Config) validateValues() []error {
 		"--max-inflight-body-bytes: %d must be at least --max-body-bytes (%d), or no body of the largest size could be read",
 		c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	add(c.QueueWait < 0, "--queue-wait: %v must be >= 0", c.QueueWait)
+	add(
+		c.TenantTokenWindow < time.Second || c.TenantTokenWindow > time.Hour,
+		"--tenant-token-window: %v must be within 1s..1h",
+		c.TenantTokenWindow,
+	)
 	add(c.MaxAttempts < 1, "--max-attempts: %d must be >= 1", c.MaxAttempts)
-	add(c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100, "--max-ejection-percent: %d must be 0..100", c.MaxEjectionPercent)
+	add(
+		c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100,
+		"--max-ejection-percent: %d must be 0..100",
+		c.MaxEjectionPercent,
+	)
 	add(!slices.Contains(RoutingModes(), c.RoutingMode),
 		"--routing-mode: %q must be one of %s", c.RoutingMode, strings.Join(RoutingModes(), ", "))
-	add(c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
-		"--policy-unavailable: %q must be %s or %s", c.PolicyUnavailable, frontdoor.PolicyUnavailableRefuse, frontdoor.PolicyUnavailableLocal)
-	add(!validHeaderName(c.SessionHeader), "--session-header: %q must be a lower-case header name (a-z, 0-9, '-')", c.SessionHeader)
-	add(contract.IsReserved(c.SessionHeader), "--session-header: %q: x-switchyard-* and x-gateway-* names are reserved", c.SessionHeader)
+	add(
+		c.PolicyUnavailable != frontdoor.PolicyUnavailableRefuse && c.PolicyUnavailable != frontdoor.PolicyUnavailableLocal,
+		"--policy-unavailable: %q must be %s or %s",
+		c.PolicyUnavailable,
+		frontdoor.PolicyUnavailableRefuse,
+		frontdoor.PolicyUnavailableLocal,
+	)
+	add(!validHeaderName(c.SessionHeader), "--session-header: %q must be a lower-case header name (a-z, 0-9, '-')",
+		c.SessionHeader)
+	add(contract.IsReserved(c.SessionHeader), "--session-header: %q: x-switchyard-* and x-gateway-* names are reserved",
+		c.SessionHeader)
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
+	if err := c.tracingConfig().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
+	}
 	return errs
 }
 
@@ -282,13 +334,17 @@ func (c *Config) validateEtcd() error {
 	serverTLS := c.EmbeddedEtcdCertFile != "" || c.EmbeddedEtcdKeyFile != "" || c.EmbeddedEtcdClientCAFile != ""
 	switch {
 	case !embedded && serverTLS:
-		return errors.New("--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints")
+		return errors.New(
+			"--embedded-etcd-cert-file, --embedded-etcd-key-file and --embedded-etcd-client-ca-file apply to the embedded etcd only, not with --etcd-endpoints",
+		)
 	case (c.EmbeddedEtcdCertFile == "") != (c.EmbeddedEtcdKeyFile == ""):
 		return errors.New("--embedded-etcd-cert-file and --embedded-etcd-key-file must be given together")
 	case c.EmbeddedEtcdClientCAFile != "" && c.EmbeddedEtcdCertFile == "":
 		return errors.New("--embedded-etcd-client-ca-file needs --embedded-etcd-cert-file and --embedded-etcd-key-file")
 	case c.EmbeddedEtcdClientCAFile != "" && c.EtcdCertFile == "":
-		return errors.New("--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file")
+		return errors.New(
+			"--embedded-etcd-client-ca-file requires client certificates: give this router's with --etcd-cert-file and --etcd-key-file",
+		)
 	}
 	return c.etcdClient(nil).Validate()
 }

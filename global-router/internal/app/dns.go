@@ -34,7 +34,11 @@ func (r *Router) dnsComponents(ctx context.Context) ([]component, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route53 client: %w", err)
 		}
-		el, err := configstore.NewElector(r.client, configstore.DefaultElectionConfig("dns-sync", r.nodeName()), r.log.With("component", "election"))
+		el, err := configstore.NewElector(
+			r.client,
+			configstore.DefaultElectionConfig("dns-sync", r.nodeName()),
+			r.log.With("component", "election"),
+		)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 // TestServeDrains checks what clients see when serve's context ends while a request runs: new
@@ -43,7 +45,12 @@ func TestServeDrains(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b), nil
 	}
-	waitUntil(t, "the server to answer", func() bool { r, _, err := get("/fast"); return err == nil && r.StatusCode == 200 })
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { r, _, err := get("/fast"); return err == nil && r.StatusCode == 200 },
+		"the server to answer",
+	)
 	slow := make(chan string, 1)
 	go func() {
 		_, body, err := get("/slow")
@@ -57,16 +64,20 @@ func TestServeDrains(t *testing.T) {
 
 	var resp *http.Response
 	var refusal string
-	waitUntil(t, "a 503 while draining", func() bool {
+	poll.Until(t, waitTimeout, func() bool {
 		r, body, err := get("/fast")
 		if err != nil {
 			t.Fatalf("new request while draining: %v; want 503 on the open listener", err)
 		}
 		resp, refusal = r, body
 		return r.StatusCode == http.StatusServiceUnavailable
-	})
+	}, "a 503 while draining")
 	if resp.Header.Get("Retry-After") == "" || !resp.Close {
-		t.Errorf("503 while draining: Retry-After %q, Connection: close %v; want both", resp.Header.Get("Retry-After"), resp.Close)
+		t.Errorf(
+			"503 while draining: Retry-After %q, Connection: close %v; want both",
+			resp.Header.Get("Retry-After"),
+			resp.Close,
+		)
 	}
 	const wantBody = `{"error":{"message":"the router is shutting down; retry","type":"service_unavailable","param":null,"code":"shutting_down"}}` + "\n"
 	if refusal != wantBody || resp.Header.Get("Content-Type") != "application/json" {
@@ -94,13 +105,6 @@ func TestServeDrains(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second

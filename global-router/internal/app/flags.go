@@ -67,6 +67,7 @@ var usage = map[string]string{
 	"memory-limit": "the Go runtime's soft memory limit: bytes with a unit (`1536MiB`), `auto` for 90% of the cgroup's " +
 		"`/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
 	"queue-wait":           "how long a request waits for room before 429",
+	"tenant-token-window":  "the sliding window tenants' tokens per minute are counted over (the limit scaled to it); see [tenant budgets](#tenant-budgets)",
 	"max-attempts":         "clusters tried per request (the retry budget)",
 	"max-ejection-percent": "most clusters passive health may eject at once, in percent of the clusters with a fresh summary (0..100; at least one of two or more; a lone cluster never, below 100; 0 turns ejection off)",
 	"routing-mode":         "`global`: local first, overflow anywhere; baselines Tier 2 is measured against: `local-only` (never forward outside the region), `spillover` (local until over the overflow threshold, then the nearest region by RTT only)",
@@ -77,8 +78,23 @@ var usage = map[string]string{
 		"`policy_unavailable`; `local` routes it inside this router's region only, which violates a residency rule that excludes this region",
 	"simulated-rtt": "`region=duration,...` latency added to requests forwarded to a region (local stack only)",
 	"log-format":    "log format: `text` or `json` (`log/slog`)",
-	"log-level":     "log level: `debug`, `info`, `warn`, `error`",
-	"config":        "file of flag values, one `name=value` a line; the command line and the environment win over it",
+	"otlp-endpoint": "OpenTelemetry collector the router's spans are exported to over OTLP: `host:port` or a URL (`http://` without TLS); " +
+		"empty: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`, and with neither tracing is off (see Tracing)",
+	"otlp-protocol":      "OTLP protocol: `grpc` (port 4317) or `http` (protobuf, port 4318); empty: `OTEL_EXPORTER_OTLP_PROTOCOL`, else `grpc`",
+	"otlp-insecure":      "export spans without TLS to a `host:port` `--otlp-endpoint` (a URL's scheme says it itself)",
+	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; parent-based: a request whose `traceparent` is sampled is always recorded",
+	"log-level":          "log level: `debug`, `info`, `warn`, `error`",
+	"config":             "file of flag values, one `name=value` a line; the command line and the environment win over it",
+}
+
+// command is the router's flags, bound to Config: each is read from the command line, then its
+// environment variable SWITCHYARD_<FLAG>, then the --config file.
+var command = flagenv.Command[Config]{
+	Name:     "global-router",
+	Synopsis: "--region=NAME --gossip-key-file=FILE [flags]",
+	Defaults: DefaultConfig,
+	Options:  (*Config).bindOptions,
+	FileFlag: "config",
 }
 
 // bindOptions completes c's tags: the help texts, and the flags whose parse is not their
@@ -92,12 +108,7 @@ func (c *Config) bindOptions() flagenv.BindOptions {
 
 // Flags describes every flag, with its default, in the order of Config's fields.
 func Flags() []flagenv.Flag {
-	c := DefaultConfig()
-	flags, err := flagenv.Bind(flag.NewFlagSet("global-router", flag.ContinueOnError), &c, c.bindOptions())
-	if err != nil {
-		panic(err) // Config's tags and the usage table: TestFlags checks them
-	}
-	return flags
+	return command.Flags() // it panics if Config's tags and the usage table disagree: TestFlags checks them
 }
 
 // ParseFlags builds the router's Config from the command line, then the environment variable
@@ -109,25 +120,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
-	cfg := DefaultConfig()
-	fs := flag.NewFlagSet("global-router", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flags, err := flagenv.Bind(fs, &cfg, cfg.bindOptions())
+	cfg, _, err := command.Parse(args, getenv, stderr)
 	if err != nil {
 		return cfg, err
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: global-router --region=NAME --gossip-key-file=FILE [flags]\n\n")
-		fmt.Fprintf(stderr, "Every flag may also be set with the environment variable %s (e.g. %s), or in the file\n",
-			flagenv.EnvName(flagenv.Prefix, "<FLAG>"), flagenv.EnvName(flagenv.Prefix, "listen"))
-		fmt.Fprintf(stderr, "--config names (name=value lines); the command line wins over both, the environment over the file.\n\n")
-		flagenv.PrintUsage(stderr, flags, flagenv.Prefix)
-	}
-	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, FileFlag: "config"}); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return cfg, cfg.Validate()
 }

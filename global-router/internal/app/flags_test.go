@@ -15,30 +15,10 @@ import (
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the flags table of docs/router.md")
 
-// docPath is the page whose flags table is generated from Config.
-const docPath = "../../../docs/router.md"
-
 // TestFlagsDocUpToDate fails when docs/router.md's flags table is not the one Config's tags,
 // usage table and defaults generate; `make generate` (this test with -update-docs) rewrites it.
 func TestFlagsDocUpToDate(t *testing.T) {
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := flagenv.ReplaceTable(doc, flagenv.Markdown(app.Flags(), flagenv.Prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) == string(doc) {
-		return
-	}
-	if *updateDocs {
-		if err := os.WriteFile(docPath, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("the flags table of docs/router.md is stale: run `make generate` and commit it")
+	flagenv.CheckDoc(t, "../../../docs/router.md", flagenv.Markdown(app.Flags(), flagenv.Prefix), *updateDocs)
 }
 
 // Every flag is documented, and --help lists each with its variable and default.
@@ -80,7 +60,10 @@ func writeFile(t *testing.T, content string) string {
 // The command line wins over the environment, the environment over --config, the file over the
 // default.
 func TestConfigPrecedence(t *testing.T) {
-	file := writeFile(t, "region=us-east-1\ngossip-key-file=k\nlisten=:1\nqueue-wait=3s\netcd-endpoints=http://a:2379, http://b:2379\nsimulated-rtt=eu-west-1=80ms\n")
+	file := writeFile(
+		t,
+		"region=us-east-1\ngossip-key-file=k\nlisten=:1\nqueue-wait=3s\netcd-endpoints=http://a:2379, http://b:2379\nsimulated-rtt=eu-west-1=80ms\n",
+	)
 	tests := []struct {
 		name  string
 		args  []string
@@ -91,16 +74,28 @@ func TestConfigPrecedence(t *testing.T) {
 			return c.Listen == ":1" && c.QueueWait == 3*time.Second && c.AdminListen == ":9090" && len(c.EtcdEndpoints) == 2 &&
 				c.SimulatedRTT["eu-west-1"] == 80*time.Millisecond
 		}},
-		{"environment over file", []string{"--config=" + file}, map[string]string{"SWITCHYARD_LISTEN": ":2", "SWITCHYARD_ETCD_ENDPOINTS": "http://c:2379"},
+		{
+			"environment over file",
+			[]string{"--config=" + file},
+			map[string]string{"SWITCHYARD_LISTEN": ":2", "SWITCHYARD_ETCD_ENDPOINTS": "http://c:2379"},
 			func(c app.Config) bool {
 				return c.Listen == ":2" && len(c.EtcdEndpoints) == 1 && c.QueueWait == 3*time.Second
-			}},
-		{"command line over environment", []string{"--config=" + file, "--listen=:3"}, map[string]string{"SWITCHYARD_LISTEN": ":2"},
-			func(c app.Config) bool { return c.Listen == ":3" }},
+			},
+		},
+		{
+			"command line over environment",
+			[]string{"--config=" + file, "--listen=:3"},
+			map[string]string{"SWITCHYARD_LISTEN": ":2"},
+			func(c app.Config) bool { return c.Listen == ":3" },
+		},
 		{"file named by the environment", nil, map[string]string{"SWITCHYARD_CONFIG": file},
 			func(c app.Config) bool { return c.Region == "us-east-1" && c.Listen == ":1" }},
-		{"unknown variables are ignored", []string{"--config=" + file}, map[string]string{"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_ADDR": "http://x"},
-			func(c app.Config) bool { return c.Listen == ":1" }},
+		{
+			"unknown variables are ignored",
+			[]string{"--config=" + file},
+			map[string]string{"SWITCHYARD_NO_SUCH_FLAG": "x", "SWITCHYARD_ADDR": "http://x"},
+			func(c app.Config) bool { return c.Listen == ":1" },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,10 +121,20 @@ func TestConfigBadValues(t *testing.T) {
 	}{
 		{"environment", map[string]string{"SWITCHYARD_MAX_ATTEMPTS": "many"}, "",
 			[]string{`environment SWITCHYARD_MAX_ATTEMPTS="many": invalid value for --max-attempts: want an integer`}},
-		{"environment rtt", map[string]string{"SWITCHYARD_SIMULATED_RTT": "eu"}, "", []string{"SWITCHYARD_SIMULATED_RTT", "want region=duration"}},
+		{
+			"environment rtt",
+			map[string]string{"SWITCHYARD_SIMULATED_RTT": "eu"},
+			"",
+			[]string{"SWITCHYARD_SIMULATED_RTT", "want region=duration"},
+		},
 		{"file line", nil, "# router\nqueue-wait=soon\n", []string{`:2: invalid value "soon" for --queue-wait`}},
 		{"unknown flag in the file", nil, "admin-token=secret\n", []string{":1: unknown flag --admin-token"}},
-		{"invalid after parsing", nil, "max-attempts=0\nrouting-mode=nearest\n", []string{"--max-attempts: 0 must be >= 1", `--routing-mode: "nearest"`}},
+		{
+			"invalid after parsing",
+			nil,
+			"max-attempts=0\nrouting-mode=nearest\n",
+			[]string{"--max-attempts: 0 must be >= 1", `--routing-mode: "nearest"`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,9 +165,17 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	want := []string{"--region is required", "--listen: address 8080: missing port", "--tls-cert-file and --tls-key-file must be given together",
-		"--dns-config is required with --dns-listen", "--gossip-key-file is required", `--gossip-profile: "moon"`, "--max-attempts: 0 must be >= 1",
-		`--routing-mode: "nearest"`, `--simulated-rtt: invalid entry "eu-west-1"=-1s`}
+	want := []string{
+		"--region is required",
+		"--listen: address 8080: missing port",
+		"--tls-cert-file and --tls-key-file must be given together",
+		"--dns-config is required with --dns-listen",
+		"--gossip-key-file is required",
+		`--gossip-profile: "moon"`,
+		"--max-attempts: 0 must be >= 1",
+		`--routing-mode: "nearest"`,
+		`--simulated-rtt: invalid entry "eu-west-1"=-1s`,
+	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, err)

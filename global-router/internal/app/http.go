@@ -177,7 +177,12 @@ func serverTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if certFile == "" {
 		return nil, nil
 	}
-	info := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: clientCAFile, ClientCertAuth: clientCAFile != ""}
+	info := transport.TLSInfo{
+		CertFile:       certFile,
+		KeyFile:        keyFile,
+		TrustedCAFile:  clientCAFile,
+		ClientCertAuth: clientCAFile != "",
+	}
 	return info.ServerConfig()
 }
 

@@ -210,7 +210,10 @@ func TestBodyDeadline(t *testing.T) {
 		}
 		defer conn.Close()
 		// 100 bytes announced, 10 sent, then nothing.
-		if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\":"); err != nil {
+		if _, err := io.WriteString(
+			conn,
+			"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\":",
+		); err != nil {
 			t.Fatal(err)
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -226,7 +229,12 @@ func TestBodyDeadline(t *testing.T) {
 	t.Run("whole body then a long stream", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/completions", strings.NewReader(`{"model":"m"}`))
+		req, err := http.NewRequestWithContext(
+			ctx,
+			http.MethodPost,
+			"http://"+addr+"/v1/completions",
+			strings.NewReader(`{"model":"m"}`),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

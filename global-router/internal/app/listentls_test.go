@@ -44,7 +44,12 @@ func TestListenOverMutualTLS(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Proto != c.proto || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
 			t.Fatalf("%s over mutual TLS: %s %d %q", c.proto, resp.Proto, resp.StatusCode, body)
 		}
-		if got, route := resp.Header.Get("X-Switchyard-Cluster"), resp.Header.Get("X-Switchyard-Route"); got != e.preferred || route != "local" {
+		if got, route := resp.Header.Get(
+			"X-Switchyard-Cluster",
+		), resp.Header.Get(
+			"X-Switchyard-Route",
+		); got != e.preferred ||
+			route != "local" {
 			t.Errorf("%s: served by %q route %q, want %s local", c.proto, got, route, e.preferred)
 		}
 	}

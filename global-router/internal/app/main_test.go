@@ -19,6 +19,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -67,7 +68,11 @@ func newEnv(tb testing.TB) *env {
 	tb.Cleanup(gw.Close)
 	dir := tb.TempDir()
 	e.keyFile, e.tokenFile = filepath.Join(dir, "gossip.key"), filepath.Join(dir, "admin-token")
-	if err := os.WriteFile(e.keyFile, []byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(
+		e.keyFile,
+		[]byte(base64.StdEncoding.EncodeToString(gossiptest.TestKey)+"\n"),
+		0o600,
+	); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(e.tokenFile, []byte(token+"\n"), 0o600); err != nil {
@@ -238,30 +243,50 @@ func (e *stoppedError) Error() string {
 // pollHTTP polls url until it answers status; it returns a *stoppedError if done delivers first
 // (the value is put back for later readers) and an error after 60 s.
 func pollHTTP(url string, status int, done chan error) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == status {
-				return nil
-			}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := poll.Wait(ctx, func(ctx context.Context) error {
+		err := answers(ctx, url, status)
+		if err == nil {
+			return nil
 		}
 		select {
-		case err := <-done:
-			done <- err
-			return &stoppedError{url: url, err: err}
+		case runErr := <-done:
+			done <- runErr
+			return poll.Stop(&stoppedError{url: url, err: runErr})
 		default:
+			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s never answered %d", url, status)
-		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	if _, ok := errors.AsType[*stoppedError](err); err != nil && !ok {
+		return fmt.Errorf("%s never answered %d: %w", url, status, err)
 	}
+	return err
+}
+
+// answers returns nil if a GET of url answers status, and an error naming what it got otherwise.
+func answers(ctx context.Context, url string, status int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("new request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != status {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // chosen returns the cluster r would send a request for model to ("" when none or on error).
 func (r *router) chosen(ctx context.Context) string {
-	resp, err := r.admin.ExplainRoute(ctx, connect.NewRequest(&adminv1.ExplainRouteRequest{Model: model, PromptTokens: 1000}))
+	resp, err := r.admin.ExplainRoute(
+		ctx,
+		connect.NewRequest(&adminv1.ExplainRouteRequest{Model: model, PromptTokens: 1000}),
+	)
 	if err != nil {
 		return ""
 	}

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/app"
@@ -36,18 +38,24 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 				c.EtcdEndpoints = []string{"http://" + freeAddr(t)} // nothing listens there
 				c.PolicyUnavailable = tt.mode
 			}, "/healthz")
-			if code, body := get(t, "http://"+r.cfg.MetricsListen+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "configuration not loaded") {
+			if code, body := get(
+				t,
+				"http://"+r.cfg.MetricsListen+"/readyz",
+			); code != http.StatusServiceUnavailable ||
+				!strings.Contains(body, "configuration not loaded") {
 				t.Fatalf("/readyz with etcd unreachable = %d %q, want 503 naming the configuration", code, body)
 			}
 			// Wait until gossip has brought the clusters, so a refusal is the policy's doing.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			waitHTTP(t, "http://"+r.cfg.Listen+"/v1/models", http.StatusOK, r.done)
-			for ctx.Err() == nil {
-				if _, body := get(t, "http://"+r.cfg.Listen+"/v1/models"); strings.Contains(body, model) {
-					break
+			if err := poll.Wait(ctx, func(context.Context) error {
+				if _, body := get(t, "http://"+r.cfg.Listen+"/v1/models"); !strings.Contains(body, model) {
+					return fmt.Errorf("/v1/models = %s", body)
 				}
-				time.Sleep(20 * time.Millisecond)
+				return nil
+			}); err != nil {
+				t.Fatalf("waiting for the router to list %s: %v", model, err)
 			}
 			resp, body := chat(t, r.cfg.Listen)
 			if resp.StatusCode != tt.wantStatus {
@@ -59,10 +67,17 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 			}
 			if tt.mode == "refuse" {
 				checkRefusal(t, resp, body)
-				if _, m := get(t, "http://"+r.cfg.MetricsListen+"/metrics"); !strings.Contains(m, `switchyard_router_policy_unavailable_total{reason="not_loaded"} 1`) {
+				if _, m := get(
+					t,
+					"http://"+r.cfg.MetricsListen+"/metrics",
+				); !strings.Contains(
+					m,
+					`switchyard_router_policy_unavailable_total{reason="not_loaded"} 1`,
+				) {
 					t.Fatalf("the refusal is not counted as not_loaded:\n%s", m)
 				}
-				if ex.Msg.GetError() == "" || !strings.Contains(ex.Msg.GetError(), "not loaded") || ex.Msg.GetPolicy() != nil || ex.Msg.GetChosenCluster() != "" {
+				if ex.Msg.GetError() == "" || !strings.Contains(ex.Msg.GetError(), "not loaded") || ex.Msg.GetPolicy() != nil ||
+					ex.Msg.GetChosenCluster() != "" {
 					t.Fatalf("ExplainRoute while refusing = %v, want an error, no policy and no cluster", ex.Msg)
 				}
 				return
@@ -70,8 +85,14 @@ func TestPolicyUnavailableAtStart(t *testing.T) {
 			if got := resp.Header.Get("X-Switchyard-Cluster"); got != e.preferred {
 				t.Fatalf("served by %q, want the local %s", got, e.preferred)
 			}
-			if p := ex.Msg.GetPolicy(); ex.Msg.GetChosenCluster() != e.preferred || !slices.Equal(p.GetAllowedRegions(), []string{region}) {
-				t.Fatalf("ExplainRoute in local mode = %v, want %s chosen under a policy allowing %s only", ex.Msg, e.preferred, region)
+			if p := ex.Msg.GetPolicy(); ex.Msg.GetChosenCluster() != e.preferred ||
+				!slices.Equal(p.GetAllowedRegions(), []string{region}) {
+				t.Fatalf(
+					"ExplainRoute in local mode = %v, want %s chosen under a policy allowing %s only",
+					ex.Msg,
+					e.preferred,
+					region,
+				)
 			}
 		})
 	}
@@ -88,7 +109,8 @@ func checkRefusal(t *testing.T, resp *http.Response, body string) {
 	if err := json.Unmarshal([]byte(body), &msg); err != nil {
 		t.Fatalf("refusal body %q: %v", body, err)
 	}
-	if msg.Error.Code != "policy_unavailable" || msg.Error.Type != "service_unavailable" || !strings.Contains(msg.Error.Message, "not loaded") {
+	if msg.Error.Code != "policy_unavailable" || msg.Error.Type != "service_unavailable" ||
+		!strings.Contains(msg.Error.Message, "not loaded") {
 		t.Fatalf("refusal = %+v, want code policy_unavailable saying policies are not loaded", msg.Error)
 	}
 	if resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Switchyard-Cluster") != "" {

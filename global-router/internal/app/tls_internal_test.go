@@ -32,9 +32,17 @@ func TestForwardToGatewayOverMutualTLS(t *testing.T) {
 		cfg  Config
 		ok   bool
 	}{
-		{"CA and client certificate", Config{GatewayCAFile: files.CA, GatewayCertFile: files.ClientCert, GatewayKeyFile: files.ClientKey}, true},
+		{
+			"CA and client certificate",
+			Config{GatewayCAFile: files.CA, GatewayCertFile: files.ClientCert, GatewayKeyFile: files.ClientKey},
+			true,
+		},
 		{"CA without a client certificate", Config{GatewayCAFile: files.CA}, false},
-		{"client certificate, gateway not trusted", Config{GatewayCertFile: files.ClientCert, GatewayKeyFile: files.ClientKey}, false},
+		{
+			"client certificate, gateway not trusted",
+			Config{GatewayCertFile: files.ClientCert, GatewayKeyFile: files.ClientKey},
+			false,
+		},
 		{"no TLS files", Config{}, false},
 	}
 	for _, tt := range tests {
@@ -83,8 +91,18 @@ func TestServerTLSFileErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"--listen", (*Config).listenTLS, Config{TLSCertFile: "/nonexistent/c", TLSKeyFile: "/nonexistent/k"}, "--tls-cert-file"},
-		{"--admin-listen", (*Config).adminTLS, Config{AdminTLSCertFile: "/nonexistent/c", AdminTLSKeyFile: "/nonexistent/k"}, "admin TLS"},
+		{
+			"--listen",
+			(*Config).listenTLS,
+			Config{TLSCertFile: "/nonexistent/c", TLSKeyFile: "/nonexistent/k"},
+			"--tls-cert-file",
+		},
+		{
+			"--admin-listen",
+			(*Config).adminTLS,
+			Config{AdminTLSCertFile: "/nonexistent/c", AdminTLSKeyFile: "/nonexistent/k"},
+			"admin TLS",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -72,7 +75,12 @@ func TestTokenFileWatcherRotates(t *testing.T) {
 	var got applied
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	w := tokenFileWatcher{Path: path, Interval: 10 * time.Millisecond, Apply: got.apply, Log: slog.New(slog.DiscardHandler)}
+	w := tokenFileWatcher{
+		Path:     path,
+		Interval: 10 * time.Millisecond,
+		Apply:    got.apply,
+		Log:      slog.New(slog.DiscardHandler),
+	}
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
 		cancel()
@@ -82,17 +90,10 @@ func TestTokenFileWatcherRotates(t *testing.T) {
 	}()
 	waitTokens := func(want ...string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if tokens, _ := got.get(); slices.Equal(tokens, want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				tokens, _ := got.get()
-				t.Fatalf("applied tokens %q, want %q", tokens, want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		poll.UntilState(t, 10*time.Second, func() (bool, string) {
+			tokens, _ := got.get()
+			return slices.Equal(tokens, want), fmt.Sprintf("%q", tokens)
+		}, fmt.Sprintf("applied tokens %q", want))
 	}
 	waitTokens("old")
 	write("new\nold\n")

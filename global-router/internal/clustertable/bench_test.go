@@ -34,10 +34,16 @@ func BenchmarkView(b *testing.B) {
 		m := model("llama", 8)
 		m.PrefixSketch = bl.Proto()
 		region := regions[i%len(regions)]
-		src.Summaries = append(src.Summaries, summary(names[i], region, names[i]+"-gw", "http://"+names[i], time.Now(), false, m))
+		src.Summaries = append(
+			src.Summaries,
+			summary(names[i], region, names[i]+"-gw", "http://"+names[i], time.Now(), false, m),
+		)
 	}
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
-		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond, "ap-south-1": 200 * time.Millisecond}}, src, nil)
+		"us-west-2":  70 * time.Millisecond,
+		"eu-west-1":  80 * time.Millisecond,
+		"ap-south-1": 200 * time.Millisecond,
+	}}, src, nil)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -26,7 +26,11 @@ func TestViewIsARead(t *testing.T) {
 		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
 		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
 	}}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }}, src, nil)
+	tb := clustertable.New(
+		clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }},
+		src,
+		nil,
+	)
 	routeView(tb, "llama", nil)
 	src.s[0] = summary("c1", "us-east-1", "gw-a", "http://a", t0, true, model("llama", 2)) // c1's gateway stops publishing
 	clk.t = t0.Add(5 * time.Second)

@@ -118,7 +118,11 @@ func TestEjectionCapOverClusters(t *testing.T) {
 switchyard_router_cluster_ejections_total{result="ejected"} %d
 switchyard_router_cluster_ejections_total{result="refused"} %d
 `, tt.wantEjected, 4*(fresh-tt.wantEjected)) // each kept cluster: a connection error per round, and its third 500 in a row
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_cluster_ejections_total"); err != nil {
+			if err := testutil.GatherAndCompare(
+				reg,
+				strings.NewReader(want),
+				"switchyard_router_cluster_ejections_total",
+			); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -128,7 +132,11 @@ switchyard_router_cluster_ejections_total{result="refused"} %d
 // A cluster refused ejection is ejected once another's ejection ends.
 func TestClusterEjectedOnceASlotFrees(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }}, fleetOf(2), nil)
+	tb := clustertable.New(
+		clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }},
+		fleetOf(2),
+		nil,
+	)
 	down := func(c string) {
 		tb.Observe(forward.Outcome{Target: forward.Target{Cluster: c}, Err: errors.New("connection refused")})
 	}

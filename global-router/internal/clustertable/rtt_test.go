@@ -84,8 +84,12 @@ func TestMeasuredRTTCorrectsPriorAndFades(t *testing.T) {
 func TestMeasuredRTTOff(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
 	src := source{summary("west", "us-west-2", "gw-b", "http://b", clk.t, false, model("llama", 2))}
-	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now, RTT: map[string]time.Duration{"us-west-2": 70 * time.Millisecond},
-		MeasuredRTT: clustertable.RTTConfig{Off: true}}
+	cfg := clustertable.Config{
+		Region:      "us-east-1",
+		Now:         clk.now,
+		RTT:         map[string]time.Duration{"us-west-2": 70 * time.Millisecond},
+		MeasuredRTT: clustertable.RTTConfig{Off: true},
+	}
 	tb := clustertable.New(cfg, src, nil)
 	tb.Observe(forward.Outcome{Target: forward.Target{Cluster: "west"}, Status: 200, RTT: time.Second})
 	if got := routeView(tb, "llama", nil)[0].Cluster.RTT; got != 70*time.Millisecond {
@@ -165,7 +169,13 @@ func TestUnverifiedClusterNotWithheldWhenAlone(t *testing.T) {
 	for _, at := range []time.Duration{8 * time.Second, 8100 * time.Millisecond, 8200 * time.Millisecond} {
 		clk.t = t0.Add(at)
 		if e := routeView(tb, "llama", nil)[1]; !e.Unverified || e.Withheld || e.Cluster.Unhealthy {
-			t.Errorf("%v: west unverified %v withheld %v unhealthy %v, want unverified and offered", at, e.Unverified, e.Withheld, e.Cluster.Unhealthy)
+			t.Errorf(
+				"%v: west unverified %v withheld %v unhealthy %v, want unverified and offered",
+				at,
+				e.Unverified,
+				e.Withheld,
+				e.Cluster.Unhealthy,
+			)
 		}
 	}
 }
@@ -226,6 +236,10 @@ func TestFadedSlowPathGetsOneRequestAtATime(t *testing.T) {
 		t.Fatalf("the faded path was never probed")
 	}
 	if maxInFlight > 1 {
-		t.Errorf("%d requests went to the faded slow path before its first answer (%d in 90 s), want one at a time", maxInFlight, sent)
+		t.Errorf(
+			"%d requests went to the faded slow path before its first answer (%d in 90 s), want one at a time",
+			maxInFlight,
+			sent,
+		)
 	}
 }

@@ -33,13 +33,27 @@ func TestSendsSince(t *testing.T) {
 		{"after the newest", base.Add(time.Duration(n) * time.Millisecond), 0, 0, 0},
 		{"the newest ten", base.Add(time.Duration(n-11) * time.Millisecond), 10, sum(n - 10), at(n - 10)},
 		{"every remembered send", base.Add(-time.Second), len(s.ring), sum(n - len(s.ring)), at(n - len(s.ring))},
-		{"all but the oldest remembered", base.Add(time.Duration(n-len(s.ring)) * time.Millisecond), len(s.ring) - 1, sum(n - len(s.ring) + 1), at(n - len(s.ring) + 1)},
+		{
+			"all but the oldest remembered",
+			base.Add(time.Duration(n-len(s.ring)) * time.Millisecond),
+			len(s.ring) - 1,
+			sum(n - len(s.ring) + 1),
+			at(n - len(s.ring) + 1),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sends, tok, first := s.since(tt.after.UnixNano())
 			if sends != tt.wantSends || tok != tt.wantTok || first != tt.wantFirst {
-				t.Fatalf("since = %d sends, %d tokens, oldest at %d; want %d, %d, %d", sends, tok, first, tt.wantSends, tt.wantTok, tt.wantFirst)
+				t.Fatalf(
+					"since = %d sends, %d tokens, oldest at %d; want %d, %d, %d",
+					sends,
+					tok,
+					first,
+					tt.wantSends,
+					tt.wantTok,
+					tt.wantFirst,
+				)
 			}
 		})
 	}

@@ -53,12 +53,27 @@ func TestPrefixSketchFollowsNewestSummary(t *testing.T) {
 		ask    string
 		want   int // cached prefix tokens
 	}{
-		{"first summary", []*gossipv1.ModelCapacity{withSketch("llama", sketchOf(t, hashes, 6)), withSketch("qwen", sketchOf(t, hashes, 2))}, "llama", 6 * 16},
+		{
+			"first summary",
+			[]*gossipv1.ModelCapacity{withSketch("llama", sketchOf(t, hashes, 6)), withSketch("qwen", sketchOf(t, hashes, 2))},
+			"llama",
+			6 * 16,
+		},
 		{"same summary, again", nil, "llama", 6 * 16},
 		{"same summary, other model", nil, "qwen", 2 * 16},
 		{"same summary, first model again", nil, "llama", 6 * 16},
-		{"newer summary replaces the sketch", []*gossipv1.ModelCapacity{withSketch("llama", sketchOf(t, hashes, 9))}, "llama", 9 * 16},
-		{"an adapter's base model", []*gossipv1.ModelCapacity{withSketch("llama", sketchOf(t, hashes, 4), "sql")}, "sql", 4 * 16},
+		{
+			"newer summary replaces the sketch",
+			[]*gossipv1.ModelCapacity{withSketch("llama", sketchOf(t, hashes, 9))},
+			"llama",
+			9 * 16,
+		},
+		{
+			"an adapter's base model",
+			[]*gossipv1.ModelCapacity{withSketch("llama", sketchOf(t, hashes, 4), "sql")},
+			"sql",
+			4 * 16,
+		},
 		{"invalid sketch caches nothing", []*gossipv1.ModelCapacity{withSketch("llama", invalid)}, "llama", 0},
 		{"invalid sketch, again", nil, "llama", 0},
 		{"no sketch", []*gossipv1.ModelCapacity{model("llama", 2)}, "llama", 0},
@@ -88,7 +103,8 @@ func TestViewGroupsUnsortedSnapshot(t *testing.T) {
 		summary("c3", "us-east-1", "gw-e", "", now, false, model("llama", 4)),
 		summary("c1", "us-east-1", "gw-b", "http://b", now, false, model("llama", 4)),
 	}
-	view := clustertable.New(clustertable.Config{Region: "us-east-1", Now: func() time.Time { return now }}, src, nil).View("llama", nil)
+	view := clustertable.New(clustertable.Config{Region: "us-east-1", Now: func() time.Time { return now }}, src, nil).
+		View("llama", nil)
 	if len(view) != 3 || view[0].Cluster.Name != "c1" || view[1].Cluster.Name != "c2" || view[2].Cluster.Name != "c3" {
 		t.Fatalf("view %+v, want c1, c2, c3", view)
 	}

@@ -31,7 +31,11 @@ func halfOpenTable(second *gossipv1.ModelCapacity, drained drains) (*clustertabl
 		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
 		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, second),
 	}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }}, src, drained)
+	tb := clustertable.New(
+		clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0.99 }},
+		src,
+		drained,
+	)
 	tb.Observe(refused) // ejected for 1 s, then half open
 	clk.t = t0.Add(1200 * time.Millisecond)
 	return tb, clk, t0
@@ -45,7 +49,11 @@ func TestSlowStartAfterEjection(t *testing.T) {
 		summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
 		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2)),
 	}
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return draw }}, src, nil)
+	tb := clustertable.New(
+		clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return draw }},
+		src,
+		nil,
+	)
 	tb.Observe(refused) // ejected for 1 s, then half open
 	answered := forward.Outcome{Target: forward.Target{Cluster: "c1"}, Status: 200}
 	tests := []struct {
@@ -75,9 +83,18 @@ func TestSlowStartAfterEjection(t *testing.T) {
 				tb.Observe(*tt.outcome)
 			}
 			e := routeView(tb, "llama", nil)[0]
-			if e.Cluster.Unhealthy != tt.wantUnhealthy || e.Withheld != tt.wantWithheld || e.Cluster.Returning != tt.wantReturning {
-				t.Fatalf("share %.2f: unhealthy %v withheld %v returning %v, want %v %v %v", e.Share, e.Cluster.Unhealthy, e.Withheld,
-					e.Cluster.Returning, tt.wantUnhealthy, tt.wantWithheld, tt.wantReturning)
+			if e.Cluster.Unhealthy != tt.wantUnhealthy || e.Withheld != tt.wantWithheld ||
+				e.Cluster.Returning != tt.wantReturning {
+				t.Fatalf(
+					"share %.2f: unhealthy %v withheld %v returning %v, want %v %v %v",
+					e.Share,
+					e.Cluster.Unhealthy,
+					e.Withheld,
+					e.Cluster.Returning,
+					tt.wantUnhealthy,
+					tt.wantWithheld,
+					tt.wantReturning,
+				)
 			}
 		})
 	}
@@ -114,7 +131,11 @@ func TestSlowStartWhenAGatewayIsReplaced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := &clock{t: t0.Add(-10 * time.Second)}
 			src := &swappable{s: []gossip.Summary{c1("gw-a", false), c2}}
-			tb := clustertable.New(clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }}, src, nil)
+			tb := clustertable.New(
+				clustertable.Config{Region: "us-east-1", Now: clk.now, Rand: func() float64 { return 0 }},
+				src,
+				nil,
+			)
 			routeView(tb, "llama", nil)
 			if tt.ejectFirst {
 				clk.t = t0.Add(-5 * time.Second)
@@ -129,7 +150,14 @@ func TestSlowStartWhenAGatewayIsReplaced(t *testing.T) {
 			for i, at := range []time.Duration{0, 0, 2500 * time.Millisecond, 5 * time.Second} {
 				clk.t = t0.Add(at)
 				if e := routeView(tb, "llama", nil)[0]; e.Share != tt.wantShare[i] || e.Withheld {
-					t.Errorf("view %d, %v after the fresh summary: share %.2f withheld %v, want %.2f offered", i, at, e.Share, e.Withheld, tt.wantShare[i])
+					t.Errorf(
+						"view %d, %v after the fresh summary: share %.2f withheld %v, want %.2f offered",
+						i,
+						at,
+						e.Share,
+						e.Withheld,
+						tt.wantShare[i],
+					)
 				}
 			}
 		})
@@ -142,8 +170,16 @@ func TestFailuresDuringEjectionAreOneIncident(t *testing.T) {
 	// c2 is there so that c1 may be ejected (a lone cluster never is: see MaxEjectionPercent).
 	src := source{summary("c1", "us-east-1", "gw-a", "http://a", t0, false, model("llama", 2)),
 		summary("c2", "us-east-1", "gw-b", "http://b", t0, false, model("llama", 2))}
-	cfg := clustertable.Config{Region: "us-east-1", Now: clk.now,
-		Ejection: clustertable.EjectionConfig{Consecutive: 3, Base: time.Second, Max: 30 * time.Second, MaxEjectionPercent: 50}}
+	cfg := clustertable.Config{
+		Region: "us-east-1",
+		Now:    clk.now,
+		Ejection: clustertable.EjectionConfig{
+			Consecutive:        3,
+			Base:               time.Second,
+			Max:                30 * time.Second,
+			MaxEjectionPercent: 50,
+		},
+	}
 	tb := clustertable.New(cfg, src, nil)
 	for range 20 { // every request in flight on a connection that broke
 		tb.Observe(refused)

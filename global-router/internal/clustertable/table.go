@@ -105,7 +105,13 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Table{cfg: cfg, src: src, drains: drains, states: map[string]*clusterState{}, metrics: newMetrics(cfg.Registerer)}
+	return &Table{
+		cfg:     cfg,
+		src:     src,
+		drains:  drains,
+		states:  map[string]*clusterState{},
+		metrics: newMetrics(cfg.Registerer),
+	}
 }
 
 // Entry is one cluster in a view: its routing figures for one model and where to forward.

@@ -26,7 +26,12 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func summary(cluster, region, node, url string, gen time.Time, stale bool, models ...*gossipv1.ModelCapacity) gossip.Summary {
+func summary(
+	cluster, region, node, url string,
+	gen time.Time,
+	stale bool,
+	models ...*gossipv1.ModelCapacity,
+) gossip.Summary {
 	return gossip.Summary{
 		Node: node, Cluster: cluster, Region: region, Stale: stale, State: gossip.StateAlive,
 		Summary: &gossipv1.CapacitySummary{
@@ -57,7 +62,15 @@ func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
 		summary("c2", "eu-west-1", "gw-d", "http://d", now.Add(-10*time.Second), true, model("llama", 2)),
 	}
 	src[1].Age = 300 * time.Millisecond
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"eu-west-1": 80 * time.Millisecond}, Now: func() time.Time { return now }}, src, drains{})
+	tb := clustertable.New(
+		clustertable.Config{
+			Region: "us-east-1",
+			RTT:    map[string]time.Duration{"eu-west-1": 80 * time.Millisecond},
+			Now:    func() time.Time { return now },
+		},
+		src,
+		drains{},
+	)
 	view := routeView(tb, "sql", nil)
 	if len(view) != 2 {
 		t.Fatalf("view has %d clusters, want 2", len(view))
@@ -71,8 +84,14 @@ func TestViewPicksFreshestReplicaAndFillsFigures(t *testing.T) {
 	}
 	// 100 ms predicted for 1,000 tokens at 20,000 tok/s per pod: 50 ms of it is prefill; the
 	// mean, 180 ms, waits 130 ms.
-	if c1.Cluster.BaseTTFT != 50*time.Millisecond || c1.Cluster.MeanTTFT != 130*time.Millisecond || c1.Cluster.PrefillTokensPerSec != 20_000 {
-		t.Errorf("c1 base TTFT %v mean %v prefill %v", c1.Cluster.BaseTTFT, c1.Cluster.MeanTTFT, c1.Cluster.PrefillTokensPerSec)
+	if c1.Cluster.BaseTTFT != 50*time.Millisecond || c1.Cluster.MeanTTFT != 130*time.Millisecond ||
+		c1.Cluster.PrefillTokensPerSec != 20_000 {
+		t.Errorf(
+			"c1 base TTFT %v mean %v prefill %v",
+			c1.Cluster.BaseTTFT,
+			c1.Cluster.MeanTTFT,
+			c1.Cluster.PrefillTokensPerSec,
+		)
 	}
 	// The chosen replica's summary is 300 ms old; 40 tokens/s of decode per pod is a 25 ms step.
 	if c1.Cluster.SummaryAge != 300*time.Millisecond || c1.Cluster.StepTime != 25*time.Millisecond {
@@ -257,7 +276,13 @@ func TestDispatchedCountsUntilOutcome(t *testing.T) {
 		unhealthy         bool
 	}{
 		{"three dispatched", func() { tb.Dispatched(target); tb.Dispatched(target); tb.Dispatched(target) }, 3, 3, false},
-		{"one answered as a stream", func() { tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true}) }, 3, 3, false},
+		{
+			"one answered as a stream",
+			func() { tb.Observe(forward.Outcome{Target: target, Status: 200, Streamed: true}) },
+			3,
+			3,
+			false,
+		},
 		{"one abandoned by its client", func() {
 			tb.Observe(forward.Outcome{Target: target, Err: context.Canceled, Retried: true, Abandoned: true})
 		}, 2, 2, false},
@@ -270,7 +295,16 @@ func TestDispatchedCountsUntilOutcome(t *testing.T) {
 		s.do()
 		inFlight, waiting, unhealthy := view()
 		if inFlight != s.inFlight || waiting != s.waiting || unhealthy != s.unhealthy {
-			t.Fatalf("after %s: in flight %d waiting %d unhealthy %v, want %d %d %v", s.name, inFlight, waiting, unhealthy, s.inFlight, s.waiting, s.unhealthy)
+			t.Fatalf(
+				"after %s: in flight %d waiting %d unhealthy %v, want %d %d %v",
+				s.name,
+				inFlight,
+				waiting,
+				unhealthy,
+				s.inFlight,
+				s.waiting,
+				s.unhealthy,
+			)
 		}
 	}
 }
@@ -291,8 +325,18 @@ func TestInFlightTokens(t *testing.T) {
 		inFlightTokens, waitingTok int64
 	}{
 		{"a long and a short dispatched", func() { tb.Dispatched(long); tb.Dispatched(short) }, 4300, 4300},
-		{"the long one accepted as a stream", func() { tb.Observe(forward.Outcome{Target: long, Status: 200, Streamed: true}) }, 4300, 4300},
-		{"the short one refused", func() { tb.Observe(forward.Outcome{Target: short, Status: 503, Retried: true}) }, 4000, 4000},
+		{
+			"the long one accepted as a stream",
+			func() { tb.Observe(forward.Outcome{Target: long, Status: 200, Streamed: true}) },
+			4300,
+			4300,
+		},
+		{
+			"the short one refused",
+			func() { tb.Observe(forward.Outcome{Target: short, Status: 503, Retried: true}) },
+			4000,
+			4000,
+		},
 		{"the long one's first token", func() { tb.FirstToken(long) }, 4000, 0},
 		{"a short plain answer", func() {
 			tb.Dispatched(short)
@@ -304,7 +348,14 @@ func TestInFlightTokens(t *testing.T) {
 		s.do()
 		c := routeView(tb, "llama", nil)[0].Cluster
 		if c.InFlightTokens != s.inFlightTokens || c.WaitingTokens != s.waitingTok {
-			t.Fatalf("after %s: in-flight tokens %d waiting tokens %d, want %d %d", s.name, c.InFlightTokens, c.WaitingTokens, s.inFlightTokens, s.waitingTok)
+			t.Fatalf(
+				"after %s: in-flight tokens %d waiting tokens %d, want %d %d",
+				s.name,
+				c.InFlightTokens,
+				c.WaitingTokens,
+				s.inFlightTokens,
+				s.waitingTok,
+			)
 		}
 	}
 }

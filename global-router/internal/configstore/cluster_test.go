@@ -22,7 +22,12 @@ func TestWatchSurvivesEtcdLeaderLoss(t *testing.T) {
 	if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: 1}, 0); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, waitTimeout, func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 1 }, "policy before leader loss")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 1 },
+		"policy before leader loss",
+	)
 
 	leader := -1
 	for i, ep := range c.Endpoints() {

@@ -89,7 +89,11 @@ func (e *Elector) Run(ctx context.Context) error {
 
 // term runs one session: campaign, lead, then resign or lose the lease.
 func (e *Elector) term(ctx context.Context) error {
-	session, err := concurrency.NewSession(e.client, concurrency.WithTTL(int(e.cfg.TTL/time.Second)), concurrency.WithContext(ctx))
+	session, err := concurrency.NewSession(
+		e.client,
+		concurrency.WithTTL(int(e.cfg.TTL/time.Second)),
+		concurrency.WithContext(ctx),
+	)
 	if err != nil {
 		return fmt.Errorf("configstore: election session: %w", err)
 	}

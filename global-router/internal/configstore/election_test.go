@@ -90,7 +90,10 @@ func oneLeader(t *testing.T, cs ...*candidate) int {
 func TestElectionFailoverOnResign(t *testing.T) {
 	ctx := testCtx(t)
 	ns := newNamespace()
-	cs := []*candidate{startCandidate(t, nsClientIn(t, shared, ns), "a"), startCandidate(t, nsClientIn(t, shared, ns), "b")}
+	cs := []*candidate{
+		startCandidate(t, nsClientIn(t, shared, ns), "a"),
+		startCandidate(t, nsClientIn(t, shared, ns), "b"),
+	}
 	first := oneLeader(t, cs...)
 	if got, err := cs[0].e.Leader(ctx); err != nil || got != []string{"a", "b"}[first] {
 		t.Fatalf("Leader() = %q, %v; want %q", got, err, []string{"a", "b"}[first])

@@ -1,11 +1,13 @@
 // Package configstore keeps the global router's shared configuration in etcd: per-model routing
-// policies, drains of clusters and regions, and cluster registrations (the identity a cluster's
-// capacity summaries must match), under the key prefix /switchyard/v1/. Writes use
+// policies, drains of clusters and regions, cluster registrations (the identity a cluster's
+// capacity summaries must match) and tenants (limits and API key digests), under the key prefix
+// /switchyard/v1/. Writes use
 // optimistic concurrency (a stale revision gets ErrConflict, never a silent overwrite). Store.Run
 // loads the prefix and then watches it, publishing every change as a new immutable View that the
 // data path reads without locks; while etcd is unreachable the last good View stays in force.
 // Policies fail closed: before the first load, and for a model whose stored value cannot be read,
-// View.Policy returns an error instead of the defaults (which allow every region). Elector runs leader elections (the DNS sync's) under the same prefix.
+// View.Policy returns an error instead of the defaults (which allow every region). Elector runs leader elections (the
+// DNS sync's) under the same prefix.
 package configstore
 
 import (

@@ -48,7 +48,11 @@ func TestValidatePolicy(t *testing.T) {
 		{"negative revision", func(p *adminv1.Policy) { p.Revision = -1 }, "revision"},
 		{"unknown weight", func(p *adminv1.Policy) { p.ScorerWeights = map[string]float64{"speed": 1} }, "scorer_weights"},
 		{"negative weight", func(p *adminv1.Policy) { p.ScorerWeights = map[string]float64{"rtt": -1} }, "scorer_weights"},
-		{"infinite weight", func(p *adminv1.Policy) { p.ScorerWeights = map[string]float64{"rtt": math.Inf(1)} }, "scorer_weights"},
+		{
+			"infinite weight",
+			func(p *adminv1.Policy) { p.ScorerWeights = map[string]float64{"rtt": math.Inf(1)} },
+			"scorer_weights",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

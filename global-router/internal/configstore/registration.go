@@ -104,7 +104,11 @@ func ValidateGatewayURL(s string, allowCleartext bool) error {
 	case u.Scheme != "https" && u.Scheme != "http":
 		return fmt.Errorf("%w: %q: want an https:// URL", ErrInvalid, s)
 	case u.Scheme == "http" && !allowCleartext:
-		return fmt.Errorf("%w: %q is cleartext: want https:// (or run the routers with --allow-cleartext-gateways)", ErrInvalid, s)
+		return fmt.Errorf(
+			"%w: %q is cleartext: want https:// (or run the routers with --allow-cleartext-gateways)",
+			ErrInvalid,
+			s,
+		)
 	case u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
 		return fmt.Errorf("%w: %q: want a base URL, scheme://host[:port] with nothing after it", ErrInvalid, s)
 	case s != u.Scheme+"://"+u.Host:
@@ -119,7 +123,13 @@ func validatePublicKeys(keys [][]byte) error {
 	}
 	for i, k := range keys {
 		if len(k) != ed25519.PublicKeySize {
-			return fmt.Errorf("%w: public_keys[%d]: %d bytes, want a raw %d-byte Ed25519 public key", ErrInvalid, i, len(k), ed25519.PublicKeySize)
+			return fmt.Errorf(
+				"%w: public_keys[%d]: %d bytes, want a raw %d-byte Ed25519 public key",
+				ErrInvalid,
+				i,
+				len(k),
+				ed25519.PublicKeySize,
+			)
 		}
 		for _, prev := range keys[:i] {
 			if string(prev) == string(k) {
@@ -186,7 +196,12 @@ func newRegistration(r *adminv1.ClusterRegistration) Registration {
 // none is stored). It returns the registration as stored, with its new revision and key ids;
 // ErrConflict when the revision does not match; an error wrapping ErrInvalid when r is invalid
 // (cleartext gateway URLs only with allowCleartext). r.Revision and r.KeyIds are ignored.
-func (s *Store) PutRegistration(ctx context.Context, r *adminv1.ClusterRegistration, expectedRevision int64, allowCleartext bool) (*adminv1.ClusterRegistration, error) {
+func (s *Store) PutRegistration(
+	ctx context.Context,
+	r *adminv1.ClusterRegistration,
+	expectedRevision int64,
+	allowCleartext bool,
+) (*adminv1.ClusterRegistration, error) {
 	if r == nil {
 		return nil, fmt.Errorf("%w: registration is missing", ErrInvalid)
 	}
@@ -250,7 +265,12 @@ func (s *Store) DeleteRegistration(ctx context.Context, cluster string, expected
 // ListRegistrations returns every stored registration, ordered by cluster. A stored value that
 // is not a valid registration fails the whole list with an error naming its cluster.
 func (s *Store) ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegistration, error) {
-	resp, err := s.client.Get(ctx, ClusterPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := s.client.Get(
+		ctx,
+		ClusterPrefix,
+		clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("configstore: list registrations: %w", err)
 	}

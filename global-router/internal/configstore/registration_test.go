@@ -42,26 +42,81 @@ func TestValidateRegistration(t *testing.T) {
 	}{
 		{"valid", func(*adminv1.ClusterRegistration) {}, false, ""},
 		{"any model", func(r *adminv1.ClusterRegistration) { r.Models = nil }, false, ""},
-		{"cleartext allowed", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://127.0.0.1:8081"} }, true, ""},
-		{"cleartext refused", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://127.0.0.1:8081"} }, false, "gateway_urls[0]"},
+		{
+			"cleartext allowed",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://127.0.0.1:8081"} },
+			true,
+			"",
+		},
+		{
+			"cleartext refused",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"http://127.0.0.1:8081"} },
+			false,
+			"gateway_urls[0]",
+		},
 		{"bad cluster", func(r *adminv1.ClusterRegistration) { r.Cluster = "a/b" }, false, "cluster"},
 		{"no region", func(r *adminv1.ClusterRegistration) { r.Region = "" }, false, "region"},
 		{"no url", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = nil }, false, "gateway_urls"},
-		{"url with path", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com/v1"} }, false, "gateway_urls[0]"},
-		{"url with slash", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com/"} }, false, "gateway_urls[0]"},
-		{"url with user", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://u:p@gw.example.com"} }, false, "gateway_urls[0]"},
-		{"url with query", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com?x=1"} }, false, "gateway_urls[0]"},
-		{"upper-case scheme", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"HTTPS://gw.example.com"} }, false, "gateway_urls[0]"},
-		{"other scheme", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"ftp://gw.example.com"} }, true, "gateway_urls[0]"},
-		{"relative url", func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"gw.example.com:443"} }, false, "gateway_urls[0]"},
+		{
+			"url with path",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com/v1"} },
+			false,
+			"gateway_urls[0]",
+		},
+		{
+			"url with slash",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com/"} },
+			false,
+			"gateway_urls[0]",
+		},
+		{
+			"url with user",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://u:p@gw.example.com"} },
+			false,
+			"gateway_urls[0]",
+		},
+		{
+			"url with query",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"https://gw.example.com?x=1"} },
+			false,
+			"gateway_urls[0]",
+		},
+		{
+			"upper-case scheme",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"HTTPS://gw.example.com"} },
+			false,
+			"gateway_urls[0]",
+		},
+		{
+			"other scheme",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"ftp://gw.example.com"} },
+			true,
+			"gateway_urls[0]",
+		},
+		{
+			"relative url",
+			func(r *adminv1.ClusterRegistration) { r.GatewayUrls = []string{"gw.example.com:443"} },
+			false,
+			"gateway_urls[0]",
+		},
 		{"duplicate url", func(r *adminv1.ClusterRegistration) {
 			r.GatewayUrls = []string{"https://gw.example.com", "https://gw.example.com"}
 		}, false, "gateway_urls[1]"},
 		{"bad model", func(r *adminv1.ClusterRegistration) { r.Models = []string{"a b"} }, false, "models[0]"},
 		{"duplicate model", func(r *adminv1.ClusterRegistration) { r.Models = []string{"m", "m"} }, false, "models[1]"},
 		{"no key", func(r *adminv1.ClusterRegistration) { r.PublicKeys = nil }, false, "public_keys"},
-		{"short key", func(r *adminv1.ClusterRegistration) { r.PublicKeys = [][]byte{make([]byte, 31)} }, false, "public_keys[0]"},
-		{"duplicate key", func(r *adminv1.ClusterRegistration) { r.PublicKeys = [][]byte{testPublicKey(1), testPublicKey(1)} }, false, "public_keys[1]"},
+		{
+			"short key",
+			func(r *adminv1.ClusterRegistration) { r.PublicKeys = [][]byte{make([]byte, 31)} },
+			false,
+			"public_keys[0]",
+		},
+		{
+			"duplicate key",
+			func(r *adminv1.ClusterRegistration) { r.PublicKeys = [][]byte{testPublicKey(1), testPublicKey(1)} },
+			false,
+			"public_keys[1]",
+		},
 		{"too many keys", func(r *adminv1.ClusterRegistration) {
 			r.PublicKeys = nil
 			for i := range 9 {
@@ -97,7 +152,8 @@ func TestRegistrationLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.GetRevision() == 0 || len(created.GetKeyIds()) != 2 || created.GetKeyIds()[0] != gossip.KeyID(testPublicKey(1)) {
+	if created.GetRevision() == 0 || len(created.GetKeyIds()) != 2 ||
+		created.GetKeyIds()[0] != gossip.KeyID(testPublicKey(1)) {
 		t.Fatalf("created = %v", created)
 	}
 	if _, err := s.PutRegistration(ctx, validRegistration(), 0, false); !errors.Is(err, configstore.ErrConflict) {
@@ -184,7 +240,11 @@ func TestDecodeRegistrationRefusesBadValues(t *testing.T) {
 func FuzzDecodeRegistration(f *testing.F) {
 	good, _ := configstore.EncodeRegistration(validRegistration())
 	f.Add(good)
-	f.Add([]byte(`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`))
+	f.Add(
+		[]byte(
+			`{"cluster":"c1","region":"r","gateway_urls":["http://h:1"],"public_keys":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`,
+		),
+	)
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
 		r, err := configstore.DecodeRegistration("c1", value, 7)
@@ -216,8 +276,16 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 	tests := []struct{ name, value string }{
 		{"garbage bytes", "\x00\xffnot json"},
 		{"unknown field", `{"cluster":"c1","region":"us-east-1","gateway_url":["https://gw.c1.example.com"]}`},
-		{"another cluster", `{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` + base64.StdEncoding.EncodeToString(testPublicKey(1)) + `"]}`},
-		{"short key", `{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["AAAA"]}`},
+		{
+			"another cluster",
+			`{"cluster":"c2","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["` + base64.StdEncoding.EncodeToString(
+				testPublicKey(1),
+			) + `"]}`,
+		},
+		{
+			"short key",
+			`{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["AAAA"]}`,
+		},
 		{"no key", `{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"]}`},
 	}
 	for _, tt := range tests {
@@ -239,7 +307,12 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok }, "registration invalid")
+			poll.Until(
+				t,
+				waitTimeout,
+				func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok },
+				"registration invalid",
+			)
 			v := s.Snapshot()
 			if _, ok := v.Registration("c1"); ok || v.RegistrationCount() != 0 {
 				t.Fatal("the previous registration is still in force")
@@ -281,7 +354,12 @@ func TestInvalidStoredRegistrationFailsClosed(t *testing.T) {
 			if _, err := cli.Put(ctx, configstore.ClusterKey("c1"), tt.value); err != nil {
 				t.Fatal(err)
 			}
-			poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok }, "invalid again")
+			poll.Until(
+				t,
+				waitTimeout,
+				func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok },
+				"invalid again",
+			)
 			if err := s.DeleteRegistration(ctx, "c1", 0); err != nil {
 				t.Fatalf("revoke the invalid value: %v", err)
 			}

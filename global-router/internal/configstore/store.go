@@ -75,7 +75,12 @@ func unreadable(model string, rev int64, reason error) error {
 // ListPolicies returns every readable stored policy and every stored value that cannot be read
 // (its model is refused), both ordered by model.
 func (s *Store) ListPolicies(ctx context.Context) ([]*adminv1.Policy, []UnreadablePolicy, error) {
-	resp, err := s.client.Get(ctx, PolicyPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := s.client.Get(
+		ctx,
+		PolicyPrefix,
+		clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
+	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("configstore: list policies: %w", err)
 	}

@@ -99,7 +99,14 @@ func TestPutPolicyConflicts(t *testing.T) {
 	if err != nil || got.GetOverflowCap() != 0 || got.GetRevision() != first.GetRevision() {
 		t.Fatalf("after failed writes the policy is %v, %v; want it unchanged", got, err)
 	}
-	if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: -1}, first.GetRevision()); !errors.Is(err, configstore.ErrInvalid) {
+	if _, err := s.PutPolicy(
+		ctx,
+		&adminv1.Policy{Model: "m", OverflowCap: -1},
+		first.GetRevision(),
+	); !errors.Is(
+		err,
+		configstore.ErrInvalid,
+	) {
 		t.Fatalf("invalid put = %v, want ErrInvalid", err)
 	}
 }
@@ -146,7 +153,11 @@ func TestConcurrentWriters(t *testing.T) {
 switchyard_router_config_writes_total{op="put_policy",result="conflict"} 7
 switchyard_router_config_writes_total{op="put_policy",result="ok"} 2
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_config_writes_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		reg,
+		strings.NewReader(want),
+		"switchyard_router_config_writes_total",
+	); err != nil {
 		t.Fatal(err)
 	}
 }

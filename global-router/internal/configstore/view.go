@@ -30,7 +30,14 @@ type View struct {
 	// invalidRegistrations holds the clusters whose stored registration value cannot be read:
 	// their summaries are refused (the cluster counts as registered, so identity is strict).
 	invalidRegistrations map[string]InvalidRegistration
-	replaced             chan struct{}
+	// tenants are the readable stored tenants by name; unreadableTenants the names whose stored
+	// value cannot be read (refused); keys the API key digests (hex) by tenant, and keyList the
+	// same, decoded, for the constant-time lookup.
+	tenants           map[string]*adminv1.Tenant
+	unreadableTenants map[string]UnreadableTenant
+	keys              map[string]string
+	keyList           []keyEntry
+	replaced          chan struct{}
 }
 
 // InvalidRegistration is a stored registration value that does not decode or validate (written
@@ -74,6 +81,10 @@ func emptyView() *View {
 
 		registrations:        map[string]Registration{},
 		invalidRegistrations: map[string]InvalidRegistration{},
+
+		tenants:           map[string]*adminv1.Tenant{},
+		unreadableTenants: map[string]UnreadableTenant{},
+		keys:              map[string]string{},
 	}
 }
 
@@ -90,6 +101,10 @@ func (v *View) clone(rev int64) *View {
 		registrations:         maps.Clone(v.registrations),
 		registrationsRevision: v.registrationsRevision,
 		invalidRegistrations:  maps.Clone(v.invalidRegistrations),
+
+		tenants:           maps.Clone(v.tenants),
+		unreadableTenants: maps.Clone(v.unreadableTenants),
+		keys:              maps.Clone(v.keys),
 	}
 }
 
@@ -113,7 +128,13 @@ func (v *View) Policy(model string) (routing.Policy, error) {
 		return routing.Policy{}, routing.ErrPolicyNotLoaded
 	}
 	if u, ok := v.unreadable[model]; ok {
-		return routing.Policy{}, fmt.Errorf("%w: %s at revision %d: %s", routing.ErrPolicyUnreadable, PolicyKey(model), u.Revision, u.Reason)
+		return routing.Policy{}, fmt.Errorf(
+			"%w: %s at revision %d: %s",
+			routing.ErrPolicyUnreadable,
+			PolicyKey(model),
+			u.Revision,
+			u.Reason,
+		)
 	}
 	if e, ok := v.policies[model]; ok {
 		return e.routing, nil
@@ -208,6 +229,7 @@ func (s *Store) Snapshot() *View { return s.view.Load() }
 // publish makes next the current view and wakes the waiters on the previous one. Only Run's
 // goroutine publishes.
 func (s *Store) publish(next *View) {
+	next.indexKeys()
 	prev := s.view.Swap(next)
 	close(prev.replaced)
 	s.metrics.revision.Set(float64(next.revision))

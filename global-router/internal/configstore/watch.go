@@ -65,8 +65,21 @@ func (s *Store) load(ctx context.Context) (int64, error) {
 		s.put(next, prev, string(kv.Key), kv.Value, kv.ModRevision)
 	}
 	s.publish(next)
-	s.logger.Info("config loaded", "revision", next.revision, "policies", len(next.policies),
-		"drained_clusters", len(next.clusters), "drained_regions", len(next.regions), "registrations", len(next.registrations))
+	s.logger.Info(
+		"config loaded",
+		"revision",
+		next.revision,
+		"policies",
+		len(next.policies),
+		"drained_clusters",
+		len(next.clusters),
+		"drained_regions",
+		len(next.regions),
+		"registrations",
+		len(next.registrations),
+		"tenants",
+		len(next.tenants),
+	)
 	return next.revision, nil
 }
 
@@ -134,6 +147,8 @@ func (s *Store) put(next, prev *View, key string, value []byte, modRev int64) {
 		next.regions[strings.TrimPrefix(key, RegionDrainPrefix)] = struct{}{}
 	case strings.HasPrefix(key, ClusterPrefix):
 		s.putRegistration(next, prev, strings.TrimPrefix(key, ClusterPrefix), value, modRev)
+	case strings.HasPrefix(key, TenantPrefix):
+		s.putTenant(next, prev, strings.TrimPrefix(key, TenantPrefix), value, modRev)
 	}
 }
 
@@ -146,7 +161,15 @@ func (s *Store) markUnreadable(next, prev *View, key string, u UnreadablePolicy)
 		return
 	}
 	s.metrics.invalid.Inc()
-	s.logger.Warn("stored policy unreadable, model refused until it is fixed", "key", key, "revision", u.Revision, "reason", u.Reason)
+	s.logger.Warn(
+		"stored policy unreadable, model refused until it is fixed",
+		"key",
+		key,
+		"revision",
+		u.Revision,
+		"reason",
+		u.Reason,
+	)
 }
 
 // putRegistration applies one stored registration to next. An invalid value fails closed: the
@@ -192,5 +215,7 @@ func (s *Store) remove(next *View, key string) {
 		delete(next.registrations, strings.TrimPrefix(key, ClusterPrefix))
 		delete(next.invalidRegistrations, strings.TrimPrefix(key, ClusterPrefix))
 		next.registrationsRevision = next.revision
+	case strings.HasPrefix(key, TenantPrefix):
+		next.dropTenant(strings.TrimPrefix(key, TenantPrefix))
 	}
 }

@@ -64,18 +64,31 @@ func TestWatchAppliesChanges(t *testing.T) {
 	}
 
 	before := reader.Snapshot()
-	p, err := writer.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowThreshold: proto.Float64(0.5), AllowedRegions: []string{"eu-west-1"}}, 0)
+	p, err := writer.PutPolicy(
+		ctx,
+		&adminv1.Policy{Model: "m", OverflowThreshold: proto.Float64(0.5), AllowedRegions: []string{"eu-west-1"}},
+		0,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, waitTimeout, func() bool { return policyOf(reader.Snapshot(), "m").OverflowThreshold == 0.5 }, "policy in the reader's view")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { return policyOf(reader.Snapshot(), "m").OverflowThreshold == 0.5 },
+		"policy in the reader's view",
+	)
 	select {
 	case <-before.Replaced():
 	default:
 		t.Fatal("the old view was not marked replaced")
 	}
 	v := reader.Snapshot()
-	if got := policyOf(v, "m"); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) || v.Revision() < p.GetRevision() {
+	if got := policyOf(
+		v,
+		"m",
+	); !slices.Equal(got.AllowedRegions, []string{"eu-west-1"}) ||
+		v.Revision() < p.GetRevision() {
 		t.Fatalf("view policy %+v at revision %d, want eu-west-1 only at >= %d", got, v.Revision(), p.GetRevision())
 	}
 	if policyOf(before, "m").OverflowThreshold != 0.8 {
@@ -147,7 +160,11 @@ func TestUnreadableStoredValueFailsClosed(t *testing.T) {
 			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "m", OverflowCap: 3}, 0); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.PutPolicy(ctx, &adminv1.Policy{Model: "other", AllowedRegions: []string{"us-east-1"}}, 0); err != nil {
+			if _, err := s.PutPolicy(
+				ctx,
+				&adminv1.Policy{Model: "other", AllowedRegions: []string{"us-east-1"}},
+				0,
+			); err != nil {
 				t.Fatal(err)
 			}
 			poll.Until(t, waitTimeout, func() bool { return policyOf(s.Snapshot(), "m").OverflowCap == 3 }, "good policies")
@@ -203,7 +220,10 @@ func TestUnreadableStoredValueFailsClosed(t *testing.T) {
 // checkRefused checks that v refuses model, whose value stored at rev cannot be read.
 func checkRefused(t *testing.T, v *configstore.View, model string, rev int64) {
 	t.Helper()
-	if p, err := v.Policy(model); !errors.Is(err, routing.ErrPolicyUnreadable) || !strings.Contains(err.Error(), configstore.PolicyKey(model)) {
+	if p, err := v.Policy(
+		model,
+	); !errors.Is(err, routing.ErrPolicyUnreadable) ||
+		!strings.Contains(err.Error(), configstore.PolicyKey(model)) {
 		t.Fatalf("Policy(%s) = %+v, %v; want ErrPolicyUnreadable naming the key", model, p, err)
 	}
 	if _, ok := v.StoredPolicy(model); ok {
@@ -241,7 +261,11 @@ func checkAdminReads(t *testing.T, s *configstore.Store, rev int64) {
 func TestUnreadableOnLoad(t *testing.T) {
 	ctx := testCtx(t)
 	cli := nsClient(t, shared)
-	if _, err := cli.Put(ctx, configstore.PolicyKey("m"), `{"model":"m","allowed_regions":["eu-west-1"],"region_pin":true}`); err != nil {
+	if _, err := cli.Put(
+		ctx,
+		configstore.PolicyKey("m"),
+		`{"model":"m","allowed_regions":["eu-west-1"],"region_pin":true}`,
+	); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := cli.Put(ctx, configstore.PolicyKey("ok"), `{"model":"ok","allowed_regions":["eu-west-1"]}`)
@@ -272,7 +296,8 @@ func TestUnreadableOnLoad(t *testing.T) {
 	if n := strings.Count(logs.String(), "stored policy unreadable"); n != 1 {
 		t.Fatalf("unreadable value logged %d times, want once:\n%s", n, logs.String())
 	}
-	if !strings.Contains(logs.String(), "key="+configstore.PolicyKey("m")) || !strings.Contains(logs.String(), "region_pin") {
+	if !strings.Contains(logs.String(), "key="+configstore.PolicyKey("m")) ||
+		!strings.Contains(logs.String(), "region_pin") {
 		t.Fatalf("the log line does not name the key and the reason:\n%s", logs.String())
 	}
 }

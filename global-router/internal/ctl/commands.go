@@ -41,6 +41,14 @@ func (inv *invocation) prepare() (command, error) {
 		return inv.revokeCluster()
 	case "registrations":
 		return inv.registrations()
+	case "tenant set":
+		return inv.tenantSet()
+	case "tenant get":
+		return inv.tenantGet()
+	case "tenant delete":
+		return inv.tenantDelete()
+	case "tenant list":
+		return inv.tenantList()
 	}
 	return nil, errors.New("unknown command") // parse accepts only the commands above
 }
@@ -84,7 +92,11 @@ func (inv *invocation) drainCluster(drain bool) (command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unary(&adminv1.DrainClusterRequest{Cluster: name, Drain: drain}, adminClient.DrainCluster, (*caller).drainedCluster), nil
+	return unary(
+		&adminv1.DrainClusterRequest{Cluster: name, Drain: drain},
+		adminClient.DrainCluster,
+		(*caller).drainedCluster,
+	), nil
 }
 
 func (inv *invocation) drainRegion(drain bool) (command, error) {
@@ -92,7 +104,11 @@ func (inv *invocation) drainRegion(drain bool) (command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unary(&adminv1.DrainRegionRequest{Region: name, Drain: drain}, adminClient.DrainRegion, (*caller).drainedRegion), nil
+	return unary(
+		&adminv1.DrainRegionRequest{Region: name, Drain: drain},
+		adminClient.DrainRegion,
+		(*caller).drainedRegion,
+	), nil
 }
 
 func (inv *invocation) policyGet() (command, error) {
@@ -138,7 +154,12 @@ func (inv *invocation) explain() (command, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &adminv1.ExplainRouteRequest{Model: model, Prompt: inv.prompt, PromptTokens: uint32(inv.promptTokens), Region: inv.region}
+	req := &adminv1.ExplainRouteRequest{
+		Model:        model,
+		Prompt:       inv.prompt,
+		PromptTokens: uint32(inv.promptTokens),
+		Region:       inv.region,
+	}
 	return unary(req, adminClient.ExplainRoute, (*caller).explanation), nil
 }
 

@@ -1,7 +1,8 @@
 // Package ctl is switchyardctl, the command-line client of the global router's admin API
 // (switchyard.admin.v1.AdminService): it lists and watches clusters, drains and undrains clusters
 // and regions, reads and writes per-model routing policies, registers and revokes cluster
-// identities, explains routing decisions and lists the gossip membership. Flags may stand before or after the subcommand. Output is a human table
+// identities, explains routing decisions and lists the gossip membership. Flags may stand before or after the
+// subcommand. Output is a human table
 // by default, or protobuf JSON with the proto field names and every field (-o json).
 package ctl
 
@@ -116,6 +117,14 @@ Commands:
                                                    nothing when it already matches (idempotent)
   revoke-cluster CLUSTER [--revision=N]            remove a cluster's registration
   registrations                                    every registration and the identity mode
+  tenant set NAME [--tokens-per-minute=N] [--requests-per-second=F] [--max-concurrent=N]
+             [--api-key-sha256=HEX[,HEX]] [--revision=N]
+                                                   create or replace a tenant's limits (0: no
+                                                   limit) and API keys (SHA-256 digests, never
+                                                   the keys); without --revision, over whatever
+                                                   is stored
+  tenant get NAME | tenant delete NAME [--revision=N] | tenant list
+                                                   a tenant, its removal, every tenant
 
 Flags (before or after the command):
   --addr=URL          admin API URL (env SWITCHYARD_ADDR; default http://127.0.0.1:9090)

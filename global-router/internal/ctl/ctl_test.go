@@ -24,7 +24,8 @@ func TestClusters(t *testing.T) {
 	f := newFixture(t)
 	table := f.run(t, "clusters")
 	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "REGION") || !strings.Contains(lines[1], "c2") || !strings.Contains(lines[2], "c1") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "REGION") || !strings.Contains(lines[1], "c2") ||
+		!strings.Contains(lines[2], "c1") {
 		t.Fatalf("clusters table:\n%s", table)
 	}
 
@@ -44,11 +45,16 @@ func TestClusters(t *testing.T) {
 			t.Errorf("cluster JSON lacks %q (proto names, unpopulated fields included): %v", field, c1)
 		}
 	}
-	if c1["name"] != "c1" || c1["region"] != "us-east-1" || c1["healthy"] != true || c1["stale"] != false || c1["drained"] != false {
+	if c1["name"] != "c1" || c1["region"] != "us-east-1" || c1["healthy"] != true || c1["stale"] != false ||
+		c1["drained"] != false {
 		t.Errorf("c1 JSON = %v", c1)
 	}
 	var typed adminv1.ListClustersResponse
-	if err := protojson.Unmarshal([]byte(out), &typed); err != nil || typed.GetClusters()[1].GetModels()[0].GetReadyPods() != 4 {
+	if err := protojson.Unmarshal(
+		[]byte(out),
+		&typed,
+	); err != nil ||
+		typed.GetClusters()[1].GetModels()[0].GetReadyPods() != 4 {
 		t.Errorf("JSON does not decode as ListClustersResponse: %v", err)
 	}
 	filtered := f.run(t, "clusters", "--model=nothing", "-o=json")
@@ -71,14 +77,34 @@ func TestFlagsAroundCommand(t *testing.T) {
 		{"flags last", nil, []string{"drain", "c1", f.addr, f.tokenFile, "--output=json"}},
 		{"flags between", nil, []string{f.addr, "drain", f.tokenFile, "c1", "-o=json"}},
 		{"separate values", nil, []string{"--addr", f.env.Server.URL, "drain", "--token-file", token, "c1", "-o", "json"}},
-		{"environment", map[string]string{ctl.EnvAddr: f.env.Server.URL, ctl.EnvTokenFile: token}, []string{"drain", "-o", "json", "c1"}},
-		{"the command line wins over the environment", map[string]string{ctl.EnvAddr: "http://127.0.0.1:1", ctl.EnvTokenFile: "/no/such/token"},
-			[]string{f.addr, f.tokenFile, "drain", "c1", "-o", "json"}},
+		{
+			"environment",
+			map[string]string{ctl.EnvAddr: f.env.Server.URL, ctl.EnvTokenFile: token},
+			[]string{"drain", "-o", "json", "c1"},
+		},
+		{
+			"the command line wins over the environment",
+			map[string]string{ctl.EnvAddr: "http://127.0.0.1:1", ctl.EnvTokenFile: "/no/such/token"},
+			[]string{f.addr, f.tokenFile, "drain", "c1", "-o", "json"},
+		},
 		// Only --addr and --token-file come from the environment: a router's SWITCHYARD_REGION or
 		// a stray SWITCHYARD_TIMEOUT would otherwise break the command.
-		{"other flags never from the environment", map[string]string{ctl.EnvAddr: f.env.Server.URL, ctl.EnvTokenFile: token,
-			"SWITCHYARD_TIMEOUT": "soon", "SWITCHYARD_MODEL": "m", "SWITCHYARD_REGION": "r"}, []string{"drain", "-o", "json", "c1"}},
-		{"host and port only", nil, []string{"--addr=" + strings.TrimPrefix(f.env.Server.URL, "http://"), f.tokenFile, "drain", "c1", "-o", "json"}},
+		{
+			"other flags never from the environment",
+			map[string]string{
+				ctl.EnvAddr:          f.env.Server.URL,
+				ctl.EnvTokenFile:     token,
+				"SWITCHYARD_TIMEOUT": "soon",
+				"SWITCHYARD_MODEL":   "m",
+				"SWITCHYARD_REGION":  "r",
+			},
+			[]string{"drain", "-o", "json", "c1"},
+		},
+		{
+			"host and port only",
+			nil,
+			[]string{"--addr=" + strings.TrimPrefix(f.env.Server.URL, "http://"), f.tokenFile, "drain", "c1", "-o", "json"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,10 +117,19 @@ func TestFlagsAroundCommand(t *testing.T) {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			var resp adminv1.DrainClusterResponse
-			if err := protojson.Unmarshal([]byte(r.stdout), &resp); err != nil || resp.GetCluster() != "c1" || !resp.GetDrained() {
+			if err := protojson.Unmarshal(
+				[]byte(r.stdout),
+				&resp,
+			); err != nil || resp.GetCluster() != "c1" ||
+				!resp.GetDrained() {
 				t.Fatalf("output %q (%v), want the drain response", r.stdout, err)
 			}
-			poll.Until(t, admintest.WaitTimeout, func() bool { return f.env.Store.Snapshot().ClusterDrained("c1") }, "c1 drained")
+			poll.Until(
+				t,
+				admintest.WaitTimeout,
+				func() bool { return f.env.Store.Snapshot().ClusterDrained("c1") },
+				"c1 drained",
+			)
 		})
 	}
 }
@@ -104,14 +139,24 @@ func TestDrainRegion(t *testing.T) {
 	if out := f.run(t, "drain-region", "eu-west-1"); out != "region eu-west-1 drained\n" {
 		t.Fatalf("drain-region printed %q", out)
 	}
-	poll.Until(t, admintest.WaitTimeout, func() bool { return f.env.Store.Snapshot().RegionDrained("eu-west-1") }, "region drained")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { return f.env.Store.Snapshot().RegionDrained("eu-west-1") },
+		"region drained",
+	)
 	if !strings.Contains(f.run(t, "clusters"), "region") {
 		t.Error("clusters table does not show the region drain")
 	}
 	if out := f.run(t, "undrain-region", "eu-west-1"); out != "region eu-west-1 undrained\n" {
 		t.Fatalf("undrain-region printed %q", out)
 	}
-	poll.Until(t, admintest.WaitTimeout, func() bool { return !f.env.Store.Snapshot().RegionDrained("eu-west-1") }, "region undrained")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { return !f.env.Store.Snapshot().RegionDrained("eu-west-1") },
+		"region undrained",
+	)
 }
 
 func TestPolicyCommands(t *testing.T) {
@@ -123,8 +168,10 @@ func TestPolicyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := put.GetPolicy()
-	if p.GetOverflowThreshold() != 0.6 || len(p.GetAllowedRegions()) != 2 || p.GetOverflowCap() != 4 || p.GetTtftSloMs() != 750 ||
-		p.GetScorerWeights()["rtt"] != 2 || p.GetRevision() <= 0 {
+	if p.GetOverflowThreshold() != 0.6 || len(p.GetAllowedRegions()) != 2 || p.GetOverflowCap() != 4 ||
+		p.GetTtftSloMs() != 750 ||
+		p.GetScorerWeights()["rtt"] != 2 ||
+		p.GetRevision() <= 0 {
 		t.Fatalf("stored policy = %v", p)
 	}
 	rev := p.GetRevision()
@@ -147,7 +194,8 @@ func TestPolicyCommands(t *testing.T) {
 	f.run(t, "policy", "put", "--model=mistral")
 	list := f.run(t, "policy", "list")
 	lines := strings.Split(strings.TrimSpace(list), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "llama") || !strings.Contains(lines[1], "7") || !strings.HasPrefix(lines[2], "mistral") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "llama") || !strings.Contains(lines[1], "7") ||
+		!strings.HasPrefix(lines[2], "mistral") {
 		t.Fatalf("policy list:\n%s", list)
 	}
 	if out := f.run(t, "policy", "delete", "mistral"); !strings.Contains(out, "deleted") {
@@ -175,11 +223,17 @@ func TestUnreadablePolicyShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev := itoa(put.Header.Revision)
-	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return ok }, "the value in the view")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return ok },
+		"the value in the view",
+	)
 
 	list := f.run(t, "policy", "list")
 	t.Logf("policy list:\n%s", list)
-	if !strings.Contains(list, "UNREADABLE") || !strings.Contains(list, "refused") || !regexp.MustCompile(`(?m)^llama +`+rev+` +\S`).MatchString(list) ||
+	if !strings.Contains(list, "UNREADABLE") || !strings.Contains(list, "refused") ||
+		!regexp.MustCompile(`(?m)^llama +`+rev+` +\S`).MatchString(list) ||
 		!regexp.MustCompile(`(?m)^mistral +0\.8`).MatchString(list) {
 		t.Fatalf("policy list does not show the unreadable value apart:\n%s", list)
 	}
@@ -189,14 +243,25 @@ func TestUnreadablePolicyShown(t *testing.T) {
 		t.Fatalf("policy list -o json = %v (%v)", &lr, err)
 	}
 	get := ctlRun(f.addr, f.tokenFile, "policy", "get", "llama")
-	if get.code != ctl.ExitAPIError || !strings.Contains(get.stderr, "DATA_LOSS") || !strings.Contains(get.stderr, "revision "+rev) {
+	if get.code != ctl.ExitAPIError || !strings.Contains(get.stderr, "DATA_LOSS") ||
+		!strings.Contains(get.stderr, "revision "+rev) {
 		t.Fatalf("policy get of an unreadable value = %+v, want DATA_LOSS naming revision %s", get, rev)
 	}
-	if out := f.run(t, "explain", "--model=llama"); !strings.Contains(out, "no route: ") || !strings.Contains(out, "policy: none in force") {
+	if out := f.run(
+		t,
+		"explain",
+		"--model=llama",
+	); !strings.Contains(out, "no route: ") ||
+		!strings.Contains(out, "policy: none in force") {
 		t.Fatalf("explain of a refused model:\n%s", out)
 	}
 	f.run(t, "policy", "delete", "llama")
-	poll.Until(t, admintest.WaitTimeout, func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return !ok }, "deleted")
+	poll.Until(
+		t,
+		admintest.WaitTimeout,
+		func() bool { _, ok := f.env.Store.Snapshot().Unreadable("llama"); return !ok },
+		"deleted",
+	)
 	if out := f.run(t, "policy", "list"); strings.Contains(out, "UNREADABLE") {
 		t.Fatalf("policy list after the delete:\n%s", out)
 	}
@@ -229,7 +294,11 @@ func TestExplainAndMembers(t *testing.T) {
 	}, "three members in the table")
 	members := f.run(t, "members", "-o", "json")
 	var mr adminv1.ListMembersResponse
-	if err := protojson.Unmarshal([]byte(members), &mr); err != nil || len(mr.GetMembers()) != 3 || !strings.Contains(members, `"rtt_ms"`) {
+	if err := protojson.Unmarshal(
+		[]byte(members),
+		&mr,
+	); err != nil || len(mr.GetMembers()) != 3 ||
+		!strings.Contains(members, `"rtt_ms"`) {
 		t.Fatalf("members JSON = %s (%v)", members, err)
 	}
 }

@@ -32,6 +32,9 @@ type invocation struct {
 	revision                                            int64
 	watch, replace                                      bool
 	gatewayURLs, models, publicKeyFiles                 string
+	tokensPerMinute, maxConcurrent                      int64
+	requestsPerSecond                                   float64
+	apiKeyDigests                                       string
 }
 
 // commandFlags lists, per command, the flags it accepts besides the global ones.
@@ -42,21 +45,46 @@ var commandFlags = map[string][]string{
 	"drain-region":   nil,
 	"undrain-region": nil,
 	"policy get":     {"model"},
-	"policy put":     {"model", "overflow-threshold", "allowed-regions", "overflow-cap", "ttft-slo", "scorer-weights", "revision", "f", "file"},
-	"policy delete":  {"model", "revision"},
-	"policy list":    nil,
-	"explain":        {"model", "prompt", "prompt-tokens", "region"},
-	"members":        nil,
+	"policy put": {
+		"model",
+		"overflow-threshold",
+		"allowed-regions",
+		"overflow-cap",
+		"ttft-slo",
+		"scorer-weights",
+		"revision",
+		"f",
+		"file",
+	},
+	"policy delete": {"model", "revision"},
+	"policy list":   nil,
+	"explain":       {"model", "prompt", "prompt-tokens", "region"},
+	"members":       nil,
 	// Cluster identities.
 	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision", "replace"},
 	"revoke-cluster":   {"revision"},
 	"registrations":    nil,
+	// Tenants' budgets.
+	"tenant set":    {"tokens-per-minute", "requests-per-second", "max-concurrent", "api-key-sha256", "revision"},
+	"tenant get":    nil,
+	"tenant delete": {"revision"},
+	"tenant list":   nil,
 }
 
 // envFlags are the flags read from the environment (EnvAddr, EnvTokenFile) when not given.
 var envFlags = []string{"addr", "token-file"}
 
-var globalFlags = []string{"addr", "token-file", "o", "output", "protocol", "timeout", "ca-file", "cert-file", "key-file"}
+var globalFlags = []string{
+	"addr",
+	"token-file",
+	"o",
+	"output",
+	"protocol",
+	"timeout",
+	"ca-file",
+	"cert-file",
+	"key-file",
+}
 
 // flagSet binds every flag of every command to inv.
 func (inv *invocation) flagSet() *flag.FlagSet {
@@ -90,6 +118,10 @@ func (inv *invocation) flagSet() *flag.FlagSet {
 	fs.StringVar(&inv.models, "models", "", "")
 	fs.StringVar(&inv.publicKeyFiles, "public-key-file", "", "")
 	fs.BoolVar(&inv.replace, "replace", false, "")
+	fs.Int64Var(&inv.tokensPerMinute, "tokens-per-minute", 0, "")
+	fs.Float64Var(&inv.requestsPerSecond, "requests-per-second", 0, "")
+	fs.Int64Var(&inv.maxConcurrent, "max-concurrent", 0, "")
+	fs.StringVar(&inv.apiKeyDigests, "api-key-sha256", "", "")
 	return fs
 }
 
@@ -107,7 +139,11 @@ func parse(args []string, getenv func(string) string) (*invocation, error) {
 	fs.Visit(func(f *flag.Flag) { inv.set[f.Name] = true })
 	// --addr and --token-file not given come from SWITCHYARD_ADDR and SWITCHYARD_TOKEN_FILE (the
 	// other flags never from the environment: SWITCHYARD_REGION is a router's, say).
-	if _, err := flagenv.Parse(fs, nil, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, EnvFlags: envFlags}); err != nil {
+	if _, err := flagenv.Parse(
+		fs,
+		nil,
+		flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, EnvFlags: envFlags},
+	); err != nil {
 		return nil, err
 	}
 	if len(words) == 0 {
@@ -149,6 +185,12 @@ func (inv *invocation) setCommand(words []string) error {
 			return errors.New("policy needs a subcommand: get, put, delete or list")
 		}
 		name, ops = "policy "+ops[0], ops[1:]
+	}
+	if name == "tenant" {
+		if len(ops) == 0 {
+			return errors.New("tenant needs a subcommand: set, get, delete or list")
+		}
+		name, ops = "tenant "+ops[0], ops[1:]
 	}
 	if _, ok := commandFlags[name]; !ok {
 		return fmt.Errorf("unknown command %q", name)

@@ -29,7 +29,11 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	e := admintest.Start(t, shared)
-	return &fixture{env: e, addr: "--addr=" + e.Server.URL, tokenFile: "--token-file=" + writeFile(t, "token", "  "+admintest.Token+"\n\n")}
+	return &fixture{
+		env:       e,
+		addr:      "--addr=" + e.Server.URL,
+		tokenFile: "--token-file=" + writeFile(t, "token", "  "+admintest.Token+"\n\n"),
+	}
 }
 
 func writeFile(t *testing.T, name, content string) string {

@@ -91,7 +91,10 @@ func (c *caller) clusterTable(resp *adminv1.ListClustersResponse) error {
 			fmt.Sprintf("%d/%d", cl.GetFreeKvTokens(), cl.GetTotalKvTokens()), strconv.Itoa(int(cl.GetQueueDepth())),
 			strconv.Itoa(int(cl.GetRunning())), strconv.Itoa(int(cl.GetInFlight())), ms(cl.GetRttMs())})
 	}
-	return c.table("REGION\tCLUSTER\tHEALTHY\tSTALE\tAGE\tDRAINED\tMODELS\tFREE_KV/TOTAL\tQUEUE\tRUNNING\tIN_FLIGHT\tRTT", rows)
+	return c.table(
+		"REGION\tCLUSTER\tHEALTHY\tSTALE\tAGE\tDRAINED\tMODELS\tFREE_KV/TOTAL\tQUEUE\tRUNNING\tIN_FLIGHT\tRTT",
+		rows,
+	)
 }
 
 func drained(c *adminv1.Cluster) string {
@@ -138,7 +141,12 @@ func (c *caller) policyDetail(resp *adminv1.GetPolicyResponse) error {
 }
 
 func (c *caller) policyStored(resp *adminv1.PutPolicyResponse) error {
-	_, err := fmt.Fprintf(c.out, "policy for %s stored at revision %d\n", resp.GetPolicy().GetModel(), resp.GetPolicy().GetRevision())
+	_, err := fmt.Fprintf(
+		c.out,
+		"policy for %s stored at revision %d\n",
+		resp.GetPolicy().GetModel(),
+		resp.GetPolicy().GetRevision(),
+	)
 	return err
 }
 
@@ -153,11 +161,18 @@ func (c *caller) policyTable(resp *adminv1.ListPoliciesResponse) error {
 		rows = append(rows, []string{p.GetModel(), threshold(p), regions(p), capText(p.GetOverflowCap()),
 			slo(p.GetTtftSloMs()), weights(p.GetScorerWeights()), strconv.FormatInt(p.GetRevision(), 10)})
 	}
-	if err := c.table("MODEL\tTHRESHOLD\tREGIONS\tCAP\tTTFT_SLO\tWEIGHTS\tREVISION", rows); err != nil || len(resp.GetUnreadable()) == 0 {
+	if err := c.table(
+		"MODEL\tTHRESHOLD\tREGIONS\tCAP\tTTFT_SLO\tWEIGHTS\tREVISION",
+		rows,
+	); err != nil ||
+		len(resp.GetUnreadable()) == 0 {
 		return err
 	}
-	fmt.Fprintf(c.out, "\nUNREADABLE: these stored values cannot be read; requests for their models are refused until each is\n"+
-		"replaced (policy put --revision=REVISION) or deleted (policy delete MODEL)\n")
+	fmt.Fprintf(
+		c.out,
+		"\nUNREADABLE: these stored values cannot be read; requests for their models are refused until each is\n"+
+			"replaced (policy put --revision=REVISION) or deleted (policy delete MODEL)\n",
+	)
 	bad := make([][]string, 0, len(resp.GetUnreadable()))
 	for _, u := range resp.GetUnreadable() {
 		bad = append(bad, []string{u.GetModel(), strconv.FormatInt(u.GetRevision(), 10), u.GetError()})
@@ -169,7 +184,13 @@ func (c *caller) explanation(resp *adminv1.ExplainRouteResponse) error {
 	if resp.GetError() != "" {
 		fmt.Fprintf(c.out, "no route: %s\n", resp.GetError())
 	} else {
-		fmt.Fprintf(c.out, "route: %s  chosen: %s  fallbacks: %s\n", resp.GetRoute(), resp.GetChosenCluster(), orDash(strings.Join(resp.GetFallbacks(), ",")))
+		fmt.Fprintf(
+			c.out,
+			"route: %s  chosen: %s  fallbacks: %s\n",
+			resp.GetRoute(),
+			resp.GetChosenCluster(),
+			orDash(strings.Join(resp.GetFallbacks(), ",")),
+		)
 	}
 	if p := resp.GetPolicy(); p == nil {
 		fmt.Fprintf(c.out, "policy: none in force (the model is refused)\n\n")

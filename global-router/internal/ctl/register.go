@@ -40,7 +40,14 @@ func (inv *invocation) registerCluster() (command, error) {
 		if inv.replace {
 			return c.replaceRegistration(ctx, r)
 		}
-		return unary(&adminv1.RegisterClusterRequest{Registration: r}, adminClient.RegisterCluster, (*caller).registered)(ctx, c)
+		return unary(
+			&adminv1.RegisterClusterRequest{Registration: r},
+			adminClient.RegisterCluster,
+			(*caller).registered,
+		)(
+			ctx,
+			c,
+		)
 	}, nil
 }
 
@@ -122,7 +129,11 @@ func (inv *invocation) revokeCluster() (command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unary(&adminv1.RevokeClusterRequest{Cluster: name, Revision: inv.revision}, adminClient.RevokeCluster, (*caller).revoked), nil
+	return unary(
+		&adminv1.RevokeClusterRequest{Cluster: name, Revision: inv.revision},
+		adminClient.RevokeCluster,
+		(*caller).revoked,
+	), nil
 }
 
 func (inv *invocation) registrations() (command, error) {
@@ -134,12 +145,24 @@ func (inv *invocation) registrations() (command, error) {
 
 func (c *caller) registered(resp *adminv1.RegisterClusterResponse) error {
 	r := resp.GetRegistration()
-	_, err := fmt.Fprintf(c.out, "cluster %s registered at revision %d (keys %s)\n", r.GetCluster(), r.GetRevision(), strings.Join(r.GetKeyIds(), ", "))
+	_, err := fmt.Fprintf(
+		c.out,
+		"cluster %s registered at revision %d (keys %s)\n",
+		r.GetCluster(),
+		r.GetRevision(),
+		strings.Join(r.GetKeyIds(), ", "),
+	)
 	return err
 }
 
 func (c *caller) unchanged(r *adminv1.ClusterRegistration) error {
-	_, err := fmt.Fprintf(c.out, "cluster %s unchanged at revision %d (keys %s)\n", r.GetCluster(), r.GetRevision(), strings.Join(r.GetKeyIds(), ", "))
+	_, err := fmt.Fprintf(
+		c.out,
+		"cluster %s unchanged at revision %d (keys %s)\n",
+		r.GetCluster(),
+		r.GetRevision(),
+		strings.Join(r.GetKeyIds(), ", "),
+	)
 	return err
 }
 

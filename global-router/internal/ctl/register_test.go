@@ -27,14 +27,24 @@ func TestRegisterAndRevokeCluster(t *testing.T) {
 	pemFile := writeFile(t, "a.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
 	rawFile := writeFile(t, "b.pub", base64.StdEncoding.EncodeToString(pubB)+"\n")
 
-	out := f.run(t, "register-cluster", "c1", "--region=us-east-1", "--gateway-urls=https://gw-a.c1.test,https://gw-b.c1.test",
-		"--public-key-file="+pemFile+","+rawFile, "--models=llama", "-o", "json")
+	out := f.run(
+		t,
+		"register-cluster",
+		"c1",
+		"--region=us-east-1",
+		"--gateway-urls=https://gw-a.c1.test,https://gw-b.c1.test",
+		"--public-key-file="+pemFile+","+rawFile,
+		"--models=llama",
+		"-o",
+		"json",
+	)
 	var stored adminv1.RegisterClusterResponse
 	if err := protojson.Unmarshal([]byte(out), &stored); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, out)
 	}
 	r := stored.GetRegistration()
-	if r.GetRevision() == 0 || len(r.GetKeyIds()) != 2 || r.GetKeyIds()[0] != gossip.KeyID(pubA) || r.GetKeyIds()[1] != gossip.KeyID(pubB) {
+	if r.GetRevision() == 0 || len(r.GetKeyIds()) != 2 || r.GetKeyIds()[0] != gossip.KeyID(pubA) ||
+		r.GetKeyIds()[1] != gossip.KeyID(pubB) {
 		t.Fatalf("registered = %v", r)
 	}
 
@@ -53,12 +63,21 @@ func TestRegisterAndRevokeCluster(t *testing.T) {
 		}
 	}
 	table := f.run(t, "registrations")
-	if !strings.Contains(table, "c1") || !strings.Contains(table, gossip.KeyID(pubA)) || !strings.Contains(table, "identity mode:") {
+	if !strings.Contains(table, "c1") || !strings.Contains(table, gossip.KeyID(pubA)) ||
+		!strings.Contains(table, "identity mode:") {
 		t.Fatalf("registrations table:\n%s", table)
 	}
 
 	// A second create conflicts; an update names the revision read.
-	base := []string{f.addr, f.tokenFile, "register-cluster", "c1", "--region=us-east-1", "--gateway-urls=https://gw-a.c1.test", "--public-key-file=" + rawFile}
+	base := []string{
+		f.addr,
+		f.tokenFile,
+		"register-cluster",
+		"c1",
+		"--region=us-east-1",
+		"--gateway-urls=https://gw-a.c1.test",
+		"--public-key-file=" + rawFile,
+	}
 	if res := ctlRun(base...); res.code != 1 || !strings.Contains(res.stderr, "FAILED_PRECONDITION") {
 		t.Fatalf("second create: exit %d, stderr %q", res.code, res.stderr)
 	}
@@ -70,10 +89,36 @@ func TestRegisterAndRevokeCluster(t *testing.T) {
 		code int
 		want string
 	}{
-		{"cleartext url", []string{"register-cluster", "c2", "--region=r", "--gateway-urls=http://gw.test", "--public-key-file=" + rawFile}, 1, "INVALID_ARGUMENT"},
-		{"missing region", []string{"register-cluster", "c2", "--gateway-urls=https://gw.test", "--public-key-file=" + rawFile}, 2, "--region"},
-		{"missing key", []string{"register-cluster", "c2", "--region=r", "--gateway-urls=https://gw.test"}, 2, "--public-key-file"},
-		{"unreadable key", []string{"register-cluster", "c2", "--region=r", "--gateway-urls=https://gw.test", "--public-key-file=" + writeFile(t, "x", "junk")}, 2, "--public-key-file"},
+		{
+			"cleartext url",
+			[]string{"register-cluster", "c2", "--region=r", "--gateway-urls=http://gw.test", "--public-key-file=" + rawFile},
+			1,
+			"INVALID_ARGUMENT",
+		},
+		{
+			"missing region",
+			[]string{"register-cluster", "c2", "--gateway-urls=https://gw.test", "--public-key-file=" + rawFile},
+			2,
+			"--region",
+		},
+		{
+			"missing key",
+			[]string{"register-cluster", "c2", "--region=r", "--gateway-urls=https://gw.test"},
+			2,
+			"--public-key-file",
+		},
+		{
+			"unreadable key",
+			[]string{
+				"register-cluster",
+				"c2",
+				"--region=r",
+				"--gateway-urls=https://gw.test",
+				"--public-key-file=" + writeFile(t, "x", "junk"),
+			},
+			2,
+			"--public-key-file",
+		},
 		{"revoke without cluster", []string{"revoke-cluster"}, 2, "CLUSTER"},
 		{"flag of another command", []string{"revoke-cluster", "c1", "--region=r"}, 2, "--region"},
 	}
@@ -87,7 +132,13 @@ func TestRegisterAndRevokeCluster(t *testing.T) {
 	if out := f.run(t, "revoke-cluster", "c1"); !strings.Contains(out, "revoked") {
 		t.Fatalf("revoke output %q", out)
 	}
-	if res := ctlRun(f.addr, f.tokenFile, "revoke-cluster", "c1"); res.code != 1 || !strings.Contains(res.stderr, "NOT_FOUND") {
+	if res := ctlRun(
+		f.addr,
+		f.tokenFile,
+		"revoke-cluster",
+		"c1",
+	); res.code != 1 ||
+		!strings.Contains(res.stderr, "NOT_FOUND") {
 		t.Fatalf("second revoke: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
@@ -108,7 +159,9 @@ func TestRegisterClusterReplace(t *testing.T) {
 	fileB := writeFile(t, "b.pub", base64.StdEncoding.EncodeToString(pubB))
 	register := func(t *testing.T, args ...string) *adminv1.ClusterRegistration {
 		t.Helper()
-		out := f.run(t, append([]string{"register-cluster", "c-replace", "--region=us-east-1", "--replace", "-o", "json"}, args...)...)
+		out := f.run(
+			t,
+			append([]string{"register-cluster", "c-replace", "--region=us-east-1", "--replace", "-o", "json"}, args...)...)
 		var resp adminv1.RegisterClusterResponse
 		if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
 			t.Fatalf("-o json: %v\n%s", err, out)
@@ -121,7 +174,11 @@ func TestRegisterClusterReplace(t *testing.T) {
 	}
 	same := register(t, "--gateway-urls=https://gw-b.test,https://gw-a.test", "--public-key-file="+fileB+","+fileA)
 	if same.GetRevision() != created.GetRevision() {
-		t.Fatalf("an identical registration was written again: revision %d, then %d", created.GetRevision(), same.GetRevision())
+		t.Fatalf(
+			"an identical registration was written again: revision %d, then %d",
+			created.GetRevision(),
+			same.GetRevision(),
+		)
 	}
 	table := f.run(t, "register-cluster", "c-replace", "--region=us-east-1", "--replace",
 		"--gateway-urls=https://gw-a.test,https://gw-b.test", "--public-key-file="+fileA+","+fileB)
@@ -129,12 +186,23 @@ func TestRegisterClusterReplace(t *testing.T) {
 		t.Errorf("table output for an identical registration: %q", table)
 	}
 	changed := register(t, "--gateway-urls=https://gw-a.test", "--public-key-file="+fileB, "--models=llama")
-	if changed.GetRevision() <= created.GetRevision() || len(changed.GetKeyIds()) != 1 || changed.GetKeyIds()[0] != gossip.KeyID(pubB) ||
-		len(changed.GetGatewayUrls()) != 1 || len(changed.GetModels()) != 1 {
+	if changed.GetRevision() <= created.GetRevision() || len(changed.GetKeyIds()) != 1 ||
+		changed.GetKeyIds()[0] != gossip.KeyID(pubB) ||
+		len(changed.GetGatewayUrls()) != 1 ||
+		len(changed.GetModels()) != 1 {
 		t.Fatalf("changed = %v", changed)
 	}
-	res := ctlRun(f.addr, f.tokenFile, "register-cluster", "c-replace", "--region=us-east-1", "--gateway-urls=https://gw-a.test",
-		"--public-key-file="+fileB, "--replace", "--revision=1")
+	res := ctlRun(
+		f.addr,
+		f.tokenFile,
+		"register-cluster",
+		"c-replace",
+		"--region=us-east-1",
+		"--gateway-urls=https://gw-a.test",
+		"--public-key-file="+fileB,
+		"--replace",
+		"--revision=1",
+	)
 	if res.code != 2 || !strings.Contains(res.stderr, "--replace") {
 		t.Errorf("--replace with --revision: exit %d, stderr %q", res.code, res.stderr)
 	}

@@ -114,7 +114,17 @@ func (s *Server) answerName(resp, req *dns.Msg, qtype uint16, src netip.Addr) {
 	if region != client {
 		s.metrics.failovers.Inc()
 	}
-	s.logger.Debug("dns answer", "client", src.String(), "client_region", client, "region", region, "qtype", dns.TypeToString[qtype])
+	s.logger.Debug(
+		"dns answer",
+		"client",
+		src.String(),
+		"client_region",
+		client,
+		"region",
+		region,
+		"qtype",
+		dns.TypeToString[qtype],
+	)
 }
 
 // clientRegion places the client: its source network, else its resolver's EDNS client subnet,

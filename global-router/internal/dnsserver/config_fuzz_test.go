@@ -15,7 +15,11 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("zone: switchyard.test\nttl: 5s\ndefaultRegion: eu-west-1\n" +
 		"regions:\n  us-east-1: {ipv4: [127.0.1.1], ipv6: [\"fd00::1\"]}\n  eu-west-1: {ipv4: [127.0.3.1]}\n" +
 		"clientRegions:\n  127.0.0.0/8: us-east-1\nrtt:\n  us-east-1: {eu-west-1: 80ms}\n"))
-	f.Add([]byte(`{"zone":"z.test","name":"Api.Z.test.","defaultRegion":"a","useClientSubnet":false,"regions":{"a":{"ipv4":["10.0.0.1"]}}}`))
+	f.Add(
+		[]byte(
+			`{"zone":"z.test","name":"Api.Z.test.","defaultRegion":"a","useClientSubnet":false,"regions":{"a":{"ipv4":["10.0.0.1"]}}}`,
+		),
+	)
 	f.Add([]byte("zone: z.test\nttl: 1500ms\ndefaultRegion: a\nregions: {a: {ipv4: [127.0.0.1]}}\n"))
 	f.Add([]byte("zone: z.test\ndefaultRegion: a\nregions: {a: {ipv4: [\"::ffff:127.0.0.1\"]}}\n"))
 	f.Add([]byte("zone: z.test\ndefaultRegion: a\nregions: {a: {ipv4: [127.0.0.1]}}\nrtt: {a: {b: 1s}}\n"))

@@ -61,7 +61,10 @@ func seedQueries() []*dns.Msg {
 	out := new(dns.Msg).SetQuestion("example.com.", dns.TypeA)
 	ecs := new(dns.Msg).SetQuestion("api.switchyard.test.", dns.TypeANY)
 	ecs.SetEdns0(4096, true)
-	ecs.IsEdns0().Option = append(ecs.IsEdns0().Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: []byte{10, 1, 2, 0}})
+	ecs.IsEdns0().Option = append(
+		ecs.IsEdns0().Option,
+		&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: []byte{10, 1, 2, 0}},
+	)
 	notify := new(dns.Msg).SetNotify("switchyard.test.")
 	empty := new(dns.Msg)
 	return []*dns.Msg{a, aaaa, other, out, ecs, notify, empty}

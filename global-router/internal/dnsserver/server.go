@@ -64,7 +64,13 @@ var _ dns.Handler = (*Server)(nil)
 
 // New returns a responder. drains may be nil (then only readiness counts). Its collectors are
 // registered on reg (none when nil).
-func New(cfg Config, ready Readiness, drains DrainView, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+func New(
+	cfg Config,
+	ready Readiness,
+	drains DrainView,
+	logger *slog.Logger,
+	reg prometheus.Registerer,
+) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

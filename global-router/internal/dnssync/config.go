@@ -110,7 +110,11 @@ func (c Config) validateTarget(region string, t Target) error {
 	case region == "" || strings.ContainsAny(region, " \t\n"):
 		return fmt.Errorf("%w: Targets: region %q is not a valid set identifier", ErrInvalid, region)
 	case alias && (t.AliasDNSName == "" || t.AliasHostedZoneID == "" || len(t.Values) > 0):
-		return fmt.Errorf("%w: Targets[%s]: an alias needs AliasDNSName and AliasHostedZoneID and no Values", ErrInvalid, region)
+		return fmt.Errorf(
+			"%w: Targets[%s]: an alias needs AliasDNSName and AliasHostedZoneID and no Values",
+			ErrInvalid,
+			region,
+		)
 	case alias && c.RecordType == TypeCNAME:
 		return fmt.Errorf("%w: Targets[%s]: an alias record must be of type A or AAAA", ErrInvalid, region)
 	case !alias && len(t.Values) == 0:

@@ -13,8 +13,16 @@ func FuzzParseConfig(f *testing.F) {
 		"endpoint: http://127.0.0.1:4566\nmaxAttempts: 2\nregions:\n" +
 		"  us-east-1: {values: [192.0.2.1, 192.0.2.2], healthCheckID: hc-use1}\n" +
 		"  eu-west-1: {aliasDNSName: router.elb.amazonaws.com, aliasHostedZoneID: Z32O12XQLNTSW2, evaluateTargetHealth: true}\n"))
-	f.Add([]byte(`{"hostedZoneID":"Z1","recordName":"api.example.com.","recordType":"AAAA","regions":{"a":{"values":["2001:db8::1"]}}}`))
-	f.Add([]byte("hostedZoneID: Z1\nrecordName: api.example.com\nrecordType: CNAME\nregions: {a: {values: [lb.example.com], awsRegion: eu-west-1}}\n"))
+	f.Add(
+		[]byte(
+			`{"hostedZoneID":"Z1","recordName":"api.example.com.","recordType":"AAAA","regions":{"a":{"values":["2001:db8::1"]}}}`,
+		),
+	)
+	f.Add(
+		[]byte(
+			"hostedZoneID: Z1\nrecordName: api.example.com\nrecordType: CNAME\nregions: {a: {values: [lb.example.com], awsRegion: eu-west-1}}\n",
+		),
+	)
 	f.Add([]byte("hostedZoneID: Z1\nrecordName: api.example.com\nttl: 1500ms\nregions: {a: {values: [192.0.2.1]}}\n"))
 	f.Add([]byte("hostedZoneID: Z1\nrecordName: x\nmaxAttempts: -1\nregions: {a: {values: [192.0.2.1]}}\n"))
 	f.Add([]byte("hostedZoneID: Z1\nrecordName: x\nregions: {\"a b\": {values: [192.0.2.1]}}\n"))

@@ -32,10 +32,20 @@ func TestPlan(t *testing.T) {
 	}{
 		{"empty zone", nil, nil, []string{"UPSERT a", "UPSERT b"}},
 		{"in step", nil, map[string]types.ResourceRecordSet{"a": reordered, "b": cfg.record("b")}, nil},
-		{"drained", []string{"b"}, map[string]types.ResourceRecordSet{"a": cfg.record("a"), "b": cfg.record("b")}, []string{"DELETE b"}},
+		{
+			"drained",
+			[]string{"b"},
+			map[string]types.ResourceRecordSet{"a": cfg.record("a"), "b": cfg.record("b")},
+			[]string{"DELETE b"},
+		},
 		{"undrained", nil, map[string]types.ResourceRecordSet{"a": cfg.record("a")}, []string{"UPSERT b"}},
 		{"drifted", nil, map[string]types.ResourceRecordSet{"a": cfg.record("a"), "b": changed}, []string{"UPSERT b"}},
-		{"all drained fail open", []string{"a", "b"}, map[string]types.ResourceRecordSet{"a": cfg.record("a")}, []string{"UPSERT b"}},
+		{
+			"all drained fail open",
+			[]string{"a", "b"},
+			map[string]types.ResourceRecordSet{"a": cfg.record("a")},
+			[]string{"UPSERT b"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,8 +17,16 @@ import (
 // Route53API is the part of the Route 53 API the sync calls; *route53.Client implements it.
 // It must be safe for concurrent use.
 type Route53API interface {
-	ListResourceRecordSets(ctx context.Context, in *route53.ListResourceRecordSetsInput, opts ...func(*route53.Options)) (*route53.ListResourceRecordSetsOutput, error)
-	ChangeResourceRecordSets(ctx context.Context, in *route53.ChangeResourceRecordSetsInput, opts ...func(*route53.Options)) (*route53.ChangeResourceRecordSetsOutput, error)
+	ListResourceRecordSets(
+		ctx context.Context,
+		in *route53.ListResourceRecordSetsInput,
+		opts ...func(*route53.Options),
+	) (*route53.ListResourceRecordSetsOutput, error)
+	ChangeResourceRecordSets(
+		ctx context.Context,
+		in *route53.ChangeResourceRecordSetsInput,
+		opts ...func(*route53.Options),
+	) (*route53.ChangeResourceRecordSetsOutput, error)
 }
 
 var _ Route53API = (*route53.Client)(nil)
@@ -67,7 +75,11 @@ func NewClient(ctx context.Context, cc ClientConfig) (*route53.Client, error) {
 // listOwned returns the owned record sets by region, paging through the sets of the name.
 func (s *Syncer) listOwned(ctx context.Context) (map[string]types.ResourceRecordSet, error) {
 	name, typ := fqdn(s.cfg.RecordName), types.RRType(s.cfg.RecordType)
-	in := &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String(s.zone), StartRecordName: aws.String(name), StartRecordType: typ}
+	in := &route53.ListResourceRecordSetsInput{
+		HostedZoneId:    aws.String(s.zone),
+		StartRecordName: aws.String(name),
+		StartRecordType: typ,
+	}
 	out := map[string]types.ResourceRecordSet{}
 	for {
 		resp, err := s.api.ListResourceRecordSets(ctx, in)

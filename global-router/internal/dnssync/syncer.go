@@ -44,7 +44,14 @@ type Syncer struct {
 }
 
 // New returns a syncer writing through api. Its collectors are registered on reg (none when nil).
-func New(cfg Config, api Route53API, drains DrainSource, leader LeaderCheck, logger *slog.Logger, reg prometheus.Registerer) (*Syncer, error) {
+func New(
+	cfg Config,
+	api Route53API,
+	drains DrainSource,
+	leader LeaderCheck,
+	logger *slog.Logger,
+	reg prometheus.Registerer,
+) (*Syncer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -29,7 +29,11 @@ func testConfig() dnssync.Config {
 	cfg.RetryMax = 200 * time.Millisecond
 	cfg.Targets = map[string]dnssync.Target{
 		"us-east-1": {Values: []string{"192.0.2.1", "192.0.2.2"}, HealthCheckID: "hc-use1"},
-		"eu-west-1": {AliasDNSName: "router-euw1.elb.eu-west-1.amazonaws.com", AliasHostedZoneID: "Z32O12XQLNTSW2", EvaluateTargetHealth: true},
+		"eu-west-1": {
+			AliasDNSName:         "router-euw1.elb.eu-west-1.amazonaws.com",
+			AliasHostedZoneID:    "Z32O12XQLNTSW2",
+			EvaluateTargetHealth: true,
+		},
 	}
 	return cfg
 }
@@ -40,8 +44,20 @@ func ttl(n int64) *int64 { return &n }
 // same name, and a latency record of the same name and type for a region it does not own.
 var foreign = []route53test.RecordSet{
 	{Name: "www.example.com.", Type: "A", TTL: ttl(300), ResourceRecords: []route53test.Value{{Value: "198.51.100.7"}}},
-	{Name: "api.example.com.", Type: "TXT", TTL: ttl(300), ResourceRecords: []route53test.Value{{Value: `"owner=dns-team"`}}},
-	{Name: "api.example.com.", Type: "A", SetIdentifier: "ap-south-1", Region: "ap-south-1", TTL: ttl(60), ResourceRecords: []route53test.Value{{Value: "203.0.113.9"}}},
+	{
+		Name:            "api.example.com.",
+		Type:            "TXT",
+		TTL:             ttl(300),
+		ResourceRecords: []route53test.Value{{Value: `"owner=dns-team"`}},
+	},
+	{
+		Name:            "api.example.com.",
+		Type:            "A",
+		SetIdentifier:   "ap-south-1",
+		Region:          "ap-south-1",
+		TTL:             ttl(60),
+		ResourceRecords: []route53test.Value{{Value: "203.0.113.9"}},
+	},
 }
 
 // owned returns the latency regions of the A records of api.example.com the sync owns in the fake.
@@ -72,7 +88,12 @@ func checkForeign(t *testing.T, fake *route53test.Server) {
 }
 
 // startSyncer runs a store, an elector and a syncer over the namespace ns against endpoint.
-func startSyncer(t *testing.T, ns, candidate string, ep *route53test.Endpoint, reg prometheus.Registerer) (*configstore.Store, *configstore.Elector, func()) {
+func startSyncer(
+	t *testing.T,
+	ns, candidate string,
+	ep *route53test.Endpoint,
+	reg prometheus.Registerer,
+) (*configstore.Store, *configstore.Elector, func()) {
 	t.Helper()
 	cli := nsClient(t, ns)
 	store := runStore(t, cli)
@@ -102,7 +123,12 @@ func TestDrainRemovesAndUndrainRestoresRecords(t *testing.T) {
 	}
 	poll.Until(t, waitTimeout, hasOwned(fake, "us-east-1"), "drained region removed")
 	checkForeign(t, fake)
-	poll.Until(t, waitTimeout, func() bool { return metricValue(t, reg, "switchyard_router_dnssync_records", "") == 1 }, "records gauge at 1")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { return metricValue(t, reg, "switchyard_router_dnssync_records", "") == 1 },
+		"records gauge at 1",
+	)
 	// Draining every region keeps every record (fail open) rather than emptying the name.
 	if err := store.SetRegionDrain(ctx, "us-east-1", true); err != nil {
 		t.Fatal(err)
@@ -125,13 +151,16 @@ func checkRecordShapes(t *testing.T, fake *route53test.Server) {
 		case rs.Name != "api.example.com." || rs.Type != "A" || rs.SetIdentifier == "ap-south-1":
 		case rs.SetIdentifier == "us-east-1":
 			vals := []route53test.Value{{Value: "192.0.2.1"}, {Value: "192.0.2.2"}}
-			if rs.Region != "us-east-1" || *rs.TTL != 60 || !slices.Equal(rs.ResourceRecords, vals) || rs.HealthCheckID != "hc-use1" {
+			if rs.Region != "us-east-1" || *rs.TTL != 60 || !slices.Equal(rs.ResourceRecords, vals) ||
+				rs.HealthCheckID != "hc-use1" {
 				t.Errorf("us-east-1 record = %+v", rs)
 			}
 		case rs.SetIdentifier == "eu-west-1":
 			a := rs.AliasTarget
-			if rs.Region != "eu-west-1" || rs.TTL != nil || a == nil || a.DNSName != "router-euw1.elb.eu-west-1.amazonaws.com." ||
-				a.HostedZoneID != "Z32O12XQLNTSW2" || !a.EvaluateTargetHealth {
+			if rs.Region != "eu-west-1" || rs.TTL != nil || a == nil ||
+				a.DNSName != "router-euw1.elb.eu-west-1.amazonaws.com." ||
+				a.HostedZoneID != "Z32O12XQLNTSW2" ||
+				!a.EvaluateTargetHealth {
 				t.Errorf("eu-west-1 record = %+v alias %+v", rs, a)
 			}
 		}
@@ -204,7 +233,14 @@ func TestFailuresAreRetriedAndCounted(t *testing.T) {
 				t.Errorf("list calls = %d, want >= 6 (5 failures, then success)", n)
 			}
 			poll.Until(t, waitTimeout, func() bool {
-				return metricValue(t, reg, "switchyard_router_dnssync_last_success_timestamp_seconds", "") > float64(time.Now().Add(-time.Hour).Unix())
+				return metricValue(
+					t,
+					reg,
+					"switchyard_router_dnssync_last_success_timestamp_seconds",
+					"",
+				) > float64(
+					time.Now().Add(-time.Hour).Unix(),
+				)
 			}, "last success set")
 		})
 	}

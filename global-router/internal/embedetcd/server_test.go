@@ -23,12 +23,20 @@ func TestConfigValidate(t *testing.T) {
 		{"default", func(*embedetcd.Config) {}, ""},
 		{"no data dir", func(c *embedetcd.Config) { c.DataDir = "" }, "DataDir"},
 		{"no name", func(c *embedetcd.Config) { c.Name = "" }, "Name"},
-		{"https client without a certificate", func(c *embedetcd.Config) { c.ClientURL = "https://127.0.0.1:2379" }, "ClientURL"},
+		{
+			"https client without a certificate",
+			func(c *embedetcd.Config) { c.ClientURL = "https://127.0.0.1:2379" },
+			"ClientURL",
+		},
 		{"https client", func(c *embedetcd.Config) {
 			c.ClientURL, c.ClientCertFile, c.ClientKeyFile, c.ClientCAFile = "https://127.0.0.1:2379", "c", "k", "ca"
 		}, ""},
 		{"certificate over http", func(c *embedetcd.Config) { c.ClientCertFile, c.ClientKeyFile = "c", "k" }, "ClientURL"},
-		{"certificate without key", func(c *embedetcd.Config) { c.ClientURL, c.ClientCertFile = "https://127.0.0.1:2379", "c" }, "ClientKeyFile"},
+		{
+			"certificate without key",
+			func(c *embedetcd.Config) { c.ClientURL, c.ClientCertFile = "https://127.0.0.1:2379", "c" },
+			"ClientKeyFile",
+		},
 		{"client CA without certificate", func(c *embedetcd.Config) { c.ClientCAFile = "ca" }, "ClientCAFile"},
 		{"https peer", func(c *embedetcd.Config) {
 			c.ClientURL, c.ClientCertFile, c.ClientKeyFile = "https://127.0.0.1:2379", "c", "k"

@@ -16,8 +16,16 @@ func TestSlogCore(t *testing.T) {
 		want string // "" = nothing logged
 	}{
 		{"info dropped", func(l *zap.Logger) { l.Info("hello") }, ""},
-		{"warn kept", func(l *zap.Logger) { l.Warn("slow apply", zap.Int("ms", 7)) }, `level=WARN msg="slow apply" component=etcd ms=7`},
-		{"with fields", func(l *zap.Logger) { l.With(zap.String("member", "m0")).Error("lost leader") }, `level=ERROR msg="lost leader" component=etcd member=m0`},
+		{
+			"warn kept",
+			func(l *zap.Logger) { l.Warn("slow apply", zap.Int("ms", 7)) },
+			`level=WARN msg="slow apply" component=etcd ms=7`,
+		},
+		{
+			"with fields",
+			func(l *zap.Logger) { l.With(zap.String("member", "m0")).Error("lost leader") },
+			`level=ERROR msg="lost leader" component=etcd member=m0`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

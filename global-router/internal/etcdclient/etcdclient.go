@@ -60,7 +60,9 @@ func (c Config) Validate() error {
 	case (c.CertFile == "") != (c.KeyFile == ""):
 		return errors.New("--etcd-cert-file and --etcd-key-file must be given together")
 	case !secure && (c.CAFile != "" || c.CertFile != ""):
-		return errors.New("--etcd-ca-file, --etcd-cert-file and --etcd-key-file need https endpoints: https:// --etcd-endpoints, or an embedded etcd with --embedded-etcd-cert-file")
+		return errors.New(
+			"--etcd-ca-file, --etcd-cert-file and --etcd-key-file need https endpoints: https:// --etcd-endpoints, or an embedded etcd with --embedded-etcd-cert-file",
+		)
 	case c.Username == "" && c.PasswordFile != "":
 		return errors.New("--etcd-password-file needs --etcd-username")
 	case c.Username != "" && c.PasswordFile == "":
@@ -114,7 +116,12 @@ func New(cfg Config, log *slog.Logger) (*clientv3.Client, error) {
 		Logger:      embedetcd.NewZapLogger(log, slog.LevelWarn),
 		// grpc-go's default backoff grows to 2 minutes; this one stays at a second.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   time.Second,
+			},
 			MinConnectTimeout: 2 * time.Second,
 		})},
 	}

@@ -30,7 +30,11 @@ func TestValidate(t *testing.T) {
 		wantErr string // substring; "" = valid
 	}{
 		{"plain", etcdclient.Config{Endpoints: []string{"http://a:2379", "http://b:2379"}}, ""},
-		{"tls with client certificate and password", etcdclient.Config{Endpoints: https, CAFile: "ca", CertFile: "c", KeyFile: "k", Username: "u", PasswordFile: "p"}, ""},
+		{
+			"tls with client certificate and password",
+			etcdclient.Config{Endpoints: https, CAFile: "ca", CertFile: "c", KeyFile: "k", Username: "u", PasswordFile: "p"},
+			"",
+		},
 		{"https with the system roots", etcdclient.Config{Endpoints: https}, ""},
 		{"no endpoint", etcdclient.Config{}, "--etcd-endpoints"},
 		{"not a URL", etcdclient.Config{Endpoints: []string{"127.0.0.1:2379"}}, "http(s)://host:port"},
@@ -104,10 +108,22 @@ func TestTLSWithClientCertificates(t *testing.T) {
 		cfg  etcdclient.Config
 		ok   bool
 	}{
-		{"CA and client certificate", etcdclient.Config{CAFile: files.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey}, true},
+		{
+			"CA and client certificate",
+			etcdclient.Config{CAFile: files.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey},
+			true,
+		},
 		{"no client certificate", etcdclient.Config{CAFile: files.CA}, false},
-		{"client certificate of another CA", etcdclient.Config{CAFile: files.CA, CertFile: other.ClientCert, KeyFile: other.ClientKey}, false},
-		{"server not trusted", etcdclient.Config{CAFile: other.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey}, false},
+		{
+			"client certificate of another CA",
+			etcdclient.Config{CAFile: files.CA, CertFile: other.ClientCert, KeyFile: other.ClientKey},
+			false,
+		},
+		{
+			"server not trusted",
+			etcdclient.Config{CAFile: other.CA, CertFile: files.ClientCert, KeyFile: files.ClientKey},
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,9 +158,17 @@ func TestNewFileErrors(t *testing.T) {
 		cfg     etcdclient.Config
 		wantErr string
 	}{
-		{"missing certificate", etcdclient.Config{Endpoints: https, CertFile: filepath.Join(dir, "no.crt"), KeyFile: filepath.Join(dir, "no.key")}, "TLS"},
+		{
+			"missing certificate",
+			etcdclient.Config{Endpoints: https, CertFile: filepath.Join(dir, "no.crt"), KeyFile: filepath.Join(dir, "no.key")},
+			"TLS",
+		},
 		{"missing CA", etcdclient.Config{Endpoints: https, CAFile: filepath.Join(dir, "no-ca.crt")}, "TLS"},
-		{"missing password file", etcdclient.Config{Endpoints: https, Username: "u", PasswordFile: filepath.Join(dir, "nope")}, "--etcd-password-file"},
+		{
+			"missing password file",
+			etcdclient.Config{Endpoints: https, Username: "u", PasswordFile: filepath.Join(dir, "nope")},
+			"--etcd-password-file",
+		},
 		{"empty password file", etcdclient.Config{Endpoints: https, Username: "u", PasswordFile: empty}, "is empty"},
 		{"invalid config", etcdclient.Config{}, "--etcd-endpoints"},
 	}
@@ -203,7 +227,12 @@ func TestPasswordAuthentication(t *testing.T) {
 		}
 		return p
 	}
-	cfg := etcdclient.Config{Endpoints: srv.Endpoints(), Username: "router", PasswordFile: write("good", "router-secret\n"), DialTimeout: 3 * time.Second}
+	cfg := etcdclient.Config{
+		Endpoints:    srv.Endpoints(),
+		Username:     "router",
+		PasswordFile: write("good", "router-secret\n"),
+		DialTimeout:  3 * time.Second,
+	}
 	cli, err := etcdclient.New(cfg, discard)
 	if err != nil {
 		t.Fatal(err)

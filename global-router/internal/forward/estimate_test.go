@@ -26,7 +26,13 @@ func TestEstimateRatioByRoute(t *testing.T) {
 	t.Cleanup(f.Close)
 	send := func(path string, targets ...forward.Target) {
 		t.Helper()
-		if err := f.Forward(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, path, nil), nil, targets, nil); err != nil {
+		if err := f.Forward(
+			httptest.NewRecorder(),
+			httptest.NewRequest(http.MethodPost, path, nil),
+			nil,
+			targets,
+			nil,
+		); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,9 +68,18 @@ func TestEstimateRatioByRoute(t *testing.T) {
 		t.Fatalf("samples by route %v, want one local stream and one retry", counts)
 	}
 	if got["local"][2] != 0 {
-		t.Errorf("local ratio buckets %v: want the sample above 2 (a %v token against a %v estimate)", got["local"], tokenAfter, short)
+		t.Errorf(
+			"local ratio buckets %v: want the sample above 2 (a %v token against a %v estimate)",
+			got["local"],
+			tokenAfter,
+			short,
+		)
 	}
 	if got["retry"][0.25] != 1 {
-		t.Errorf("retry ratio buckets %v: want the sample below 0.25 (a %v token against an estimate of an hour)", got["retry"], tokenAfter)
+		t.Errorf(
+			"retry ratio buckets %v: want the sample below 0.25 (a %v token against an estimate of an hour)",
+			got["retry"],
+			tokenAfter,
+		)
 	}
 }

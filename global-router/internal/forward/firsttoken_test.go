@@ -152,10 +152,20 @@ func TestDispatchedAndAbandoned(t *testing.T) {
 	}{
 		{"refused, then answered", []forward.Target{{Cluster: "full", URL: refuse}, {Cluster: "ok", URL: spare}}, 0,
 			[]string{"full", "ok"}, []bool{false, false}},
-		{"client leaves while waiting", []forward.Target{{Cluster: "slow", URL: slow}, {Cluster: "ok", URL: spare}}, 50 * time.Millisecond,
-			[]string{"slow"}, []bool{true}},
-		{"client leaves during the delay", []forward.Target{{Cluster: "far", URL: spare, Delay: time.Minute}, {Cluster: "ok", URL: spare}}, 50 * time.Millisecond,
-			[]string{"far"}, []bool{true}},
+		{
+			"client leaves while waiting",
+			[]forward.Target{{Cluster: "slow", URL: slow}, {Cluster: "ok", URL: spare}},
+			50 * time.Millisecond,
+			[]string{"slow"},
+			[]bool{true},
+		},
+		{
+			"client leaves during the delay",
+			[]forward.Target{{Cluster: "far", URL: spare, Delay: time.Minute}, {Cluster: "ok", URL: spare}},
+			50 * time.Millisecond,
+			[]string{"far"},
+			[]bool{true},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +192,14 @@ func TestDispatchedAndAbandoned(t *testing.T) {
 			}
 			for i, o := range rec.outcomes {
 				if o.Target.Cluster != tt.wantBegun[i] || o.Abandoned != tt.abandoned[i] {
-					t.Errorf("outcome %d: %s abandoned %v, want %s %v", i, o.Target.Cluster, o.Abandoned, tt.wantBegun[i], tt.abandoned[i])
+					t.Errorf(
+						"outcome %d: %s abandoned %v, want %s %v",
+						i,
+						o.Target.Cluster,
+						o.Abandoned,
+						tt.wantBegun[i],
+						tt.abandoned[i],
+					)
 				}
 			}
 		})

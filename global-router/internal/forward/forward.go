@@ -21,7 +21,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/contract"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 )
 
 // Target is one cluster a request may go to.
@@ -130,6 +134,9 @@ type Config struct {
 	// would wait for HeaderTimeout. A gateway queueing a request still answers pings at once.
 	// Defaults 1 s and 1 s.
 	PingInterval, PingTimeout time.Duration
+	// Tracer records a span per attempt (router.forward) and sends its traceparent to the
+	// gateway; nil records none and passes the client's traceparent on as it came.
+	Tracer *tracing.Tracer
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -221,7 +228,13 @@ type Retarget func(tried []string) []Target
 // to do best. Targets chosen when the request arrived can be seconds old by then (an attempt
 // caught on a cut link is given up after the ping timeout), and every request caught by the
 // same fault would otherwise retry at the same fallback. nil again keeps the list.
-func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte, targets []Target, again Retarget) error {
+func (f *Forwarder) Forward(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	targets []Target,
+	again Retarget,
+) error {
 	var last error
 	skip := "" // a cluster that handed the request back: its replicas see the same pods
 	var tried []string
@@ -237,8 +250,10 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 		}
 		tried = append(tried, t.URL)
 		start := time.Now()
-		resp, err := f.attempt(r, body, t, start)
+		span := f.startAttempt(r, t, len(tried))
+		resp, err := f.attempt(r, body, t, start, span)
 		if err != nil {
+			endAttempt(span, err)
 			last = err
 			if r.Context().Err() != nil {
 				break // the client went away: nothing to retry for
@@ -251,7 +266,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 			}
 			continue
 		}
-		return f.stream(w, r, resp, t, start)
+		err = f.stream(w, r, resp, t, start, span)
+		endAttempt(span, err)
+		return err
 	}
 	if last == nil {
 		last = errors.New("no candidate")
@@ -261,7 +278,13 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, body []byte,
 
 // attempt sends one request; it returns the response only when it is an answer to pass on.
 // start is when the attempt began.
-func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.Time) (*http.Response, error) {
+func (f *Forwarder) attempt(
+	r *http.Request,
+	body []byte,
+	t Target,
+	start time.Time,
+	span trace.Span,
+) (*http.Response, error) {
 	ctx := r.Context()
 	f.dispatched(t)
 	if t.Delay > 0 {
@@ -270,7 +293,12 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.T
 			return nil, err
 		}
 	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(
+		ctx,
+		r.Method,
+		strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(),
+		bytes.NewReader(body),
+	)
 	if err != nil { // a target URL that cannot be used: the cluster's entry is broken
 		f.observe(Outcome{Target: t, Err: err, Retried: true})
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
@@ -279,6 +307,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.T
 	if t.HandBack > 0 {
 		out.Header.Set(contract.HeaderHandBack, contract.FormatHandBack(t.HandBack))
 	}
+	f.inject(span, out.Header)
 	out.ContentLength = int64(len(body))
 	resp, err := f.client.Do(out)
 	o := Outcome{Target: t, Err: err, TTFB: time.Since(start)}
@@ -289,6 +318,7 @@ func (f *Forwarder) attempt(r *http.Request, body []byte, t Target, start time.T
 	}
 	o.Status = resp.StatusCode
 	o.RTT = networkTime(o.TTFB, resp.Header)
+	traceStatus(span, resp.StatusCode)
 	if refused(resp) && ctx.Err() == nil {
 		o.Retried = true
 		f.observe(o)
@@ -358,7 +388,14 @@ func (f *Forwarder) observeTTFT(t Target, ttft time.Duration) {
 // stream copies the response to the client, flushing after every read so SSE events leave as
 // they arrive; start is when the attempt began. It returns an error wrapping ErrTruncated when
 // the gateway's body broke.
-func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Response, t Target, start time.Time) error {
+func (f *Forwarder) stream(
+	w http.ResponseWriter,
+	r *http.Request,
+	resp *http.Response,
+	t Target,
+	start time.Time,
+	span trace.Span,
+) error {
 	defer resp.Body.Close()
 	sse := eventStream(resp)
 	waiting := sse // for its first token
@@ -381,6 +418,7 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 		h.Set(contract.HeaderRegion, t.Region)
 	}
 	w.WriteHeader(resp.StatusCode)
+	traceStatus(trace.SpanFromContext(r.Context()), resp.StatusCode) // the request's span
 	rc := http.NewResponseController(w)
 	_ = rc.Flush() // headers leave at once: the client sees the route before the first token
 	bp := getCopyBuf()
@@ -392,7 +430,9 @@ func (f *Forwarder) stream(w http.ResponseWriter, r *http.Request, resp *http.Re
 		if n > 0 && waiting {
 			waiting = false
 			f.firstToken(t)
-			f.observeTTFT(t, time.Since(start))
+			ttft := time.Since(start)
+			f.observeTTFT(t, ttft)
+			traceFirstToken(span, ttft)
 		}
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
@@ -457,7 +497,15 @@ func copyRequestHeaders(dst, src http.Header) {
 }
 
 // hopByHopHeaders are connection-level headers that are never forwarded.
-var hopByHopHeaders = []string{"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
+var hopByHopHeaders = []string{
+	"connection",
+	"keep-alive",
+	"proxy-connection",
+	"te",
+	"trailer",
+	"transfer-encoding",
+	"upgrade",
+}
 
 func hopByHop(k string) bool { return oneOfFold(k, hopByHopHeaders) }
 

@@ -115,7 +115,9 @@ func TestRetriesRefusalsBeforeFirstByte(t *testing.T) {
 	if got := resp.Header.Get("X-Switchyard-Cluster"); got != "c3" {
 		t.Errorf("cluster = %q, want c3", got)
 	}
-	if len(rec.out) != 4 || !rec.out[0].Retried || rec.out[0].Err == nil || rec.out[1].Status != 503 || rec.out[2].Status != 429 || rec.out[3].Retried {
+	if len(rec.out) != 4 || !rec.out[0].Retried || rec.out[0].Err == nil || rec.out[1].Status != 503 ||
+		rec.out[2].Status != 429 ||
+		rec.out[3].Retried {
 		t.Fatalf("outcomes = %+v", rec.out)
 	}
 }
@@ -135,7 +137,11 @@ func TestPlain429AndClientErrorsAreNotRetried(t *testing.T) {
 			first := gateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(tt.status) })
 			second := gateway(t, func(w http.ResponseWriter, r *http.Request) { calls++ })
 			rec := &recorder{}
-			url := router(t, newForwarder(t, rec), []forward.Target{{Cluster: "a", URL: first, Route: "local"}, {Cluster: "b", URL: second}})
+			url := router(
+				t,
+				newForwarder(t, rec),
+				[]forward.Target{{Cluster: "a", URL: first, Route: "local"}, {Cluster: "b", URL: second}},
+			)
 			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader("{}"))
 			if err != nil {
 				t.Fatal(err)
@@ -252,7 +258,13 @@ func TestDelayIsApplied(t *testing.T) {
 	f := newForwarder(t, rec)
 	r := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
 	start := time.Now()
-	if err := f.Forward(httptest.NewRecorder(), r, nil, []forward.Target{{Cluster: "a", URL: gw, Delay: 50 * time.Millisecond}}, nil); err != nil {
+	if err := f.Forward(
+		httptest.NewRecorder(),
+		r,
+		nil,
+		[]forward.Target{{Cluster: "a", URL: gw, Delay: 50 * time.Millisecond}},
+		nil,
+	); err != nil {
 		t.Fatal(err)
 	}
 	if el := time.Since(start); el < 50*time.Millisecond {
@@ -345,7 +357,12 @@ func TestSilentGatewayIsAbandonedByPing(t *testing.T) {
 	resp.Body.Close()
 	took := time.Since(start)
 	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get(contract.HeaderRoute) != "retry" {
-		t.Fatalf("status %d, route %q, body %q: want the retry's answer", resp.StatusCode, resp.Header.Get(contract.HeaderRoute), body)
+		t.Fatalf(
+			"status %d, route %q, body %q: want the retry's answer",
+			resp.StatusCode,
+			resp.Header.Get(contract.HeaderRoute),
+			body,
+		)
 	}
 	// The default HeaderTimeout is minutes: only the ping can end the first attempt this soon.
 	if took > 10*time.Second {

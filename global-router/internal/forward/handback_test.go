@@ -59,8 +59,14 @@ func TestHandBackSkipsTheClusterAndOffersOnce(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "served by away" || resp.Header.Get(contract.HeaderRoute) != "retry" {
-		t.Fatalf("answer %d %q route %q, want 200 from away as a retry", resp.StatusCode, body, resp.Header.Get(contract.HeaderRoute))
+	if resp.StatusCode != http.StatusOK || string(body) != "served by away" ||
+		resp.Header.Get(contract.HeaderRoute) != "retry" {
+		t.Fatalf(
+			"answer %d %q route %q, want 200 from away as a retry",
+			resp.StatusCode,
+			body,
+			resp.Header.Get(contract.HeaderRoute),
+		)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -115,6 +121,11 @@ func TestUnavailableReplicaIsNotAHandBack(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if resp.StatusCode != http.StatusOK || string(body) != "served by home-2" || len(offers) != 1 || offers[0] != "300" {
-		t.Fatalf("answer %d %q, offers at the second replica %q; want it served there with the 300 ms offer", resp.StatusCode, body, offers)
+		t.Fatalf(
+			"answer %d %q, offers at the second replica %q; want it served there with the 300 ms offer",
+			resp.StatusCode,
+			body,
+			offers,
+		)
 	}
 }

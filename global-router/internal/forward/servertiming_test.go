@@ -114,7 +114,11 @@ func TestMetricsCountAttemptsByResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
-	targets := []forward.Target{{Cluster: "dead", URL: "http://" + closedAddr(t)}, {Cluster: "full", URL: refuse}, {Cluster: "ok", URL: ok}}
+	targets := []forward.Target{
+		{Cluster: "dead", URL: "http://" + closedAddr(t)},
+		{Cluster: "full", URL: refuse},
+		{Cluster: "ok", URL: ok},
+	}
 	resp, err := http.Post(router(t, f, targets), "application/json", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -82,7 +82,9 @@ func newBenchEnv(b *testing.B) *benchEnv {
 // regions, whose gateways are all at url.
 func benchTable(url string) *clustertable.Table {
 	return clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{
-		"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond}}, newHeartbeatSource(url, 250*time.Millisecond), nil)
+		"us-west-2": 70 * time.Millisecond,
+		"eu-west-1": 80 * time.Millisecond,
+	}}, newHeartbeatSource(url, 250*time.Millisecond), nil)
 }
 
 func benchFrontDoor(table *clustertable.Table, fwd frontdoor.Forwarder) *frontdoor.Server {
@@ -200,7 +202,13 @@ func BenchmarkServeInference(b *testing.B) {
 // in the table as the real forwarder does.
 type answerAtOnce struct{ table *clustertable.Table }
 
-func (a answerAtOnce) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
+func (a answerAtOnce) Forward(
+	w http.ResponseWriter,
+	_ *http.Request,
+	_ []byte,
+	targets []forward.Target,
+	_ forward.Retarget,
+) error {
 	t := targets[0]
 	a.table.Observe(forward.Outcome{Target: t, Status: http.StatusOK})
 	w.Header().Set(contract.HeaderRoute, t.Route)

@@ -25,7 +25,15 @@ func (s *Server) readBody(r *http.Request) (*body.Buffer, *openai.Error) {
 	case err == nil:
 		return buf, nil
 	case errors.Is(err, body.ErrTooLarge):
-		s.log.Debug("request body refused", "reason", "too_large", "limit_bytes", s.cfg.MaxBodyBytes, "declared_bytes", r.ContentLength)
+		s.log.Debug(
+			"request body refused",
+			"reason",
+			"too_large",
+			"limit_bytes",
+			s.cfg.MaxBodyBytes,
+			"declared_bytes",
+			r.ContentLength,
+		)
 		return nil, tooLarge(s.cfg.MaxBodyBytes)
 	case errors.As(err, &spent):
 		s.warnBudget(spent)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 )
 
@@ -27,7 +28,10 @@ func TestBodyBudget(t *testing.T) {
 	cfg := frontdoor.DefaultConfig()
 	cfg.Region, cfg.Bodies = "us-east-1", budget
 	reg := prometheus.NewRegistry()
-	srv := httptest.NewServer(frontdoor.New(cfg, benchTable("http://127.0.0.1:1"), policies{}, &recordTargets{}, nil, frontdoor.NewMetrics(reg)).Handler())
+	srv := httptest.NewServer(
+		frontdoor.New(cfg, benchTable("http://127.0.0.1:1"), policies{}, &recordTargets{}, nil, frontdoor.NewMetrics(reg)).
+			Handler(),
+	)
 	t.Cleanup(srv.Close)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
@@ -35,8 +39,12 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: r\r\nContent-Length: 30000000\r\n\r\n%s", strings.Repeat("x", 5000))
-	eventually(t, "the stalled upload's buffer", func() bool { return budget.InUse() == 8<<10 })
+	fmt.Fprintf(
+		conn,
+		"POST /v1/completions HTTP/1.1\r\nHost: r\r\nContent-Length: 30000000\r\n\r\n%s",
+		strings.Repeat("x", 5000),
+	)
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 8<<10 }, "the stalled upload's buffer")
 
 	req := `{"model":"llama","prompt":"` + strings.Repeat("y", 4970) + `"}`
 	resp, got := post(t, srv.URL, req)
@@ -44,8 +52,15 @@ func TestBodyBudget(t *testing.T) {
 		Error struct{ Type, Code string } `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(got), &answer); err != nil || resp.StatusCode != http.StatusServiceUnavailable ||
-		resp.Header.Get("Retry-After") != "1" || answer.Error.Code != "body_budget_exhausted" || answer.Error.Type != "service_unavailable" {
-		t.Fatalf("with the budget spent: %d, Retry-After %q, %s; want 503, 1, body_budget_exhausted", resp.StatusCode, resp.Header.Get("Retry-After"), got)
+		resp.Header.Get(
+			"Retry-After",
+		) != "1" || answer.Error.Code != "body_budget_exhausted" || answer.Error.Type != "service_unavailable" {
+		t.Fatalf(
+			"with the budget spent: %d, Retry-After %q, %s; want 503, 1, body_budget_exhausted",
+			resp.StatusCode,
+			resp.Header.Get("Retry-After"),
+			got,
+		)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP switchyard_router_requests_total Requests handled by the router, by model and outcome (local, overflow, retry, not_found, not_allowed, policy_unavailable, no_room, bad_request, too_large, body_budget, cancelled, truncated); body_budget: the in-flight body budget (--max-inflight-body-bytes) was spent, 503; truncated: the answer started and its body from the gateway broke.
@@ -56,11 +71,11 @@ switchyard_router_requests_total{model="other",outcome="body_budget"} 1
 	}
 
 	_ = conn.Close()
-	eventually(t, "the stalled upload's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the stalled upload's budget back")
 	if resp, got := post(t, srv.URL, req); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the stalled upload ended: %d %s", resp.StatusCode, got)
 	}
-	eventually(t, "the routed request's budget back", func() bool { return budget.InUse() == 0 })
+	poll.Until(t, waitTimeout, func() bool { return budget.InUse() == 0 }, "the routed request's budget back")
 }
 
 // TestBodyBudgetGauges checks the gauges RegisterBodyBudget adds follow the budget.
@@ -108,13 +123,6 @@ func TestBodyOverLimit(t *testing.T) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitTimeout bounds every wait for a condition in these tests (poll.Until): generous, as a
+// busy machine is slow.
+const waitTimeout = 10 * time.Second

@@ -38,17 +38,32 @@ func candidatesOf(ex []routing.Explanation) candidates {
 }
 
 func badRequest(msg, param string) *openai.Error {
-	return &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: contract.ReasonBadRequest, Message: msg, Param: param}
+	return &openai.Error{
+		Status:  http.StatusBadRequest,
+		Type:    openai.TypeInvalidRequest,
+		Code:    contract.ReasonBadRequest,
+		Message: msg,
+		Param:   param,
+	}
 }
 
 func tooLarge(limit int64) *openai.Error {
-	return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: contract.ReasonRequestTooLarge,
-		Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
+	return &openai.Error{
+		Status:  http.StatusRequestEntityTooLarge,
+		Type:    openai.TypeInvalidRequest,
+		Code:    contract.ReasonRequestTooLarge,
+		Message: fmt.Sprintf("request body exceeds %d bytes", limit),
+	}
 }
 
 func modelNotFound(model string) *openai.Error {
-	return &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Code: contract.ReasonModelNotFound, Param: "model",
-		Message: fmt.Sprintf("The model `%s` does not exist or no cluster serves it.", model)}
+	return &openai.Error{
+		Status:  http.StatusNotFound,
+		Type:    openai.TypeInvalidRequest,
+		Code:    contract.ReasonModelNotFound,
+		Param:   "model",
+		Message: fmt.Sprintf("The model `%s` does not exist or no cluster serves it.", model),
+	}
 }
 
 // notAllowed is the answer when the model's residency policy allows no serving cluster: it fails
@@ -60,9 +75,14 @@ func notAllowed(model string, d routing.Decision) *openai.Error {
 			regions = append(regions, e.Region)
 		}
 	}
-	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonResidencyPolicy,
+	return &openai.Error{
+		Status: http.StatusServiceUnavailable,
+		Type:   openai.TypeServiceUnavailable,
+		Code:   contract.ReasonResidencyPolicy,
 		Message: fmt.Sprintf("no cluster serving `%s` is in a region its policy allows (serving regions: %s)",
-			model, strings.Join(regions, ", ")), Extra: candidatesOf(d.Explain)}
+			model, strings.Join(regions, ", ")),
+		Extra: candidatesOf(d.Explain),
+	}
 }
 
 // outcomePolicyUnavailable is the outcome label of a request refused for want of a policy.
@@ -80,14 +100,26 @@ const (
 // model's stored policy cannot be read. The message names no stored value: the reason is for
 // operators, in the log and ExplainRoute.
 func policyUnavailable(model string, reason contract.Reason, region string, err error) *openai.Error {
-	e := &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonPolicyUnavailable, Param: "model"}
+	e := &openai.Error{
+		Status: http.StatusServiceUnavailable,
+		Type:   openai.TypeServiceUnavailable,
+		Code:   contract.ReasonPolicyUnavailable,
+		Param:  "model",
+	}
 	switch {
 	case reason == contract.ReasonUndecodable:
 		e.RetryAfterSeconds = openai.RetryAfter(undecodableRetry)
-		e.Message = fmt.Sprintf("the routing policy of model `%s` cannot be read; requests for it are refused until an operator fixes it", model)
+		e.Message = fmt.Sprintf(
+			"the routing policy of model `%s` cannot be read; requests for it are refused until an operator fixes it",
+			model,
+		)
 	case errors.Is(err, routing.ErrNotAllowed):
 		e.RetryAfterSeconds = openai.RetryAfter(notLoadedRetry)
-		e.Message = fmt.Sprintf("routing policies are not loaded yet; meanwhile only region %s is used, and no cluster there serves `%s`; retry later", region, model)
+		e.Message = fmt.Sprintf(
+			"routing policies are not loaded yet; meanwhile only region %s is used, and no cluster there serves `%s`; retry later",
+			region,
+			model,
+		)
 	default:
 		e.RetryAfterSeconds = openai.RetryAfter(notLoadedRetry)
 		e.Message = "routing policies are not loaded yet; retry later"
@@ -97,15 +129,29 @@ func policyUnavailable(model string, reason contract.Reason, region string, err 
 
 // noRoom is the 429 when every allowed cluster stayed full for the whole bounded wait.
 func noRoom(model string, waited time.Duration) *openai.Error {
-	return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: contract.ReasonNoCapacity, RetryAfterSeconds: 1,
-		Overflow: true, Message: fmt.Sprintf("every cluster serving `%s` is full (waited %v); retry later", model, waited)}
+	return &openai.Error{
+		Status:            http.StatusTooManyRequests,
+		Type:              openai.TypeRateLimit,
+		Code:              contract.ReasonNoCapacity,
+		RetryAfterSeconds: 1,
+		Overflow:          true,
+		Message:           fmt.Sprintf("every cluster serving `%s` is full (waited %v); retry later", model, waited),
+	}
 }
 
 // bodyBudgetSpent is the 503 answered when the in-flight body budget cannot hold one more body:
 // the request may succeed in a moment, here or at another router.
 func bodyBudgetSpent(e *body.BudgetError) *openai.Error {
-	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: contract.ReasonBodyBudgetExhausted, RetryAfterSeconds: 1,
-		Message: fmt.Sprintf("the router is buffering %d bytes of request bodies, its limit; retry shortly", e.Budget)}
+	return &openai.Error{
+		Status:            http.StatusServiceUnavailable,
+		Type:              openai.TypeServiceUnavailable,
+		Code:              contract.ReasonBodyBudgetExhausted,
+		RetryAfterSeconds: 1,
+		Message: fmt.Sprintf(
+			"the router is buffering %d bytes of request bodies, its limit; retry shortly",
+			e.Budget,
+		),
+	}
 }
 
 func outcomeOf(status int) string {

@@ -5,7 +5,10 @@
 // model's residency policy allows no serving cluster, 503 policy_unavailable when no policy is in
 // force for the model (policies not loaded yet, or its stored value unreadable: routing fails
 // closed and never falls back to the defaults, which allow every region), 429 with Retry-After
-// when every allowed cluster is full after a bounded wait.
+// when every allowed cluster is full after a bounded wait. Before routing, a request is charged to
+// its tenant (from its API key when keys are configured, else its tenant header): 401
+// invalid_api_key for a missing or unknown key, 429 rate_limit_exceeded with Retry-After over one
+// of the tenant's limits.
 package frontdoor
 
 import (
@@ -19,13 +22,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
+	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
@@ -84,6 +91,14 @@ type Config struct {
 	// Sessions bounds the session-affinity table (routing.DefaultSessionConfig's defaults for
 	// zero fields). Options.SessionSlack < 0 turns session affinity off.
 	Sessions routing.SessionConfig
+	// Tracer records the request and routing-decision spans (see docs/router.md#tracing); nil
+	// records none.
+	Tracer *tracing.Tracer
+	// Tenants identifies each request's tenant (API keys) and holds the tenants' limits; nil:
+	// no tenants, nothing limited.
+	Tenants Tenants
+	// Limiter enforces the tenants' limits; nil: none enforced.
+	Limiter *limiter.Limiter
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -96,8 +111,15 @@ const (
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: 32 << 20, QueueWait: 2 * time.Second, RetryPoll: 50 * time.Millisecond, Options: routing.DefaultOptions(),
-		PolicyUnavailable: PolicyUnavailableRefuse, SessionHeader: contract.HeaderSessionID, Sessions: routing.DefaultSessionConfig()}
+	return Config{
+		MaxBodyBytes:      32 << 20,
+		QueueWait:         2 * time.Second,
+		RetryPoll:         50 * time.Millisecond,
+		Options:           routing.DefaultOptions(),
+		PolicyUnavailable: PolicyUnavailableRefuse,
+		SessionHeader:     contract.HeaderSessionID,
+		Sessions:          routing.DefaultSessionConfig(),
+	}
 }
 
 // Server is the front door's handler. It is safe for concurrent use.
@@ -121,7 +143,15 @@ func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Lo
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	s := &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m, sessions: routing.NewSessions(cfg.Sessions)}
+	s := &Server{
+		cfg:      cfg,
+		table:    table,
+		policies: policies,
+		fwd:      fwd,
+		log:      log,
+		metrics:  m,
+		sessions: routing.NewSessions(cfg.Sessions),
+	}
 	m.table.table.Store(s.sessions)
 	return s
 }
@@ -180,7 +210,12 @@ func (s *Server) policy(model string) (pol routing.Policy, standIn bool, err err
 // route says whether the request will be sent. Without a policy in force for the model it decides
 // nothing and returns the policy's error; with the local-only stand-in, a region that does not
 // serve the model is reported as the policies not being loaded.
-func (s *Server) decide(model string, hashes []uint64, req routing.Request, route bool) ([]clustertable.Entry, routing.Decision, error) {
+func (s *Server) decide(
+	model string,
+	hashes []uint64,
+	req routing.Request,
+	route bool,
+) ([]clustertable.Entry, routing.Decision, error) {
 	pol, standIn, err := s.policy(model)
 	if err != nil {
 		return nil, routing.Decision{}, err
@@ -200,7 +235,12 @@ func (s *Server) decide(model string, hashes []uint64, req routing.Request, rout
 	// lock, so concurrent decisions do not queue behind one another.
 	d, err := routing.Decide(s.cfg.Region, cs, pol, req, s.cfg.Options, nil)
 	if standIn && errors.Is(err, routing.ErrNotAllowed) {
-		err = fmt.Errorf("%w: meanwhile only region %s is used, and no cluster there serves the model (%w)", routing.ErrPolicyNotLoaded, s.cfg.Region, err)
+		err = fmt.Errorf(
+			"%w: meanwhile only region %s is used, and no cluster there serves the model (%w)",
+			routing.ErrPolicyNotLoaded,
+			s.cfg.Region,
+			err,
+		)
 	}
 	return view, d, err
 }
@@ -211,27 +251,80 @@ func requestOf(prompt []byte) routing.Request {
 	return routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
 }
 
+// ttftSLO is the request's own time-to-first-token objective (x-slo-ttft-ms), 0 for none. A
+// value the router cannot read is not used for routing and is passed on unchanged: the gateway
+// refuses it with 400 naming the header.
+func ttftSLO(h http.Header) time.Duration {
+	d, err := contract.ParseSLO(h.Get(contract.HeaderSLOTTFT))
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	var span trace.Span
+	if s.cfg.Tracer.Enabled() {
+		r, span = s.startRequest(r)
+		defer span.End()
+	}
+	tenant, perr := s.tenantOf(r)
+	if perr != nil {
+		perr.Write(w)
+		s.metrics.request("", outcomeUnauthorized)
+		if span != nil {
+			endRequest(span, "", outcomeUnauthorized)
+		}
+		return
+	}
 	buf, perr := s.readBody(r)
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
+		if span != nil {
+			endRequest(span, "", outcomeOf(perr.Status))
+		}
 		return
 	}
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
-	model, prompt, sid, perr := parseRequest(body)
+	parsed, perr := parseRequest(body)
 	var sess session
 	if perr == nil {
-		sess, perr = s.sessionOf(r, sid)
+		sess, perr = s.sessionOf(r, parsed.SessionID)
 	}
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
+		if span != nil {
+			endRequest(span, "", outcomeOf(perr.Status))
+		}
 		return
 	}
-	outcome, known := s.route(w, r, body, model, prompt, sess)
+	model := parsed.Model
+	lease, perr := s.admitTenant(tenant, &parsed)
+	if perr != nil {
+		perr.Write(w)
+		s.metrics.request("", outcomeOverLimit)
+		if span != nil {
+			endRequest(span, "", outcomeOverLimit)
+		}
+		return
+	}
+	var outcome string
+	var known bool
+	if lease == nil {
+		outcome, known = s.route(w, r, body, model, parsed.Prompt, sess)
+	} else {
+		meter := &usageMeter{ResponseWriter: w}
+		outcome, known = s.route(meter, r, body, model, parsed.Prompt, sess)
+		used, reported := meter.tokens()
+		lease.Finish(used, reported, !answered(outcome))
+	}
+	if span != nil {
+		endRequest(span, model, outcome)
+	}
 	if !known {
 		model = ""
 	}
@@ -245,19 +338,49 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Outcomes of requests refused for their tenant.
+const (
+	outcomeUnauthorized = "unauthorized"
+	outcomeOverLimit    = "over_limit"
+)
+
+// answered reports whether a request with outcome reached a cluster that answered it (its
+// tokens are charged); the others are refunded.
+func answered(outcome string) bool {
+	switch outcome {
+	case string(routing.RouteLocal),
+		string(routing.RouteOverflow),
+		string(routing.RouteRetry),
+		outcomeTruncated,
+		"cancelled":
+		return true
+	}
+	return false
+}
+
 // outcomeTruncated is the outcome of a request whose answer broke after it had started.
 const outcomeTruncated = "truncated"
 
 // route decides and forwards, waiting up to QueueWait for room; it returns the outcome label
 // and whether a fresh cluster lists the model (so that the model may be a label value).
-func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, model string, prompt []byte, sess session) (outcome string, known bool) {
+func (s *Server) route(
+	w http.ResponseWriter,
+	r *http.Request,
+	body []byte,
+	model string,
+	prompt []byte,
+	sess session,
+) (outcome string, known bool) {
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	// The prompt's hashes and length are computed once: a request waiting for room is decided
 	// again every RetryPoll.
 	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
 	req.SessionCluster = sess.cluster
+	req.TTFTSLO = ttftSLO(r.Header)
 	for {
+		_, span := s.cfg.Tracer.Start(r.Context(), SpanRoute, trace.SpanKindInternal)
 		view, d, err := s.decide(model, hashes, req, true)
+		traceDecision(span, model, req.PromptTokens, view, d, err)
 		used := -1
 		if err == nil && len(d.Targets) > 0 {
 			used = d.Targets[0]
@@ -311,7 +434,16 @@ func (s *Server) refuse(r *http.Request, w http.ResponseWriter, model string, er
 		reason = contract.ReasonNotLoaded
 	}
 	s.metrics.unavailable.WithLabelValues(reason.String()).Inc()
-	s.log.DebugContext(r.Context(), "request refused: no routing policy in force", "model", model, "reason", reason, "err", err)
+	s.log.DebugContext(
+		r.Context(),
+		"request refused: no routing policy in force",
+		"model",
+		model,
+		"reason",
+		reason,
+		"err",
+		err,
+	)
 	policyUnavailable(model, reason, s.cfg.Region, err).Write(w)
 	return outcomePolicyUnavailable
 }
@@ -341,7 +473,10 @@ func (s *Server) retarget(model string, hashes []uint64, req routing.Request) fo
 		used := -1
 		if err == nil {
 			d.HandBack = 0 // the offer is for a first attempt
-			out = slices.DeleteFunc(s.targets(view, d, req.PromptTokens), func(t forward.Target) bool { return slices.Contains(tried, t.URL) })
+			out = slices.DeleteFunc(
+				s.targets(view, d, req.PromptTokens),
+				func(t forward.Target) bool { return slices.Contains(tried, t.URL) },
+			)
 			if len(out) > 0 {
 				used = slices.IndexFunc(view, func(e clustertable.Entry) bool { return e.Cluster.Name == out[0].Cluster })
 			}
@@ -363,8 +498,14 @@ func (s *Server) targets(view []clustertable.Entry, d routing.Decision, promptTo
 			route = string(routing.RouteLocal)
 		}
 		for _, u := range e.URLs {
-			t := forward.Target{Cluster: e.Cluster.Name, Region: e.Cluster.Region, URL: u, Route: route, PromptTokens: promptTokens,
-				Estimate: d.Explain[i].Estimate}
+			t := forward.Target{
+				Cluster:      e.Cluster.Name,
+				Region:       e.Cluster.Region,
+				URL:          u,
+				Route:        route,
+				PromptTokens: promptTokens,
+				Estimate:     d.Explain[i].Estimate,
+			}
 			if n == 0 {
 				t.HandBack = d.HandBack // only the first choice
 			}
@@ -422,7 +563,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // cluster, "name=estimate/waiting streams/in flight/RTT/best pod's wait/mean wait/waiting
 // streams' prompt tokens/in-flight prompt tokens/prefill tokens per second per pod/summary age"
 // (times in milliseconds).
-func (s *Server) logDecision(ctx context.Context, model string, promptTokens int, view []clustertable.Entry, d routing.Decision) {
+func (s *Server) logDecision(
+	ctx context.Context,
+	model string,
+	promptTokens int,
+	view []clustertable.Entry,
+	d routing.Decision,
+) {
 	var b strings.Builder
 	for i, e := range d.Explain {
 		if !e.Eligible {
@@ -432,9 +579,21 @@ func (s *Server) logDecision(ctx context.Context, model string, promptTokens int
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d/%d/%d/%d/%d/%d/%d/%d/%.0f/%d", e.Cluster, e.Estimate.Milliseconds(), c.Waiting, c.InFlight, c.RTT.Milliseconds(),
-			c.BaseTTFT.Milliseconds(), c.MeanTTFT.Milliseconds(), c.WaitingTokens, c.InFlightTokens, c.PrefillTokensPerSec,
-			c.SummaryAge.Milliseconds())
+		fmt.Fprintf(
+			&b,
+			"%s=%d/%d/%d/%d/%d/%d/%d/%d/%.0f/%d",
+			e.Cluster,
+			e.Estimate.Milliseconds(),
+			c.Waiting,
+			c.InFlight,
+			c.RTT.Milliseconds(),
+			c.BaseTTFT.Milliseconds(),
+			c.MeanTTFT.Milliseconds(),
+			c.WaitingTokens,
+			c.InFlightTokens,
+			c.PrefillTokensPerSec,
+			c.SummaryAge.Milliseconds(),
+		)
 	}
 	chosen := ""
 	if len(d.Targets) > 0 {

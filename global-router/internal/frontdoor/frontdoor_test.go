@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
@@ -158,17 +159,81 @@ func TestRouting(t *testing.T) {
 		wantRoute   string
 		wantInBody  string
 	}{
-		{"local first", []clusterSpec{{"east", "us-east-1", 0.3, 0}, {"west", "us-west-2", 0, 0}}, nil, okBody, 200, "east", "local", "[DONE]"},
+		{
+			"local first",
+			[]clusterSpec{{"east", "us-east-1", 0.3, 0}, {"west", "us-west-2", 0, 0}},
+			nil,
+			okBody,
+			200,
+			"east",
+			"local",
+			"[DONE]",
+		},
 		{"adapter routes to its base model's clusters", []clusterSpec{{"east", "us-east-1", 0.3, 0}}, nil,
 			`{"model":"sql-lora","messages":[{"role":"user","content":"hi"}]}`, 200, "east", "local", ""},
-		{"overflow when local is full", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0.1, 0}}, nil, okBody, 200, "west", "overflow", ""},
-		{"retry when a cluster refuses with 503", []clusterSpec{{"east", "us-east-1", 0.1, 503}, {"west", "us-west-2", 0.1, 0}}, nil, okBody, 200, "west", "retry", ""},
-		{"residency fails closed", []clusterSpec{{"east", "us-east-1", 0.1, 0}},
-			policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}}, okBody, 503, "", "", "residency_policy"},
-		{"unknown model is 404", []clusterSpec{{"east", "us-east-1", 0.1, 0}}, nil, `{"model":"nope","prompt":"x"}`, 404, "", "", "model_not_found"},
+		{
+			"overflow when local is full",
+			[]clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0.1, 0}},
+			nil,
+			okBody,
+			200,
+			"west",
+			"overflow",
+			"",
+		},
+		{
+			"retry when a cluster refuses with 503",
+			[]clusterSpec{{"east", "us-east-1", 0.1, 503}, {"west", "us-west-2", 0.1, 0}},
+			nil,
+			okBody,
+			200,
+			"west",
+			"retry",
+			"",
+		},
+		{
+			"residency fails closed",
+			[]clusterSpec{{"east", "us-east-1", 0.1, 0}},
+			policies{
+				"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}},
+			},
+			okBody,
+			503,
+			"",
+			"",
+			"residency_policy",
+		},
+		{
+			"unknown model is 404",
+			[]clusterSpec{{"east", "us-east-1", 0.1, 0}},
+			nil,
+			`{"model":"nope","prompt":"x"}`,
+			404,
+			"",
+			"",
+			"model_not_found",
+		},
 		{"malformed JSON is 400", []clusterSpec{{"east", "us-east-1", 0.1, 0}}, nil, `{"model":`, 400, "", "", "malformed"},
-		{"missing model is 400", []clusterSpec{{"east", "us-east-1", 0.1, 0}}, nil, `{"prompt":"x"}`, 400, "", "", "model parameter"},
-		{"no room anywhere is 429 after a bounded wait", []clusterSpec{{"east", "us-east-1", 0.1, 429}, {"west", "us-west-2", 0.1, 429}}, nil, okBody, 429, "", "", "no_capacity"},
+		{
+			"missing model is 400",
+			[]clusterSpec{{"east", "us-east-1", 0.1, 0}},
+			nil,
+			`{"prompt":"x"}`,
+			400,
+			"",
+			"",
+			"model parameter",
+		},
+		{
+			"no room anywhere is 429 after a bounded wait",
+			[]clusterSpec{{"east", "us-east-1", 0.1, 429}, {"west", "us-west-2", 0.1, 429}},
+			nil,
+			okBody,
+			429,
+			"",
+			"",
+			"no_capacity",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,7 +251,8 @@ func TestRouting(t *testing.T) {
 			if !strings.Contains(body, tt.wantInBody) {
 				t.Errorf("body %q does not contain %q", body, tt.wantInBody)
 			}
-			if tt.wantStatus == 429 && (resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Switchyard-Overflow") != "1") {
+			if tt.wantStatus == 429 &&
+				(resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Switchyard-Overflow") != "1") {
 				t.Errorf("429 without Retry-After / overflow header: %v", resp.Header)
 			}
 		})
@@ -197,7 +263,11 @@ func TestRouting(t *testing.T) {
 // machine code, in the OpenAI error shape both tiers write (param null when empty).
 func TestResidencyRefusalListsCandidates(t *testing.T) {
 	f := newFleet(t, clusterSpec{"east", "us-east-1", 0.1, 0})
-	resp, body := post(t, router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}}), okBody)
+	resp, body := post(
+		t,
+		router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"eu-west-1"}}}),
+		okBody,
+	)
 	want := `{"error":{"message":"no cluster serving ` + "`llama`" + ` is in a region its policy allows (serving regions: us-east-1)",` +
 		`"type":"service_unavailable","param":null,"code":"residency_policy","candidates":[` +
 		`{"cluster":"east","region":"us-east-1","eligible":false,"reason":"region not allowed by policy","reason_code":"region_not_allowed"}]}}` + "\n"
@@ -223,7 +293,12 @@ func TestResidencyRefusalListsCandidates(t *testing.T) {
 }
 
 func TestResidencyNeverLeavesAllowedRegions(t *testing.T) {
-	f := newFleet(t, clusterSpec{"east", "us-east-1", 1, 0}, clusterSpec{"west", "us-west-2", 0, 0}, clusterSpec{"eu", "eu-west-1", 0.5, 0})
+	f := newFleet(
+		t,
+		clusterSpec{"east", "us-east-1", 1, 0},
+		clusterSpec{"west", "us-west-2", 0, 0},
+		clusterSpec{"eu", "eu-west-1", 0.5, 0},
+	)
 	url := router(t, f, policies{"llama": {OverflowThreshold: 0.8, AllowedRegions: []string{"us-east-1", "eu-west-1"}}})
 	for range 20 {
 		resp, _ := post(t, url, okBody)
@@ -278,12 +353,25 @@ func TestSpilloverOverflowsToTheNearestRegion(t *testing.T) {
 		wantCluster string
 		wantRoute   string
 	}{
-		{"under the threshold stays home", []clusterSpec{{"east", "us-east-1", 0.75, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0, 0}},
-			"east", "local"},
-		{"over it goes to the nearest region", []clusterSpec{{"east", "us-east-1", 0.85, 0}, {"west", "us-west-2", 0.3, 0}, {"eu", "eu-west-1", 0, 0}},
-			"west", "overflow"},
-		{"a refusal there is retried at home, the next nearest", []clusterSpec{{"east", "us-east-1", 0.85, 0}, {"west", "us-west-2", 0, 429},
-			{"eu", "eu-west-1", 0, 0}}, "east", "retry"},
+		{
+			"under the threshold stays home",
+			[]clusterSpec{{"east", "us-east-1", 0.75, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0, 0}},
+			"east",
+			"local",
+		},
+		{
+			"over it goes to the nearest region",
+			[]clusterSpec{{"east", "us-east-1", 0.85, 0}, {"west", "us-west-2", 0.3, 0}, {"eu", "eu-west-1", 0, 0}},
+			"west",
+			"overflow",
+		},
+		{
+			"a refusal there is retried at home, the next nearest",
+			[]clusterSpec{{"east", "us-east-1", 0.85, 0}, {"west", "us-west-2", 0, 429},
+				{"eu", "eu-west-1", 0, 0}},
+			"east",
+			"retry",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,8 +381,17 @@ func TestSpilloverOverflowsToTheNearestRegion(t *testing.T) {
 				resp, body := post(t, url, okBody)
 				if resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Cluster") != tt.wantCluster ||
 					resp.Header.Get("X-Switchyard-Route") != tt.wantRoute {
-					t.Fatalf("status %d cluster %s route %s, want 200 %s %s (body %s)", resp.StatusCode,
-						resp.Header.Get("X-Switchyard-Cluster"), resp.Header.Get("X-Switchyard-Route"), tt.wantCluster, tt.wantRoute, body)
+					t.Fatalf(
+						"status %d cluster %s route %s, want 200 %s %s (body %s)",
+						resp.StatusCode,
+						resp.Header.Get(
+							"X-Switchyard-Cluster",
+						),
+						resp.Header.Get("X-Switchyard-Route"),
+						tt.wantCluster,
+						tt.wantRoute,
+						body,
+					)
 				}
 			}
 			if n := f.hits["eu"].Load(); n != 0 {
@@ -311,8 +408,16 @@ func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 		want  string
 	}{
 		{"local answers: not counted", []clusterSpec{{"east", "us-east-1", 0.1, 0}, {"west", "us-west-2", 0, 0}}, ""},
-		{"overflow to the best estimate", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0.95, 0}}, "best"},
-		{"retry after the best refused", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 503}, {"eu", "eu-west-1", 0.95, 0}}, "other"},
+		{
+			"overflow to the best estimate",
+			[]clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 0}, {"eu", "eu-west-1", 0.95, 0}},
+			"best",
+		},
+		{
+			"retry after the best refused",
+			[]clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 503}, {"eu", "eu-west-1", 0.95, 0}},
+			"other",
+		},
 		{"no local cluster", []clusterSpec{{"west", "us-west-2", 0, 0}}, "best"},
 	}
 	for _, tt := range tests {
@@ -336,17 +441,9 @@ func TestOverflowAnsweredCountsHowTheClusterRanked(t *testing.T) {
 				want += fmt.Sprintf("switchyard_router_overflow_answered_total{choice=%q} %d\n", c, counts[c])
 			}
 			// The handler counts after the answer's last byte has left: poll.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_overflow_answered_total")
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal(err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			poll.UntilNil(t, waitTimeout, func() error {
+				return testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_overflow_answered_total")
+			}, "the overflow answers counted")
 			// Why each request left: east is saturated (unavailable), or there is no east.
 			reasons := map[string]float64{}
 			if tt.want != "" {
@@ -432,7 +529,13 @@ type recordTargets struct {
 	targets [][]forward.Target
 }
 
-func (f *recordTargets) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, _ forward.Retarget) error {
+func (f *recordTargets) Forward(
+	w http.ResponseWriter,
+	_ *http.Request,
+	_ []byte,
+	targets []forward.Target,
+	_ forward.Retarget,
+) error {
 	f.mu.Lock()
 	f.targets = append(f.targets, targets)
 	f.mu.Unlock()
@@ -485,7 +588,14 @@ func TestDecisionLoggedAtDebug(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))
 		h := frontdoor.New(cfg, benchTable("http://127.0.0.1:1"), policies{}, &recordTargets{}, log, nil).Handler()
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"llama","prompt":"`+strings.Repeat("abcd", 100)+`"}`)))
+		h.ServeHTTP(
+			rec,
+			httptest.NewRequest(
+				http.MethodPost,
+				"/v1/completions",
+				strings.NewReader(`{"model":"llama","prompt":"`+strings.Repeat("abcd", 100)+`"}`),
+			),
+		)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -532,7 +642,10 @@ func TestViewReleasedWithTheChosenCluster(t *testing.T) {
 	h := frontdoor.New(cfg, tb, policies{}, fwd, nil, nil).Handler()
 	for range 3 {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"llama","prompt":"hello"}`)))
+		h.ServeHTTP(
+			rec,
+			httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"llama","prompt":"hello"}`)),
+		)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("status %d", rec.Code)
 		}

@@ -16,8 +16,16 @@ import (
 // there for a first token) goes with an offer to hand it back, on that cluster's targets only;
 // without the backlog no offer is made.
 func TestHandBackOfferedOnlyToABackloggedLocalCluster(t *testing.T) {
-	f := newFleet(t, clusterSpec{name: "east", region: "us-east-1", kvUsed: 0.1}, clusterSpec{name: "west", region: "us-west-2", kvUsed: 0.1})
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"us-west-2": 70 * time.Millisecond}}, f, nil)
+	f := newFleet(
+		t,
+		clusterSpec{name: "east", region: "us-east-1", kvUsed: 0.1},
+		clusterSpec{name: "west", region: "us-west-2", kvUsed: 0.1},
+	)
+	tb := clustertable.New(
+		clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"us-west-2": 70 * time.Millisecond}},
+		f,
+		nil,
+	)
 	fwd := &recordTargets{}
 	cfg := frontdoor.DefaultConfig()
 	cfg.Region = "us-east-1"
@@ -25,7 +33,14 @@ func TestHandBackOfferedOnlyToABackloggedLocalCluster(t *testing.T) {
 	send := func() []forward.Target {
 		t.Helper()
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"model":"llama","prompt":"`+strings.Repeat("abcd", 400)+`"}`)))
+		h.ServeHTTP(
+			rec,
+			httptest.NewRequest(
+				http.MethodPost,
+				"/v1/completions",
+				strings.NewReader(`{"model":"llama","prompt":"`+strings.Repeat("abcd", 400)+`"}`),
+			),
+		)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -49,6 +64,10 @@ func TestHandBackOfferedOnlyToABackloggedLocalCluster(t *testing.T) {
 	}
 	// west is 70 ms away: the offer is at least its round trip widened by the near-best window.
 	if ts[0].HandBack < 84*time.Millisecond || ts[1].HandBack != 0 {
-		t.Fatalf("backlogged home: offers %v and %v, want at least 84ms to east and none to west", ts[0].HandBack, ts[1].HandBack)
+		t.Fatalf(
+			"backlogged home: offers %v and %v, want at least 84ms to east and none to west",
+			ts[0].HandBack,
+			ts[1].HandBack,
+		)
 	}
 }

@@ -28,6 +28,7 @@ type Metrics struct {
 	// the path is not served with (405), by status.
 	noRoute *prometheus.CounterVec
 	models  *promlabel.Set
+	tenant  tenantMetrics
 	// sessions counts requests with a session by where they were served (stuck, moved, new);
 	// table is the session table the gauges read.
 	sessions *prometheus.CounterVec
@@ -67,9 +68,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests refused because the router serves no such route, by status: 404 (unknown path) or 405 (a path served with another method).",
 		}, []string{"code"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
+		tenant: newTenantMetrics(),
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_session_decisions_total",
-			Help: "Requests with a session id by where they were served: stuck (the cluster that served the session last), moved (another: that one had no room, was drained or far slower) or new (the session was not known).",
+			Help: "Requests with a session id by where they were served: stuck (the cluster that served the session " +
+				"last), moved (another: that one had no room, was drained or far slower) or new (the session was not known).",
 		}, []string{"outcome"}),
 	}
 	for _, o := range []string{sessionStuck, sessionMoved, sessionNew} {
@@ -88,7 +91,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.unavailable.WithLabelValues(r.String())
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.overflow, m.left, m.unavailable, m.unloadedLocal, m.noRoute)
+		reg.MustRegister(
+			m.requests,
+			m.duration,
+			m.overflow,
+			m.left,
+			m.unavailable,
+			m.unloadedLocal,
+			m.noRoute,
+			m.tenant.refused,
+		)
 		reg.MustRegister(m.table.collectors(m.sessions)...)
 	}
 	return m

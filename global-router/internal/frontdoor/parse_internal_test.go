@@ -17,8 +17,20 @@ var parseCases = []struct {
 		`{"role":"user","content":[{"type":"text","text":"hi "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"there"}]}]}`,
 		"m", "be briefhi there", 0},
 	{"embeddings input", `{"model":"m","input":["a","b\tc"]}`, "m", "ab\tc", 0},
-	{"the last of prompt, messages and input wins", `{"input":"3","messages":[{"content":"2"}],"prompt":"1","model":"m"}`, "m", "1", 0},
-	{"null and odd values ignored", `{"model":"m","prompt":null,"messages":[{"content":7},{"content":[{"text":null},{"text":5},[1]]}]}`, "m", "", 0},
+	{
+		"the last of prompt, messages and input wins",
+		`{"input":"3","messages":[{"content":"2"}],"prompt":"1","model":"m"}`,
+		"m",
+		"1",
+		0,
+	},
+	{
+		"null and odd values ignored",
+		`{"model":"m","prompt":null,"messages":[{"content":7},{"content":[{"text":null},{"text":5},[1]]}]}`,
+		"m",
+		"",
+		0,
+	},
 	{"last duplicate wins", `{"model":"m","prompt":"old","prompt":"new"}`, "m", "new", 0},
 	{"malformed", `{"model":`, "", "", 400},
 	{"missing model", `{"prompt":"x"}`, "", "", 400},
@@ -34,7 +46,8 @@ var parseCases = []struct {
 func TestParseRequest(t *testing.T) {
 	for _, tc := range parseCases {
 		t.Run(tc.name, func(t *testing.T) {
-			model, text, _, perr := parseRequest([]byte(tc.body))
+			b, perr := parseRequest([]byte(tc.body))
+			model, text := b.Model, b.Prompt
 			if tc.status != 0 {
 				if perr == nil || perr.Status != tc.status {
 					t.Fatalf("got model %q text %q err %+v, want status %d", model, text, perr, tc.status)
@@ -55,7 +68,8 @@ func TestParseRequest(t *testing.T) {
 // to it copies.
 func TestParseRequestAliasesWithoutSharing(t *testing.T) {
 	body := []byte(`{"model":"m","prompt":"abc","x":"zzzz"}`)
-	_, text, _, perr := parseRequest(body)
+	b, perr := parseRequest(body)
+	text := b.Prompt
 	if perr != nil || string(text) != "abc" {
 		t.Fatalf("text %q err %v", text, perr)
 	}
@@ -72,7 +86,8 @@ func TestParseRequestAliasesWithoutSharing(t *testing.T) {
 // same blocks), where decoding into a Go string would replace invalid UTF-8.
 func TestParseRequestKeepsBytesAsSent(t *testing.T) {
 	body := []byte("{\"model\":\"m\",\"prompt\":\"a\xffb\"}")
-	_, text, _, perr := parseRequest(body)
+	b, perr := parseRequest(body)
+	text := b.Prompt
 	if perr != nil || string(text) != "a\xffb" {
 		t.Fatalf("text %q err %v, want the bytes as sent", text, perr)
 	}
@@ -80,7 +95,7 @@ func TestParseRequestKeepsBytesAsSent(t *testing.T) {
 
 // TestParseRequestNamesTheAmbiguousKey checks the 400 for a body both tiers refuse names the key.
 func TestParseRequestNamesTheAmbiguousKey(t *testing.T) {
-	_, _, _, perr := parseRequest([]byte(`{"model":"eu-only","Model":"open"}`))
+	_, perr := parseRequest([]byte(`{"model":"eu-only","Model":"open"}`))
 	if perr == nil || perr.Param != "model" || !strings.Contains(perr.Message, `"Model"`) {
 		t.Fatalf("got %+v, want a 400 naming the model key", perr)
 	}

@@ -67,9 +67,18 @@ func TestPolicyUnavailableFailsClosed(t *testing.T) {
 		{"not loaded, local: no local cluster is refused", []clusterSpec{{"west", "us-west-2", 0, 0}},
 			refusing{all: routing.ErrPolicyNotLoaded}, frontdoor.PolicyUnavailableLocal, okBody,
 			503, "only region us-east-1 is used", "2", map[string]int{"west": 0}, "not_loaded"},
-		{"not loaded, local: a saturated region does not overflow", []clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 0}},
-			refusing{all: routing.ErrPolicyNotLoaded}, frontdoor.PolicyUnavailableLocal, okBody,
-			429, "no_capacity", "1", map[string]int{"east": 0, "west": 0}, ""},
+		{
+			"not loaded, local: a saturated region does not overflow",
+			[]clusterSpec{{"east", "us-east-1", 1, 0}, {"west", "us-west-2", 0, 0}},
+			refusing{all: routing.ErrPolicyNotLoaded},
+			frontdoor.PolicyUnavailableLocal,
+			okBody,
+			429,
+			"no_capacity",
+			"1",
+			map[string]int{"east": 0, "west": 0},
+			"",
+		},
 		{"unreadable: refused", []clusterSpec{{"east", "us-east-1", 0.1, 0}, {"west", "us-west-2", 0, 0}},
 			refusing{errs: map[string]error{"llama": errUnreadable}}, frontdoor.PolicyUnavailableRefuse, okBody,
 			503, "routing policy of model `llama` cannot be read", "30", map[string]int{"east": 0, "west": 0}, "undecodable"},
@@ -108,7 +117,11 @@ func TestPolicyUnavailableFailsClosed(t *testing.T) {
 			for _, r := range []string{"not_loaded", "undecodable"} {
 				want += fmt.Sprintf("switchyard_router_policy_unavailable_total{reason=%q} %d\n", r, counts[r])
 			}
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_policy_unavailable_total"); err != nil {
+			if err := testutil.GatherAndCompare(
+				reg,
+				strings.NewReader(want),
+				"switchyard_router_policy_unavailable_total",
+			); err != nil {
 				t.Error(err)
 			}
 		})
@@ -129,7 +142,8 @@ func checkPolicyError(t *testing.T, body string) {
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("body %q: %v", body, err)
 	}
-	if e.Error.Type != "service_unavailable" || e.Error.Code != "policy_unavailable" || e.Error.Param == nil || *e.Error.Param != "model" {
+	if e.Error.Type != "service_unavailable" || e.Error.Code != "policy_unavailable" || e.Error.Param == nil ||
+		*e.Error.Param != "model" {
 		t.Fatalf("error %+v, want service_unavailable / policy_unavailable on param model", e.Error)
 	}
 	if strings.Contains(e.Error.Message, "bad JSON") || strings.Contains(e.Error.Message, "/switchyard/") {
@@ -148,9 +162,27 @@ func TestPolicyInForce(t *testing.T) {
 		wantErr error
 	}{
 		{"loaded: the model's policy", refusing{}, frontdoor.PolicyUnavailableRefuse, nil, nil},
-		{"not loaded: refused", refusing{all: routing.ErrPolicyNotLoaded}, frontdoor.PolicyUnavailableRefuse, nil, routing.ErrPolicyNotLoaded},
-		{"not loaded, local: the region only", refusing{all: routing.ErrPolicyNotLoaded}, frontdoor.PolicyUnavailableLocal, []string{"us-east-1"}, nil},
-		{"unreadable, local: refused", refusing{all: errUnreadable}, frontdoor.PolicyUnavailableLocal, nil, routing.ErrPolicyUnreadable},
+		{
+			"not loaded: refused",
+			refusing{all: routing.ErrPolicyNotLoaded},
+			frontdoor.PolicyUnavailableRefuse,
+			nil,
+			routing.ErrPolicyNotLoaded,
+		},
+		{
+			"not loaded, local: the region only",
+			refusing{all: routing.ErrPolicyNotLoaded},
+			frontdoor.PolicyUnavailableLocal,
+			[]string{"us-east-1"},
+			nil,
+		},
+		{
+			"unreadable, local: refused",
+			refusing{all: errUnreadable},
+			frontdoor.PolicyUnavailableLocal,
+			nil,
+			routing.ErrPolicyUnreadable,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,7 +199,8 @@ func TestPolicyInForce(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || strings.Join(got.AllowedRegions, ",") != strings.Join(tt.want, ",") || got.OverflowThreshold != 0.8 {
+			if err != nil || strings.Join(got.AllowedRegions, ",") != strings.Join(tt.want, ",") ||
+				got.OverflowThreshold != 0.8 {
 				t.Fatalf("Policy = %+v, %v; want allowed regions %v", got, err, tt.want)
 			}
 		})
@@ -178,7 +211,11 @@ func TestPolicyInForce(t *testing.T) {
 // PolicyUnavailable mode.
 func policyRouter(t *testing.T, f *fleet, pol frontdoor.Policies, mode string, reg prometheus.Registerer) string {
 	t.Helper()
-	tb := clustertable.New(clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"us-west-2": 70 * time.Millisecond}}, f, nil)
+	tb := clustertable.New(
+		clustertable.Config{Region: "us-east-1", RTT: map[string]time.Duration{"us-west-2": 70 * time.Millisecond}},
+		f,
+		nil,
+	)
 	fwd, err := forward.New(forward.DefaultConfig(), tb)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,12 @@ func TestResponsesRoute(t *testing.T) {
 		t.Fatalf("the gateway got %q, want the path and body unchanged", got)
 	}
 	// The residency policy holds: the local cluster is not allowed.
-	if c, r := resp.Header.Get(contract.HeaderCluster), resp.Header.Get(contract.HeaderRoute); c != "eu" || r != string(routing.RouteOverflow) {
+	if c, r := resp.Header.Get(
+		contract.HeaderCluster,
+	), resp.Header.Get(
+		contract.HeaderRoute,
+	); c != "eu" ||
+		r != string(routing.RouteOverflow) {
 		t.Fatalf("served by %q, route %q; want eu, overflow", c, r)
 	}
 	if f.hits["east"].Load() != 0 {
@@ -74,8 +79,10 @@ func TestNoRoute(t *testing.T) {
 			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 				t.Fatalf("status %d: not a JSON error: %v", resp.StatusCode, err)
 			}
-			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" || !strings.Contains(got.Error.Message, tt.path) ||
-				got.Error.Code != nil || resp.Header.Get("Allow") != tt.allow {
+			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" ||
+				!strings.Contains(got.Error.Message, tt.path) ||
+				got.Error.Code != nil ||
+				resp.Header.Get("Allow") != tt.allow {
 				t.Fatalf("status %d (Allow %q), error %+v", resp.StatusCode, resp.Header.Get("Allow"), got.Error)
 			}
 		})
@@ -85,7 +92,11 @@ func TestNoRoute(t *testing.T) {
 switchyard_router_no_route_requests_total{code="404"} 3
 switchyard_router_no_route_requests_total{code="405"} 2
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_router_no_route_requests_total"); err != nil {
+	if err := testutil.GatherAndCompare(
+		reg,
+		strings.NewReader(want),
+		"switchyard_router_no_route_requests_total",
+	); err != nil {
 		t.Error(err)
 	}
 	if f.hits["east"].Load() != 0 {

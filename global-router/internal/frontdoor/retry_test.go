@@ -25,7 +25,13 @@ type refuseFirst struct {
 	retries [][]forward.Target
 }
 
-func (f *refuseFirst) Forward(w http.ResponseWriter, _ *http.Request, _ []byte, targets []forward.Target, again forward.Retarget) error {
+func (f *refuseFirst) Forward(
+	w http.ResponseWriter,
+	_ *http.Request,
+	_ []byte,
+	targets []forward.Target,
+	again forward.Retarget,
+) error {
 	f.mu.Lock()
 	f.first, f.again = append(f.first, targets), append(f.again, again)
 	f.mu.Unlock()
@@ -47,8 +53,16 @@ func (f *refuseFirst) retry() {
 // the others as each retry counts for the next, where the fallback each was given on arrival
 // is one and the same; the cluster tried is not offered again.
 func TestRetriesAreDecidedAgain(t *testing.T) {
-	f := newFleet(t, clusterSpec{name: "east", region: "us-east-1", kvUsed: 0.1},
-		clusterSpec{name: "west", region: "us-west-2", kvUsed: 0.1}, clusterSpec{name: "eu", region: "eu-west-1", kvUsed: 0.1})
+	f := newFleet(
+		t,
+		clusterSpec{name: "east", region: "us-east-1", kvUsed: 0.1},
+		clusterSpec{
+			name:   "west",
+			region: "us-west-2",
+			kvUsed: 0.1,
+		},
+		clusterSpec{name: "eu", region: "eu-west-1", kvUsed: 0.1},
+	)
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1",
 		RTT: map[string]time.Duration{"us-west-2": 70 * time.Millisecond, "eu-west-1": 80 * time.Millisecond}}, f, nil)
 	fwd := &refuseFirst{table: tb}

@@ -24,7 +24,11 @@ func TestSlowPathSteeredAroundByMeasuredRTT(t *testing.T) {
 		}
 	}
 	if f.hits["west"].Load() == 0 {
-		t.Fatalf("the nearest region by the configured RTT never got a request: nothing was measured (eu %d, east %d)", f.hits["eu"].Load(), f.hits["east"].Load())
+		t.Fatalf(
+			"the nearest region by the configured RTT never got a request: nothing was measured (eu %d, east %d)",
+			f.hits["eu"].Load(),
+			f.hits["east"].Load(),
+		)
 	}
 	west, eu := f.hits["west"].Load(), f.hits["eu"].Load()
 	for range 20 {

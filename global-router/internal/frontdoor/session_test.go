@@ -96,7 +96,12 @@ func TestSessionAffinity(t *testing.T) {
 			t.Fatalf("the body's user did not keep its session: %s, want %s", got, home)
 		}
 	}
-	status, _ := postSession(t, url, okBody, map[string]string{contract.HeaderSessionID: strings.Repeat("x", contract.MaxSessionID+1)})
+	status, _ := postSession(
+		t,
+		url,
+		okBody,
+		map[string]string{contract.HeaderSessionID: strings.Repeat("x", contract.MaxSessionID+1)},
+	)
 	if status != http.StatusBadRequest {
 		t.Fatalf("over-long session id: status %d, want 400", status)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
@@ -118,8 +119,8 @@ func TestStaleSummariesAvoided(t *testing.T) {
 			return false
 		}
 	}
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return fresh("preferred")() && fresh("fallback")() },
-		"the router never saw both clusters fresh")
+	poll.Until(t, 20*time.Second, func() bool { return fresh("preferred")() && fresh("fallback")() },
+		"the router to see both clusters fresh")
 	sendAll(t, srv.URL, 5)
 	if preferred.hits.Load() == 0 {
 		t.Fatalf("the preferred cluster got no request while fresh (fallback got %d)", fallback.hits.Load())
@@ -127,8 +128,8 @@ func TestStaleSummariesAvoided(t *testing.T) {
 
 	cancelPreferred() // its gateway stops publishing; the node stays in the pool
 	<-preferredDone
-	gossiptest.Eventually(t, 20*time.Second, func() bool { return !fresh("preferred")() },
-		"the silent cluster's summary never went stale")
+	poll.Until(t, 20*time.Second, func() bool { return !fresh("preferred")() },
+		"the silent cluster's summary to go stale")
 	before, fallbackBefore := preferred.hits.Load(), fallback.hits.Load()
 	const n = 20
 	sendAll(t, srv.URL, n)

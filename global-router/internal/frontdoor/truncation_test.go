@@ -76,7 +76,11 @@ func TestTruncatedAnswerIsAborted(t *testing.T) {
 				body, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Switchyard-Cluster") != "east-a" {
-					t.Fatalf("status %d cluster %q, want the gateway's 200 passed on", resp.StatusCode, resp.Header.Get("X-Switchyard-Cluster"))
+					t.Fatalf(
+						"status %d cluster %q, want the gateway's 200 passed on",
+						resp.StatusCode,
+						resp.Header.Get("X-Switchyard-Cluster"),
+					)
 				}
 				switch {
 				case err == nil:

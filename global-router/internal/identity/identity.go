@@ -184,16 +184,25 @@ func (v *Verifier) VerifySummary(s *gossipv1.CapacitySummary) error {
 	case ModeCompatibility:
 		v.metrics.accepted.WithLabelValues("unverified").Inc()
 		if !v.warned.Swap(true) {
-			v.log.Warn("accepting capacity summaries unverified: no cluster is registered (compatibility mode); register clusters or run with --require-cluster-identity",
-				"node", s.GetNode(), "cluster", s.GetCluster())
+			v.log.Warn(
+				"accepting capacity summaries unverified: no cluster is registered (compatibility mode); register clusters or run with --require-cluster-identity",
+				"node",
+				s.GetNode(),
+				"cluster",
+				s.GetCluster(),
+			)
 		}
 		return nil
 	case ModeRequired:
 		return v.reject(s, ReasonUnregistered, "no cluster is registered and cluster identity is required")
 	}
 	if bad, ok := view.InvalidRegistration(s.GetCluster()); ok {
-		return v.reject(s, ReasonInvalidRegistration, fmt.Sprintf("the stored registration of cluster %q (revision %d) is invalid: %s",
-			s.GetCluster(), bad.Revision, bad.Reason))
+		return v.reject(
+			s,
+			ReasonInvalidRegistration,
+			fmt.Sprintf("the stored registration of cluster %q (revision %d) is invalid: %s",
+				s.GetCluster(), bad.Revision, bad.Reason),
+		)
 	}
 	reg, ok := view.Registration(s.GetCluster())
 	if !ok {
@@ -226,7 +235,11 @@ func (v *Verifier) check(s *gossipv1.CapacitySummary, reg configstore.Registrati
 	}
 	pub, ok := reg.Keys[s.GetSigningKeyId()]
 	if !ok {
-		return ReasonUnknownKey, fmt.Sprintf("signing key %q is not registered for cluster %q", s.GetSigningKeyId(), s.GetCluster())
+		return ReasonUnknownKey, fmt.Sprintf(
+			"signing key %q is not registered for cluster %q",
+			s.GetSigningKeyId(),
+			s.GetCluster(),
+		)
 	}
 	if err := gossip.VerifySummary(s, pub); err != nil {
 		return ReasonBadSignature, fmt.Sprintf("key %q: %v", s.GetSigningKeyId(), err)
@@ -238,7 +251,10 @@ func (v *Verifier) check(s *gossipv1.CapacitySummary, reg configstore.Registrati
 		return ReasonURLMismatch, fmt.Sprintf("gateway URL %q is not registered", s.GetGatewayUrl())
 	}
 	if u, err := url.Parse(s.GetGatewayUrl()); err != nil || (u.Scheme != "https" && !v.cfg.AllowCleartext) {
-		return ReasonCleartextURL, fmt.Sprintf("gateway URL %q is not https:// (see --allow-cleartext-gateways)", s.GetGatewayUrl())
+		return ReasonCleartextURL, fmt.Sprintf(
+			"gateway URL %q is not https:// (see --allow-cleartext-gateways)",
+			s.GetGatewayUrl(),
+		)
 	}
 	for _, m := range s.GetModels() {
 		if !reg.AllowsModel(m.GetName()) {

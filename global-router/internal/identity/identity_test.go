@@ -122,7 +122,12 @@ func TestVerifySummary(t *testing.T) {
 	}{
 		{"signed by the registered key", summary(t, real, nil), false, ""},
 		{"signed by the second key (rotation)", summary(t, rotated, nil), false, ""},
-		{"unregistered cluster", summary(t, real, func(s *gossipv1.CapacitySummary) { s.Cluster = "c9" }), false, identity.ReasonUnregistered},
+		{
+			"unregistered cluster",
+			summary(t, real, func(s *gossipv1.CapacitySummary) { s.Cluster = "c9" }),
+			false,
+			identity.ReasonUnregistered,
+		},
 		{"unsigned", summary(t, nil, nil), false, identity.ReasonUnsigned},
 		{"another key", summary(t, rogue, nil), false, identity.ReasonUnknownKey},
 		{"forged key id", func() *gossipv1.CapacitySummary {
@@ -140,11 +145,36 @@ func TestVerifySummary(t *testing.T) {
 			x.Sequence = ^uint64(0)
 			return x
 		}(), false, identity.ReasonBadSignature},
-		{"other region", summary(t, real, func(s *gossipv1.CapacitySummary) { s.Region = "eu-west-1" }), false, identity.ReasonRegionMismatch},
-		{"unregistered url", summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "https://gw2.c1.example.com" }), false, identity.ReasonURLMismatch},
-		{"url with a path", summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "https://gw.c1.example.com/x" }), false, identity.ReasonURLMismatch},
-		{"cleartext url refused", summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "http://gw-plain.c1.example.com" }), false, identity.ReasonCleartextURL},
-		{"cleartext url allowed", summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "http://gw-plain.c1.example.com" }), true, ""},
+		{
+			"other region",
+			summary(t, real, func(s *gossipv1.CapacitySummary) { s.Region = "eu-west-1" }),
+			false,
+			identity.ReasonRegionMismatch,
+		},
+		{
+			"unregistered url",
+			summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "https://gw2.c1.example.com" }),
+			false,
+			identity.ReasonURLMismatch,
+		},
+		{
+			"url with a path",
+			summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "https://gw.c1.example.com/x" }),
+			false,
+			identity.ReasonURLMismatch,
+		},
+		{
+			"cleartext url refused",
+			summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "http://gw-plain.c1.example.com" }),
+			false,
+			identity.ReasonCleartextURL,
+		},
+		{
+			"cleartext url allowed",
+			summary(t, real, func(s *gossipv1.CapacitySummary) { s.GatewayUrl = "http://gw-plain.c1.example.com" }),
+			true,
+			"",
+		},
 		{"model not allowed", summary(t, real, func(s *gossipv1.CapacitySummary) {
 			s.Models = append(s.Models, &gossipv1.ModelCapacity{Name: "other"})
 		}), false, identity.ReasonModelNotAllowed},
@@ -207,11 +237,20 @@ func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
 		t.Fatalf("before: %v", err)
 	}
 	// The looser value it replaces allowed key 1; the new one is not a registration at all.
-	put, err := cli.Put(context.Background(), configstore.ClusterKey("c1"), `{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["AAAA"]}`)
+	put, err := cli.Put(
+		context.Background(),
+		configstore.ClusterKey("c1"),
+		`{"cluster":"c1","region":"us-east-1","gateway_urls":["https://gw.c1.example.com"],"public_keys":["AAAA"]}`,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok }, "invalid registration watched")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, ok := s.Snapshot().InvalidRegistration("c1"); return ok },
+		"invalid registration watched",
+	)
 	if v.Mode() != identity.ModeStrict {
 		t.Fatalf("mode %q with only an invalid registration stored, want strict", v.Mode())
 	}
@@ -221,7 +260,9 @@ func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
 			t.Fatalf("VerifySummary = %v, want reason %s", err, identity.ReasonInvalidRegistration)
 		}
 	}
-	if got := testutil.ToFloat64(counter(t, reg, "switchyard_router_summaries_rejected_total", identity.ReasonInvalidRegistration)); got != 5 {
+	if got := testutil.ToFloat64(
+		counter(t, reg, "switchyard_router_summaries_rejected_total", identity.ReasonInvalidRegistration),
+	); got != 5 {
 		t.Fatalf("rejected{invalid_registration} = %v, want 5", got)
 	}
 	if n := strings.Count(logs.String(), "capacity summary rejected"); n != 1 {
@@ -234,14 +275,21 @@ func TestInvalidRegistrationRejectsTheCluster(t *testing.T) {
 	other := registration()
 	other.Cluster, other.PublicKeys = "c2", [][]byte{pub(key(5))}
 	register(t, s, other)
-	if err := v.VerifySummary(summary(t, key(5), func(x *gossipv1.CapacitySummary) { x.Cluster, x.Node = "c2", "gw-c2-0" })); err != nil {
+	if err := v.VerifySummary(
+		summary(t, key(5), func(x *gossipv1.CapacitySummary) { x.Cluster, x.Node = "c2", "gw-c2-0" }),
+	); err != nil {
 		t.Fatalf("another cluster: %v", err)
 	}
 	// Fixed through the API, naming the invalid value's revision.
 	if _, err := s.PutRegistration(context.Background(), registration(), put.Header.Revision, true); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, waitTimeout, func() bool { _, ok := s.Snapshot().Registration("c1"); return ok }, "fixed registration watched")
+	poll.Until(
+		t,
+		waitTimeout,
+		func() bool { _, ok := s.Snapshot().Registration("c1"); return ok },
+		"fixed registration watched",
+	)
 	if err := v.VerifySummary(signed); err != nil {
 		t.Fatalf("after the fix: %v", err)
 	}

@@ -73,7 +73,7 @@ type Decision struct {
 // overflow threshold; busy, and elsewhere LocalPreference times sooner; this router's streams
 // queue there for a first token. The reason is that of the local cluster nearest to keeping it.
 var leftOrder = [...]contract.Reason{contract.ReasonNoLocal, contract.ReasonUnavailable,
-	contract.ReasonOverThreshold, contract.ReasonRemoteSooner, contract.ReasonPastThroughput}
+	contract.ReasonOverThreshold, contract.ReasonMissesSLO, contract.ReasonRemoteSooner, contract.ReasonPastThroughput}
 
 // Estimate returns the estimated time to first token of req on c: round trip, plus the gateway's
 // predicted wait for a request with nothing to prefill (or, without one, the queue's drain time),
@@ -244,10 +244,11 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	if opt.Spillover && !opt.LocalOnly {
 		return spillover(region, clusters, pol, opt, eligible, scratch, rng, d)
 	}
-	pool, route := choosePool(region, clusters, pol, opt, eligible, scratch, &d)
+	pool, route := choosePool(region, clusters, pol, req, opt, eligible, scratch, &d)
 	if len(pool) == 0 {
 		return d, ErrNoRoom
 	}
+	pool = meetingSLO(pool, req, d.Explain)
 	var left contract.Reason
 	if route == contract.ReasonChosenOverflow {
 		left = leftBecause(region, clusters, d.Explain)
@@ -333,7 +334,15 @@ func backlogged(c *Cluster, perPod float64) bool {
 // opt.LocalPreference times sooner: an idle local cluster keeps its traffic even when a faster
 // GPU generation sits elsewhere. It records why the others were passed over. The pool is built in
 // buf (which needs room for every eligible cluster) in the order of eligible.
-func choosePool(region string, clusters []Cluster, pol Policy, opt Options, eligible, buf []int, d *Decision) ([]int, contract.Reason) {
+func choosePool(
+	region string,
+	clusters []Cluster,
+	pol Policy,
+	req Request,
+	opt Options,
+	eligible, buf []int,
+	d *Decision,
+) ([]int, contract.Reason) {
 	capped := func(i int) bool {
 		c := &clusters[i]
 		return c.Region != region && pol.OverflowCap > 0 && c.RegionOverflowInFlight >= pol.OverflowCap
@@ -360,6 +369,11 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 	sooner := func(e *Explanation) bool { // remote answers LocalPreference times sooner
 		return remote >= 0 && float64(e.Estimate) > preferenceLimit(remote, opt)
 	}
+	// A request with its own TTFT objective leaves a local cluster estimated to miss it when a
+	// cluster elsewhere is estimated to meet it.
+	missesSLO := func(e *Explanation) bool {
+		return req.TTFTSLO > 0 && remote >= 0 && remote <= req.TTFTSLO && e.Estimate > req.TTFTSLO
+	}
 	local := buf[:0]
 	for _, i := range eligible {
 		e := &d.Explain[i]
@@ -367,6 +381,8 @@ func choosePool(region string, clusters []Cluster, pol Policy, opt Options, elig
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
 			e.Reason = contract.ReasonOverThreshold
+		case missesSLO(e):
+			e.Reason = contract.ReasonMissesSLO
 		case backlogged(&clusters[i], opt.BacklogPerPod) && startsSooner(e):
 			e.Reason = contract.ReasonPastThroughput
 		case busy(&clusters[i]) && sooner(e):
@@ -423,7 +439,13 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 	limit := time.Duration(float64(ex[d.Best].Estimate) * (1 + opt.NearBest))
 	d.NearBest = limit
 	var buf [8]int
-	near := smallest(buf[:0], pool, ex, min(max(opt.MaxChoices, 1), len(buf)), func(i int) bool { return ex[i].Estimate <= limit })
+	near := smallest(
+		buf[:0],
+		pool,
+		ex,
+		min(max(opt.MaxChoices, 1), len(buf)),
+		func(i int) bool { return ex[i].Estimate <= limit },
+	)
 	for _, i := range pool {
 		ex[i].Reason = contract.ReasonNotNearBest
 	}
@@ -516,4 +538,32 @@ func intN(rng *rand.Rand, n int) int {
 		return rand.IntN(n)
 	}
 	return rng.IntN(n)
+}
+
+// meetingSLO narrows pool to the clusters estimated to meet req's TTFT objective, when some are
+// and some are not, marking the others ReasonMissesSLO; with no objective, or when all or none
+// meet it, the pool is left as it is (power-of-d then picks by estimate as usual). It filters in
+// place.
+func meetingSLO(pool []int, req Request, ex []Explanation) []int {
+	if req.TTFTSLO <= 0 {
+		return pool
+	}
+	meet := 0
+	for _, i := range pool {
+		if ex[i].Estimate <= req.TTFTSLO {
+			meet++
+		}
+	}
+	if meet == 0 || meet == len(pool) {
+		return pool
+	}
+	out := pool[:0]
+	for _, i := range pool {
+		if ex[i].Estimate <= req.TTFTSLO {
+			out = append(out, i)
+		} else {
+			ex[i].Reason = contract.ReasonMissesSLO
+		}
+	}
+	return out
 }

@@ -93,12 +93,33 @@ func TestDecide(t *testing.T) {
 		{
 			name: "drained, stale and unhealthy clusters are skipped",
 			clusters: func() []routing.Cluster {
-				a, b, c := cluster("a", "us-east-1", 0, 2*ms), cluster("b", "us-east-1", 0, 2*ms), cluster("c", "us-east-1", 0, 2*ms)
+				a, b, c := cluster(
+					"a",
+					"us-east-1",
+					0,
+					2*ms,
+				), cluster(
+					"b",
+					"us-east-1",
+					0,
+					2*ms,
+				), cluster(
+					"c",
+					"us-east-1",
+					0,
+					2*ms,
+				)
 				a.Drained, b.Stale, c.Unhealthy = true, true, true
 				return []routing.Cluster{a, b, c, cluster("d", "us-west-2", 0.3, 70*ms)}
 			},
-			policy: routing.DefaultPolicy(), wantFirst: "d", wantRoute: routing.RouteOverflow,
-			reasonOf: map[string]contract.Reason{"a": contract.ReasonDrained, "b": contract.ReasonStale, "c": contract.ReasonUnhealthy},
+			policy:    routing.DefaultPolicy(),
+			wantFirst: "d",
+			wantRoute: routing.RouteOverflow,
+			reasonOf: map[string]contract.Reason{
+				"a": contract.ReasonDrained,
+				"b": contract.ReasonStale,
+				"c": contract.ReasonUnhealthy,
+			},
 		},
 		{
 			name: "listed, but no ready pods anywhere for now: wait for room, not unknown",
@@ -117,7 +138,11 @@ func TestDecide(t *testing.T) {
 				c.Serves, c.Lists, c.ReadyPods = false, true, 0
 				return []routing.Cluster{c}
 			},
-			policy: routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"us-east-1"}}, wantErr: routing.ErrNotAllowed,
+			policy: routing.Policy{
+				OverflowThreshold: 0.8,
+				AllowedRegions:    []string{"us-east-1"},
+			},
+			wantErr: routing.ErrNotAllowed,
 		},
 		{
 			name: "no cluster serves the model",
@@ -163,7 +188,10 @@ func TestDecide(t *testing.T) {
 		{
 			name: "overflow when a remote cluster answers more than LocalPreference (3x) times as fast",
 			clusters: func() []routing.Cluster {
-				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 400*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
+				return []routing.Cluster{
+					busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 400*ms),
+					cluster("west", "us-west-2", 0.1, 70*ms),
+				}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "west", wantRoute: routing.RouteOverflow,
 			reasonOf: map[string]contract.Reason{"east-a": contract.ReasonNotNearBest}, // in the overflow pool, too slow
@@ -172,7 +200,10 @@ func TestDecide(t *testing.T) {
 			name: "stay local when a remote cluster is less than LocalPreference times as fast",
 			clusters: func() []routing.Cluster {
 				// east 2 + 200 + 50 = 252 ms; west 70 + 20 + 50 = 140 ms.
-				return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 200*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
+				return []routing.Cluster{
+					busy(cluster("east-a", "us-east-1", 0.3, 2*ms), 200*ms),
+					cluster("west", "us-west-2", 0.1, 70*ms),
+				}
 			},
 			policy: routing.DefaultPolicy(), wantFirst: "east-a", wantRoute: routing.RouteLocal,
 			reasonOf: map[string]contract.Reason{"west": contract.ReasonLocalHasRoom},
@@ -274,13 +305,25 @@ func TestDecide(t *testing.T) {
 func TestReturningClusterGetsItsShare(t *testing.T) {
 	slow := cluster("back", "us-east-1", 0.1, 0)
 	slow.PrefillTokensPerSec = 2_000 // 500 tokens: 250 ms of prefill against 25 ms
-	cs := []routing.Cluster{cluster("a", "us-east-1", 0.1, 0), cluster("b", "us-east-1", 0.1, 0), slow, cluster("far", "eu-west-1", 0.1, 80*ms)}
+	cs := []routing.Cluster{
+		cluster("a", "us-east-1", 0.1, 0),
+		cluster("b", "us-east-1", 0.1, 0),
+		slow,
+		cluster("far", "eu-west-1", 0.1, 80*ms),
+	}
 	count := func(returning bool) int {
 		cs[2].Returning = returning
 		rng := rand.New(rand.NewPCG(3, 4))
 		n := 0
 		for range 3000 {
-			d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 500}, routing.DefaultOptions(), rng)
+			d, err := routing.Decide(
+				"us-east-1",
+				cs,
+				routing.DefaultPolicy(),
+				routing.Request{PromptTokens: 500},
+				routing.DefaultOptions(),
+				rng,
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,13 +359,25 @@ func TestPowerOfDSpreadsAmongNearBest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	counts := map[string]int{}
 	for range 3000 {
-		d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 500}, routing.DefaultOptions(), rng)
+		d, err := routing.Decide(
+			"us-east-1",
+			cs,
+			routing.DefaultPolicy(),
+			routing.Request{PromptTokens: 500},
+			routing.DefaultOptions(),
+			rng,
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
 		counts[cs[d.Targets[0]].Name]++
 		if d.Best != 1 || d.Explain[d.Targets[0]].Estimate > d.NearBest {
-			t.Fatalf("best = %d, chosen estimate %v over the near-best bound %v; want best 1 (w1) and chosen within", d.Best, d.Explain[d.Targets[0]].Estimate, d.NearBest)
+			t.Fatalf(
+				"best = %d, chosen estimate %v over the near-best bound %v; want best 1 (w1) and chosen within",
+				d.Best,
+				d.Explain[d.Targets[0]].Estimate,
+				d.NearBest,
+			)
 		}
 	}
 	if counts["far"] != 0 || counts["east"] != 0 {
@@ -378,7 +433,11 @@ func TestEstimate(t *testing.T) {
 		// 2 waiting requests of 16,000 tokens: 200 ms of backlog, more than their count suggests.
 		{"waiting long prompts", func(c *routing.Cluster) { c.Waiting, c.WaitingTokens = 2, 16000 }, 260 * ms},
 		// a saturated cluster counts service times, not tokens.
-		{"known lengths on a saturated cluster", func(c *routing.Cluster) { c.InFlight, c.InFlightTokens, c.SaturatedFraction = 8, 12000, 1 }, 2080 * ms},
+		{
+			"known lengths on a saturated cluster",
+			func(c *routing.Cluster) { c.InFlight, c.InFlightTokens, c.SaturatedFraction = 8, 12000, 1 },
+			2080 * ms,
+		},
 		// Water-filling. The best pod waits 20 ms, the mean of the 4 is 80 ms: the other 3 wait
 		// 100 ms, so the best pod takes 80 ms × 20,000 tokens/s = 1,600 tokens before they share.
 		// One request of 1,000 tokens: all on the best pod, 50 ms more.
@@ -387,28 +446,56 @@ func TestEstimate(t *testing.T) {
 		{"work past the others' level spreads", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 8, 80*ms }, 240 * ms},
 		// Half the pods saturated: the mean is over the 2 others, so the second waits 140 ms and
 		// the best takes 2,400 tokens first; the rest, 5,600 over 4 pods, adds 70 ms.
-		{"mean over the unsaturated pods", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.5 }, 270 * ms},
+		{
+			"mean over the unsaturated pods",
+			func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.5 },
+			270 * ms,
+		},
 		// A mean at or below the best (or a single unsaturated pod) spreads evenly, as without one.
 		{"mean below the best", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT = 8, 10*ms }, 180 * ms},
-		{"one unsaturated pod", func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 }, 180 * ms},
+		{
+			"one unsaturated pod",
+			func(c *routing.Cluster) { c.InFlight, c.MeanTTFT, c.SaturatedFraction = 8, 80*ms, 0.75 },
+			180 * ms,
+		},
 		// No request since the summary: the mean changes nothing.
 		{"mean without work in flight", func(c *routing.Cluster) { c.MeanTTFT = 80 * ms }, 80 * ms},
 		// A summary 100 ms old predicted 300 ms: 200 ms of it are left.
-		{"a summary's wait drains with its age", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge = 300*ms, 100*ms }, 260 * ms},
+		{
+			"a summary's wait drains with its age",
+			func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge = 300*ms, 100*ms },
+			260 * ms,
+		},
 		// ... down to one engine step, however old.
-		{"drained down to a step", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.StepTime = 300*ms, time.Second, 25*ms }, 85 * ms},
+		{
+			"drained down to a step",
+			func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.StepTime = 300*ms, time.Second, 25*ms },
+			85 * ms,
+		},
 		// A wait under a step is kept as it is.
 		{"a wait under a step", func(c *routing.Cluster) { c.SummaryAge, c.StepTime = time.Second, 25*ms }, 80 * ms},
 		// The work sent since the summary (100 ms, the oldest of it sent 50 ms ago) drains with
 		// the rest: 20 + 100 - 50 ms.
-		{"work sent since drains too", func(c *routing.Cluster) { c.InFlight, c.SummaryAge, c.InFlightAge = 8, 50*ms, 50*ms }, 130 * ms},
+		{
+			"work sent since drains too",
+			func(c *routing.Cluster) { c.InFlight, c.SummaryAge, c.InFlightAge = 8, 50*ms, 50*ms },
+			130 * ms,
+		},
 		// ... but only since it was sent: a summary 300 ms old, the work sent 40 ms ago, 60 ms of
 		// it left (not 20 + 100 - 300).
-		{"work sent since drains from its sending", func(c *routing.Cluster) { c.InFlight, c.SummaryAge, c.InFlightAge = 8, 300*ms, 40*ms }, 120 * ms},
+		{
+			"work sent since drains from its sending",
+			func(c *routing.Cluster) { c.InFlight, c.SummaryAge, c.InFlightAge = 8, 300*ms, 40*ms },
+			120 * ms,
+		},
 		// Sent just now: all of it left.
 		{"work sent just now", func(c *routing.Cluster) { c.InFlight, c.SummaryAge = 8, 300*ms }, 160 * ms},
 		// However old the summary, the router's own streams waiting there (100 ms) are still ahead.
-		{"the router's own backlog stays", func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.Waiting = 300*ms, time.Second, 8 }, 160 * ms},
+		{
+			"the router's own backlog stays",
+			func(c *routing.Cluster) { c.BaseTTFT, c.SummaryAge, c.Waiting = 300*ms, time.Second, 8 },
+			160 * ms,
+		},
 		// A saturated cluster's wait drains too: 20 ms + 8 × 1 s / 4 pods - 500 ms.
 		{"a saturated cluster drains", func(c *routing.Cluster) {
 			c.InFlight, c.SaturatedFraction, c.SummaryAge, c.InFlightAge = 8, 1, 500*ms, 500*ms
@@ -435,7 +522,14 @@ func BenchmarkDecide100Clusters(b *testing.B) {
 	req := routing.Request{PromptTokens: 1000, AvgTokens: 1200}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rng); err != nil {
+		if _, err := routing.Decide(
+			"us-east-1",
+			cs,
+			routing.DefaultPolicy(),
+			req,
+			routing.DefaultOptions(),
+			rng,
+		); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -464,7 +558,14 @@ func TestLocalPreferenceOnlyWhenBusy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := []routing.Cluster{tc.local, fast}
-			d, err := routing.Decide("us-east-1", cs, routing.Policy{OverflowThreshold: 0.8}, req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			d, err := routing.Decide(
+				"us-east-1",
+				cs,
+				routing.Policy{OverflowThreshold: 0.8},
+				req,
+				routing.DefaultOptions(),
+				rand.New(rand.NewPCG(1, 2)),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -575,7 +676,14 @@ func TestLocalRulesAndPromptLength(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := []routing.Cluster{tc.local, west}
 			req := routing.Request{PromptTokens: tc.tokens, AvgTokens: tc.tokens + 200}
-			d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			d, err := routing.Decide(
+				"us-east-1",
+				cs,
+				routing.DefaultPolicy(),
+				req,
+				routing.DefaultOptions(),
+				rand.New(rand.NewPCG(1, 2)),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -607,7 +715,14 @@ func TestLeftBecause(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := routing.Decide("us-east-1", tt.clusters, routing.DefaultPolicy(), req, routing.DefaultOptions(), rand.New(rand.NewPCG(1, 2)))
+			d, err := routing.Decide(
+				"us-east-1",
+				tt.clusters,
+				routing.DefaultPolicy(),
+				req,
+				routing.DefaultOptions(),
+				rand.New(rand.NewPCG(1, 2)),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -162,6 +162,9 @@ type Request struct {
 	// (it has room, and local first, drains, residency and the overflow cap all let it) and its
 	// estimate is within Options.SessionSlack of the best.
 	SessionCluster string
+	// TTFTSLO is the request's own time-to-first-token objective (x-slo-ttft-ms), 0 for none:
+	// clusters estimated to meet it are preferred to those that are not (see Decide).
+	TTFTSLO time.Duration
 }
 
 // Options tune the decision; the zero value is not valid, use DefaultOptions.

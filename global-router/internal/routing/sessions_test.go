@@ -30,7 +30,16 @@ func TestDecideSession(t *testing.T) {
 		reason    contract.Reason
 		wantRoute routing.Route
 	}{
-		{"sticks among equals", east, routing.DefaultPolicy(), "east-b", 0.5, "east-b", contract.ReasonChosenSession, routing.RouteLocal},
+		{
+			"sticks among equals",
+			east,
+			routing.DefaultPolicy(),
+			"east-b",
+			0.5,
+			"east-b",
+			contract.ReasonChosenSession,
+			routing.RouteLocal,
+		},
 		{"sticks while somewhat slower", func() []routing.Cluster {
 			cs := east()
 			cs[1].BaseTTFT = 25 * ms // ~1.2x the others' estimate
@@ -58,12 +67,19 @@ func TestDecideSession(t *testing.T) {
 		}, routing.DefaultPolicy(), "east-b", 0.5, "", "", routing.RouteLocal},
 		{"local first wins over a remote session", east, routing.DefaultPolicy(), "west", 5, "", "", routing.RouteLocal},
 		{"a remote session sticks when it overflows", func() []routing.Cluster {
-			return []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms), cluster("west-a", "us-west-2", 0.1, 70*ms),
-				cluster("west-b", "us-west-2", 0.1, 70*ms), cluster("west-c", "us-west-2", 0.1, 70*ms)}
+			return []routing.Cluster{
+				busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms),
+				cluster("west-a", "us-west-2", 0.1, 70*ms),
+				cluster("west-b", "us-west-2", 0.1, 70*ms),
+				cluster("west-c", "us-west-2", 0.1, 70*ms),
+			}
 		}, routing.DefaultPolicy(), "west-c", 0.5, "west-c", contract.ReasonChosenSession, routing.RouteOverflow},
 		{"the overflow cap wins", func() []routing.Cluster {
-			cs := []routing.Cluster{busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms), cluster("west-a", "us-west-2", 0.1, 70*ms),
-				cluster("eu-a", "eu-west-1", 0.1, 70*ms)}
+			cs := []routing.Cluster{
+				busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms),
+				cluster("west-a", "us-west-2", 0.1, 70*ms),
+				cluster("eu-a", "eu-west-1", 0.1, 70*ms),
+			}
 			cs[1].RegionOverflowInFlight = 5
 			return cs
 		}, routing.Policy{OverflowThreshold: 0.8, OverflowCap: 5}, "west-a", 0.5, "eu-a", contract.ReasonChosenOverflow, routing.RouteOverflow},
@@ -97,8 +113,17 @@ func TestDecideSession(t *testing.T) {
 					}
 					continue
 				}
-				if got != tt.want || d.Explain[d.Targets[0]].Reason != tt.reason || d.Session != (tt.reason == contract.ReasonChosenSession) {
-					t.Fatalf("seed %d: chose %s (%s, session %v), want %s (%s)", seed, got, d.Explain[d.Targets[0]].Reason, d.Session, tt.want, tt.reason)
+				if got != tt.want || d.Explain[d.Targets[0]].Reason != tt.reason ||
+					d.Session != (tt.reason == contract.ReasonChosenSession) {
+					t.Fatalf(
+						"seed %d: chose %s (%s, session %v), want %s (%s)",
+						seed,
+						got,
+						d.Explain[d.Targets[0]].Reason,
+						d.Session,
+						tt.want,
+						tt.reason,
+					)
 				}
 			}
 			if tt.want == "" && tt.name == "local first wins over a remote session" && stuck > 0 {

@@ -16,7 +16,15 @@ import (
 // by RTT. Estimates are computed (ExplainRoute shows them, and Best marks the lowest of the pool
 // considered, so the overflow metrics say how often the round trip picked the best cluster) but
 // decide nothing.
-func spillover(region string, clusters []Cluster, pol Policy, opt Options, eligible, buf []int, rng *rand.Rand, d Decision) (Decision, error) {
+func spillover(
+	region string,
+	clusters []Cluster,
+	pol Policy,
+	opt Options,
+	eligible, buf []int,
+	rng *rand.Rand,
+	d Decision,
+) (Decision, error) {
 	pool := buf[:0]
 	for _, i := range eligible {
 		switch e := &d.Explain[i]; {

@@ -63,8 +63,11 @@ func TestSpillover(t *testing.T) {
 				cluster("west", "us-west-2", 1.0, 70*ms),
 				cluster("eu", "eu-west-1", 0.3, 80*ms),
 			},
-			policy: routing.DefaultPolicy(), wantTargets: []string{"eu", "east-a"}, wantRoute: routing.RouteOverflow,
-			wantLeft: contract.ReasonOverThreshold, reasonOf: map[string]contract.Reason{"west": contract.ReasonSaturated, "eu": contract.ReasonChosenOverflow},
+			policy:      routing.DefaultPolicy(),
+			wantTargets: []string{"eu", "east-a"},
+			wantRoute:   routing.RouteOverflow,
+			wantLeft:    contract.ReasonOverThreshold,
+			reasonOf:    map[string]contract.Reason{"west": contract.ReasonSaturated, "eu": contract.ReasonChosenOverflow},
 		},
 		{
 			name: "the overflow cap moves overflow to the next region",
@@ -133,7 +136,14 @@ func TestSpillover(t *testing.T) {
 				t.Fatalf("targets %v, want %v (explain %+v)", got, tt.wantTargets, d.Explain)
 			}
 			if d.Route != tt.wantRoute || d.LeftBecause != tt.wantLeft || d.HandBack != 0 {
-				t.Fatalf("route %s, left because %q, hand-back %v; want %s, %q, none", d.Route, d.LeftBecause, d.HandBack, tt.wantRoute, tt.wantLeft)
+				t.Fatalf(
+					"route %s, left because %q, hand-back %v; want %s, %q, none",
+					d.Route,
+					d.LeftBecause,
+					d.HandBack,
+					tt.wantRoute,
+					tt.wantLeft,
+				)
 			}
 			if !d.Explain[d.Targets[0]].Chosen {
 				t.Fatal("first target not marked chosen")
@@ -186,7 +196,14 @@ func TestLocalOnlyWinsOverSpillover(t *testing.T) {
 	opt := spilloverOptions()
 	opt.LocalOnly = true
 	cs := []routing.Cluster{cluster("east-a", "us-east-1", 0.9, 2*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
-	d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), routing.Request{PromptTokens: 100, AvgTokens: 200}, opt, nil)
+	d, err := routing.Decide(
+		"us-east-1",
+		cs,
+		routing.DefaultPolicy(),
+		routing.Request{PromptTokens: 100, AvgTokens: 200},
+		opt,
+		nil,
+	)
 	if err != nil || cs[d.Targets[0]].Name != "east-a" || d.Explain[1].Reason != contract.ReasonLocalOnly {
 		t.Fatalf("decision %v %+v, %v; want east-a with west local_only", names(cs, d.Targets), d.Explain, err)
 	}

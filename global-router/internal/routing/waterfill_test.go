@@ -38,10 +38,23 @@ func TestWaterFillStopsHerdingOnANewPod(t *testing.T) {
 	even, evenWait := route(0)
 	filled, filledWait := route(20*ms + 7*380*ms/8) // mean of 20 ms and seven 400 ms
 	if even < 10 {
-		t.Fatalf("spread evenly, %d of 12 requests went to the scaled cluster; the test expects the herd it guards against", even)
+		t.Fatalf(
+			"spread evenly, %d of 12 requests went to the scaled cluster; the test expects the herd it guards against",
+			even,
+		)
 	}
 	if filled > 6 {
-		t.Errorf("water-filled, %d of 12 requests went to the scaled cluster (its new pod then waits %v), want at most 6", filled, filledWait)
+		t.Errorf(
+			"water-filled, %d of 12 requests went to the scaled cluster (its new pod then waits %v), want at most 6",
+			filled,
+			filledWait,
+		)
 	}
-	t.Logf("to the scaled cluster: %d of 12 spread evenly (new pod waits %v), %d water-filled (%v)", even, evenWait, filled, filledWait)
+	t.Logf(
+		"to the scaled cluster: %d of 12 spread evenly (new pod waits %v), %d water-filled (%v)",
+		even,
+		evenWait,
+		filled,
+		filledWait,
+	)
 }

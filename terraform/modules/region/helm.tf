@@ -48,6 +48,8 @@ locals {
   gateway_http_port   = 8080
   gateway_health_port = 9090
 
+  # Where the load balancers' health checks come from: their subnets, in this VPC.
+  lb_health_check_from        = [{ ipBlock = { cidr = var.vpc_cidr } }]
   router_lb_health_check_port = local.router_tls_mode == "off" ? "traffic-port" : tostring(local.router_metrics_port)
 }
 
@@ -99,7 +101,9 @@ resource "helm_release" "router" {
         clientCertSecretName = try(var.router_admin_tls.client_secret_name, "")
       }
     }
-    networkPolicy = { gossipFrom = local.router_gossip_from }
+    # The NLB health-checks the pods from its addresses in this VPC (IP targets), on the
+    # metrics port when --listen serves TLS, which metricsFrom narrows.
+    networkPolicy = { gossipFrom = local.router_gossip_from, healthCheckFrom = local.lb_health_check_from }
     gossip = {
       key  = var.gossip_key
       join = var.gossip_join
@@ -161,7 +165,7 @@ resource "helm_release" "gateway" {
       key  = var.gossip_key
       join = ["router-global-router-gossip.${var.namespace}.svc:7946"]
     }
-    networkPolicy = { gossipFrom = local.peer_gossip_from }
+    networkPolicy = { gossipFrom = local.peer_gossip_from, healthCheckFrom = local.lb_health_check_from }
     tls = {
       secretName                = var.gateway_tls != null ? var.gateway_tls.secret_name : ""
       requireClientCertificates = var.gateway_tls != null ? var.gateway_tls.require_client_certificates : false

@@ -43,9 +43,24 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.rate, "rate", 0, "mean arrival rate in req/s (0: the workload's)")
 	fs.Float64Var(&o.capacity, "capacity", 0, "fleet capacity in req/s; the rate becomes the workload's load x capacity")
 	fs.IntVar(&o.maxLoras, "max-loras", 0, "adapter slots per pod; > 0 serves the workload's adapters")
-	fs.StringVar(&o.baseline, "baseline", "round-robin", "simulated baseline beside the oracle: round-robin, local-oracle (the oracle kept in each client's region; needs --regions) or none")
-	fs.StringVar(&o.regions, "regions", "", "place the fleet's pods in regions, in order, as REGION=PODS items (e.g. us-east-1=2,us-west-2=2); requests then go to pods anywhere at --rtt's round trips")
-	fs.StringVar(&o.rtt, "rtt", "", "round trips between regions as REGION/REGION=DURATION items (e.g. us-east-1/us-west-2=70ms); every pair of --regions needs one")
+	fs.StringVar(
+		&o.baseline,
+		"baseline",
+		"round-robin",
+		"simulated baseline beside the oracle: round-robin, local-oracle (the oracle kept in each client's region; needs --regions) or none",
+	)
+	fs.StringVar(
+		&o.regions,
+		"regions",
+		"",
+		"place the fleet's pods in regions, in order, as REGION=PODS items (e.g. us-east-1=2,us-west-2=2); requests then go to pods anywhere at --rtt's round trips",
+	)
+	fs.StringVar(
+		&o.rtt,
+		"rtt",
+		"",
+		"round trips between regions as REGION/REGION=DURATION items (e.g. us-east-1/us-west-2=70ms); every pair of --regions needs one",
+	)
 	fs.StringVar(&o.json, "json", "", "also write the full report (every request) as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
@@ -160,7 +175,14 @@ func replayAndReport(ctx context.Context, o *options, stdout io.Writer) error {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 	}
-	out := output{Workload: w.Name, Seed: seed, Rate: w.MeanRate(), Duration: w.Duration, Fleet: pods, MaxLoras: o.maxLoras}
+	out := output{
+		Workload: w.Name,
+		Seed:     seed,
+		Rate:     w.MeanRate(),
+		Duration: w.Duration,
+		Fleet:    pods,
+		MaxLoras: o.maxLoras,
+	}
 	if topo != nil {
 		out.Regions, out.PodRegions = topo.regions, topo.podRegion
 	}
@@ -185,7 +207,10 @@ func replayAndReport(ctx context.Context, o *options, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", name, err)
 		}
-		out.Policies = append(out.Policies, outcome{Policy: name, Wall: time.Since(start), Summary: rep.Summary(), Report: rep})
+		out.Policies = append(
+			out.Policies,
+			outcome{Policy: name, Wall: time.Since(start), Summary: rep.Summary(), Report: rep},
+		)
 	}
 	writeText(stdout, &out, o)
 	if o.json != "" {

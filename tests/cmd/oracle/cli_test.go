@@ -25,19 +25,39 @@ func TestRunFlags(t *testing.T) {
 		{"bad baseline", []string{"--baseline=random"}, 2, "round-robin, local-oracle or none"},
 		{"local oracle without regions", []string{"--baseline=local-oracle"}, 2, "needs --regions"},
 		{"rtt without regions", []string{"--rtt=a/b=1ms"}, 2, "--rtt needs --regions"},
-		{"regions miscounted", []string{"--workload=region-burst", "--fleet=l40sx3", "--regions=us-east-1=2"}, 2, "places 2 pods, the fleet has 3"},
-		{"region count not a number", []string{"--workload=region-burst", "--fleet=l40s", "--regions=us-east-1=one"}, 2, "REGION=PODS"},
+		{
+			"regions miscounted",
+			[]string{"--workload=region-burst", "--fleet=l40sx3", "--regions=us-east-1=2"},
+			2,
+			"places 2 pods, the fleet has 3",
+		},
+		{
+			"region count not a number",
+			[]string{"--workload=region-burst", "--fleet=l40s", "--regions=us-east-1=one"},
+			2,
+			"REGION=PODS",
+		},
 		{"region twice", []string{"--workload=region-burst", "--fleet=l40sx2", "--regions=a=1,a=1"}, 2, "named twice"},
-		{"rtt pair missing", []string{"--workload=region-burst", "--fleet=l40sx3", "--regions=us-east-1=1,us-west-2=1,eu-west-1=1",
-			"--rtt=us-east-1/us-west-2=70ms,us-east-1/eu-west-1=80ms"}, 2, "no round trip between us-west-2 and eu-west-1"},
+		{
+			"rtt pair missing",
+			[]string{"--workload=region-burst", "--fleet=l40sx3", "--regions=us-east-1=1,us-west-2=1,eu-west-1=1",
+				"--rtt=us-east-1/us-west-2=70ms,us-east-1/eu-west-1=80ms"},
+			2,
+			"no round trip between us-west-2 and eu-west-1",
+		},
 		{"rtt unknown region", []string{"--workload=region-burst", "--fleet=l40sx2", "--regions=us-east-1=1,us-west-2=1",
 			"--rtt=us-east-1/mars=70ms"}, 2, "region mars"},
 		{"rtt bad duration", []string{"--workload=region-burst", "--fleet=l40sx2", "--regions=us-east-1=1,us-west-2=1",
 			"--rtt=us-east-1/us-west-2=soon"}, 2, "REGION/REGION=DURATION"},
 		{"rtt within a region", []string{"--workload=region-burst", "--fleet=l40sx2", "--regions=us-east-1=1,us-west-2=1",
 			"--rtt=us-east-1/us-east-1=1ms,us-east-1/us-west-2=70ms"}, 2, "with itself"},
-		{"client region without pods", []string{"--workload=region-burst", "--fleet=l40sx2", "--regions=us-east-1=1,us-west-2=1",
-			"--rtt=us-east-1/us-west-2=70ms"}, 2, `region "eu-west-1", which has no pods`},
+		{
+			"client region without pods",
+			[]string{"--workload=region-burst", "--fleet=l40sx2", "--regions=us-east-1=1,us-west-2=1",
+				"--rtt=us-east-1/us-west-2=70ms"},
+			2,
+			`region "eu-west-1", which has no pods`,
+		},
 		{"adapters without slots", []string{"--workload=multi-lora", "--fleet=h100"}, 2, "--max-loras"},
 		{"stray argument", []string{"extra"}, 2, "unexpected argument"},
 	}
@@ -93,14 +113,23 @@ func TestRunRegions(t *testing.T) {
 		"--regions=us-east-1=2,us-west-2=2,eu-west-1=2",
 		"--rtt=us-east-1/us-west-2=70ms,us-east-1/eu-west-1=80ms,us-west-2/eu-west-1=140ms",
 		"--baseline=local-oracle"}
-	out := runJSON(t, args, "| oracle | us-east-1 |", "| local-oracle | eu-west-1 |", "oracle / local-oracle TTFT in us-east-1")
+	out := runJSON(
+		t,
+		args,
+		"| oracle | us-east-1 |",
+		"| local-oracle | eu-west-1 |",
+		"oracle / local-oracle TTFT in us-east-1",
+	)
 	if len(out.PodRegions) != 6 || out.PodRegions[2] != "us-west-2" {
 		t.Fatalf("pod regions %v", out.PodRegions)
 	}
 	// The burst region's clients overflow under the oracle and never under its local baseline;
 	// every request's time includes the round trip to where it went.
-	rtt := map[[2]string]time.Duration{{"us-east-1", "us-west-2"}: 70 * time.Millisecond, {"us-east-1", "eu-west-1"}: 80 * time.Millisecond,
-		{"us-west-2", "eu-west-1"}: 140 * time.Millisecond}
+	rtt := map[[2]string]time.Duration{
+		{"us-east-1", "us-west-2"}: 70 * time.Millisecond,
+		{"us-east-1", "eu-west-1"}: 80 * time.Millisecond,
+		{"us-west-2", "eu-west-1"}: 140 * time.Millisecond,
+	}
 	for _, p := range out.Policies {
 		away := 0
 		for _, q := range p.Report.Requests {
@@ -128,11 +157,13 @@ func TestRunRegionsRoundRobin(t *testing.T) {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
 	// One pod per region: round robin within the region keeps everything home.
-	if !strings.Contains(stdout.String(), "| round-robin | us-east-1 |") || strings.Contains(stdout.String(), "| round-robin | us-east-1 | 0 |") {
+	if !strings.Contains(stdout.String(), "| round-robin | us-east-1 |") ||
+		strings.Contains(stdout.String(), "| round-robin | us-east-1 | 0 |") {
 		t.Fatalf("no round-robin row for us-east-1:\n%s", stdout.String())
 	}
 	for _, line := range strings.Split(stdout.String(), "\n") {
-		if (strings.HasPrefix(line, "| round-robin | us-") || strings.HasPrefix(line, "| round-robin | eu-")) && !strings.HasSuffix(line, "| 0 (0.0%) |") {
+		if (strings.HasPrefix(line, "| round-robin | us-") || strings.HasPrefix(line, "| round-robin | eu-")) &&
+			!strings.HasSuffix(line, "| 0 (0.0%) |") {
 			t.Fatalf("round robin served a request outside its region: %s", line)
 		}
 	}

@@ -78,8 +78,11 @@ func parseTopology(regions, rtts string, pods int) (*topology, error) {
 func (t *topology) check(reqs []workload.Request) error {
 	for i := range reqs {
 		if !slices.Contains(t.regions, reqs[i].Region) {
-			return fmt.Errorf("--regions: request %d comes from region %q, which has no pods (the workload's regions must all be placed)",
-				reqs[i].Index, reqs[i].Region)
+			return fmt.Errorf(
+				"--regions: request %d comes from region %q, which has no pods (the workload's regions must all be placed)",
+				reqs[i].Index,
+				reqs[i].Region,
+			)
 		}
 	}
 	return nil

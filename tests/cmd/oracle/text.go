@@ -13,9 +13,21 @@ import (
 // writeText prints the run, a TTFT table with each policy's ratio to the oracle, and the pods'
 // shares, as markdown.
 func writeText(w io.Writer, out *output, o *options) {
-	fmt.Fprintf(w, "oracle: workload %s (seed %d), %.2f req/s for %s, %d requests; fleet %s, max_loras %d; simulated on a virtual clock\n\n",
-		out.Workload, out.Seed, out.Rate, out.Duration, len(out.Policies[0].Report.Requests), o.fleet, out.MaxLoras)
-	fmt.Fprintln(w, "| policy | TTFT P50 | TTFT P95 | TTFT P99 | TTFT mean | E2E P50 | E2E P95 | hit rate | adapter loads | preemptions | profile share | replay time |")
+	fmt.Fprintf(
+		w,
+		"oracle: workload %s (seed %d), %.2f req/s for %s, %d requests; fleet %s, max_loras %d; simulated on a virtual clock\n\n",
+		out.Workload,
+		out.Seed,
+		out.Rate,
+		out.Duration,
+		len(out.Policies[0].Report.Requests),
+		o.fleet,
+		out.MaxLoras,
+	)
+	fmt.Fprintln(
+		w,
+		"| policy | TTFT P50 | TTFT P95 | TTFT P99 | TTFT mean | E2E P50 | E2E P95 | hit rate | adapter loads | preemptions | profile share | replay time |",
+	)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, p := range out.Policies {
 		s := p.Summary

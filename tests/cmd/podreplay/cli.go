@@ -34,16 +34,51 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("podreplay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.samples, "samples", "", "a benchmark run's NAME-samples.csv (required)")
-	fs.StringVar(&o.scenario, "scenario", "region-burst", "the run's scenario: gives each cluster's profile and the round trips between regions")
-	fs.StringVar(&o.target, "target", "global", "the policy or routing mode whose pods to replay (the samples' target column)")
+	fs.StringVar(
+		&o.scenario,
+		"scenario",
+		"region-burst",
+		"the run's scenario: gives each cluster's profile and the round trips between regions",
+	)
+	fs.StringVar(
+		&o.target,
+		"target",
+		"global",
+		"the policy or routing mode whose pods to replay (the samples' target column)",
+	)
 	fs.StringVar(&o.cluster, "cluster", "", "replay only this cluster's pods")
 	fs.StringVar(&o.endpoint, "endpoint", "", "replay only this pod (HOST:PORT, the samples' endpoint column)")
-	fs.StringVar(&o.client, "client-region", "", "report only the requests of clients in this region (every request the pods served is still replayed)")
-	fs.StringVar(&o.profile, "profile", "", "the pods' modelsim profile (default: the scenario's, when the cluster has one)")
+	fs.StringVar(
+		&o.client,
+		"client-region",
+		"",
+		"report only the requests of clients in this region (every request the pods served is still replayed)",
+	)
+	fs.StringVar(
+		&o.profile,
+		"profile",
+		"",
+		"the pods' modelsim profile (default: the scenario's, when the cluster has one)",
+	)
 	fs.Float64Var(&o.timeScale, "time-scale", 2, "the run's --time-scale: real time per simulated time")
-	fs.IntVar(&o.hold, "hold-prefill-tokens", 0, "also replay a gateway holding requests back while the pod's requests without a first token have more prompt tokens than this with the request's own (0: off)")
-	fs.DurationVar(&o.reaction, "hold-reaction", time.Millisecond, "how long (simulated) a held request takes to reach the pod once a first token has made room")
-	fs.BoolVar(&o.later, "later", true, "also replay each request without the requests that arrived after it (their delay on it)")
+	fs.IntVar(
+		&o.hold,
+		"hold-prefill-tokens",
+		0,
+		"also replay a gateway holding requests back while the pod's requests without a first token have more prompt tokens than this with the request's own (0: off)",
+	)
+	fs.DurationVar(
+		&o.reaction,
+		"hold-reaction",
+		time.Millisecond,
+		"how long (simulated) a held request takes to reach the pod once a first token has made room",
+	)
+	fs.BoolVar(
+		&o.later,
+		"later",
+		true,
+		"also replay each request without the requests that arrived after it (their delay on it)",
+	)
 	fs.BoolVar(&o.requests, "requests", false, "print every request, not only each pod's percentiles")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
@@ -123,7 +158,16 @@ func replay(o *options, stdout io.Writer) error {
 		if o.client != "" {
 			rows = slices.DeleteFunc(rows, func(r row) bool { return r.client != o.client })
 		}
-		fmt.Fprintf(w, "pod %s (cluster %s, %s): %d requests replayed, %d failed ones left out; %d reported\n", p.endpoint, p.cluster, prof.Name, replayed, p.failed, len(rows))
+		fmt.Fprintf(
+			w,
+			"pod %s (cluster %s, %s): %d requests replayed, %d failed ones left out; %d reported\n",
+			p.endpoint,
+			p.cluster,
+			prof.Name,
+			replayed,
+			p.failed,
+			len(rows),
+		)
 		if len(rows) == 0 {
 			fmt.Fprintln(w)
 			continue
@@ -148,7 +192,9 @@ func selectPods(o *options, samples []bench.Sample) ([]*pod, error) {
 	byEndpoint := map[string]*pod{}
 	var order []string
 	for _, s := range samples {
-		if s.Target != o.target || (o.cluster != "" && s.Cluster != o.cluster) || (o.endpoint != "" && s.Endpoint != o.endpoint) || s.Endpoint == "" {
+		if s.Target != o.target || (o.cluster != "" && s.Cluster != o.cluster) ||
+			(o.endpoint != "" && s.Endpoint != o.endpoint) ||
+			s.Endpoint == "" {
 			continue
 		}
 		p := byEndpoint[s.Endpoint]
@@ -164,7 +210,14 @@ func selectPods(o *options, samples []bench.Sample) ([]*pod, error) {
 		p.samples = append(p.samples, s)
 	}
 	if len(order) == 0 {
-		return nil, fmt.Errorf("%w: no request of target %q (cluster %q, endpoint %q) names a pod in %s", errUsage, o.target, o.cluster, o.endpoint, o.samples)
+		return nil, fmt.Errorf(
+			"%w: no request of target %q (cluster %q, endpoint %q) names a pod in %s",
+			errUsage,
+			o.target,
+			o.cluster,
+			o.endpoint,
+			o.samples,
+		)
 	}
 	slices.Sort(order)
 	out := make([]*pod, len(order))
@@ -185,7 +238,13 @@ func podProfile(o *options, sc bench.Scenario, cluster string) (profile.Profile,
 				}
 				for _, p := range c.Pools {
 					if name != "" && p.Profile != name {
-						return profile.Profile{}, fmt.Errorf("%w: cluster %s has pods of %s and %s: pass --profile", errUsage, cluster, name, p.Profile)
+						return profile.Profile{}, fmt.Errorf(
+							"%w: cluster %s has pods of %s and %s: pass --profile",
+							errUsage,
+							cluster,
+							name,
+							p.Profile,
+						)
 					}
 					name = p.Profile
 				}
@@ -193,7 +252,12 @@ func podProfile(o *options, sc bench.Scenario, cluster string) (profile.Profile,
 		}
 	}
 	if name == "" {
-		return profile.Profile{}, fmt.Errorf("%w: scenario %s names no cluster %q: pass --profile", errUsage, sc.Name, cluster)
+		return profile.Profile{}, fmt.Errorf(
+			"%w: scenario %s names no cluster %q: pass --profile",
+			errUsage,
+			sc.Name,
+			cluster,
+		)
 	}
 	p, err := profile.Lookup(name)
 	if err != nil {
@@ -223,7 +287,12 @@ func replayPod(o *options, sc bench.Scenario, prof profile.Profile, p *pod) ([]r
 	for i, s := range p.samples {
 		d := sc.RTT(s.ClientRegion, s.ServedRegion)
 		rtt[i] = d
-		reqs[i] = podreplay.Request{ID: i, Arrival: sim(s.Sent) + d, PromptTokens: s.PromptTokens, OutputTokens: s.OutputTokens}
+		reqs[i] = podreplay.Request{
+			ID:           i,
+			Arrival:      sim(s.Sent) + d,
+			PromptTokens: s.PromptTokens,
+			OutputTokens: s.OutputTokens,
+		}
 	}
 	ecfg := engine.DefaultConfig()
 	ecfg.Profile = prof
@@ -248,7 +317,14 @@ func replayPod(o *options, sc bench.Scenario, prof profile.Profile, p *pod) ([]r
 	rows := make([]row, len(res))
 	for i, r := range res {
 		s := p.samples[r.ID]
-		rows[i] = row{index: s.Index, client: s.ClientRegion, sent: s.Sent, prompt: s.PromptTokens, measured: s.TTFT, replayed: realTime(r.TTFT + rtt[r.ID])}
+		rows[i] = row{
+			index:    s.Index,
+			client:   s.ClientRegion,
+			sent:     s.Sent,
+			prompt:   s.PromptTokens,
+			measured: s.TTFT,
+			replayed: realTime(r.TTFT + rtt[r.ID]),
+		}
 		if later != nil {
 			rows[i].later = realTime(later[i])
 		}

@@ -41,7 +41,12 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 	in := make([]podreplay.Request, len(reqs))
 	rtt := []time.Duration{0, 70 * time.Millisecond, 0}
 	for i, r := range reqs {
-		in[i] = podreplay.Request{ID: i, Arrival: time.Duration(float64(r.sent)/ts) + rtt[i], PromptTokens: r.prompt, OutputTokens: r.output}
+		in[i] = podreplay.Request{
+			ID:           i,
+			Arrival:      time.Duration(float64(r.sent)/ts) + rtt[i],
+			PromptTokens: r.prompt,
+			OutputTokens: r.output,
+		}
 	}
 	res, err := podreplay.Replay(podreplay.Config{Engine: ecfg}, in)
 	if err != nil {
@@ -60,7 +65,9 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 			r.index, r.client, ms(r.sent), ms(r.sent), ms(ttft), r.prompt, r.output)
 	}
 	b.WriteString("global,4,us-west-2,50.000,50.000,,0.000,100,0,0,429,status,usw2-a,us-west-2,local,10.0.0.1:8000\n")
-	b.WriteString("local-only,5,us-west-2,50.000,50.000,80.000,900.000,100,0,5,200,,usw2-a,us-west-2,local,10.0.0.2:8000\n")
+	b.WriteString(
+		"local-only,5,us-west-2,50.000,50.000,80.000,900.000,100,0,5,200,,usw2-a,us-west-2,local,10.0.0.2:8000\n",
+	)
 	path := filepath.Join(t.TempDir(), "s.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -70,7 +77,11 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	text := out.String()
-	if !strings.Contains(text, "pod 10.0.0.1:8000 (cluster usw2-a, l40s): 3 requests replayed, 1 failed ones left out; 3 reported") || strings.Contains(text, "10.0.0.2") {
+	if !strings.Contains(
+		text,
+		"pod 10.0.0.1:8000 (cluster usw2-a, l40s): 3 requests replayed, 1 failed ones left out; 3 reported",
+	) ||
+		strings.Contains(text, "10.0.0.2") {
 		t.Fatalf("output:\n%s", text)
 	}
 	field := func(prefix string) []string {
@@ -133,7 +144,12 @@ func TestRunErrors(t *testing.T) {
 		})
 	}
 	var out, errOut bytes.Buffer
-	if code := run([]string{"--samples=" + path, "--profile=l40s", "--later=false"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "later") {
+	if code := run(
+		[]string{"--samples=" + path, "--profile=l40s", "--later=false"},
+		&out,
+		&errOut,
+	); code != 0 ||
+		strings.Contains(out.String(), "later") {
 		t.Fatalf("with --profile: exit %d, %s%s", code, out.String(), errOut.String())
 	}
 }

@@ -33,11 +33,25 @@ func run(ctx context.Context, args []string) int {
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second to each region's router")
 	fs.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "mean output tokens per request")
 	fs.Float64Var(&cfg.Heap.Ratio, "heap-tolerance", cfg.Heap.Ratio, "heap growth allowed, as a fraction")
-	fs.Float64Var(&cfg.Goroutine.Ratio, "goroutine-tolerance", cfg.Goroutine.Ratio, "goroutine growth allowed, as a fraction")
+	fs.Float64Var(
+		&cfg.Goroutine.Ratio,
+		"goroutine-tolerance",
+		cfg.Goroutine.Ratio,
+		"goroutine growth allowed, as a fraction",
+	)
 	fs.Float64Var(&cfg.MinSuccess, "min-success", cfg.MinSuccess, "fraction of requests that must succeed")
-	fs.StringVar(&cfg.ProfileDir, "profile-dir", cfg.ProfileDir, "write every process's heap profile here when the warm-up ends and when the load ends")
+	fs.StringVar(
+		&cfg.ProfileDir,
+		"profile-dir",
+		cfg.ProfileDir,
+		"write every process's heap profile here when the warm-up ends and when the load ends",
+	)
 	samples := fs.String("samples", "", "also write every sample to this CSV file")
-	judge := fs.String("judge", "", "run nothing: judge the samples a --samples run saved in this CSV file again, with --warmup and the tolerances")
+	judge := fs.String(
+		"judge",
+		"",
+		"run nothing: judge the samples a --samples run saved in this CSV file again, with --warmup and the tolerances",
+	)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

@@ -99,10 +99,13 @@ func TestSummary(t *testing.T) {
 			lastLine: "FAIL",
 		},
 		{
-			name:     "a timed-out test is shown",
-			in:       timedOut,
-			code:     1,
-			want:     []string{"# example.com/m/hang\n=== RUN   TestHang\npanic: test timed out after 2s\n", "FAIL\texample.com/m/hang\t2.011s\nFAIL\n"},
+			name: "a timed-out test is shown",
+			in:   timedOut,
+			code: 1,
+			want: []string{
+				"# example.com/m/hang\n=== RUN   TestHang\npanic: test timed out after 2s\n",
+				"FAIL\texample.com/m/hang\t2.011s\nFAIL\n",
+			},
 			lastLine: "FAIL",
 		},
 		{
@@ -116,10 +119,13 @@ func TestSummary(t *testing.T) {
 			lastLine: "FAIL",
 		},
 		{
-			name:     "a package that never finished fails",
-			in:       passing + unfinished,
-			code:     1,
-			want:     []string{"# example.com/m/cut: the test run ended before the package finished\n=== RUN   TestLong\n", "FAIL\texample.com/m/cut\t[unfinished]\nFAIL\n"},
+			name: "a package that never finished fails",
+			in:   passing + unfinished,
+			code: 1,
+			want: []string{
+				"# example.com/m/cut: the test run ended before the package finished\n=== RUN   TestLong\n",
+				"FAIL\texample.com/m/cut\t[unfinished]\nFAIL\n",
+			},
 			lastLine: "FAIL",
 		},
 		{

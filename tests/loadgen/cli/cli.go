@@ -69,11 +69,20 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := loadgen.DefaultConfig()
-	fs.Var((*targetList)(&o.Targets), "target", "system under test: URL, NAME=URL or NAME=REGION@URL,REGION@URL (repeatable)")
+	fs.Var(
+		(*targetList)(&o.Targets),
+		"target",
+		"system under test: URL, NAME=URL or NAME=REGION@URL,REGION@URL (repeatable)",
+	)
 	fs.StringVar(&o.Workload, "workload", "", "workload name ("+strings.Join(workload.Names(), ", ")+") or YAML file")
 	fs.DurationVar(&o.Duration, "duration", 0, "how long to send arrivals (default: the workload's, usually 60s)")
 	fs.Float64Var(&o.Rate, "rate", 0, "mean arrival rate in req/s (default: the workload's)")
-	fs.Float64Var(&o.Capacity, "capacity", 0, "measured fleet capacity in req/s; the rate becomes the workload's load × capacity")
+	fs.Float64Var(
+		&o.Capacity,
+		"capacity",
+		0,
+		"measured fleet capacity in req/s; the rate becomes the workload's load × capacity",
+	)
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the request sequence (default: the workload's)")
 	fs.StringVar(&o.Model, "model", "", "base model name sent in requests (default: the workload's)")
 	fs.StringVar(&o.Adapters, "adapters", "", "comma-separated adapter names replacing the workload's, in order")
@@ -81,19 +90,54 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.Out, "out", "", "write the JSON report to this file")
 	fs.StringVar(&o.Markdown, "markdown", "", "write the markdown report to this file")
 	fs.StringVar(&o.Plot, "plot", "", "write the TTFT CDF plot (PNG) to this file")
-	fs.BoolVar(&o.Progress, "progress", false, "print a progress line every 5s on stderr (default when stderr is a terminal)")
-	fs.IntVar(&o.MaxInFlight, "max-in-flight", d.MaxInFlight, "requests in flight per target before arrivals count as overload errors")
+	fs.BoolVar(
+		&o.Progress,
+		"progress",
+		false,
+		"print a progress line every 5s on stderr (default when stderr is a terminal)",
+	)
+	fs.IntVar(
+		&o.MaxInFlight,
+		"max-in-flight",
+		d.MaxInFlight,
+		"requests in flight per target before arrivals count as overload errors",
+	)
 	fs.DurationVar(&o.Timeout, "timeout", d.RequestTimeout, "per-request timeout")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.ListWorkloads, "list-workloads", false, "list the embedded workloads and exit")
 	fs.StringVar(&o.Trace.Path, "trace", "", "trace workloads: the trace file (default: the workload's trace.path)")
 	fs.StringVar(&o.Trace.Format, "trace-format", "", "trace workloads: mooncake or azure (default: the workload's)")
-	fs.Float64Var(&o.Trace.TimeScale, "trace-time-scale", 0, "trace workloads: replay at this multiple of the recorded rate (default: the workload's)")
-	fs.Float64Var(&o.Trace.PromptScale, "trace-prompt-scale", 0, "trace workloads: multiply prompt lengths (default: the workload's)")
-	fs.Float64Var(&o.Trace.OutputScale, "trace-output-scale", 0, "trace workloads: multiply output lengths (default: the workload's)")
-	fs.DurationVar(&o.Trace.Start, "trace-start", 0, "trace workloads: skip this much of the recording (default: the workload's)")
-	fs.IntVar(&o.Trace.MaxRequests, "trace-max-requests", 0, "trace workloads: replay at most this many requests (default: the workload's)")
+	fs.Float64Var(
+		&o.Trace.TimeScale,
+		"trace-time-scale",
+		0,
+		"trace workloads: replay at this multiple of the recorded rate (default: the workload's)",
+	)
+	fs.Float64Var(
+		&o.Trace.PromptScale,
+		"trace-prompt-scale",
+		0,
+		"trace workloads: multiply prompt lengths (default: the workload's)",
+	)
+	fs.Float64Var(
+		&o.Trace.OutputScale,
+		"trace-output-scale",
+		0,
+		"trace workloads: multiply output lengths (default: the workload's)",
+	)
+	fs.DurationVar(
+		&o.Trace.Start,
+		"trace-start",
+		0,
+		"trace workloads: skip this much of the recording (default: the workload's)",
+	)
+	fs.IntVar(
+		&o.Trace.MaxRequests,
+		"trace-max-requests",
+		0,
+		"trace workloads: replay at most this many requests (default: the workload's)",
+	)
 	fs.DurationVar(&o.SLOTTFT, "slo-ttft", 0, "goodput: TTFT bound per request (default: the workload's slo)")
 	fs.DurationVar(&o.SLOTPOT, "slo-tpot", 0, "goodput: time per output token bound (default: the workload's slo)")
 	fs.Usage = func() {
@@ -109,7 +153,11 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o, stderr)
-	if _, err := flagenv.Parse(fs, args, flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, SplitEnv: []string{"target"}}); err != nil {
+	if _, err := flagenv.Parse(
+		fs,
+		args,
+		flagenv.Options{EnvPrefix: flagenv.Prefix, Getenv: getenv, SplitEnv: []string{"target"}},
+	); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -22,19 +22,28 @@ func TestParseFlagsAndEnvironment(t *testing.T) {
 		"SWITCHYARD_MAX_IN_FLIGHT": "7",
 		"SWITCHYARD_RATE":          "3.5",
 	}
-	o, err := parse([]string{"--workload=mixed-fleet", "--duration=5s"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	o, err := parse(
+		[]string{"--workload=mixed-fleet", "--duration=5s"},
+		func(k string) string { return env[k] },
+		&bytes.Buffer{},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"rr=http://127.0.0.1:1", "sy=http://127.0.0.1:2"}
-	if !reflect.DeepEqual(o.Targets, want) || o.Workload != "mixed-fleet" || o.MaxInFlight != 7 || o.Rate != 3.5 || o.Duration != 5*time.Second {
+	if !reflect.DeepEqual(o.Targets, want) || o.Workload != "mixed-fleet" || o.MaxInFlight != 7 || o.Rate != 3.5 ||
+		o.Duration != 5*time.Second {
 		t.Fatalf("options %+v", o)
 	}
 	o, err = parse([]string{"--target=a=http://127.0.0.1:3"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil || !reflect.DeepEqual(o.Targets, []string{"a=http://127.0.0.1:3"}) {
 		t.Fatalf("flag must win over environment: %v %v", o.Targets, err)
 	}
-	if _, err := parse(nil, func(k string) string { return map[string]string{"SWITCHYARD_RATE": "fast"}[k] }, &bytes.Buffer{}); err == nil ||
+	if _, err := parse(
+		nil,
+		func(k string) string { return map[string]string{"SWITCHYARD_RATE": "fast"}[k] },
+		&bytes.Buffer{},
+	); err == nil ||
 		!strings.Contains(err.Error(), "SWITCHYARD_RATE") {
 		t.Fatalf("bad environment value: %v", err)
 	}
@@ -54,11 +63,31 @@ func TestMainExitCodes(t *testing.T) {
 		{"unknown workload", []string{"--target=http://127.0.0.1:1", "--workload=nope"}, 1, "unknown workload"},
 		{"no target", []string{"--workload=bursty"}, 1, "--target: at least one"},
 		{"bad target", []string{"--workload=bursty", "--target=x=ftp://h"}, 1, "bad URL"},
-		{"rate and capacity", []string{"--workload=bursty", "--target=http://127.0.0.1:1", "--rate=1", "--capacity=2"}, 1, "not both"},
+		{
+			"rate and capacity",
+			[]string{"--workload=bursty", "--target=http://127.0.0.1:1", "--rate=1", "--capacity=2"},
+			1,
+			"not both",
+		},
 		{"bad rate", []string{"--workload=bursty", "--target=http://127.0.0.1:1", "--rate=-1"}, 1, "rate: must be > 0"},
-		{"adapter count", []string{"--workload=multi-lora", "--target=http://127.0.0.1:1", "--adapters=a,b"}, 1, "9 adapters, 2 names"},
-		{"missing baseline", []string{"--workload=bursty", "--target=http://127.0.0.1:1", "--duration=1ms", "--baseline=oracle"}, 1, "baseline"},
-		{"bad log format", []string{"--workload=bursty", "--target=http://127.0.0.1:1", "--log-format=xml"}, 1, "--log-format"},
+		{
+			"adapter count",
+			[]string{"--workload=multi-lora", "--target=http://127.0.0.1:1", "--adapters=a,b"},
+			1,
+			"9 adapters, 2 names",
+		},
+		{
+			"missing baseline",
+			[]string{"--workload=bursty", "--target=http://127.0.0.1:1", "--duration=1ms", "--baseline=oracle"},
+			1,
+			"baseline",
+		},
+		{
+			"bad log format",
+			[]string{"--workload=bursty", "--target=http://127.0.0.1:1", "--log-format=xml"},
+			1,
+			"--log-format",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +137,8 @@ func TestRunWritesEveryReport(t *testing.T) {
 		t.Errorf("switchyard TTFT P50 ratio %v, want < 1 (round-robin waits 150ms)", r)
 	}
 	mdText, err := os.ReadFile(md)
-	if err != nil || !strings.Contains(string(mdText), "| switchyard |") || !strings.Contains(stdout.String(), "| round-robin |") {
+	if err != nil || !strings.Contains(string(mdText), "| switchyard |") ||
+		!strings.Contains(stdout.String(), "| round-robin |") {
 		t.Fatalf("markdown file %q (%v), stdout %q", mdText, err, stdout.String())
 	}
 	pf, err := os.Open(plot)

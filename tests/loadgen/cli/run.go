@@ -42,7 +42,13 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 }
 
 // runAndReport runs and writes the reports, also for a run stopped early.
-func runAndReport(ctx context.Context, cfg loadgen.Config, targets []loadgen.Target, o *options, stdout io.Writer) error {
+func runAndReport(
+	ctx context.Context,
+	cfg loadgen.Config,
+	targets []loadgen.Target,
+	o *options,
+	stdout io.Writer,
+) error {
 	w, logger := cfg.Workload, cfg.Logger
 	logger.Info("run starting", "workload", w.Name, "rate", w.MeanRate(), "duration", w.Duration, "targets", len(targets))
 	res, runErr := loadgen.Run(ctx, cfg, targets)
@@ -109,7 +115,10 @@ func loadWorkload(o *options) (*workload.Workload, error) {
 // apply sets the trace flags that were given on a trace workload.
 func (t traceOptions) apply(w *workload.Workload) (*workload.Workload, error) {
 	if !w.IsTrace() {
-		return nil, fmt.Errorf("--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file with trace:)", w.Name)
+		return nil, fmt.Errorf(
+			"--trace flags: workload %s replays no trace (trace workloads: trace-conversation, trace-azure-conv, or a file with trace:)",
+			w.Name,
+		)
 	}
 	if t.TimeScale < 0 || t.PromptScale < 0 || t.OutputScale < 0 || t.Start < 0 || t.MaxRequests < 0 {
 		return nil, errors.New("--trace flags: scales, start and max requests must not be negative")

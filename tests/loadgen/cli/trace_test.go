@@ -32,11 +32,13 @@ func TestTraceReplayFlags(t *testing.T) {
 	rep := readReport(t, out)
 	tr := rep.Trace
 	if tr == nil || tr.Format != "azure" || tr.File != "azure.csv" || tr.TimeScale != 4 || tr.Requests != 4 || tr.StartS != 0.3 ||
-		tr.PromptScale != 0.5 || tr.OutputScale != 2 || !strings.Contains(tr.Attribution, "Splitwise") {
+		tr.PromptScale != 0.5 || tr.OutputScale != 2 ||
+		!strings.Contains(tr.Attribution, "Splitwise") {
 		t.Fatalf("trace %+v", tr)
 	}
 	// The workload's TPOT bound stays; --slo-ttft replaces its TTFT bound.
-	if rep.SLO == nil || rep.SLO.TTFTMs != 2000 || rep.SLO.TPOTMs != 100 || rep.Targets[0].Requests != 4 || rep.Targets[0].Goodput == nil {
+	if rep.SLO == nil || rep.SLO.TTFTMs != 2000 || rep.SLO.TPOTMs != 100 || rep.Targets[0].Requests != 4 ||
+		rep.Targets[0].Goodput == nil {
 		t.Fatalf("slo %+v, target %+v", rep.SLO, rep.Targets[0])
 	}
 	if rep.RateRPS != 0.8 { // 4 requests over 5 s
@@ -65,10 +67,21 @@ func TestTraceFlagErrors(t *testing.T) {
 		want string
 	}{
 		{"not a trace workload", []string{"--workload=bursty", "--trace=x.csv"}, "workload bursty replays no trace"},
-		{"missing file", []string{"--workload=trace-azure-conv", "--trace=" + filepath.Join(t.TempDir(), "absent.csv"), "--duration=1s"},
-			"trace file not found"},
-		{"rate on a trace", []string{"--workload=trace-conversation", "--rate=3"}, "replays a trace (trace.time_scale sets its rate)"},
-		{"bad format", []string{"--workload=trace-conversation", "--trace-format=parquet"}, `trace.format: "parquet" is not mooncake or azure`},
+		{
+			"missing file",
+			[]string{"--workload=trace-azure-conv", "--trace=" + filepath.Join(t.TempDir(), "absent.csv"), "--duration=1s"},
+			"trace file not found",
+		},
+		{
+			"rate on a trace",
+			[]string{"--workload=trace-conversation", "--rate=3"},
+			"replays a trace (trace.time_scale sets its rate)",
+		},
+		{
+			"bad format",
+			[]string{"--workload=trace-conversation", "--trace-format=parquet"},
+			`trace.format: "parquet" is not mooncake or azure`,
+		},
 		{"negative scale", []string{"--workload=trace-conversation", "--trace-time-scale=-2"}, "must not be negative"},
 	}
 	for _, tt := range tests {

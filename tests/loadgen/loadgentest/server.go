@@ -115,7 +115,9 @@ type body struct {
 // ServeHTTP answers /v1/completions and /v1/chat/completions alike.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b body
-	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || !b.Stream || !b.StreamOptions.IncludeUsage || b.MaxTokens <= 0 {
+	if err := json.NewDecoder(r.Body).
+		Decode(&b); err != nil || !b.Stream || !b.StreamOptions.IncludeUsage ||
+		b.MaxTokens <= 0 {
 		http.Error(w, fmt.Sprintf("bad request body (err %v)", err), http.StatusBadRequest)
 		return
 	}
@@ -173,7 +175,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, n int, leave
 		}
 	}
 	leave()
-	send(fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`, n, s.Cached))
+	send(
+		fmt.Sprintf(
+			`{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+			n,
+			s.Cached,
+		),
+	)
 	if s.Mode != ModeNoDone {
 		send("[DONE]")
 	}

@@ -16,8 +16,17 @@ func BenchmarkSummarize(b *testing.B) {
 		itls[i] = time.Duration(10+i%7) * time.Millisecond
 	}
 	for i := range 10_000 {
-		s := loadgen.Sample{Index: i, Sent: time.Duration(i) * 6 * time.Millisecond, TTFT: time.Duration(50+i%300) * time.Millisecond,
-			E2E: 3 * time.Second, ITLs: itls, OutputTokens: 200, PromptTokens: 1000, MaxTokens: 200, Endpoint: "pod"}
+		s := loadgen.Sample{
+			Index:        i,
+			Sent:         time.Duration(i) * 6 * time.Millisecond,
+			TTFT:         time.Duration(50+i%300) * time.Millisecond,
+			E2E:          3 * time.Second,
+			ITLs:         itls,
+			OutputTokens: 200,
+			PromptTokens: 1000,
+			MaxTokens:    200,
+			Endpoint:     "pod",
+		}
 		if i%100 == 0 {
 			s.Error = loadgen.ErrHTTP5xx
 		}

@@ -46,7 +46,8 @@ func TestGoodputAndTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Trace == nil || back.Trace.TimeScale != 3 || back.SLO == nil || back.SLO.TTFTMs != 500 || back.Targets[0].Goodput.Requests != 2 {
+	if back.Trace == nil || back.Trace.TimeScale != 3 || back.SLO == nil || back.SLO.TTFTMs != 500 ||
+		back.Targets[0].Goodput.Requests != 2 {
 		t.Errorf("JSON round trip lost the trace, SLO or goodput: %+v %+v", back.Trace, back.SLO)
 	}
 	if err := report.WriteMarkdown(&md, rep); err != nil {
@@ -62,7 +63,8 @@ func TestGoodputAndTrace(t *testing.T) {
 	rep, _ = report.Summarize(res, "")
 	md.Reset()
 	_ = report.WriteMarkdown(&md, rep)
-	if rep.Targets[0].Goodput != nil || strings.Contains(md.String(), "Goodput") || strings.Contains(md.String(), "Trace") {
+	if rep.Targets[0].Goodput != nil || strings.Contains(md.String(), "Goodput") ||
+		strings.Contains(md.String(), "Trace") {
 		t.Errorf("goodput or trace without an SLO or trace:\n%s", md.String())
 	}
 }

@@ -81,14 +81,34 @@ func TestNumJSON(t *testing.T) {
 // result builds a two-target run: round-robin with 2 of 10 requests failed and slow TTFTs,
 // smart with none failed and fast TTFTs.
 func result() *loadgen.Result {
-	res := &loadgen.Result{Workload: "w", Seed: 9, Rate: 10, Duration: time.Second, Started: time.Unix(1700000000, 0).UTC(), Elapsed: 2 * time.Second}
+	res := &loadgen.Result{
+		Workload: "w",
+		Seed:     9,
+		Rate:     10,
+		Duration: time.Second,
+		Started:  time.Unix(1700000000, 0).UTC(),
+		Elapsed:  2 * time.Second,
+	}
 	rr := loadgen.TargetResult{Name: "round-robin", URL: "http://127.0.0.1:1"}
 	smart := loadgen.TargetResult{Name: "smart", URL: "http://127.0.0.1:2"}
 	for i := range 10 {
-		s := loadgen.Sample{Index: i, Sent: time.Duration(i) * 100 * time.Millisecond, MaxTokens: 3,
-			TTFT: time.Duration(i+1) * 100 * time.Millisecond, E2E: time.Duration(i+1) * 200 * time.Millisecond,
-			ITLs: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, OutputTokens: 3, PromptTokens: 100, CachedTokens: 50,
-			Endpoint: []string{"pod-a", "pod-b"}[i%2], Cluster: "c1", Route: "local"}
+		s := loadgen.Sample{
+			Index:     i,
+			Sent:      time.Duration(i) * 100 * time.Millisecond,
+			MaxTokens: 3,
+			TTFT:      time.Duration(i+1) * 100 * time.Millisecond,
+			E2E:       time.Duration(i+1) * 200 * time.Millisecond,
+			ITLs: []time.Duration{
+				10 * time.Millisecond,
+				20 * time.Millisecond,
+			},
+			OutputTokens: 3,
+			PromptTokens: 100,
+			CachedTokens: 50,
+			Endpoint:     []string{"pod-a", "pod-b"}[i%2],
+			Cluster:      "c1",
+			Route:        "local",
+		}
 		f := s
 		f.TTFT, f.E2E = s.TTFT/10, s.E2E/10
 		smart.Samples = append(smart.Samples, f)
@@ -107,7 +127,9 @@ func TestSummarizeCountsFailuresAsInfinitelySlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	rr, smart := r.Targets[0], r.Targets[1]
-	if r.Baseline != "round-robin" || rr.Requests != 10 || rr.OK != 8 || rr.Errors != 2 || rr.ErrorsByKind["http_5xx"] != 2 || rr.ErrorRate != 0.2 {
+	if r.Baseline != "round-robin" || rr.Requests != 10 || rr.OK != 8 || rr.Errors != 2 ||
+		rr.ErrorsByKind["http_5xx"] != 2 ||
+		rr.ErrorRate != 0.2 {
 		t.Fatalf("counts: baseline %q %+v", r.Baseline, rr)
 	}
 	if rr.TTFTMs.P50 != 500 || rr.TTFTMs.P95 != report.Inf || rr.TTFTMs.P99 != report.Inf || rr.E2EMs.P99 != report.Inf {
@@ -117,16 +139,19 @@ func TestSummarizeCountsFailuresAsInfinitelySlow(t *testing.T) {
 	if rr.ITLMs.P50 != 20 || rr.ITLMs.P99 != report.Inf || smart.ITLMs.P99 != 20 {
 		t.Errorf("ITL %+v / %+v", rr.ITLMs, smart.ITLMs)
 	}
-	if smart.TTFTMs.P50 != 50 || smart.TTFTMs.P95 != 100 || smart.Ratios["ttft_p50"] != 0.1 || smart.Ratios["ttft_p95"] != 0 {
+	if smart.TTFTMs.P50 != 50 || smart.TTFTMs.P95 != 100 || smart.Ratios["ttft_p50"] != 0.1 ||
+		smart.Ratios["ttft_p95"] != 0 {
 		t.Errorf("smart TTFT %+v ratios %v", smart.TTFTMs, smart.Ratios)
 	}
 	if rr.Ratios["ttft_p50"] != 1 || !math.IsNaN(float64(rr.Ratios["ttft_p99"])) {
 		t.Errorf("baseline's own ratios %v", rr.Ratios)
 	}
-	if rr.PrefixCacheHitRate != 0.5 || rr.OutputTokens != 24 || math.Abs(float64(rr.OutputTokensPerS)-24/2.9) > 1e-9 { // last response at 0.9 s + 2 s
+	if rr.PrefixCacheHitRate != 0.5 || rr.OutputTokens != 24 ||
+		math.Abs(float64(rr.OutputTokensPerS)-24/2.9) > 1e-9 { // last response at 0.9 s + 2 s
 		t.Errorf("hit %v tokens %d tok/s %v", rr.PrefixCacheHitRate, rr.OutputTokens, rr.OutputTokensPerS)
 	}
-	if math.Abs(rr.EndpointShare["pod-a"]-0.5) > 1e-9 || math.Abs(rr.ClusterShare["none"]-0.2) > 1e-9 || rr.RegionShare != nil {
+	if math.Abs(rr.EndpointShare["pod-a"]-0.5) > 1e-9 || math.Abs(rr.ClusterShare["none"]-0.2) > 1e-9 ||
+		rr.RegionShare != nil {
 		t.Errorf("shares: endpoints %v clusters %v regions %v", rr.EndpointShare, rr.ClusterShare, rr.RegionShare)
 	}
 	if last := rr.TTFTCDF[len(rr.TTFTCDF)-1]; len(rr.TTFTCDF) != 8 || last.Frac != 0.8 || last.Ms != 800 {

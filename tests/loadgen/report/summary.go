@@ -133,7 +133,17 @@ type Bucket struct {
 const CDFPoints = 200
 
 // RatioKeys are the keys of Target.Ratios.
-var RatioKeys = []string{"ttft_p50", "ttft_p95", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p95", "e2e_p99", "output_tokens_per_s"}
+var RatioKeys = []string{
+	"ttft_p50",
+	"ttft_p95",
+	"ttft_p99",
+	"itl_p50",
+	"itl_p99",
+	"e2e_p50",
+	"e2e_p95",
+	"e2e_p99",
+	"output_tokens_per_s",
+}
 
 // Summarize computes the report of res. baseline names the target ratios are taken against; ""
 // picks DefaultBaseline when present and otherwise leaves ratios out.

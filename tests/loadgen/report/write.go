@@ -40,7 +40,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "## loadgen: %s (seed %d, %s req/s for %gs)\n\n", r.Workload, r.Seed, r.RateRPS, r.DurationS)
 	writeTrace(&b, r)
 	b.WriteString("Times in ms; failed requests count as infinitely slow (∞).\n\n")
-	b.WriteString("| target | requests | errors | TTFT P50 | TTFT P95 | TTFT P99 | ITL P50 | ITL P99 | E2E P50 | E2E P95 | E2E P99 | output tok/s | prefix-cache hit |\n")
+	b.WriteString(
+		"| target | requests | errors | TTFT P50 | TTFT P95 | TTFT P99 | ITL P50 | ITL P99 | E2E P50 | E2E P95 | E2E P99 | output tok/s | prefix-cache hit |\n",
+	)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "| %s | %d | %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
@@ -62,8 +64,15 @@ func writeTrace(b *strings.Builder, r *Report) {
 	if t == nil {
 		return
 	}
-	fmt.Fprintf(b, "Trace replay: %s `%s`, %d requests from %gs of the recording, at %g× the recorded rate", t.Format, t.File,
-		t.Requests, t.StartS, t.TimeScale)
+	fmt.Fprintf(
+		b,
+		"Trace replay: %s `%s`, %d requests from %gs of the recording, at %g× the recorded rate",
+		t.Format,
+		t.File,
+		t.Requests,
+		t.StartS,
+		t.TimeScale,
+	)
 	if t.PromptScale != 1 || t.OutputScale != 1 {
 		fmt.Fprintf(b, ", prompts × %g, outputs × %g", t.PromptScale, t.OutputScale)
 	}
@@ -97,7 +106,9 @@ func writeRatios(b *strings.Builder, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "\nRatios against %s (below 1 is faster; output tok/s above 1 is more).\n\n", r.Baseline)
-	b.WriteString("| target | " + strings.Join(RatioKeys, " | ") + " |\n|---|" + strings.Repeat("---:|", len(RatioKeys)) + "\n")
+	b.WriteString(
+		"| target | " + strings.Join(RatioKeys, " | ") + " |\n|---|" + strings.Repeat("---:|", len(RatioKeys)) + "\n",
+	)
 	for _, t := range r.Targets {
 		b.WriteString("| " + t.Name)
 		for _, k := range RatioKeys {

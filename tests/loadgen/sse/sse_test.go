@@ -38,9 +38,19 @@ func TestReader(t *testing.T) {
 		{"two events", "data: a\n\ndata: b\n\n", []sse.Event{{Data: []byte("a")}, {Data: []byte("b")}}, nil},
 		{"crlf and no space", "data:a\r\n\r\n", []sse.Event{{Data: []byte("a")}}, nil},
 		{"multi-line data", "data: a\ndata: b\n\n", []sse.Event{{Data: []byte("a\nb")}}, nil},
-		{"comments and named event", ": keep-alive\n\nevent: error\ndata: {}\n\n", []sse.Event{{Name: "error", Data: []byte("{}")}}, nil},
+		{
+			"comments and named event",
+			": keep-alive\n\nevent: error\ndata: {}\n\n",
+			[]sse.Event{{Name: "error", Data: []byte("{}")}},
+			nil,
+		},
 		{"unknown fields ignored", "id: 1\nretry: 5\ndata: x\n\n", []sse.Event{{Data: []byte("x")}}, nil},
-		{"last event without blank line", "data: a\n\ndata: [DONE]\n", []sse.Event{{Data: []byte("a")}, {Data: []byte("[DONE]")}}, nil},
+		{
+			"last event without blank line",
+			"data: a\n\ndata: [DONE]\n",
+			[]sse.Event{{Data: []byte("a")}, {Data: []byte("[DONE]")}},
+			nil,
+		},
 		{"cut inside a line", "data: a\n\ndata: {\"cho", []sse.Event{{Data: []byte("a")}}, io.ErrUnexpectedEOF},
 		{"line longer than the buffer", "data: " + long + "\n\n", []sse.Event{{Data: []byte(long)}}, nil},
 		{"empty", "", nil, nil},
@@ -75,14 +85,42 @@ func TestParseChunk(t *testing.T) {
 		{"done", "[DONE]", sse.Chunk{Done: true}, false},
 		{"chat delta", `{"choices":[{"index":0,"delta":{"content":"Hello"}}]}`, sse.Chunk{ContentBytes: 5}, false},
 		{"chat role only", `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`, sse.Chunk{}, false},
-		{"completion text", `{"choices":[{"index":0,"text":" wor","finish_reason":null}]}`, sse.Chunk{ContentBytes: 4}, false},
-		{"usage with cache", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":64}}}`,
-			sse.Chunk{Usage: &sse.Usage{PromptTokens: 100, CompletionTokens: 7, CachedTokens: 64}}, false},
-		{"usage without details", `{"usage":{"prompt_tokens":3,"completion_tokens":2}}`, sse.Chunk{Usage: &sse.Usage{PromptTokens: 3, CompletionTokens: 2}}, false},
-		{"openai error", `{"error":{"message":"boom","type":"server_error"}}`, sse.Chunk{Err: &sse.APIError{Message: "boom", Type: "server_error"}}, false},
-		{"vllm error", `{"object":"error","message":"oom","type":"InternalServerError","code":500}`, sse.Chunk{Err: &sse.APIError{Message: "oom", Type: "InternalServerError"}}, false},
-		{"non-streamed response", `{"choices":[{"message":{"role":"assistant","content":"abc"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`,
-			sse.Chunk{ContentBytes: 3, Usage: &sse.Usage{PromptTokens: 1, CompletionTokens: 1}}, false},
+		{
+			"completion text",
+			`{"choices":[{"index":0,"text":" wor","finish_reason":null}]}`,
+			sse.Chunk{ContentBytes: 4},
+			false,
+		},
+		{
+			"usage with cache",
+			`{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":64}}}`,
+			sse.Chunk{Usage: &sse.Usage{PromptTokens: 100, CompletionTokens: 7, CachedTokens: 64}},
+			false,
+		},
+		{
+			"usage without details",
+			`{"usage":{"prompt_tokens":3,"completion_tokens":2}}`,
+			sse.Chunk{Usage: &sse.Usage{PromptTokens: 3, CompletionTokens: 2}},
+			false,
+		},
+		{
+			"openai error",
+			`{"error":{"message":"boom","type":"server_error"}}`,
+			sse.Chunk{Err: &sse.APIError{Message: "boom", Type: "server_error"}},
+			false,
+		},
+		{
+			"vllm error",
+			`{"object":"error","message":"oom","type":"InternalServerError","code":500}`,
+			sse.Chunk{Err: &sse.APIError{Message: "oom", Type: "InternalServerError"}},
+			false,
+		},
+		{
+			"non-streamed response",
+			`{"choices":[{"message":{"role":"assistant","content":"abc"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`,
+			sse.Chunk{ContentBytes: 3, Usage: &sse.Usage{PromptTokens: 1, CompletionTokens: 1}},
+			false,
+		},
 		{"not json", `{"choices":`, sse.Chunk{}, true},
 		{"wrong type", `{"choices":"x"}`, sse.Chunk{}, true},
 	}
@@ -132,9 +170,13 @@ func FuzzStream(f *testing.F) {
 var benchStream = func() string {
 	var b strings.Builder
 	for range 200 {
-		b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}` + "\n\n")
+		b.WriteString(
+			`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}` + "\n\n",
+		)
 	}
-	b.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":200,"prompt_tokens_details":{"cached_tokens":512}}}` + "\n\n")
+	b.WriteString(
+		`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":200,"prompt_tokens_details":{"cached_tokens":512}}}` + "\n\n",
+	)
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
 }()
@@ -164,7 +206,9 @@ func BenchmarkStream200Tokens(b *testing.B) {
 }
 
 func BenchmarkParseChunk(b *testing.B) {
-	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`)
+	data := []byte(
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`,
+	)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := sse.ParseChunk(data); err != nil {
@@ -174,7 +218,9 @@ func BenchmarkParseChunk(b *testing.B) {
 }
 
 func BenchmarkChunkDecoder(b *testing.B) {
-	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`)
+	data := []byte(
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`,
+	)
 	var d sse.ChunkDecoder
 	b.ReportAllocs()
 	for b.Loop() {
@@ -186,7 +232,10 @@ func BenchmarkChunkDecoder(b *testing.B) {
 
 // FuzzChunkDecoder checks that a reused ChunkDecoder agrees with ParseChunk on any two chunks in a row.
 func FuzzChunkDecoder(f *testing.F) {
-	f.Add(`{"choices":[{"delta":{"content":"a\"b"}}]}`, `{"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2}}}`)
+	f.Add(
+		`{"choices":[{"delta":{"content":"a\"b"}}]}`,
+		`{"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2}}}`,
+	)
 	f.Add(`{"error":{"message":"x","type":"y"}}`, `[DONE]`)
 	f.Add(`{"object":"error","message":"m"} `, `{}}`)
 	f.Add(`{"choices":[{"text":null},{"text":"xy"}]}`, `{"choices":[{"text":1}]}`)
@@ -214,7 +263,11 @@ func TestChunkDecoderReuse(t *testing.T) {
 		{`{"choices":[{"text":"x"}]} {"choices":[]}`, sse.Chunk{}, true},
 		{`{"choices":[{"text":"x"}]}`, sse.Chunk{ContentBytes: 1}, false}, // recovers after an error
 		{`{"choices":[{"text":"x"`, sse.Chunk{}, true},
-		{`{"usage":{"prompt_tokens":9,"completion_tokens":1}}`, sse.Chunk{Usage: &sse.Usage{PromptTokens: 9, CompletionTokens: 1}}, false},
+		{
+			`{"usage":{"prompt_tokens":9,"completion_tokens":1}}`,
+			sse.Chunk{Usage: &sse.Usage{PromptTokens: 9, CompletionTokens: 1}},
+			false,
+		},
 		{`{"choices":[]}`, sse.Chunk{}, false}, // usage must not leak either
 		{"[DONE]", sse.Chunk{Done: true}, false},
 	}

@@ -34,7 +34,8 @@ func fuzzReader(t *testing.T, f trace.Format, data []byte) {
 		switch {
 		case rec.Line <= last.Line && n > 0, rec.At < last.At, rec.At < 0, rec.At > trace.MaxTimestamp:
 			t.Fatalf("record %+v after %+v: out of order", rec, last)
-		case rec.InputTokens < 1 || rec.InputTokens > trace.MaxTokens, rec.OutputTokens < 0 || rec.OutputTokens > trace.MaxTokens:
+		case rec.InputTokens < 1 || rec.InputTokens > trace.MaxTokens,
+			rec.OutputTokens < 0 || rec.OutputTokens > trace.MaxTokens:
 			t.Fatalf("record %+v: lengths out of range", rec)
 		case f == trace.Mooncake && len(rec.HashIDs) != (rec.InputTokens+trace.BlockTokens-1)/trace.BlockTokens:
 			t.Fatalf("record %+v: %d blocks", rec, len(rec.HashIDs))
@@ -56,7 +57,9 @@ func seed(f *testing.F, file string) {
 func FuzzMooncake(f *testing.F) {
 	seed(f, "mooncake.jsonl")
 	f.Add([]byte(`{"timestamp": 1, "input_length": 1025, "output_length": 1, "hash_ids": [0, 1]}`))
-	f.Add([]byte("{\"timestamp\": 10, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [0]}\n{\"timestamp\": 9}\n"))
+	f.Add(
+		[]byte("{\"timestamp\": 10, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [0]}\n{\"timestamp\": 9}\n"),
+	)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzReader(t, trace.Mooncake, data) })
 }
 

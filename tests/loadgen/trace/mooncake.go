@@ -59,8 +59,11 @@ func (m *mooncakeReader) next() (Record, error) {
 			return Record{}, err
 		}
 		if rec.At < m.last {
-			return Record{}, fmt.Errorf("timestamp: %d ms is before the previous record's %d ms (the trace must be in arrival order)",
-				rec.At.Milliseconds(), m.last.Milliseconds())
+			return Record{}, fmt.Errorf(
+				"timestamp: %d ms is before the previous record's %d ms (the trace must be in arrival order)",
+				rec.At.Milliseconds(),
+				m.last.Milliseconds(),
+			)
 		}
 		m.last, rec.Line = rec.At, m.lines.line
 		return rec, nil

@@ -53,30 +53,81 @@ func TestMooncake(t *testing.T) {
 			{Line: 2, At: 250500 * time.Microsecond, InputTokens: 512, OutputTokens: 0, HashIDs: []uint64{0}},
 			{Line: 4, At: 250500 * time.Microsecond, InputTokens: 513, OutputTokens: 3, HashIDs: []uint64{7, 8}},
 		}},
-		{name: "no final newline, CRLF", src: "{\"timestamp\": 3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\r\n" +
-			`{"timestamp": 4, "input_length": 1, "output_length": 1, "hash_ids": [6]}`,
+		{
+			name: "no final newline, CRLF",
+			src: "{\"timestamp\": 3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [5]}\r\n" +
+				`{"timestamp": 4, "input_length": 1, "output_length": 1, "hash_ids": [6]}`,
 			want: []trace.Record{
 				{Line: 1, At: 3 * time.Millisecond, InputTokens: 1, OutputTokens: 1, HashIDs: []uint64{5}},
 				{Line: 2, At: 4 * time.Millisecond, InputTokens: 1, OutputTokens: 1, HashIDs: []uint64{6}},
-			}},
+			},
+		},
 		{name: "empty file", src: ""},
-		{name: "missing timestamp", src: `{"input_length": 1, "output_length": 1, "hash_ids": [0]}`, wantErr: "line 1: timestamp: missing"},
-		{name: "missing input_length", src: `{"timestamp": 1, "output_length": 1, "hash_ids": [0]}`, wantErr: "line 1: input_length: missing"},
-		{name: "missing output_length", src: `{"timestamp": 1, "input_length": 1, "hash_ids": [0]}`, wantErr: "line 1: output_length: missing"},
-		{name: "missing hash_ids", src: `{"timestamp": 1, "input_length": 1, "output_length": 1}`, wantErr: "line 1: hash_ids: missing"},
-		{name: "null field", src: `{"timestamp": null, "input_length": 1, "output_length": 1, "hash_ids": [0]}`, wantErr: "timestamp: missing"},
+		{
+			name:    "missing timestamp",
+			src:     `{"input_length": 1, "output_length": 1, "hash_ids": [0]}`,
+			wantErr: "line 1: timestamp: missing",
+		},
+		{
+			name:    "missing input_length",
+			src:     `{"timestamp": 1, "output_length": 1, "hash_ids": [0]}`,
+			wantErr: "line 1: input_length: missing",
+		},
+		{
+			name:    "missing output_length",
+			src:     `{"timestamp": 1, "input_length": 1, "hash_ids": [0]}`,
+			wantErr: "line 1: output_length: missing",
+		},
+		{
+			name:    "missing hash_ids",
+			src:     `{"timestamp": 1, "input_length": 1, "output_length": 1}`,
+			wantErr: "line 1: hash_ids: missing",
+		},
+		{
+			name:    "null field",
+			src:     `{"timestamp": null, "input_length": 1, "output_length": 1, "hash_ids": [0]}`,
+			wantErr: "timestamp: missing",
+		},
 		{name: "bad row after good", src: `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [0]}
 {"timestamp": 2, "input_length": "many", "output_length": 1, "hash_ids": [0]}`,
 			want:    []trace.Record{{Line: 1, At: time.Millisecond, InputTokens: 1, OutputTokens: 1, HashIDs: []uint64{0}}},
 			wantErr: "line 2: not a JSON object"},
 		{name: "not JSON", src: "timestamp,input\n", wantErr: "line 1: not a JSON object"},
-		{name: "two values", src: `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [0]} {}`, wantErr: "more than one JSON value"},
-		{name: "negative timestamp", src: `{"timestamp": -1, "input_length": 1, "output_length": 1, "hash_ids": [0]}`, wantErr: "timestamp: -1 ms is outside"},
-		{name: "huge timestamp", src: `{"timestamp": 1e18, "input_length": 1, "output_length": 1, "hash_ids": [0]}`, wantErr: "timestamp: 1e+18 ms is outside"},
-		{name: "zero input", src: `{"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []}`, wantErr: "input_length: 0 is outside"},
-		{name: "huge input", src: `{"timestamp": 1, "input_length": 2000000, "output_length": 1, "hash_ids": [0]}`, wantErr: "input_length: 2000000 is outside"},
-		{name: "negative output", src: `{"timestamp": 1, "input_length": 1, "output_length": -2, "hash_ids": [0]}`, wantErr: "output_length: -2 is outside"},
-		{name: "negative id", src: `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [-1]}`, wantErr: "not a JSON object"},
+		{
+			name:    "two values",
+			src:     `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [0]} {}`,
+			wantErr: "more than one JSON value",
+		},
+		{
+			name:    "negative timestamp",
+			src:     `{"timestamp": -1, "input_length": 1, "output_length": 1, "hash_ids": [0]}`,
+			wantErr: "timestamp: -1 ms is outside",
+		},
+		{
+			name:    "huge timestamp",
+			src:     `{"timestamp": 1e18, "input_length": 1, "output_length": 1, "hash_ids": [0]}`,
+			wantErr: "timestamp: 1e+18 ms is outside",
+		},
+		{
+			name:    "zero input",
+			src:     `{"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []}`,
+			wantErr: "input_length: 0 is outside",
+		},
+		{
+			name:    "huge input",
+			src:     `{"timestamp": 1, "input_length": 2000000, "output_length": 1, "hash_ids": [0]}`,
+			wantErr: "input_length: 2000000 is outside",
+		},
+		{
+			name:    "negative output",
+			src:     `{"timestamp": 1, "input_length": 1, "output_length": -2, "hash_ids": [0]}`,
+			wantErr: "output_length: -2 is outside",
+		},
+		{
+			name:    "negative id",
+			src:     `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [-1]}`,
+			wantErr: "not a JSON object",
+		},
 		{name: "too few blocks", src: `{"timestamp": 1, "input_length": 1025, "output_length": 1, "hash_ids": [0, 1]}`,
 			wantErr: "hash_ids: 2 blocks for input_length 1025 (want 3 blocks of 512 tokens)"},
 		{name: "too many blocks", src: `{"timestamp": 1, "input_length": 512, "output_length": 1, "hash_ids": [0, 1]}`,
@@ -85,9 +136,12 @@ func TestMooncake(t *testing.T) {
 {"timestamp": 9, "input_length": 1, "output_length": 1, "hash_ids": [0]}`,
 			want:    []trace.Record{{Line: 1, At: 10 * time.Millisecond, InputTokens: 1, OutputTokens: 1, HashIDs: []uint64{0}}},
 			wantErr: "line 2: timestamp: 9 ms is before the previous record's 10 ms"},
-		{name: "huge line", src: `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [0]}` + "\n" + long + "\n",
+		{
+			name:    "huge line",
+			src:     `{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [0]}` + "\n" + long + "\n",
 			want:    []trace.Record{{Line: 1, At: time.Millisecond, InputTokens: 1, OutputTokens: 1, HashIDs: []uint64{0}}},
-			wantErr: "line 2: line longer than"},
+			wantErr: "line 2: line longer than",
+		},
 		{name: "huge last line without newline", src: long, wantErr: "line 1: line longer than"},
 	}
 	for _, tc := range tests {
@@ -116,31 +170,64 @@ func TestAzure(t *testing.T) {
 			{Line: 3, At: 4314579 * time.Microsecond, InputTokens: 396, OutputTokens: 0},
 			{Line: 5, At: 4314579 * time.Microsecond, InputTokens: 1, OutputTokens: 16},
 		}},
-		{name: "columns in another order, extra column, CRLF, RFC 3339",
-			src: "GeneratedTokens,Model,TIMESTAMP,ContextTokens\r\n7,x,2024-05-10T00:00:00Z,100\r\n8,y,2024-05-10T00:00:01.5Z,200",
+		{
+			name: "columns in another order, extra column, CRLF, RFC 3339",
+			src:  "GeneratedTokens,Model,TIMESTAMP,ContextTokens\r\n7,x,2024-05-10T00:00:00Z,100\r\n8,y,2024-05-10T00:00:01.5Z,200",
 			want: []trace.Record{
 				{Line: 2, At: 0, InputTokens: 100, OutputTokens: 7},
 				{Line: 3, At: 1500 * time.Millisecond, InputTokens: 200, OutputTokens: 8},
-			}},
+			},
+		},
 		{name: "header only", src: header},
 		{name: "empty file", src: "", wantErr: "empty file: no header"},
-		{name: "missing column", src: "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,1\n", wantErr: "line 1: header \"TIMESTAMP,ContextTokens\" lacks column GeneratedTokens"},
-		{name: "no header", src: "2023-11-16 18:15:46.6805900,374,44\n", wantErr: "line 1: header \"2023-11-16 18:15:46.6805900,374,44\" lacks column TIMESTAMP"},
-		{name: "missing field", src: header + "2023-11-16 18:15:46.6805900,374\n", wantErr: "line 2: 2 fields, the header has 3"},
-		{name: "empty count", src: header + "2023-11-16 18:15:46.6805900,,5\n", wantErr: `line 2: ContextTokens: "" is not a whole number`},
-		{name: "bad count after good", src: header + "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47.0000000,374,4.5\n",
+		{
+			name:    "missing column",
+			src:     "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,1\n",
+			wantErr: "line 1: header \"TIMESTAMP,ContextTokens\" lacks column GeneratedTokens",
+		},
+		{
+			name:    "no header",
+			src:     "2023-11-16 18:15:46.6805900,374,44\n",
+			wantErr: "line 1: header \"2023-11-16 18:15:46.6805900,374,44\" lacks column TIMESTAMP",
+		},
+		{
+			name:    "missing field",
+			src:     header + "2023-11-16 18:15:46.6805900,374\n",
+			wantErr: "line 2: 2 fields, the header has 3",
+		},
+		{
+			name:    "empty count",
+			src:     header + "2023-11-16 18:15:46.6805900,,5\n",
+			wantErr: `line 2: ContextTokens: "" is not a whole number`,
+		},
+		{
+			name:    "bad count after good",
+			src:     header + "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47.0000000,374,4.5\n",
 			want:    []trace.Record{{Line: 2, At: 0, InputTokens: 374, OutputTokens: 44}},
-			wantErr: `line 3: GeneratedTokens: "4.5" is not a whole number`},
+			wantErr: `line 3: GeneratedTokens: "4.5" is not a whole number`,
+		},
 		{name: "bad time", src: header + "yesterday,374,44\n", wantErr: `line 2: TIMESTAMP: "yesterday" is not a time`},
-		{name: "zero context", src: header + "2023-11-16 18:15:46.6805900,0,44\n", wantErr: "line 2: ContextTokens: 0 is outside [1,"},
-		{name: "negative generated", src: header + "2023-11-16 18:15:46.6805900,3,-1\n", wantErr: "line 2: GeneratedTokens: -1 is outside [0,"},
+		{
+			name:    "zero context",
+			src:     header + "2023-11-16 18:15:46.6805900,0,44\n",
+			wantErr: "line 2: ContextTokens: 0 is outside [1,",
+		},
+		{
+			name:    "negative generated",
+			src:     header + "2023-11-16 18:15:46.6805900,3,-1\n",
+			wantErr: "line 2: GeneratedTokens: -1 is outside [0,",
+		},
 		{name: "out of order", src: header + "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:46.0000000,374,44\n",
 			want:    []trace.Record{{Line: 2, At: 0, InputTokens: 374, OutputTokens: 44}},
 			wantErr: "line 3: TIMESTAMP: 2023-11-16 18:15:46.0000000 is before the previous row's"},
 		{name: "span too long", src: header + "2023-11-16 18:15:46,1,1\n2024-11-16 18:15:46,1,1\n",
 			want:    []trace.Record{{Line: 2, At: 0, InputTokens: 1, OutputTokens: 1}},
 			wantErr: "line 3: TIMESTAMP: 2024-11-16 18:15:46 is more than"},
-		{name: "huge line", src: header + strings.Repeat("9", trace.MaxLineBytes+5) + "\n", wantErr: "line 2: line longer than"},
+		{
+			name:    "huge line",
+			src:     header + strings.Repeat("9", trace.MaxLineBytes+5) + "\n",
+			wantErr: "line 2: line longer than",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,7 +321,8 @@ func TestOpen(t *testing.T) {
 	if _, err := trace.NewReader("parquet", strings.NewReader("")); !errors.Is(err, trace.ErrFormat) {
 		t.Errorf("unknown format: %v, want ErrFormat", err)
 	}
-	if !strings.Contains(trace.Azure.Attribution(), "Splitwise") || !strings.Contains(trace.Azure.Attribution(), "CC-BY 4.0") {
+	if !strings.Contains(trace.Azure.Attribution(), "Splitwise") ||
+		!strings.Contains(trace.Azure.Attribution(), "CC-BY 4.0") {
 		t.Errorf("Azure attribution %q lacks the citation", trace.Azure.Attribution())
 	}
 }

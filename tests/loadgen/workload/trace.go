@@ -116,7 +116,10 @@ func (w *Workload) validateTrace() error {
 		{w.Load != 0, "load"},
 	} {
 		if c.set {
-			return fmt.Errorf("%s: exclusive with trace (the trace gives arrivals and lengths; trace.time_scale sets the rate)", c.name)
+			return fmt.Errorf(
+				"%s: exclusive with trace (the trace gives arrivals and lengths; trace.time_scale sets the rate)",
+				c.name,
+			)
 		}
 	}
 	if err := w.Trace.validate(); err != nil {
@@ -224,7 +227,12 @@ func (g *Generator) traceRequest(i int, rec *trace.Record) (Request, error) {
 	}
 	r.MaxTokens = max(1, int(math.Round(float64(rec.OutputTokens)*t.OutputScale)))
 	if r.PromptTokens > maxTokens || r.MaxTokens > maxTokens {
-		return Request{}, fmt.Errorf("%d prompt and %d output tokens after scaling, more than %d", r.PromptTokens, r.MaxTokens, maxTokens)
+		return Request{}, fmt.Errorf(
+			"%d prompt and %d output tokens after scaling, more than %d",
+			r.PromptTokens,
+			r.MaxTokens,
+			maxTokens,
+		)
 	}
 	if rec.HashIDs != nil {
 		r.Prompt = blockPrompt(g.seed, rec, block, r.PromptTokens)

@@ -67,20 +67,47 @@ func TestTraceReplay(t *testing.T) {
 			wantTokens: []int{1200, 700, 1500, 2048, 300, 1100, 2500, 520}, wantMax: []int{40, 12, 30, 20, 8, 25, 16, 1}},
 		{name: "twice the rate", format: "mooncake", path: mooncake, extra: "  time_scale: 2\n",
 			wantAt: ms(0, 0, 125, 300, 450, 650, 875, 1050)},
-		{name: "half the rate, 2 s window", format: "mooncake", path: mooncake, top: "duration: 2s\n", extra: "  time_scale: 0.5\n",
-			wantAt: ms(0, 0, 500, 1200, 1800)}, // 1 s of the recording, stretched to 2
-		{name: "window from 500 ms for 1 s", format: "mooncake", path: mooncake, top: "duration: 1s\n", extra: "  start: 500ms\n",
-			wantAt: ms(100, 400, 800), wantTokens: []int{2048, 300, 1100}},
+		{
+			name:   "half the rate, 2 s window",
+			format: "mooncake",
+			path:   mooncake,
+			top:    "duration: 2s\n",
+			extra:  "  time_scale: 0.5\n",
+			wantAt: ms(0, 0, 500, 1200, 1800),
+		}, // 1 s of the recording, stretched to 2
+		{
+			name:       "window from 500 ms for 1 s",
+			format:     "mooncake",
+			path:       mooncake,
+			top:        "duration: 1s\n",
+			extra:      "  start: 500ms\n",
+			wantAt:     ms(100, 400, 800),
+			wantTokens: []int{2048, 300, 1100},
+		},
 		{name: "at most 3 requests", format: "mooncake", path: mooncake, extra: "  max_requests: 3\n",
 			wantAt: ms(0, 0, 250)},
 		// A block stands for 128 tokens; the last block's share scales alike (176 → 44, 188 → 47).
-		{name: "quarter-length prompts, double outputs", format: "mooncake", path: mooncake, extra: "  prompt_scale: 0.25\n  output_scale: 2\n  max_requests: 3\n",
-			wantAt: ms(0, 0, 250), wantTokens: []int{300, 175, 375}, wantMax: []int{80, 24, 60}},
+		{
+			name:       "quarter-length prompts, double outputs",
+			format:     "mooncake",
+			path:       mooncake,
+			extra:      "  prompt_scale: 0.25\n  output_scale: 2\n  max_requests: 3\n",
+			wantAt:     ms(0, 0, 250),
+			wantTokens: []int{300, 175, 375},
+			wantMax:    []int{80, 24, 60},
+		},
 		{name: "azure whole", format: "azure", path: azure,
 			wantAt:     ms(0, 250, 250, 800, 1100, 1550, 1900, 2300),
 			wantTokens: []int{640, 120, 2300, 75, 980, 410, 1500, 260}, wantMax: []int{48, 10, 64, 5, 33, 21, 1, 18}},
-		{name: "azure scaled", format: "azure", path: azure, extra: "  time_scale: 4\n  prompt_scale: 0.5\n  output_scale: 0.1\n  max_requests: 2\n",
-			wantAt: ms(0, 63), wantTokens: []int{320, 60}, wantMax: []int{5, 1}},
+		{
+			name:       "azure scaled",
+			format:     "azure",
+			path:       azure,
+			extra:      "  time_scale: 4\n  prompt_scale: 0.5\n  output_scale: 0.1\n  max_requests: 2\n",
+			wantAt:     ms(0, 63),
+			wantTokens: []int{320, 60},
+			wantMax:    []int{5, 1},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +120,8 @@ func TestTraceReplay(t *testing.T) {
 				if r.Index != i || r.At.Round(time.Millisecond) != tc.wantAt[i] {
 					t.Errorf("request %d: index %d at %v, want at %v", i, r.Index, r.At, tc.wantAt[i])
 				}
-				if tc.wantTokens != nil && (r.PromptTokens != tc.wantTokens[i] || len(r.Text()) != tc.wantTokens[i]*workload.CharsPerToken) {
+				if tc.wantTokens != nil &&
+					(r.PromptTokens != tc.wantTokens[i] || len(r.Text()) != tc.wantTokens[i]*workload.CharsPerToken) {
 					t.Errorf("request %d: %d prompt tokens (%d bytes), want %d", i, r.PromptTokens, len(r.Text()), tc.wantTokens[i])
 				}
 				if tc.wantMax != nil && r.MaxTokens != tc.wantMax[i] {
@@ -176,8 +204,14 @@ func TestTracePrefixes(t *testing.T) {
 		{name: "chat", format: "mooncake", path: mooncake, top: "endpoint: chat\n", order: []int{0, 2, 6},
 			// The chat template's 9-byte head is in every prompt: the shared blocks are the same.
 			want: []int{0, 1024, 1024}},
-		{name: "quarter-length blocks", format: "mooncake", path: mooncake, extra: "  prompt_scale: 0.25\n", order: []int{0, 2, 3, 6},
-			want: []int{0, 256, 256, 512}},
+		{
+			name:   "quarter-length blocks",
+			format: "mooncake",
+			path:   mooncake,
+			extra:  "  prompt_scale: 0.25\n",
+			order:  []int{0, 2, 3, 6},
+			want:   []int{0, 256, 256, 512},
+		},
 		{name: "azure shares nothing", format: "azure", path: azure, order: []int{0, 1, 2, 3, 4, 5, 6, 7},
 			want: []int{0, 0, 0, 0, 0, 0, 0, 0}},
 	}
@@ -208,7 +242,11 @@ func TestTraceWorkloadErrors(t *testing.T) {
 		{"bad format", "trace: {format: parquet, path: x}\n", `trace.format: "parquet" is not mooncake or azure`},
 		{"no path", "trace: {format: azure}\n", "trace.path: required"},
 		{"negative time scale", "trace: {format: azure, path: x, time_scale: -1}\n", "trace.time_scale: must be in (0,1000]"},
-		{"huge prompt scale", "trace: {format: azure, path: x, prompt_scale: 100}\n", "trace.prompt_scale: must be in (0,16]"},
+		{
+			"huge prompt scale",
+			"trace: {format: azure, path: x, prompt_scale: 100}\n",
+			"trace.prompt_scale: must be in (0,16]",
+		},
 		{"negative start", "trace: {format: azure, path: x, start: -1s}\n", "trace.start: must be in"},
 		{"negative max", "trace: {format: azure, path: x, max_requests: -1}\n", "trace.max_requests: must be >= 0"},
 		{"unknown field", "trace: {format: azure, path: x, speed: 2}\n", "field speed not found"},
@@ -229,11 +267,16 @@ func TestTraceWorkloadErrors(t *testing.T) {
 
 	w := traceWorkload(t, "azure", "absent.csv", "", "")
 	_, err := workload.Generate(w, 1)
-	if !errors.Is(err, workload.ErrTraceMissing) || !strings.Contains(err.Error(), filepath.Join(filepath.Dir(w.Trace.File()), "absent.csv")) {
+	if !errors.Is(err, workload.ErrTraceMissing) ||
+		!strings.Contains(err.Error(), filepath.Join(filepath.Dir(w.Trace.File()), "absent.csv")) {
 		t.Errorf("missing trace: %v, want ErrTraceMissing naming the resolved path", err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
-	if err := os.WriteFile(bad, []byte(`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [0]}`+"\n{}\n"), 0o644); err != nil {
+	if err := os.WriteFile(
+		bad,
+		[]byte(`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [0]}`+"\n{}\n"),
+		0o644,
+	); err != nil {
 		t.Fatal(err)
 	}
 	w = traceWorkload(t, "mooncake", bad, "", "")
@@ -264,7 +307,11 @@ func TestTracePathResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "w.yaml")
-	if err := os.WriteFile(file, []byte("name: t\ntrace: {format: azure, path: conv.csv, max_requests: 2}\n"), 0o644); err != nil {
+	if err := os.WriteFile(
+		file,
+		[]byte("name: t\ntrace: {format: azure, path: conv.csv, max_requests: 2}\n"),
+		0o644,
+	); err != nil {
 		t.Fatal(err)
 	}
 	w, err := workload.Load(file)
@@ -314,7 +361,11 @@ func TestTraceLengthBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := traceWorkload(t, "azure", file, "", "  prompt_scale: 2\n")
-	if _, err := workload.Generate(w, 1); err == nil || !strings.Contains(err.Error(), "line 3: 2000000 prompt and 1 output tokens after scaling") {
+	if _, err := workload.Generate(
+		w,
+		1,
+	); err == nil ||
+		!strings.Contains(err.Error(), "line 3: 2000000 prompt and 1 output tokens after scaling") {
 		t.Errorf("error %v, want the scaled length refused on line 3", err)
 	}
 }

@@ -29,8 +29,18 @@ func mustGenerate(t *testing.T, w *workload.Workload, seed uint64) []workload.Re
 }
 
 func TestEmbeddedWorkloadsLoadAndValidate(t *testing.T) {
-	want := []string{"bursty", "cluster-loss", "mixed-fleet", "multi-lora", "region-burst", "region-burst-overload", "shared-prefix",
-		"trace-azure-conv", "trace-conversation", "uniform-steady"}
+	want := []string{
+		"bursty",
+		"cluster-loss",
+		"mixed-fleet",
+		"multi-lora",
+		"region-burst",
+		"region-burst-overload",
+		"shared-prefix",
+		"trace-azure-conv",
+		"trace-conversation",
+		"uniform-steady",
+	}
 	if got := workload.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -88,7 +98,11 @@ func TestGenerateDeterministic(t *testing.T) {
 		firstBlocks[r.Prompt[:64]] = true
 	}
 	if len(firstBlocks) != len(a) {
-		t.Errorf("%d distinct first 64-byte blocks among %d prompts: prompts share prefixes by accident", len(firstBlocks), len(a))
+		t.Errorf(
+			"%d distinct first 64-byte blocks among %d prompts: prompts share prefixes by accident",
+			len(firstBlocks),
+			len(a),
+		)
 	}
 	for i, r := range a {
 		if r.Index != i || (i > 0 && r.At < a[i-1].At) || r.At >= w.Duration {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 )
 
 func env(m map[string]string) func(string) string {
@@ -26,11 +28,16 @@ func TestParse(t *testing.T) {
 		check   func(*options) bool
 		wantErr string
 	}{
-		{"flags", []string{"--listen=127.0.0.1:9001", "--profile=a10g", "--model=m", "--lora=a,b", "--max-loras=2", "--seed=9"},
-			nil, func(o *options) bool {
+		{
+			"flags",
+			[]string{"--listen=127.0.0.1:9001", "--profile=a10g", "--model=m", "--lora=a,b", "--max-loras=2", "--seed=9"},
+			nil,
+			func(o *options) bool {
 				return o.cfg.Listen == "127.0.0.1:9001" && o.cfg.Profile == "a10g" && o.cfg.Model == "m" &&
 					slices.Equal(o.cfg.LoRAs, []string{"a", "b"}) && o.cfg.MaxLoras == 2 && o.cfg.Seed == 9
-			}, ""},
+			},
+			"",
+		},
 		{"env fills unset flags", []string{"--model=m"},
 			map[string]string{"SWITCHYARD_TIME_SCALE": "0.1", "SWITCHYARD_MODEL": "ignored", "SWITCHYARD_MAX_MODEL_LEN": "4096"},
 			func(o *options) bool {
@@ -40,8 +47,13 @@ func TestParse(t *testing.T) {
 			func(o *options) bool {
 				return o.cfg.Physics == "blis" && o.cfg.PhysicsJitter == 0.1 && !o.cfg.ReportCachedTokens
 			}, ""},
-		{"physics from env", nil, map[string]string{"SWITCHYARD_PHYSICS": "attention", "SWITCHYARD_REPORT_CACHED_TOKENS": "false"},
-			func(o *options) bool { return o.cfg.Physics == "attention" && !o.cfg.ReportCachedTokens }, ""},
+		{
+			"physics from env",
+			nil,
+			map[string]string{"SWITCHYARD_PHYSICS": "attention", "SWITCHYARD_REPORT_CACHED_TOKENS": "false"},
+			func(o *options) bool { return o.cfg.Physics == "attention" && !o.cfg.ReportCachedTokens },
+			"",
+		},
 		{"bad env value", nil, map[string]string{"SWITCHYARD_SEED": "x"}, nil, "SWITCHYARD_SEED"},
 		{"bad flag value", []string{"--max-loras=many"}, nil, nil, "max-loras"},
 		{"positional argument", []string{"serve"}, nil, nil, "unexpected argument"},
@@ -112,8 +124,13 @@ func TestFleetPhysicsOverride(t *testing.T) {
 		wantReport  bool
 	}{
 		{"entries' own", []string{"--fleet=" + fleetFile}, []string{"blis", "linear"}, []float64{-1, 0.3}, true},
-		{"overridden", []string{"--fleet=" + fleetFile, "--physics=attention", "--physics-jitter=0", "--report-cached-tokens=false"},
-			[]string{"attention", "attention"}, []float64{0, 0}, false},
+		{
+			"overridden",
+			[]string{"--fleet=" + fleetFile, "--physics=attention", "--physics-jitter=0", "--report-cached-tokens=false"},
+			[]string{"attention", "attention"},
+			[]float64{0, 0},
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,13 +179,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}()
 	re := regexp.MustCompile(`"addr":"(127\.0\.0\.1:\d+)"`)
 	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); {
+	if !poll.Within(10*time.Second, func() bool {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			addr = m[1]
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if addr == "" {
+		return addr != ""
+	}) {
 		cancel()
 		t.Fatalf("server address never logged:\n%s", out.String())
 	}

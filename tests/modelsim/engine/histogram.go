@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Histogram is a fixed-bucket histogram of durations in seconds (or, for IterationTokens, of counts), shaped like a Prometheus
+// Histogram is a fixed-bucket histogram of durations in seconds (or, for IterationTokens, of counts), shaped like a
+// Prometheus
 // histogram (cumulative counts are computed when exported). Not safe for concurrent use.
 type Histogram struct {
 	// Bounds are the upper bounds of the buckets in seconds, ascending (+Inf is implicit).

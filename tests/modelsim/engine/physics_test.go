@@ -120,7 +120,11 @@ func TestPhysicsChunkedPrefill(t *testing.T) {
 				}
 			}
 			if maxGap == 0 || maxGap*3 > longTTFT {
-				t.Errorf("decoding ITL during the long prefill up to %v, long TTFT %v: want chunks of at most a third", maxGap, longTTFT)
+				t.Errorf(
+					"decoding ITL during the long prefill up to %v, long TTFT %v: want chunks of at most a third",
+					maxGap,
+					longTTFT,
+				)
 			}
 			one := newSim(t, "h100", withPhysics(f, 0))
 			ref := submit(t, one, 0, request("ref", 1000, 2))
@@ -129,7 +133,11 @@ func TestPhysicsChunkedPrefill(t *testing.T) {
 		})
 	}
 	if perToken[physics.Attention] < 1.2*perToken[physics.BLIS] {
-		t.Fatalf("long/short per-token TTFT: attention %.2f, blis %.2f; want attention's clearly higher", perToken[physics.Attention], perToken[physics.BLIS])
+		t.Fatalf(
+			"long/short per-token TTFT: attention %.2f, blis %.2f; want attention's clearly higher",
+			perToken[physics.Attention],
+			perToken[physics.BLIS],
+		)
 	}
 }
 
@@ -177,7 +185,12 @@ func BenchmarkStepPhysics(b *testing.B) {
 			mk := func() *engine.Simulator {
 				sim := newSim(b, "h100", withPhysics(f, physics.FamilyDefaultJitter))
 				for i := range 64 {
-					submit(b, sim, 0, engine.Request{Model: "m", Prompt: prompt(fmt.Sprint(i), 100), PromptTokens: 100, MaxTokens: 1200})
+					submit(
+						b,
+						sim,
+						0,
+						engine.Request{Model: "m", Prompt: prompt(fmt.Sprint(i), 100), PromptTokens: 100, MaxTokens: 1200},
+					)
 				}
 				for sim.Engine().Snapshot().Stats.GenerationTokens < 64 {
 					sim.RunUntil(sim.Now() + 1)

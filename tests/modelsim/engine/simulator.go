@@ -42,7 +42,8 @@ func (s *Simulator) Engine() *Engine { return s.eng }
 func (s *Simulator) Now() time.Duration { return s.clock.Now() }
 
 // Submit schedules r to arrive at virtual time at. The request reaches the engine after the
-// physics model's API overhead for its prompt (Engine.APIOverhead). The returned handle fills in as the simulation runs.
+// physics model's API overhead for its prompt (Engine.APIOverhead). The returned handle fills in as the simulation
+// runs.
 //
 // at may lie before Now (a step in progress when the request arrived has already been simulated
 // to its end) as long as the request reaches the engine after the last step started: it then joins

@@ -10,7 +10,11 @@ import (
 )
 
 // twoRegions marks every request as sent from "home", pod 0 in home, pod 1 "away" at rtt.
-func twoRegions(reqs []workload.Request, rtt time.Duration, localOnly bool) func(*workload.Request, int) (time.Duration, bool) {
+func twoRegions(
+	reqs []workload.Request,
+	rtt time.Duration,
+	localOnly bool,
+) func(*workload.Request, int) (time.Duration, bool) {
 	for i := range reqs {
 		reqs[i].Region = "home"
 	}

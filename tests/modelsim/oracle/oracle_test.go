@@ -70,7 +70,8 @@ func TestOracleIsALowerBound(t *testing.T) {
 		b := replay(t, cfg, w, reqs)
 		t.Logf("%s: TTFT p50 %v p95 %v p99 %v mean %v (oracle: %v %v %v %v)", name,
 			b.TTFT.P50, b.TTFT.P95, b.TTFT.P99, b.TTFT.Mean, got.TTFT.P50, got.TTFT.P95, got.TTFT.P99, got.TTFT.Mean)
-		if got.TTFT.P50 > b.TTFT.P50 || got.TTFT.P95 > b.TTFT.P95 || got.TTFT.P99 > b.TTFT.P99 || got.TTFT.Mean > b.TTFT.Mean {
+		if got.TTFT.P50 > b.TTFT.P50 || got.TTFT.P95 > b.TTFT.P95 || got.TTFT.P99 > b.TTFT.P99 ||
+			got.TTFT.Mean > b.TTFT.Mean {
 			t.Errorf("oracle TTFT %+v above %s's %+v", got.TTFT, name, b.TTFT)
 		}
 	}
@@ -103,7 +104,9 @@ func TestReplayDeterministic(t *testing.T) {
 
 func TestReplayErrors(t *testing.T) {
 	w, reqs := smallMixed(t, 8, 2*time.Second)
-	huge := []workload.Request{{Endpoint: workload.Chat, Model: w.Model, Prompt: strings.Repeat("abcd", 40000), MaxTokens: 10}}
+	huge := []workload.Request{
+		{Endpoint: workload.Chat, Model: w.Model, Prompt: strings.Repeat("abcd", 40000), MaxTokens: 10},
+	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
@@ -116,7 +119,15 @@ func TestReplayErrors(t *testing.T) {
 		wantMsg string // else a substring
 	}{
 		{"fits no pod", context.Background(), []string{"a10g", "a10g"}, nil, huge, oracle.ErrNoPod, ""},
-		{"assigned pod out of range", context.Background(), []string{"h100"}, func(int) int { return 1 }, reqs, nil, "out of range"},
+		{
+			"assigned pod out of range",
+			context.Background(),
+			[]string{"h100"},
+			func(int) int { return 1 },
+			reqs,
+			nil,
+			"out of range",
+		},
 		{"cancelled", cancelled, []string{"h100"}, nil, reqs, context.Canceled, ""},
 	}
 	for _, tt := range tests {
@@ -124,7 +135,8 @@ func TestReplayErrors(t *testing.T) {
 			cfg := oracle.DefaultConfig()
 			cfg.Profiles, cfg.Assign = tt.fleet, tt.assign
 			_, err := oracle.Replay(tt.ctx, cfg, w, tt.reqs)
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) || tt.wantErr == nil && (err == nil || !strings.Contains(err.Error(), tt.wantMsg)) {
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) ||
+				tt.wantErr == nil && (err == nil || !strings.Contains(err.Error(), tt.wantMsg)) {
 				t.Fatalf("error %v, want %v %q", err, tt.wantErr, tt.wantMsg)
 			}
 		})
@@ -184,7 +196,12 @@ func TestCompareReportsEveryPodsFirstToken(t *testing.T) {
 	sooner := 0
 	for i, r := range rep.Requests {
 		if r.TTFT != plain.Requests[i].TTFT || plain.Requests[i].Candidates != nil {
-			t.Fatalf("request %d: Compare changed the replay (%v, %v) or candidates without it", r.Index, r.TTFT, plain.Requests[i].TTFT)
+			t.Fatalf(
+				"request %d: Compare changed the replay (%v, %v) or candidates without it",
+				r.Index,
+				r.TTFT,
+				plain.Requests[i].TTFT,
+			)
 		}
 		if len(r.Candidates) != 2 || r.PredictedTTFT != r.Candidates[1] || r.Candidates[0] <= 0 {
 			t.Fatalf("request %d: candidates %v, predicted %v", r.Index, r.Candidates, r.PredictedTTFT)

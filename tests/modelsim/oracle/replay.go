@@ -166,7 +166,12 @@ func engineRequests(pods []*pod, w *workload.Workload, r *workload.Request) ([]e
 // earliest advances every pod the request may reach to the arrival at, simulates the request on a
 // clone of each and returns the pod whose first token reaches the client earliest (the lowest
 // index among equals), the predicted time to first token and the pod's round trip.
-func earliest(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(int) (time.Duration, bool)) (int, time.Duration, time.Duration, error) {
+func earliest(
+	pods []*pod,
+	at time.Duration,
+	ereqs []engine.Request,
+	reach func(int) (time.Duration, bool),
+) (int, time.Duration, time.Duration, error) {
 	fts, err := firstTokens(pods, at, ereqs, reach)
 	if err != nil {
 		return 0, 0, 0, err
@@ -187,7 +192,12 @@ func earliest(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(
 // firstTokens advances every pod the request may reach to the arrival at, simulates the request
 // on a clone of each and returns, per pod, the time from at until its first token reaches the
 // client (round trip included); -1 for a pod out of reach or whose KV cache it does not fit.
-func firstTokens(pods []*pod, at time.Duration, ereqs []engine.Request, reach func(int) (time.Duration, bool)) ([]time.Duration, error) {
+func firstTokens(
+	pods []*pod,
+	at time.Duration,
+	ereqs []engine.Request,
+	reach func(int) (time.Duration, bool),
+) ([]time.Duration, error) {
 	out := make([]time.Duration, len(pods))
 	for i, p := range pods {
 		out[i] = -1

@@ -90,7 +90,12 @@ func check(cfg Config, reqs []Request) error {
 	}
 	for _, r := range reqs {
 		if r.PromptTokens <= 0 || r.OutputTokens <= 0 {
-			return fmt.Errorf("podreplay: request %d: prompt and output tokens must be positive, got %d and %d", r.ID, r.PromptTokens, r.OutputTokens)
+			return fmt.Errorf(
+				"podreplay: request %d: prompt and output tokens must be positive, got %d and %d",
+				r.ID,
+				r.PromptTokens,
+				r.OutputTokens,
+			)
 		}
 	}
 	return nil

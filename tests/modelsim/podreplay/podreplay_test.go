@@ -30,7 +30,10 @@ func l40s(t *testing.T) podreplay.Config {
 
 // A lone request waits for the API overhead, then one step: its prefill and the step overhead.
 func TestReplayLoneRequest(t *testing.T) {
-	res, err := podreplay.Replay(l40s(t), []podreplay.Request{{ID: 7, Arrival: 5 * ms, PromptTokens: 800, OutputTokens: 3}})
+	res, err := podreplay.Replay(
+		l40s(t),
+		[]podreplay.Request{{ID: 7, Arrival: 5 * ms, PromptTokens: 800, OutputTokens: 3}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,15 @@ func TestReplayOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var reqs []podreplay.Request
 	for i := range 60 {
-		reqs = append(reqs, podreplay.Request{ID: i, Arrival: time.Duration(i) * 40 * ms, PromptTokens: 100 + rng.IntN(3000), OutputTokens: 1 + rng.IntN(200)})
+		reqs = append(
+			reqs,
+			podreplay.Request{
+				ID:           i,
+				Arrival:      time.Duration(i) * 40 * ms,
+				PromptTokens: 100 + rng.IntN(3000),
+				OutputTokens: 1 + rng.IntN(200),
+			},
+		)
 	}
 	want, err := podreplay.Replay(cfg, reqs)
 	if err != nil {
@@ -92,7 +103,11 @@ func TestHoldKeepsALaterPromptOutOfAStep(t *testing.T) {
 		t.Fatalf("the first request's TTFT changed with holding: %v, then %v", sent[0].TTFT, held[0].TTFT)
 	}
 	if gain := sent[1].TTFT - held[1].TTFT; gain < 300*ms {
-		t.Fatalf("the short request's TTFT went from %v to %v with holding, want over 300 ms sooner", sent[1].TTFT, held[1].TTFT)
+		t.Fatalf(
+			"the short request's TTFT went from %v to %v with holding, want over 300 ms sooner",
+			sent[1].TTFT,
+			held[1].TTFT,
+		)
 	}
 	if loss := held[2].TTFT - sent[2].TTFT; loss < 0 || loss > 50*ms {
 		t.Fatalf("the held request's TTFT went from %v to %v, want at most 50 ms later", sent[2].TTFT, held[2].TTFT)

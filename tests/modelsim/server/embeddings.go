@@ -84,7 +84,11 @@ func (s *Server) prepareEmbedding(w http.ResponseWriter, r *http.Request) (strin
 	}
 	ereq := engine.Request{Model: req.Model, Adapter: adapter, Prompt: []byte(text), PromptTokens: tokens, MaxTokens: 1}
 	if tokens == 0 || tokens >= s.cfg.MaxModelLen || s.engine.Check(ereq) != nil {
-		return "", engine.Request{}, badRequest("input", "The input of %d tokens is empty or too long for this model.", tokens)
+		return "", engine.Request{}, badRequest(
+			"input",
+			"The input of %d tokens is empty or too long for this model.",
+			tokens,
+		)
 	}
 	return req.Model, ereq, nil
 }

@@ -53,7 +53,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req *genReques
 }
 
 // prepare reads a request, parses it with parse and builds the engine's view of it.
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, parse func([]byte) (*genRequest, error)) (*genRequest, engine.Request, *apiError) {
+func (s *Server) prepare(
+	w http.ResponseWriter,
+	r *http.Request,
+	parse func([]byte) (*genRequest, error),
+) (*genRequest, engine.Request, *apiError) {
 	body, apiErr := s.readBody(w, r)
 	if apiErr != nil {
 		return nil, engine.Request{}, apiErr

@@ -97,8 +97,16 @@ func newCollector(cfg Config, src snapshotter) *collector {
 	c.add(n.decode, "Histogram of time spent in DECODE phase for request.", ml)
 	c.add(n.inference, "Histogram of time spent in RUNNING phase for request.", ml)
 	c.add(n.iterationTokens, "Histogram of number of tokens per engine_step.", ml)
-	c.add("modelsim_clock_lag_seconds", "How far (simulated seconds) the engine loop ended its last step behind schedule.", nil)
-	c.add("modelsim_step_lag_seconds", "Histogram of how late (simulated seconds) engine steps ended versus schedule.", nil)
+	c.add(
+		"modelsim_clock_lag_seconds",
+		"How far (simulated seconds) the engine loop ended its last step behind schedule.",
+		nil,
+	)
+	c.add(
+		"modelsim_step_lag_seconds",
+		"Histogram of how late (simulated seconds) engine steps ended versus schedule.",
+		nil,
+	)
 	return c
 }
 

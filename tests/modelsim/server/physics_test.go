@@ -66,7 +66,11 @@ func TestReportCachedTokens(t *testing.T) {
 func TestVLLMPhaseMetrics(t *testing.T) {
 	base, _ := start(t, func(c *server.Config) { c.Physics = string(physics.Attention) })
 	for range 3 {
-		if r, b := post(t, base+"/v1/completions", `{"model":"llama","prompt":"hello there","max_tokens":4}`); r.StatusCode != 200 {
+		if r, b := post(
+			t,
+			base+"/v1/completions",
+			`{"model":"llama","prompt":"hello there","max_tokens":4}`,
+		); r.StatusCode != 200 {
 			t.Fatalf("%d %s", r.StatusCode, b)
 		}
 	}

@@ -25,8 +25,14 @@ func TestEngineRequest(t *testing.T) {
 	}{
 		{name: "completions", body: `{"model":"base","prompt":"abcdefgh","max_tokens":7}`,
 			wantPrompt: "abcdefgh", wantMax: 7, wantReason: "length"},
-		{name: "chat rendered", chat: true, wantPrompt: chatText, wantMax: 5, wantReason: "length",
-			body: `{"model":"base","max_tokens":5,"messages":[{"role":"system","content":"You help."},{"role":"user","content":"Hello there"}]}`},
+		{
+			name:       "chat rendered",
+			chat:       true,
+			wantPrompt: chatText,
+			wantMax:    5,
+			wantReason: "length",
+			body:       `{"model":"base","max_tokens":5,"messages":[{"role":"system","content":"You help."},{"role":"user","content":"Hello there"}]}`,
+		},
 		{name: "adapter", body: `{"model":"sql","prompt":"abcd","max_tokens":2}`,
 			wantAdapter: "sql", wantPrompt: "abcd", wantMax: 2, wantReason: "length"},
 		{name: "ignore_eos takes the default bound", body: `{"model":"base","prompt":"abcd","ignore_eos":true}`,

@@ -54,9 +54,19 @@ func parseResponsesRequest(body []byte) (*genRequest, error) {
 		return nil, badRequest("model", "Field 'model' is required.")
 	}
 	if w.PreviousResponseID != nil && *w.PreviousResponseID != "" {
-		return nil, badRequest("previous_response_id", "modelsim stores no responses, so previous_response_id is not supported.")
+		return nil, badRequest(
+			"previous_response_id",
+			"modelsim stores no responses, so previous_response_id is not supported.",
+		)
 	}
-	r := &genRequest{chat: true, responses: true, model: w.Model, stream: w.Stream, ignoreEOS: w.IgnoreEOS, instructions: w.Instructions}
+	r := &genRequest{
+		chat:         true,
+		responses:    true,
+		model:        w.Model,
+		stream:       w.Stream,
+		ignoreEOS:    w.IgnoreEOS,
+		instructions: w.Instructions,
+	}
 	if mt := w.MaxOutputTokens; mt != nil {
 		if *mt < 1 {
 			return nil, badRequest("max_output_tokens", "max_output_tokens must be at least 1, got %d.", *mt)
@@ -266,7 +276,11 @@ func (e *eventWriter) head(buf []byte) []byte {
 	resp := e.o.response(engine.Progress{})
 	buf = e.event(buf, "response.created", map[string]any{"response": resp})
 	buf = e.event(buf, "response.in_progress", map[string]any{"response": resp})
-	buf = e.event(buf, "response.output_item.added", map[string]any{"output_index": 0, "item": e.o.message("in_progress", "")})
+	buf = e.event(
+		buf,
+		"response.output_item.added",
+		map[string]any{"output_index": 0, "item": e.o.message("in_progress", "")},
+	)
 	return e.event(buf, "response.content_part.added", map[string]any{"item_id": e.o.messageID(), "output_index": 0,
 		"content_index": 0, "part": textPart("")})
 }
@@ -276,7 +290,9 @@ func (e *eventWriter) head(buf []byte) []byte {
 func (e *eventWriter) deltas(buf []byte, from int, p engine.Progress) []byte {
 	id := e.o.messageID()
 	for i := from; i < p.Generated; i++ {
-		buf = append(buf, `event: response.output_text.delta`+"\n"+`data: {"type":"response.output_text.delta","sequence_number":`...)
+		buf = append(
+			buf,
+			`event: response.output_text.delta`+"\n"+`data: {"type":"response.output_text.delta","sequence_number":`...)
 		buf = strconv.AppendInt(buf, int64(e.seq), 10)
 		e.seq++
 		buf = append(buf, `,"item_id":"`...)
@@ -296,7 +312,11 @@ func (e *eventWriter) tail(buf []byte, p engine.Progress) []byte {
 		"text": text, "logprobs": []any{}})
 	buf = e.event(buf, "response.content_part.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0,
 		"part": textPart(text)})
-	buf = e.event(buf, "response.output_item.done", map[string]any{"output_index": 0, "item": e.o.message("completed", text)})
+	buf = e.event(
+		buf,
+		"response.output_item.done",
+		map[string]any{"output_index": 0, "item": e.o.message("completed", text)},
+	)
 	// As vLLM: response.completed whatever the status (incomplete at max_output_tokens).
 	return e.event(buf, "response.completed", map[string]any{"response": resp})
 }

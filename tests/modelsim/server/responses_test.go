@@ -134,15 +134,27 @@ func TestResponsesStreaming(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}
+	want := []string{
+		"response.created",
+		"response.in_progress",
+		"response.output_item.added",
+		"response.content_part.added",
+	}
 	for range 6 {
 		want = append(want, "response.output_text.delta")
 	}
-	want = append(want, "response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed")
+	want = append(
+		want,
+		"response.output_text.done",
+		"response.content_part.done",
+		"response.output_item.done",
+		"response.completed",
+	)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("events %v, want %v", names, want)
 	}
-	if final.text() != text.String() || final.Usage == nil || final.Usage.OutputTokens != 6 || final.Usage.InputTokens == 0 ||
+	if final.text() != text.String() || final.Usage == nil || final.Usage.OutputTokens != 6 ||
+		final.Usage.InputTokens == 0 ||
 		final.Status != "incomplete" {
 		t.Fatalf("completed response %+v; deltas %q", final, text.String())
 	}
@@ -153,7 +165,11 @@ func TestResponsesErrors(t *testing.T) {
 	tests := []struct{ name, body, param string }{
 		{"no input", `{"model":"llama"}`, "input"},
 		{"empty input array", `{"model":"llama","input":[]}`, "input"},
-		{"unsupported item", `{"model":"llama","input":[{"type":"function_call_output","call_id":"c","output":"x"}]}`, "input"},
+		{
+			"unsupported item",
+			`{"model":"llama","input":[{"type":"function_call_output","call_id":"c","output":"x"}]}`,
+			"input",
+		},
 		{"message without role", `{"model":"llama","input":[{"content":"x"}]}`, "input"},
 		{"bad max_output_tokens", `{"model":"llama","input":"x","max_output_tokens":0}`, "max_output_tokens"},
 		{"previous response", `{"model":"llama","input":"x","previous_response_id":"resp_1"}`, "previous_response_id"},

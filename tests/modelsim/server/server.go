@@ -1,5 +1,6 @@
 // Package server is modelsim's HTTP front end: an OpenAI-compatible API (completions, chat
-// completions and responses, streaming and not; embeddings), /v1/models, health endpoints and Prometheus metrics with the
+// completions and responses, streaming and not; embeddings), /v1/models, health endpoints and Prometheus metrics with
+// the
 // names of vLLM, SGLang or TensorRT-LLM, all backed by a simulated engine running in real time
 // scaled by Config.TimeScale.
 package server
@@ -149,10 +150,10 @@ func (s *Server) drain(hs *http.Server, addr net.Addr) error {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", s.handleGenerate(false))
-	mux.HandleFunc("POST /v1/chat/completions", s.handleGenerate(true))
-	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
-	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("POST /v1/completions", echoTraceparent(s.handleGenerate(false)))
+	mux.HandleFunc("POST /v1/chat/completions", echoTraceparent(s.handleGenerate(true)))
+	mux.HandleFunc("POST /v1/embeddings", echoTraceparent(s.handleEmbeddings))
+	mux.HandleFunc("POST /v1/responses", echoTraceparent(s.handleResponses))
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /healthz", s.handleHealth)

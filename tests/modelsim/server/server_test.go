@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/poll"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/server"
 )
@@ -151,10 +154,18 @@ func TestStreaming(t *testing.T) {
 		wantUsage        bool
 	}{
 		{"completion", "/v1/completions", `{"model":"llama","prompt":"hello world","max_tokens":7,"stream":true}`, false},
-		{"completion with usage", "/v1/completions",
-			`{"model":"llama","prompt":"hello world","max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`, true},
-		{"chat with usage", "/v1/chat/completions",
-			`{"model":"llama","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`, true},
+		{
+			"completion with usage",
+			"/v1/completions",
+			`{"model":"llama","prompt":"hello world","max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`,
+			true,
+		},
+		{
+			"chat with usage",
+			"/v1/chat/completions",
+			`{"model":"llama","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`,
+			true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,8 +246,18 @@ func TestErrors(t *testing.T) {
 		{"no prompt", `{"model":"llama"}`, 400, "BadRequestError"},
 		{"zero max_tokens", `{"model":"llama","prompt":"x","max_tokens":0}`, 400, "BadRequestError"},
 		{"unknown model", `{"model":"gpt-9","prompt":"x"}`, 404, "NotFoundError"},
-		{"beyond max-model-len", `{"model":"llama","prompt":"` + strings.Repeat("a", 3000) + `","max_tokens":500}`, 400, "BadRequestError"},
-		{"body too large", `{"model":"llama","prompt":"` + strings.Repeat("a", 5000) + `"}`, 413, "RequestEntityTooLargeError"},
+		{
+			"beyond max-model-len",
+			`{"model":"llama","prompt":"` + strings.Repeat("a", 3000) + `","max_tokens":500}`,
+			400,
+			"BadRequestError",
+		},
+		{
+			"body too large",
+			`{"model":"llama","prompt":"` + strings.Repeat("a", 5000) + `"}`,
+			413,
+			"RequestEntityTooLargeError",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,7 +278,11 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	if resp, body := post(t, base+"/v1/completions", `{"model":"llama","prompt":"still serving","max_tokens":3}`); resp.StatusCode != 200 {
+	if resp, body := post(
+		t,
+		base+"/v1/completions",
+		`{"model":"llama","prompt":"still serving","max_tokens":3}`,
+	); resp.StatusCode != 200 {
 		t.Fatalf("server stopped serving after errors: %d %s", resp.StatusCode, body)
 	}
 }
@@ -359,17 +384,11 @@ func TestClientDisconnectCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.UntilState(t, 10*time.Second, func() (bool, string) {
 		snap := s.Snapshot()
-		if snap.Running == 0 && snap.Stats.Cancelled == 1 && snap.UsedBlocks == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request not cancelled after disconnect: running=%d cancelled=%d", snap.Running, snap.Stats.Cancelled)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return snap.Running == 0 && snap.Stats.Cancelled == 1 && snap.UsedBlocks == 0,
+			fmt.Sprintf("running=%d cancelled=%d used blocks=%d", snap.Running, snap.Stats.Cancelled, snap.UsedBlocks)
+	}, "the request cancelled after the disconnect")
 }
 
 func TestEmbeddings(t *testing.T) {

@@ -37,7 +37,11 @@ func TestRegistered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
-			c, err := framework.ParseConfig([]byte("apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: " + tt.typ + "\n"))
+			c, err := framework.ParseConfig(
+				[]byte(
+					"apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: " + tt.typ + "\n",
+				),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

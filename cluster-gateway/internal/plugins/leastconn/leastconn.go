@@ -58,22 +58,7 @@ var (
 // Factory builds a Picker from framework.WeightedPickerParams; with a Handle it drops the state
 // of endpoints that leave the set.
 func Factory(name string, raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
-	var p framework.WeightedPickerParams
-	if err := framework.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	var log *slog.Logger
-	if h != nil {
-		log = h.Logger()
-	}
-	pk, err := New(name, p, log)
-	if err != nil {
-		return nil, err
-	}
-	if h != nil {
-		h.OnRemove(func(string) { pk.retain(h.Endpoints()) })
-	}
-	return pk, nil
+	return framework.WeightedPickerFactory(name, raw, h, New, (*Picker).retain)
 }
 
 // New returns a picker with parameters p (defaults applied); log receives the warnings about
@@ -92,7 +77,12 @@ func (p *Picker) TypedName() framework.TypedName {
 }
 
 // Pick returns the k first candidates in the order and moves the chosen one behind its equals.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+func (p *Picker) Pick(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.ScoredEndpoint,
+) *framework.Result {
 	k := min(p.k, len(eps))
 	res := framework.NewResult(k)
 	if len(eps) == 0 {

@@ -22,7 +22,12 @@ func TestPickFewestInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Scores are ignored: the highest-scored endpoint has the most in flight.
-	res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 1, 0, 0, 9))
+	res := p.(framework.Picker).Pick(
+		context.Background(),
+		&framework.CycleState{},
+		&framework.Request{},
+		plugintest.Scored(eps, 1, 0, 0, 9),
+	)
 	got := ""
 	for _, e := range res.Targets {
 		got += e.Meta().Address
@@ -36,7 +41,12 @@ func TestPickSpreadsBurst(t *testing.T) {
 	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"), plugintest.NewEndpoint("c")}
 	p, _ := leastrequest.Factory("l", nil, nil)
 	for range 9 {
-		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 0, 0, 0))
+		res := p.(framework.Picker).Pick(
+			context.Background(),
+			&framework.CycleState{},
+			&framework.Request{},
+			plugintest.Scored(eps, 0, 0, 0),
+		)
 		res.Targets[0].(*plugintest.FakeEndpoint).AddInFlight(1)
 	}
 	for _, e := range eps {

@@ -43,7 +43,13 @@ func (s *Scorer) TypedName() framework.TypedName {
 }
 
 // Score writes each endpoint's adapter-residency score.
-func (s *Scorer) Score(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
+func (s *Scorer) Score(
+	_ context.Context,
+	_ *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+	scores []float64,
+) {
 	for i, e := range eps {
 		scores[i] = score(req.Adapter, e.Metrics())
 	}

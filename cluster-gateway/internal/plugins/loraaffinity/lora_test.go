@@ -36,7 +36,13 @@ func TestScore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scores := make([]float64, 1)
-			p.(framework.Scorer).Score(context.Background(), &framework.CycleState{}, &framework.Request{Adapter: tt.adapter}, []framework.Endpoint{tt.ep}, scores)
+			p.(framework.Scorer).Score(
+				context.Background(),
+				&framework.CycleState{},
+				&framework.Request{Adapter: tt.adapter},
+				[]framework.Endpoint{tt.ep},
+				scores,
+			)
 			if scores[0] != tt.want {
 				t.Fatalf("score = %v, want %v", scores[0], tt.want)
 			}

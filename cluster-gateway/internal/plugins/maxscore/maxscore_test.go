@@ -29,7 +29,12 @@ func TestPick(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 2.5, 0.1, 3, 1))
+			res := p.(framework.Picker).Pick(
+				context.Background(),
+				&framework.CycleState{},
+				&framework.Request{},
+				plugintest.Scored(eps, 2.5, 0.1, 3, 1),
+			)
 			if len(res.Targets) != len(tt.want) {
 				t.Fatalf("targets = %v, want %v", res.Targets, tt.want)
 			}

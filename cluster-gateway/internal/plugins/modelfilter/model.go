@@ -52,7 +52,12 @@ func (f *Filter) TypedName() framework.TypedName {
 }
 
 // Filter compacts eps in place to the endpoints serving the request's model.
-func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+func (f *Filter) Filter(
+	_ context.Context,
+	_ *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	model := req.Model
 	if req.Adapter != "" {
 		model = req.Adapter

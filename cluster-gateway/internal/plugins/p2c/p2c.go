@@ -132,7 +132,12 @@ func (p *Picker) TypedName() framework.TypedName {
 
 // Pick chooses by power of two choices when the candidates' weights are equal, by the
 // load-scaled weighted schedule otherwise.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+func (p *Picker) Pick(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.ScoredEndpoint,
+) *framework.Result {
 	k := min(p.k, len(eps))
 	res := framework.NewResult(k)
 	if len(eps) == 0 {
@@ -183,7 +188,12 @@ func (p *Picker) choices(eps []framework.ScoredEndpoint, k int, res *framework.R
 // its load now; the fallbacks are the next earliest. A candidate not in the schedule yet (new, or
 // back after being left out of the candidates, so behind the schedule's time) joins it 1/w from
 // now.
-func (p *Picker) schedule(eps []framework.ScoredEndpoint, sts []*framework.Weighted[slot], k int, res *framework.Result) *framework.Result {
+func (p *Picker) schedule(
+	eps []framework.ScoredEndpoint,
+	sts []*framework.Weighted[slot],
+	k int,
+	res *framework.Result,
+) *framework.Result {
 	for i, st := range sts {
 		if !st.State.queued || st.State.deadline < p.clock {
 			p.enqueue(st, eps[i].Endpoint, p.clock)

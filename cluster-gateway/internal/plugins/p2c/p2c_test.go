@@ -228,7 +228,10 @@ func BenchmarkPick(b *testing.B) {
 					if weighted {
 						w = fmt.Sprint(1 + i%4)
 					}
-					e := plugintest.NewLabeledEndpoint(fmt.Sprintf("10.0.%d.%d:8000", i/256, i%256), map[string]string{framework.DefaultWeightLabel: w})
+					e := plugintest.NewLabeledEndpoint(
+						fmt.Sprintf("10.0.%d.%d:8000", i/256, i%256),
+						map[string]string{framework.DefaultWeightLabel: w},
+					)
 					e.AddInFlight(int64(i % 7))
 					eps = append(eps, e)
 				}

@@ -30,7 +30,10 @@ func TestFakeMatchesDatastoreEndpoint(t *testing.T) {
 		{"new", func(settable) {}},
 		{"scraped", func(e settable) { e.SetMetrics(&framework.Metrics{WaitingQueue: 2, ScrapedAt: at}) }},
 		{"sent 3", func(e settable) { e.AddInFlight(3) }},
-		{"scraped again", func(e settable) { e.SetMetrics(&framework.Metrics{WaitingQueue: 5, ScrapedAt: at.Add(time.Second)}) }},
+		{
+			"scraped again",
+			func(e settable) { e.SetMetrics(&framework.Metrics{WaitingQueue: 5, ScrapedAt: at.Add(time.Second)}) },
+		},
 		{"2 finished", func(e settable) { e.AddInFlight(-2) }},
 		{"sent 4", func(e settable) { e.AddInFlight(4) }},
 		{"scrape failed", func(e settable) { e.RecordScrapeFailure() }},

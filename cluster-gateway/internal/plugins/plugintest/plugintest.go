@@ -129,7 +129,10 @@ func Scored(eps []framework.Endpoint, scores ...float64) []framework.ScoredEndpo
 func WeightedEndpoints(weights ...float64) []*FakeEndpoint {
 	out := make([]*FakeEndpoint, len(weights))
 	for i, w := range weights {
-		out[i] = NewLabeledEndpoint(string(rune('a'+i)), map[string]string{framework.DefaultWeightLabel: strconv.FormatFloat(w, 'g', -1, 64)})
+		out[i] = NewLabeledEndpoint(
+			string(rune('a'+i)),
+			map[string]string{framework.DefaultWeightLabel: strconv.FormatFloat(w, 'g', -1, 64)},
+		)
 	}
 	return out
 }

@@ -64,7 +64,13 @@ func (s *Scorer) estimate(e framework.Endpoint, st *pod, prior *speed, req reque
 // sizes the requests whose size is unknown, and the pod works through this gateway's own at drain
 // tokens per second (0: not measured yet, so none of their tokens is assumed done: with a guessed
 // rate, a slow pod's backlog would melt on paper and draw more requests).
-func (s *Scorer) backlog(e framework.Endpoint, st *pod, m *framework.Metrics, avg, drain float64, now time.Time) (ahead, tokens float64) {
+func (s *Scorer) backlog(
+	e framework.Endpoint,
+	st *pod,
+	m *framework.Metrics,
+	avg, drain float64,
+	now time.Time,
+) (ahead, tokens float64) {
 	waiting, running, sent := 0, 0, 0
 	if m != nil {
 		waiting, running = m.WaitingQueue, m.Running

@@ -72,7 +72,12 @@ func TestAdapterWait(t *testing.T) {
 		{"base model", "", &framework.Metrics{}, 0},
 		{"active", "a", &framework.Metrics{ActiveAdapters: []string{"a"}, MaxLoRA: 1}, 0},
 		{"free slot", "a", &framework.Metrics{ActiveAdapters: []string{"b"}, MaxLoRA: 2}, 0.1},
-		{"slots full", "a", &framework.Metrics{ActiveAdapters: []string{"b"}, WaitingAdapters: []string{"c"}, MaxLoRA: 2}, 0.2},
+		{
+			"slots full",
+			"a",
+			&framework.Metrics{ActiveAdapters: []string{"b"}, WaitingAdapters: []string{"c"}, MaxLoRA: 2},
+			0.2,
+		},
 	}
 	for _, tt := range tests {
 		if got := s.adapterWait(tt.adapter, tt.m); math.Abs(got-tt.want) > 1e-9 {
@@ -152,10 +157,31 @@ func TestStepFollowsObservedBatchSlope(t *testing.T) {
 		want          float64 // seconds; 0: the learned ITL
 		wantFlatSlope bool
 	}{
-		{"steep: ITL 8→15 ms over 64", func(b float64) float64 { return 0.008 + 0.007*(b-1)/63 }, []float64{1, 8, 16, 32, 48, 64}, 64, 0.015, false},
-		{"nearly flat: 6 µs per request", func(b float64) float64 { return 0.0091 + 6e-6*b }, []float64{1, 8, 16, 32, 48, 64}, 64, 0.0091 + 64*6e-6, false},
+		{
+			"steep: ITL 8→15 ms over 64",
+			func(b float64) float64 { return 0.008 + 0.007*(b-1)/63 },
+			[]float64{1, 8, 16, 32, 48, 64},
+			64,
+			0.015,
+			false,
+		},
+		{
+			"nearly flat: 6 µs per request",
+			func(b float64) float64 { return 0.0091 + 6e-6*b },
+			[]float64{1, 8, 16, 32, 48, 64},
+			64,
+			0.0091 + 64*6e-6,
+			false,
+		},
 		{"never varied: the learned ITL", func(b float64) float64 { return 0.012 }, []float64{30, 30.5, 30}, 64, 0, true},
-		{"decreasing: no negative slope", func(b float64) float64 { return 0.020 - 0.0002*b }, []float64{1, 16, 32, 64}, 0, 0, true},
+		{
+			"decreasing: no negative slope",
+			func(b float64) float64 { return 0.020 - 0.0002*b },
+			[]float64{1, 16, 32, 64},
+			0,
+			0,
+			true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

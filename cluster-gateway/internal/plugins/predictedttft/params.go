@@ -35,7 +35,13 @@ type Config struct {
 // DefaultConfig returns overhead 5ms, prior prefill 10,000 tokens/s, prior ITL 20ms, alpha 0.2,
 // adapter load 100ms.
 func DefaultConfig() Config {
-	return Config{Overhead: 5 * time.Millisecond, PriorPrefill: 10000, PriorITL: 20 * time.Millisecond, Alpha: 0.2, AdapterLoad: 100 * time.Millisecond}
+	return Config{
+		Overhead:     5 * time.Millisecond,
+		PriorPrefill: 10000,
+		PriorITL:     20 * time.Millisecond,
+		Alpha:        0.2,
+		AdapterLoad:  100 * time.Millisecond,
+	}
 }
 
 func (p Params) config() (Config, error) {

@@ -83,7 +83,13 @@ func Factory(name string, params json.RawMessage, h framework.Handle) (framework
 
 // New returns a Scorer with a validated cfg and clock now.
 func New(name string, cfg Config, now func() time.Time) *Scorer {
-	s := &Scorer{name: name, cfg: cfg, now: now, pods: make(map[*framework.EndpointMeta]*pod), pending: framework.NewPendingMap[dispatch](4096)}
+	s := &Scorer{
+		name:    name,
+		cfg:     cfg,
+		now:     now,
+		pods:    make(map[*framework.EndpointMeta]*pod),
+		pending: framework.NewPendingMap[dispatch](4096),
+	}
 	s.prior.Store(&speed{prefill: cfg.PriorPrefill, itl: cfg.PriorITL.Seconds()})
 	return s
 }
@@ -94,7 +100,13 @@ func (s *Scorer) TypedName() framework.TypedName {
 }
 
 // Score writes best/own predicted TTFT per endpoint.
-func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
+func (s *Scorer) Score(
+	_ context.Context,
+	cs *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+	scores []float64,
+) {
 	m := framework.ReadPrefixMatch(cs)
 	aligned := m != nil && len(m.Blocks) == len(eps)
 	prior := s.prior.Load()
@@ -166,7 +178,19 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	est := s.estimate(e, st, s.prior.Load(), request{req.PromptTokens, cached, req.Adapter, now})
 	seq := st.dispatched(now)
 	st.enqueue(est.Uncached, now)
-	s.pending.Put(req, dispatch{ep: e, at: now, ahead: est.Ahead, wait: est.Wait, uncached: est.Uncached, total: est.Total, seq: seq, batch: -1})
+	s.pending.Put(
+		req,
+		dispatch{
+			ep:       e,
+			at:       now,
+			ahead:    est.Ahead,
+			wait:     est.Wait,
+			uncached: est.Uncached,
+			total:    est.Total,
+			seq:      seq,
+			batch:    -1,
+		},
+	)
 }
 
 func (s *Scorer) podFor(e framework.Endpoint) *pod {

@@ -39,7 +39,13 @@ func newFixture(t testing.TB, n int) *fixture {
 
 func (f *fixture) scores(prompt int) []float64 {
 	out := make([]float64, len(f.eps))
-	f.s.Score(context.Background(), &framework.CycleState{Now: f.h.Now()}, &framework.Request{PromptTokens: prompt}, f.eps, out)
+	f.s.Score(
+		context.Background(),
+		&framework.CycleState{Now: f.h.Now()},
+		&framework.Request{PromptTokens: prompt},
+		f.eps,
+		out,
+	)
 	return out
 }
 
@@ -47,7 +53,11 @@ func (f *fixture) scores(prompt int) []float64 {
 func (f *fixture) serve(i, prompt int, ttft, itl time.Duration) {
 	req := &framework.Request{PromptTokens: prompt}
 	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: []framework.Endpoint{f.eps[i]}})
-	f.s.FirstToken(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[i], Status: 200, TTFT: ttft, CachedTokens: -1})
+	f.s.FirstToken(
+		context.Background(),
+		req,
+		&framework.ResponseInfo{Endpoint: f.eps[i], Status: 200, TTFT: ttft, CachedTokens: -1},
+	)
 	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{
 		Endpoint: f.eps[i], Status: 200, TTFT: ttft, MeanITL: itl, OutputTokens: 100, PromptTokens: prompt, CachedTokens: -1,
 	})
@@ -103,7 +113,8 @@ func TestLearnsPerPodSpeed(t *testing.T) {
 		t.Fatalf("scores %v: an unmeasured pod must get the fleet's mean (between fast and slow)", s)
 	}
 	fast, slow := f.s.Predict(f.eps[0], 1000, 0), f.s.Predict(f.eps[1], 1000, 0)
-	if fast < 20*time.Millisecond || fast > 100*time.Millisecond || slow < 300*time.Millisecond || slow > 1200*time.Millisecond {
+	if fast < 20*time.Millisecond || fast > 100*time.Millisecond || slow < 300*time.Millisecond ||
+		slow > 1200*time.Millisecond {
 		t.Fatalf("predicted TTFT fast %v slow %v, want near the observed 60ms and 600ms", fast, slow)
 	}
 }
@@ -112,7 +123,11 @@ func TestFailedResponsesTeachNothing(t *testing.T) {
 	f := newFixture(t, 2)
 	req := &framework.Request{PromptTokens: 1000}
 	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: f.eps[:1]})
-	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 503, TTFT: 5 * time.Second})
+	f.s.PostResponse(
+		context.Background(),
+		req,
+		&framework.ResponseInfo{Endpoint: f.eps[0], Status: 503, TTFT: 5 * time.Second},
+	)
 	f.h.Advance(time.Hour) // the dispatch no longer counts as load
 	plugintest.SetLoad(f.fakes[0], 0, 0, 0, f.h.Now())
 	plugintest.SetLoad(f.fakes[1], 0, 0, 0, f.h.Now())
@@ -170,7 +185,11 @@ func TestPrefillBacklogFromFirstTokens(t *testing.T) {
 	f.s.PreRequest(context.Background(), long, &framework.Result{Targets: f.eps[:1]})
 	f.fakes[0].AddInFlight(1)
 	before := f.s.Predict(f.eps[0], 1000, 0)
-	f.s.FirstToken(context.Background(), long, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 200 * time.Millisecond, CachedTokens: -1})
+	f.s.FirstToken(
+		context.Background(),
+		long,
+		&framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 200 * time.Millisecond, CachedTokens: -1},
+	)
 	after := f.s.Predict(f.eps[0], 1000, 0)
 	if before-after < 50*time.Millisecond {
 		t.Fatalf("prediction %v before the long request's first token, %v after: its backlog was not counted", before, after)
@@ -182,7 +201,11 @@ func TestRetryOnFallbackTeachesNothing(t *testing.T) {
 	req := &framework.Request{PromptTokens: 1000}
 	f.s.PreRequest(context.Background(), req, &framework.Result{Targets: f.eps})
 	// The answer came from the fallback (eps[1]), not the endpoint the prediction was for.
-	f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[1], Status: 200, TTFT: 5 * time.Second, PromptTokens: 1000, CachedTokens: -1})
+	f.s.PostResponse(
+		context.Background(),
+		req,
+		&framework.ResponseInfo{Endpoint: f.eps[1], Status: 200, TTFT: 5 * time.Second, PromptTokens: 1000, CachedTokens: -1},
+	)
 	f.h.Advance(time.Hour)
 	for _, e := range f.fakes {
 		plugintest.SetLoad(e, 0, 0, 0, f.h.Now())
@@ -203,7 +226,11 @@ func TestBacklogDrainsWhileWaiting(t *testing.T) {
 		r := &framework.Request{PromptTokens: 1000}
 		f.s.PreRequest(ctx, r, &framework.Result{Targets: f.eps})
 		f.h.Advance(60 * time.Millisecond)
-		f.s.FirstToken(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, CachedTokens: -1})
+		f.s.FirstToken(
+			ctx,
+			r,
+			&framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, CachedTokens: -1},
+		)
 		f.s.PostResponse(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond,
 			MeanITL: 10 * time.Millisecond, OutputTokens: 100, PromptTokens: 1000, CachedTokens: -1})
 		f.h.Advance(time.Second)
@@ -220,8 +247,22 @@ func TestBacklogDrainsWhileWaiting(t *testing.T) {
 		}
 		for _, r := range reqs {
 			f.h.Advance(250 * time.Millisecond)
-			f.s.FirstToken(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, CachedTokens: -1})
-			f.s.PostResponse(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, PromptTokens: 1000, CachedTokens: -1})
+			f.s.FirstToken(
+				ctx,
+				r,
+				&framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 60 * time.Millisecond, CachedTokens: -1},
+			)
+			f.s.PostResponse(
+				ctx,
+				r,
+				&framework.ResponseInfo{
+					Endpoint:     f.eps[0],
+					Status:       200,
+					TTFT:         60 * time.Millisecond,
+					PromptTokens: 1000,
+					CachedTokens: -1,
+				},
+			)
 			f.fakes[0].AddInFlight(-1)
 		}
 		f.h.Advance(time.Second)
@@ -287,9 +328,19 @@ func TestBatchSentTogetherIsNotASlowPod(t *testing.T) {
 	}
 	f.h.Advance(350 * time.Millisecond)
 	for _, r := range reqs {
-		f.s.FirstToken(ctx, r, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 350 * time.Millisecond, CachedTokens: -1})
+		f.s.FirstToken(
+			ctx,
+			r,
+			&framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 350 * time.Millisecond, CachedTokens: -1},
+		)
 		f.s.PostResponse(ctx, r, &framework.ResponseInfo{
-			Endpoint: f.eps[0], Status: 200, TTFT: 350 * time.Millisecond, MeanITL: 10 * time.Millisecond, OutputTokens: 100, PromptTokens: 1000, CachedTokens: -1,
+			Endpoint:     f.eps[0],
+			Status:       200,
+			TTFT:         350 * time.Millisecond,
+			MeanITL:      10 * time.Millisecond,
+			OutputTokens: 100,
+			PromptTokens: 1000,
+			CachedTokens: -1,
 		})
 		f.fakes[0].AddInFlight(-1)
 	}

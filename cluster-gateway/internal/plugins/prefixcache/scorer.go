@@ -92,7 +92,8 @@ func New(name string, p Params) (*Scorer, error) {
 }
 
 func warnBlockSize(log *slog.Logger, name string, p Params) {
-	if (p.BlockSizeTokens != 0 && p.BlockSizeTokens != TokensPerBlock) || (p.BlockSize != 0 && p.BlockSize != prefix.BlockSize) {
+	if (p.BlockSizeTokens != 0 && p.BlockSizeTokens != TokensPerBlock) ||
+		(p.BlockSize != 0 && p.BlockSize != prefix.BlockSize) {
 		log.Warn("prefix block size parameter ignored: blocks are 64 bytes (~16 tokens) by the shared hashing contract",
 			"plugin", name, "blockSizeTokens", p.BlockSizeTokens, "blockSize", p.BlockSize)
 	}
@@ -115,7 +116,13 @@ func (s *Scorer) hashes(req *framework.Request) []uint64 {
 }
 
 // Score writes matched/total blocks per endpoint and stores the *Match under StateKey.
-func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
+func (s *Scorer) Score(
+	_ context.Context,
+	cs *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+	scores []float64,
+) {
 	hashes := s.hashes(req)
 	m := framework.NewPrefixMatch()
 	m.Total = len(hashes)

@@ -24,7 +24,11 @@ func prompt(shared, blocks int, tag string) *framework.Request {
 		}
 		fmt.Fprintf(&b, "%-64s", fmt.Sprintf("%s block %d", src, i))
 	}
-	return &framework.Request{Model: "m", PromptTokens: blocks * 16, PrefixHashes: prefix.Hashes(nil, "m", []byte(b.String()), 0)}
+	return &framework.Request{
+		Model:        "m",
+		PromptTokens: blocks * 16,
+		PrefixHashes: prefix.Hashes(nil, "m", []byte(b.String()), 0),
+	}
 }
 
 type fixture struct {
@@ -71,7 +75,12 @@ func TestScoreLearnsFromRouting(t *testing.T) {
 		{"nothing routed", nil, prompt(4, 8, "q"), []float64{0, 0, 0}},
 		{"same prompt", []*framework.Request{prompt(8, 8, "a")}, prompt(8, 8, "a"), []float64{1, 0, 0}},
 		{"shared half", []*framework.Request{prompt(4, 8, "a")}, prompt(4, 8, "b"), []float64{0.5, 0, 0}},
-		{"longest prefix wins", []*framework.Request{prompt(2, 8, "a"), prompt(6, 8, "b")}, prompt(8, 8, "c"), []float64{0.25, 0.75, 0}},
+		{
+			"longest prefix wins",
+			[]*framework.Request{prompt(2, 8, "a"), prompt(6, 8, "b")},
+			prompt(8, 8, "c"),
+			[]float64{0.25, 0.75, 0},
+		},
 		{"different first block", []*framework.Request{prompt(0, 8, "x")}, prompt(8, 8, "y"), []float64{0, 0, 0}},
 	}
 	for _, tt := range tests {
@@ -149,7 +158,11 @@ func TestCachedTokensCorrectTheIndex(t *testing.T) {
 	// than the index believes, so its oldest entries go.
 	req := prompt(0, 8, "p39")
 	f.route(req, 0)
-	f.s.PostResponse(ctx, req, &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, CachedTokens: 0, PromptTokens: 128})
+	f.s.PostResponse(
+		ctx,
+		req,
+		&framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, CachedTokens: 0, PromptTokens: 128},
+	)
 	if got := f.score(prompt(0, 8, "p0")); got[0] != 0 {
 		t.Fatalf("oldest prompt still scores %v after a miss shrank the index", got[0])
 	}
@@ -187,7 +200,11 @@ func TestConcurrentUse(t *testing.T) {
 				req := prompt(4, 8, fmt.Sprint(g, i))
 				f.score(req)
 				f.route(req, i%3)
-				f.s.PostResponse(context.Background(), req, &framework.ResponseInfo{Endpoint: f.eps[i%3], Status: 200, CachedTokens: i % 100})
+				f.s.PostResponse(
+					context.Background(),
+					req,
+					&framework.ResponseInfo{Endpoint: f.eps[i%3], Status: 200, CachedTokens: i % 100},
+				)
 			}
 		}()
 	}

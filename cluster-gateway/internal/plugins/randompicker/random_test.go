@@ -10,14 +10,24 @@ import (
 )
 
 func TestPickUniformDistinct(t *testing.T) {
-	eps := []framework.Endpoint{plugintest.NewEndpoint("a"), plugintest.NewEndpoint("b"), plugintest.NewEndpoint("c"), plugintest.NewEndpoint("d")}
+	eps := []framework.Endpoint{
+		plugintest.NewEndpoint("a"),
+		plugintest.NewEndpoint("b"),
+		plugintest.NewEndpoint("c"),
+		plugintest.NewEndpoint("d"),
+	}
 	p, err := randompicker.Factory("r", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
 	for range 4000 {
-		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 9, 0, 0, 0))
+		res := p.(framework.Picker).Pick(
+			context.Background(),
+			&framework.CycleState{},
+			&framework.Request{},
+			plugintest.Scored(eps, 9, 0, 0, 0),
+		)
 		if len(res.Targets) != 3 {
 			t.Fatalf("%d targets, want 3", len(res.Targets))
 		}

@@ -41,7 +41,12 @@ func (p *Picker) TypedName() framework.TypedName {
 }
 
 // Pick returns the next endpoint in the rotation and the ones after it.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+func (p *Picker) Pick(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.ScoredEndpoint,
+) *framework.Result {
 	n := len(eps)
 	k := min(p.k, n)
 	res := framework.NewResult(k)

@@ -18,7 +18,12 @@ func TestRotation(t *testing.T) {
 	}
 	var firsts []string
 	for range 7 {
-		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, 0, 5, 0))
+		res := p.(framework.Picker).Pick(
+			context.Background(),
+			&framework.CycleState{},
+			&framework.Request{},
+			plugintest.Scored(eps, 0, 5, 0),
+		)
 		var all []string
 		for _, e := range res.Targets {
 			all = append(all, e.Meta().Address)
@@ -31,7 +36,14 @@ func TestRotation(t *testing.T) {
 	if got := strings.Join(firsts, ""); got != "abcabca" {
 		t.Fatalf("rotation %q, want abcabca (scores ignored)", got)
 	}
-	if res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, nil); len(res.Targets) != 0 {
+	if res := p.(framework.Picker).Pick(
+		context.Background(),
+		&framework.CycleState{},
+		&framework.Request{},
+		nil,
+	); len(
+		res.Targets,
+	) != 0 {
 		t.Fatal("targets from no candidates")
 	}
 }

@@ -41,7 +41,12 @@ func (u *Utilization) TypedName() framework.TypedName {
 }
 
 // Filter keeps unsaturated endpoints, or every endpoint when none is unsaturated.
-func (u *Utilization) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+func (u *Utilization) Filter(
+	_ context.Context,
+	cs *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	return keepOrAll(eps, func(e framework.Endpoint) bool { return !u.t.Saturated(e, cs.Now) })
 }
 
@@ -119,7 +124,12 @@ func (c *Concurrency) TypedName() framework.TypedName {
 }
 
 // Filter keeps endpoints under maxConcurrency*(1+headroom) in flight, or all when none is.
-func (c *Concurrency) Filter(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+func (c *Concurrency) Filter(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	return keepOrAll(eps, func(e framework.Endpoint) bool { return !c.limit.Saturated(e) })
 }
 

@@ -80,7 +80,12 @@ func (f *Filter) RemovesSaturated() {}
 
 // Filter compacts eps in place to the unsaturated endpoints; with the pool scope, while any is
 // unsaturated, to those saturated by their queue depth alone as well.
-func (f *Filter) Filter(_ context.Context, cs *framework.CycleState, _ *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+func (f *Filter) Filter(
+	_ context.Context,
+	cs *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	out := eps[:0]
 	room := false // a kept endpoint's queue is under the threshold
 	for _, e := range eps {

@@ -98,15 +98,40 @@ func TestSaturationFilter(t *testing.T) {
 		// unsaturated; KV, staleness and ejection still drop it.
 		{"pool scope", `{"queueDepthScope": "pool"}`, all, "idle queue4 queue5"},
 		{"pool scope, queues only", `{"queueDepthScope": "pool"}`, []string{"queue5", "queue4"}, "queue5 queue4"},
-		{"pool scope, nothing unsaturated", `{"queueDepthScope": "pool"}`, []string{"queue5", "kv80", "stale", "ejected"}, ""},
-		{"pool scope, threshold applies", `{"queueDepthScope": "pool", "queueDepthThreshold": 4}`, []string{"queue5", "queue4"}, ""},
+		{
+			"pool scope, nothing unsaturated",
+			`{"queueDepthScope": "pool"}`,
+			[]string{"queue5", "kv80", "stale", "ejected"},
+			"",
+		},
+		{
+			"pool scope, threshold applies",
+			`{"queueDepthScope": "pool", "queueDepthThreshold": 4}`,
+			[]string{"queue5", "queue4"},
+			"",
+		},
 		// Counting what was sent since the scrape: 2 scraped + 3 sent reaches 5; sends that
 		// finished are not counted, nor sends to a pod whose scrape showed no queue (it had room
 		// to start them).
 		{"sent not counted", "", []string{"queue2+sent3", "queue4+sent2-done2"}, "queue2+sent3 queue4+sent2-done2"},
-		{"sent counted", `{"countSentSinceScrape": true}`, []string{"queue2+sent3", "queue4+sent2-done2", "queue0+sent6", "idle"}, "queue4+sent2-done2 queue0+sent6 idle"},
-		{"sent counted, pool scope, all full", `{"countSentSinceScrape": true, "queueDepthScope": "pool"}`, []string{"queue2+sent3", "queue5"}, ""},
-		{"sent counted, pool scope, one with room", `{"countSentSinceScrape": true, "queueDepthScope": "pool"}`, []string{"queue2+sent3", "queue4+sent2-done2"}, "queue2+sent3 queue4+sent2-done2"},
+		{
+			"sent counted",
+			`{"countSentSinceScrape": true}`,
+			[]string{"queue2+sent3", "queue4+sent2-done2", "queue0+sent6", "idle"},
+			"queue4+sent2-done2 queue0+sent6 idle",
+		},
+		{
+			"sent counted, pool scope, all full",
+			`{"countSentSinceScrape": true, "queueDepthScope": "pool"}`,
+			[]string{"queue2+sent3", "queue5"},
+			"",
+		},
+		{
+			"sent counted, pool scope, one with room",
+			`{"countSentSinceScrape": true, "queueDepthScope": "pool"}`,
+			[]string{"queue2+sent3", "queue4+sent2-done2"},
+			"queue2+sent3 queue4+sent2-done2",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,10 +182,20 @@ func TestConcurrencyDetector(t *testing.T) {
 	a.AddInFlight(2)
 	eps := []framework.Endpoint{a, b}
 	cs := &framework.CycleState{Now: now}
-	if got := d.(framework.Filter).Filter(context.Background(), cs, &framework.Request{}, eps); len(got) != 1 || got[0] != b {
+	if got := d.(framework.Filter).Filter(
+		context.Background(),
+		cs,
+		&framework.Request{},
+		eps,
+	); len(got) != 1 ||
+		got[0] != b {
 		t.Fatalf("kept %v, want only the endpoint under the limit", got)
 	}
-	if got := d.(framework.SaturationDetector).Saturation(context.Background(), cs, []framework.Endpoint{a, b}); got != 0.5 {
+	if got := d.(framework.SaturationDetector).Saturation(
+		context.Background(),
+		cs,
+		[]framework.Endpoint{a, b},
+	); got != 0.5 {
 		t.Fatalf("saturation = %v, want 0.5", got)
 	}
 }
@@ -200,14 +235,27 @@ func TestPluginsUseTheOneDefinition(t *testing.T) {
 	filter := newPlugin(t, saturation.FilterFactory, "").(framework.Filter)
 	detector := newPlugin(t, saturation.UtilizationFactory, "")
 	cs := &framework.CycleState{Now: now}
-	names := []string{"idle", "queue4", "queue5", "kv80", "stale", "scrape-failing", "no-metrics", "ejected", "queue2+sent3"}
+	names := []string{
+		"idle",
+		"queue4",
+		"queue5",
+		"kv80",
+		"stale",
+		"scrape-failing",
+		"no-metrics",
+		"ejected",
+		"queue2+sent3",
+	}
 	var all []framework.Endpoint
 	for _, name := range names {
 		e := state(name)
 		all = append(all, e)
 		want := !def.Saturated(e, now)
 		for pl, f := range map[string]framework.Filter{"saturation-filter": filter, "utilization-detector": detector.(framework.Filter)} {
-			if kept := len(f.Filter(context.Background(), cs, &framework.Request{}, []framework.Endpoint{e})) == 1; kept != want && (want || pl == "saturation-filter") {
+			if kept := len(
+				f.Filter(context.Background(), cs, &framework.Request{}, []framework.Endpoint{e}),
+			) == 1; kept != want &&
+				(want || pl == "saturation-filter") {
 				// utilization-detector keeps a lone saturated endpoint (it never empties the set).
 				t.Errorf("%s on %s: kept %v, the definition says unsaturated %v", pl, name, kept, want)
 			}

@@ -166,7 +166,13 @@ func (s *Scorer) Key(tenant, sessionID string) uint64 {
 
 // Score writes 1 for the endpoint that served req's session last when it has room, 0 for every
 // other endpoint (and for all of them when the request has no known session).
-func (s *Scorer) Score(_ context.Context, cs *framework.CycleState, req *framework.Request, eps []framework.Endpoint, scores []float64) {
+func (s *Scorer) Score(
+	_ context.Context,
+	cs *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+	scores []float64,
+) {
 	clear(scores)
 	if req.SessionID == "" {
 		return

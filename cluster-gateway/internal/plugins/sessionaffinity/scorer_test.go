@@ -49,7 +49,13 @@ func (f *fixture) scores(tenant, sid string) string {
 	for i := range sc {
 		sc[i] = 7 // the scorer must overwrite every score
 	}
-	f.s.Score(context.Background(), &framework.CycleState{Now: f.h.Now()}, &framework.Request{Tenant: tenant, SessionID: sid}, eps, sc)
+	f.s.Score(
+		context.Background(),
+		&framework.CycleState{Now: f.h.Now()},
+		&framework.Request{Tenant: tenant, SessionID: sid},
+		eps,
+		sc,
+	)
 	var out strings.Builder
 	for i, v := range sc {
 		switch v {
@@ -223,8 +229,13 @@ switchyard_gateway_session_affinity_evictions_total{plugin="sa",reason="expired"
 # TYPE switchyard_gateway_session_affinity_sessions gauge
 switchyard_gateway_session_affinity_sessions{plugin="sa"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "switchyard_gateway_session_affinity_decisions_total",
-		"switchyard_gateway_session_affinity_evictions_total", "switchyard_gateway_session_affinity_sessions"); err != nil {
+	if err := testutil.GatherAndCompare(
+		reg,
+		strings.NewReader(want),
+		"switchyard_gateway_session_affinity_decisions_total",
+		"switchyard_gateway_session_affinity_evictions_total",
+		"switchyard_gateway_session_affinity_sessions",
+	); err != nil {
 		t.Fatal(err)
 	}
 	f.serve("", "s3", "a")

@@ -37,7 +37,12 @@ func (f *Filter) TypedName() framework.TypedName {
 }
 
 // Filter compacts eps in place to the hinted addresses.
-func (f *Filter) Filter(_ context.Context, _ *framework.CycleState, req *framework.Request, eps []framework.Endpoint) []framework.Endpoint {
+func (f *Filter) Filter(
+	_ context.Context,
+	_ *framework.CycleState,
+	req *framework.Request,
+	eps []framework.Endpoint,
+) []framework.Endpoint {
 	if len(req.SubsetHint) == 0 {
 		return eps
 	}

@@ -27,7 +27,8 @@ func TestFilter(t *testing.T) {
 				plugintest.NewEndpoint("10.0.0.2:80"),
 				plugintest.NewEndpoint("10.0.0.3:80"),
 			}
-			got := subsethint.New("s").Filter(context.Background(), &framework.CycleState{}, &framework.Request{SubsetHint: tt.hint}, eps)
+			got := subsethint.New("s").
+				Filter(context.Background(), &framework.CycleState{}, &framework.Request{SubsetHint: tt.hint}, eps)
 			var addrs []string
 			for _, e := range got {
 				addrs = append(addrs, e.Meta().Address)

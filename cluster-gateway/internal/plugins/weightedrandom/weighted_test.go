@@ -19,7 +19,12 @@ func pickCounts(t *testing.T, scores ...float64) map[string]int {
 	}
 	counts := map[string]int{}
 	for range 6000 {
-		res := p.(framework.Picker).Pick(context.Background(), &framework.CycleState{}, &framework.Request{}, plugintest.Scored(eps, scores...))
+		res := p.(framework.Picker).Pick(
+			context.Background(),
+			&framework.CycleState{},
+			&framework.Request{},
+			plugintest.Scored(eps, scores...),
+		)
 		counts[res.Targets[0].Meta().Address]++
 	}
 	return counts

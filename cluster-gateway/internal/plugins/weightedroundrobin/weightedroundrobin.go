@@ -40,22 +40,7 @@ var _ framework.Picker = (*Picker)(nil)
 // Factory builds a Picker from framework.WeightedPickerParams; with a Handle it drops the state
 // of endpoints that leave the set.
 func Factory(name string, raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
-	var p framework.WeightedPickerParams
-	if err := framework.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	var log *slog.Logger
-	if h != nil {
-		log = h.Logger()
-	}
-	pk, err := New(name, p, log)
-	if err != nil {
-		return nil, err
-	}
-	if h != nil {
-		h.OnRemove(func(string) { pk.retain(h.Endpoints()) })
-	}
-	return pk, nil
+	return framework.WeightedPickerFactory(name, raw, h, New, (*Picker).retain)
 }
 
 // New returns a picker with parameters p (defaults applied); log receives the warnings about
@@ -65,7 +50,11 @@ func New(name string, p framework.WeightedPickerParams, log *slog.Logger) (*Pick
 	if err != nil {
 		return nil, err
 	}
-	return &Picker{name: name, k: p.MaxNumOfEndpoints, pods: framework.NewWeightedStates[float64](p.WeightParams, log)}, nil
+	return &Picker{
+		name: name,
+		k:    p.MaxNumOfEndpoints,
+		pods: framework.NewWeightedStates[float64](p.WeightParams, log),
+	}, nil
 }
 
 // TypedName returns the plugin's type and name.
@@ -75,7 +64,12 @@ func (p *Picker) TypedName() framework.TypedName {
 
 // Pick advances the rotation over the candidates and returns the chosen endpoint, then the
 // fallbacks by current value.
-func (p *Picker) Pick(_ context.Context, _ *framework.CycleState, _ *framework.Request, eps []framework.ScoredEndpoint) *framework.Result {
+func (p *Picker) Pick(
+	_ context.Context,
+	_ *framework.CycleState,
+	_ *framework.Request,
+	eps []framework.ScoredEndpoint,
+) *framework.Result {
 	if len(eps) == 0 {
 		return framework.NewResult(0)
 	}

@@ -66,6 +66,19 @@ gossip.summarySigning.key; empty when summaries go unsigned. */}}
 {{- end }}
 
 {{/* Fails rendering on values that cannot work together. */}}
+{{/* The port the proxy Service's load balancer health-checks (/readyz), as its annotations say:
+aws-load-balancer-healthcheck-port, "traffic-port" (the AWS Load Balancer Controller's default)
+being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
+{{- define "cluster-gateway.healthCheckPort" -}}
+{{- if and .Values.proxyService.enabled (eq .Values.proxyService.type "LoadBalancer") }}
+{{- $port := toString (index (.Values.proxyService.annotations | default dict) "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port" | default "traffic-port") }}
+{{- if eq $port "traffic-port" }}{{ .Values.ports.http }}
+{{- else if regexMatch "^[0-9]{1,5}$" $port }}{{ $port }}
+{{- else }}{{ fail (printf "proxyService.annotations: aws-load-balancer-healthcheck-port %q: want traffic-port or a port number" $port) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "cluster-gateway.validate" -}}
 {{- if not .Values.cluster }}{{ fail "cluster is required" }}{{ end }}
 {{- if not .Values.region }}{{ fail "region is required" }}{{ end }}
@@ -133,6 +146,14 @@ gossip.summarySigning.key; empty when summaries go unsigned. */}}
 - --tls-key-file=/etc/switchyard/tls/tls.key
 {{- if .Values.tls.requireClientCertificates }}
 - --tls-client-ca-file=/etc/switchyard/tls/ca.crt
+{{- end }}
+{{- end }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+- --otlp-endpoint={{ .otlpEndpoint }}
+- --otlp-protocol={{ .protocol }}
+- --otlp-insecure={{ .insecure }}
+- --trace-sample-ratio={{ .sampleRatio }}
 {{- end }}
 {{- end }}
 - --log-format={{ .Values.logFormat }}

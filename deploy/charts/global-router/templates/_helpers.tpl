@@ -104,6 +104,20 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 {{- toYaml $ann }}
 {{- end }}
 
+{{/* The port the public load balancer health-checks (/readyz), as its Service's annotations
+say: aws-load-balancer-healthcheck-port, "traffic-port" (the AWS Load Balancer Controller's
+default) being --listen's port. Empty when the Service is not a LoadBalancer. */}}
+{{- define "global-router.healthCheckPort" -}}
+{{- if eq .Values.service.type "LoadBalancer" }}
+{{- $ann := include "global-router.serviceAnnotations" . | fromYaml }}
+{{- $port := toString (index $ann "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port" | default "traffic-port") }}
+{{- if eq $port "traffic-port" }}{{ .Values.ports.http }}
+{{- else if regexMatch "^[0-9]{1,5}$" $port }}{{ $port }}
+{{- else }}{{ fail (printf "service.annotations: aws-load-balancer-healthcheck-port %q: want traffic-port or a port number" $port) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Fails rendering on values that cannot work together. */}}
 {{- define "global-router.validate" -}}
 {{- if not .Values.region }}{{ fail "region is required" }}{{ end }}
@@ -197,6 +211,14 @@ are required): it moves to the metrics port, whose /readyz gives the same answer
 {{- end }}
 {{- end }}
 - --policy-unavailable={{ .Values.policyUnavailable }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+- --otlp-endpoint={{ .otlpEndpoint }}
+- --otlp-protocol={{ .protocol }}
+- --otlp-insecure={{ .insecure }}
+- --trace-sample-ratio={{ .sampleRatio }}
+{{- end }}
+{{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}

@@ -118,14 +118,18 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	srv, err := admin.New(cfg, admin.Deps{
 		Policies: e.Store, Drains: e.Store, Config: e.Store,
 		Clusters: e.Table, Gossip: e.Pool.Node(0), Explainer: e.Front,
-		Registrations: e.Store, Identity: ident,
+		Registrations: e.Store, Identity: ident, Tenants: e.Store,
 	}, slog.New(slog.NewTextHandler(e.Logs, nil)), e.Reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Admin, e.Handler = srv, srv.Handler()
 	e.Server = Serve(t, e.Handler)
-	e.Client = adminv1connect.NewAdminServiceClient(e.Server.Client(), e.Server.URL, connect.WithInterceptors(WithToken(Token)))
+	e.Client = adminv1connect.NewAdminServiceClient(
+		e.Server.Client(),
+		e.Server.URL,
+		connect.WithInterceptors(WithToken(Token)),
+	)
 	for _, g := range Gateways {
 		e.Publish(t, g.Node, Capacity(Model, 4, 300_000))
 	}

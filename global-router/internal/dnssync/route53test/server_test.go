@@ -26,8 +26,16 @@ func client(url string) *route53.Client {
 }
 
 func latency(region, value string) *types.ResourceRecordSet {
-	return &types.ResourceRecordSet{Name: aws.String("api.example.com"), Type: types.RRTypeA, SetIdentifier: aws.String(region),
-		Region: types.ResourceRecordSetRegion(region), TTL: aws.Int64(60), ResourceRecords: []types.ResourceRecord{{Value: aws.String(value)}}}
+	return &types.ResourceRecordSet{
+		Name:          aws.String("api.example.com"),
+		Type:          types.RRTypeA,
+		SetIdentifier: aws.String(region),
+		Region: types.ResourceRecordSetRegion(
+			region,
+		),
+		TTL:             aws.Int64(60),
+		ResourceRecords: []types.ResourceRecord{{Value: aws.String(value)}},
+	}
 }
 
 func simple(value string) *types.ResourceRecordSet {
@@ -45,11 +53,26 @@ func TestChangeBatchSemantics(t *testing.T) {
 		after   int    // record sets afterwards
 	}{
 		{"create", []types.Change{{Action: "CREATE", ResourceRecordSet: latency("eu-west-1", "192.0.2.2")}}, "", 2},
-		{"create existing", []types.Change{{Action: "CREATE", ResourceRecordSet: latency("us-east-1", "192.0.2.1")}}, "InvalidChangeBatch", 1},
+		{
+			"create existing",
+			[]types.Change{{Action: "CREATE", ResourceRecordSet: latency("us-east-1", "192.0.2.1")}},
+			"InvalidChangeBatch",
+			1,
+		},
 		{"upsert existing", []types.Change{{Action: "UPSERT", ResourceRecordSet: latency("us-east-1", "192.0.2.9")}}, "", 1},
 		{"delete exact", []types.Change{{Action: "DELETE", ResourceRecordSet: latency("us-east-1", "192.0.2.1")}}, "", 0},
-		{"delete mismatch", []types.Change{{Action: "DELETE", ResourceRecordSet: latency("us-east-1", "192.0.2.9")}}, "InvalidChangeBatch", 1},
-		{"mix with simple", []types.Change{{Action: "CREATE", ResourceRecordSet: simple("192.0.2.3")}}, "InvalidChangeBatch", 1},
+		{
+			"delete mismatch",
+			[]types.Change{{Action: "DELETE", ResourceRecordSet: latency("us-east-1", "192.0.2.9")}},
+			"InvalidChangeBatch",
+			1,
+		},
+		{
+			"mix with simple",
+			[]types.Change{{Action: "CREATE", ResourceRecordSet: simple("192.0.2.3")}},
+			"InvalidChangeBatch",
+			1,
+		},
 		{"atomic batch", []types.Change{
 			{Action: "CREATE", ResourceRecordSet: latency("eu-west-1", "192.0.2.2")},
 			{Action: "DELETE", ResourceRecordSet: latency("ap-south-1", "192.0.2.4")},
@@ -60,7 +83,9 @@ func TestChangeBatchSemantics(t *testing.T) {
 			fake := route53test.New()
 			fake.AddZone("Z1", route53test.RecordSet{Name: "api.example.com", Type: "A", SetIdentifier: "us-east-1",
 				Region: "us-east-1", TTL: aws.Int64(60), ResourceRecords: []route53test.Value{{Value: "192.0.2.1"}}})
-			_, err := client(fake.Start(t).URL).ChangeResourceRecordSets(context.Background(), &route53.ChangeResourceRecordSetsInput{
+			_, err := client(
+				fake.Start(t).URL,
+			).ChangeResourceRecordSets(context.Background(), &route53.ChangeResourceRecordSetsInput{
 				HostedZoneId: aws.String("Z1"), ChangeBatch: &types.ChangeBatch{Changes: tt.changes}})
 			if got := errorCode(err); got != tt.code {
 				t.Fatalf("error %v (code %q), want code %q", err, got, tt.code)
@@ -90,14 +115,27 @@ func TestErrorsAndInjectedFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli := client(ep.URL)
-	if _, err := cli.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String("Z9")}); errorCode(err) != "NoSuchHostedZone" {
+	if _, err := cli.ListResourceRecordSets(
+		ctx,
+		&route53.ListResourceRecordSetsInput{HostedZoneId: aws.String("Z9")},
+	); errorCode(
+		err,
+	) != "NoSuchHostedZone" {
 		t.Fatalf("unknown zone: %v", err)
 	}
 	fake.FailNext(1, http.StatusBadRequest, "Throttling")
-	if _, err := cli.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String("Z1")}); errorCode(err) != "Throttling" {
+	if _, err := cli.ListResourceRecordSets(
+		ctx,
+		&route53.ListResourceRecordSetsInput{HostedZoneId: aws.String("Z1")},
+	); errorCode(
+		err,
+	) != "Throttling" {
 		t.Fatalf("injected throttling: %v", err)
 	}
-	if _, err := cli.ListResourceRecordSets(ctx, &route53.ListResourceRecordSetsInput{HostedZoneId: aws.String("Z1")}); err != nil {
+	if _, err := cli.ListResourceRecordSets(
+		ctx,
+		&route53.ListResourceRecordSetsInput{HostedZoneId: aws.String("Z1")},
+	); err != nil {
 		t.Fatalf("after the injected failure: %v", err)
 	}
 	resp, err := http.Get(ep.URL + "/2013-04-01/hostedzone/Z1/rrset")

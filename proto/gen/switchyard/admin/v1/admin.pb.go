@@ -2223,6 +2223,471 @@ func (x *ListRegistrationsResponse) GetIdentityMode() string {
 	return ""
 }
 
+// Tenant is one tenant's budget, stored in etcd under /switchyard/v1/tenants/<name> and enforced
+// by every router at its front door. A limit of 0 is no limit. The region's routers share each
+// limit (each enforces its part; see docs/router.md).
+type Tenant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name: 1 to 253 characters of [A-Za-z0-9._-].
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Input plus output tokens per minute, charged from the usage the model server reports; 0 = no
+	// limit. At most 10^12.
+	TokensPerMinute int64 `protobuf:"varint,2,opt,name=tokens_per_minute,json=tokensPerMinute,proto3" json:"tokens_per_minute,omitempty"`
+	// Requests admitted per second (a token bucket holding one second's worth); 0 = no limit. At
+	// most 10^6.
+	RequestsPerSecond float64 `protobuf:"fixed64,3,opt,name=requests_per_second,json=requestsPerSecond,proto3" json:"requests_per_second,omitempty"`
+	// Requests in flight at once; 0 = no limit. At most 10^6.
+	MaxConcurrent int64 `protobuf:"varint,4,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// Lower-case hex SHA-256 digests of the tenant's API keys (Authorization: Bearer <key>); the
+	// keys themselves are never stored. At most 16; a digest belongs to one tenant only.
+	ApiKeySha256 []string `protobuf:"bytes,5,rep,name=api_key_sha256,json=apiKeySha256,proto3" json:"api_key_sha256,omitempty"`
+	// Revision for optimistic concurrency. In responses: the etcd revision at which the tenant was
+	// last written. In PutTenant: the revision the caller read (0 = create only).
+	Revision      int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tenant) Reset() {
+	*x = Tenant{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tenant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tenant) ProtoMessage() {}
+
+func (x *Tenant) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
+func (*Tenant) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Tenant) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tenant) GetTokensPerMinute() int64 {
+	if x != nil {
+		return x.TokensPerMinute
+	}
+	return 0
+}
+
+func (x *Tenant) GetRequestsPerSecond() float64 {
+	if x != nil {
+		return x.RequestsPerSecond
+	}
+	return 0
+}
+
+func (x *Tenant) GetMaxConcurrent() int64 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *Tenant) GetApiKeySha256() []string {
+	if x != nil {
+		return x.ApiKeySha256
+	}
+	return nil
+}
+
+func (x *Tenant) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// GetTenantRequest names a tenant.
+type GetTenantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTenantRequest) Reset() {
+	*x = GetTenantRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTenantRequest) ProtoMessage() {}
+
+func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
+func (*GetTenantRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *GetTenantRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// GetTenantResponse carries the stored tenant with its revision.
+type GetTenantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored tenant.
+	Tenant        *Tenant `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTenantResponse) Reset() {
+	*x = GetTenantResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTenantResponse) ProtoMessage() {}
+
+func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTenantResponse.ProtoReflect.Descriptor instead.
+func (*GetTenantResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetTenantResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+// PutTenantRequest writes a tenant.
+type PutTenantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant; tenant.revision is the expected stored revision (0 = create only).
+	Tenant        *Tenant `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutTenantRequest) Reset() {
+	*x = PutTenantRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutTenantRequest) ProtoMessage() {}
+
+func (x *PutTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutTenantRequest.ProtoReflect.Descriptor instead.
+func (*PutTenantRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *PutTenantRequest) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+// PutTenantResponse carries the tenant as stored, with its new revision.
+type PutTenantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored tenant.
+	Tenant        *Tenant `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutTenantResponse) Reset() {
+	*x = PutTenantResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutTenantResponse) ProtoMessage() {}
+
+func (x *PutTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutTenantResponse.ProtoReflect.Descriptor instead.
+func (*PutTenantResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PutTenantResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+// DeleteTenantRequest removes a tenant.
+type DeleteTenantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Expected stored revision; 0 deletes whatever is stored.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTenantRequest) Reset() {
+	*x = DeleteTenantRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTenantRequest) ProtoMessage() {}
+
+func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *DeleteTenantRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteTenantRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// DeleteTenantResponse confirms the deletion.
+type DeleteTenantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTenantResponse) Reset() {
+	*x = DeleteTenantResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTenantResponse) ProtoMessage() {}
+
+func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
+func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DeleteTenantResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// ListTenantsRequest asks for every stored tenant.
+type ListTenantsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsRequest) Reset() {
+	*x = ListTenantsRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsRequest) ProtoMessage() {}
+
+func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
+func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+}
+
+// ListTenantsResponse holds every stored tenant, ordered by name.
+type ListTenantsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenants.
+	Tenants       []*Tenant `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsResponse) Reset() {
+	*x = ListTenantsResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsResponse) ProtoMessage() {}
+
+func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
+func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListTenantsResponse) GetTenants() []*Tenant {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
 var File_switchyard_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
@@ -2378,14 +2843,36 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x18ListRegistrationsRequest\"\x90\x01\n" +
 	"\x19ListRegistrationsResponse\x12N\n" +
 	"\rregistrations\x18\x01 \x03(\v2(.switchyard.admin.v1.ClusterRegistrationR\rregistrations\x12#\n" +
-	"\ridentity_mode\x18\x02 \x01(\tR\fidentityMode*\x8b\x01\n" +
+	"\ridentity_mode\x18\x02 \x01(\tR\fidentityMode\"\xe1\x01\n" +
+	"\x06Tenant\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x11tokens_per_minute\x18\x02 \x01(\x03R\x0ftokensPerMinute\x12.\n" +
+	"\x13requests_per_second\x18\x03 \x01(\x01R\x11requestsPerSecond\x12%\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x03R\rmaxConcurrent\x12$\n" +
+	"\x0eapi_key_sha256\x18\x05 \x03(\tR\fapiKeySha256\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\x03R\brevision\"&\n" +
+	"\x10GetTenantRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"H\n" +
+	"\x11GetTenantResponse\x123\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x1b.switchyard.admin.v1.TenantR\x06tenant\"G\n" +
+	"\x10PutTenantRequest\x123\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x1b.switchyard.admin.v1.TenantR\x06tenant\"H\n" +
+	"\x11PutTenantResponse\x123\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x1b.switchyard.admin.v1.TenantR\x06tenant\"E\n" +
+	"\x13DeleteTenantRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"*\n" +
+	"\x14DeleteTenantResponse\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x14\n" +
+	"\x12ListTenantsRequest\"L\n" +
+	"\x13ListTenantsResponse\x125\n" +
+	"\atenants\x18\x01 \x03(\v2\x1b.switchyard.admin.v1.TenantR\atenants*\x8b\x01\n" +
 	"\vMemberState\x12\x1c\n" +
 	"\x18MEMBER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12MEMBER_STATE_ALIVE\x10\x01\x12\x18\n" +
 	"\x14MEMBER_STATE_SUSPECT\x10\x02\x12\x15\n" +
 	"\x11MEMBER_STATE_DEAD\x10\x03\x12\x15\n" +
-	"\x11MEMBER_STATE_LEFT\x10\x042\xb7\n" +
-	"\n" +
+	"\x11MEMBER_STATE_LEFT\x10\x042\xb6\r\n" +
 	"\fAdminService\x12c\n" +
 	"\fListClusters\x12(.switchyard.admin.v1.ListClustersRequest\x1a).switchyard.admin.v1.ListClustersResponse\x12h\n" +
 	"\rWatchClusters\x12).switchyard.admin.v1.WatchClustersRequest\x1a*.switchyard.admin.v1.WatchClustersResponse0\x01\x12c\n" +
@@ -2399,7 +2886,11 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\vListMembers\x12'.switchyard.admin.v1.ListMembersRequest\x1a(.switchyard.admin.v1.ListMembersResponse\x12l\n" +
 	"\x0fRegisterCluster\x12+.switchyard.admin.v1.RegisterClusterRequest\x1a,.switchyard.admin.v1.RegisterClusterResponse\x12f\n" +
 	"\rRevokeCluster\x12).switchyard.admin.v1.RevokeClusterRequest\x1a*.switchyard.admin.v1.RevokeClusterResponse\x12r\n" +
-	"\x11ListRegistrations\x12-.switchyard.admin.v1.ListRegistrationsRequest\x1a..switchyard.admin.v1.ListRegistrationsResponseB\xdf\x01\n" +
+	"\x11ListRegistrations\x12-.switchyard.admin.v1.ListRegistrationsRequest\x1a..switchyard.admin.v1.ListRegistrationsResponse\x12Z\n" +
+	"\tGetTenant\x12%.switchyard.admin.v1.GetTenantRequest\x1a&.switchyard.admin.v1.GetTenantResponse\x12Z\n" +
+	"\tPutTenant\x12%.switchyard.admin.v1.PutTenantRequest\x1a&.switchyard.admin.v1.PutTenantResponse\x12c\n" +
+	"\fDeleteTenant\x12(.switchyard.admin.v1.DeleteTenantRequest\x1a).switchyard.admin.v1.DeleteTenantResponse\x12`\n" +
+	"\vListTenants\x12'.switchyard.admin.v1.ListTenantsRequest\x1a(.switchyard.admin.v1.ListTenantsResponseB\xdf\x01\n" +
 	"\x17com.switchyard.admin.v1B\n" +
 	"AdminProtoP\x01ZJgithub.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x13Switchyard.Admin.V1\xca\x02\x13Switchyard\\Admin\\V1\xe2\x02\x1fSwitchyard\\Admin\\V1\\GPBMetadata\xea\x02\x15Switchyard::Admin::V1b\x06proto3"
 
@@ -2416,7 +2907,7 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(MemberState)(0),                  // 0: switchyard.admin.v1.MemberState
 	(*Cluster)(nil),                   // 1: switchyard.admin.v1.Cluster
@@ -2452,11 +2943,20 @@ var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(*RevokeClusterResponse)(nil),     // 31: switchyard.admin.v1.RevokeClusterResponse
 	(*ListRegistrationsRequest)(nil),  // 32: switchyard.admin.v1.ListRegistrationsRequest
 	(*ListRegistrationsResponse)(nil), // 33: switchyard.admin.v1.ListRegistrationsResponse
-	nil,                               // 34: switchyard.admin.v1.Policy.ScorerWeightsEntry
+	(*Tenant)(nil),                    // 34: switchyard.admin.v1.Tenant
+	(*GetTenantRequest)(nil),          // 35: switchyard.admin.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),         // 36: switchyard.admin.v1.GetTenantResponse
+	(*PutTenantRequest)(nil),          // 37: switchyard.admin.v1.PutTenantRequest
+	(*PutTenantResponse)(nil),         // 38: switchyard.admin.v1.PutTenantResponse
+	(*DeleteTenantRequest)(nil),       // 39: switchyard.admin.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),      // 40: switchyard.admin.v1.DeleteTenantResponse
+	(*ListTenantsRequest)(nil),        // 41: switchyard.admin.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),       // 42: switchyard.admin.v1.ListTenantsResponse
+	nil,                               // 43: switchyard.admin.v1.Policy.ScorerWeightsEntry
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	2,  // 0: switchyard.admin.v1.Cluster.models:type_name -> switchyard.admin.v1.ClusterModel
-	34, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
+	43, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
 	0,  // 2: switchyard.admin.v1.Member.state:type_name -> switchyard.admin.v1.MemberState
 	1,  // 3: switchyard.admin.v1.ListClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
 	1,  // 4: switchyard.admin.v1.WatchClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
@@ -2471,37 +2971,49 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	27, // 13: switchyard.admin.v1.RegisterClusterRequest.registration:type_name -> switchyard.admin.v1.ClusterRegistration
 	27, // 14: switchyard.admin.v1.RegisterClusterResponse.registration:type_name -> switchyard.admin.v1.ClusterRegistration
 	27, // 15: switchyard.admin.v1.ListRegistrationsResponse.registrations:type_name -> switchyard.admin.v1.ClusterRegistration
-	6,  // 16: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
-	8,  // 17: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
-	10, // 18: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
-	12, // 19: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
-	14, // 20: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
-	16, // 21: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
-	18, // 22: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
-	20, // 23: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
-	23, // 24: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
-	25, // 25: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
-	28, // 26: switchyard.admin.v1.AdminService.RegisterCluster:input_type -> switchyard.admin.v1.RegisterClusterRequest
-	30, // 27: switchyard.admin.v1.AdminService.RevokeCluster:input_type -> switchyard.admin.v1.RevokeClusterRequest
-	32, // 28: switchyard.admin.v1.AdminService.ListRegistrations:input_type -> switchyard.admin.v1.ListRegistrationsRequest
-	7,  // 29: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
-	9,  // 30: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
-	11, // 31: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
-	13, // 32: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
-	15, // 33: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
-	17, // 34: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
-	19, // 35: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
-	21, // 36: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
-	24, // 37: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
-	26, // 38: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
-	29, // 39: switchyard.admin.v1.AdminService.RegisterCluster:output_type -> switchyard.admin.v1.RegisterClusterResponse
-	31, // 40: switchyard.admin.v1.AdminService.RevokeCluster:output_type -> switchyard.admin.v1.RevokeClusterResponse
-	33, // 41: switchyard.admin.v1.AdminService.ListRegistrations:output_type -> switchyard.admin.v1.ListRegistrationsResponse
-	29, // [29:42] is the sub-list for method output_type
-	16, // [16:29] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	34, // 16: switchyard.admin.v1.GetTenantResponse.tenant:type_name -> switchyard.admin.v1.Tenant
+	34, // 17: switchyard.admin.v1.PutTenantRequest.tenant:type_name -> switchyard.admin.v1.Tenant
+	34, // 18: switchyard.admin.v1.PutTenantResponse.tenant:type_name -> switchyard.admin.v1.Tenant
+	34, // 19: switchyard.admin.v1.ListTenantsResponse.tenants:type_name -> switchyard.admin.v1.Tenant
+	6,  // 20: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
+	8,  // 21: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
+	10, // 22: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
+	12, // 23: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
+	14, // 24: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
+	16, // 25: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
+	18, // 26: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
+	20, // 27: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
+	23, // 28: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
+	25, // 29: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
+	28, // 30: switchyard.admin.v1.AdminService.RegisterCluster:input_type -> switchyard.admin.v1.RegisterClusterRequest
+	30, // 31: switchyard.admin.v1.AdminService.RevokeCluster:input_type -> switchyard.admin.v1.RevokeClusterRequest
+	32, // 32: switchyard.admin.v1.AdminService.ListRegistrations:input_type -> switchyard.admin.v1.ListRegistrationsRequest
+	35, // 33: switchyard.admin.v1.AdminService.GetTenant:input_type -> switchyard.admin.v1.GetTenantRequest
+	37, // 34: switchyard.admin.v1.AdminService.PutTenant:input_type -> switchyard.admin.v1.PutTenantRequest
+	39, // 35: switchyard.admin.v1.AdminService.DeleteTenant:input_type -> switchyard.admin.v1.DeleteTenantRequest
+	41, // 36: switchyard.admin.v1.AdminService.ListTenants:input_type -> switchyard.admin.v1.ListTenantsRequest
+	7,  // 37: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
+	9,  // 38: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
+	11, // 39: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
+	13, // 40: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
+	15, // 41: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
+	17, // 42: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
+	19, // 43: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
+	21, // 44: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
+	24, // 45: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
+	26, // 46: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
+	29, // 47: switchyard.admin.v1.AdminService.RegisterCluster:output_type -> switchyard.admin.v1.RegisterClusterResponse
+	31, // 48: switchyard.admin.v1.AdminService.RevokeCluster:output_type -> switchyard.admin.v1.RevokeClusterResponse
+	33, // 49: switchyard.admin.v1.AdminService.ListRegistrations:output_type -> switchyard.admin.v1.ListRegistrationsResponse
+	36, // 50: switchyard.admin.v1.AdminService.GetTenant:output_type -> switchyard.admin.v1.GetTenantResponse
+	38, // 51: switchyard.admin.v1.AdminService.PutTenant:output_type -> switchyard.admin.v1.PutTenantResponse
+	40, // 52: switchyard.admin.v1.AdminService.DeleteTenant:output_type -> switchyard.admin.v1.DeleteTenantResponse
+	42, // 53: switchyard.admin.v1.AdminService.ListTenants:output_type -> switchyard.admin.v1.ListTenantsResponse
+	37, // [37:54] is the sub-list for method output_type
+	20, // [20:37] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -2516,7 +3028,7 @@ func file_switchyard_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

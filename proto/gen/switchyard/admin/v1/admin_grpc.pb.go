@@ -38,6 +38,10 @@ const (
 	AdminService_RegisterCluster_FullMethodName   = "/switchyard.admin.v1.AdminService/RegisterCluster"
 	AdminService_RevokeCluster_FullMethodName     = "/switchyard.admin.v1.AdminService/RevokeCluster"
 	AdminService_ListRegistrations_FullMethodName = "/switchyard.admin.v1.AdminService/ListRegistrations"
+	AdminService_GetTenant_FullMethodName         = "/switchyard.admin.v1.AdminService/GetTenant"
+	AdminService_PutTenant_FullMethodName         = "/switchyard.admin.v1.AdminService/PutTenant"
+	AdminService_DeleteTenant_FullMethodName      = "/switchyard.admin.v1.AdminService/DeleteTenant"
+	AdminService_ListTenants_FullMethodName       = "/switchyard.admin.v1.AdminService/ListTenants"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -91,6 +95,18 @@ type AdminServiceClient interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(ctx context.Context, in *ListRegistrationsRequest, opts ...grpc.CallOption) (*ListRegistrationsResponse, error)
+	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
+	GetTenant(ctx context.Context, in *GetTenantRequest, opts ...grpc.CallOption) (*GetTenantResponse, error)
+	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
+	// revision the caller read (0 creates a tenant that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; invalid limits, an invalid name or a digest another tenant holds are
+	// INVALID_ARGUMENT naming the field.
+	PutTenant(ctx context.Context, in *PutTenantRequest, opts ...grpc.CallOption) (*PutTenantResponse, error)
+	// DeleteTenant removes a tenant, its limits and its API keys. A non-zero revision must match
+	// the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	DeleteTenant(ctx context.Context, in *DeleteTenantRequest, opts ...grpc.CallOption) (*DeleteTenantResponse, error)
+	// ListTenants returns every stored tenant, ordered by name.
+	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -240,6 +256,46 @@ func (c *adminServiceClient) ListRegistrations(ctx context.Context, in *ListRegi
 	return out, nil
 }
 
+func (c *adminServiceClient) GetTenant(ctx context.Context, in *GetTenantRequest, opts ...grpc.CallOption) (*GetTenantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTenantResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetTenant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) PutTenant(ctx context.Context, in *PutTenantRequest, opts ...grpc.CallOption) (*PutTenantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutTenantResponse)
+	err := c.cc.Invoke(ctx, AdminService_PutTenant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteTenant(ctx context.Context, in *DeleteTenantRequest, opts ...grpc.CallOption) (*DeleteTenantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteTenantResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteTenant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTenantsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListTenants_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -291,6 +347,18 @@ type AdminServiceServer interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(context.Context, *ListRegistrationsRequest) (*ListRegistrationsResponse, error)
+	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
+	GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error)
+	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
+	// revision the caller read (0 creates a tenant that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; invalid limits, an invalid name or a digest another tenant holds are
+	// INVALID_ARGUMENT naming the field.
+	PutTenant(context.Context, *PutTenantRequest) (*PutTenantResponse, error)
+	// DeleteTenant removes a tenant, its limits and its API keys. A non-zero revision must match
+	// the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	DeleteTenant(context.Context, *DeleteTenantRequest) (*DeleteTenantResponse, error)
+	// ListTenants returns every stored tenant, ordered by name.
+	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -339,6 +407,18 @@ func (UnimplementedAdminServiceServer) RevokeCluster(context.Context, *RevokeClu
 }
 func (UnimplementedAdminServiceServer) ListRegistrations(context.Context, *ListRegistrationsRequest) (*ListRegistrationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRegistrations not implemented")
+}
+func (UnimplementedAdminServiceServer) GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTenant not implemented")
+}
+func (UnimplementedAdminServiceServer) PutTenant(context.Context, *PutTenantRequest) (*PutTenantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutTenant not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteTenant(context.Context, *DeleteTenantRequest) (*DeleteTenantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteTenant not implemented")
+}
+func (UnimplementedAdminServiceServer) ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTenants not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -588,6 +668,78 @@ func _AdminService_ListRegistrations_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetTenant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTenantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetTenant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetTenant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetTenant(ctx, req.(*GetTenantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_PutTenant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutTenantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).PutTenant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_PutTenant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).PutTenant(ctx, req.(*PutTenantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteTenant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteTenantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteTenant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteTenant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteTenant(ctx, req.(*DeleteTenantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListTenants_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTenantsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListTenants(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListTenants_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListTenants(ctx, req.(*ListTenantsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -642,6 +794,22 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRegistrations",
 			Handler:    _AdminService_ListRegistrations_Handler,
+		},
+		{
+			MethodName: "GetTenant",
+			Handler:    _AdminService_GetTenant_Handler,
+		},
+		{
+			MethodName: "PutTenant",
+			Handler:    _AdminService_PutTenant_Handler,
+		},
+		{
+			MethodName: "DeleteTenant",
+			Handler:    _AdminService_DeleteTenant_Handler,
+		},
+		{
+			MethodName: "ListTenants",
+			Handler:    _AdminService_ListTenants_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -75,6 +75,16 @@ const (
 	// AdminServiceListRegistrationsProcedure is the fully-qualified name of the AdminService's
 	// ListRegistrations RPC.
 	AdminServiceListRegistrationsProcedure = "/switchyard.admin.v1.AdminService/ListRegistrations"
+	// AdminServiceGetTenantProcedure is the fully-qualified name of the AdminService's GetTenant RPC.
+	AdminServiceGetTenantProcedure = "/switchyard.admin.v1.AdminService/GetTenant"
+	// AdminServicePutTenantProcedure is the fully-qualified name of the AdminService's PutTenant RPC.
+	AdminServicePutTenantProcedure = "/switchyard.admin.v1.AdminService/PutTenant"
+	// AdminServiceDeleteTenantProcedure is the fully-qualified name of the AdminService's DeleteTenant
+	// RPC.
+	AdminServiceDeleteTenantProcedure = "/switchyard.admin.v1.AdminService/DeleteTenant"
+	// AdminServiceListTenantsProcedure is the fully-qualified name of the AdminService's ListTenants
+	// RPC.
+	AdminServiceListTenantsProcedure = "/switchyard.admin.v1.AdminService/ListTenants"
 )
 
 // AdminServiceClient is a client for the switchyard.admin.v1.AdminService service.
@@ -122,6 +132,18 @@ type AdminServiceClient interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error)
+	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
+	GetTenant(context.Context, *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error)
+	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
+	// revision the caller read (0 creates a tenant that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; invalid limits, an invalid name or a digest another tenant holds are
+	// INVALID_ARGUMENT naming the field.
+	PutTenant(context.Context, *connect.Request[v1.PutTenantRequest]) (*connect.Response[v1.PutTenantResponse], error)
+	// DeleteTenant removes a tenant, its limits and its API keys. A non-zero revision must match
+	// the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	DeleteTenant(context.Context, *connect.Request[v1.DeleteTenantRequest]) (*connect.Response[v1.DeleteTenantResponse], error)
+	// ListTenants returns every stored tenant, ordered by name.
+	ListTenants(context.Context, *connect.Request[v1.ListTenantsRequest]) (*connect.Response[v1.ListTenantsResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the switchyard.admin.v1.AdminService service. By
@@ -213,6 +235,30 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListRegistrations")),
 			connect.WithClientOptions(opts...),
 		),
+		getTenant: connect.NewClient[v1.GetTenantRequest, v1.GetTenantResponse](
+			httpClient,
+			baseURL+AdminServiceGetTenantProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("GetTenant")),
+			connect.WithClientOptions(opts...),
+		),
+		putTenant: connect.NewClient[v1.PutTenantRequest, v1.PutTenantResponse](
+			httpClient,
+			baseURL+AdminServicePutTenantProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("PutTenant")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteTenant: connect.NewClient[v1.DeleteTenantRequest, v1.DeleteTenantResponse](
+			httpClient,
+			baseURL+AdminServiceDeleteTenantProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("DeleteTenant")),
+			connect.WithClientOptions(opts...),
+		),
+		listTenants: connect.NewClient[v1.ListTenantsRequest, v1.ListTenantsResponse](
+			httpClient,
+			baseURL+AdminServiceListTenantsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListTenants")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -231,6 +277,10 @@ type adminServiceClient struct {
 	registerCluster   *connect.Client[v1.RegisterClusterRequest, v1.RegisterClusterResponse]
 	revokeCluster     *connect.Client[v1.RevokeClusterRequest, v1.RevokeClusterResponse]
 	listRegistrations *connect.Client[v1.ListRegistrationsRequest, v1.ListRegistrationsResponse]
+	getTenant         *connect.Client[v1.GetTenantRequest, v1.GetTenantResponse]
+	putTenant         *connect.Client[v1.PutTenantRequest, v1.PutTenantResponse]
+	deleteTenant      *connect.Client[v1.DeleteTenantRequest, v1.DeleteTenantResponse]
+	listTenants       *connect.Client[v1.ListTenantsRequest, v1.ListTenantsResponse]
 }
 
 // ListClusters calls switchyard.admin.v1.AdminService.ListClusters.
@@ -298,6 +348,26 @@ func (c *adminServiceClient) ListRegistrations(ctx context.Context, req *connect
 	return c.listRegistrations.CallUnary(ctx, req)
 }
 
+// GetTenant calls switchyard.admin.v1.AdminService.GetTenant.
+func (c *adminServiceClient) GetTenant(ctx context.Context, req *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error) {
+	return c.getTenant.CallUnary(ctx, req)
+}
+
+// PutTenant calls switchyard.admin.v1.AdminService.PutTenant.
+func (c *adminServiceClient) PutTenant(ctx context.Context, req *connect.Request[v1.PutTenantRequest]) (*connect.Response[v1.PutTenantResponse], error) {
+	return c.putTenant.CallUnary(ctx, req)
+}
+
+// DeleteTenant calls switchyard.admin.v1.AdminService.DeleteTenant.
+func (c *adminServiceClient) DeleteTenant(ctx context.Context, req *connect.Request[v1.DeleteTenantRequest]) (*connect.Response[v1.DeleteTenantResponse], error) {
+	return c.deleteTenant.CallUnary(ctx, req)
+}
+
+// ListTenants calls switchyard.admin.v1.AdminService.ListTenants.
+func (c *adminServiceClient) ListTenants(ctx context.Context, req *connect.Request[v1.ListTenantsRequest]) (*connect.Response[v1.ListTenantsResponse], error) {
+	return c.listTenants.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the switchyard.admin.v1.AdminService service.
 type AdminServiceHandler interface {
 	// ListClusters returns the router's cluster table: one entry per cluster it has heard of.
@@ -343,6 +413,18 @@ type AdminServiceHandler interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error)
+	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
+	GetTenant(context.Context, *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error)
+	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
+	// revision the caller read (0 creates a tenant that must not exist yet); a mismatch is
+	// FAILED_PRECONDITION; invalid limits, an invalid name or a digest another tenant holds are
+	// INVALID_ARGUMENT naming the field.
+	PutTenant(context.Context, *connect.Request[v1.PutTenantRequest]) (*connect.Response[v1.PutTenantResponse], error)
+	// DeleteTenant removes a tenant, its limits and its API keys. A non-zero revision must match
+	// the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is stored.
+	DeleteTenant(context.Context, *connect.Request[v1.DeleteTenantRequest]) (*connect.Response[v1.DeleteTenantResponse], error)
+	// ListTenants returns every stored tenant, ordered by name.
+	ListTenants(context.Context, *connect.Request[v1.ListTenantsRequest]) (*connect.Response[v1.ListTenantsResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -430,6 +512,30 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListRegistrations")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceGetTenantHandler := connect.NewUnaryHandler(
+		AdminServiceGetTenantProcedure,
+		svc.GetTenant,
+		connect.WithSchema(adminServiceMethods.ByName("GetTenant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServicePutTenantHandler := connect.NewUnaryHandler(
+		AdminServicePutTenantProcedure,
+		svc.PutTenant,
+		connect.WithSchema(adminServiceMethods.ByName("PutTenant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceDeleteTenantHandler := connect.NewUnaryHandler(
+		AdminServiceDeleteTenantProcedure,
+		svc.DeleteTenant,
+		connect.WithSchema(adminServiceMethods.ByName("DeleteTenant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListTenantsHandler := connect.NewUnaryHandler(
+		AdminServiceListTenantsProcedure,
+		svc.ListTenants,
+		connect.WithSchema(adminServiceMethods.ByName("ListTenants")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/switchyard.admin.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceListClustersProcedure:
@@ -458,6 +564,14 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceRevokeClusterHandler.ServeHTTP(w, r)
 		case AdminServiceListRegistrationsProcedure:
 			adminServiceListRegistrationsHandler.ServeHTTP(w, r)
+		case AdminServiceGetTenantProcedure:
+			adminServiceGetTenantHandler.ServeHTTP(w, r)
+		case AdminServicePutTenantProcedure:
+			adminServicePutTenantHandler.ServeHTTP(w, r)
+		case AdminServiceDeleteTenantProcedure:
+			adminServiceDeleteTenantHandler.ServeHTTP(w, r)
+		case AdminServiceListTenantsProcedure:
+			adminServiceListTenantsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -517,4 +631,20 @@ func (UnimplementedAdminServiceHandler) RevokeCluster(context.Context, *connect.
 
 func (UnimplementedAdminServiceHandler) ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.ListRegistrations is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) GetTenant(context.Context, *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.GetTenant is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) PutTenant(context.Context, *connect.Request[v1.PutTenantRequest]) (*connect.Response[v1.PutTenantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.PutTenant is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) DeleteTenant(context.Context, *connect.Request[v1.DeleteTenantRequest]) (*connect.Response[v1.DeleteTenantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.DeleteTenant is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListTenants(context.Context, *connect.Request[v1.ListTenantsRequest]) (*connect.Response[v1.ListTenantsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.ListTenants is not implemented"))
 }

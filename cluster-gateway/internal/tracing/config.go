@@ -1,0 +1,99 @@
+// Package tracing is the gateway's OpenTelemetry tracing: a tracer provider exporting spans over
+// OTLP (gRPC or HTTP) to a collector, W3C trace context (traceparent, tracestate) read from
+// requests and written to the requests sent on, and attribute helpers that bound every value's
+// length. Tracing is off by default; a disabled Tracer starts no span, allocates nothing and
+// leaves contexts unchanged, so the hot path pays one nil check.
+package tracing
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Protocols of the OTLP exporter (Config.Protocol).
+const (
+	// ProtocolGRPC exports with OTLP/gRPC (default port 4317).
+	ProtocolGRPC = "grpc"
+	// ProtocolHTTP exports with OTLP/HTTP protobuf (default port 4318, path /v1/traces).
+	ProtocolHTTP = "http"
+)
+
+// Config configures tracing.
+type Config struct {
+	// Endpoint is the collector: host:port, or a URL (http:// exports without TLS, https://
+	// with it; with ProtocolHTTP the URL's path is used as is). Empty: the standard
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT environment variable,
+	// and with neither set tracing is off. Default empty (off).
+	Endpoint string
+	// Protocol is ProtocolGRPC or ProtocolHTTP. Empty: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or
+	// OTEL_EXPORTER_OTLP_PROTOCOL ("grpc", "http/protobuf"), else gRPC. Default empty.
+	Protocol string
+	// Insecure exports without TLS to a host:port Endpoint (a URL says so by its scheme).
+	// Default false: TLS, verified against the system roots, unless OTEL_EXPORTER_OTLP_INSECURE
+	// says otherwise.
+	Insecure bool
+	// SampleRatio is the share of new traces recorded (0..1), by trace ID. Sampling is
+	// parent-based: a request carrying a traceparent is recorded when its caller recorded it,
+	// whatever the ratio. Default 1.
+	SampleRatio float64
+	// ServiceName names the process in every span's resource (service.name); the
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables override it. Default
+	// "cluster-gateway".
+	ServiceName string
+	// ServiceVersion is service.version. Default empty.
+	ServiceVersion string
+	// Cluster and Region are added to the resource as switchyard.cluster and switchyard.region.
+	Cluster, Region string
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{SampleRatio: 1, ServiceName: "cluster-gateway"}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.SampleRatio < 0 || c.SampleRatio > 1 || c.SampleRatio != c.SampleRatio:
+		return fmt.Errorf("tracing: SampleRatio must be in 0..1, got %g", c.SampleRatio)
+	case c.Protocol != "" && c.Protocol != ProtocolGRPC && c.Protocol != ProtocolHTTP:
+		return fmt.Errorf("tracing: Protocol must be %q or %q, got %q", ProtocolGRPC, ProtocolHTTP, c.Protocol)
+	case strings.ContainsAny(c.Endpoint, " \t\r\n"):
+		return errors.New("tracing: Endpoint must not contain spaces")
+	}
+	return nil
+}
+
+// endpoint returns the collector endpoint in force and whether tracing is on: Endpoint, else
+// the standard environment variables. OTEL_SDK_DISABLED=true turns tracing off.
+func (c Config) endpoint(getenv func(string) string) (string, bool) {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return "", false
+	}
+	if c.Endpoint != "" {
+		return c.Endpoint, true
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return "", true // the exporter reads the variable itself
+		}
+	}
+	return "", false
+}
+
+// protocol returns the exporter protocol in force: Protocol, else the standard variables.
+func (c Config) protocol(getenv func(string) string) string {
+	if c.Protocol != "" {
+		return c.Protocol
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		switch strings.TrimSpace(getenv(k)) {
+		case "http/protobuf", "http/json", "http":
+			return ProtocolHTTP
+		case "grpc":
+			return ProtocolGRPC
+		}
+	}
+	return ProtocolGRPC
+}

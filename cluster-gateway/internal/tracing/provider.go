@@ -1,0 +1,160 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Scope is the instrumentation scope of the gateway's spans.
+const Scope = "github.com/switchyard-dev/switchyard/cluster-gateway"
+
+// Span limits: every span's attribute values, attributes and events are bounded, whatever an
+// instrumentation sets (the helpers of this package bound values before they reach the SDK).
+const (
+	// MaxAttributeLength bounds a string attribute value, in bytes.
+	MaxAttributeLength = 256
+	maxAttributes      = 64
+	maxEvents          = 16
+)
+
+// Provider owns the tracer provider and its exporter. Shutdown flushes the spans still queued.
+type Provider struct {
+	sdk    *sdktrace.TracerProvider // nil when tracing is off
+	tracer *Tracer
+}
+
+// New returns the provider cfg describes, with getenv reading the standard OTEL_* variables
+// (nil: none). With no endpoint configured it returns a disabled provider whose Tracer starts
+// nothing. The exporter connects lazily: an unreachable collector delays nothing but its spans,
+// which the batch processor drops when its queue is full.
+func New(ctx context.Context, cfg Config, getenv func(string) string, log *slog.Logger) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	endpoint, on := cfg.endpoint(getenv)
+	if !on {
+		return &Provider{}, nil
+	}
+	proto := cfg.protocol(getenv)
+	exp, err := newExporter(ctx, proto, endpoint, cfg.Insecure)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: exporter: %w", err)
+	}
+	res, err := newResource(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	limits := sdktrace.NewSpanLimits() // the OTEL_SPAN_* variables, then the bounds below
+	limits.AttributeValueLengthLimit = bound(limits.AttributeValueLengthLimit, MaxAttributeLength)
+	limits.AttributeCountLimit = bound(limits.AttributeCountLimit, maxAttributes)
+	limits.EventCountLimit = bound(limits.EventCountLimit, maxEvents)
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp), // OTEL_BSP_* tune it
+		sdktrace.WithResource(res),
+		sdktrace.WithRawSpanLimits(limits),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
+	)
+	shown := endpoint
+	if shown == "" {
+		shown = "from OTEL_EXPORTER_OTLP_*"
+	}
+	log.Info("tracing on", "endpoint", shown, "protocol", proto, "sample_ratio", cfg.SampleRatio)
+	return &Provider{sdk: tp, tracer: &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}}, nil
+}
+
+// bound returns limit capped at max (a negative limit is unlimited).
+func bound(limit, max int) int {
+	if limit < 0 || limit > max {
+		return max
+	}
+	return limit
+}
+
+// newExporter returns the OTLP exporter of proto for endpoint ("" leaves it to the
+// environment variables).
+func newExporter(ctx context.Context, proto, endpoint string, insecure bool) (sdktrace.SpanExporter, error) {
+	isURL := strings.Contains(endpoint, "://")
+	if proto == ProtocolHTTP {
+		var opts []otlptracehttp.Option
+		switch {
+		case isURL:
+			opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
+		case endpoint != "":
+			opts = append(opts, otlptracehttp.WithEndpoint(endpoint))
+		}
+		if insecure && !isURL {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		return otlptracehttp.New(ctx, opts...)
+	}
+	var opts []otlptracegrpc.Option
+	switch {
+	case isURL:
+		opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
+	case endpoint != "":
+		opts = append(opts, otlptracegrpc.WithEndpoint(endpoint))
+	}
+	if insecure && !isURL {
+		opts = append(opts, otlptracegrpc.WithInsecure())
+	}
+	return otlptracegrpc.New(ctx, opts...)
+}
+
+// newResource describes the process: service name and version, cluster and region, then what
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say.
+func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}
+	if cfg.ServiceVersion != "" {
+		attrs = append(attrs, attribute.String("service.version", cfg.ServiceVersion))
+	}
+	if cfg.Cluster != "" {
+		attrs = append(attrs, String(AttrCluster, cfg.Cluster))
+	}
+	if cfg.Region != "" {
+		attrs = append(attrs, String(AttrRegion, cfg.Region))
+	}
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...), resource.WithFromEnv())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Enabled reports whether spans are exported.
+func (p *Provider) Enabled() bool { return p != nil && p.sdk != nil }
+
+// Tracer returns the provider's tracer: nil (disabled, safe to use) when tracing is off.
+func (p *Provider) Tracer() *Tracer {
+	if p == nil {
+		return nil
+	}
+	return p.tracer
+}
+
+// Shutdown flushes the spans still queued to the collector, within ctx, and stops the
+// exporter. Call it once the front doors have drained, so their last spans are sent.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if !p.Enabled() {
+		return nil
+	}
+	if err := p.sdk.Shutdown(ctx); err != nil {
+		return fmt.Errorf("tracing: shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package tracing
+
+import (
+	"context"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Attribute keys the router's spans carry (see docs/router.md#tracing).
+const (
+	AttrCluster      = "switchyard.cluster"
+	AttrRegion       = "switchyard.region"
+	AttrModel        = "gen_ai.request.model"
+	AttrPromptTokens = "switchyard.prompt_tokens_estimate"
+	AttrRoute        = "switchyard.route"
+	AttrReason       = "switchyard.reason"
+	AttrLeftBecause  = "switchyard.left_because"
+	AttrCandidates   = "switchyard.candidates"
+	AttrTopEstimates = "switchyard.top_estimates"
+	AttrHandBack     = "switchyard.hand_back_ms"
+	AttrOutcome      = "switchyard.outcome"
+	AttrAttempt      = "switchyard.attempt"
+	AttrURL          = "url.full"
+	AttrStatus       = "http.response.status_code"
+	AttrMethod       = "http.request.method"
+	AttrHTTPRoute    = "http.route"
+	AttrTTFT         = "switchyard.ttft_ms"
+	AttrStreamed     = "switchyard.streamed"
+	AttrErrorType    = "error.type"
+	EventFirstToken  = "first_token"
+	// MaxTopEstimates bounds the candidates whose estimates a routing span lists.
+	MaxTopEstimates    = 3
+	maxScoreEntryBytes = 64
+)
+
+// Tracer starts the router's spans and carries trace context across hops. A nil *Tracer is
+// disabled: Start returns the context unchanged with a span that records nothing, Extract and
+// Inject do nothing. It is safe for concurrent use.
+type Tracer struct {
+	t    trace.Tracer
+	prop propagation.TextMapPropagator
+}
+
+// Enabled reports whether the tracer records spans. Instrumentation that builds attributes
+// checks it (or the span's IsRecording) first, so that tracing off costs nothing.
+func (t *Tracer) Enabled() bool { return t != nil && t.t != nil }
+
+// Start starts a span named name of kind as a child of the span in ctx (or of the remote
+// parent Extract put there). Disabled, it returns ctx and the span already in ctx, a
+// non-recording one, without allocating.
+func (t *Tracer) Start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	if !t.Enabled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return t.t.Start(ctx, name, trace.WithSpanKind(kind))
+}
+
+// Extract returns ctx with the remote span context of carrier's traceparent and tracestate
+// (a malformed traceparent is ignored: the request starts a new trace).
+func (t *Tracer) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
+	if !t.Enabled() {
+		return ctx
+	}
+	return t.prop.Extract(ctx, carrier)
+}
+
+// Inject writes the traceparent (and tracestate) of the span in ctx into carrier, replacing
+// what the client sent, so the next hop's spans are children of that span.
+func (t *Tracer) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
+	if !t.Enabled() {
+		return
+	}
+	t.prop.Inject(ctx, carrier)
+}
+
+// String is a string attribute whose value is cut to MaxAttributeLength bytes (at a rune
+// boundary, invalid UTF-8 replaced), so no request can make a span large.
+func String(key, v string) attribute.KeyValue {
+	return attribute.String(key, Truncate(v, MaxAttributeLength))
+}
+
+// Truncate cuts s to at most n bytes at a rune boundary, replacing invalid UTF-8.
+func Truncate(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = toValid(s)
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func toValid(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		out = append(out, r) // invalid bytes decode as utf8.RuneError
+	}
+	return string(out)
+}
+
+// Milliseconds is a duration attribute in milliseconds (fractional).
+func Milliseconds(key string, d time.Duration) attribute.KeyValue {
+	return attribute.Float64(key, float64(d.Microseconds())/1000)
+}
+
+// Fail marks span as failed with a bounded error type (a fixed, low-cardinality spelling such
+// as "upstream_unreachable") and the error's message.
+func Fail(span trace.Span, errType, msg string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(String(AttrErrorType, errType))
+	span.SetStatus(codes.Error, Truncate(msg, MaxAttributeLength))
+}
+
+// StatusCode records an HTTP status on span; 5xx marks it failed (a server span's error).
+func StatusCode(span trace.Span, status int) {
+	if !span.IsRecording() || status == 0 {
+		return
+	}
+	span.SetAttributes(attribute.Int(AttrStatus, status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, "")
+	}
+}
+
+// EstimateEntry formats one candidate's estimated time to first token for AttrTopEstimates:
+// "cluster=12.5ms", the name bounded.
+func EstimateEntry(cluster string, estimate time.Duration) string {
+	return Truncate(
+		cluster,
+		maxScoreEntryBytes,
+	) + "=" + strconv.FormatFloat(
+		float64(estimate.Microseconds())/1000,
+		'f',
+		1,
+		64,
+	) + "ms"
+}
+
+// NewTracer returns a Tracer over tp (an SDK provider built elsewhere, or a test's provider
+// with an in-memory exporter), propagating W3C trace context. A nil tp returns a disabled one.
+func NewTracer(tp trace.TracerProvider) *Tracer {
+	if tp == nil {
+		return nil
+	}
+	return &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}
+}
