@@ -540,7 +540,7 @@ func splitList(s string) []string {
 // them from a client).
 func validSessionHeader(h string) error {
 	for i := 0; i < len(h); i++ {
-		if c := h[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if c := h[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 			return fmt.Errorf("--session-header %q: want a lower-case header name (a-z, 0-9, '-')", h)
 		}
 	}

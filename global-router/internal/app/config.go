@@ -373,7 +373,7 @@ func (c *Config) embeddedEtcdURL() string {
 // validHeaderName reports whether h is "" or a lower-case header name of letters, digits and '-'.
 func validHeaderName(h string) bool {
 	for i := 0; i < len(h); i++ {
-		if c := h[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if c := h[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 			return false
 		}
 	}

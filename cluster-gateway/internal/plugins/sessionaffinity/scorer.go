@@ -215,10 +215,10 @@ func (s *Scorer) PreRequest(ctx context.Context, req *framework.Request, res *fr
 	now := s.now()
 	addr := res.Targets[0].Meta().Address
 	prev := s.sessions.record(s.Key(req.Tenant, req.SessionID), addr, now)
-	switch {
-	case prev == "":
+	switch prev {
+	case "":
 		s.counts[outcomeNew].Add(1)
-	case prev == addr:
+	case addr:
 		s.counts[outcomeStuck].Add(1)
 	default:
 		s.counts[outcomeMoved].Add(1)
