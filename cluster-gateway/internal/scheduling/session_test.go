@@ -78,3 +78,59 @@ switchyard_gateway_session_affinity_decisions_total{outcome="stuck",plugin="sess
 		t.Fatal(err)
 	}
 }
+
+// TestDefaultSessionWeight pins what the default profile's session-affinity weight (3, against
+// predicted-ttft-scorer's 6) buys: a session stays on its pod while that pod runs requests or has
+// one request waiting (a turn arriving while the previous one, or another conversation's, is still
+// queued), and moves once two are waiting, where the wait outweighs re-reading its prefix on an
+// idle pod. Weight 1 or 2 would move the session behind a single waiting request; weight 4 would
+// keep it behind two (TestDefaultSessionWeight/queue_2 fails with it).
+func TestDefaultSessionWeight(t *testing.T) {
+	tests := []struct {
+		name             string
+		waiting, running int
+		stays            bool
+	}{
+		{"idle", 0, 0, true},
+		{"running 3", 0, 3, true},
+		{"queue 1", 1, 1, true},
+		{"queue 2", 2, 1, false},
+		{"queue 3", 3, 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fakes []*plugintest.FakeEndpoint
+			for i := range 4 {
+				fakes = append(fakes, plugintest.Endpoint(fmt.Sprintf("10.0.0.%d:8000", i+1), "m", 0, 0, 0.1,
+					plugintest.Epoch))
+			}
+			h := plugintest.NewHandle(plugintest.Endpoints(fakes...)...)
+			cfg := scheduling.DefaultConfig()
+			cfg.Now = h.Now
+			s, err := scheduling.New(cfg, h, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			schedule := func(turn uint64) string {
+				req := &framework.Request{Model: "m", BaseModel: "m", PromptTokens: 1000, SessionID: "conv",
+					Tenant: "t", PrefixHashes: []uint64{turn}}
+				res, err := s.Schedule(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.PreRequest(context.Background(), req, res)
+				return res.Targets[0].Meta().Address
+			}
+			home := schedule(1)
+			for _, e := range fakes {
+				if e.Meta().Address == home {
+					plugintest.SetLoad(e, tt.waiting, tt.running, 0.1, h.Now())
+				}
+			}
+			if got := schedule(2) == home; got != tt.stays {
+				t.Fatalf("%d waiting and %d running on the session's pod: stayed %v, want %v",
+					tt.waiting, tt.running, got, tt.stays)
+			}
+		})
+	}
+}
