@@ -60,6 +60,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"trace scenarios: the trace file (default: the scenario's, ../shared/traces/FILE from the repository root)",
 	)
 	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "trace scenarios: a directory holding the trace under its own file name")
+	fs.BoolVar(&cfg.Sessions, "session-ids", false,
+		"trace scenarios: each request carries its conversation's session id (Mooncake: its first two hash ids)")
+	fs.DurationVar(&cfg.TraceStart, "trace-start", 0,
+		"trace scenarios: where the replayed window starts in the recording (default: the scenario's)")
+	policyConfigs := policyConfigFlag{}
+	fs.Var(policyConfigs, "policy-config",
+		"NAME=FILE: run policy NAME from an EndpointPickerConfig file (--config=FILE); repeatable")
 	quick := fs.Bool(
 		"quick",
 		false,
@@ -93,6 +100,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Policies = strings.Split(*policies, ",")
+	if len(policyConfigs) > 0 {
+		cfg.PolicyConfigs = policyConfigs
+	}
 	if sw.on {
 		if *scenario != "" {
 			fmt.Fprintln(stderr, "bench: --sweep takes --scenarios, not --scenario")
@@ -162,6 +172,29 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	_, _ = stdout.Write(md)
 	return 0
+}
+
+// policyConfigFlag is --policy-config: NAME=FILE pairs, one a flag.
+type policyConfigFlag map[string]string
+
+func (p policyConfigFlag) String() string {
+	var out []string
+	for k, v := range p {
+		out = append(out, k+"="+v)
+	}
+	return strings.Join(out, ",")
+}
+
+func (p policyConfigFlag) Set(v string) error {
+	name, file, ok := strings.Cut(v, "=")
+	if !ok || name == "" || file == "" {
+		return fmt.Errorf("want NAME=FILE, got %q", v)
+	}
+	if _, err := os.Stat(file); err != nil {
+		return err
+	}
+	p[name] = file
+	return nil
 }
 
 // flagSet reports whether name was given on the command line.
