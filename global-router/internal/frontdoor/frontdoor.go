@@ -376,6 +376,11 @@ func (s *Server) route(
 	// again every RetryPoll.
 	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
 	req.SessionCluster = sess.cluster
+	if sess.ok {
+		// The session is recorded when the answer's headers go out, before its body streams: a
+		// client's next turn, sent the moment this answer ends, already finds it.
+		w = &sessionWriter{ResponseWriter: w, s: s, sess: sess}
+	}
 	req.TTFTSLO = ttftSLO(r.Header)
 	for {
 		_, span := s.cfg.Tracer.Start(r.Context(), SpanRoute, trace.SpanKindInternal)
@@ -405,7 +410,6 @@ func (s *Server) route(
 			}
 			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
 			if ferr == nil {
-				s.served(sess, w.Header().Get(contract.HeaderCluster))
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route), known
 			}

@@ -73,6 +73,26 @@ func (s *Server) served(sess session, cluster string) {
 	s.metrics.sessions.WithLabelValues(outcome).Inc()
 }
 
+// sessionWriter records its session as served by the answer's cluster (x-switchyard-cluster)
+// when a 2xx answer's headers are written, once.
+type sessionWriter struct {
+	http.ResponseWriter
+	s        *Server
+	sess     session
+	recorded bool
+}
+
+func (w *sessionWriter) WriteHeader(code int) {
+	if !w.recorded && code/100 == 2 {
+		w.recorded = true
+		w.s.served(w.sess, w.Header().Get(contract.HeaderCluster))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, deadlines).
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // sessionMetrics are the collectors of the router's session table: its size read when gathered
 // from the table the front door uses (none before New), and the decisions by outcome.
 type sessionMetrics struct {
@@ -106,7 +126,8 @@ func (m *sessionMetrics) collectors(decisions *prometheus.CounterVec) []promethe
 			return float64(c)
 		}
 	}
-	const evictHelp = "Sessions the router's session table dropped, by reason: capacity (full) or expired (idle for the TTL)."
+	const evictHelp = "Sessions the router's session table dropped, by reason: capacity (full) or expired " +
+		"(idle for the TTL)."
 	return []prometheus.Collector{
 		decisions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchyard_router_sessions",
