@@ -336,7 +336,8 @@ func TestParseSessionID(t *testing.T) {
 // them): metadata.session_id, else user, each only as a non-empty string within the bound.
 func FuzzParseSessionID(f *testing.F) {
 	for _, s := range []string{`{"model":"m","user":"u"}`, `{"model":"m","metadata":{"session_id":"s"},"user":"u"}`,
-		`{"model":"m","metadata":{"session_id":"\u00e9"}}`, `{"model":"m","user":1}`, `{"model":"m","metadata":[],"user":"u"}`} {
+		`{"model":"m","metadata":{"session_id":"\u00e9"}}`, `{"model":"m","user":1}`,
+		`{"model":"m","metadata":[],"user":"u"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

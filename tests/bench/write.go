@@ -133,8 +133,9 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 		return
 	}
 	b.WriteString(
-		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate, step-lag p99 and the highest KV use of any pod " +
-			"over the fleet, and the gateway's scheduling outcomes.\n\n| policy |",
+		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache " +
+			"hit rate, step-lag p99 and the highest KV use of any pod over the fleet, and the gateway's " +
+			"scheduling outcomes.\n\n| policy |",
 	)
 	for _, p := range policies[0].Pods {
 		fmt.Fprintf(b, " %s |", p.Pod)

@@ -72,9 +72,11 @@ var usage = map[string]string{
 		"or 256 MiB without one, never below `--max-body-bytes`",
 	"memory-limit": "the Go runtime's soft memory limit (`runtime/debug.SetMemoryLimit`): bytes with a unit (`1536MiB`), `auto` for 90% " +
 		"of the cgroup's `/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), or `none`; logged at start",
-	"adapter-map":             "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
-	"endpoint-header":         "add `x-switchyard-endpoint` (the serving pod's name) to responses",
-	"session-header":          "request header that names the conversation for the `session-affinity-scorer` (at most 256 bytes; longer is refused with 400); without it the body's `metadata.session_id`, else `user`; `\"\"` reads the body only",
+	"adapter-map":     "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
+	"endpoint-header": "add `x-switchyard-endpoint` (the serving pod's name) to responses",
+	"session-header": "request header that names the conversation for the `session-affinity-scorer` " +
+		"(at most 256 bytes; longer is refused with 400); without it the body's `metadata.session_id`, " +
+		"else `user`; `\"\"` reads the body only",
 	"endpoint-header-address": "debugging: show the pod's `ip:port` in `x-switchyard-endpoint` instead of its name (the address is internal to the cluster)",
 	"queue-limit":             "most requests held by flow control",
 	"queue-ttl":               "longest wait in the flow-control queue before 429",

@@ -71,9 +71,10 @@ var usage = map[string]string{
 	"max-attempts":         "clusters tried per request (the retry budget)",
 	"max-ejection-percent": "most clusters passive health may eject at once, in percent of the clusters with a fresh summary (0..100; at least one of two or more; a lone cluster never, below 100; 0 turns ejection off)",
 	"routing-mode":         "`global`: local first, overflow anywhere; baselines Tier 2 is measured against: `local-only` (never forward outside the region), `spillover` (local until over the overflow threshold, then the nearest region by RTT only)",
-	"session-header": "request header that names the conversation for session affinity (at most 256 bytes; longer is refused with 400): " +
-		"a session stays on the cluster that served it last while that one has room; without it the body's `metadata.session_id`, " +
-		"else `user`; `\"\"` reads the body only",
+	"session-header": "request header that names the conversation for session affinity " +
+		"(at most 256 bytes; longer is refused with 400): a session stays on the cluster that served it " +
+		"last while that one has room; without it the body's `metadata.session_id`, else `user`; " +
+		"`\"\"` reads the body only",
 	"policy-unavailable": "what a request gets while the routing policies are not loaded from etcd yet: `refuse` answers 503 " +
 		"`policy_unavailable`; `local` routes it inside this router's region only, which violates a residency rule that excludes this region",
 	"simulated-rtt": "`region=duration,...` latency added to requests forwarded to a region (local stack only)",

@@ -82,7 +82,8 @@ func TestDecideSession(t *testing.T) {
 			}
 			cs[1].RegionOverflowInFlight = 5
 			return cs
-		}, routing.Policy{OverflowThreshold: 0.8, OverflowCap: 5}, "west-a", 0.5, "eu-a", contract.ReasonChosenOverflow, routing.RouteOverflow},
+		}, routing.Policy{OverflowThreshold: 0.8, OverflowCap: 5}, "west-a", 0.5, "eu-a",
+			contract.ReasonChosenOverflow, routing.RouteOverflow},
 		{"residency wins", east, routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"us-west-2"}}, "east-b", 0.5,
 			"west", contract.ReasonChosenOverflow, routing.RouteOverflow},
 		{"an unknown cluster is no session", east, routing.DefaultPolicy(), "gone", 0.5, "", "", routing.RouteLocal},

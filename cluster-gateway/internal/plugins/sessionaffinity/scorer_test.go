@@ -194,8 +194,8 @@ func TestScorer(t *testing.T) {
 }
 
 func TestParams(t *testing.T) {
-	for _, bad := range []string{`{"sessionTTL":"0s"}`, `{"maxSessions":-1}`, `{"maxBytes":10}`, `{"kvCacheUtilThreshold":2}`,
-		`{"queueDepthThreshold":0}`, `{"unknown":1}`, `{"sessionTTL":5}`} {
+	for _, bad := range []string{`{"sessionTTL":"0s"}`, `{"maxSessions":-1}`, `{"maxBytes":10}`,
+		`{"kvCacheUtilThreshold":2}`, `{"queueDepthThreshold":0}`, `{"unknown":1}`, `{"sessionTTL":5}`} {
 		if _, err := sessionaffinity.Factory("sa", json.RawMessage(bad), nil); err == nil {
 			t.Errorf("Factory(%s) succeeded, want an error", bad)
 		}
