@@ -26,6 +26,20 @@ const (
 	HeaderFairnessID = "x-gateway-inference-fairness-id"
 )
 
+// Session affinity. A client names a conversation with HeaderSessionID (or the body's
+// metadata.session_id or user, see openai.Body.SessionID); both tiers send the requests of one
+// session back to where its last one was served while that pod or cluster has room. The header is
+// not a routing header: it is neither reserved nor dropped, so it reaches the next tier and the
+// model server as the client sent it.
+const (
+	// HeaderSessionID is the default name of the session-id request header (configurable in each
+	// tier).
+	HeaderSessionID = "x-session-id"
+	// MaxSessionID bounds a session id, in bytes. A longer header value is refused (400); a longer
+	// body field is not a session id (the request has none).
+	MaxSessionID = 256
+)
+
 // Per-request latency objectives a client may set, named as llm-d's SLO-aware scheduling names
 // them. They are not routing headers (IsReserved and IsRouting are false for them): each tier
 // reads them and passes them on unchanged, to the next tier and to the model server.
@@ -145,6 +159,22 @@ func ParseHandBack(v string) (time.Duration, error) {
 			HeaderHandBack, v, MaxHandBack.Milliseconds())
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ParseSessionID reads a session-id header value: "" (no session) for an empty or blank value, the
+// value with surrounding whitespace trimmed otherwise, and an error naming header when that is
+// longer than MaxSessionID bytes or holds a control character.
+func ParseSessionID(header, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if len(v) > MaxSessionID {
+		return "", fmt.Errorf("invalid %s header: %d bytes, want at most %d", header, len(v), MaxSessionID)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == 0x7f {
+			return "", fmt.Errorf("invalid %s header: control character at byte %d", header, i)
+		}
+	}
+	return v, nil
 }
 
 // MaxSLO bounds HeaderSLOTTFT and HeaderSLOTPOT: an hour.

@@ -84,6 +84,53 @@ func TestOverflow(t *testing.T) {
 	}
 }
 
+func TestParseSessionID(t *testing.T) {
+	long := strings.Repeat("s", contract.MaxSessionID)
+	tests := []struct {
+		name, v, want string
+		err           bool
+	}{
+		{"empty", "", "", false},
+		{"blank", "  \t", "", false},
+		{"plain", "conv-42", "conv-42", false},
+		{"trimmed", " conv-42 ", "conv-42", false},
+		{"at the bound", long, long, false},
+		{"over the bound", long + "s", "", true},
+		{"control character", "a\x01b", "", true},
+		{"delete", "a\x7fb", "", true},
+		{"utf-8", "séance", "séance", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := contract.ParseSessionID(contract.HeaderSessionID, tt.v)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("ParseSessionID(%q) = %q, %v; want %q, error %v", tt.v, got, err, tt.want, tt.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), contract.HeaderSessionID) {
+				t.Fatalf("error %q does not name the header", err)
+			}
+		})
+	}
+	if contract.IsReserved(contract.HeaderSessionID) || contract.IsRouting(contract.HeaderSessionID) {
+		t.Fatal("the session-id header must reach the next tier as the client sent it")
+	}
+}
+
+func FuzzParseSessionID(f *testing.F) {
+	for _, s := range []string{"", "conv", " a ", "a\x00", strings.Repeat("x", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := contract.ParseSessionID(contract.HeaderSessionID, v)
+		if err != nil {
+			return
+		}
+		if len(got) > contract.MaxSessionID || got != strings.TrimSpace(got) {
+			t.Fatalf("ParseSessionID(%q) = %q: over the bound or untrimmed", v, got)
+		}
+	})
+}
+
 func TestParseSLO(t *testing.T) {
 	for _, tt := range []struct {
 		v    string

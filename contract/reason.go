@@ -28,6 +28,12 @@ const (
 	// ReasonChosenOverflowReturning: ReasonChosenOverflow, the cluster drawn as a returning
 	// cluster's share.
 	ReasonChosenOverflowReturning Reason = "chosen_overflow_returning"
+	// ReasonChosenSession: chosen because it served the request's session last, has room and
+	// is near the best estimate (the router's session affinity).
+	ReasonChosenSession Reason = "chosen_session"
+	// ReasonSessionElsewhere: drawn by power-of-d, passed over for the cluster that served the
+	// request's session last.
+	ReasonSessionElsewhere Reason = "session_elsewhere"
 	// ReasonLocalHasRoom: a cluster elsewhere passed over because a local one has room.
 	ReasonLocalHasRoom Reason = "local_has_room"
 	// ReasonOverThreshold: a local cluster at or over its policy's overflow threshold.
@@ -201,8 +207,16 @@ var reasons = map[Reason]reasonInfo{
 	ReasonChosenOverflow:          {"chosen: overflow, no local cluster has room", UseCandidate},
 	ReasonChosenLocalReturning:    {"chosen: local first, under the overflow threshold" + returning, UseCandidate},
 	ReasonChosenOverflowReturning: {"chosen: overflow, no local cluster has room" + returning, UseCandidate},
-	ReasonLocalHasRoom:            {"a local cluster has room", UseCandidate},
-	ReasonOverThreshold:           {"over the overflow threshold", UseCandidate | UseLeftRegion},
+	ReasonChosenSession: {
+		"chosen: served the request's session last, has room and is near the best estimate",
+		UseCandidate,
+	},
+	ReasonSessionElsewhere: {
+		"drawn by power-of-d, passed over for the cluster that served the request's session last",
+		UseCandidate,
+	},
+	ReasonLocalHasRoom:  {"a local cluster has room", UseCandidate},
+	ReasonOverThreshold: {"over the overflow threshold", UseCandidate | UseLeftRegion},
 	ReasonRemoteSooner: {
 		"a cluster elsewhere is estimated to answer several times sooner",
 		UseCandidate | UseLeftRegion,

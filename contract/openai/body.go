@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Body is what body-based routing reads from an OpenAI request body (completions, chat
@@ -47,6 +49,12 @@ type Body struct {
 	Priority int
 	// HasPriority says the body set "priority" to a number (not null).
 	HasPriority bool
+	// SessionID is the conversation the request belongs to, for session affinity:
+	// "metadata.session_id" when it is a string, else "user" (OpenAI's end-user id) when it is a
+	// string; nil when neither is, or when the value is empty or longer than contract.MaxSessionID
+	// bytes (a long "user" names no session, the request is not refused). It aliases the data when
+	// the string has no escapes. The last member of each key wins.
+	SessionID []byte
 	// MaxPrompt bounds the text kept in Prompt (0 keeps all of it), so that a huge prompt is not
 	// copied when only its first blocks are hashed. Reset and Parse keep it.
 	MaxPrompt int
@@ -60,6 +68,7 @@ type Body struct {
 	ibuf       []byte // storage for instr when the string has escapes
 
 	opts optsSpan // where the last "stream_options" is, for AppendIncludeUsage
+	user, metaSession []byte // the session id candidates: "user", "metadata.session_id"
 }
 
 // ErrMissingModel is returned by Parse when the body has no non-empty "model" string.
@@ -126,11 +135,12 @@ func (b *Body) Reset() {
 	*b = Body{MaxPrompt: b.MaxPrompt, buf: b.buf[:0], ibuf: b.ibuf[:0]}
 }
 
-// Release drops b's references to the parsed data (Prompt may alias it), and its prompt buffers
+// Release drops b's references to the parsed data (Prompt and SessionID may alias it), and its prompt buffers
 // when they grew past maxBuf bytes, so that a Body kept in a pool holds neither a request body nor
 // a huge buffer.
 func (b *Body) Release(maxBuf int) {
 	b.Prompt, b.instr = nil, nil
+	b.SessionID, b.user, b.metaSession = nil, nil, nil
 	if cap(b.buf) > maxBuf {
 		b.buf = nil
 	}
@@ -199,6 +209,10 @@ func Parse(data []byte, b *Body) error {
 		return fmt.Errorf("openai: malformed JSON: %w", err)
 	}
 	b.joinInstructions()
+	b.SessionID = b.metaSession
+	if b.SessionID == nil {
+		b.SessionID = b.user
+	}
 	if b.Model == "" {
 		return ErrMissingModel
 	}
@@ -234,6 +248,10 @@ func (b *Body) member(s *scanner, key []byte) error {
 		return s.arrayOrNull(func() error { return b.message(s) })
 	case "instructions":
 		return b.instructions(s)
+	case "user":
+		return sessionValue(s, &b.user, 1)
+	case "metadata":
+		return b.metadata(s)
 	}
 	return s.skip(1)
 }
@@ -434,6 +452,35 @@ func (b *Body) contentPart(s *scanner) error {
 		}
 		return s.skip(5)
 	})
+}
+
+// metadata reads "metadata" (a map of strings, OpenAI's request metadata): its "session_id" is
+// a session id; null or any other value holds none.
+func (b *Body) metadata(s *scanner) error {
+	b.metaSession = nil
+	if s.ws() != '{' {
+		return s.skip(1)
+	}
+	return s.object(func(key []byte) error {
+		if string(key) == "session_id" {
+			return sessionValue(s, &b.metaSession, 2)
+		}
+		return s.skip(2)
+	})
+}
+
+// sessionValue reads a session-id candidate into dst: the string, when it is not empty and at
+// most contract.MaxSessionID bytes long once decoded; nil for any other value.
+func sessionValue(s *scanner, dst *[]byte, depth int) error {
+	*dst = nil
+	if s.ws() != '"' {
+		return s.skip(depth)
+	}
+	v, err := s.str(nil)
+	if err == nil && len(v) > 0 && len(v) <= contract.MaxSessionID {
+		*dst = v
+	}
+	return err
 }
 
 // boolean reads true, false or null (false).

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 func TestParse(t *testing.T) {
@@ -286,4 +289,87 @@ func BenchmarkParseResponses(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestParseSessionID(t *testing.T) {
+	long := strings.Repeat("s", contract.MaxSessionID)
+	tests := []struct {
+		name, body, want string
+	}{
+		{"none", `{"model":"m"}`, ""},
+		{"user", `{"model":"m","user":"u-1"}`, "u-1"},
+		{"metadata", `{"model":"m","metadata":{"tag":"x","session_id":"conv-7"}}`, "conv-7"},
+		{"metadata wins over user", `{"model":"m","metadata":{"session_id":"conv-7"},"user":"u-1"}`, "conv-7"},
+		{"user after metadata without a session", `{"model":"m","metadata":{"tag":"x"},"user":"u-1"}`, "u-1"},
+		{"escaped", `{"model":"m","user":"a\u00e9\n"}`, "aé\n"},
+		{"at the bound", `{"model":"m","user":"` + long + `"}`, long},
+		{"over the bound is no session", `{"model":"m","user":"` + long + `s"}`, ""},
+		{"empty is no session", `{"model":"m","user":""}`, ""},
+		{"not a string", `{"model":"m","user":42,"metadata":{"session_id":["x"]}}`, ""},
+		{"null metadata", `{"model":"m","metadata":null,"user":"u"}`, "u"},
+		{"metadata not an object", `{"model":"m","metadata":"x"}`, ""},
+		{"last user wins", `{"model":"m","user":"a","user":"b"}`, "b"},
+		{"later null user clears", `{"model":"m","user":"a","user":null}`, ""},
+		{"nested session_id is not one", `{"model":"m","metadata":{"x":{"session_id":"deep"}}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Body
+			if err := Parse([]byte(tt.body), &b); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if string(b.SessionID) != tt.want {
+				t.Fatalf("SessionID = %q, want %q", b.SessionID, tt.want)
+			}
+			b.Release(0)
+			if b.SessionID != nil {
+				t.Fatal("Release kept the session id, which may alias the body")
+			}
+		})
+	}
+	var b Body
+	if err := Parse([]byte(`{"model":"m","user":"a"}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := Parse([]byte(`{"model":"m"}`), &b); err != nil || b.SessionID != nil {
+		t.Fatalf("a reused Body kept the last request's session id %q (%v)", b.SessionID, err)
+	}
+}
+
+// FuzzParseSessionID checks the session id against encoding/json's reading of the same fields
+// (into maps, whose keys match exactly and whose duplicates the last wins, as the parser reads
+// them): metadata.session_id, else user, each only as a non-empty string within the bound.
+func FuzzParseSessionID(f *testing.F) {
+	for _, s := range []string{`{"model":"m","user":"u"}`, `{"model":"m","metadata":{"session_id":"s"},"user":"u"}`,
+		`{"model":"m","metadata":{"session_id":"\u00e9"}}`, `{"model":"m","user":1}`,
+		`{"model":"m","metadata":[],"user":"u"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b Body
+		if Parse(data, &b) != nil {
+			return
+		}
+		if b.SessionID != nil && (len(b.SessionID) == 0 || len(b.SessionID) > contract.MaxSessionID) {
+			t.Fatalf("session id of %d bytes: empty or over the bound", len(b.SessionID))
+		}
+		var ref map[string]any
+		if !utf8.Valid(data) || json.Unmarshal(data, &ref) != nil {
+			return // encoding/json replaces invalid UTF-8; the parser keeps the bytes
+		}
+		valid := func(v any) string {
+			if s, _ := v.(string); len(s) <= contract.MaxSessionID {
+				return s
+			}
+			return ""
+		}
+		meta, _ := ref["metadata"].(map[string]any)
+		want := valid(meta["session_id"])
+		if want == "" {
+			want = valid(ref["user"])
+		}
+		if string(b.SessionID) != want {
+			t.Fatalf("SessionID = %q, encoding/json reads %q", b.SessionID, want)
+		}
+	})
 }

@@ -84,6 +84,12 @@ type Config struct {
 	// PolicyConfigs maps a policy to a GIE EndpointPickerConfig file its gateway runs with
 	// (--config=FILE) instead of --profile=POLICY: a policy not named here is a built-in profile.
 	PolicyConfigs map[string]string
+	// Sessions gives a Mooncake trace scenario's requests their conversation's session id (the
+	// workload's trace.sessions), sent as the body's user, for session affinity.
+	Sessions bool
+	// TraceStart, when > 0, replaces a trace scenario's window start (recorded time): another
+	// window of the trace, where a seed would give another request sequence.
+	TraceStart time.Duration
 
 	// weights are the pods' weights per GPU profile (podWeights); nil: pods carry no weight label.
 	weights map[string]float64
@@ -224,7 +230,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i, st := range stacks {
 		targets[i] = loadgen.Target{Name: st.policy, URL: st.url}
 	}
+	peaks := make([]*kvPeaks, len(stacks))
+	for i, st := range stacks {
+		peaks[i] = st.sampleKV(ctx, cfg.TimeScale)
+	}
 	lres, err := loadgen.Run(ctx, lcfg, targets)
+	kv := make([][]float64, len(stacks))
+	for i := range peaks {
+		kv[i] = peaks[i].finish()
+	}
 	res.LoadAvg[1] = loadAvg()
 	if err != nil {
 		return nil, fmt.Errorf("bench: loadgen: %w", err)
@@ -235,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Report, res.Samples = rep, lres
 	for i, st := range stacks {
-		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare))
+		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare, kv[i]))
 	}
 	if cfg.Scenario.Check != nil && res.has(Baseline) {
 		v := cfg.Scenario.Check(res.Figures)
@@ -272,6 +286,9 @@ func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.W
 	if w.IsTrace() {
 		if cfg.Load > 0 || cfg.Seed != 0 {
 			return nil, fmt.Errorf("bench: %s replays a trace: its rate and requests are the trace's (no load or seed)", w.Name)
+		}
+		if w, err = withTraceWindow(cfg, w); err != nil {
+			return nil, err
 		}
 		return prepareTrace(ctx, cfg, res, w)
 	}

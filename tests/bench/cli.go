@@ -61,6 +61,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"trace scenarios: the trace file (default: the scenario's, ../shared/traces/FILE from the repository root)",
 	)
 	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "trace scenarios: a directory holding the trace under its own file name")
+	fs.BoolVar(&cfg.Sessions, "session-ids", false,
+		"trace scenarios: each request carries its conversation's session id (Mooncake: its first two hash ids)")
+	fs.DurationVar(&cfg.TraceStart, "trace-start", 0,
+		"trace scenarios: where the replayed window starts in the recording (default: the scenario's)")
 	quick := fs.Bool(
 		"quick",
 		false,

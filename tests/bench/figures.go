@@ -25,6 +25,9 @@ type PodStats struct {
 	// StepLagP99Ms is the p99 of how far engine steps ended from their schedule (simulated ms):
 	// a high figure means the machine could not keep the simulation on time.
 	StepLagP99Ms float64 `json:"step_lag_p99_ms"`
+	// MaxKV is the highest KV cache use (0..1) the pod showed, read every 50 ms of simulated
+	// time while the requests were sent.
+	MaxKV float64 `json:"max_kv"`
 }
 
 // PolicyStats are one policy's fleet figures.
@@ -36,6 +39,8 @@ type PolicyStats struct {
 	Preemptions  uint64 `json:"preemptions"`
 	// EnginePrefixHitRate is prefix-cache hits / queries over the pods (tokens, as vLLM counts).
 	EnginePrefixHitRate float64 `json:"engine_prefix_hit_rate"`
+	// MaxKV is the highest PodStats.MaxKV over the pods.
+	MaxKV float64 `json:"max_kv"`
 	// Decisions are the gateway's scheduling outcomes (ok, saturated, no_endpoints, ...), read
 	// from its /metrics at the end of the run.
 	Decisions map[string]float64 `json:"gateway_decisions,omitempty"`

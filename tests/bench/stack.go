@@ -209,7 +209,7 @@ func (st *stack) close() error {
 }
 
 // podStats reads every pod's engine counters.
-func (st *stack) podStats(share map[string]float64) PolicyStats {
+func (st *stack) podStats(share map[string]float64, maxKV []float64) PolicyStats {
 	ps := PolicyStats{Policy: st.policy}
 	addrs := st.fleet.Addrs()
 	for i, s := range st.fleet.Servers() {
@@ -224,11 +224,15 @@ func (st *stack) podStats(share map[string]float64) PolicyStats {
 			PrefixHits: snap.Stats.PrefixHits, Preemptions: snap.Stats.Preemptions,
 			StepLagP99Ms: 1000 * snap.Stats.Lag.Quantile(0.99),
 		}
+		if i < len(maxKV) {
+			pod.MaxKV = maxKV[i]
+		}
 		ps.Pods = append(ps.Pods, pod)
 		ps.AdapterLoads += pod.AdapterLoads
 		ps.Preemptions += pod.Preemptions
 		ps.prefixQueries += pod.PrefixQueries
 		ps.prefixHits += pod.PrefixHits
+		ps.MaxKV = max(ps.MaxKV, pod.MaxKV)
 	}
 	ps.Decisions = st.decisions()
 	if ps.prefixQueries > 0 {

@@ -51,6 +51,19 @@ func applyTraceFile(cfg *Config, w *workload.Workload) (*workload.Workload, erro
 	return w.WithTrace(func(t *workload.Trace) { t.Path = path })
 }
 
+// withTraceWindow applies cfg's Sessions and TraceStart to a trace workload.
+func withTraceWindow(cfg *Config, w *workload.Workload) (*workload.Workload, error) {
+	if !cfg.Sessions && cfg.TraceStart <= 0 {
+		return w, nil
+	}
+	return w.WithTrace(func(t *workload.Trace) {
+		t.Sessions = t.Sessions || cfg.Sessions
+		if cfg.TraceStart > 0 {
+			t.Start = cfg.TraceStart
+		}
+	})
+}
+
 // prepareTrace reads a trace scenario's window (so a missing trace fails before anything
 // starts), and measures the fleet's capacity for its requests unless cfg gives it.
 func prepareTrace(ctx context.Context, cfg *Config, res *Result, w *workload.Workload) (*workload.Workload, error) {

@@ -134,14 +134,17 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 		return
 	}
 	b.WriteString(
-		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache hit rate and " +
-			"step-lag p99 over the fleet, and the gateway's scheduling outcomes.\n\n| policy |",
+		"Request share per pod (x-switchyard-endpoint); then adapter loads, preemptions, engine prefix-cache " +
+			"hit rate, step-lag p99 and the highest KV use of any pod over the fleet, and the gateway's " +
+			"scheduling outcomes.\n\n| policy |",
 	)
 	for _, p := range policies[0].Pods {
 		fmt.Fprintf(b, " %s |", p.Pod)
 	}
-	b.WriteString(" adapter loads | preemptions | engine hit rate | step lag p99 | gateway decisions |\n|---|")
-	b.WriteString(strings.Repeat("---|", len(policies[0].Pods)+5) + "\n")
+	b.WriteString(
+		" adapter loads | preemptions | engine hit rate | step lag p99 | max pod KV | gateway decisions |\n|---|",
+	)
+	b.WriteString(strings.Repeat("---|", len(policies[0].Pods)+6) + "\n")
 	for _, ps := range policies {
 		fmt.Fprintf(b, "| %s |", ps.Policy)
 		lag := 0.0
@@ -151,11 +154,12 @@ func writePods(b *strings.Builder, policies []PolicyStats) {
 		}
 		fmt.Fprintf(
 			b,
-			" %d | %d | %.1f%% | %.0f ms | %s |\n",
+			" %d | %d | %.1f%% | %.0f ms | %.1f%% | %s |\n",
 			ps.AdapterLoads,
 			ps.Preemptions,
 			100*ps.EnginePrefixHitRate,
 			lag,
+			100*ps.MaxKV,
 			counts(ps.Decisions),
 		)
 	}

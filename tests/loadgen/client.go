@@ -51,6 +51,7 @@ type requestBody struct {
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 	IgnoreEOS     bool           `json:"ignore_eos,omitempty"`
+	User          string         `json:"user,omitempty"`
 }
 
 type message struct {
@@ -63,9 +64,10 @@ type streamOptions struct {
 }
 
 // EncodeRequest builds the JSON body loadgen sends for r (to the chat API unless r.Endpoint is
-// workload.Completions); stream asks for SSE with usage, ignoreEOS for exactly max_tokens tokens.
+// workload.Completions); stream asks for SSE with usage, ignoreEOS for exactly max_tokens tokens; r.Session
+// is sent as the body's user.
 func EncodeRequest(r *workload.Request, stream, ignoreEOS bool) ([]byte, error) {
-	b := requestBody{Model: r.Model, MaxTokens: r.MaxTokens, Stream: stream, IgnoreEOS: ignoreEOS}
+	b := requestBody{Model: r.Model, MaxTokens: r.MaxTokens, Stream: stream, IgnoreEOS: ignoreEOS, User: r.Session}
 	if stream {
 		b.StreamOptions = &streamOptions{IncludeUsage: true}
 	}

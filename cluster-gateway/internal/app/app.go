@@ -304,7 +304,7 @@ func (g *Gateway) buildFrontDoors() error {
 		return err
 	}
 	po := pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log,
+		Classify: g.flow.Config(), SessionHeader: g.cfg.SessionHeader, MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log,
 		Tracer: g.tracing.Tracer()}
 	if g.cfg.TenantLimitsFile != "" {
 		tc := tenantlimits.DefaultConfig()

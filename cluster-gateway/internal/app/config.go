@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/gossip"
 )
@@ -136,6 +137,9 @@ type Config struct {
 	// address is internal to the cluster). Default false.
 	EndpointHeader        bool `flag:"endpoint-header"`
 	EndpointHeaderAddress bool `flag:"endpoint-header-address"`
+	// SessionHeader names the request header that carries a session id for session affinity;
+	// "" reads only the body's metadata.session_id or user. Default "x-session-id".
+	SessionHeader string `flag:"session-header"`
 	// QueueLimit, QueueTTL and ObjectivePriorities configure flow control (defaults 1024, 10 s, "").
 	QueueLimit          int           `flag:"queue-limit"`
 	QueueTTL            time.Duration `flag:"queue-ttl"`
@@ -248,6 +252,7 @@ func DefaultConfig() Config {
 		Staleness:        2 * time.Second,
 		MaxBodyBytes:     bbr.DefaultConfig().MaxBodyBytes,
 		EndpointHeader:   true,
+		SessionHeader:    contract.HeaderSessionID,
 		QueueLimit:       flowcontrol.DefaultConfig().MaxQueue,
 		QueueTTL:         flowcontrol.DefaultConfig().TTL,
 		MinPriority:      flowcontrol.DefaultMinPriority,
@@ -414,6 +419,9 @@ func (c Config) validateScheduling() []error {
 		return []error{
 			errors.New("--config (or --config-file) and --config-text are exclusive: give the EndpointPickerConfig once"),
 		}
+	}
+	if err := validSessionHeader(c.SessionHeader); err != nil {
+		return []error{err}
 	}
 	if c.ConfigFile != "" {
 		if _, err := os.Stat(c.ConfigFile); err != nil {
@@ -613,4 +621,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// validSessionHeader checks --session-header: "" or a lower-case HTTP header name (letters,
+// digits, '-') that is not a routing header (those are dropped before the scheduler could read
+// them from a client).
+func validSessionHeader(h string) error {
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return fmt.Errorf("--session-header %q: want a lower-case header name (a-z, 0-9, '-')", h)
+		}
+	}
+	if contract.IsReserved(h) {
+		return fmt.Errorf("--session-header %q: x-switchyard-* and x-gateway-* names are reserved", h)
+	}
+	return nil
 }

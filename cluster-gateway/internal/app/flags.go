@@ -177,6 +177,9 @@ var usage = map[string]string{
 		"(the highest over the window is published)",
 	"autoscale-min-replicas": "lowest desired replicas published",
 	"autoscale-max-replicas": "highest desired replicas published (0: unbounded)",
+	"session-header": "request header that names the conversation for the `session-affinity-scorer` " +
+		"(at most 256 bytes; longer is refused with 400); without it the body's `metadata.session_id`, " +
+		"else `user`; `\"\"` reads the body only",
 }
 
 // bindOptions completes c's tags: the help texts, and the flags whose parse is not their

@@ -92,6 +92,9 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	req.Model, req.BaseModel, req.Adapter = b.Model, res.BaseModel, res.Adapter
 	req.PromptTokens = b.EstimatedPromptTokens()
 	req.MaxTokens = b.MaxTokens
+	if len(b.SessionID) > 0 {
+		req.SessionID = string(b.SessionID)
+	}
 	blocks := len(b.Prompt) / prefix.BlockSize
 	if r.cfg.MaxPrefixBlocks > 0 {
 		blocks = min(blocks, r.cfg.MaxPrefixBlocks)

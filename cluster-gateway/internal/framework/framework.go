@@ -37,6 +37,10 @@ type Request struct {
 	Priority int
 	// Tenant is the fairness key ("" for the default tenant).
 	Tenant string
+	// SessionID is the conversation the request belongs to, for session affinity: the session-id
+	// header (x-session-id unless configured otherwise), else the body's metadata.session_id or
+	// user; at most contract.MaxSessionID bytes; "" when the request names none.
+	SessionID string
 	// Headers are the request headers relevant to scheduling (lower-case names).
 	Headers map[string]string
 	// SubsetHint, when non-empty, restricts candidates to these addresses (Envoy's subset hint).

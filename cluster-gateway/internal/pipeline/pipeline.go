@@ -11,6 +11,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -61,6 +62,7 @@ type Pipeline struct {
 	flow     Admitter
 	hooks    Hooks
 	classify flowcontrol.Config
+	session  string
 	mapErr   ErrorMapper
 	metrics  *Metrics
 	bodies   *body.Budget
@@ -82,6 +84,9 @@ type Options struct {
 	Hooks Hooks
 	// Classify supplies the priority and tenant header mapping.
 	Classify flowcontrol.Config
+	// SessionHeader names the request header that carries a session id (framework.Request's
+	// SessionID, over the body's); "" reads no header, only the body.
+	SessionHeader string
 	// MapError translates scheduler errors; nil maps every unknown error to 503.
 	MapError ErrorMapper
 	// Metrics are the shared request metrics (see NewMetrics); required.
@@ -114,6 +119,7 @@ func New(o Options) (*Pipeline, error) {
 		flow:     o.Flow,
 		hooks:    o.Hooks,
 		classify: o.Classify,
+		session:  o.SessionHeader,
 		mapErr:   o.MapError,
 		metrics:  o.Metrics,
 		bodies:   o.BodyBudget,
@@ -175,6 +181,9 @@ func (p *Pipeline) Decide(
 	if err == nil {
 		req.SLO, err = readSLO(get)
 	}
+	if err == nil {
+		err = p.sessionID(req, get)
+	}
 	if err != nil {
 		p.router.Release(req)
 		return nil, p.reject(req, p.badHeader(req, err))
@@ -206,6 +215,25 @@ func (p *Pipeline) Decide(
 		p.hooks.PreRequest(ctx, req, d.Result)
 	}
 	return d, nil
+}
+
+// sessionID sets req.SessionID from the session-id header when the request carries one (over
+// the body's); a value over contract.MaxSessionID bytes or with a control character is a
+// *flowcontrol.HeaderError.
+func (p *Pipeline) sessionID(req *framework.Request, get func(string) string) error {
+	if p.session == "" {
+		return nil
+	}
+	v := get(p.session)
+	sid, err := contract.ParseSessionID(p.session, v)
+	if err != nil {
+		return &flowcontrol.HeaderError{Header: p.session, Value: v,
+			Want: fmt.Sprintf("at most %d bytes without control characters", contract.MaxSessionID)}
+	}
+	if sid != "" {
+		req.SessionID = sid
+	}
+	return nil
 }
 
 // Done releases what d holds: the prompt's prefix hashes go back to the router's pool, to be

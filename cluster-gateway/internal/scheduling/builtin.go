@@ -17,6 +17,7 @@ import (
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/roundrobin"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/runningrequests"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/saturation"
+	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/sessionaffinity"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/slofilter"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedrandom"
 	_ "github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/weightedroundrobin"

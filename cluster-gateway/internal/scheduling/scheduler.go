@@ -86,7 +86,32 @@ func New(cfg Config, src EndpointSource, logger *slog.Logger, reg prometheus.Reg
 		observePredictions(reg, p)
 	}
 	src.OnRemove(s.metrics.forget)
+	if err := registerPluginMetrics(reg, s.profile); err != nil {
+		return nil, fmt.Errorf("scheduling: %w", err)
+	}
 	return s, nil
+}
+
+// registerPluginMetrics registers on reg (nil: none) every plugin of p that is a
+// prometheus.Collector (the session-affinity-scorer's table figures), in the order of their
+// instance names.
+func registerPluginMetrics(reg prometheus.Registerer, p *framework.Profile) error {
+	if reg == nil {
+		return nil
+	}
+	names := make([]string, 0, len(p.Plugins))
+	for name := range p.Plugins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if c, ok := p.Plugins[name].(prometheus.Collector); ok {
+			if err := reg.Register(c); err != nil {
+				return fmt.Errorf("register the metrics of plugin %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // setup fixes the pipeline: model and subset-hint filtering always run first (so a profile need

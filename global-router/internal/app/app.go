@@ -211,6 +211,7 @@ func (r *Router) buildData(context.Context) error {
 	dc.Options.LocalOnly = r.cfg.RoutingMode == RoutingLocalOnly
 	dc.Options.Spillover = r.cfg.RoutingMode == RoutingSpillover
 	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
+	dc.SessionHeader = r.cfg.SessionHeader
 	dc.Tracer = r.tracing.Tracer()
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
@@ -143,6 +144,10 @@ type Config struct {
 	// violates a residency rule that excludes this region. A model whose stored policy cannot be
 	// read is refused either way.
 	PolicyUnavailable string `flag:"policy-unavailable"`
+	// SessionHeader names the request header that carries a session id for session affinity
+	// (over the body's metadata.session_id or user); "" reads the body only. Default
+	// "x-session-id".
+	SessionHeader string `flag:"session-header"`
 	// SimulatedRTT adds latency to requests forwarded to a region (local stack). Default none.
 	SimulatedRTT map[string]time.Duration `flag:"simulated-rtt"`
 	// LogFormat is "text" or "json". Default "text".
@@ -197,6 +202,7 @@ func DefaultConfig() Config {
 		MaxEjectionPercent: clustertable.DefaultEjectionConfig().MaxEjectionPercent,
 		RoutingMode:        RoutingGlobal,
 		PolicyUnavailable:  frontdoor.PolicyUnavailableRefuse,
+		SessionHeader:      contract.HeaderSessionID,
 		LogFormat:          "text",
 		LogLevel:           "info",
 		TraceSampleRatio:   tracing.DefaultConfig().SampleRatio,
@@ -312,6 +318,10 @@ func (c *Config) validateValues() []error {
 		frontdoor.PolicyUnavailableRefuse,
 		frontdoor.PolicyUnavailableLocal,
 	)
+	add(!validHeaderName(c.SessionHeader), "--session-header: %q must be a lower-case header name (a-z, 0-9, '-')",
+		c.SessionHeader)
+	add(contract.IsReserved(c.SessionHeader), "--session-header: %q: x-switchyard-* and x-gateway-* names are reserved",
+		c.SessionHeader)
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
 	if err := c.tracingConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
@@ -362,4 +372,14 @@ func (c *Config) embeddedEtcdURL() string {
 		return "https://" + c.EmbeddedEtcdListen
 	}
 	return "http://" + c.EmbeddedEtcdListen
+}
+
+// validHeaderName reports whether h is "" or a lower-case header name of letters, digits and '-'.
+func validHeaderName(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }

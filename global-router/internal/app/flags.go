@@ -103,6 +103,10 @@ var usage = map[string]string{
 		"is sampled is always recorded",
 	"log-level": "log level: `debug`, `info`, `warn`, `error`",
 	"config":    "file of flag values, one `name=value` a line; the command line and the environment win over it",
+	"session-header": "request header that names the conversation for session affinity " +
+		"(at most 256 bytes; longer is refused with 400): a session stays on the cluster that served it " +
+		"last while that one has room; without it the body's `metadata.session_id`, else `user`; " +
+		"`\"\"` reads the body only",
 }
 
 // command is the router's flags, bound to Config: each is read from the command line, then its

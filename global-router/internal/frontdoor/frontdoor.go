@@ -85,6 +85,12 @@ type Config struct {
 	// (routing.LocalOnlyPolicy), which violates a residency rule that excludes Region. A model
 	// whose stored policy cannot be read is refused either way.
 	PolicyUnavailable string
+	// SessionHeader names the request header that carries a session id (over the body's
+	// metadata.session_id or user); "" reads the body only. Default "x-session-id".
+	SessionHeader string
+	// Sessions bounds the session-affinity table (routing.DefaultSessionConfig's defaults for
+	// zero fields). Options.SessionSlack < 0 turns session affinity off.
+	Sessions routing.SessionConfig
 	// Tracer records the request and routing-decision spans (see docs/router.md#tracing); nil
 	// records none.
 	Tracer *tracing.Tracer
@@ -111,6 +117,8 @@ func DefaultConfig() Config {
 		RetryPoll:         50 * time.Millisecond,
 		Options:           routing.DefaultOptions(),
 		PolicyUnavailable: PolicyUnavailableRefuse,
+		SessionHeader:     contract.HeaderSessionID,
+		Sessions:          routing.DefaultSessionConfig(),
 	}
 }
 
@@ -122,6 +130,7 @@ type Server struct {
 	fwd      Forwarder
 	log      *slog.Logger
 	metrics  *Metrics
+	sessions *routing.Sessions
 	lastWarn atomic.Int64 // unix nanoseconds of the last body budget warning
 }
 
@@ -134,7 +143,17 @@ func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Lo
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &Server{cfg: cfg, table: table, policies: policies, fwd: fwd, log: log, metrics: m}
+	s := &Server{
+		cfg:      cfg,
+		table:    table,
+		policies: policies,
+		fwd:      fwd,
+		log:      log,
+		metrics:  m,
+		sessions: routing.NewSessions(cfg.Sessions),
+	}
+	m.table.table.Store(s.sessions)
+	return s
 }
 
 // Handler returns the HTTP handler for the OpenAI endpoints: the inference routes
@@ -271,6 +290,10 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
 	parsed, perr := parseRequest(body)
+	var sess session
+	if perr == nil {
+		sess, perr = s.sessionOf(r, parsed.SessionID)
+	}
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOf(perr.Status))
@@ -292,11 +315,11 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	var outcome string
 	var known bool
 	if lease == nil {
-		outcome, known = s.route(w, r, body, model, parsed.Prompt)
+		outcome, known = s.route(w, r, body, model, parsed.Prompt, sess)
 	} else {
 		fwdBody, strip, release := s.askUsage(r.URL.Path, body, &parsed, lease)
 		meter := newUsageMeter(w, s.cfg.Bodies, strip)
-		outcome, known = s.route(meter, r, fwdBody, model, parsed.Prompt)
+		outcome, known = s.route(meter, r, fwdBody, model, parsed.Prompt, sess)
 		meter.finish()
 		release()
 		used, reported := meter.tokens()
@@ -354,11 +377,18 @@ func (s *Server) route(
 	body []byte,
 	model string,
 	prompt []byte,
+	sess session,
 ) (outcome string, known bool) {
 	deadline := time.Now().Add(s.cfg.QueueWait)
 	// The prompt's hashes and length are computed once: a request waiting for room is decided
 	// again every RetryPoll.
 	hashes, req := prefix.Hashes(nil, model, prompt, 0), requestOf(prompt)
+	req.SessionCluster = sess.cluster
+	if sess.ok {
+		// The session is recorded when the answer's headers go out, before its body streams: a
+		// client's next turn, sent the moment this answer ends, already finds it.
+		w = &sessionWriter{ResponseWriter: w, s: s, sess: sess}
+	}
 	req.TTFTSLO = ttftSLO(r.Header)
 	for {
 		_, span := s.cfg.Tracer.Start(r.Context(), SpanRoute, trace.SpanKindInternal)

@@ -29,6 +29,10 @@ type Metrics struct {
 	noRoute *prometheus.CounterVec
 	models  *promlabel.Set
 	tenant  tenantMetrics
+	// sessions counts requests with a session by where they were served (stuck, moved, new);
+	// table is the session table the gauges read.
+	sessions *prometheus.CounterVec
+	table    sessionMetrics
 }
 
 // NewMetrics registers the front door's collectors on reg (nil: not registered).
@@ -76,6 +80,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"code"}),
 		models: promlabel.NewSet(promlabel.DefaultLimit),
 		tenant: newTenantMetrics(),
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_session_decisions_total",
+			Help: "Requests with a session id by where they were served: stuck (the cluster that served the session " +
+				"last), moved (another: that one had no room, was drained or far slower) or new (the session was not known).",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{sessionStuck, sessionMoved, sessionNew} {
+		m.sessions.WithLabelValues(o)
 	}
 	for _, c := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
 		m.noRoute.WithLabelValues(strconv.Itoa(c))
@@ -105,6 +117,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.tenant.unmetered,
 			m.tenant.usageAsked,
 		)
+		reg.MustRegister(m.table.collectors(m.sessions)...)
 	}
 	return m
 }

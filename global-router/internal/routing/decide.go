@@ -59,6 +59,10 @@ type Decision struct {
 	// the gateway's own, fresher prediction.
 	HandBack time.Duration
 
+	// Session is true when the chosen cluster is the one that served the request's session last,
+	// kept for session affinity (Request.SessionCluster) rather than drawn.
+	Session bool
+
 	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill.
 	remote, common time.Duration
 }
@@ -251,7 +255,12 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 	}
 	chosen := powerOfD(pool, d.Explain, opt, rng, &d)
 	reason := route
-	if r := returningShare(pool, clusters, rng); r >= 0 && r != chosen {
+	if s := sessionChoice(pool, clusters, d.Explain, d.Best, req.SessionCluster, opt); s >= 0 {
+		if s != chosen {
+			d.Explain[chosen].Reason = contract.ReasonSessionElsewhere
+		}
+		chosen, reason, d.Session = s, contract.ReasonChosenSession, true
+	} else if r := returningShare(pool, clusters, rng); r >= 0 && r != chosen {
 		d.Explain[chosen].Reason = contract.ReasonYielded
 		chosen, reason = r, returningReason(route)
 	}
@@ -457,6 +466,23 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 		ex[i].Reason = contract.ReasonNotDrawn
 	}
 	return pick
+}
+
+// sessionChoice returns the member of pool named session (the cluster that served the request's
+// session last) when its estimate is within opt.SessionSlack of the best's, else -1.
+func sessionChoice(pool []int, clusters []Cluster, ex []Explanation, best int, session string, opt Options) int {
+	if session == "" || opt.SessionSlack < 0 {
+		return -1
+	}
+	for _, i := range pool {
+		if clusters[i].Name == session {
+			if float64(ex[i].Estimate) <= float64(ex[best].Estimate)*(1+opt.SessionSlack) {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // returningShare draws whether the request goes to a returning cluster of pool (Cluster.Returning)

@@ -4,8 +4,10 @@
 // overflow threshold, and otherwise overflows to the best cluster anywhere, choosing among the
 // near-best with power-of-d choices so routers do not herd onto one "free" cluster.
 //
-// The package is pure: it reads a snapshot of the cluster table and a policy and returns a
-// decision with an explanation for every cluster. It does no I/O and keeps no state.
+// Decide is pure: it reads a snapshot of the cluster table and a policy and returns a decision
+// with an explanation for every cluster. It does no I/O and keeps no state. The one state the
+// package holds is Sessions, the session → cluster table of session affinity, which the front
+// door reads before a decision (Request.SessionCluster) and writes after the request is served.
 package routing
 
 import (
@@ -155,6 +157,11 @@ type Request struct {
 	PromptTokens int
 	// AvgTokens is the KV footprint assumed for an in-flight request (prompt + expected output).
 	AvgTokens int
+	// SessionCluster is the cluster that served the request's session last (Sessions), "" for
+	// none: Decide keeps the session there while that cluster is in the pool it chooses from
+	// (it has room, and local first, drains, residency and the overflow cap all let it) and its
+	// estimate is within Options.SessionSlack of the best.
+	SessionCluster string
 	// TTFTSLO is the request's own time-to-first-token objective (x-slo-ttft-ms), 0 for none:
 	// clusters estimated to meet it are preferred to those that are not (see Decide).
 	TTFTSLO time.Duration
@@ -189,12 +196,17 @@ type Options struct {
 	// prefill or free KV cache, no local preference margin and no hand-back offer. It is a
 	// baseline Tier 2 is measured against, not a production setting. LocalOnly wins over it.
 	Spillover bool
+	// SessionSlack is how much slower than the best estimate, relatively, the cluster that served
+	// a request's session last may be and still keep it (session affinity; its prefix cache holds
+	// the conversation, which the prefix sketch may not show). Negative turns session affinity
+	// off. The spillover mode ignores sessions.
+	SessionSlack float64
 }
 
 // DefaultOptions: within 20% of the best, among the best three, two random samples; a busy
 // local cluster kept unless elsewhere is estimated three times as fast, or unless two of this
 // router's requests per pod already wait there for their first token and elsewhere is sooner;
-// overflow on.
+// overflow on; a session kept on its cluster while that is within 50% of the best estimate.
 func DefaultOptions() Options {
-	return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 3, BacklogPerPod: 2}
+	return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 3, BacklogPerPod: 2, SessionSlack: 0.5}
 }

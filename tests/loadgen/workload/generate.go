@@ -32,6 +32,9 @@ type Request struct {
 	MaxTokens int
 	// Group is the shared-prefix group, or -1.
 	Group int
+	// Session is the conversation the request belongs to, sent as the body's user (session
+	// affinity); "" for none.
+	Session string
 }
 
 // Text is the whole prompt as a completions request sends it.

@@ -45,6 +45,11 @@ type Trace struct {
 	Start time.Duration `yaml:"start"`
 	// MaxRequests caps the requests replayed (0 = no cap).
 	MaxRequests int `yaml:"max_requests"`
+	// Sessions gives each request of a Mooncake trace the session id of its conversation
+	// (Request.Session, sent as the body's user): the record's first two hash ids, the block every
+	// request shares and the conversation's own first block, so the turns of one conversation,
+	// whose ids extend the same leading run, carry one id. Ignored for traces without hash ids.
+	Sessions bool `yaml:"sessions"`
 
 	// dir is the directory a relative Path is taken from ("" = the working directory).
 	dir string
@@ -236,10 +241,22 @@ func (g *Generator) traceRequest(i int, rec *trace.Record) (Request, error) {
 	}
 	if rec.HashIDs != nil {
 		r.Prompt = blockPrompt(g.seed, rec, block, r.PromptTokens)
+		if t.Sessions {
+			r.Session = sessionOf(rec.HashIDs)
+		}
 	} else {
 		r.Prompt = uniquePrompt(rng, i, r.PromptTokens*CharsPerToken)
 	}
 	return r, nil
+}
+
+// sessionOf is the session id of a Mooncake record with hash ids ids: its first two ids.
+func sessionOf(ids []uint64) string {
+	s := "conv-" + strconv.FormatUint(ids[0], 10)
+	if len(ids) > 1 {
+		s += "-" + strconv.FormatUint(ids[1], 10)
+	}
+	return s
 }
 
 // ScaledBlockTokens is the prompt tokens one Mooncake hash id stands for at prompt scale s:

@@ -369,3 +369,42 @@ func TestTraceLengthBound(t *testing.T) {
 		t.Errorf("error %v, want the scaled length refused on line 3", err)
 	}
 }
+
+// TestTraceSessions checks that sessions: true gives the turns of one Mooncake conversation (the
+// same first two hash ids) one session id, sent as the body's user, and other conversations
+// others; without it, or for a trace without hash ids, requests carry none.
+func TestTraceSessions(t *testing.T) {
+	mooncake, azure := testdata(t, "mooncake.jsonl"), testdata(t, "azure.csv")
+	tests := []struct {
+		name, format, path, extra string
+		want                      []string
+	}{
+		{name: "mooncake conversations", format: "mooncake", path: mooncake, extra: "  sessions: true\n",
+			want: []string{"conv-0-1", "conv-0-3", "conv-0-1", "conv-0-1", "conv-6", "conv-0-3", "conv-0-1", "conv-10-11"}},
+		{name: "off by default", format: "mooncake", path: mooncake, want: make([]string, 8)},
+		{name: "azure has no conversations", format: "azure", path: azure, extra: "  sessions: true\n",
+			want: make([]string, 8)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := traceWorkload(t, tc.format, tc.path, "", tc.extra)
+			reqs := mustGenerate(t, w, w.Seed)
+			if len(reqs) < len(tc.want) {
+				t.Fatalf("%d requests, want at least %d", len(reqs), len(tc.want))
+			}
+			for i, want := range tc.want {
+				if reqs[i].Session != want {
+					t.Errorf("request %d: session %q, want %q", i, reqs[i].Session, want)
+				}
+				body, err := loadgen.EncodeRequest(&reqs[i], false, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if has := strings.Contains(string(body), `"user":`); has != (want != "") ||
+					want != "" && !strings.Contains(string(body), `"user":"`+want+`"`) {
+					t.Errorf("request %d: body %.80s... does not carry user %q as it should", i, body, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,239 @@
+package routing_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-dev/switchyard/contract"
+
+	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
+)
+
+// TestDecideSession checks session affinity in Decide: the session's cluster is kept while it is
+// in the pool with an estimate near the best, and every rule that takes a cluster out of the pool
+// (saturation, drains, the overflow threshold, local first, the overflow cap) still wins.
+func TestDecideSession(t *testing.T) {
+	east := func() []routing.Cluster {
+		return []routing.Cluster{cluster("east-a", "us-east-1", 0.3, 2*ms), cluster("east-b", "us-east-1", 0.3, 2*ms),
+			cluster("east-c", "us-east-1", 0.3, 2*ms), cluster("west", "us-west-2", 0.1, 70*ms)}
+	}
+	tests := []struct {
+		name      string
+		clusters  func() []routing.Cluster
+		policy    routing.Policy
+		session   string
+		slack     float64
+		want      string // the chosen cluster, or "" for any but the session's
+		reason    contract.Reason
+		wantRoute routing.Route
+	}{
+		{
+			"sticks among equals",
+			east,
+			routing.DefaultPolicy(),
+			"east-b",
+			0.5,
+			"east-b",
+			contract.ReasonChosenSession,
+			routing.RouteLocal,
+		},
+		{"sticks while somewhat slower", func() []routing.Cluster {
+			cs := east()
+			cs[1].BaseTTFT = 25 * ms // ~1.2x the others' estimate
+			return cs
+		}, routing.DefaultPolicy(), "east-b", 0.5, "east-b", contract.ReasonChosenSession, routing.RouteLocal},
+		{"moves when far slower", func() []routing.Cluster {
+			cs := east()
+			cs[1].BaseTTFT = 200 * ms
+			return cs
+		}, routing.DefaultPolicy(), "east-b", 0.5, "", "", routing.RouteLocal},
+		{"moves when saturated", func() []routing.Cluster {
+			cs := east()
+			cs[1].FreeKVTokens = 0
+			return cs
+		}, routing.DefaultPolicy(), "east-b", 0.5, "", "", routing.RouteLocal},
+		{"moves when drained", func() []routing.Cluster {
+			cs := east()
+			cs[1].Drained = true
+			return cs
+		}, routing.DefaultPolicy(), "east-b", 0.5, "", "", routing.RouteLocal},
+		{"moves when over the overflow threshold", func() []routing.Cluster {
+			cs := east()
+			cs[1].FreeKVTokens = 100_000 // 0.9 used
+			return cs
+		}, routing.DefaultPolicy(), "east-b", 0.5, "", "", routing.RouteLocal},
+		{"local first wins over a remote session", east, routing.DefaultPolicy(), "west", 5, "", "", routing.RouteLocal},
+		{"a remote session sticks when it overflows", func() []routing.Cluster {
+			return []routing.Cluster{
+				busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms),
+				cluster("west-a", "us-west-2", 0.1, 70*ms),
+				cluster("west-b", "us-west-2", 0.1, 70*ms),
+				cluster("west-c", "us-west-2", 0.1, 70*ms),
+			}
+		}, routing.DefaultPolicy(), "west-c", 0.5, "west-c", contract.ReasonChosenSession, routing.RouteOverflow},
+		{"the overflow cap wins", func() []routing.Cluster {
+			cs := []routing.Cluster{
+				busy(cluster("east-a", "us-east-1", 0.9, 2*ms), 500*ms),
+				cluster("west-a", "us-west-2", 0.1, 70*ms),
+				cluster("eu-a", "eu-west-1", 0.1, 70*ms),
+			}
+			cs[1].RegionOverflowInFlight = 5
+			return cs
+		}, routing.Policy{OverflowThreshold: 0.8, OverflowCap: 5}, "west-a", 0.5, "eu-a",
+			contract.ReasonChosenOverflow, routing.RouteOverflow},
+		{"residency wins", east, routing.Policy{OverflowThreshold: 0.8, AllowedRegions: []string{"us-west-2"}}, "east-b", 0.5,
+			"west", contract.ReasonChosenOverflow, routing.RouteOverflow},
+		{"an unknown cluster is no session", east, routing.DefaultPolicy(), "gone", 0.5, "", "", routing.RouteLocal},
+		{"negative slack turns it off", east, routing.DefaultPolicy(), "east-b", -1, "", "", routing.RouteLocal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opt := routing.DefaultOptions()
+			opt.SessionSlack = tt.slack
+			req := routing.Request{PromptTokens: 1000, AvgTokens: 1200, SessionCluster: tt.session}
+			stuck := 0
+			for seed := range uint64(50) {
+				cs := tt.clusters()
+				d, err := routing.Decide("us-east-1", cs, tt.policy, req, opt, rand.New(rand.NewPCG(seed, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := cs[d.Targets[0]].Name
+				if d.Route != tt.wantRoute {
+					t.Fatalf("route %s, want %s", d.Route, tt.wantRoute)
+				}
+				if got == tt.session {
+					stuck++
+				}
+				if tt.want == "" {
+					if d.Session || d.Explain[d.Targets[0]].Reason == contract.ReasonChosenSession {
+						t.Fatalf("seed %d: chose %s for the session; want the session to move", seed, got)
+					}
+					continue
+				}
+				if got != tt.want || d.Explain[d.Targets[0]].Reason != tt.reason ||
+					d.Session != (tt.reason == contract.ReasonChosenSession) {
+					t.Fatalf(
+						"seed %d: chose %s (%s, session %v), want %s (%s)",
+						seed,
+						got,
+						d.Explain[d.Targets[0]].Reason,
+						d.Session,
+						tt.want,
+						tt.reason,
+					)
+				}
+			}
+			if tt.want == "" && tt.name == "local first wins over a remote session" && stuck > 0 {
+				t.Fatalf("a remote session cluster was kept %d times while local clusters had room", stuck)
+			}
+		})
+	}
+}
+
+func TestSessions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t.Run("ttl", func(t *testing.T) {
+		s := routing.NewSessions(routing.SessionConfig{TTL: time.Minute})
+		k := s.Key("t", "conv")
+		s.Record(k, "east-a", t0)
+		if c, ok := s.Lookup(k, t0.Add(59*time.Second)); !ok || c != "east-a" {
+			t.Fatalf("Lookup before the TTL = %q, %v", c, ok)
+		}
+		s.Record(k, "east-b", t0.Add(59*time.Second)) // renews and moves
+		if c, ok := s.Lookup(k, t0.Add(118*time.Second)); !ok || c != "east-b" {
+			t.Fatalf("Lookup after a renewal = %q, %v", c, ok)
+		}
+		if _, ok := s.Lookup(k, t0.Add(120*time.Second)); ok {
+			t.Fatal("session kept past its TTL")
+		}
+		if _, expired := s.Evictions(); expired != 1 {
+			t.Fatalf("%d expired, want 1", expired)
+		}
+	})
+	t.Run("entries bounded, least recently used evicted", func(t *testing.T) {
+		s := routing.NewSessions(routing.SessionConfig{MaxSessions: 2})
+		s.Record(s.Key("", "1"), "a", t0)
+		s.Record(s.Key("", "2"), "b", t0)
+		s.Lookup(s.Key("", "1"), t0)
+		s.Record(s.Key("", "1"), "a", t0) // 1 is now the most recent
+		s.Record(s.Key("", "3"), "c", t0)
+		if _, ok := s.Lookup(s.Key("", "2"), t0); ok {
+			t.Fatal("the least recently used session was kept")
+		}
+		if n, _ := s.Size(); n != 2 {
+			t.Fatalf("%d sessions, want 2", n)
+		}
+		if capacity, _ := s.Evictions(); capacity != 1 {
+			t.Fatalf("%d evicted for capacity, want 1", capacity)
+		}
+	})
+	t.Run("bytes bounded", func(t *testing.T) {
+		s := routing.NewSessions(routing.SessionConfig{MaxBytes: 200})
+		for i := range 10 {
+			s.Record(s.Key("", fmt.Sprint(i)), strings.Repeat("c", 20), t0)
+		}
+		if n, b := s.Size(); n != 2 || b > 200 {
+			t.Fatalf("%d sessions, %d bytes; want 2 within 200", n, b)
+		}
+		s.Record(s.Key("", "huge"), strings.Repeat("c", 300), t0)
+		if _, ok := s.Lookup(s.Key("", "huge"), t0); ok {
+			t.Fatal("an entry over the byte bound on its own was kept")
+		}
+	})
+	t.Run("tenants do not share sessions", func(t *testing.T) {
+		s := routing.NewSessions(routing.SessionConfig{})
+		s.Record(s.Key("t1", "conv"), "east-a", t0)
+		for _, k := range []uint64{s.Key("t2", "conv"), s.Key("", "conv"), s.Key("t1c", "onv"), s.Key("t", "1conv")} {
+			if c, ok := s.Lookup(k, t0); ok {
+				t.Fatalf("another tenant's key found %q", c)
+			}
+		}
+	})
+}
+
+// FuzzSessionKey records two arbitrary (tenant, session id) pairs: each finds its own cluster,
+// distinct pairs never find each other's, and the table stays within its bounds.
+func FuzzSessionKey(f *testing.F) {
+	f.Add("", "s", "t", "s")
+	f.Add("a\x00", "b", "a", "\x00b")
+	f.Fuzz(func(t *testing.T, t1, s1, t2, s2 string) {
+		now := time.Unix(0, 0)
+		s := routing.NewSessions(routing.SessionConfig{MaxSessions: 2, MaxBytes: 400})
+		s.Record(s.Key(t1, s1), "one", now)
+		s.Record(s.Key(t2, s2), "two", now)
+		if c, _ := s.Lookup(s.Key(t2, s2), now); c != "two" {
+			t.Fatalf("(%q, %q) finds %q, want two", t2, s2, c)
+		}
+		if t1 != t2 || s1 != s2 {
+			if c, _ := s.Lookup(s.Key(t1, s1), now); c != "one" {
+				t.Fatalf("(%q, %q) finds %q, want one", t1, s1, c)
+			}
+		}
+		if n, b := s.Size(); n > 2 || b > 400 {
+			t.Fatalf("over the bounds: %d, %d bytes", n, b)
+		}
+	})
+}
+
+// BenchmarkSessions looks up and records a session in a full table of 100,000.
+func BenchmarkSessions(b *testing.B) {
+	s := routing.NewSessions(routing.SessionConfig{})
+	now := time.Now()
+	ids := make([]string, 200_000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("conv-%d", i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := s.Key("tenant", ids[i%len(ids)])
+		if _, ok := s.Lookup(k, now); !ok {
+			s.Record(k, "east-a", now)
+		}
+		i++
+	}
+}
