@@ -124,6 +124,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sc.Regional() && !flagSet(fs, "policies") {
 		cfg.Policies = RouterModes
 	}
+	if len(sc.Policies) > 0 && !flagSet(fs, "policies") {
+		cfg.Policies = sc.Policies
+	}
 	if *measure {
 		return printCapacity(ctx, &cfg, stdout, stderr)
 	}
