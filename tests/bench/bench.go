@@ -243,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // prepareWorkload loads the scenario's workload and sets its rate from the fleet capacity; its
 // timing is still simulated time (scaleTime gives the real-time one loadgen sends).
 func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.Workload, error) {
-	w, err := workload.Load(cfg.Scenario.Workload)
+	w, err := cfg.Scenario.loadWorkload()
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/server"
 )
 
@@ -57,12 +59,18 @@ schedulingProfiles:
 }
 
 // precisePrefix compares precise and approximate prefix scoring on the shared-prefix workload
-// (150 groups, each a 6,000-token system prompt) on four L40S pods: the groups' prefixes, 900,000
-// tokens, are almost twice the fleet's 480,000 tokens of KV cache, so pods evict prefixes the
-// approximate index still believes they hold.
+// reshaped to fit the fleet's cache less: 100 groups, each a 1,500-token system prompt and
+// 300-token questions, on four A10G pods. The groups' prefixes, 150,000 tokens, exceed the
+// fleet's 120,000 tokens of KV cache (before the questions and outputs that also hold blocks), so
+// pods evict prefixes the approximate index still believes they hold.
 var precisePrefix = Scenario{
 	Name: "precise-prefix", Workload: "shared-prefix",
-	Pools:    []Pool{{"l40s", 4}},
+	Pools: []Pool{{"a10g", 4}},
+	Shape: func(w *workload.Workload) {
+		w.SharedPrefix.Groups, w.SharedPrefix.SystemTokens, w.SharedPrefix.QuestionTokens = 100, 1500, 300
+	},
+	Quick: 60 * time.Second, // fewer requests would rarely repeat a group
+
 	KVEvents: true,
 	Policies: []string{PolicyApproximate, PolicyPrecise},
 	PolicyConfigs: map[string]string{
@@ -79,6 +87,17 @@ var precisePrefix = Scenario{
 			fmt.Sprintf("hit rate: precise %.1f%%, approximate %.1f%% (%.2fx); P95: precise %s, approximate %s (%.2fx)",
 				100*hp, 100*ha, hp/ha, ms(tp), ms(ta), tp/ta)}
 	},
+}
+
+// loadWorkload loads the scenario's workload and applies its Shape.
+func (s Scenario) loadWorkload() (*workload.Workload, error) {
+	w, err := workload.Load(s.Workload)
+	if err != nil || s.Shape == nil {
+		return w, err
+	}
+	w = w.Clone()
+	s.Shape(w)
+	return w, w.Validate()
 }
 
 // baseline is the policy a scenario's check needs: the first of its own policies, else Baseline.

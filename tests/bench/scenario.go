@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
 
 // Pool is a group of identical pods in a scenario's fleet.
@@ -43,6 +45,9 @@ type Scenario struct {
 	// PolicyConfigs are EndpointPickerConfig files (their text) of the scenario's own policies;
 	// a Config.PolicyConfigs file for the same policy wins.
 	PolicyConfigs map[string]string
+	// Shape, when set, adjusts a copy of the loaded workload (its shared-prefix groups, say)
+	// before its rate is set from the fleet's capacity.
+	Shape func(w *workload.Workload)
 	// KVEvents makes every pod publish KV cache events to its gateway's --kv-events-endpoint
 	// (the precise-prefix-cache-scorer's input).
 	KVEvents bool
