@@ -27,13 +27,15 @@ type kvWorld struct {
 	endpoint string // the gateway's SUB socket, host:port
 }
 
-// kvEventsConfig is a profile where the precise prefix match decides and queue length breaks ties.
+// kvEventsConfig is a profile where the precise prefix match decides and queue length breaks ties;
+// the /tokenize timeout is generous, since a loaded machine can take longer than the default.
 const kvEventsConfig = `apiVersion: inference.networking.x-k8s.io/v1alpha1
 kind: EndpointPickerConfig
 plugins:
 - type: precise-prefix-cache-scorer
   parameters:
     hashSeed: "7"
+    tokenizeTimeout: 10s
 - type: queue-scorer
 - type: max-score-picker
 schedulingProfiles:
@@ -161,7 +163,15 @@ func TestKVEventsHostilePublisher(t *testing.T) {
 	messages := func(result string) float64 {
 		return harness.MetricValue(t, k.gw.Metrics, "switchyard_gateway_kv_events_messages_total", "result="+result)
 	}
+	// The warm-up's last events may still be on their way: start from a settled index.
 	indexBefore := entries()
+	poll.Until(t, 10*time.Second, func() bool {
+		time.Sleep(300 * time.Millisecond)
+		now := entries()
+		settled := now == indexBefore
+		indexBefore = now
+		return settled
+	}, "the index to settle")
 
 	silent := k.dial(t) // says nothing: closed when the handshake times out
 	defer silent.Close()
