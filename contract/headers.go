@@ -85,7 +85,52 @@ const (
 	// HeaderOverflow marks a refusal (429) that another cluster may serve: the gateway's hand-back
 	// and flow-control shedding, the router's "no room". Its value is "1".
 	HeaderOverflow = "x-switchyard-overflow"
+	// HeaderPrefixScoring says how the gateway scored the prompt's prefix-cache hits when its
+	// profile has the precise-prefix-cache-scorer: FormatPrefixScoring's "precise" (the pods' KV
+	// events and the engine's tokenizer) or "approximate; reason=<why>" (the fallback).
+	HeaderPrefixScoring = "x-switchyard-prefix-scoring"
 )
+
+// PrefixScoring is the scheme of HeaderPrefixScoring.
+type PrefixScoring string
+
+// The schemes of HeaderPrefixScoring.
+const (
+	// PrefixScoringPrecise: matched against the blocks the pods report holding (KV events),
+	// hashed from the prompt's token ids as the engine hashes them.
+	PrefixScoringPrecise PrefixScoring = "precise"
+	// PrefixScoringApproximate: the approximate prefix-cache-scorer (the gateway's own routing
+	// history over 64-byte text blocks), because the prompt could not be hashed as the engine
+	// does; the value's reason says why.
+	PrefixScoringApproximate PrefixScoring = "approximate"
+)
+
+// FormatPrefixScoring renders HeaderPrefixScoring's value: the scheme, then "; reason=" and
+// reason when reason is not empty.
+func FormatPrefixScoring(s PrefixScoring, reason string) string {
+	if reason == "" {
+		return string(s)
+	}
+	return string(s) + "; reason=" + reason
+}
+
+// ParsePrefixScoring reads HeaderPrefixScoring's value.
+func ParsePrefixScoring(v string) (s PrefixScoring, reason string, err error) {
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(v), ";")
+	s = PrefixScoring(strings.TrimSpace(scheme))
+	if s != PrefixScoringPrecise && s != PrefixScoringApproximate {
+		return "", "", fmt.Errorf("invalid %s header %q: want %s or %s", HeaderPrefixScoring, v,
+			PrefixScoringPrecise, PrefixScoringApproximate)
+	}
+	if rest = strings.TrimSpace(rest); rest != "" {
+		var ok bool
+		if reason, ok = strings.CutPrefix(rest, "reason="); !ok || reason == "" {
+			return "", "", fmt.Errorf("invalid %s header %q: want \"; reason=<why>\" after the scheme",
+				HeaderPrefixScoring, v)
+		}
+	}
+	return s, reason, nil
+}
 
 // Route is the value of HeaderRoute: how the router placed the request.
 type Route string

@@ -198,3 +198,33 @@ func TestSLOHeadersPassThrough(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixScoring(t *testing.T) {
+	tests := []struct {
+		in, reason string
+		scheme     contract.PrefixScoring
+		ok         bool
+	}{
+		{"precise", "", contract.PrefixScoringPrecise, true},
+		{"approximate; reason=tokenize_failed", "tokenize_failed", contract.PrefixScoringApproximate, true},
+		{" approximate ;reason=no_body ", "no_body", contract.PrefixScoringApproximate, true},
+		{"", "", "", false},
+		{"exact", "", "", false},
+		{"approximate; because", "", "", false},
+		{"approximate; reason=", "", "", false},
+	}
+	for _, tc := range tests {
+		s, reason, err := contract.ParsePrefixScoring(tc.in)
+		if (err == nil) != tc.ok || s != tc.scheme || reason != tc.reason {
+			t.Errorf("ParsePrefixScoring(%q) = %q, %q, %v", tc.in, s, reason, err)
+		}
+		if tc.ok {
+			if back, r, _ := contract.ParsePrefixScoring(contract.FormatPrefixScoring(s, reason)); back != s || r != reason {
+				t.Errorf("round trip of %q: %q %q", tc.in, back, r)
+			}
+		}
+	}
+	if contract.IsReserved(contract.HeaderPrefixScoring) == false {
+		t.Error("a client can set the prefix-scoring header")
+	}
+}

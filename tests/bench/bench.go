@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i, st := range stacks {
 		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare, kv[i]))
 	}
-	if cfg.Scenario.Check != nil && res.has(Baseline) {
+	if cfg.Scenario.Check != nil && res.has(cfg.Scenario.baseline()) {
 		v := cfg.Scenario.Check(res.Figures)
 		res.Target, res.Verdict = cfg.Scenario.Target, &v
 	}
@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // prepareWorkload loads the scenario's workload and sets its rate from the fleet capacity; its
 // timing is still simulated time (scaleTime gives the real-time one loadgen sends).
 func prepareWorkload(ctx context.Context, cfg *Config, res *Result) (*workload.Workload, error) {
-	w, err := workload.Load(cfg.Scenario.Workload)
+	w, err := cfg.Scenario.loadWorkload()
 	if err != nil {
 		return nil, err
 	}

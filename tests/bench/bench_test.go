@@ -106,6 +106,7 @@ func TestScenarios(t *testing.T) {
 		"mixed-fleet":           8,
 		"bursty":                8,
 		"shared-prefix":         8,
+		"precise-prefix":        4,
 		"multi-lora":            8,
 		"uniform-steady":        8,
 		"region-burst":          10,

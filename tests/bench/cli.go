@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 )
 
@@ -70,6 +69,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		false,
 		"the scenario's quick run: "+quickDuration.String()+" of arrivals (trace scenarios: their own short window)",
 	)
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "the request sequence's seed (default: the workload's own)")
 	family := fs.String("physics", string(cfg.Physics.Family), "every pod's modelsim --physics: "+familyNames())
 	fs.Float64Var(
 		&cfg.Physics.Jitter,
@@ -152,6 +152,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if sc.Regional() && !flagSet(fs, "policies") {
 		cfg.Policies = RouterModes
+	}
+	if len(sc.Policies) > 0 && !flagSet(fs, "policies") {
+		cfg.Policies = sc.Policies
 	}
 	if *measure {
 		return printCapacity(ctx, &cfg, stdout, stderr)
@@ -243,7 +246,7 @@ func names() []string {
 // printCapacity measures and prints the capacity search of each profile in sc's fleet.
 func printCapacity(ctx context.Context, cfg *Config, stdout, stderr io.Writer) int {
 	sc, pc := cfg.Scenario, cfg.Physics
-	w, err := workload.Load(sc.Workload)
+	w, err := sc.loadWorkload()
 	if err == nil {
 		w, err = applyTraceFile(cfg, w)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 )
 
 // Pool is a group of identical pods in a scenario's fleet.
@@ -38,6 +40,17 @@ type Scenario struct {
 	Check  func(f Figures) Verdict
 	// Quick is the arrivals' duration of a --quick run (0 = quickDuration).
 	Quick time.Duration
+	// Policies, when set, are the policies compared unless --policies names others.
+	Policies []string
+	// PolicyConfigs are EndpointPickerConfig files (their text) of the scenario's own policies;
+	// a Config.PolicyConfigs file for the same policy wins.
+	PolicyConfigs map[string]string
+	// Shape, when set, adjusts a copy of the loaded workload (its shared-prefix groups, say)
+	// before its rate is set from the fleet's capacity.
+	Shape func(w *workload.Workload)
+	// KVEvents makes every pod publish KV cache events to its gateway's --kv-events-endpoint
+	// (the precise-prefix-cache-scorer's input).
+	KVEvents bool
 }
 
 // quickDuration is a --quick run's arrivals for scenarios that name no Quick duration.
@@ -156,6 +169,7 @@ var scenarios = []Scenario{
 					ld, fewest, lb, ms(d), best, ms(b))}
 		},
 	},
+	precisePrefix,
 	regionBurst,
 	regionBurstOverload,
 	traceConversation,

@@ -32,6 +32,9 @@ type stack struct {
 	metrics string // the gateway's metrics address
 	stop    context.CancelFunc
 	done    chan error
+	// kvEvents is the host:port of the gateway's KV events SUB socket ("" when the scenario has
+	// no KV events).
+	kvEvents string
 }
 
 // fleetConfigs returns the pods of one policy's fleet; every policy gets the same seeds.
@@ -60,12 +63,20 @@ func fleetConfigs(sc Scenario, w *workload.Workload, timeScale float64) ([]serve
 func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workload, policy string) (*stack, error) {
 	cfgs, labels := fleetConfigs(sc, w, cfg.TimeScale)
 	cfg.podSettings(cfgs)
+	var kvPort string
+	if sc.KVEvents {
+		var err error
+		if kvPort, err = harness.FreePort(); err != nil {
+			return nil, err
+		}
+		kvEvents(sc, cfgs, "tcp://"+kvPort)
+	}
 	f, err := fleet.New(cfgs, cfg.Logger.With("policy", policy))
 	if err != nil {
 		return nil, err
 	}
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	st := &stack{policy: policy, fleet: f, labels: labels, stop: cancel, done: make(chan error, 1)}
+	st := &stack{policy: policy, fleet: f, labels: labels, stop: cancel, done: make(chan error, 1), kvEvents: kvPort}
 	for _, c := range cfgs {
 		st.gpus = append(st.gpus, c.Profile)
 	}
@@ -95,6 +106,14 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 	if err := os.WriteFile(endpoints, endpointsFile(st.fleet.Addrs(), st.gpus, cfg.weights), 0o644); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
+	scheduling := cfg.schedulingFlag(st.policy)
+	if _, own := cfg.PolicyConfigs[st.policy]; !own {
+		if path, err := scenarioConfig(sc, st.policy, cfg.LogDir); err != nil {
+			return err
+		} else if path != "" {
+			scheduling = "--config=" + path
+		}
+	}
 	st.gateway = &harness.Process{
 		Name: "cluster-gateway/" + st.policy,
 		Bin:  cfg.GatewayBin,
@@ -105,13 +124,16 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 			// The pod shares are attributed by address (x-switchyard-endpoint): the
 			// simulated pods are known here by the addresses they listen on.
 			"--endpoint-header-address",
-			cfg.schedulingFlag(st.policy),
+			scheduling,
 			"--scrape-interval=" + scale(cfg.ScrapeInterval),
 			"--staleness=" + scale(2*time.Second),
 			"--log-level=" + cfg.logLevel(),
 		},
 		Health:  "http://" + metrics + "/readyz",
 		LogPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-gateway.log", sc.Name, st.policy)),
+	}
+	if st.kvEvents != "" {
+		st.gateway.Args = append(st.gateway.Args, "--kv-events-endpoint=tcp://"+st.kvEvents)
 	}
 	if err := st.gateway.Start(); err != nil {
 		return err

@@ -73,6 +73,9 @@ func (x *exchange) responseHeadersResponse() *extprocv3.ProcessingResponse {
 	if x.target != "" && x.s.cfg.EndpointHeader {
 		set = append(set, setHeader(strings.ToLower(contract.HeaderEndpoint), x.target))
 	}
+	if x.decision != nil && x.decision.Result.PrefixScoring != "" {
+		set = append(set, setHeader(contract.HeaderPrefixScoring, x.decision.Result.PrefixScoring))
+	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
 			HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: set},

@@ -105,6 +105,10 @@ type Result struct {
 	// of the chosen endpoint). The scheduler clears it when its PreRequest returns; nil afterwards
 	// and for results not built by the scheduler.
 	State *CycleState
+	// PrefixScoring is the value of the x-switchyard-prefix-scoring response header: how the
+	// prompt's prefix-cache hits were scored (set by the precise-prefix-cache-scorer's
+	// PreRequest), "" when no scorer said.
+	PrefixScoring string
 }
 
 // PreRequest is an optional plugin hook called with the final decision before the request is sent

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
@@ -210,6 +211,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	defer resp.Body.Close()
 	copyResponseHeader(w.Header(), resp.Header)
 	s.setServedBy(w.Header(), a.Endpoint())
+	if ps := a.Decision().Result.PrefixScoring; ps != "" {
+		w.Header().Set(contract.HeaderPrefixScoring, ps)
+	}
 	w.WriteHeader(resp.StatusCode)
 	tracing.StatusCode(trace.SpanFromContext(r.Context()), resp.StatusCode)
 	rc := http.NewResponseController(w)

@@ -28,8 +28,9 @@ Usage:
            [--max-loras=N] [--time-scale=1.0] [--seed=N] [--engine=vllm|sglang|trtllm]
            [--max-model-len=131072] [--physics=linear|blis|attention] [--physics-jitter=F]
            [--report-cached-tokens=true] [--log-format=text|json]
+           [--kv-events-endpoint=tcp://HOST:PORT [--kv-events-topic=kv@POD@MODEL] [--hash-seed=S]]
   modelsim --fleet=FILE [--time-scale=X] [--physics=F] [--physics-jitter=F]
-           [--report-cached-tokens=B] [--log-format=text|json]
+           [--report-cached-tokens=B] [--kv-events-endpoint=E] [--hash-seed=S] [--log-format=text|json]
 
 Every flag may also come from the environment as SWITCHYARD_<FLAG> (e.g. SWITCHYARD_TIME_SCALE).
 
@@ -70,6 +71,12 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 		"lognormal sigma of step-time jitter (0 = none; -1 = the family's: uniform ±2% for linear, lognormal 0.03 otherwise)")
 	fs.BoolVar(&c.ReportCachedTokens, "report-cached-tokens", c.ReportCachedTokens,
 		"report usage.prompt_tokens_details.cached_tokens (false: null, as most engines)")
+	fs.StringVar(&c.KVEventsEndpoint, "kv-events-endpoint", c.KVEventsEndpoint,
+		"ZeroMQ SUB socket tcp://HOST:PORT to publish vLLM KV cache events to (the gateway's --kv-events-endpoint)")
+	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic,
+		"topic of the KV events (default kv@<listen address>@<model>)")
+	fs.StringVar(&c.HashSeed, "hash-seed", c.HashSeed,
+		"the simulated PYTHONHASHSEED, root of the sha256_cbor block hashes the KV events report")
 	fs.StringVar(&o.fleet, "fleet", "", "YAML file listing many servers (same settings as the flags)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -97,7 +104,8 @@ func parse(args []string, getenv func(string) string, out io.Writer) (*options, 
 // fleetFlags may accompany --fleet; every other server flag belongs in the fleet file. The
 // server settings among them override every entry's.
 var fleetFlags = map[string]bool{"fleet": true, "time-scale": true, "physics": true, "physics-jitter": true,
-	"report-cached-tokens": true, "log-format": true, "log-level": true}
+	"report-cached-tokens": true, "kv-events-endpoint": true, "hash-seed": true, "log-format": true,
+	"log-level": true}
 
 func physicsNames() string {
 	var names []string
@@ -146,6 +154,12 @@ func (o *options) override(c *server.Config) {
 	}
 	if o.set["report-cached-tokens"] {
 		c.ReportCachedTokens = o.cfg.ReportCachedTokens
+	}
+	if o.set["kv-events-endpoint"] {
+		c.KVEventsEndpoint = o.cfg.KVEventsEndpoint
+	}
+	if o.set["hash-seed"] {
+		c.HashSeed = o.cfg.HashSeed
 	}
 }
 

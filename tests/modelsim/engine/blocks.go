@@ -13,7 +13,8 @@ type blockPool struct {
 	nLRU  int
 	empty []int32 // free blocks without content
 	index map[uint64]int32
-	used  int // blocks with refs > 0
+	used  int    // blocks with refs > 0
+	kv    *kvLog // prefix-cache events, nil when they are not recorded
 }
 
 func newBlockPool(n int) *blockPool {
@@ -75,6 +76,9 @@ func (p *blockPool) alloc() int32 {
 		b = p.head
 		p.unlink(b)
 		delete(p.index, p.hash[b])
+		if p.kv != nil {
+			p.kv.add(KVEvent{Kind: KVRemoved, Hash: p.hash[b]})
+		}
 		p.hash[b] = 0
 	default:
 		return -1
@@ -85,16 +89,17 @@ func (p *blockPool) alloc() int32 {
 }
 
 // register records that block b now holds the prefix block with hash h, unless another block
-// already holds it.
-func (p *blockPool) register(b int32, h uint64) {
+// already holds it; it reports whether b was registered.
+func (p *blockPool) register(b int32, h uint64) bool {
 	if h == 0 || p.hash[b] != 0 {
-		return
+		return false
 	}
 	if _, dup := p.index[h]; dup {
-		return
+		return false
 	}
 	p.hash[b] = h
 	p.index[h] = b
+	return true
 }
 
 // release drops one reference on each block, last block first, so that a sequence's tail is

@@ -103,6 +103,7 @@ func (p *blockPool) clone() *blockPool {
 	c.prev, c.next = slices.Clone(p.prev), slices.Clone(p.next)
 	c.empty = slices.Clone(p.empty)
 	c.index = maps.Clone(p.index)
+	c.kv = nil // a clone is a what-if: it publishes nothing
 	return &c
 }
 

@@ -43,6 +43,9 @@ type Config struct {
 	WatermarkBlocks int
 	// LagWarn is the simulated lag behind schedule above which Run logs a warning.
 	LagWarn time.Duration
+	// KVEvents records prefix-cache events (blocks of requests with BlockHashes stored and
+	// evicted) for TakeKVEvents.
+	KVEvents bool
 }
 
 // DefaultConfig returns a configuration for the h100 profile with no adapter slots.
@@ -55,6 +58,7 @@ func DefaultConfig() Config {
 		Seed:            1,                       // fixed seed: reproducible timings
 		WatermarkBlocks: -1,                      // 1% of the KV cache
 		LagWarn:         250 * time.Millisecond,  // a quarter second behind is worth a warning
+		KVEvents:        false,                   // no subscriber: record nothing
 	}
 }
 
@@ -153,9 +157,13 @@ func New(cfg Config, logger *slog.Logger) (*Engine, error) {
 		wm = cfg.Profile.NumBlocks() / 100
 	}
 	pcg := rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
+	pool := newBlockPool(cfg.Profile.NumBlocks())
+	if cfg.KVEvents {
+		pool.kv = &kvLog{}
+	}
 	return &Engine{
 		cfg: cfg, log: logger, watermark: wm, wake: make(chan struct{}, 1),
-		pool:  newBlockPool(cfg.Profile.NumBlocks()),
+		pool:  pool,
 		lora:  newLoRASlots(cfg.MaxLoras),
 		model: model,
 		pcg:   pcg,
@@ -214,7 +222,10 @@ func (e *Engine) submitHandle(r Request, arrival time.Duration, h *Handle) {
 	}
 	s := &seq{
 		h: h, req: r, arrival: arrival, state: stateWaiting, target: r.PromptTokens, scheduled: -1,
-		hashes: prefix.Hashes(nil, r.Model, r.Prompt, 0),
+		hashes: r.BlockHashes,
+	}
+	if s.hashes == nil {
+		s.hashes = prefix.Hashes(nil, r.Model, r.Prompt, 0)
 	}
 	h.mu.Lock()
 	h.seq = s

@@ -19,6 +19,13 @@ type Request struct {
 	MaxTokens int
 	// FinishReason is reported when MaxTokens have been generated ("length" or "stop").
 	FinishReason string
+	// TokenIDs are the prompt's token ids, when the server tokenized it (KV cache events carry
+	// each stored block's ids); BlockHashes their chained block hashes, one per full block of
+	// profile.BlockSize tokens, as vLLM computes them. With BlockHashes set the prefix cache is
+	// keyed by them instead of the prompt text's 64-byte blocks, and the request's blocks are
+	// reported as KV cache events (Config.KVEvents).
+	TokenIDs    []int64
+	BlockHashes []uint64
 	// RecordTimes keeps every token's simulated time in Progress.TokenTimes (tests, simulations).
 	RecordTimes bool
 }

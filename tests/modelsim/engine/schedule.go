@@ -197,7 +197,9 @@ func (e *Engine) commit(end time.Duration, dur time.Duration) {
 func (e *Engine) register(s *seq) {
 	full := min(s.computed/profile.BlockSize, len(s.hashes))
 	for k := s.registered; k < full; k++ {
-		e.pool.register(s.blocks[k], s.hashes[k])
+		if e.pool.register(s.blocks[k], s.hashes[k]) && e.pool.kv != nil && s.req.BlockHashes != nil {
+			e.storedEvent(s, k)
+		}
 	}
 	s.registered = max(s.registered, full)
 }

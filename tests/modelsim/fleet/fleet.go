@@ -14,6 +14,8 @@
 //     physics: attention       # step-time model (linear, blis, attention)
 //     physics-jitter: 0.1      # lognormal σ of step-time jitter
 //     report-cached-tokens: false
+//     kv-events-endpoint: tcp://127.0.0.1:5557   # publish vLLM KV cache events
+//     hash-seed: "42"                            # the simulated PYTHONHASHSEED
 package fleet
 
 import (
@@ -43,6 +45,9 @@ type entry struct {
 	Physics     *string      `yaml:"physics"`
 	Jitter      *float64     `yaml:"physics-jitter"`
 	ReportCache *bool        `yaml:"report-cached-tokens"`
+	KVEvents    *string      `yaml:"kv-events-endpoint"`
+	KVTopic     *string      `yaml:"kv-events-topic"`
+	HashSeed    *string      `yaml:"hash-seed"`
 }
 
 // adapterList accepts a YAML sequence of names or one comma-separated string.
@@ -89,6 +94,9 @@ func (e entry) config() server.Config {
 	set(&c.Physics, e.Physics)
 	set(&c.PhysicsJitter, e.Jitter)
 	set(&c.ReportCachedTokens, e.ReportCache)
+	set(&c.KVEventsEndpoint, e.KVEvents)
+	set(&c.KVEventsTopic, e.KVTopic)
+	set(&c.HashSeed, e.HashSeed)
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/kvevents"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
@@ -54,6 +55,15 @@ type Config struct {
 	MaxBodyBytes int64
 	// DrainTimeout bounds how long shutdown waits for in-flight requests (real time).
 	DrainTimeout time.Duration
+	// KVEventsEndpoint, when set, is the ZeroMQ SUB socket (tcp://HOST:PORT, the gateway's
+	// --kv-events-endpoint) the server publishes its prefix cache's KV events to, as vLLM's
+	// --kv-events-config does; the prefix cache is then keyed by vLLM's sha256_cbor block hashes
+	// of the prompt's token ids (see /tokenize).
+	KVEventsEndpoint string
+	// KVEventsTopic is the events' topic; "" means kv@<bound address>@<model>.
+	KVEventsTopic string
+	// HashSeed is the simulated PYTHONHASHSEED: the root of the block-hash chain.
+	HashSeed string
 }
 
 // DefaultConfig returns the defaults of the modelsim command.
@@ -73,6 +83,9 @@ func DefaultConfig() Config {
 		DefaultMaxTokens:   256,      // output bound without max_tokens
 		MaxBodyBytes:       32 << 20, // 32 MiB, the gateway's limit
 		DrainTimeout:       30 * time.Second,
+		KVEventsEndpoint:   "", // no KV events
+		KVEventsTopic:      "", // kv@<bound address>@<model>
+		HashSeed:           "", // the root SHA-256(CBOR(""))
 	}
 }
 
@@ -123,6 +136,31 @@ func (c Config) Validate() error {
 	case c.DrainTimeout < 0:
 		return fmt.Errorf("drain timeout: %v must be >= 0", c.DrainTimeout)
 	}
+	return c.validateKVEvents()
+}
+
+func (c Config) validateKVEvents() error {
+	if c.KVEventsEndpoint == "" {
+		if c.KVEventsTopic != "" {
+			return errors.New("kv-events-topic: needs kv-events-endpoint")
+		}
+		return nil
+	}
+	if _, err := kvevents.DialAddr(c.KVEventsEndpoint); err != nil {
+		return fmt.Errorf("kv-events-endpoint: %w", err)
+	}
+	if c.KVEventsTopic == "" {
+		if host, _, _ := net.SplitHostPort(c.Listen); host == "" || net.ParseIP(host).IsUnspecified() {
+			return errors.New("kv-events-topic: required when listening on every address " +
+				"(the topic kv@<pod-ip>@<model> names the pod)")
+		}
+		return nil
+	}
+	cfg := kvevents.DefaultConfig()
+	cfg.Endpoint, cfg.Topic = c.KVEventsEndpoint, c.KVEventsTopic
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("kv-events-topic: %w", err)
+	}
 	return nil
 }
 
@@ -165,5 +203,6 @@ func (c Config) EngineConfig() (engine.Config, error) {
 	}
 	ecfg := engine.DefaultConfig()
 	ecfg.Profile, ecfg.MaxLoras, ecfg.Seed, ecfg.Physics = prof, c.EffectiveMaxLoras(), c.Seed, c.physics()
+	ecfg.KVEvents = c.KVEventsEndpoint != ""
 	return ecfg, ecfg.Validate()
 }

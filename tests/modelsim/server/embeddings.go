@@ -75,10 +75,11 @@ func (s *Server) prepareEmbedding(w http.ResponseWriter, r *http.Request) (strin
 		}
 		adapter = req.Model
 	}
-	text, tokens, err := promptText(req.Input)
+	text, ids, err := promptText(req.Input)
 	if err != nil {
 		return "", engine.Request{}, err.(*apiError)
 	}
+	tokens := len(ids)
 	if tokens == 0 {
 		tokens = textgen.CountTokens(text)
 	}

@@ -16,7 +16,8 @@ type genRequest struct {
 	model        string
 	prompt       string // the prompt text (chat: messages rendered with the template)
 	promptTokens int
-	maxTokens    int // 0 when the request set none
+	tokenIDs     []int64 // the prompt's token ids when the request gave them
+	maxTokens    int     // 0 when the request set none
 	stream       bool
 	includeUsage bool
 	ignoreEOS    bool
@@ -70,7 +71,8 @@ func parseRequest(body []byte, chat bool) (*genRequest, error) {
 	if chat {
 		r.prompt, err = renderMessages(w.Messages)
 	} else {
-		r.prompt, r.promptTokens, err = promptText(w.Prompt)
+		r.prompt, r.tokenIDs, err = promptText(w.Prompt)
+		r.promptTokens = len(r.tokenIDs)
 	}
 	if err != nil {
 		return nil, err
@@ -99,34 +101,35 @@ func (r *genRequest) setMaxTokens(w wireRequest) error {
 	return nil
 }
 
-// promptText accepts a string, a list of one string, or a list of token ids (whose count is the
-// prompt length; their decimal text stands in for the prompt text).
-func promptText(raw json.RawMessage) (string, int, error) {
+// promptText accepts a string, a list of one string, or a list of token ids (returned, their
+// count the prompt length; their decimal text stands in for the prompt text).
+func promptText(raw json.RawMessage) (string, []int64, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", 0, badRequest("prompt", "Field 'prompt' is required.")
+		return "", nil, badRequest("prompt", "Field 'prompt' is required.")
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, 0, nil
+		return s, nil, nil
 	}
 	var list []string
 	if json.Unmarshal(raw, &list) == nil {
 		if len(list) != 1 {
-			return "", 0, badRequest("prompt", "Exactly one prompt is supported, got %d.", len(list))
+			return "", nil, badRequest("prompt", "Exactly one prompt is supported, got %d.", len(list))
 		}
-		return list[0], 0, nil
+		return list[0], nil, nil
 	}
 	var ids []int64
-	if err := json.Unmarshal(raw, &ids); err != nil {
-		return "", 0, badRequest("prompt", "Field 'prompt' must be a string, a list of one string or a list of token ids.")
+	if err := json.Unmarshal(raw, &ids); err != nil || len(ids) == 0 {
+		return "", nil, badRequest("prompt",
+			"Field 'prompt' must be a string, a list of one string or a list of token ids.")
 	}
 	var b strings.Builder
 	for _, id := range ids {
 		b.WriteString(strconv.FormatInt(id, 10))
 		b.WriteByte(' ')
 	}
-	return b.String(), len(ids), nil
+	return b.String(), ids, nil
 }
 
 // renderMessages renders chat messages (content as a string or a list of text parts).

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/kvevents"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/textgen"
 )
 
@@ -48,8 +50,16 @@ func (c Config) engineRequestOf(req *genRequest) (*genRequest, engine.Request, *
 	if apiErr != nil {
 		return nil, engine.Request{}, apiErr
 	}
-	return req, engine.Request{Model: req.model, Adapter: adapter, Prompt: []byte(req.prompt),
-		PromptTokens: req.promptTokens, MaxTokens: maxTokens, FinishReason: reason}, nil
+	ereq := engine.Request{Model: req.model, Adapter: adapter, Prompt: []byte(req.prompt),
+		PromptTokens: req.promptTokens, MaxTokens: maxTokens, FinishReason: reason}
+	if c.KVEventsEndpoint != "" {
+		ereq.TokenIDs = req.tokenIDs
+		if ereq.TokenIDs == nil {
+			ereq.TokenIDs = textgen.Tokenize(req.prompt)
+		}
+		ereq.BlockHashes = kvevents.BlockHashes(c.HashSeed, ereq.TokenIDs, profile.BlockSize, adapter)
+	}
+	return req, ereq, nil
 }
 
 // outputLength decides how many tokens to generate: max_tokens when set; otherwise the default

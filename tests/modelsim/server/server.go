@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/engine"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/kvevents"
+	"github.com/switchyard-dev/switchyard/tests/modelsim/profile"
 )
 
 // Server is one simulated model server. Create it with New and run it with Run or Serve.
@@ -107,6 +109,12 @@ func (s *Server) Run(ctx context.Context) error {
 // included) finish within Config.DrainTimeout, and stops the engine. It closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.addr.Store(ln.Addr())
+	stopPublisher, err := s.startPublisher(ln.Addr().String())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopPublisher()
 	s.readyOnce.Do(func() { close(s.ready) })
 	stopEngine := s.startEngine()
 	defer stopEngine()
@@ -133,6 +141,27 @@ func (s *Server) startEngine() (stop func()) {
 	return func() { cancel(); <-done }
 }
 
+// startPublisher runs the KV event publisher, when configured, in its own goroutine; the
+// returned function stops it and waits.
+func (s *Server) startPublisher(addr string) (stop func(), err error) {
+	if s.cfg.KVEventsEndpoint == "" {
+		return func() {}, nil
+	}
+	cfg := kvevents.DefaultConfig()
+	cfg.Endpoint, cfg.Topic, cfg.BlockSize = s.cfg.KVEventsEndpoint, s.cfg.KVEventsTopic, profile.BlockSize
+	if cfg.Topic == "" {
+		cfg.Topic = kvevents.Topic(addr, s.cfg.Model)
+	}
+	pub, err := kvevents.New(cfg, s.engine, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("modelsim kv events: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = pub.Run(ctx) }()
+	return func() { cancel(); <-done }, nil
+}
+
 // drain shuts the HTTP server down gracefully: in-flight requests finish (the engine keeps
 // running meanwhile) unless DrainTimeout passes first.
 func (s *Server) drain(hs *http.Server, addr net.Addr) error {
@@ -154,6 +183,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", echoTraceparent(s.handleGenerate(true)))
 	mux.HandleFunc("POST /v1/embeddings", echoTraceparent(s.handleEmbeddings))
 	mux.HandleFunc("POST /v1/responses", echoTraceparent(s.handleResponses))
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /healthz", s.handleHealth)

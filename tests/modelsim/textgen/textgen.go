@@ -18,6 +18,24 @@ func CountTokens(text string) int {
 	return (len(text) + CharsPerToken - 1) / CharsPerToken
 }
 
+// Tokenize returns the token ids of text, as modelsim's /tokenize answers: one token per
+// CharsPerToken bytes (the last one padded with zeros), its id the bytes read as a big-endian
+// number, so CountTokens(text) == len(Tokenize(text)) and equal text gives equal ids. A block of
+// 16 tokens is exactly a 64-byte block of the text.
+func Tokenize(text string) []int64 {
+	return AppendTokens(make([]int64, 0, CountTokens(text)), text)
+}
+
+// AppendTokens appends the token ids of text (Tokenize) to dst.
+func AppendTokens(dst []int64, text string) []int64 {
+	for i := 0; i < len(text); i += CharsPerToken {
+		var b [CharsPerToken]byte
+		copy(b[:], text[i:])
+		dst = append(dst, int64(binary.BigEndian.Uint32(b[:])))
+	}
+	return dst
+}
+
 // Message is one chat message: a role and its text content.
 type Message struct {
 	Role    string

@@ -1,6 +1,7 @@
 package textgen_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/tests/modelsim/textgen"
@@ -44,5 +45,21 @@ func TestGeneratorDeterministic(t *testing.T) {
 	}
 	if n := a.Length(10, 20); n < 10 || n > 20 {
 		t.Fatalf("Length(10, 20) = %d", n)
+	}
+}
+
+func TestTokenize(t *testing.T) {
+	for _, text := range []string{"", "a", "abcd", "abcde", strings.Repeat("0123456789abcdef", 4) + "xyz"} {
+		ids := textgen.Tokenize(text)
+		if len(ids) != textgen.CountTokens(text) {
+			t.Errorf("%q: %d ids, CountTokens %d", text, len(ids), textgen.CountTokens(text))
+		}
+		if len(text) >= 4 && ids[0] != int64('a')<<24|int64('b')<<16|int64('c')<<8|int64('d') && text[0] == 'a' {
+			t.Errorf("%q: first id %#x", text, ids[0])
+		}
+	}
+	a, b := textgen.Tokenize("abcdabce"), textgen.Tokenize("abcdabcf")
+	if a[0] != b[0] || a[1] == b[1] {
+		t.Errorf("ids %v and %v: want the same first token and different second", a, b)
 	}
 }

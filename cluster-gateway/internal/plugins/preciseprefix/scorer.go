@@ -255,6 +255,7 @@ func (s *Scorer) Score(
 	scores []float64,
 ) {
 	hashes, reason := s.requestHashes(ctx, req, eps)
+	cs.Write(schemeKey, schemes[reason])
 	if reason != reasonPrecise {
 		s.metrics.decisions.WithLabelValues("approximate", reason).Inc()
 		s.log.Debug("precise prefix scoring fell back to the approximate scorer", "request", req.ID, "reason", reason)
@@ -282,9 +283,17 @@ func (s *Scorer) Score(
 	cs.Write(framework.PrefixMatchKey, m)
 }
 
-// PreRequest and PostResponse feed the embedded approximate scorer, so its fallback stays
-// informed.
+// PreRequest says in res how the request was scored (Result.PrefixScoring, the
+// x-switchyard-prefix-scoring header) and feeds the embedded approximate scorer, so its fallback
+// stays informed.
 func (s *Scorer) PreRequest(ctx context.Context, req *framework.Request, res *framework.Result) {
+	if res.State != nil {
+		if v, ok := res.State.Read(schemeKey); ok {
+			if sc, ok := v.(*scheme); ok && sc != nil {
+				res.PrefixScoring = sc.header
+			}
+		}
+	}
 	if s.approx != nil {
 		s.approx.PreRequest(ctx, req, res)
 	}

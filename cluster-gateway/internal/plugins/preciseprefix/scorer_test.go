@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/switchyard-dev/switchyard/contract"
+
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
@@ -249,5 +251,32 @@ func TestFactoryNeedsKVEvents(t *testing.T) {
 	}
 	if s := p.(*Scorer); s.blockSize != 64 || s.seed != "7" {
 		t.Errorf("llm-d parameters: block size %d seed %q", s.blockSize, s.seed)
+	}
+}
+
+// TestPreRequestSaysScheme checks the decision carries how the request was scored (the
+// x-switchyard-prefix-scoring response header).
+func TestPreRequestSaysScheme(t *testing.T) {
+	tests := []struct{ name, params, body, want string }{
+		{"precise", `{}`, `{"model":"llama","prompt":"0123456789abcdef0123"}`, "precise"},
+		{"no tokenizer", `{"tokenizer":"none"}`, `{"model":"llama","prompt":"x"}`, "approximate; reason=no_tokenizer"},
+		{"batch", `{}`, `{"model":"llama","prompt":["a","b"]}`, "approximate; reason=unsupported_prompt"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.params, http.StatusOK)
+			eps := plugintest.Endpoints(f.a, f.b)
+			cs := &framework.CycleState{}
+			req := &framework.Request{ID: "r", Model: "llama", BaseModel: "llama", Body: []byte(tc.body)}
+			f.scorer.Score(context.Background(), cs, req, eps, make([]float64, len(eps)))
+			res := &framework.Result{Targets: eps[:1], State: cs}
+			f.scorer.PreRequest(context.Background(), req, res)
+			if res.PrefixScoring != tc.want {
+				t.Errorf("PrefixScoring = %q, want %q", res.PrefixScoring, tc.want)
+			}
+			if _, _, err := contract.ParsePrefixScoring(res.PrefixScoring); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

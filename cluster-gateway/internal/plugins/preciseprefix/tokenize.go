@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/switchyard-dev/switchyard/contract"
 )
 
 // Why the scorer fell back to the approximate prefix-cache-scorer, the reason label of
@@ -22,6 +24,23 @@ const (
 	reasonBackoff       = "tokenizer_backoff"
 	reasonPrecise       = "matched"
 )
+
+// schemeKey is the CycleState key under which Score leaves how it scored the cycle's request
+// (a *scheme), for PreRequest to put in the result.
+const schemeKey = Type + "/scheme"
+
+// scheme is one x-switchyard-prefix-scoring value, rendered once.
+type scheme struct{ header string }
+
+// schemes are the values Score can leave, by reason.
+var schemes = func() map[string]*scheme {
+	m := map[string]*scheme{reasonPrecise: {contract.FormatPrefixScoring(contract.PrefixScoringPrecise, "")}}
+	for _, r := range []string{reasonNoTokenizer, reasonNoBody, reasonTooLarge, reasonUnsupported,
+		reasonTokenizeError, reasonBackoff} {
+		m[r] = &scheme{contract.FormatPrefixScoring(contract.PrefixScoringApproximate, r)}
+	}
+	return m
+}()
 
 // promptFields are the members of an OpenAI completion or chat completion body that decide its
 // prompt's tokens; they are passed to vLLM's /tokenize as they came.
