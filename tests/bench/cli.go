@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/tests/loadgen/workload"
 	"github.com/switchyard-dev/switchyard/tests/modelsim/physics"
 )
 
