@@ -67,8 +67,8 @@ type Body struct {
 	instrBytes int    // the whole decoded length of "instructions"
 	ibuf       []byte // storage for instr when the string has escapes
 
-	opts optsSpan // where the last "stream_options" is, for AppendIncludeUsage
-	user, metaSession []byte // the session id candidates: "user", "metadata.session_id"
+	opts              optsSpan // where the last "stream_options" is, for AppendIncludeUsage
+	user, metaSession []byte   // the session id candidates: "user", "metadata.session_id"
 }
 
 // ErrMissingModel is returned by Parse when the body has no non-empty "model" string.

@@ -303,9 +303,18 @@ func (g *Gateway) buildFrontDoors() error {
 	if err := pipeline.RegisterBodyBudget(g.reg, g.bodies); err != nil {
 		return err
 	}
-	po := pipeline.Options{Router: router, Flow: g.flow, Hooks: hooks{g.sched, g.recent},
-		Classify: g.flow.Config(), SessionHeader: g.cfg.SessionHeader, MapError: mapSchedulingError, Metrics: m, BodyBudget: g.bodies, Logger: g.log,
-		Tracer: g.tracing.Tracer()}
+	po := pipeline.Options{
+		Router:        router,
+		Flow:          g.flow,
+		Hooks:         hooks{g.sched, g.recent},
+		Classify:      g.flow.Config(),
+		SessionHeader: g.cfg.SessionHeader,
+		MapError:      mapSchedulingError,
+		Metrics:       m,
+		BodyBudget:    g.bodies,
+		Logger:        g.log,
+		Tracer:        g.tracing.Tracer(),
+	}
 	if g.cfg.TenantLimitsFile != "" {
 		tc := tenantlimits.DefaultConfig()
 		tc.Path = g.cfg.TenantLimitsFile

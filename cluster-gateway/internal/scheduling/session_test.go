@@ -64,7 +64,9 @@ func TestDefaultProfileSessionAffinity(t *testing.T) {
 		}
 	}
 	want := `
-# HELP switchyard_gateway_session_affinity_decisions_total Requests with a session id by where they went: stuck (where the session was served last), moved (elsewhere: that pod was saturated, gone or outscored) or new (the session was not known).
+# HELP switchyard_gateway_session_affinity_decisions_total Requests with a session id by where they went: ` +
+		`stuck (where the session was served last), moved (elsewhere: that pod was saturated, gone or outscored) or ` +
+		`new (the session was not known).
 # TYPE switchyard_gateway_session_affinity_decisions_total counter
 switchyard_gateway_session_affinity_decisions_total{outcome="moved",plugin="session-affinity-scorer"} 1
 switchyard_gateway_session_affinity_decisions_total{outcome="new",plugin="session-affinity-scorer"} 1

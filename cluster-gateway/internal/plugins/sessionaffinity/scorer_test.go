@@ -215,17 +215,21 @@ func TestMetrics(t *testing.T) {
 	f.serve("", "s2", "c") // new, evicts s1
 	f.h.Remove("c")        // drops s2
 	want := `
-# HELP switchyard_gateway_session_affinity_decisions_total Requests with a session id by where they went: stuck (where the session was served last), moved (elsewhere: that pod was saturated, gone or outscored) or new (the session was not known).
+# HELP switchyard_gateway_session_affinity_decisions_total Requests with a session id by where they went: ` +
+		`stuck (where the session was served last), moved (elsewhere: that pod was saturated, gone or outscored) or ` +
+		`new (the session was not known).
 # TYPE switchyard_gateway_session_affinity_decisions_total counter
 switchyard_gateway_session_affinity_decisions_total{outcome="moved",plugin="sa"} 1
 switchyard_gateway_session_affinity_decisions_total{outcome="new",plugin="sa"} 2
 switchyard_gateway_session_affinity_decisions_total{outcome="stuck",plugin="sa"} 1
-# HELP switchyard_gateway_session_affinity_evictions_total Sessions the session-affinity-scorer dropped, by reason: capacity (its table was full), expired (idle for the TTL), endpoint_removed (the pod left the pool).
+# HELP switchyard_gateway_session_affinity_evictions_total Sessions the session-affinity-scorer dropped, by ` +
+		`reason: capacity (its table was full), expired (idle for the TTL), endpoint_removed (the pod left the pool).
 # TYPE switchyard_gateway_session_affinity_evictions_total counter
 switchyard_gateway_session_affinity_evictions_total{plugin="sa",reason="capacity"} 1
 switchyard_gateway_session_affinity_evictions_total{plugin="sa",reason="endpoint_removed"} 1
 switchyard_gateway_session_affinity_evictions_total{plugin="sa",reason="expired"} 0
-# HELP switchyard_gateway_session_affinity_sessions Sessions the session-affinity-scorer remembers now (bounded by maxSessions).
+# HELP switchyard_gateway_session_affinity_sessions Sessions the session-affinity-scorer remembers now ` +
+		`(bounded by maxSessions).
 # TYPE switchyard_gateway_session_affinity_sessions gauge
 switchyard_gateway_session_affinity_sessions{plugin="sa"} 0
 `
