@@ -47,7 +47,7 @@ var usage = map[string]string{
 	"pool-namespace":     "namespace of `--pool-name`; empty: the `NAMESPACE` environment variable (GIE's chart sets it to the pod's namespace), else `default`",
 	"kubeconfig":         "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
 	"config":             "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
-	"profile":            "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, or a baseline: `round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, `leastconn` (docs/scheduling.md)",
+	"profile":            "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, `pd` (prefill/decode disaggregation), or a baseline: `round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, `leastconn` (docs/scheduling.md)",
 	"kv-events-endpoint": "ZeroMQ endpoint `tcp://HOST:PORT` where the gateway binds a SUB socket for the pods' KV cache events (vLLM `--kv-events-config` with the `zmq` publisher connecting to it, topic `kv@<pod-ip>@<model>`); needed by `precise-prefix-cache-scorer` (empty: off)",
 	"flags-file":         "file of flag values, one `name=value` a line; the command line and the environment win over it",
 	"gossip-bind":        "gossip address `host:port` (empty: no gossip)",
