@@ -70,6 +70,11 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 		"lognormal sigma of step-time jitter (0 = none; -1 = the family's: uniform ±2% for linear, lognormal 0.03 otherwise)")
 	fs.BoolVar(&c.ReportCachedTokens, "report-cached-tokens", c.ReportCachedTokens,
 		"report usage.prompt_tokens_details.cached_tokens (false: null, as most engines)")
+	fs.StringVar(&c.Role, "role", c.Role,
+		"prefill/decode role: both, prefill or decode (a decode or both server told of a prefill pod in "+
+			"x-prefiller-host-port has the prompt prefilled there and pulls its KV cache)")
+	fs.DurationVar(&c.KVTransferPerToken, "kv-transfer-per-token", c.KVTransferPerToken,
+		"simulated time to pull one prompt token's KV cache from a prefill pod")
 	fs.StringVar(&o.fleet, "fleet", "", "YAML file listing many servers (same settings as the flags)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
