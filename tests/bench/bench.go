@@ -233,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i, st := range stacks {
 		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare))
 	}
-	if cfg.Scenario.Check != nil && res.has(Baseline) {
+	if cfg.Scenario.Check != nil && res.has(cfg.Scenario.baseline()) {
 		v := cfg.Scenario.Check(res.Figures)
 		res.Target, res.Verdict = cfg.Scenario.Target, &v
 	}

@@ -108,6 +108,7 @@ func TestScenarios(t *testing.T) {
 		"shared-prefix":         8,
 		"multi-lora":            8,
 		"uniform-steady":        8,
+		"pd-long-prompt":        4,
 		"region-burst":          10,
 		"region-burst-overload": 6,
 		"trace-conversation":    8,

@@ -78,6 +78,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.ReportCachedTokens,
 		"every pod's modelsim --report-cached-tokens",
 	)
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "the request sequence's seed (default: the workload's own)")
 	sw := addSweepFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -123,6 +124,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if sc.Regional() && !flagSet(fs, "policies") {
 		cfg.Policies = RouterModes
+	}
+	if len(sc.Policies) > 0 && !flagSet(fs, "policies") {
+		cfg.Policies = sc.Policies
 	}
 	if *measure {
 		return printCapacity(ctx, &cfg, stdout, stderr)
