@@ -39,6 +39,9 @@ func TestPDScenarioFleets(t *testing.T) {
 	if w.Seed == 0 || !strings.Contains(sc.Target, "ITL P99") {
 		t.Fatalf("seed %d, target %q", w.Seed, sc.Target)
 	}
+	if got := pools(sc); !strings.Contains(got, "pd: 2 × h100 prefill + 2 × h100 decode") {
+		t.Fatalf("report's fleet line %q does not show pd's fleet", got)
+	}
 	for _, s := range Tier1Scenarios() {
 		if s.Name == sc.Name {
 			t.Fatal("the sweep runs the pd scenario with the common policies")

@@ -86,7 +86,8 @@ func TestAddModeCounts(t *testing.T) {
 	pool = addModeCounts(pool, run(2))
 	pool = addModeCounts(pool, run(3))
 	m := pool[0]
-	if m.OverflowAnswered["best"] != 6 || m.OverflowAnswered["other"] != 3 || m.LeftBecause["east"]["past_throughput"] != 6 ||
+	if m.OverflowAnswered["best"] != 6 || m.OverflowAnswered["other"] != 3 ||
+		m.LeftBecause["east"]["past_throughput"] != 6 ||
 		m.Attempts["east"]["answered"] != 60 ||
 		m.Attempts["west"]["handed_back"] != 6 {
 		t.Fatalf("pooled counts %+v", m)

@@ -109,7 +109,11 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 	}
 	scale := func(d time.Duration) string { return time.Duration(float64(d) * cfg.TimeScale).String() }
 	endpoints := filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-endpoints.yaml", sc.Name, st.policy))
-	if err := os.WriteFile(endpoints, endpointsFile(st.fleet.Addrs(), st.gpus, cfg.weights, st.roles...), 0o644); err != nil {
+	if err := os.WriteFile(
+		endpoints,
+		endpointsFile(st.fleet.Addrs(), st.gpus, cfg.weights, st.roles...),
+		0o644,
+	); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	st.gateway = &harness.Process{
