@@ -61,7 +61,8 @@ func TestListClusters(t *testing.T) {
 		t.Errorf("c1 signal age %d ms for a summary just published", c1.GetSignalAgeMs())
 	}
 	m := c1.GetModels()
-	if len(m) != 2 || m[0].GetName() != "llama" || m[0].GetReadyPods() != 4 || m[0].GetPredictedTtftMs() != 120 || m[0].GetMeanPredictedTtftMs() != 160 ||
+	if len(m) != 2 || m[0].GetName() != "llama" || m[0].GetReadyPods() != 4 || m[0].GetPredictedTtftMs() != 120 ||
+		m[0].GetMeanPredictedTtftMs() != 160 ||
 		m[0].GetSaturation() != 0.25 ||
 		!slices.Equal(m[0].GetAdapters(), []string{"sql-lora"}) {
 		t.Errorf("c1 models = %v", m)

@@ -168,7 +168,8 @@ func TestPolicyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := put.GetPolicy()
-	if p.GetOverflowThreshold() != 0.6 || len(p.GetAllowedRegions()) != 2 || p.GetOverflowCap() != 4 || p.GetTtftSloMs() != 750 ||
+	if p.GetOverflowThreshold() != 0.6 || len(p.GetAllowedRegions()) != 2 || p.GetOverflowCap() != 4 ||
+		p.GetTtftSloMs() != 750 ||
 		p.GetScorerWeights()["rtt"] != 2 ||
 		p.GetRevision() <= 0 {
 		t.Fatalf("stored policy = %v", p)

@@ -157,7 +157,8 @@ func checkRecordShapes(t *testing.T, fake *route53test.Server) {
 			}
 		case rs.SetIdentifier == "eu-west-1":
 			a := rs.AliasTarget
-			if rs.Region != "eu-west-1" || rs.TTL != nil || a == nil || a.DNSName != "router-euw1.elb.eu-west-1.amazonaws.com." ||
+			if rs.Region != "eu-west-1" || rs.TTL != nil || a == nil ||
+				a.DNSName != "router-euw1.elb.eu-west-1.amazonaws.com." ||
 				a.HostedZoneID != "Z32O12XQLNTSW2" ||
 				!a.EvaluateTargetHealth {
 				t.Errorf("eu-west-1 record = %+v alias %+v", rs, a)

@@ -79,7 +79,8 @@ func TestNoRoute(t *testing.T) {
 			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 				t.Fatalf("status %d: not a JSON error: %v", resp.StatusCode, err)
 			}
-			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" || !strings.Contains(got.Error.Message, tt.path) ||
+			if resp.StatusCode != tt.status || got.Error.Type != "invalid_request_error" ||
+				!strings.Contains(got.Error.Message, tt.path) ||
 				got.Error.Code != nil ||
 				resp.Header.Get("Allow") != tt.allow {
 				t.Fatalf("status %d (Allow %q), error %+v", resp.StatusCode, resp.Header.Get("Allow"), got.Error)
