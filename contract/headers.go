@@ -132,6 +132,24 @@ func ParsePrefixScoring(v string) (s PrefixScoring, reason string, err error) {
 	return s, reason, nil
 }
 
+// Prefill/decode disaggregation: the gateway names the prefill pod to the decode pod with
+// llm-d's header (its routing sidecar, and vLLM's NIXL connector behind it, read it), and tells
+// the client what it decided.
+const (
+	// HeaderPrefillerHostPort is the host:port of the pod that prefills the request (gateway →
+	// decode pod; set by the HTTP proxy, and by ext_proc for Envoy to add): the decode pod runs
+	// the prompt there (max_tokens 1) and pulls its KV cache. Set only by the gateway: a
+	// client's value is dropped by both tiers (IsReserved, IsRouting), so a client can never
+	// point a decode pod at an address of its choosing.
+	HeaderPrefillerHostPort = "x-prefiller-host-port"
+	// HeaderPD is the gateway's prefill/decode decision (response), with a pd-profile-handler:
+	// "prefill-decode", "below-threshold" or "no-prefill-endpoint".
+	HeaderPD = "x-switchyard-pd"
+	// HeaderPrefillEndpoint names the pod that prefilled the request (response; shown as
+	// HeaderEndpoint shows the decode pod), when the decision is "prefill-decode".
+	HeaderPrefillEndpoint = "x-switchyard-prefill-endpoint"
+)
+
 // Route is the value of HeaderRoute: how the router placed the request.
 type Route string
 
@@ -152,10 +170,11 @@ var clientHeaders = [...]string{HeaderPriority, HeaderTenant, HeaderObjective, H
 
 // IsReserved reports whether a client-supplied header named name must be dropped: every
 // x-switchyard-* and x-gateway-* header but the four a client may set (priority, tenant,
-// objective, fairness id). The comparison ignores case and does not allocate.
+// objective, fairness id), and HeaderPrefillerHostPort. The comparison ignores case and does
+// not allocate.
 func IsReserved(name string) bool {
 	if !hasPrefixFold(name, "x-switchyard-") && !hasPrefixFold(name, "x-gateway-") {
-		return false
+		return isPrefiller(name)
 	}
 	for _, c := range clientHeaders {
 		if len(name) == len(c) && strings.EqualFold(name, c) {
@@ -166,10 +185,14 @@ func IsReserved(name string) bool {
 }
 
 // IsRouting reports whether name is any x-switchyard-* or x-gateway-* header, the client's own
-// included. A gateway reads the client's headers first, then drops every routing header before it
-// forwards to a model server.
+// included, or HeaderPrefillerHostPort. A gateway reads the client's headers first, then drops
+// every routing header before it forwards to a model server.
 func IsRouting(name string) bool {
-	return hasPrefixFold(name, "x-switchyard-") || hasPrefixFold(name, "x-gateway-")
+	return hasPrefixFold(name, "x-switchyard-") || hasPrefixFold(name, "x-gateway-") || isPrefiller(name)
+}
+
+func isPrefiller(name string) bool {
+	return len(name) == len(HeaderPrefillerHostPort) && strings.EqualFold(name, HeaderPrefillerHostPort)
 }
 
 func hasPrefixFold(s, prefix string) bool {

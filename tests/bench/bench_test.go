@@ -109,6 +109,7 @@ func TestScenarios(t *testing.T) {
 		"precise-prefix":        4,
 		"multi-lora":            8,
 		"uniform-steady":        8,
+		"pd-long-prompt":        4,
 		"region-burst":          10,
 		"region-burst-overload": 6,
 		"trace-conversation":    8,

@@ -87,6 +87,19 @@ func (f Figures) TTFT(policy string, p int) float64 {
 	}
 }
 
+// ITL returns policy's inter-token latency percentile p (50 or 99) in ms; +Inf when failures
+// reach it, NaN when the policy did not run.
+func (f Figures) ITL(policy string, p int) float64 {
+	t := f.target(policy)
+	if t == nil {
+		return math.NaN()
+	}
+	if p == 50 {
+		return float64(t.ITLMs.P50)
+	}
+	return float64(t.ITLMs.P99)
+}
+
 // HitRate returns policy's prefix-cache hit rate from the responses' usage (cached / prompt tokens).
 func (f Figures) HitRate(policy string) float64 {
 	if t := f.target(policy); t != nil {

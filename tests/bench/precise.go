@@ -100,14 +100,6 @@ func (s Scenario) loadWorkload() (*workload.Workload, error) {
 	return w, w.Validate()
 }
 
-// baseline is the policy a scenario's check needs: the first of its own policies, else Baseline.
-func (s Scenario) baseline() string {
-	if len(s.Policies) > 0 {
-		return s.Policies[0]
-	}
-	return Baseline
-}
-
 // kvEvents points every pod of a scenario with KVEvents at the gateway's SUB socket endpoint
 // (tcp://HOST:PORT); the pods connect and publish once the gateway binds it.
 func kvEvents(sc Scenario, cfgs []server.Config, endpoint string) {

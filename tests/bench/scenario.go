@@ -18,6 +18,13 @@ type Pool struct {
 	Count int
 }
 
+// RolePool is a pool whose pods have a prefill/decode role: modelsim's --role and the
+// llm-d.ai/role label in the gateway's endpoints file ("" is both, and no label).
+type RolePool struct {
+	Pool
+	Role string
+}
+
 // Scenario is one routing-quality benchmark: a fleet shape, a workload and the target the shipped
 // default profile must meet.
 type Scenario struct {
@@ -40,8 +47,13 @@ type Scenario struct {
 	Check  func(f Figures) Verdict
 	// Quick is the arrivals' duration of a --quick run (0 = quickDuration).
 	Quick time.Duration
-	// Policies, when set, are the policies compared unless --policies names others.
-	Policies []string
+	// Policies, when set, are the policies this scenario compares (unless --policies says
+	// otherwise), Baseline the one its ratios are against (default Baseline), and PolicyPools a
+	// policy's own fleet instead of Pools (a prefill/decode fleet against an aggregated one of
+	// equal pods). Sweeps, which compare the common policies, skip such scenarios.
+	Policies    []string
+	Baseline    string
+	PolicyPools map[string][]RolePool
 	// PolicyConfigs are EndpointPickerConfig files (their text) of the scenario's own policies;
 	// a Config.PolicyConfigs file for the same policy wins.
 	PolicyConfigs map[string]string
@@ -51,6 +63,32 @@ type Scenario struct {
 	// KVEvents makes every pod publish KV cache events to its gateway's --kv-events-endpoint
 	// (the precise-prefix-cache-scorer's input).
 	KVEvents bool
+
+	// roles are the roles of Pools, set by forPolicy (nil: every pod both).
+	roles []string
+}
+
+// baseline is the policy the scenario's ratios (and its check) are taken against: its Baseline,
+// else the first of its own policies, else Baseline.
+func (s Scenario) baseline() string {
+	if s.Baseline != "" {
+		return s.Baseline
+	}
+	if len(s.Policies) > 0 {
+		return s.Policies[0]
+	}
+	return Baseline
+}
+
+// forPolicy returns the scenario with policy's fleet as its Pools.
+func (s Scenario) forPolicy(policy string) Scenario {
+	if pools, ok := s.PolicyPools[policy]; ok {
+		s.Pools, s.roles = nil, nil
+		for _, p := range pools {
+			s.Pools, s.roles = append(s.Pools, p.Pool), append(s.roles, p.Role)
+		}
+	}
+	return s
 }
 
 // quickDuration is a --quick run's arrivals for scenarios that name no Quick duration.
@@ -170,6 +208,7 @@ var scenarios = []Scenario{
 		},
 	},
 	precisePrefix,
+	pdLongPrompt,
 	regionBurst,
 	regionBurstOverload,
 	traceConversation,

@@ -27,6 +27,7 @@ type stack struct {
 	fleet   *fleet.Fleet
 	labels  []string // pod labels (profile-index), in fleet order
 	gpus    []string // pod profiles, in fleet order
+	roles   []string // pod roles ("" for both), in fleet order
 	gateway *harness.Process
 	url     string
 	metrics string // the gateway's metrics address
@@ -41,19 +42,30 @@ type stack struct {
 func fleetConfigs(sc Scenario, w *workload.Workload, timeScale float64) ([]server.Config, []string) {
 	var cfgs []server.Config
 	var labels []string
-	for _, pool := range sc.Pools {
+	for k, pool := range sc.Pools {
+		role := ""
+		if k < len(sc.roles) {
+			role = sc.roles[k]
+		}
 		for i := range pool.Count {
 			c := server.DefaultConfig()
 			c.Listen, c.Profile, c.Model, c.TimeScale = "127.0.0.1:0", pool.Profile, w.Model, timeScale
 			c.Seed = uint64(len(cfgs) + 1)
 			c.MaxLoras = sc.MaxLoras
+			if role != "" {
+				c.Role = role
+			}
 			if sc.MaxLoras > 0 {
 				for _, a := range w.Adapters {
 					c.LoRAs = append(c.LoRAs, a.Name)
 				}
 			}
 			cfgs = append(cfgs, c)
-			labels = append(labels, fmt.Sprintf("%s-%d", pool.Profile, i+1))
+			if role != "" {
+				labels = append(labels, fmt.Sprintf("%s-%s-%d", pool.Profile, role, i+1))
+			} else {
+				labels = append(labels, fmt.Sprintf("%s-%d", pool.Profile, i+1))
+			}
 		}
 	}
 	return cfgs, labels
@@ -61,6 +73,7 @@ func fleetConfigs(sc Scenario, w *workload.Workload, timeScale float64) ([]serve
 
 // startStack starts the fleet, then the gateway, and waits until the gateway serves the model.
 func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workload, policy string) (*stack, error) {
+	sc = sc.forPolicy(policy)
 	cfgs, labels := fleetConfigs(sc, w, cfg.TimeScale)
 	cfg.podSettings(cfgs)
 	var kvPort string
@@ -78,7 +91,11 @@ func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workl
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	st := &stack{policy: policy, fleet: f, labels: labels, stop: cancel, done: make(chan error, 1), kvEvents: kvPort}
 	for _, c := range cfgs {
-		st.gpus = append(st.gpus, c.Profile)
+		role := c.Role
+		if role == server.RoleBoth {
+			role = ""
+		}
+		st.gpus, st.roles = append(st.gpus, c.Profile), append(st.roles, role)
 	}
 	go func() { st.done <- f.Run(fctx) }()
 	if err := f.Ready(ctx); err != nil {
@@ -103,7 +120,11 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 	}
 	scale := func(d time.Duration) string { return time.Duration(float64(d) * cfg.TimeScale).String() }
 	endpoints := filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-endpoints.yaml", sc.Name, st.policy))
-	if err := os.WriteFile(endpoints, endpointsFile(st.fleet.Addrs(), st.gpus, cfg.weights), 0o644); err != nil {
+	if err := os.WriteFile(
+		endpoints,
+		endpointsFile(st.fleet.Addrs(), st.gpus, cfg.weights, st.roles...),
+		0o644,
+	); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	scheduling := cfg.schedulingFlag(st.policy)
@@ -159,11 +180,14 @@ func (c *Config) schedulingFlag(policy string) string {
 const WeightLabel = "switchyard.dev/weight"
 
 // endpointsFile renders the gateway's --endpoints-file: every pod by address, in fleet order,
-// labelled with its GPU profile's weight when weights has it.
-func endpointsFile(addrs, gpus []string, weights map[string]float64) []byte {
+// labelled with its GPU profile's weight when weights has it, with its role when roles names one.
+func endpointsFile(addrs, gpus []string, weights map[string]float64, roles ...string) []byte {
 	var b strings.Builder
 	for i, addr := range addrs {
 		fmt.Fprintf(&b, "- address: %q\n", addr)
+		if i < len(roles) && roles[i] != "" {
+			fmt.Fprintf(&b, "  role: %s\n", roles[i])
+		}
 		if w, ok := weights[gpus[i]]; ok && w > 0 {
 			fmt.Fprintf(&b, "  labels: {%s: %q}\n", WeightLabel, strconv.FormatFloat(w, 'g', 6, 64))
 		}

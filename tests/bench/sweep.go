@@ -70,7 +70,7 @@ func DefaultSweepConfig() SweepConfig {
 func Tier1Scenarios() []Scenario {
 	var out []Scenario
 	for _, s := range scenarios {
-		if !s.Regional() && !isTraceWorkload(s.Workload) {
+		if !s.Regional() && !isTraceWorkload(s.Workload) && s.Policies == nil {
 			out = append(out, s)
 		}
 	}

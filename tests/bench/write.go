@@ -2,10 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,6 +177,13 @@ func pools(sc Scenario) string {
 	s := strings.Join(parts, " + ")
 	if sc.MaxLoras > 0 {
 		s += fmt.Sprintf(" (max_loras %d)", sc.MaxLoras)
+	}
+	for _, policy := range slices.Sorted(maps.Keys(sc.PolicyPools)) {
+		var own []string
+		for _, p := range sc.PolicyPools[policy] {
+			own = append(own, fmt.Sprintf("%d × %s %s", p.Count, p.Profile, cmp.Or(p.Role, "both")))
+		}
+		s += fmt.Sprintf("; %s: %s", policy, strings.Join(own, " + "))
 	}
 	return s
 }

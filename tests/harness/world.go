@@ -117,7 +117,8 @@ func (w *World) Pod(profile string, extra ...string) *Node {
 	return n
 }
 
-// Gateway starts a cluster gateway over the given pod addresses, in the gossip pool. It
+// Gateway starts a cluster gateway over the given pod addresses (nil: extra gives the endpoints,
+// e.g. --endpoints-file), in the gossip pool. It
 // advertises its --listen address, at an https:// URL when extra serves it over TLS
 // (--tls-cert-file), as the chart does.
 func (w *World) Gateway(cluster, region string, pods []string, extra ...string) *Node {
@@ -137,12 +138,14 @@ func (w *World) Gateway(cluster, region string, pods []string, extra ...string) 
 		"--metrics-listen=" + n.Metrics,
 		"--ext-proc-listen=" + n.ExtProc,
 		"--grpc-health-port=0",
-		"--endpoints=" + strings.Join(pods, ","),
 		"--gossip-bind=" + n.Gossip,
 		"--gossip-key-file=" + w.KeyFile,
 		"--advertise-url=" + scheme + "://" + n.Listen,
 	},
 		w.joinArgs(n.Gossip)...)
+	if pods != nil { // nil: extra names the endpoints (--endpoints-file)
+		n.args = append(n.args, "--endpoints="+strings.Join(pods, ","))
+	}
 	n.args = append(n.args, extra...)
 	w.start(n)
 	return n

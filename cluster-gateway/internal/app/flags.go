@@ -59,8 +59,9 @@ var usage = map[string]string{
 		"to the pod's namespace), else `default`",
 	"kubeconfig": "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
 	"config":     "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
-	"profile": "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, or a baseline: " +
-		"`round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, `leastconn` (docs/scheduling.md)",
+	"profile": "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, `pd` (prefill/decode " +
+		"disaggregation), or a baseline: `round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, " +
+		"`leastconn` (docs/scheduling.md)",
 	"kv-events-endpoint": "ZeroMQ endpoint `tcp://HOST:PORT` where the gateway binds a SUB socket for the pods' KV " +
 		"cache events (vLLM `--kv-events-config` with the `zmq` publisher connecting to it, topic `kv@<pod-ip>@<model>`); " +
 		"needed by `precise-prefix-cache-scorer` (empty: off)",

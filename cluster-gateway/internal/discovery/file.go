@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // FileConfig configures the file source.
@@ -110,6 +111,8 @@ type fileEntry struct {
 	Name    string            `yaml:"name"`
 	Engine  string            `yaml:"engine"`
 	Labels  map[string]string `yaml:"labels"`
+	// Role is the endpoint's prefill/decode role, stored as its framework.RoleLabel label.
+	Role string `yaml:"role"`
 }
 
 // UnmarshalYAML accepts both the short string form ("host:port" or "name=host:port") and the
@@ -134,9 +137,9 @@ func (e *fileEntry) UnmarshalYAML(n *yaml.Node) error {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		switch k := n.Content[i]; k.Value {
-		case "address", "name", "engine", "labels":
+		case "address", "name", "engine", "labels", "role":
 		default:
-			return fmt.Errorf("line %d: unknown key %q (want address, name, engine, labels)", k.Line, k.Value)
+			return fmt.Errorf("line %d: unknown key %q (want address, name, engine, labels, role)", k.Line, k.Value)
 		}
 	}
 	type plain fileEntry // no UnmarshalYAML method: decodes field by field
@@ -144,7 +147,7 @@ func (e *fileEntry) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // ParseFile parses an endpoints file: a YAML list whose items are either "host:port" or
-// "name=host:port" strings or objects {address, name, engine, labels}. "[]" is a valid empty
+// "name=host:port" strings or objects {address, name, engine, labels, role}. "[]" is a valid empty
 // set, an empty file is not; bad addresses or names, unknown engines, unknown keys and repeated
 // addresses or names are errors. An endpoint without a name is named datastore.OpaqueName of its
 // address.
@@ -155,6 +158,11 @@ func (e *fileEntry) UnmarshalYAML(n *yaml.Node) error {
 //     name: pod-b
 //     engine: sglang
 //     labels: {gpu: a10g}
+//   - address: 10.0.0.4:8000
+//     role: prefill
+//
+// role (prefill, decode, both or prefill-decode) is stored as the llm-d.ai/role label
+// (framework.RoleLabel), as InferencePool pods carry it.
 func ParseFile(raw []byte) ([]datastore.EndpointSpec, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		// Most likely a file caught mid-write; "[]" states an empty set explicitly.
@@ -187,14 +195,43 @@ func ParseFile(raw []byte) ([]datastore.EndpointSpec, error) {
 			}
 			names[e.Name] = true
 		}
+		labels, err := roleLabels(e)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
 		seen[e.Address] = true
 		if engine == "" {
 			engine = datastore.EngineVLLM
 		}
 		specs = append(
 			specs,
-			datastore.EndpointSpec{Address: e.Address, Name: e.Name, Engine: engine, Labels: maps.Clone(e.Labels)},
+			datastore.EndpointSpec{Address: e.Address, Name: e.Name, Engine: engine, Labels: labels},
 		)
 	}
 	return specs, nil
+}
+
+// roleLabels returns a copy of e's labels with its role as framework.RoleLabel. The role, in
+// the role field or the label, must be a known one; the two may not disagree.
+func roleLabels(e fileEntry) (map[string]string, error) {
+	labels := maps.Clone(e.Labels)
+	if v, ok := labels[framework.RoleLabel]; ok {
+		if _, err := framework.ParseRole(v); err != nil {
+			return nil, fmt.Errorf("label %s: %w", framework.RoleLabel, err)
+		}
+		if e.Role != "" && e.Role != v {
+			return nil, fmt.Errorf("role %q disagrees with label %s=%q", e.Role, framework.RoleLabel, v)
+		}
+	}
+	if e.Role == "" {
+		return labels, nil
+	}
+	if _, err := framework.ParseRole(e.Role); err != nil {
+		return nil, err
+	}
+	if labels == nil {
+		labels = make(map[string]string, 1)
+	}
+	labels[framework.RoleLabel] = e.Role
+	return labels, nil
 }

@@ -43,6 +43,22 @@ func TestParseFile(t *testing.T) {
 		{name: "not a list", yaml: "endpoints: [a:1]\n", wantErr: "parse endpoints"},
 		{name: "nested list item", yaml: "- [a:1]\n", wantErr: "string or a mapping"},
 		{name: "missing address", yaml: "- {name: x}\n", wantErr: "want host:port"},
+		{name: "roles", yaml: `
+- {address: a:1, role: prefill}
+- {address: b:1, labels: {llm-d.ai/role: decode, gpu: h100}}
+- {address: c:1, role: both, labels: {llm-d.ai/role: both}}
+`, want: []datastore.EndpointSpec{
+			{Address: "a:1", Engine: datastore.EngineVLLM, Labels: map[string]string{"llm-d.ai/role": "prefill"}},
+			{Address: "b:1", Engine: datastore.EngineVLLM, Labels: map[string]string{"llm-d.ai/role": "decode", "gpu": "h100"}},
+			{Address: "c:1", Engine: datastore.EngineVLLM, Labels: map[string]string{"llm-d.ai/role": "both"}},
+		}},
+		{name: "unknown role", yaml: "- {address: a:1, role: encode}\n", wantErr: `role "encode"`},
+		{name: "unknown role label", yaml: "- {address: a:1, labels: {llm-d.ai/role: x}}\n", wantErr: "label llm-d.ai/role"},
+		{
+			name:    "role disagrees",
+			yaml:    "- {address: a:1, role: decode, labels: {llm-d.ai/role: prefill}}\n",
+			wantErr: "disagrees",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

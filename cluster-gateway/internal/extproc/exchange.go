@@ -53,11 +53,14 @@ type exchange struct {
 	size      int
 	body      []byte // the whole body, set once the last chunk arrived
 
-	target   string             // the chosen endpoint as x-switchyard-endpoint shows it (its name)
-	decision *pipeline.Decision // released (Pipeline.Done) when the stream ends
-	attempt  *pipeline.Attempt
-	status   int
-	ended    bool
+	target string // the chosen endpoint as x-switchyard-endpoint shows it (its name)
+	// pd and prefillTarget are the prefill/decode decision and the prefill pod as
+	// x-switchyard-prefill-endpoint shows it ("" without a pd profile, or no prefill pod).
+	pd, prefillTarget string
+	decision          *pipeline.Decision // released (Pipeline.Done) when the stream ends
+	attempt           *pipeline.Attempt
+	status            int
+	ended             bool
 
 	// tctx is ctx with the request's gateway.request span (span), once the request is being
 	// decided, when tracing is on; span is nil otherwise.
@@ -318,6 +321,10 @@ func (x *exchange) decide(eos bool) error {
 	}
 	ep, _ := targets[0].(*datastore.Endpoint) // the scheduler picks among the store's endpoints
 	x.target = pipeline.EndpointHeaderValue(ep, x.s.cfg.EndpointHeaderAddress)
+	x.pd = d.Result.Disaggregation
+	if p := pipeline.PrefillEndpoint(d.Result); p != nil {
+		x.prefillTarget = pipeline.EndpointHeaderValue(p, x.s.cfg.EndpointHeaderAddress)
+	}
 	x.attempt = x.s.pipe.Begin(ctx, d, ep)
 	if err := x.send(x.requestHeadersResponse(newDecisionAnswer(), d, targets)); err != nil {
 		return err

@@ -43,6 +43,8 @@ type fakeScheduler struct {
 	store     *datastore.Store
 	mu        sync.Mutex
 	saturated bool
+	// prefill, when set, is the address of a prefill/decode decision's prefill pod.
+	prefill string
 }
 
 func (f *fakeScheduler) Schedule(_ context.Context, req *framework.Request) (*framework.Result, error) {
@@ -56,6 +58,9 @@ func (f *fakeScheduler) Schedule(_ context.Context, req *framework.Request) (*fr
 		if req.SubsetHint == nil || slices.Contains(req.SubsetHint, ep.Address) {
 			res.Targets = append(res.Targets, ep)
 		}
+	}
+	if ep := f.store.Get(f.prefill); ep != nil {
+		res.Prefill, res.Disaggregation = &framework.Result{Targets: []framework.Endpoint{ep}}, framework.PDSplit
 	}
 	return res, nil
 }

@@ -33,15 +33,16 @@ func (x *exchange) requestHeadersResponse(
 	d *pipeline.Decision,
 	targets []framework.Endpoint,
 ) *extprocv3.ProcessingResponse {
+	prefill := pipeline.PrefillAddress(d.Result)
 	var remove []string
 	for k := range x.headers {
 		if contract.IsRouting(k) && k != contract.HeaderDestination && k != contract.HeaderModelName &&
-			k != contract.HeaderBaseModelName {
+			k != contract.HeaderBaseModelName && (prefill == "" || k != contract.HeaderPrefillerHostPort) {
 			remove = append(remove, k)
 		}
 	}
 	slices.Sort(remove)
-	msg := a.fill(targets, d.Request.Model, d.Request.BaseModel, len(x.body), remove)
+	msg := a.fill(targets, d.Request.Model, d.Request.BaseModel, prefill, len(x.body), remove)
 	x.traceHeaders(&a.mut)
 	return msg
 }
@@ -75,6 +76,12 @@ func (x *exchange) responseHeadersResponse() *extprocv3.ProcessingResponse {
 	}
 	if x.decision != nil && x.decision.Result.PrefixScoring != "" {
 		set = append(set, setHeader(contract.HeaderPrefixScoring, x.decision.Result.PrefixScoring))
+	}
+	if x.pd != "" {
+		set = append(set, setHeader(contract.HeaderPD, x.pd))
+	}
+	if x.prefillTarget != "" && x.s.cfg.EndpointHeader {
+		set = append(set, setHeader(contract.HeaderPrefillEndpoint, x.prefillTarget))
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{

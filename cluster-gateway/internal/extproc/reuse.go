@@ -48,9 +48,9 @@ func (c *chunkAnswer) set(request bool, chunk []byte, eos bool) *extprocv3.Proce
 	return &c.msg
 }
 
-// maxDecisionHeaders is the number of headers a decision sets: destination, model, base model
-// and content-length.
-const maxDecisionHeaders = 4
+// maxDecisionHeaders is the number of headers a decision sets: destination, model, base model,
+// content-length and the prefill pod (x-prefiller-host-port).
+const maxDecisionHeaders = 5
 
 // decisionAnswer is the answer to the request headers that carries a decision, with the
 // envoy.lb dynamic metadata, built in one struct (newDecisionAnswer). Answers are not pooled
@@ -104,23 +104,27 @@ func (a *decisionAnswer) setHeader(key, value string) {
 	a.set = append(a.set, &a.opts[i])
 }
 
-// fill sets the answer: headers (destination, model names, content-length when bodyLen > 0),
-// the headers to remove, and the metadata naming every target in order.
+// fill sets the answer: headers (destination, model names, the prefill pod when prefill is not
+// "", content-length when bodyLen > 0), the headers to remove, and the metadata naming every
+// target in order.
 func (a *decisionAnswer) fill(
 	targets []framework.Endpoint,
-	model, base string,
+	model, base, prefill string,
 	bodyLen int,
 	remove []string,
 ) *extprocv3.ProcessingResponse {
 	a.reset()
 	var length [20]byte
 	n := strconv.AppendInt(length[:0], int64(bodyLen), 10)
-	if need := len(targets[0].Meta().Address) + len(model) + len(base) + len(n); cap(a.raw) < need {
+	if need := len(targets[0].Meta().Address) + len(model) + len(base) + len(prefill) + len(n); cap(a.raw) < need {
 		a.raw = make([]byte, 0, need)
 	}
 	a.setHeader(contract.HeaderDestination, targets[0].Meta().Address)
 	a.setHeader(contract.HeaderModelName, model)
 	a.setHeader(contract.HeaderBaseModelName, base)
+	if prefill != "" {
+		a.setHeader(contract.HeaderPrefillerHostPort, prefill)
+	}
 	if bodyLen > 0 {
 		a.setHeader("content-length", string(n)) // the conversion does not escape
 	}

@@ -15,7 +15,12 @@ import (
 )
 
 // wantDecision builds the decision answer as a fresh tree of messages.
-func wantDecision(targets []string, model, base string, bodyLen int, remove []string) *extprocv3.ProcessingResponse {
+func wantDecision(
+	targets []string,
+	model, base, prefill string,
+	bodyLen int,
+	remove []string,
+) *extprocv3.ProcessingResponse {
 	set := func(k, v string) *corev3.HeaderValueOption {
 		return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
@@ -24,6 +29,9 @@ func wantDecision(targets []string, model, base string, bodyLen int, remove []st
 		set(contract.HeaderDestination, targets[0]),
 		set("x-gateway-model-name", model),
 		set("x-gateway-base-model-name", base),
+	}
+	if prefill != "" {
+		hs = append(hs, set(contract.HeaderPrefillerHostPort, prefill))
 	}
 	if bodyLen > 0 {
 		hs = append(hs, set("content-length", fmt.Sprint(bodyLen)))
@@ -57,6 +65,7 @@ func TestDecisionAnswerReuse(t *testing.T) {
 		name        string
 		targets     []string
 		model, base string
+		prefill     string
 		bodyLen     int
 		remove      []string
 	}{
@@ -65,15 +74,18 @@ func TestDecisionAnswerReuse(t *testing.T) {
 			[]string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"},
 			"sql-lora",
 			"llama",
+			"",
 			102400,
 			[]string{"x-gateway-x", "x-switchyard-tenant"},
 		},
-		{"no body, one target", []string{"10.0.0.9:8000"}, "llama", "llama", 0, nil},
+		{"no body, one target", []string{"10.0.0.9:8000"}, "llama", "llama", "", 0, nil},
+		{"prefill pod", []string{"10.0.0.9:8000", "10.0.0.8:8000"}, "llama", "llama", "10.0.0.5:8000", 4096, nil},
 		{
 			"long names",
 			[]string{"[fd00::1234:5678:9abc]:8000", "10.0.0.2:8000"},
 			"a-rather-long-adapter-name-for-a-model",
 			"meta-llama/Llama-3.1-8B-Instruct",
+			"[fd00::1:2:3:4]:8000",
 			7,
 			nil,
 		},
@@ -86,7 +98,7 @@ func TestDecisionAnswerReuse(t *testing.T) {
 			for _, addr := range tt.targets {
 				eps = append(eps, datastore.NewEndpoint(addr, "", "", nil))
 			}
-			b, err := proto.Marshal(a.fill(eps, tt.model, tt.base, tt.bodyLen, tt.remove))
+			b, err := proto.Marshal(a.fill(eps, tt.model, tt.base, tt.prefill, tt.bodyLen, tt.remove))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +106,7 @@ func TestDecisionAnswerReuse(t *testing.T) {
 			if err := proto.Unmarshal(b, got); err != nil {
 				t.Fatal(err)
 			}
-			if want := wantDecision(tt.targets, tt.model, tt.base, tt.bodyLen, tt.remove); !proto.Equal(got, want) {
+			if want := wantDecision(tt.targets, tt.model, tt.base, tt.prefill, tt.bodyLen, tt.remove); !proto.Equal(got, want) {
 				t.Fatalf("answer\n%v\nwant\n%v", got, want)
 			}
 		})

@@ -162,14 +162,19 @@ func (c *EndpointPickerConfig) validatePlugins() (map[string]bool, error) {
 }
 
 func (c *EndpointPickerConfig) validateProfiles(names map[string]bool) error {
-	if len(c.SchedulingProfiles) > 1 {
-		return fmt.Errorf("schedulingProfiles: %d profiles given; Switchyard runs exactly one "+
-			"(multi-profile handlers such as prefill/decode disaggregation are not supported)", len(c.SchedulingProfiles))
+	if len(c.SchedulingProfiles) > 2 {
+		return fmt.Errorf("schedulingProfiles: %d profiles given; Switchyard runs one, or two (decode and "+
+			"prefill) with a pd-profile-handler", len(c.SchedulingProfiles))
 	}
-	for _, p := range c.SchedulingProfiles {
+	seen := make(map[string]bool, len(c.SchedulingProfiles))
+	for i, p := range c.SchedulingProfiles {
 		if p.Name == "" {
-			return errors.New("schedulingProfiles[0]: name is required")
+			return fmt.Errorf("schedulingProfiles[%d]: name is required", i)
 		}
+		if seen[p.Name] {
+			return fmt.Errorf("schedulingProfiles[%d]: duplicate profile name %q", i, p.Name)
+		}
+		seen[p.Name] = true
 		for j, ref := range p.Plugins {
 			if ref.PluginRef == "" {
 				return fmt.Errorf("schedulingProfiles[%s].plugins[%d]: pluginRef is required", p.Name, j)

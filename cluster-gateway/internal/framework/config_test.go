@@ -60,7 +60,12 @@ func TestParseConfigErrors(t *testing.T) {
 			header + plugin + "schedulingProfiles:\n- name: p\n  plugins:\n  - weight: 1\n",
 			"pluginRef is required",
 		},
-		{"two profiles", header + plugin + profile + "- name: q\n  plugins: []\n", "exactly one"},
+		{
+			"three profiles",
+			header + plugin + profile + "- name: q\n  plugins: []\n- name: r\n  plugins: []\n",
+			"3 profiles given",
+		},
+		{"duplicate profile", header + plugin + profile + "- name: p\n  plugins: []\n", `duplicate profile name "p"`},
 		{"unnamed profile", header + plugin + "schedulingProfiles:\n- plugins: []\n", "name is required"},
 		{
 			"negative weight",

@@ -101,6 +101,13 @@ type Picker interface {
 // order of preference.
 type Result struct {
 	Targets []Endpoint
+	// Prefill, set when the profile disaggregates prefill from decode (DisaggregationHandler)
+	// and chose to, is the prefill profile's decision: its Targets[0] computes the prompt's KV
+	// cache and the destination (Targets[0] of this result) pulls it. Nil otherwise.
+	Prefill *Result
+	// Disaggregation is the prefill/decode decision (PDSplit, PDBelowThreshold, PDNoPrefill);
+	// "" when the profile has no DisaggregationHandler.
+	Disaggregation string
 	// State is the scheduling cycle's state, kept for the PreRequest hooks (e.g. the prefix match
 	// of the chosen endpoint). The scheduler clears it when its PreRequest returns; nil afterwards
 	// and for results not built by the scheduler.

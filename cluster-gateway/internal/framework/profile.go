@@ -52,6 +52,11 @@ type Profile struct {
 	PostResponses []PostResponse
 	// Plugins are every instantiated plugin by instance name.
 	Plugins map[string]Plugin
+	// PD, when set, disaggregates prefill from decode: this profile is the decode profile and
+	// Prefill the prefill profile (which has no saturation detector and whose FirstToken and
+	// PostResponse hooks are not run: the gateway sees only the decode endpoint's answer).
+	PD      DisaggregationHandler
+	Prefill *Profile
 }
 
 // HasSaturationFilter reports whether any filter of the profile removes saturated endpoints.
@@ -80,7 +85,8 @@ type BuildOptions struct {
 	DefaultDetector string
 }
 
-// Build instantiates the config's plugins and its single scheduling profile.
+// Build instantiates the config's plugins and its scheduling profile: the only one, or, when the
+// config defines a DisaggregationHandler, its decode profile with the prefill profile attached.
 func Build(c *EndpointPickerConfig, opts BuildOptions) (*Profile, error) {
 	b := builder{cfg: c, opts: opts, plugins: make(map[string]Plugin), ignored: make(map[string]bool)}
 	if b.opts.Registry == nil {
@@ -96,7 +102,77 @@ func Build(c *EndpointPickerConfig, opts BuildOptions) (*Profile, error) {
 		return nil, err
 	}
 	b.warnIgnoredSections()
-	return b.profile()
+	used := make(map[string]bool)
+	p, err := b.build(used)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range b.order {
+		if !used[name] {
+			b.opts.Logger.Warn("plugin defined but not used by the profile", "plugin", name)
+		}
+	}
+	return p, nil
+}
+
+// build builds the single profile, or the decode and prefill profiles of a handler.
+func (b *builder) build(used map[string]bool) (*Profile, error) {
+	h, err := b.handler(used)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		if len(b.cfg.SchedulingProfiles) > 1 {
+			return nil, fmt.Errorf("schedulingProfiles: %d profiles given and no profile handler: Switchyard runs "+
+				"one profile, or a decode and a prefill profile with a pd-profile-handler", len(b.cfg.SchedulingProfiles))
+		}
+		var name string
+		var refs []SchedulingPlugin
+		if len(b.cfg.SchedulingProfiles) == 1 {
+			name, refs = b.cfg.SchedulingProfiles[0].Name, b.cfg.SchedulingProfiles[0].Plugins
+		} else {
+			name, refs = "default", b.allRefs()
+		}
+		return b.profile(name, refs, true, used)
+	}
+	decode, prefill := h.Profiles()
+	if len(b.cfg.SchedulingProfiles) != 2 {
+		return nil, fmt.Errorf("schedulingProfiles: plugin %q (type %s) needs exactly two profiles, %q and %q; got %d",
+			h.TypedName().Name, h.TypedName().Type, decode, prefill, len(b.cfg.SchedulingProfiles))
+	}
+	dp, err := b.named(decode, true, used)
+	if err != nil {
+		return nil, err
+	}
+	if dp.Prefill, err = b.named(prefill, false, used); err != nil {
+		return nil, err
+	}
+	dp.PD = h
+	return dp, nil
+}
+
+// handler returns the config's DisaggregationHandler, if any (at most one).
+func (b *builder) handler(used map[string]bool) (DisaggregationHandler, error) {
+	var h DisaggregationHandler
+	for _, name := range b.order {
+		if x, ok := b.plugins[name].(DisaggregationHandler); ok {
+			if h != nil {
+				return nil, fmt.Errorf("plugins: two profile handlers, %q and %q", h.TypedName().Name, name)
+			}
+			h, used[name] = x, true
+		}
+	}
+	return h, nil
+}
+
+// named builds the scheduling profile called name; primary profiles get a saturation detector.
+func (b *builder) named(name string, primary bool, used map[string]bool) (*Profile, error) {
+	for _, sp := range b.cfg.SchedulingProfiles {
+		if sp.Name == name {
+			return b.profile(sp.Name, sp.Plugins, primary, used)
+		}
+	}
+	return nil, fmt.Errorf("schedulingProfiles: the profile handler needs a profile named %q", name)
 }
 
 type builder struct {
@@ -141,11 +217,9 @@ func (b *builder) warnIgnoredSections() {
 	}
 }
 
-func (b *builder) refs() []SchedulingPlugin {
-	if len(b.cfg.SchedulingProfiles) == 1 {
-		return b.cfg.SchedulingProfiles[0].Plugins
-	}
-	// No profile: like GIE, one profile named "default" with every filter, scorer and picker.
+// allRefs is the profile of a config that defines none: like GIE, one profile named "default"
+// with every filter, scorer and picker.
+func (b *builder) allRefs() []SchedulingPlugin {
 	var refs []SchedulingPlugin
 	for _, name := range b.order {
 		switch b.plugins[name].(type) {
@@ -156,27 +230,24 @@ func (b *builder) refs() []SchedulingPlugin {
 	return refs
 }
 
-func (b *builder) profile() (*Profile, error) {
-	p := &Profile{Name: "default", Plugins: b.plugins}
-	if len(b.cfg.SchedulingProfiles) == 1 {
-		p.Name = b.cfg.SchedulingProfiles[0].Name
-	}
-	used := make(map[string]bool)
-	for _, ref := range b.refs() {
-		if err := b.place(p, ref, used); err != nil {
+// profile builds one scheduling profile from its plugin references; in marks the plugins it
+// uses, also in used (every profile's). A primary profile gets the saturation detector.
+func (b *builder) profile(name string, refs []SchedulingPlugin, primary bool, used map[string]bool) (*Profile, error) {
+	p := &Profile{Name: name, Plugins: b.plugins}
+	in := make(map[string]bool)
+	for _, ref := range refs {
+		if err := b.place(p, ref, in); err != nil {
 			return nil, fmt.Errorf("schedulingProfiles[%s]: %w", p.Name, err)
 		}
 	}
-	if err := b.finish(p, used); err != nil {
+	if err := b.finish(p, in, primary); err != nil {
 		return nil, err
 	}
-	if err := b.bind(p, used); err != nil {
+	if err := b.bind(p, in); err != nil {
 		return nil, err
 	}
-	for _, name := range b.order {
-		if !used[name] {
-			b.opts.Logger.Warn("plugin defined but not used by the profile", "plugin", name)
-		}
+	for n := range in {
+		used[n] = true
 	}
 	return p, nil
 }
@@ -216,7 +287,7 @@ func (b *builder) place(p *Profile, ref SchedulingPlugin, used map[string]bool) 
 	return nil
 }
 
-func (b *builder) finish(p *Profile, used map[string]bool) error {
+func (b *builder) finish(p *Profile, used map[string]bool, primary bool) error {
 	if p.Picker == nil {
 		pk, err := b.defaultPlugin(b.opts.DefaultPicker)
 		if err != nil {
@@ -228,8 +299,10 @@ func (b *builder) finish(p *Profile, used map[string]bool) error {
 		}
 		p.Picker = picker
 	}
-	if err := b.detector(p, used); err != nil {
-		return err
+	if primary {
+		if err := b.detector(p, used); err != nil {
+			return err
+		}
 	}
 	for _, name := range b.order {
 		if !used[name] {

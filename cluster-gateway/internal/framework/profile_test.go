@@ -22,7 +22,13 @@ type (
 	detector struct{ named }
 	hooked   struct{ scorer }
 	bare     struct{ named }
+	pdh      struct{ named }
 )
+
+func (pdh) Profiles() (decode, prefill string) { return "dec", "pre" }
+func (pdh) NeedsPrefill(context.Context, *framework.CycleState, *framework.Request, framework.Endpoint) bool {
+	return true
+}
 
 func (n named) TypedName() framework.TypedName { return n.tn }
 
@@ -67,6 +73,7 @@ func testRegistry() *framework.Registry {
 	add("p", func(tn framework.TypedName) framework.Plugin { return picker{named{tn}} })
 	add("d", func(tn framework.TypedName) framework.Plugin { return detector{named{tn}} })
 	add("bare", func(tn framework.TypedName) framework.Plugin { return bare{named{tn}} })
+	add("pdh", func(tn framework.TypedName) framework.Plugin { return pdh{named{tn}} })
 	r.Register("broken", func(string, json.RawMessage, framework.Handle) (framework.Plugin, error) {
 		return nil, errors.New("bad parameter x")
 	})
@@ -208,6 +215,67 @@ func TestBuildErrors(t *testing.T) {
 			"plugins:\n- type: s\nsaturationDetector:\n  pluginRef: s\n",
 			"not a saturation detector",
 		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := build(t, tt.yaml, "")
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestBuildPrefillDecodeProfiles(t *testing.T) {
+	p, logs, err := build(t, `plugins:
+- type: pdh
+- type: f
+- name: f2
+  type: f
+- type: hooked
+- type: d
+schedulingProfiles:
+- name: pre
+  plugins:
+  - pluginRef: f2
+  - pluginRef: hooked
+- name: dec
+  plugins:
+  - pluginRef: f
+  - pluginRef: hooked
+    weight: 3
+`, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "dec" || p.PD == nil || p.Prefill == nil || p.Prefill.Name != "pre" {
+		t.Fatalf("profile %q, handler %v, prefill %+v; want dec with pre attached", p.Name, p.PD, p.Prefill)
+	}
+	if p.Filters[0].TypedName().Name != "f" || p.Prefill.Filters[0].TypedName().Name != "f2" {
+		t.Fatalf("filters: decode %v, prefill %v", p.Filters, p.Prefill.Filters)
+	}
+	if p.Scorers[0].Weight != 3 || p.Prefill.Scorers[0].Weight != 1 {
+		t.Fatalf("the shared scorer's weights: decode %v, prefill %v", p.Scorers[0].Weight, p.Prefill.Scorers[0].Weight)
+	}
+	if p.Detector == nil || p.Prefill.Detector != nil {
+		t.Fatalf("detector: decode %v, prefill %v; want only the decode profile's", p.Detector, p.Prefill.Detector)
+	}
+	if len(p.PreRequests) != 1 || len(p.Prefill.PreRequests) != 1 {
+		t.Fatalf("pre-request hooks: decode %d, prefill %d", len(p.PreRequests), len(p.Prefill.PreRequests))
+	}
+	if strings.Contains(logs, "not used") {
+		t.Fatalf("every plugin is used, logs say:\n%s", logs)
+	}
+}
+
+func TestBuildProfileCountErrors(t *testing.T) {
+	two := "schedulingProfiles:\n- name: dec\n  plugins:\n  - pluginRef: s\n- name: other\n  plugins: []\n"
+	tests := []struct{ name, yaml, wantErr string }{
+		{"two profiles without a handler", "plugins:\n- type: s\n" + two, "no profile handler"},
+		{"handler with one profile", "plugins:\n- type: pdh\n- type: s\n" +
+			"schedulingProfiles:\n- name: dec\n  plugins:\n  - pluginRef: s\n", "needs exactly two profiles"},
+		{"handler's profile missing", "plugins:\n- type: pdh\n- type: s\n" + two, `a profile named "pre"`},
+		{"two handlers", "plugins:\n- type: pdh\n- name: h2\n  type: pdh\n- type: s\n", "two profile handlers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -123,7 +123,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d 
 			}
 		}
 		tried[ep.Address] = true
-		reason, done := s.try(w, r, body, d, ep, attempt >= s.cfg.MaxAttempts)
+		reason, done := s.try(w, r, body, d, res, ep, attempt >= s.cfg.MaxAttempts)
 		if done {
 			return
 		}
@@ -146,13 +146,15 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 	return nil
 }
 
-// try sends the request to ep. It returns done=false with a reason when the attempt failed before
-// any byte reached the client and may be retried elsewhere (never when last).
+// try sends the request to ep, a target of res (d's decision or a rescheduled one). It returns
+// done=false with a reason when the attempt failed before any byte reached the client and may be
+// retried elsewhere (never when last).
 func (s *Server) try(
 	w http.ResponseWriter,
 	r *http.Request,
 	body []byte,
 	d *pipeline.Decision,
+	res *framework.Result,
 	ep *datastore.Endpoint,
 	last bool,
 ) (string, bool) {
@@ -167,7 +169,7 @@ func (s *Server) try(
 		s.errorAnswer(w, r, apierror.BadRequest(err.Error(), ""))
 		return "", true
 	}
-	out.Header = upstreamHeader(r.Header, d)
+	out.Header = upstreamHeader(r.Header, d, res)
 	out.ContentLength = int64(len(body))
 	a := s.pipe.Begin(ctx, d, ep)
 	s.pipe.Inject(a, propagation.HeaderCarrier(out.Header))
@@ -199,6 +201,7 @@ func (s *Server) try(
 		s.pipe.End(ctx, a, resp.StatusCode, nil, false)
 		return fmt.Sprint(resp.StatusCode), false
 	}
+	s.setPD(w.Header(), res)
 	s.stream(w, r, resp, a)
 	return "", true
 }

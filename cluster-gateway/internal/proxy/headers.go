@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/contract"
 )
@@ -17,8 +18,10 @@ var hopHeaders = []string{
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// upstreamHeader builds the header sent to the model server from the client's.
-func upstreamHeader(in http.Header, d *pipeline.Decision) http.Header {
+// upstreamHeader builds the header sent to the model server from the client's, for the decision
+// res (d's, or a rescheduled one): with a prefill pod, its host:port in x-prefiller-host-port
+// (a client's value, like every routing header, is dropped).
+func upstreamHeader(in http.Header, d *pipeline.Decision, res *framework.Result) http.Header {
 	out := make(http.Header, len(in)+2)
 	for k, v := range in {
 		if contract.IsRouting(k) || k == "Content-Length" {
@@ -29,6 +32,9 @@ func upstreamHeader(in http.Header, d *pipeline.Decision) http.Header {
 	removeHop(out, in)
 	out.Set(contract.HeaderModelName, d.Request.Model)
 	out.Set(contract.HeaderBaseModelName, d.Request.BaseModel)
+	if p := pipeline.PrefillAddress(res); p != "" {
+		out.Set(contract.HeaderPrefillerHostPort, p)
+	}
 	return out
 }
 
@@ -66,6 +72,17 @@ func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
 	}
 	if ep != nil && s.cfg.EndpointHeader {
 		h.Set(contract.HeaderEndpoint, pipeline.EndpointHeaderValue(ep, s.cfg.EndpointHeaderAddress))
+	}
+}
+
+// setPD sets the prefill/decode decision's response headers of res (none without a pd profile).
+func (s *Server) setPD(h http.Header, res *framework.Result) {
+	if res == nil || res.Disaggregation == "" {
+		return
+	}
+	h.Set(contract.HeaderPD, res.Disaggregation)
+	if ep := pipeline.PrefillEndpoint(res); ep != nil && s.cfg.EndpointHeader {
+		h.Set(contract.HeaderPrefillEndpoint, pipeline.EndpointHeaderValue(ep, s.cfg.EndpointHeaderAddress))
 	}
 }
 

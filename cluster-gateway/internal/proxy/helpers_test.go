@@ -38,6 +38,8 @@ type orderScheduler struct {
 	saturated bool
 	seen      []*framework.Request
 	watch     *hashWatch
+	// prefill, when set, is the address of a prefill/decode decision's prefill pod.
+	prefill string
 }
 
 // setSaturated makes every endpoint saturated (or not) for the following Schedule calls.
@@ -60,6 +62,9 @@ func (o *orderScheduler) Schedule(_ context.Context, req *framework.Request) (*f
 		if ep := o.store.Get(a); ep != nil {
 			res.Targets = append(res.Targets, ep)
 		}
+	}
+	if ep := o.store.Get(o.prefill); ep != nil {
+		res.Prefill, res.Disaggregation = &framework.Result{Targets: []framework.Endpoint{ep}}, framework.PDSplit
 	}
 	return res, nil
 }

@@ -29,6 +29,9 @@ const (
 	ProfileWeightedRoundRobin = "weighted-round-robin"
 	ProfileP2C                = "p2c"
 	ProfileLeastConn          = "leastconn"
+	// ProfilePD disaggregates prefill from decode (llm-d's pd-profile-handler) over pods labelled
+	// with their llm-d.ai/role.
+	ProfilePD = "pd"
 )
 
 // baselines behave like a plain Kubernetes Service: no saturation filter, no flow control.
@@ -38,7 +41,7 @@ var baselines = []string{ProfileRoundRobin, ProfileLeastRequest, ProfileRandom,
 // Profiles lists the built-in profile names.
 func Profiles() []string {
 	return []string{ProfileDefault, ProfileGIEDefault, ProfileGIELoRA, ProfileRoundRobin, ProfileLeastRequest,
-		ProfileRandom, ProfileWeightedRoundRobin, ProfileP2C, ProfileLeastConn}
+		ProfileRandom, ProfileWeightedRoundRobin, ProfileP2C, ProfileLeastConn, ProfilePD}
 }
 
 //go:embed profiles/*.yaml

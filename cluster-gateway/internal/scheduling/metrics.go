@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // Decision outcomes (label values of switchyard_gateway_scheduling_decisions_total).
@@ -22,9 +24,12 @@ type metrics struct {
 	decisions *prometheus.CounterVec
 	outcomes  map[error]prometheus.Counter
 	ok        prometheus.Counter
+	// pd counts prefill/decode decisions by framework.PD* value.
+	pd map[string]prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, profile string) *metrics {
+// newMetrics builds the collectors; the prefill/decode counter only for a pd profile.
+func newMetrics(reg prometheus.Registerer, profile string, pd bool) *metrics {
 	lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "switchyard_gateway_scheduling_duration_seconds",
 		Help:    "Time to make one scheduling decision (filters, scorers, picker).",
@@ -41,6 +46,15 @@ func newMetrics(reg prometheus.Registerer, profile string) *metrics {
 			Help: "Scheduling decisions by outcome: ok, unknown_model, no_endpoints, saturated, slo_unattainable.",
 		}, []string{"outcome"}),
 	}
+	pdVec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_gateway_pd_decisions_total",
+		Help: "Prefill/decode decisions of a pd profile: prefill-decode (a prefill endpoint computes the prompt), " +
+			"below-threshold and no-prefill-endpoint (the decode endpoint prefills itself).",
+	}, []string{"decision"})
+	m.pd = map[string]prometheus.Counter{}
+	for _, d := range []string{framework.PDSplit, framework.PDBelowThreshold, framework.PDNoPrefill} {
+		m.pd[d] = pdVec.WithLabelValues(d)
+	}
 	m.ok = m.decisions.WithLabelValues(outcomeOK)
 	m.outcomes = map[error]prometheus.Counter{
 		ErrUnknownModel:    m.decisions.WithLabelValues(outcomeUnknownModel),
@@ -50,6 +64,9 @@ func newMetrics(reg prometheus.Registerer, profile string) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(lat, m.picks, m.decisions)
+		if pd {
+			reg.MustRegister(pdVec)
+		}
 	}
 	return m
 }

@@ -60,6 +60,9 @@ func (s *Scheduler) Schedule(ctx context.Context, req *framework.Request) (*fram
 		return nil, err
 	}
 	res.State = &sc.cs
+	if s.profile.PD != nil {
+		s.disaggregate(ctx, req, res)
+	}
 	s.metrics.ok.Inc()
 	s.metrics.picks.WithLabelValues(res.Targets[0].Meta().Address).Inc()
 	return res, nil
@@ -75,7 +78,7 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		dbg = &strings.Builder{}
 	}
-	scored := s.score(ctx, req, sc, cands, dbg)
+	scored := s.score(ctx, req, sc, s.scorers, cands, dbg)
 	res := s.profile.Picker.Pick(ctx, &sc.cs, req, scored)
 	if res == nil || len(res.Targets) == 0 {
 		return nil, ErrNoEndpoints
@@ -93,6 +96,23 @@ func (s *Scheduler) run(ctx context.Context, req *framework.Request, sc *scratch
 // filters, mapping an empty result to the right error.
 func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *scratch) ([]framework.Endpoint, error) {
 	cs := &sc.cs
+	cands, err := s.prefiltered(ctx, req, sc)
+	if err != nil {
+		return nil, err
+	}
+	if d := s.profile.Detector; d != nil && framework.PoolSaturated(d.Saturation(ctx, cs, cands)) {
+		return nil, ErrSaturated
+	}
+	return s.filter(ctx, req, cs, s.profile.Filters, cands)
+}
+
+// prefiltered runs the fixed pre-filters: model, subset hint, passive health.
+func (s *Scheduler) prefiltered(
+	ctx context.Context,
+	req *framework.Request,
+	sc *scratch,
+) ([]framework.Endpoint, error) {
+	cs := &sc.cs
 	cands := append(sc.cands[:0], s.src.Endpoints()...)
 	sc.cands = cands
 	if cands = s.model.Filter(ctx, cs, req, cands); len(cands) == 0 {
@@ -101,11 +121,18 @@ func (s *Scheduler) candidates(ctx context.Context, req *framework.Request, sc *
 	if cands = s.subset.Filter(ctx, cs, req, cands); len(cands) == 0 {
 		return nil, ErrNoEndpoints
 	}
-	cands = dropEjected(cands, cs.Now)
-	if d := s.profile.Detector; d != nil && framework.PoolSaturated(d.Saturation(ctx, cs, cands)) {
-		return nil, ErrSaturated
-	}
-	for _, f := range s.profile.Filters {
+	return dropEjected(cands, cs.Now), nil
+}
+
+// filter runs a profile's filters, mapping an empty result to the right error.
+func (s *Scheduler) filter(
+	ctx context.Context,
+	req *framework.Request,
+	cs *framework.CycleState,
+	filters []framework.Filter,
+	cands []framework.Endpoint,
+) ([]framework.Endpoint, error) {
+	for _, f := range filters {
 		if cands = f.Filter(ctx, cs, req, cands); len(cands) == 0 {
 			if r, ok := f.(framework.Refuser); ok {
 				if err := r.Refusal(req); err != nil {
@@ -149,6 +176,7 @@ func (s *Scheduler) score(
 	ctx context.Context,
 	req *framework.Request,
 	sc *scratch,
+	scorers []framework.WeightedScorer,
 	cands []framework.Endpoint,
 	dbg *strings.Builder,
 ) []framework.ScoredEndpoint {
@@ -160,7 +188,7 @@ func (s *Scheduler) score(
 	if dbg != nil {
 		parts = make([][]string, n)
 	}
-	for _, ws := range s.scorers {
+	for _, ws := range scorers {
 		ws.Score(ctx, &sc.cs, req, cands, sc.tmp)
 		for i, v := range sc.tmp {
 			if parts != nil {

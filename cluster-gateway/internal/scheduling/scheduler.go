@@ -38,6 +38,14 @@ type Scheduler struct {
 	subset   *subsethint.Filter
 	ttft     TTFTModel
 	pool     sync.Pool
+	// prefill is the prefill profile of a prefill/decode profile (nil otherwise).
+	prefill *stage
+}
+
+// stage is a profile's filters (the fixed pre-filters removed) and its scorers in running order.
+type stage struct {
+	profile *framework.Profile
+	scorers []framework.WeightedScorer
 }
 
 // TTFTModel is a profile's time-to-first-token model, implemented by the predicted-ttft-scorer:
@@ -81,7 +89,7 @@ func New(cfg Config, src EndpointSource, logger *slog.Logger, reg prometheus.Reg
 	}
 	s.name = cfg.name()
 	s.setup()
-	s.metrics = newMetrics(reg, s.name)
+	s.metrics = newMetrics(reg, s.name, s.profile.PD != nil)
 	if p, ok := s.ttft.(predictionObserver); ok {
 		observePredictions(reg, p)
 	}
@@ -119,8 +127,22 @@ func registerPluginMetrics(reg prometheus.Registerer, p *framework.Profile) erro
 func (s *Scheduler) setup() {
 	s.model = modelfilter.New(modelfilter.Type, true)
 	s.subset = subsethint.New(subsethint.Type)
-	filters := s.profile.Filters[:0]
-	for _, f := range s.profile.Filters {
+	s.scorers = s.stage(s.profile)
+	for _, ws := range s.profile.Scorers {
+		if p, ok := ws.Scorer.(TTFTModel); ok && s.ttft == nil {
+			s.ttft = p
+		}
+	}
+	if p := s.profile.Prefill; p != nil {
+		s.prefill = &stage{profile: p, scorers: s.stage(p)}
+	}
+}
+
+// stage removes the fixed pre-filters from p's filters (keeping a listed model filter's
+// parameters) and returns p's scorers with the producers of cycle state first.
+func (s *Scheduler) stage(p *framework.Profile) []framework.WeightedScorer {
+	filters := p.Filters[:0]
+	for _, f := range p.Filters {
 		switch pf := f.(type) {
 		case *modelfilter.Filter:
 			s.model = pf
@@ -129,14 +151,9 @@ func (s *Scheduler) setup() {
 			filters = append(filters, f)
 		}
 	}
-	s.profile.Filters = filters
-	for _, ws := range s.profile.Scorers {
-		if p, ok := ws.Scorer.(TTFTModel); ok && s.ttft == nil {
-			s.ttft = p
-		}
-	}
-	s.scorers = slices.Clone(s.profile.Scorers)
-	slices.SortStableFunc(s.scorers, func(a, b framework.WeightedScorer) int {
+	p.Filters = filters
+	scorers := slices.Clone(p.Scorers)
+	slices.SortStableFunc(scorers, func(a, b framework.WeightedScorer) int {
 		_, pa := a.Scorer.(framework.CycleStateProducer)
 		_, pb := b.Scorer.(framework.CycleStateProducer)
 		switch {
@@ -147,6 +164,7 @@ func (s *Scheduler) setup() {
 		}
 		return 0
 	})
+	return scorers
 }
 
 // Profile returns the name of the running profile (a built-in name or the config file path).
@@ -186,6 +204,9 @@ func (s *Scheduler) Discard(res *framework.Result) {
 			s.release(sc)
 		}
 	}
+	if res.Prefill != nil {
+		s.Discard(res.Prefill)
+	}
 }
 
 // TTFTModel returns the profile's time-to-first-token model (its predicted-ttft-scorer), for the
@@ -207,6 +228,11 @@ func (s *Scheduler) PreRequest(ctx context.Context, req *framework.Request, res 
 	}
 	for _, h := range s.profile.PreRequests {
 		h.PreRequest(ctx, req, res)
+	}
+	if p := res.Prefill; p != nil && s.prefill != nil {
+		for _, h := range s.prefill.profile.PreRequests {
+			h.PreRequest(ctx, req, p)
+		}
 	}
 	s.Discard(res)
 }

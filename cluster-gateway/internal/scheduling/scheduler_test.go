@@ -32,6 +32,7 @@ func TestBuiltinProfiles(t *testing.T) {
 		"weighted-round-robin": false,
 		"p2c":                  false,
 		"leastconn":            false,
+		"pd":                   true,
 	}
 	if len(scheduling.Profiles()) != len(want) {
 		t.Fatalf("profiles %v, want %d", scheduling.Profiles(), len(want))

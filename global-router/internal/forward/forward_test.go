@@ -236,6 +236,7 @@ func TestRoutingHeadersStripped(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader("{}"))
 	req.Header.Set("X-Gateway-Destination-Endpoint", "10.0.0.1:8000")
 	req.Header.Set("X-Switchyard-Route", "local")
+	req.Header.Set("X-Prefiller-Host-Port", "169.254.169.254:80")
 	req.Header.Set("X-Switchyard-Priority", "2")
 	req.Header.Set("Authorization", "Bearer k")
 	resp, err := http.DefaultClient.Do(req)
@@ -244,7 +245,8 @@ func TestRoutingHeadersStripped(t *testing.T) {
 	}
 	resp.Body.Close()
 	h := <-got
-	if h.Get("X-Gateway-Destination-Endpoint") != "" || h.Get("X-Switchyard-Route") != "" {
+	if h.Get("X-Gateway-Destination-Endpoint") != "" || h.Get("X-Switchyard-Route") != "" ||
+		h.Get("X-Prefiller-Host-Port") != "" {
 		t.Fatalf("routing headers reached the gateway: %v", h)
 	}
 	if h.Get("X-Switchyard-Priority") != "2" || h.Get("Authorization") != "Bearer k" {

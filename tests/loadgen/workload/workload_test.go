@@ -32,6 +32,7 @@ func TestEmbeddedWorkloadsLoadAndValidate(t *testing.T) {
 	want := []string{
 		"bursty",
 		"cluster-loss",
+		"long-prompt",
 		"mixed-fleet",
 		"multi-lora",
 		"region-burst",

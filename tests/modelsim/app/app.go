@@ -77,6 +77,11 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 		"topic of the KV events (default kv@<listen address>@<model>)")
 	fs.StringVar(&c.HashSeed, "hash-seed", c.HashSeed,
 		"the simulated PYTHONHASHSEED, root of the sha256_cbor block hashes the KV events report")
+	fs.StringVar(&c.Role, "role", c.Role,
+		"prefill/decode role: both, prefill or decode (a decode or both server told of a prefill pod in "+
+			"x-prefiller-host-port has the prompt prefilled there and pulls its KV cache)")
+	fs.DurationVar(&c.KVTransferPerToken, "kv-transfer-per-token", c.KVTransferPerToken,
+		"simulated time to pull one prompt token's KV cache from a prefill pod")
 	fs.StringVar(&o.fleet, "fleet", "", "YAML file listing many servers (same settings as the flags)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")

@@ -28,6 +28,11 @@ type Request struct {
 	BlockHashes []uint64
 	// RecordTimes keeps every token's simulated time in Progress.TokenTimes (tests, simulations).
 	RecordTimes bool
+	// RemoteKV marks a prompt whose KV cache another server computed and this one pulled
+	// (prefill/decode disaggregation): at its first admission every prompt token but the last
+	// counts as computed, so it costs blocks but no prefill. Recomputed locally after a
+	// preemption.
+	RemoteKV bool
 }
 
 // Progress is a snapshot of a request's generation.

@@ -148,6 +148,9 @@ func (e *Engine) allocate(s *seq) bool {
 	}
 	cached := hits * profile.BlockSize
 	s.computed, s.registered = cached, hits
+	if s.req.RemoteKV && !s.admitted {
+		s.computed = max(cached, s.target-1) // pulled from the prefill server; the last token runs here
+	}
 	e.stats.PrefixQueries += uint64(s.target)
 	e.stats.PrefixHits += uint64(cached)
 	if !s.admitted {

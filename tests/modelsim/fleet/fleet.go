@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -33,21 +34,23 @@ import (
 
 // entry is one fleet file entry; unset fields keep server.DefaultConfig's values.
 type entry struct {
-	Listen      *string      `yaml:"listen"`
-	Profile     *string      `yaml:"profile"`
-	Model       *string      `yaml:"model"`
-	LoRA        *adapterList `yaml:"lora"`
-	MaxLoras    *int         `yaml:"max-loras"`
-	TimeScale   *float64     `yaml:"time-scale"`
-	Seed        *uint64      `yaml:"seed"`
-	Engine      *string      `yaml:"engine"`
-	MaxModelLen *int         `yaml:"max-model-len"`
-	Physics     *string      `yaml:"physics"`
-	Jitter      *float64     `yaml:"physics-jitter"`
-	ReportCache *bool        `yaml:"report-cached-tokens"`
-	KVEvents    *string      `yaml:"kv-events-endpoint"`
-	KVTopic     *string      `yaml:"kv-events-topic"`
-	HashSeed    *string      `yaml:"hash-seed"`
+	Listen      *string        `yaml:"listen"`
+	Profile     *string        `yaml:"profile"`
+	Model       *string        `yaml:"model"`
+	LoRA        *adapterList   `yaml:"lora"`
+	MaxLoras    *int           `yaml:"max-loras"`
+	TimeScale   *float64       `yaml:"time-scale"`
+	Seed        *uint64        `yaml:"seed"`
+	Engine      *string        `yaml:"engine"`
+	MaxModelLen *int           `yaml:"max-model-len"`
+	Physics     *string        `yaml:"physics"`
+	Jitter      *float64       `yaml:"physics-jitter"`
+	ReportCache *bool          `yaml:"report-cached-tokens"`
+	KVEvents    *string        `yaml:"kv-events-endpoint"`
+	KVTopic     *string        `yaml:"kv-events-topic"`
+	HashSeed    *string        `yaml:"hash-seed"`
+	Role        *string        `yaml:"role"`
+	KVTransfer  *time.Duration `yaml:"kv-transfer-per-token"`
 }
 
 // adapterList accepts a YAML sequence of names or one comma-separated string.
@@ -97,6 +100,8 @@ func (e entry) config() server.Config {
 	set(&c.KVEventsEndpoint, e.KVEvents)
 	set(&c.KVEventsTopic, e.KVTopic)
 	set(&c.HashSeed, e.HashSeed)
+	set(&c.Role, e.Role)
+	set(&c.KVTransferPerToken, e.KVTransfer)
 	return c
 }
 
@@ -140,7 +145,7 @@ func Parse(r io.Reader) ([]server.Config, error) {
 // knownKeys are the keys an entry may hold.
 var knownKeys = map[string]bool{"listen": true, "profile": true, "model": true, "lora": true,
 	"max-loras": true, "time-scale": true, "seed": true, "engine": true, "max-model-len": true,
-	"physics": true, "physics-jitter": true, "report-cached-tokens": true}
+	"physics": true, "physics-jitter": true, "report-cached-tokens": true, "role": true, "kv-transfer-per-token": true}
 
 // decode reads the entries: a list at the top level, or under a single "servers" key. Keys may use
 // underscores for dashes (max_loras); unknown keys are errors with their line.

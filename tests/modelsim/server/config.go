@@ -64,7 +64,21 @@ type Config struct {
 	KVEventsTopic string
 	// HashSeed is the simulated PYTHONHASHSEED: the root of the block-hash chain.
 	HashSeed string
+	// Role is the server's part in prefill/decode disaggregation (RoleBoth, RolePrefill,
+	// RoleDecode). A decode or both server that receives x-prefiller-host-port has the prompt
+	// prefilled there and pulls its KV cache (see remotePrefill); a prefill server ignores it.
+	Role string
+	// KVTransferPerToken is the simulated time to pull one prompt token's KV cache from the
+	// prefill pod (scaled by TimeScale).
+	KVTransferPerToken time.Duration
 }
+
+// Roles of Config.Role, as llm-d's llm-d.ai/role label names them.
+const (
+	RoleBoth    = "both"
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
 
 // DefaultConfig returns the defaults of the modelsim command.
 func DefaultConfig() Config {
@@ -86,6 +100,10 @@ func DefaultConfig() Config {
 		KVEventsEndpoint:   "", // no KV events
 		KVEventsTopic:      "", // kv@<bound address>@<model>
 		HashSeed:           "", // the root SHA-256(CBOR(""))
+		Role:               RoleBoth,
+		// Llama-3.1-8B holds 128 KiB of KV per token (32 layers × 8 KV heads × 128 × 2 × fp16);
+		// NIXL over a 25 GB/s RDMA link moves it in about 5 µs.
+		KVTransferPerToken: 5 * time.Microsecond,
 	}
 }
 
@@ -135,6 +153,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max body bytes: %d must be >= 1", c.MaxBodyBytes)
 	case c.DrainTimeout < 0:
 		return fmt.Errorf("drain timeout: %v must be >= 0", c.DrainTimeout)
+	case c.KVTransferPerToken < 0:
+		return fmt.Errorf("kv-transfer-per-token: %v must be >= 0", c.KVTransferPerToken)
+	}
+	switch c.Role {
+	case RoleBoth, RolePrefill, RoleDecode:
+	default:
+		return fmt.Errorf("role: %q must be both, prefill or decode", c.Role)
 	}
 	return c.validateKVEvents()
 }

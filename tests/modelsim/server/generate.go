@@ -21,6 +21,15 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			writeError(w, apiErr)
 			return
 		}
+		if req.remoteDecode {
+			s.pd.forRemote.Inc()
+		}
+		if peer := r.Header.Get(PrefillerHeader); peer != "" {
+			if apiErr := s.remotePrefill(r, req, peer, &ereq); apiErr != nil {
+				writeError(w, apiErr)
+				return
+			}
+		}
 		s.generate(w, r, req, ereq)
 	}
 }

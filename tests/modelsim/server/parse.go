@@ -22,6 +22,10 @@ type genRequest struct {
 	includeUsage bool
 	ignoreEOS    bool
 	instructions *string // responses: the instructions, echoed in the response object
+	// remoteDecode: kv_transfer_params.do_remote_decode, a decode pod's prefill request.
+	remoteDecode bool
+	// raw is the request body as received.
+	raw []byte
 }
 
 type wireRequest struct {
@@ -37,6 +41,11 @@ type wireRequest struct {
 	IgnoreEOS   bool     `json:"ignore_eos"`
 	N           *int     `json:"n"`
 	Temperature *float64 `json:"temperature"` // accepted, ignored
+	// KVTransferParams is vLLM's KV connector hand-off (NIXL): a decode pod asks a prefill pod
+	// for a prompt's KV cache with do_remote_decode.
+	KVTransferParams *struct {
+		DoRemoteDecode bool `json:"do_remote_decode"`
+	} `json:"kv_transfer_params"`
 }
 
 type wireMessage struct {
@@ -59,7 +68,8 @@ func parseRequest(body []byte, chat bool) (*genRequest, error) {
 	if w.Model == "" {
 		return nil, badRequest("model", "Field 'model' is required.")
 	}
-	r := &genRequest{chat: chat, model: w.Model, stream: w.Stream, ignoreEOS: w.IgnoreEOS}
+	r := &genRequest{chat: chat, model: w.Model, stream: w.Stream, ignoreEOS: w.IgnoreEOS, raw: body}
+	r.remoteDecode = w.KVTransferParams != nil && w.KVTransferParams.DoRemoteDecode
 	r.includeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
 	if err := r.setMaxTokens(w); err != nil {
 		return nil, err

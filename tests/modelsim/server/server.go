@@ -40,6 +40,9 @@ type Server struct {
 	ready     chan struct{}
 	addr      atomic.Value // net.Addr
 	draining  atomic.Bool
+
+	pd            *pdMetrics
+	prefillClient *http.Client
 }
 
 // New validates cfg and builds a server. Its metrics are registered on reg and /metrics serves
@@ -73,6 +76,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Server, e
 	if err := reg.Register(newCollector(cfg, eng)); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	if s.pd, err = newPDMetrics(reg); err != nil {
+		return nil, err
+	}
+	s.prefillClient = &http.Client{Timeout: prefillTimeout}
 	s.gatherer, _ = reg.(prometheus.Gatherer)
 	s.handler = s.routes()
 	return s, nil

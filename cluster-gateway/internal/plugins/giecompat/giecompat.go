@@ -8,7 +8,9 @@ import "github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 
 // Ignored maps accepted-and-ignored GIE types to the reason logged when they are loaded.
 var Ignored = map[string]string{
-	"single-profile-handler":               "Switchyard runs exactly one scheduling profile",
+	"single-profile-handler": "a config with one scheduling profile runs it; no handler is needed",
+	"prefill-header-handler": "the front doors set x-prefiller-host-port from the " +
+		"pd-profile-handler's decision",
 	"approx-prefix-cache-producer":         "prefix-cache-scorer maintains its own prefix index; set its parameters there",
 	"inflight-load-producer":               "the gateway counts its in-flight requests per endpoint itself",
 	"metrics-data-source":                  "the gateway scrapes model-server metrics itself",

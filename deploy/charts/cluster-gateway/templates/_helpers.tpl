@@ -84,7 +84,7 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- if not .Values.region }}{{ fail "region is required" }}{{ end }}
 {{- if and .Values.pool.name .Values.endpoints }}{{ fail "set either pool.name or endpoints, not both" }}{{ end }}
 {{- if not (or .Values.pool.name .Values.endpoints) }}{{ fail "set pool.name (an InferencePool) or endpoints (static model servers)" }}{{ end }}
-{{- if not (has .Values.profile (list "default" "gie-default" "gie-lora" "round-robin" "least-request" "random" "weighted-round-robin" "p2c" "leastconn")) }}{{ fail (printf "profile %q is not one of default, gie-default, gie-lora, round-robin, least-request, random, weighted-round-robin, p2c, leastconn" .Values.profile) }}{{ end }}
+{{- if not (has .Values.profile (list "default" "gie-default" "gie-lora" "pd" "round-robin" "least-request" "random" "weighted-round-robin" "p2c" "leastconn")) }}{{ fail (printf "profile %q is not one of default, gie-default, gie-lora, pd, round-robin, least-request, random, weighted-round-robin, p2c, leastconn" .Values.profile) }}{{ end }}
 {{- if and .Values.tls.requireClientCertificates (not .Values.tls.secretName) }}{{ fail "tls.requireClientCertificates needs tls.secretName" }}{{ end }}
 {{- if and .Values.gossip.summarySigning.key .Values.gossip.summarySigning.existingSecret }}{{ fail "set gossip.summarySigning.key or gossip.summarySigning.existingSecret, not both" }}{{ end }}
 {{- with .Values.gossip.summarySigning.key }}
