@@ -57,7 +57,9 @@ func TestLabelCardinalityBounded(t *testing.T) {
 		// The gossip gauges appear at the node's first sweep.
 		poll.Until(t, 30*time.Second, func() bool {
 			before[name] = scrapeSeries(t, addr)
-			return before[name]["switchyard_gossip_members"] != 0
+			// The gateway's autoscaling series appear at its first step after the pool is known.
+			return before[name]["switchyard_gossip_members"] != 0 &&
+				(name != "gateway" || before[name]["switchyard_gateway_desired_replicas"] != 0)
 		}, "the "+name+"'s gossip gauges")
 	}
 

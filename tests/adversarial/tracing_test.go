@@ -172,6 +172,11 @@ func traceAcrossTiers(t *testing.T, protocol string) {
 	pod := w.Pod("h100")
 	gw := w.Gateway("adv-trace", "us-east-1", []string{pod.Listen}, gwTracing...)
 	router := w.Router("us-east-1", "", routerTracing...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := harness.WaitClusters(ctx, "http://"+router.Admin, w.Token(), 1, 30*time.Second); err != nil {
+		t.Fatal(err) // the router knows the gateway before the first request
+	}
 	servesCompletion(t, "router before the traced request", router.Listen)
 
 	const clientTrace, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
