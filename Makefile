@@ -17,7 +17,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
-MODULES := contract proto gossip cluster-gateway global-router tests
+MODULES := contract proto gossip telemetry cluster-gateway global-router tests
 GO      ?= go
 BIN     := $(CURDIR)/.bin
 export PATH := $(BIN):$(PATH)

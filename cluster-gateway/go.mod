@@ -11,11 +11,10 @@ require (
 	github.com/switchyard-dev/switchyard/contract v0.0.0
 	github.com/switchyard-dev/switchyard/gossip v0.0.0
 	github.com/switchyard-dev/switchyard/proto v0.0.0
+	github.com/switchyard-dev/switchyard/telemetry v0.0.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3
 	go.opentelemetry.io/otel v1.47.0
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.yaml.in/yaml/v3 v3.0.6
@@ -82,6 +81,8 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
@@ -109,6 +110,7 @@ require (
 replace (
 	github.com/switchyard-dev/switchyard/gossip => ../gossip
 	github.com/switchyard-dev/switchyard/proto => ../proto
+	github.com/switchyard-dev/switchyard/telemetry => ../telemetry
 )
 
 replace github.com/switchyard-dev/switchyard/contract => ../contract

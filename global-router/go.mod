@@ -17,13 +17,12 @@ require (
 	github.com/switchyard-dev/switchyard/contract v0.0.0
 	github.com/switchyard-dev/switchyard/gossip v0.0.0
 	github.com/switchyard-dev/switchyard/proto v0.0.0
+	github.com/switchyard-dev/switchyard/telemetry v0.0.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 	go.opentelemetry.io/otel v1.47.0
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/zap v1.27.1
@@ -86,6 +85,8 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.70.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
@@ -105,6 +106,7 @@ require (
 replace (
 	github.com/switchyard-dev/switchyard/gossip => ../gossip
 	github.com/switchyard-dev/switchyard/proto => ../proto
+	github.com/switchyard-dev/switchyard/telemetry => ../telemetry
 )
 
 replace github.com/switchyard-dev/switchyard/contract => ../contract

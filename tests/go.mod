@@ -139,6 +139,7 @@ replace (
 	github.com/switchyard-dev/switchyard/global-router => ../global-router
 	github.com/switchyard-dev/switchyard/gossip => ../gossip
 	github.com/switchyard-dev/switchyard/proto => ../proto
+	github.com/switchyard-dev/switchyard/telemetry => ../telemetry
 )
 
 replace github.com/switchyard-dev/switchyard/contract => ../contract

@@ -15,6 +15,7 @@ COPY go.work go.work.sum ./
 COPY contract/go.mod contract/
 COPY proto/go.mod proto/go.sum proto/
 COPY gossip/go.mod gossip/go.sum gossip/
+COPY telemetry/go.mod telemetry/go.sum telemetry/
 COPY cluster-gateway/go.mod cluster-gateway/go.sum cluster-gateway/
 COPY global-router/go.mod global-router/go.sum global-router/
 COPY tests/go.mod tests/go.sum tests/

@@ -1,6 +1,6 @@
 // Package importgraph draws the import graph of each Switchyard binary from `go list`: the
 // module's packages that its commands are built from, and the workspace's shared packages
-// (contract, gossip, proto) they import, as a Mermaid `graph LR`. Update writes each graph
+// (contract, gossip, proto, telemetry) they import, as a Mermaid `graph LR`. Update writes each graph
 // between its markers in a Markdown file, so docs/architecture.md shows the code as it is and
 // a test can tell when the committed graph is stale.
 package importgraph
@@ -24,7 +24,7 @@ var Binaries = []string{"cluster-gateway", "global-router"}
 
 // shared are the workspace modules the binaries may both import (tests/imports checks that
 // they import no other).
-var shared = []string{"contract", "gossip", "proto"}
+var shared = []string{"contract", "gossip", "proto", "telemetry"}
 
 // Package is the part of `go list -json` the graph reads.
 type Package struct {

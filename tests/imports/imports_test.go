@@ -1,5 +1,5 @@
 // Package imports checks the workspace's import rules over `go list` output: the two binaries
-// share only the contract, gossip and proto modules; contract imports only the standard
+// share only the contract, gossip, proto and telemetry modules; contract imports only the standard
 // library; the leaves never import the binaries; nothing imports tests; and inside a binary no
 // package imports a sibling at its own layer (the front doors, the plugins).
 package imports
@@ -35,7 +35,7 @@ func listWorkspace(t *testing.T) []pkg {
 	// -pgo=off: with a main package's default.pgo, go list reports the packages that binary
 	// builds as variants of their own ("app [.../cmd/cluster-gateway]"); imports are the same.
 	args := []string{"list", "-pgo=off", "-json=ImportPath,Imports,TestImports,XTestImports,Standard"}
-	for _, m := range []string{"contract", "proto", "gossip", "cluster-gateway", "global-router", "tests"} {
+	for _, m := range []string{"contract", "proto", "gossip", "telemetry", "cluster-gateway", "global-router", "tests"} {
 		args = append(args, "./"+m+"/...")
 	}
 	cmd := exec.Command("go", args...)
@@ -74,9 +74,10 @@ var allowed = map[string][]string{
 	"contract":        {},
 	"proto":           {},
 	"gossip":          {"contract", "proto"},
-	"cluster-gateway": {"contract", "gossip", "proto"},
-	"global-router":   {"contract", "gossip", "proto"},
-	"tests":           {"contract", "proto", "gossip", "cluster-gateway", "global-router"},
+	"telemetry":       {},
+	"cluster-gateway": {"contract", "gossip", "proto", "telemetry"},
+	"global-router":   {"contract", "gossip", "proto", "telemetry"},
+	"tests":           {"contract", "proto", "gossip", "telemetry", "cluster-gateway", "global-router"},
 }
 
 func TestModuleBoundaries(t *testing.T) {

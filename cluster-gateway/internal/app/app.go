@@ -36,7 +36,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tenantlimits"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Run is the binary: it parses args and the environment, builds the gateway and runs it until ctx
@@ -124,7 +124,7 @@ type Gateway struct {
 	extSrv     *extproc.Server
 	health     *extproc.Health
 	bodies     *body.Budget // the in-flight body budget of both front doors
-	tracing    *tracing.Provider
+	tracing    *telemetry.Provider
 	kvIndex    *kvevents.Index      // the pods' KV cache blocks, nil without --kv-events-endpoint
 	kvSub      *kvevents.Subscriber // feeds kvIndex
 }
@@ -137,7 +137,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, log: logger, reg: prometheus.NewRegistry()}
 	// The OTEL_* variables are the process's: the OTLP exporters read them from it too.
-	tp, err := tracing.New(context.Background(), cfg.tracingConfig(), os.Getenv, logger, g.reg)
+	tp, err := telemetry.New(context.Background(), cfg.tracingConfig(), os.Getenv, logger, g.reg)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/gossip"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Config is every setting of the gateway. Each field is one flag, named by its tag; usage below
@@ -580,7 +581,7 @@ func (c Config) validateLogging() []error {
 }
 
 // tracingConfig is the tracing configuration of the flags.
-func (c Config) tracingConfig() tracing.Config {
+func (c Config) tracingConfig() telemetry.Config {
 	tc := tracing.DefaultConfig()
 	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio =
 		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio

@@ -32,8 +32,8 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 var errSaturated = errors.New("saturated")
@@ -158,7 +158,7 @@ type envOptions struct {
 	// log receives the pipeline's and the server's logs; nil discards them.
 	log *slog.Logger
 	// tracer records the spans; nil: tracing off.
-	tracer *tracing.Tracer
+	tracer *telemetry.Tracer
 }
 
 // newEnvWith is newEnv with o.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // SpanRequest is the server span of one request Envoy sends through ext_proc, from its body's
@@ -30,11 +31,11 @@ func (x *exchange) startSpan() context.Context {
 	x.tctx, x.span = t.Start(ctx, SpanRequest, trace.SpanKindServer)
 	if x.span.IsRecording() {
 		x.span.SetAttributes(
-			tracing.String(tracing.AttrMethod, x.headers[":method"]),
-			tracing.String("switchyard.front_door", "ext_proc"),
+			telemetry.String(tracing.AttrMethod, x.headers[":method"]),
+			telemetry.String("switchyard.front_door", "ext_proc"),
 		)
 		if x.s.cfg.Cluster != "" {
-			x.span.SetAttributes(tracing.String(tracing.AttrCluster, x.s.cfg.Cluster))
+			x.span.SetAttributes(telemetry.String(tracing.AttrCluster, x.s.cfg.Cluster))
 		}
 	}
 	return x.tctx
@@ -62,12 +63,12 @@ func (x *exchange) traceError(e *apierror.Error) {
 	if x.span == nil || !x.span.IsRecording() {
 		return
 	}
-	tracing.StatusCode(x.span, e.Status)
+	telemetry.StatusCode(x.span, e.Status)
 	code := string(e.Code)
 	if code == "" {
 		code = e.Type
 	}
-	tracing.Fail(x.span, code, e.Message)
+	telemetry.Fail(x.span, code, e.Message)
 }
 
 // endSpan ends the request's span with the pod's status, once the stream is over.
@@ -75,7 +76,7 @@ func (x *exchange) endSpan() {
 	if x.span == nil {
 		return
 	}
-	tracing.StatusCode(x.span, x.status)
+	telemetry.StatusCode(x.span, x.status)
 	x.span.End()
 	x.span, x.tctx = nil, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // firstTokenHook is the optional hook run when a response's first token arrives.
@@ -80,7 +81,10 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 	}
 	a.sawFirst = true
 	if a.span != nil && a.span.IsRecording() {
-		a.span.AddEvent(tracing.EventFirstToken, trace.WithAttributes(tracing.Milliseconds(tracing.AttrTTFT, a.meter.TTFT())))
+		a.span.AddEvent(
+			tracing.EventFirstToken,
+			trace.WithAttributes(telemetry.Milliseconds(tracing.AttrTTFT, a.meter.TTFT())),
+		)
 	}
 	if h, ok := p.hooks.(firstTokenHook); ok {
 		h.FirstToken(ctx, a.d.Request, &framework.ResponseInfo{Endpoint: a.ep, Status: a.status, TTFT: a.meter.TTFT(),

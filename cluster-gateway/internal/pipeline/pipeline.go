@@ -26,8 +26,8 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tenantlimits"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Admitter places a request on endpoints, queueing while they are saturated (the flowcontrol
@@ -70,7 +70,7 @@ type Pipeline struct {
 	lastWarn atomic.Int64 // unix nanoseconds of the last budget warning (see RefuseBody)
 	ids      atomic.Uint64
 	now      func() time.Time
-	tracer   *tracing.Tracer
+	tracer   *telemetry.Tracer
 	tenants  TenantLimiter
 }
 
@@ -99,7 +99,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Tracer records the scheduling and upstream spans (see docs/gateway.md#tracing); nil
 	// records none.
-	Tracer *tracing.Tracer
+	Tracer *telemetry.Tracer
 	// Tenants enforces the tenants' limits (--tenant-limits-file); nil enforces none.
 	Tenants TenantLimiter
 }
@@ -132,7 +132,7 @@ func New(o Options) (*Pipeline, error) {
 
 // Tracer is the pipeline's tracer, which the front doors start their request spans with (nil,
 // disabled, when tracing is off).
-func (p *Pipeline) Tracer() *tracing.Tracer { return p.tracer }
+func (p *Pipeline) Tracer() *telemetry.Tracer { return p.tracer }
 
 // Decision is an admitted request: what was asked and where it goes.
 type Decision struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Span names of the pipeline.
@@ -33,9 +34,9 @@ func (p *Pipeline) startSchedule(
 	}
 	ctx, span := p.tracer.Start(ctx, SpanSchedule, trace.SpanKindInternal)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.String(tracing.AttrRequestID, req.ID), tracing.String(tracing.AttrModel, req.Model),
-			tracing.String(tracing.AttrBaseModel, req.BaseModel), attribute.Int(tracing.AttrPriority, req.Priority),
-			tracing.String(tracing.AttrTenant, req.Tenant), attribute.Int(tracing.AttrPromptTokens, req.PromptTokens))
+		span.SetAttributes(telemetry.String(tracing.AttrRequestID, req.ID), telemetry.String(tracing.AttrModel, req.Model),
+			telemetry.String(tracing.AttrBaseModel, req.BaseModel), attribute.Int(tracing.AttrPriority, req.Priority),
+			telemetry.String(tracing.AttrTenant, req.Tenant), attribute.Int(tracing.AttrPromptTokens, req.PromptTokens))
 		if again {
 			span.SetAttributes(attribute.Bool(tracing.AttrRescheduled, true))
 		}
@@ -54,12 +55,12 @@ func (p *Pipeline) endSchedule(span trace.Span, res *framework.Result, err error
 	}
 	if err != nil {
 		e := p.Translate(err)
-		tracing.StatusCode(span, e.Status)
-		tracing.Fail(span, errorType(e), err.Error())
+		telemetry.StatusCode(span, e.Status)
+		telemetry.Fail(span, errorType(e), err.Error())
 		return
 	}
 	if ep, ok := res.Targets[0].(*datastore.Endpoint); ok {
-		span.SetAttributes(tracing.String(tracing.AttrEndpoint, ep.Name), tracing.String(tracing.AttrAddress, ep.Address))
+		span.SetAttributes(telemetry.String(tracing.AttrEndpoint, ep.Name), telemetry.String(tracing.AttrAddress, ep.Address))
 	}
 	span.SetAttributes(attribute.Int(tracing.AttrCandidates, len(res.Targets)))
 }
@@ -84,8 +85,8 @@ func (p *Pipeline) startUpstream(
 	}
 	ctx, span := p.tracer.Start(ctx, SpanUpstream, trace.SpanKindClient)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.String(tracing.AttrEndpoint, ep.Name), tracing.String(tracing.AttrAddress, ep.Address),
-			tracing.String(tracing.AttrModel, d.Request.Model))
+		span.SetAttributes(telemetry.String(tracing.AttrEndpoint, ep.Name), telemetry.String(tracing.AttrAddress, ep.Address),
+			telemetry.String(tracing.AttrModel, d.Request.Model))
 	}
 	return ctx, span
 }
@@ -99,15 +100,15 @@ func endUpstream(span trace.Span, status int, err error, m Measurement) {
 	if !span.IsRecording() {
 		return
 	}
-	tracing.StatusCode(span, status)
+	telemetry.StatusCode(span, status)
 	if err != nil {
-		tracing.Fail(span, "upstream_error", err.Error())
+		telemetry.Fail(span, "upstream_error", err.Error())
 	}
 	if m.TTFT > 0 {
-		span.SetAttributes(tracing.Milliseconds(tracing.AttrTTFT, m.TTFT))
+		span.SetAttributes(telemetry.Milliseconds(tracing.AttrTTFT, m.TTFT))
 	}
 	if m.MeanITL > 0 {
-		span.SetAttributes(tracing.Milliseconds(tracing.AttrITL, m.MeanITL))
+		span.SetAttributes(telemetry.Milliseconds(tracing.AttrITL, m.MeanITL))
 	}
 	span.SetAttributes(attribute.Int(tracing.AttrOutputTokens, m.OutputTokens))
 	if m.PromptTokens >= 0 {

@@ -21,7 +21,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // copyBufs holds the buffers answers are streamed through (32 KiB each).
@@ -218,7 +218,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		w.Header().Set(contract.HeaderPrefixScoring, ps)
 	}
 	w.WriteHeader(resp.StatusCode)
-	tracing.StatusCode(trace.SpanFromContext(r.Context()), resp.StatusCode)
+	telemetry.StatusCode(trace.SpanFromContext(r.Context()), resp.StatusCode)
 	rc := http.NewResponseController(w)
 	// The headers leave now, not with the first token: a client (or a global router) sees the
 	// answer start, and the time it waits for them is the time Server-Timing reports plus the

@@ -25,7 +25,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 var errSaturated = errors.New("saturated")
@@ -179,7 +179,7 @@ type envOptions struct {
 	// budget bounds the request bodies in flight; nil: none.
 	budget *body.Budget
 	// tracer records the pipeline's and the proxy's spans; nil: tracing off.
-	tracer *tracing.Tracer
+	tracer *telemetry.Tracer
 }
 
 // newEnvWith is newEnv with o.

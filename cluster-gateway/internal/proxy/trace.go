@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // SpanRequest is the server span of one request through the HTTP proxy: the parent of the
@@ -16,14 +17,14 @@ const SpanRequest = "gateway.request"
 
 // startRequest starts the request's server span, a child of the caller's traceparent, and
 // returns the request carrying it. Only called with tracing on.
-func (s *Server) startRequest(t *tracing.Tracer, r *http.Request) (*http.Request, trace.Span) {
+func (s *Server) startRequest(t *telemetry.Tracer, r *http.Request) (*http.Request, trace.Span) {
 	ctx := t.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	ctx, span := t.Start(ctx, SpanRequest, trace.SpanKindServer)
 	if span.IsRecording() {
 		// The path is one of the inference routes the mux matched: a bounded set.
-		span.SetAttributes(tracing.String(tracing.AttrMethod, r.Method), tracing.String(tracing.AttrRoute, r.URL.Path))
+		span.SetAttributes(telemetry.String(tracing.AttrMethod, r.Method), telemetry.String(tracing.AttrRoute, r.URL.Path))
 		if s.cfg.Cluster != "" {
-			span.SetAttributes(tracing.String(tracing.AttrCluster, s.cfg.Cluster))
+			span.SetAttributes(telemetry.String(tracing.AttrCluster, s.cfg.Cluster))
 		}
 	}
 	return r.WithContext(ctx), span
@@ -35,10 +36,10 @@ func traceError(r *http.Request, e *apierror.Error) {
 	if !span.IsRecording() {
 		return
 	}
-	tracing.StatusCode(span, e.Status)
+	telemetry.StatusCode(span, e.Status)
 	code := string(e.Code)
 	if code == "" {
 		code = e.Type
 	}
-	tracing.Fail(span, code, e.Message)
+	telemetry.Fail(span, code, e.Message)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Why the scheduler chose its endpoint (the scheduling span's switchyard.reason).
@@ -56,8 +57,8 @@ func (s *Scheduler) annotate(ctx context.Context, scored []framework.ScoredEndpo
 	for i, se := range top {
 		entries[i] = tracing.ScoreEntry(se.Endpoint.Meta().Name, se.Score)
 	}
-	span.SetAttributes(tracing.String(tracing.AttrProfile, s.name),
-		tracing.String(tracing.AttrPicker, s.profile.Picker.TypedName().Type),
+	span.SetAttributes(telemetry.String(tracing.AttrProfile, s.name),
+		telemetry.String(tracing.AttrPicker, s.profile.Picker.TypedName().Type),
 		attribute.String(tracing.AttrReason, reason), attribute.Int(tracing.AttrCandidates, len(scored)),
 		attribute.StringSlice(tracing.AttrTopScores, entries))
 }

@@ -28,8 +28,8 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
 	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
-	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // tracingFlushTimeout bounds the flush of the spans still queued at shutdown.
@@ -58,7 +58,7 @@ type Router struct {
 	tokens              []string
 	extra               []component  // optional: DNS responder, Route 53 sync
 	bodies              *body.Budget // the OpenAI port's in-flight body budget
-	tracing             *tracing.Provider
+	tracing             *telemetry.Provider
 }
 
 // Run builds the router from cfg and runs it until ctx ends, then shuts down cleanly: in-flight
@@ -98,7 +98,7 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 // buildTracing sets up the OpenTelemetry tracer provider (disabled without an OTLP endpoint).
 // The OTEL_* variables are the process's: the OTLP exporters read them from it too.
 func (r *Router) buildTracing(ctx context.Context) error {
-	tp, err := tracing.New(ctx, r.cfg.tracingConfig(), os.Getenv, r.log.With("component", "tracing"), r.reg)
+	tp, err := telemetry.New(ctx, r.cfg.tracingConfig(), os.Getenv, r.log.With("component", "tracing"), r.reg)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Config is the router's bootstrap configuration. Routing policy is not here: it lives in etcd.
@@ -210,7 +211,7 @@ func DefaultConfig() Config {
 }
 
 // tracingConfig is the tracing configuration of the flags.
-func (c *Config) tracingConfig() tracing.Config {
+func (c *Config) tracingConfig() telemetry.Config {
 	tc := tracing.DefaultConfig()
 	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio =
 		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio

@@ -25,7 +25,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Target is one cluster a request may go to.
@@ -136,7 +136,7 @@ type Config struct {
 	PingInterval, PingTimeout time.Duration
 	// Tracer records a span per attempt (router.forward) and sends its traceparent to the
 	// gateway; nil records none and passes the client's traceparent on as it came.
-	Tracer *tracing.Tracer
+	Tracer *telemetry.Tracer
 }
 
 // DefaultConfig returns the defaults documented on Config.

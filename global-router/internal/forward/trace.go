@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // SpanForward covers one attempt on a gateway: a child of the request's span, the parent of
@@ -27,9 +28,9 @@ func (f *Forwarder) startAttempt(r *http.Request, t Target, n int) trace.Span {
 	_, span := f.cfg.Tracer.Start(r.Context(), SpanForward, trace.SpanKindClient)
 	if span.IsRecording() {
 		span.SetAttributes(
-			tracing.String(tracing.AttrCluster, t.Cluster),
-			tracing.String(tracing.AttrRegion, t.Region),
-			tracing.String(
+			telemetry.String(tracing.AttrCluster, t.Cluster),
+			telemetry.String(tracing.AttrRegion, t.Region),
+			telemetry.String(
 				tracing.AttrURL,
 				t.URL,
 			),
@@ -77,7 +78,7 @@ func endAttempt(span trace.Span, err error) {
 			kind = "truncated"
 		}
 		span.SetAttributes(attribute.String(tracing.AttrErrorType, kind))
-		span.SetStatus(codes.Error, tracing.Truncate(err.Error(), tracing.MaxAttributeLength))
+		span.SetStatus(codes.Error, telemetry.Truncate(err.Error(), telemetry.MaxAttributeLength))
 	}
 	span.End()
 }

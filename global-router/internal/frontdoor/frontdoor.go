@@ -32,8 +32,8 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
-	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Table is the cluster view the front door routes over. *clustertable.Table implements it.
@@ -93,7 +93,7 @@ type Config struct {
 	Sessions routing.SessionConfig
 	// Tracer records the request and routing-decision spans (see docs/router.md#tracing); nil
 	// records none.
-	Tracer *tracing.Tracer
+	Tracer *telemetry.Tracer
 	// Tenants identifies each request's tenant (API keys) and holds the tenants' limits; nil:
 	// no tenants, nothing limited.
 	Tenants Tenants

@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // Span names of the front door.
@@ -34,8 +35,11 @@ func (s *Server) startRequest(r *http.Request) (*http.Request, trace.Span) {
 	ctx, span := t.Start(ctx, SpanRequest, trace.SpanKindServer)
 	if span.IsRecording() {
 		// The path is one of the inference routes the mux matched: a bounded set.
-		span.SetAttributes(tracing.String(tracing.AttrMethod, r.Method), tracing.String(tracing.AttrHTTPRoute, r.URL.Path),
-			tracing.String(tracing.AttrRegion, s.cfg.Region))
+		span.SetAttributes(
+			telemetry.String(tracing.AttrMethod, r.Method),
+			telemetry.String(tracing.AttrHTTPRoute, r.URL.Path),
+			telemetry.String(tracing.AttrRegion, s.cfg.Region),
+		)
 	}
 	return r.WithContext(ctx), span
 }
@@ -59,7 +63,7 @@ func endRequest(span trace.Span, model, outcome string) {
 	}
 	span.SetAttributes(attribute.String(tracing.AttrOutcome, outcome))
 	if model != "" {
-		span.SetAttributes(tracing.String(tracing.AttrModel, model))
+		span.SetAttributes(telemetry.String(tracing.AttrModel, model))
 	}
 	if slices.Contains(failedOutcomes, outcome) {
 		span.SetAttributes(attribute.String(tracing.AttrErrorType, outcome))
@@ -82,18 +86,18 @@ func traceDecision(
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(tracing.String(tracing.AttrModel, model), attribute.Int(tracing.AttrPromptTokens, promptTokens),
+	span.SetAttributes(telemetry.String(tracing.AttrModel, model), attribute.Int(tracing.AttrPromptTokens, promptTokens),
 		attribute.Int(tracing.AttrCandidates, len(view)))
 	if err != nil {
 		span.SetAttributes(attribute.String(tracing.AttrErrorType, decisionErrorType(err)))
-		span.SetStatus(codes.Error, tracing.Truncate(err.Error(), tracing.MaxAttributeLength))
+		span.SetStatus(codes.Error, telemetry.Truncate(err.Error(), telemetry.MaxAttributeLength))
 		return
 	}
 	if len(d.Targets) > 0 {
 		chosen := d.Explain[d.Targets[0]]
 		span.SetAttributes(
-			tracing.String(tracing.AttrCluster, chosen.Cluster),
-			tracing.String(tracing.AttrRegion, chosen.Region),
+			telemetry.String(tracing.AttrCluster, chosen.Cluster),
+			telemetry.String(tracing.AttrRegion, chosen.Region),
 			attribute.String(tracing.AttrReason, chosen.Reason.String()),
 		)
 	}

@@ -7,9 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metricPrefix starts the names of this package's metrics.
-const metricPrefix = "switchyard_router_trace_"
-
 // Reasons a span is dropped (the reason label of the dropped counter).
 const (
 	// DropQueueFull: the span ended while the export queue was full.
@@ -24,9 +21,15 @@ type queueMetrics struct {
 	exported, queueFull, exportFailed prometheus.Counter
 }
 
-// newQueueMetrics registers the export queue's metrics on reg: spans exported, spans dropped
-// by reason, and the queue's length (queued) and capacity.
-func newQueueMetrics(reg prometheus.Registerer, capacitySpans int, queued func() int) (*queueMetrics, error) {
+// newQueueMetrics registers the export queue's metrics, named namespace_trace_*, on reg: spans
+// exported, spans dropped by reason, and the queue's length (queued) and capacity.
+func newQueueMetrics(
+	reg prometheus.Registerer,
+	namespace string,
+	capacitySpans int,
+	queued func() int,
+) (*queueMetrics, error) {
+	metricPrefix := namespace + "_trace_"
 	exported := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: metricPrefix + "spans_exported_total",
 		Help: "Sampled spans the OTLP collector accepted.",

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	"github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // stalledCollector accepts connections and never answers, like a collector that hangs.
@@ -89,7 +89,7 @@ func TestCollectorDownDropsSpans(t *testing.T) {
 					_, s := tr.Start(context.Background(), "request", trace.SpanKindServer)
 					s.End()
 					if i%100 == 0 {
-						maxQueued = max(maxQueued, value(reg, "switchyard_gateway_trace_queue_spans", "", ""))
+						maxQueued = max(maxQueued, value(reg, "switchyard_trace_queue_spans", "", ""))
 					}
 				}
 			}()
@@ -104,13 +104,13 @@ func TestCollectorDownDropsSpans(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = p.Shutdown(ctx) // returns: the test would time out otherwise
-			const dropName = "switchyard_gateway_trace_spans_dropped_total"
+			const dropName = "switchyard_trace_spans_dropped_total"
 			dropped := value(reg, dropName, "reason", tracing.DropQueueFull) +
 				value(reg, dropName, "reason", tracing.DropExportFailed)
 			if dropped < spans-64 {
 				t.Errorf("%v spans counted as dropped, want at least %d of %d", dropped, spans-64, spans)
 			}
-			if got := value(reg, "switchyard_gateway_trace_spans_exported_total", "", ""); got != 0 {
+			if got := value(reg, "switchyard_trace_spans_exported_total", "", ""); got != 0 {
 				t.Errorf("%v spans counted as exported to a dead collector", got)
 			}
 		})

@@ -11,13 +11,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
-
-// Scope is the instrumentation scope of the router's spans.
-const Scope = "github.com/switchyard-dev/switchyard/global-router"
 
 // Span limits: every span's attribute values, attributes and events are bounded, whatever an
 // instrumentation sets (the helpers of this package bound values before they reach the SDK).
@@ -72,7 +68,7 @@ func New(
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	qcfg := queueConfigFromEnv(getenv)
-	queue, err := newExportQueue(exp, qcfg, reg, log)
+	queue, err := newExportQueue(exp, qcfg, cfg.MetricNamespace, reg, log)
 	if err != nil {
 		_ = exp.Shutdown(ctx)
 		return nil, err
@@ -93,7 +89,7 @@ func New(
 	}
 	log.Info("tracing on", "endpoint", shown, "protocol", proto, "sample_ratio", cfg.SampleRatio,
 		"max_queue", qcfg.MaxQueue, "export_timeout", qcfg.Timeout)
-	return &Provider{sdk: tp, tracer: &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}}, nil
+	return &Provider{sdk: tp, tracer: NewTracer(tp, cfg.Scope)}, nil
 }
 
 // bound returns limit capped at max (a negative limit is unlimited).
@@ -140,6 +136,9 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 	attrs := []attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}
 	if cfg.ServiceVersion != "" {
 		attrs = append(attrs, attribute.String("service.version", cfg.ServiceVersion))
+	}
+	if cfg.Cluster != "" {
+		attrs = append(attrs, String(AttrCluster, cfg.Cluster))
 	}
 	if cfg.Region != "" {
 		attrs = append(attrs, String(AttrRegion, cfg.Region))

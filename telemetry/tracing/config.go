@@ -1,5 +1,6 @@
-// Package tracing is the router's OpenTelemetry tracing: a tracer provider exporting spans over
-// OTLP (gRPC or HTTP) to a collector, W3C trace context (traceparent, tracestate) read from
+// Package tracing is the OpenTelemetry tracing both Switchyard binaries use: a tracer provider
+// exporting spans over OTLP (gRPC or HTTP) to a collector through a bounded export queue, W3C trace context
+// (traceparent, tracestate) read from
 // requests and written to the requests sent on, and attribute helpers that bound every value's
 // length. Tracing is off by default; a disabled Tracer starts no span, allocates nothing and
 // leaves contexts unchanged, so the hot path pays one nil check.
@@ -8,6 +9,7 @@ package tracing
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -39,18 +41,40 @@ type Config struct {
 	SampleRatio float64
 	// ServiceName names the process in every span's resource (service.name); the
 	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables override it. Default
-	// "global-router".
+	// "switchyard"; each binary sets its own ("cluster-gateway", "global-router").
 	ServiceName string
 	// ServiceVersion is service.version. Default empty.
 	ServiceVersion string
-	// Region is added to the resource as switchyard.region.
-	Region string
+	// Cluster and Region, when set, are added to the resource as switchyard.cluster and
+	// switchyard.region.
+	Cluster, Region string
+	// Scope is the instrumentation scope of the spans (the binary's module path). Default
+	// "github.com/switchyard-dev/switchyard".
+	Scope string
+	// MetricNamespace starts the names of the export queue's metrics, which are
+	// MetricNamespace + "_trace_" + name (switchyard_gateway_trace_spans_exported_total). It
+	// must be a valid Prometheus metric name. Default "switchyard".
+	MetricNamespace string
 }
+
+// Resource attribute keys of Config.Cluster and Config.Region.
+const (
+	AttrCluster = "switchyard.cluster"
+	AttrRegion  = "switchyard.region"
+)
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{SampleRatio: 1, ServiceName: "global-router"}
+	return Config{
+		SampleRatio:     1,
+		ServiceName:     "switchyard",
+		Scope:           "github.com/switchyard-dev/switchyard",
+		MetricNamespace: "switchyard",
+	}
 }
+
+// metricName matches a valid Prometheus metric name.
+var metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
@@ -61,6 +85,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tracing: Protocol must be %q or %q, got %q", ProtocolGRPC, ProtocolHTTP, c.Protocol)
 	case strings.ContainsAny(c.Endpoint, " \t\r\n"):
 		return errors.New("tracing: Endpoint must not contain spaces")
+	case !metricName.MatchString(c.MetricNamespace):
+		return fmt.Errorf("tracing: MetricNamespace must be a Prometheus metric name, got %q", c.MetricNamespace)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"context"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -12,46 +11,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Attribute keys the gateway's spans carry (see docs/gateway.md#tracing).
+// Attribute keys this package sets.
 const (
-	AttrCluster        = "switchyard.cluster"
-	AttrRegion         = "switchyard.region"
-	AttrRequestID      = "switchyard.request_id"
-	AttrModel          = "gen_ai.request.model"
-	AttrBaseModel      = "switchyard.base_model"
-	AttrPriority       = "switchyard.priority"
-	AttrTenant         = "switchyard.tenant"
-	AttrPromptTokens   = "switchyard.prompt_tokens_estimate"
-	AttrEndpoint       = "switchyard.endpoint"
-	AttrAddress        = "server.address"
-	AttrProfile        = "switchyard.profile"
-	AttrPicker         = "switchyard.picker"
-	AttrReason         = "switchyard.reason"
-	AttrCandidates     = "switchyard.candidates"
-	AttrTopScores      = "switchyard.top_scores"
-	AttrQueued         = "switchyard.queued"
-	AttrRescheduled    = "switchyard.rescheduled"
-	AttrAttempt        = "switchyard.attempt"
-	AttrStatus         = "http.response.status_code"
-	AttrMethod         = "http.request.method"
-	AttrRoute          = "http.route"
-	AttrTTFT           = "switchyard.ttft_ms"
-	AttrITL            = "switchyard.mean_itl_ms"
-	AttrInputTokens    = "gen_ai.usage.input_tokens"
-	AttrOutputTokens   = "gen_ai.usage.output_tokens"
-	AttrCachedTokens   = "switchyard.usage.cached_tokens"
-	AttrStreamed       = "switchyard.streamed"
-	AttrErrorType      = "error.type"
-	AttrQueueOutcome   = "switchyard.queue.outcome"
-	EventFirstToken    = "first_token"
-	maxTopScores       = 5
-	maxScoreEntryBytes = 64
+	// AttrStatus is the HTTP status StatusCode records.
+	AttrStatus = "http.response.status_code"
+	// AttrErrorType is the error type Fail records.
+	AttrErrorType = "error.type"
 )
 
-// MaxTopScores bounds the candidates whose scores a scheduling span lists.
-const MaxTopScores = maxTopScores
-
-// Tracer starts the gateway's spans and carries trace context across hops. A nil *Tracer is
+// Tracer starts spans and carries trace context across hops. A nil *Tracer is
 // disabled: Start returns the context unchanged with a span that records nothing, Extract and
 // Inject do nothing. It is safe for concurrent use.
 type Tracer struct {
@@ -145,18 +113,12 @@ func StatusCode(span trace.Span, status int) {
 	}
 }
 
-// ScoreEntry formats one candidate's score for AttrTopScores: "name=0.812", the name bounded.
-func ScoreEntry(name string, score float64) string {
-	return Truncate(name, maxScoreEntryBytes) + "=" + formatScore(score)
-}
-
-func formatScore(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
-
 // NewTracer returns a Tracer over tp (an SDK provider built elsewhere, or a test's provider
-// with an in-memory exporter), propagating W3C trace context. A nil tp returns a disabled one.
-func NewTracer(tp trace.TracerProvider) *Tracer {
+// with an in-memory exporter) whose spans have the instrumentation scope scope, propagating W3C
+// trace context. A nil tp returns a disabled one.
+func NewTracer(tp trace.TracerProvider, scope string) *Tracer {
 	if tp == nil {
 		return nil
 	}
-	return &Tracer{t: tp.Tracer(Scope), prop: propagation.TraceContext{}}
+	return &Tracer{t: tp.Tracer(scope), prop: propagation.TraceContext{}}
 }

@@ -90,16 +90,17 @@ type exportQueue struct {
 
 var _ sdktrace.SpanProcessor = (*exportQueue)(nil)
 
-// newExportQueue registers the metrics of a queue in front of exp on reg and starts its export
-// goroutine.
+// newExportQueue registers the metrics of a queue in front of exp on reg, named by
+// metricNamespace, and starts its export goroutine.
 func newExportQueue(
 	exp sdktrace.SpanExporter,
 	cfg QueueConfig,
+	metricNamespace string,
 	reg prometheus.Registerer,
 	log *slog.Logger,
 ) (*exportQueue, error) {
 	spans := make(chan sdktrace.ReadOnlySpan, cfg.MaxQueue)
-	m, err := newQueueMetrics(reg, cfg.MaxQueue, func() int { return len(spans) })
+	m, err := newQueueMetrics(reg, metricNamespace, cfg.MaxQueue, func() int { return len(spans) })
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func newTestQueue(t *testing.T, exp sdktrace.SpanExporter) (*exportQueue, trace.
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg := QueueConfig{MaxQueue: 4, MaxBatch: 2, Delay: time.Hour, Timeout: time.Hour}
-	q, err := newExportQueue(exp, cfg, reg, slog.New(slog.DiscardHandler))
+	q, err := newExportQueue(exp, cfg, "switchyard", reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,23 +93,23 @@ func TestExportQueueBoundedWhileCollectorStalls(t *testing.T) {
 		return strings.NewReplacer(
 			"EXPORTED", itoa(exported), "FULL", itoa(queueFull), "FAILED", itoa(failed), "QUEUED", itoa(queued),
 		).Replace(`
-# HELP switchyard_router_trace_queue_spans Spans waiting in the export queue.
-# TYPE switchyard_router_trace_queue_spans gauge
-switchyard_router_trace_queue_spans QUEUED
-# HELP switchyard_router_trace_spans_exported_total Sampled spans the OTLP collector accepted.
-# TYPE switchyard_router_trace_spans_exported_total counter
-switchyard_router_trace_spans_exported_total EXPORTED
-# HELP switchyard_router_trace_spans_dropped_total Sampled spans dropped before reaching the OTLP ` +
+# HELP switchyard_trace_queue_spans Spans waiting in the export queue.
+# TYPE switchyard_trace_queue_spans gauge
+switchyard_trace_queue_spans QUEUED
+# HELP switchyard_trace_spans_exported_total Sampled spans the OTLP collector accepted.
+# TYPE switchyard_trace_spans_exported_total counter
+switchyard_trace_spans_exported_total EXPORTED
+# HELP switchyard_trace_spans_dropped_total Sampled spans dropped before reaching the OTLP ` +
 			`collector, by reason (queue_full: the export queue was full; export_failed: the export failed or timed out).
-# TYPE switchyard_router_trace_spans_dropped_total counter
-switchyard_router_trace_spans_dropped_total{reason="export_failed"} FAILED
-switchyard_router_trace_spans_dropped_total{reason="queue_full"} FULL
+# TYPE switchyard_trace_spans_dropped_total counter
+switchyard_trace_spans_dropped_total{reason="export_failed"} FAILED
+switchyard_trace_spans_dropped_total{reason="queue_full"} FULL
 `)
 	}
 	names := []string{
-		"switchyard_router_trace_queue_spans",
-		"switchyard_router_trace_spans_exported_total",
-		"switchyard_router_trace_spans_dropped_total",
+		"switchyard_trace_queue_spans",
+		"switchyard_trace_spans_exported_total",
+		"switchyard_trace_spans_dropped_total",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want(0, 2, 0, 4)), names...); err != nil {
 		t.Fatalf("while stalled: %v", err)
@@ -127,11 +127,11 @@ switchyard_router_trace_spans_dropped_total{reason="queue_full"} FULL
 		t.Fatalf("after the collector came back: %v", err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP switchyard_router_trace_queue_capacity_spans The export queue's capacity in spans `+
+# HELP switchyard_trace_queue_capacity_spans The export queue's capacity in spans `+
 		`(OTEL_BSP_MAX_QUEUE_SIZE); spans ended while it is full are dropped.
-# TYPE switchyard_router_trace_queue_capacity_spans gauge
-switchyard_router_trace_queue_capacity_spans 4
-`), "switchyard_router_trace_queue_capacity_spans"); err != nil {
+# TYPE switchyard_trace_queue_capacity_spans gauge
+switchyard_trace_queue_capacity_spans 4
+`), "switchyard_trace_queue_capacity_spans"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -170,7 +170,7 @@ func TestExportQueueUnsampledSkipped(t *testing.T) {
 	exp := newGateExporter()
 	reg := prometheus.NewRegistry()
 	q, err := newExportQueue(exp, QueueConfig{MaxQueue: 4, MaxBatch: 2, Delay: time.Hour, Timeout: time.Hour},
-		reg, slog.New(slog.DiscardHandler))
+		"switchyard", reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
