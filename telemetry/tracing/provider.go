@@ -103,31 +103,34 @@ func bound(limit, max int) int {
 // newExporter returns the OTLP exporter of proto for endpoint ("" leaves it to the
 // environment variables).
 func newExporter(ctx context.Context, proto, endpoint string, insecure bool) (sdktrace.SpanExporter, error) {
-	isURL := strings.Contains(endpoint, "://")
 	if proto == ProtocolHTTP {
-		var opts []otlptracehttp.Option
-		switch {
-		case isURL:
-			opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
-		case endpoint != "":
-			opts = append(opts, otlptracehttp.WithEndpoint(endpoint))
-		}
-		if insecure && !isURL {
-			opts = append(opts, otlptracehttp.WithInsecure())
-		}
-		return otlptracehttp.New(ctx, opts...)
+		return otlptracehttp.New(ctx, exporterOptions(endpoint, insecure,
+			otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint, otlptracehttp.WithInsecure)...)
 	}
-	var opts []otlptracegrpc.Option
+	return otlptracegrpc.New(ctx, exporterOptions(endpoint, insecure,
+		otlptracegrpc.WithEndpointURL, otlptracegrpc.WithEndpoint, otlptracegrpc.WithInsecure)...)
+}
+
+// exporterOptions returns the options of either OTLP exporter for endpoint: a URL as is (its
+// scheme says whether TLS is used), a host:port with withInsecure when insecure is set, and
+// none for "" (the environment variables decide).
+func exporterOptions[O any](
+	endpoint string,
+	insecure bool,
+	withURL, withEndpoint func(string) O,
+	withInsecure func() O,
+) []O {
+	var opts []O
 	switch {
-	case isURL:
-		opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
+	case strings.Contains(endpoint, "://"):
+		return append(opts, withURL(endpoint))
 	case endpoint != "":
-		opts = append(opts, otlptracegrpc.WithEndpoint(endpoint))
+		opts = append(opts, withEndpoint(endpoint))
 	}
-	if insecure && !isURL {
-		opts = append(opts, otlptracegrpc.WithInsecure())
+	if insecure {
+		opts = append(opts, withInsecure())
 	}
-	return otlptracegrpc.New(ctx, opts...)
+	return opts
 }
 
 // newResource describes the process: service name and version, cluster and region, then what
