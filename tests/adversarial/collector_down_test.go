@@ -1,6 +1,7 @@
 package adversarial
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
@@ -60,6 +61,9 @@ func TestTracingCollectorDown(t *testing.T) {
 		"--otlp-endpoint="+stalledCollector(t), "--otlp-insecure", "--trace-sample-ratio=1")
 	router := w.Router("us-east-1", "",
 		"--otlp-endpoint=http://"+stalledCollector(t), "--otlp-protocol=http", "--trace-sample-ratio=1")
+	if err := harness.WaitClusters(context.Background(), "http://"+router.Admin, w.Token(), 1, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	const requests = 40 // three spans each in each tier: well over two queues' worth
 	for i := range requests {
 		servesCompletion(t, "completion "+strconv.Itoa(i)+" with the collector down", router.Listen)

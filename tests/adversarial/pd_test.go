@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/poll"
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
@@ -34,7 +36,14 @@ func TestPrefillDecodeDisaggregation(t *testing.T) {
 	file := w.Write("pd-endpoints.yaml", fmt.Sprintf(
 		"- {address: %s, name: prefill-0, role: prefill}\n- {address: %s, name: decode-0, role: decode}\n",
 		prefill.Listen, decode.Listen))
-	gw := w.Gateway("adv-pd", "us-east-1", nil, "--profile=pd", "--endpoints-file="+file)
+	gw := w.Gateway("adv-pd", "us-east-1", nil, "--profile=pd", "--endpoints-file="+file,
+		"--autoscale-interval=100ms")
+	// The gateway serves once one pod is in; a split needs both, so wait until the pool counts
+	// two ready pods (the autoscaler's figure, recomputed every 100 ms here).
+	poll.Until(t, 60*time.Second, func() bool {
+		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_ready_replicas",
+			"model="+harness.TestModel) >= 2
+	}, "the gateway to count the prefill and decode pods ready")
 
 	send := func(prompt string) *http.Response {
 		t.Helper()
