@@ -152,9 +152,9 @@ func TestSessionStaysOnItsPod(t *testing.T) {
 // clusters of one region: the turns are served by the cluster of the first (x-switchyard-cluster)
 // and, since the router passes x-session-id on, by the same pod in it, while requests without a
 // session id are decided afresh. The router keeps a session where it was while that cluster's
-// estimate is within 50% of the best; a loaded test machine can make one summary's estimate jump
-// far beyond that (a slow step), so up to two of twenty turns may move, and the router must count
-// the others as stuck.
+// estimate is within 50% plus 50 ms of the best; a heavily loaded test machine can still make one
+// summary's estimate jump beyond that (a stalled step), so up to two of twenty turns may move, and
+// the router must count the others as stuck.
 func TestSessionStaysOnItsCluster(t *testing.T) {
 	w := newWorld(t)
 	etcd := w.Etcd()

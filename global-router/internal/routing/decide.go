@@ -469,14 +469,16 @@ func powerOfD(pool []int, ex []Explanation, opt Options, rng *rand.Rand, d *Deci
 }
 
 // sessionChoice returns the member of pool named session (the cluster that served the request's
-// session last) when its estimate is within opt.SessionSlack of the best's, else -1.
+// session last) when its estimate, less the prefill of the prompt its cache holds, is at most the
+// best's × (1 + opt.SessionSlack) + opt.SessionFloor, else -1.
 func sessionChoice(pool []int, clusters []Cluster, ex []Explanation, best int, session string, opt Options) int {
 	if session == "" || opt.SessionSlack < 0 {
 		return -1
 	}
 	for _, i := range pool {
 		if clusters[i].Name == session {
-			if float64(ex[i].Estimate) <= float64(ex[best].Estimate)*(1+opt.SessionSlack) {
+			own := float64(ex[i].Estimate - ex[i].prefill)
+			if own <= float64(ex[best].Estimate)*(1+opt.SessionSlack)+float64(opt.SessionFloor) {
 				return i
 			}
 			return -1

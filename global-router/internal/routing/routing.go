@@ -199,14 +199,24 @@ type Options struct {
 	// SessionSlack is how much slower than the best estimate, relatively, the cluster that served
 	// a request's session last may be and still keep it (session affinity; its prefix cache holds
 	// the conversation, which the prefix sketch may not show). Negative turns session affinity
-	// off. The spillover mode ignores sessions.
+	// off. The spillover mode ignores sessions. The session's cluster is credited with the
+	// prefill of the prompt (its cache holds the conversation so far) before the comparison.
 	SessionSlack float64
+	// SessionFloor is an absolute margin added to SessionSlack's: the session stays while its
+	// cluster's estimate is at most best × (1 + SessionSlack) + SessionFloor. Estimates of idle
+	// clusters are a few milliseconds apart and one slow engine step moves them by more than
+	// half, so a purely relative margin would move sessions on noise and lose their cache.
+	SessionFloor time.Duration
 }
 
 // DefaultOptions: within 20% of the best, among the best three, two random samples; a busy
 // local cluster kept unless elsewhere is estimated three times as fast, or unless two of this
 // router's requests per pod already wait there for their first token and elsewhere is sooner;
-// overflow on; a session kept on its cluster while that is within 50% of the best estimate.
+// overflow on; a session kept on its cluster while that is within 50% plus 50 ms of the best
+// estimate.
 func DefaultOptions() Options {
-	return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 3, BacklogPerPod: 2, SessionSlack: 0.5}
+	return Options{
+		NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 3, BacklogPerPod: 2,
+		SessionSlack: 0.5, SessionFloor: 50 * time.Millisecond,
+	}
 }

@@ -237,3 +237,48 @@ func BenchmarkSessions(b *testing.B) {
 		i++
 	}
 }
+
+// TestSessionMargin checks the two parts of the margin a session's cluster keeps it by: an
+// absolute floor, so idle clusters a few milliseconds apart (one slow engine step) do not move
+// a session, and a credit of the prompt's prefill, which the session's cluster has cached.
+func TestSessionMargin(t *testing.T) {
+	tests := []struct {
+		name        string
+		prompt      int
+		sessionWait time.Duration // the session cluster's predicted wait; the others' is 5 ms
+		floor       time.Duration
+		wantStick   bool
+	}{
+		{"idle clusters: a slow step is within the floor", 10, 40 * ms, 50 * ms, true},
+		{"idle clusters: the same gap moves without a floor", 10, 40 * ms, 0, false},
+		{"idle clusters: beyond the floor moves", 10, 100 * ms, 50 * ms, false},
+		{"long prompt: the cached prefill is credited", 40_000, 1500 * ms, 50 * ms, true},
+		{"long prompt: far slower even with the credit moves", 40_000, 3500 * ms, 50 * ms, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := []routing.Cluster{
+				cluster("east-a", "us-east-1", 0.3, 2*ms), cluster("east-b", "us-east-1", 0.3, 2*ms),
+				cluster("east-c", "us-east-1", 0.3, 2*ms),
+			}
+			for i := range cs {
+				cs[i].BaseTTFT = 5 * ms
+			}
+			cs[1].BaseTTFT = tt.sessionWait
+			opt := routing.DefaultOptions()
+			opt.SessionFloor = tt.floor
+			req := routing.Request{PromptTokens: tt.prompt, AvgTokens: tt.prompt + 200, SessionCluster: "east-b"}
+			for seed := range uint64(20) {
+				d, err := routing.Decide("us-east-1", cs, routing.DefaultPolicy(), req, opt,
+					rand.New(rand.NewPCG(seed, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stuck := cs[d.Targets[0]].Name == "east-b"; stuck != tt.wantStick || d.Session != tt.wantStick {
+					t.Fatalf("seed %d: chose %s (session %v), want stick %v; estimates %v",
+						seed, cs[d.Targets[0]].Name, d.Session, tt.wantStick, d.Explain)
+				}
+			}
+		})
+	}
+}
