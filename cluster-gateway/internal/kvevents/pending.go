@@ -26,17 +26,19 @@ type pendRec struct {
 
 // pendingSet is a bounded set of pending entries: until holds each live key's end, ring the
 // additions oldest first (a key added again has a newer record; its older ones are stale and
-// skipped).
+// skipped). The ring is allocated at the first addition, so an index nobody adds pending blocks
+// to pays nothing for it.
 type pendingSet struct {
-	until   map[pendKey]int64
-	ring    []pendRec
-	start   int // index of the oldest record in ring
-	n       int // records in ring
-	dropped uint64
+	until    map[pendKey]int64
+	ring     []pendRec
+	capacity int
+	start    int // index of the oldest record in ring
+	n        int // records in ring
+	dropped  uint64
 }
 
 func newPendingSet(capacity int) pendingSet {
-	return pendingSet{until: make(map[pendKey]int64), ring: make([]pendRec, max(1, capacity))}
+	return pendingSet{until: make(map[pendKey]int64), capacity: max(1, capacity)}
 }
 
 // live reports whether the pod awaits block h at time at (unix nanoseconds).
@@ -73,6 +75,9 @@ func (x *Index) AddPending(addr string, hashes []uint64, now time.Time, ttl time
 
 func (x *Index) addPending(k pendKey, until int64) {
 	s := &x.pend
+	if s.ring == nil {
+		s.ring = make([]pendRec, s.capacity)
+	}
 	if s.n == len(s.ring) {
 		if x.popPending() {
 			s.dropped++
