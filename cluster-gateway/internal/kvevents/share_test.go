@@ -282,3 +282,51 @@ func TestHeldBy(t *testing.T) {
 		t.Errorf("held by a or b: %v, want %v", got, want)
 	}
 }
+
+// BenchmarkIngestAtBounds is BenchmarkIngest on a full index where every stored block is new:
+// each one evicts, one pod (the flooder, a quarter of the batches of 64 blocks) by its pod limit,
+// the others by their share or the index's capacity.
+func BenchmarkIngestAtBounds(b *testing.B) {
+	x := NewIndex(1 << 20) // about 18,700 entries
+	pods := []string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000", "10.0.0.4:8000"}
+	var batch Batch
+	batch.Events = make([]Event, 16)
+	hs := make([]uint64, 16*4)
+	for i := range batch.Events {
+		batch.Events[i] = Event{Kind: KindStored, Hashes: hs[i*4 : i*4+4]}
+	}
+	next := uint64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range hs {
+			next++
+			hs[j] = next * 0x9e3779b97f4a7c15
+		}
+		x.Apply(pods[i%len(pods)], &batch)
+	}
+	b.ReportMetric(float64(b.N*16)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkMatchPending is BenchmarkMatch with the prompt's blocks beyond the stored ones
+// pending on every candidate.
+func BenchmarkMatchPending(b *testing.B) {
+	x := NewIndex(64 << 20)
+	eps := make([]*plugintest.FakeEndpoint, 16)
+	hs := make([]uint64, 256)
+	for i := range hs {
+		hs[i] = uint64(i + 1)
+	}
+	now := time.Now()
+	for i := range eps {
+		eps[i] = plugintest.NewEndpoint(fmt.Sprintf("10.0.1.%d:8000", i))
+		x.Apply(eps[i].Meta().Address, batchOf(Event{Kind: KindStored, Hashes: hs[:16*i+1]}))
+		x.AddPending(eps[i].Meta().Address, hs[:16*i+8], now, time.Hour)
+	}
+	cands := plugintest.Endpoints(eps...)
+	blocks := make([]int32, len(cands))
+	b.ReportAllocs()
+	for range b.N {
+		x.MatchAt(hs, cands, blocks, now)
+	}
+}
