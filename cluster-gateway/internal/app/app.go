@@ -127,6 +127,9 @@ type Gateway struct {
 	tracing    *telemetry.Provider
 	kvIndex    *kvevents.Index      // the pods' KV cache blocks, nil without --kv-events-endpoint
 	kvSub      *kvevents.Subscriber // feeds kvIndex
+	// resident is the gossiped prefix sketch's source when it is built from kvIndex (KV events,
+	// gossip and a precise-prefix-cache-scorer to feed it); nil otherwise.
+	resident *kvevents.ResidentPrefixes
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
@@ -221,14 +224,37 @@ func (g *Gateway) buildKVEvents() error {
 	kc := kvevents.DefaultConfig()
 	kc.Endpoint = g.cfg.KVEventsEndpoint
 	kc.TrustTopicPod = g.cfg.KVEventsTrustTopic
-	g.kvIndex = kvevents.NewIndex(kc.MaxIndexBytes)
+	var err error
+	if g.kvIndex, err = kvevents.NewIndexWith(kc.IndexConfig()); err != nil {
+		return fmt.Errorf("--kv-events-endpoint: %w", err)
+	}
 	sub, err := kvevents.New(kc, g.kvIndex, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return fmt.Errorf("--kv-events-endpoint: %w", err)
 	}
 	g.kvSub = sub
+	if g.recent != nil { // gossip is on: the sketch may come from the index
+		hot := publish.DefaultConfig().MaxHotPrefixes
+		g.resident = kvevents.NewResidentPrefixes(g.kvIndex, g.store.View(), 4*hot, hot)
+	}
 	g.components = append(g.components, sub)
 	return nil
+}
+
+// choosePrefixSketch settles what the gossiped prefix sketch is built from: the blocks the pods
+// hold (the KV event index) when a precise-prefix-cache-scorer feeds it, else the prompts the
+// gateway routed.
+func (g *Gateway) choosePrefixSketch() {
+	switch {
+	case g.resident == nil:
+	case g.resident.Attached():
+		g.recent = nil // nothing to record: the sketch comes from the index
+		g.log.Info("gossiped prefix sketch built from the pods' KV cache events")
+	default:
+		g.resident = nil
+		g.log.Info("gossiped prefix sketch built from routing decisions: " +
+			"no precise-prefix-cache-scorer feeds the KV event index's prefixes")
+	}
 }
 
 // KVEventsAddr is the bound address of the KV events socket ("" when off).
@@ -246,11 +272,15 @@ func (g *Gateway) buildScheduling() error {
 	if g.kvIndex != nil {
 		sc.Services[framework.ServiceKVEventsIndex] = g.kvIndex
 	}
+	if g.resident != nil {
+		sc.Services[framework.ServiceKVResidentPrefixes] = g.resident
+	}
 	s, err := scheduling.New(sc, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return err
 	}
 	g.sched = s
+	g.choosePrefixSketch()
 	fc := flowcontrol.DefaultConfig()
 	fc.Enabled = s.FlowControl()
 	fc.MaxQueue, fc.TTL = g.cfg.QueueLimit, g.cfg.QueueTTL

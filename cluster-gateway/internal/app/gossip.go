@@ -75,10 +75,15 @@ func (g *Gateway) newPublisher(sink publish.Sink, reg prometheus.Registerer) (*p
 	pc.SketchSeed = prefix.Seed(g.cfg.Cluster)
 	pc.Saturation.Staleness = g.cfg.Staleness
 	opts := publish.Options{
-		Prefixes:   g.recent,
 		Queue:      g.flow,
 		Logger:     g.log.With("component", "publish"),
 		Registerer: reg,
+	}
+	switch {
+	case g.resident != nil:
+		opts.Prefixes, opts.PrefixSketchSource = g.resident, gossipv1.PrefixSketchSource_PREFIX_SKETCH_SOURCE_KV_EVENTS
+	case g.recent != nil:
+		opts.Prefixes, opts.PrefixSketchSource = g.recent, gossipv1.PrefixSketchSource_PREFIX_SKETCH_SOURCE_ROUTED
 	}
 	if m := g.sched.TTFTModel(); m != nil {
 		opts.Predictor, opts.Speeds = m, m

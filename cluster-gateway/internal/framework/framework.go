@@ -256,6 +256,9 @@ const (
 	// ServiceKVEventsIndex is the *kvevents.Index fed by the pods' KV cache events
 	// (--kv-events-endpoint).
 	ServiceKVEventsIndex = "kv-events-index"
+	// ServiceKVResidentPrefixes is the *kvevents.ResidentPrefixes the
+	// precise-prefix-cache-scorer feeds, when the gossiped prefix sketch is built from the index.
+	ServiceKVResidentPrefixes = "kv-resident-prefixes"
 	// ServiceRegisterer is the gateway's prometheus.Registerer.
 	ServiceRegisterer = "prometheus-registerer"
 )

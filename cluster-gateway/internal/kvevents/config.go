@@ -34,6 +34,12 @@ type Config struct {
 	// MaxIndexBytes bounds the index's memory; past it the least recently stored entries are
 	// evicted. Default 64 MiB (about 1.2 million (block, pod) entries).
 	MaxIndexBytes int64
+	// PodShareSlack and MinPodEntries bound each pod's share of the index (IndexConfig).
+	// Defaults 2 and 4096.
+	PodShareSlack float64
+	MinPodEntries int
+	// MaxPending bounds the pending (block, pod) entries (IndexConfig). Default 65536.
+	MaxPending int
 	// ResolveEvery is how often, at most, the endpoint set is re-read to resolve a topic that
 	// names no known pod. Default 250ms.
 	ResolveEvery time.Duration
@@ -55,8 +61,53 @@ func DefaultConfig() Config {
 		MaxEventsPerBatch: 16384,
 		MaxHashesPerEvent: 65536,
 		MaxIndexBytes:     64 << 20,
+		PodShareSlack:     2,
+		MinPodEntries:     4096,
+		MaxPending:        65536,
 		ResolveEvery:      250 * time.Millisecond,
 	}
+}
+
+// IndexConfig returns the index settings of c.
+func (c Config) IndexConfig() IndexConfig {
+	return IndexConfig{MaxBytes: c.MaxIndexBytes, PodShareSlack: c.PodShareSlack, MinPodEntries: c.MinPodEntries,
+		MaxPending: c.MaxPending}
+}
+
+// IndexConfig configures an Index.
+type IndexConfig struct {
+	// MaxBytes bounds the entries' memory (EntryBytes each). Default 64 MiB.
+	MaxBytes int64
+	// PodShareSlack and MinPodEntries bound one pod's share: a pod holds at most
+	// max(entries/pods × PodShareSlack, MinPodEntries) entries, pods being those the index
+	// names (endpoints that published events), and a pod storing past it evicts its own oldest
+	// entries; once the index is full, a pod holding at least entries/pods evicts its own
+	// oldest too, and only a pod below that share evicts the index's oldest. So one pod
+	// flooding the index with blocks cannot evict the entries of pods within their share.
+	// Defaults 2 and 4096.
+	PodShareSlack float64
+	MinPodEntries int
+	// MaxPending bounds the pending (block, pod) entries (AddPending), about 60 bytes each
+	// beside MaxBytes; past it the oldest are dropped. Default 65536 (about 4 MiB).
+	MaxPending int
+}
+
+// DefaultIndexConfig returns the defaults documented on each field.
+func DefaultIndexConfig() IndexConfig { return DefaultConfig().IndexConfig() }
+
+// Validate returns an error naming the invalid field.
+func (c IndexConfig) Validate() error {
+	switch {
+	case c.MaxBytes < EntryBytes:
+		return fmt.Errorf("kvevents: MaxIndexBytes must be at least %d, got %d", EntryBytes, c.MaxBytes)
+	case !(c.PodShareSlack >= 1):
+		return fmt.Errorf("kvevents: PodShareSlack must be at least 1, got %g", c.PodShareSlack)
+	case c.MinPodEntries < 1:
+		return fmt.Errorf("kvevents: MinPodEntries must be positive, got %d", c.MinPodEntries)
+	case c.MaxPending < 1:
+		return fmt.Errorf("kvevents: MaxPending must be positive, got %d", c.MaxPending)
+	}
+	return nil
 }
 
 // Validate returns an error naming the invalid field.
@@ -77,12 +128,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kvevents: MaxEventsPerBatch must be positive, got %d", c.MaxEventsPerBatch)
 	case c.MaxHashesPerEvent < 1:
 		return fmt.Errorf("kvevents: MaxHashesPerEvent must be positive, got %d", c.MaxHashesPerEvent)
-	case c.MaxIndexBytes < EntryBytes:
-		return fmt.Errorf("kvevents: MaxIndexBytes must be at least %d, got %d", EntryBytes, c.MaxIndexBytes)
 	case c.ResolveEvery <= 0:
 		return fmt.Errorf("kvevents: ResolveEvery must be positive, got %s", c.ResolveEvery)
 	}
-	return nil
+	return c.IndexConfig().Validate()
 }
 
 var errEndpoint = errors.New("kvevents: endpoint must be tcp://HOST:PORT")

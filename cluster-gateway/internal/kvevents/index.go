@@ -2,8 +2,6 @@ package kvevents
 
 import (
 	"sync"
-
-	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // EntryBytes is the memory one (block, pod) entry costs, as the index accounts it: 32 bytes in
@@ -15,6 +13,28 @@ const EntryBytes = 56
 const maxPods = 1 << 16
 
 const none = -1
+
+// EvictReason is why the index evicted an entry, the reason label of
+// switchyard_gateway_kv_events_index_evictions_total.
+type EvictReason int
+
+// Eviction reasons.
+const (
+	// EvictPodLimit: the storing pod held its per-pod limit; its own oldest entry went.
+	EvictPodLimit EvictReason = iota
+	// EvictPodShare: the index was full and the storing pod held at least its fair share;
+	// its own oldest entry went.
+	EvictPodShare
+	// EvictCapacity: the index was full and the storing pod held less than its share; the
+	// index's oldest entry went.
+	EvictCapacity
+	numEvictReasons
+)
+
+// String returns the reason's label value.
+func (r EvictReason) String() string {
+	return [...]string{"pod_limit", "pod_share", "capacity"}[r]
+}
 
 // entry is one (block, pod) pair. Entries live in a slab and are linked three ways: into the
 // index-wide LRU, into their pod's list (to drop a pod without a scan) and into the chain of
@@ -28,18 +48,25 @@ type entry struct {
 }
 
 type podState struct {
-	addr  string
-	head  int32 // first entry of the pod's list
-	n     int   // entries
-	inUse bool
+	addr    string
+	head    int32 // the pod's most recently stored entry
+	tail    int32 // the pod's least recently stored entry
+	n       int   // entries
+	pending int   // pending entries (pending.go)
+	inUse   bool
 }
 
 // Index maps block hashes to the pods holding them. Its memory is bounded: at most
-// MaxIndexBytes/EntryBytes entries, the least recently stored evicted first. It is safe for
-// concurrent use: ingestion takes the write lock once per batch, matching the read lock.
+// MaxBytes/EntryBytes entries, and each pod's share of them too (see IndexConfig), so that one
+// pod storing endless blocks evicts its own oldest entries, not the other pods'. It also keeps
+// the blocks of requests just routed to a pod as pending on that pod (pending.go). It is safe
+// for concurrent use: ingestion takes the write lock once per batch, matching the read lock.
 type Index struct {
 	mu       sync.RWMutex
-	max      int
+	cfg      IndexConfig
+	max      int // entries
+	podCap   int // entries one pod may hold (podLimits)
+	fair     int // entries one pod may hold while the index is full (podLimits)
 	slab     []entry
 	free     int32
 	heads    map[uint64]int32
@@ -49,22 +76,51 @@ type Index struct {
 	pods     []podState
 	podIDs   map[string]uint16
 	freePods []uint16
-	evicted  uint64
-	scratch  sync.Pool // *[]int32 indexed by pod id (Match)
+	evicted  [numEvictReasons]uint64
+	pend     pendingSet
+	scratch  sync.Pool // *matchScratch (Match)
 }
 
-// NewIndex returns an empty index bounded to maxBytes.
+// NewIndex returns an empty index bounded to maxBytes, with the other settings of
+// DefaultIndexConfig.
 func NewIndex(maxBytes int64) *Index {
+	cfg := DefaultIndexConfig()
+	cfg.MaxBytes = maxBytes
+	return newIndex(cfg)
+}
+
+// NewIndexWith returns an empty index configured by cfg.
+func NewIndexWith(cfg IndexConfig) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newIndex(cfg), nil
+}
+
+func newIndex(cfg IndexConfig) *Index {
 	x := &Index{
-		max:    max(1, int(maxBytes/EntryBytes)),
+		cfg:    cfg,
+		max:    max(1, int(cfg.MaxBytes/EntryBytes)),
 		free:   none,
 		heads:  make(map[uint64]int32),
 		oldest: none,
 		newest: none,
 		podIDs: make(map[string]uint16),
+		pend:   newPendingSet(cfg.MaxPending),
 	}
-	x.scratch.New = func() any { return new([]int32) }
+	x.podLimits()
+	x.scratch.New = func() any { return new(matchScratch) }
 	return x
+}
+
+// podLimits recomputes the per-pod bounds from the number of pods the index names: a pod may
+// hold up to max(entries/pods × PodShareSlack, MinPodEntries) entries (never more than the
+// index), and, once the index is full, no more than its fair share entries/pods.
+func (x *Index) podLimits() {
+	n := max(1, len(x.podIDs))
+	share := float64(x.max) / float64(n) * x.cfg.PodShareSlack
+	x.podCap = min(x.max, max(int(share), x.cfg.MinPodEntries, 1))
+	x.fair = max(1, x.max/n)
 }
 
 // Stats is a snapshot of the index's size.
@@ -74,21 +130,36 @@ type Stats struct {
 	Entries, Blocks, Pods int
 	// Bytes is Entries × EntryBytes.
 	Bytes int64
-	// Evicted counts entries evicted by the memory bound since the start.
-	Evicted uint64
+	// Evicted counts entries evicted by the memory bounds since the start, all reasons
+	// together; EvictedBy splits them by reason (EvictReason).
+	Evicted   uint64
+	EvictedBy [numEvictReasons]uint64
+	// PodLimit is the most entries one pod may hold now.
+	PodLimit int
+	// Pending is the number of pending (block, pod) entries; PendingDropped counts those
+	// dropped before their TTL because MaxPending were held.
+	Pending        int
+	PendingDropped uint64
 }
 
 // Stats returns the index's size.
 func (x *Index) Stats() Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return Stats{
-		Entries: x.used,
-		Blocks:  len(x.heads),
-		Pods:    len(x.podIDs),
-		Bytes:   int64(x.used) * EntryBytes,
-		Evicted: x.evicted,
+	s := Stats{
+		Entries:        x.used,
+		Blocks:         len(x.heads),
+		Pods:           len(x.podIDs),
+		Bytes:          int64(x.used) * EntryBytes,
+		EvictedBy:      x.evicted,
+		PodLimit:       x.podCap,
+		Pending:        len(x.pend.until),
+		PendingDropped: x.pend.dropped,
 	}
+	for _, n := range x.evicted {
+		s.Evicted += n
+	}
+	return s
 }
 
 // PodEntries returns the number of entries held for the pod at addr.
@@ -116,6 +187,9 @@ func (x *Index) Apply(addr string, b *Batch) bool {
 		case KindStored:
 			for _, h := range e.Hashes {
 				x.store(id, h)
+			}
+			if x.pods[id].pending > 0 {
+				x.settle(id, e.Hashes)
 			}
 		case KindRemoved:
 			for _, h := range e.Hashes {
@@ -148,9 +222,11 @@ func (x *Index) RemovePod(addr string) {
 		return
 	}
 	x.clearPod(id)
+	x.dropPending(id)
 	delete(x.podIDs, addr)
-	x.pods[id] = podState{head: none}
+	x.pods[id] = podState{head: none, tail: none}
 	x.freePods = append(x.freePods, id)
+	x.podLimits()
 }
 
 func (x *Index) podID(addr string) (uint16, bool) {
@@ -168,40 +244,79 @@ func (x *Index) podID(addr string) (uint16, bool) {
 	default:
 		return 0, false
 	}
-	x.pods[id] = podState{addr: addr, head: none, inUse: true}
+	x.pods[id] = podState{addr: addr, head: none, tail: none, inUse: true}
 	x.podIDs[addr] = id
+	x.podLimits()
 	return id, true
 }
 
-// store records that pod id holds block h, as the newest entry.
+// store records that pod id holds block h, as the newest entry. A new entry takes the place of
+// an old one when a bound is reached: the pod's own oldest when the pod holds its limit, or holds
+// its fair share of a full index; else the index's oldest.
 func (x *Index) store(id uint16, h uint64) {
 	if k := x.find(id, h); k != none {
 		x.unlinkLRU(k)
 		x.pushLRU(k)
+		x.unlinkPod(k)
+		x.pushPod(k)
 		return
 	}
-	if x.used >= x.max {
-		x.evicted++
-		x.drop(x.oldest)
+	switch p := &x.pods[id]; {
+	case p.n >= x.podCap:
+		x.evict(p.tail, EvictPodLimit)
+	case x.used >= x.max && p.n >= x.fair:
+		x.evict(p.tail, EvictPodShare)
+	case x.used >= x.max:
+		x.evict(x.oldest, EvictCapacity)
 	}
 	k := x.alloc()
 	e := &x.slab[k]
-	*e = entry{hash: h, pod: id, lruPrev: none, lruNext: none, podPrev: none}
+	*e = entry{hash: h, pod: id, lruPrev: none, lruNext: none}
 	if head, ok := x.heads[h]; ok {
 		e.chain = head
 	} else {
 		e.chain = none
 	}
 	x.heads[h] = k
-	p := &x.pods[id]
-	e.podNext = p.head
-	if p.head != none {
-		x.slab[p.head].podPrev = k
-	}
-	p.head = k
-	p.n++
+	x.pushPod(k)
+	x.pods[id].n++
 	x.used++
 	x.pushLRU(k)
+}
+
+func (x *Index) evict(k int32, why EvictReason) {
+	x.evicted[why]++
+	x.drop(k)
+}
+
+// pushPod links entry k at the head (newest end) of its pod's list.
+func (x *Index) pushPod(k int32) {
+	e := &x.slab[k]
+	p := &x.pods[e.pod]
+	e.podPrev, e.podNext = none, p.head
+	if p.head != none {
+		x.slab[p.head].podPrev = k
+	} else {
+		p.tail = k
+	}
+	p.head = k
+}
+
+// unlinkPod unlinks entry k from its pod's list.
+func (x *Index) unlinkPod(k int32) {
+	e := &x.slab[k]
+	p := &x.pods[e.pod]
+	if e.podPrev != none {
+		x.slab[e.podPrev].podNext = e.podNext
+	} else {
+		p.head = e.podNext
+	}
+	if e.podNext != none {
+		x.slab[e.podNext].podPrev = e.podPrev
+	} else {
+		p.tail = e.podPrev
+	}
+	e.podPrev, e.podNext = none, none
 }
 
 // find returns the entry of block h held by pod id, or none.
@@ -233,16 +348,8 @@ func (x *Index) drop(k int32) {
 	e := &x.slab[k]
 	x.unlinkChain(k, e.hash)
 	x.unlinkLRU(k)
-	p := &x.pods[e.pod]
-	if e.podPrev != none {
-		x.slab[e.podPrev].podNext = e.podNext
-	} else {
-		p.head = e.podNext
-	}
-	if e.podNext != none {
-		x.slab[e.podNext].podPrev = e.podPrev
-	}
-	p.n--
+	x.unlinkPod(k)
+	x.pods[e.pod].n--
 	x.used--
 	*e = entry{chain: x.free}
 	x.free = k
@@ -295,51 +402,5 @@ func (x *Index) unlinkLRU(k int32) {
 func (x *Index) clearPod(id uint16) {
 	for x.pods[id].head != none {
 		x.drop(x.pods[id].head)
-	}
-}
-
-// Match writes into blocks[i] how many leading blocks of hashes (a prompt's chained block
-// hashes, in order) the pod of eps[i] holds. blocks has len(eps).
-func (x *Index) Match(hashes []uint64, eps []framework.Endpoint, blocks []int32) {
-	clear(blocks)
-	if len(hashes) == 0 || len(eps) == 0 {
-		return
-	}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	sp := x.scratch.Get().(*[]int32)
-	defer x.scratch.Put(sp)
-	pos := *sp
-	if cap(pos) < len(x.pods) {
-		pos = make([]int32, len(x.pods))
-		*sp = pos
-	}
-	pos = pos[:len(x.pods)]
-	for i := range pos {
-		pos[i] = none
-	}
-	alive := 0
-	for i, e := range eps {
-		if id, ok := x.podIDs[e.Meta().Address]; ok && x.pods[id].n > 0 {
-			pos[id] = int32(i)
-			alive++
-		}
-	}
-	for depth, h := range hashes {
-		if alive == 0 {
-			return
-		}
-		k, ok := x.heads[h]
-		if !ok {
-			return
-		}
-		progressed := 0
-		for ; k != none; k = x.slab[k].chain {
-			if j := pos[x.slab[k].pod]; j != none && blocks[j] == int32(depth) {
-				blocks[j]++
-				progressed++
-			}
-		}
-		alive = progressed
 	}
 }

@@ -71,7 +71,15 @@ var (
 	bytesDesc = prometheus.NewDesc("switchyard_gateway_kv_events_index_bytes",
 		"Memory of the KV event index's entries (entries × bytes per entry).", nil, nil)
 	evictedDesc = prometheus.NewDesc("switchyard_gateway_kv_events_index_evictions_total",
-		"Entries evicted from the KV event index by its memory bound.", nil, nil)
+		"Entries evicted from the KV event index by its bounds, by reason (pod_limit: the pod held its per-pod limit; "+
+			"pod_share: the index was full and the pod held its fair share; capacity: the index was full).",
+		[]string{"reason"}, nil)
+	podLimitDesc = prometheus.NewDesc("switchyard_gateway_kv_events_index_pod_limit_entries",
+		"Most (block, pod) entries one pod may hold in the KV event index now.", nil, nil)
+	pendingDesc = prometheus.NewDesc("switchyard_gateway_kv_events_index_pending_entries",
+		"Pending (block, pod) entries: blocks of requests just routed to a pod, before its events report them.", nil, nil)
+	pendingDroppedDesc = prometheus.NewDesc("switchyard_gateway_kv_events_index_pending_dropped_total",
+		"Pending entries dropped before their TTL because the pending set was full.", nil, nil)
 )
 
 // indexCollector reads the index's size when scraped.
@@ -83,6 +91,9 @@ func (c *indexCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- blocksDesc
 	ch <- bytesDesc
 	ch <- evictedDesc
+	ch <- podLimitDesc
+	ch <- pendingDesc
+	ch <- pendingDroppedDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -91,5 +102,10 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(entriesDesc, prometheus.GaugeValue, float64(s.Entries))
 	ch <- prometheus.MustNewConstMetric(blocksDesc, prometheus.GaugeValue, float64(s.Blocks))
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(s.Bytes))
-	ch <- prometheus.MustNewConstMetric(evictedDesc, prometheus.CounterValue, float64(s.Evicted))
+	for r := range numEvictReasons {
+		ch <- prometheus.MustNewConstMetric(evictedDesc, prometheus.CounterValue, float64(s.EvictedBy[r]), r.String())
+	}
+	ch <- prometheus.MustNewConstMetric(podLimitDesc, prometheus.GaugeValue, float64(s.PodLimit))
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(s.Pending))
+	ch <- prometheus.MustNewConstMetric(pendingDroppedDesc, prometheus.CounterValue, float64(s.PendingDropped))
 }

@@ -230,5 +230,10 @@ func (p *Publisher) sketch(model string) *gossipv1.PrefixSketch {
 	for _, h := range hashes {
 		b.Add(h)
 	}
-	return b.Proto()
+	ps := b.Proto()
+	ps.Source = p.opts.PrefixSketchSource
+	if ps.Source == gossipv1.PrefixSketchSource_PREFIX_SKETCH_SOURCE_UNSPECIFIED {
+		ps.Source = gossipv1.PrefixSketchSource_PREFIX_SKETCH_SOURCE_ROUTED
+	}
+	return ps
 }

@@ -32,6 +32,9 @@ type Options struct {
 	Speeds SpeedSource
 	// Prefixes reports the hot prefix-block hashes per model. Nil: no prefix sketch.
 	Prefixes PrefixSource
+	// PrefixSketchSource is what Prefixes reports, stamped on every sketch: ROUTED (the
+	// default, RecentPrefixes) or KV_EVENTS (kvevents.ResidentPrefixes).
+	PrefixSketchSource gossipv1.PrefixSketchSource
 	// Queue reports the gateway's flow-control queue per model. Nil: pods' queues only.
 	Queue QueueSource
 	// Logger receives the publisher's logs. Nil: discard.

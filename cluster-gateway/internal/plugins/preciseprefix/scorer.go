@@ -60,6 +60,9 @@ type Params struct {
 	HashAlgo string `json:"hashAlgo,omitempty"`
 	// MaxPrefixBlocksToMatch bounds the blocks hashed and compared per request. Default 1024.
 	MaxPrefixBlocksToMatch int `json:"maxPrefixBlocksToMatch,omitempty"`
+	// PendingTTL is how long the blocks of a request just routed to a pod count as held by that
+	// pod before its BlockStored events arrive (kvevents.Index.AddPending). Default 2s.
+	PendingTTL framework.Duration `json:"pendingTTL,omitzero"`
 	// IndexerConfig and KVEventsConfig are llm-d's parameter blocks, accepted so an llm-d
 	// configuration loads: tokenProcessorConfig.blockSize and .hashSeed are read from the
 	// first; the events endpoint is the gateway's --kv-events-endpoint.
@@ -102,6 +105,7 @@ const (
 	DefaultCacheEntries     = 4096
 	DefaultBlockSize        = 16
 	DefaultMaxBlocks        = 1024
+	DefaultPendingTTL       = 2 * time.Second
 	// failuresToBackoff consecutive tokenizer failures pause tokenizing for backoff.
 	failuresToBackoff = 3
 	backoff           = 2 * time.Second
@@ -111,6 +115,7 @@ const (
 type Scorer struct {
 	name      string
 	idx       *kvevents.Index
+	resident  *kvevents.ResidentPrefixes // nil: the gossiped sketch is not built from the index
 	approx    approximate
 	client    *http.Client
 	mode      string // TokenizerPod, TokenizerNone or a base URL
@@ -118,6 +123,7 @@ type Scorer struct {
 	maxBody   int
 	blockSize int
 	maxBlocks int
+	pendTTL   time.Duration
 	seed      string
 	cache     *hashCache
 	metrics   *decisionMetrics
@@ -185,6 +191,10 @@ func Factory(name string, raw json.RawMessage, h framework.Handle) (framework.Pl
 		return nil, err
 	}
 	s.log, s.now = h.Logger(), h.Now
+	s.resident, _ = framework.LookupService(h, framework.ServiceKVResidentPrefixes).(*kvevents.ResidentPrefixes)
+	if s.resident != nil {
+		s.resident.Attach()
+	}
 	s.metrics = registerMetrics(framework.LookupService(h, framework.ServiceRegisterer))
 	if len(p.KVEventsConfig) > 0 || (p.IndexerConfig != nil && len(p.IndexerConfig.Rest) > 0) {
 		s.log.Warn(
@@ -213,7 +223,7 @@ func New(name string, p Params, idx *kvevents.Index) (*Scorer, error) {
 		)
 	}
 	if p.BlockSize < 0 || p.MaxTokenizeBytes < 0 || p.CacheEntries < 0 || p.MaxPrefixBlocksToMatch < 0 ||
-		p.TokenizeTimeout.Duration < 0 {
+		p.TokenizeTimeout.Duration < 0 || p.PendingTTL.Duration < 0 {
 		return nil, errors.New("parameters must not be negative")
 	}
 	mode := cmpOrString(p.Tokenizer, TokenizerPod)
@@ -227,6 +237,7 @@ func New(name string, p Params, idx *kvevents.Index) (*Scorer, error) {
 		maxBody:   cmpOr(p.MaxTokenizeBytes, DefaultMaxTokenizeBytes),
 		blockSize: cmpOr(p.BlockSize, DefaultBlockSize),
 		maxBlocks: cmpOr(p.MaxPrefixBlocksToMatch, DefaultMaxBlocks),
+		pendTTL:   cmpOr(p.PendingTTL.Duration, DefaultPendingTTL),
 		seed:      p.HashSeed,
 		cache:     newHashCache(cmpOr(p.CacheEntries, DefaultCacheEntries)),
 		metrics:   registerMetrics(nil),
@@ -267,10 +278,11 @@ func (s *Scorer) Score(
 		return
 	}
 	s.metrics.decisions.WithLabelValues("precise", reason).Inc()
+	cs.Write(hashesKey, &routedHashes{hashes: hashes})
 	m := framework.NewPrefixMatch()
 	m.Blocks = resize(m.Blocks, len(eps))
 	m.Endpoints = eps
-	s.idx.Match(hashes, eps, m.Blocks)
+	s.idx.MatchAt(hashes, eps, m.Blocks, s.now())
 	// PrefixMatch counts blocks of framework.PrefixTokensPerBlock tokens.
 	m.Total = len(hashes) * s.blockSize / framework.PrefixTokensPerBlock
 	for i := range eps {
@@ -285,12 +297,18 @@ func (s *Scorer) Score(
 
 // PreRequest says in res how the request was scored (Result.PrefixScoring, the
 // x-switchyard-prefix-scoring header) and feeds the embedded approximate scorer, so its fallback
-// stays informed.
+// stays informed. A request scored precisely has its blocks added as pending on the chosen pod,
+// and its two hash chains recorded for the gossiped prefix sketch.
 func (s *Scorer) PreRequest(ctx context.Context, req *framework.Request, res *framework.Result) {
 	if res.State != nil {
 		if v, ok := res.State.Read(schemeKey); ok {
 			if sc, ok := v.(*scheme); ok && sc != nil {
 				res.PrefixScoring = sc.header
+			}
+		}
+		if v, ok := res.State.Read(hashesKey); ok {
+			if rh, ok := v.(*routedHashes); ok && rh != nil {
+				s.routed(req, res, rh.hashes)
 			}
 		}
 	}
@@ -303,6 +321,26 @@ func (s *Scorer) PreRequest(ctx context.Context, req *framework.Request, res *fr
 func (s *Scorer) PostResponse(ctx context.Context, req *framework.Request, info *framework.ResponseInfo) {
 	if s.approx != nil {
 		s.approx.PostResponse(ctx, req, info)
+	}
+}
+
+// hashesKey is the CycleState key under which Score leaves the block hashes it matched (a
+// *routedHashes), for PreRequest.
+const hashesKey = Type + "/hashes"
+
+type routedHashes struct{ hashes []uint64 }
+
+// routed adds the blocks of a request just routed as pending on its pod (and on the pod that
+// prefills it, when prefill is disaggregated) and records its chains for the prefix sketch.
+func (s *Scorer) routed(req *framework.Request, res *framework.Result, hashes []uint64) {
+	now := s.now()
+	for _, r := range []*framework.Result{res, res.Prefill} {
+		if r != nil && len(r.Targets) > 0 {
+			s.idx.AddPending(r.Targets[0].Meta().Address, hashes, now, s.pendTTL)
+		}
+	}
+	if s.resident != nil {
+		s.resident.Record(req.BaseModel, req.PrefixHashes, hashes, len(hashes) < s.maxBlocks)
 	}
 }
 

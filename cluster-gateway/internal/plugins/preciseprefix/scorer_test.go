@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/plugintest"
+	"github.com/switchyard-dev/switchyard/gossip/prefix"
 )
 
 // fakeApproximate stands in for prefix-cache-scorer (plugins do not import each other): it
@@ -87,6 +89,8 @@ func TestHashMatchesCanonicalCBOR(t *testing.T) {
 
 type fixture struct {
 	idx       *kvevents.Index
+	resident  *kvevents.ResidentPrefixes
+	handle    *serviceHandle
 	scorer    *Scorer
 	a, b      *plugintest.FakeEndpoint
 	tokenized atomic.Int32
@@ -113,6 +117,8 @@ func newFixture(t *testing.T, params string, status int) *fixture {
 	f.a = plugintest.Endpoint(strings.TrimPrefix(srv.URL, "http://"), "llama", 0, 0, 0, plugintest.Epoch)
 	f.b = plugintest.Endpoint("127.0.0.1:1", "llama", 0, 0, 0, plugintest.Epoch)
 	h := &serviceHandle{Handle: plugintest.NewHandle(plugintest.Endpoints(f.a, f.b)...), idx: f.idx, reg: f.reg}
+	f.resident = kvevents.NewResidentPrefixes(f.idx, h, 1024, 1024)
+	h.resident, f.handle = f.resident, h
 	p, err := Factory("precise", json.RawMessage(params), h)
 	if err != nil {
 		t.Fatal(err)
@@ -132,14 +138,20 @@ func runeTokens(s string) []int64 {
 
 type serviceHandle struct {
 	*plugintest.Handle
-	idx *kvevents.Index
-	reg prometheus.Registerer
+	idx      *kvevents.Index
+	resident *kvevents.ResidentPrefixes
+	reg      prometheus.Registerer
 }
 
 func (h *serviceHandle) Service(name string) any {
 	switch name {
 	case framework.ServiceKVEventsIndex:
 		return h.idx
+	case framework.ServiceKVResidentPrefixes:
+		if h.resident == nil {
+			return nil
+		}
+		return h.resident
 	case framework.ServiceRegisterer:
 		return h.reg
 	}
@@ -279,4 +291,104 @@ func TestPreRequestSaysScheme(t *testing.T) {
 			}
 		})
 	}
+}
+
+// route scores a request for prompt and sends it to target, as the scheduler does: Score, then
+// PreRequest with the decision. It returns the scores.
+func (f *fixture) route(t *testing.T, prompt string, target framework.Endpoint) []float64 {
+	t.Helper()
+	eps := plugintest.Endpoints(f.a, f.b)
+	cs := &framework.CycleState{}
+	req := &framework.Request{ID: "r", Model: "llama", BaseModel: "llama",
+		Body:         []byte(`{"model":"llama","prompt":"` + prompt + `"}`),
+		PrefixHashes: prefix.Hashes(nil, "llama", []byte(prompt), 0)}
+	scores := make([]float64, len(eps))
+	f.scorer.Score(context.Background(), cs, req, eps, scores)
+	if target != nil {
+		f.scorer.PreRequest(context.Background(), req, &framework.Result{Targets: []framework.Endpoint{target}, State: cs})
+	}
+	return scores
+}
+
+// TestPendingBlocks checks the blocks of a request just routed count as held by its pod until
+// the pod's events say otherwise or the TTL ends, so the next request sharing the prefix sees
+// where it will be cached.
+func TestPendingBlocks(t *testing.T) {
+	prompt := strings.Repeat("0123456789abcdef", 4) // 4 blocks of 16 tokens
+	hashes := newHasher("").chain(nil, runeTokens(prompt), 16, 100, "")
+	stored := func(f *fixture, evs ...kvevents.Event) { f.idx.Apply(f.b.Meta().Address, &kvevents.Batch{Events: evs}) }
+	tests := []struct {
+		name  string
+		after func(f *fixture)
+		want  float64 // pod b's score for the second request
+	}{
+		{"pending until the events arrive", func(*fixture) {}, 1},
+		{"ends at the TTL", func(f *fixture) { f.handle.Advance(time.Second) }, 0},
+		{"the events decide once they arrive", func(f *fixture) {
+			stored(f, kvevents.Event{Kind: kvevents.KindStored, Hashes: hashes[:2]},
+				kvevents.Event{Kind: kvevents.KindRemoved, Hashes: hashes[1:2]})
+		}, 0.25},
+		{"stored blocks stay after the TTL", func(f *fixture) {
+			stored(f, kvevents.Event{Kind: kvevents.KindStored, Hashes: hashes})
+			f.handle.Advance(time.Minute)
+		}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, `{"pendingTTL":"1s"}`, http.StatusOK)
+			for _, e := range []framework.Endpoint{f.a, f.b} { // both pods have published events
+				f.idx.Apply(e.Meta().Address, &kvevents.Batch{Events: []kvevents.Event{
+					{Kind: kvevents.KindStored, Hashes: []uint64{7}}}})
+			}
+			if got := f.route(t, prompt+"first", f.b); got[0] != 0 || got[1] != 0 {
+				t.Fatalf("first request: scores %v, want none cached", got)
+			}
+			tc.after(f)
+			if got := f.route(t, prompt+"second", nil); got[0] != 0 || got[1] != tc.want {
+				t.Errorf("second request: scores %v, want [0 %v]", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestResidentPrefixesFromRouting checks what PreRequest records reaches the gossiped sketch
+// source only while a pod serving the model holds the blocks.
+func TestResidentPrefixesFromRouting(t *testing.T) {
+	f := newFixture(t, `{}`, http.StatusOK)
+	prompt := strings.Repeat("0123456789abcdef", 16) // 256 bytes: 4 text blocks, 16 KV blocks
+	kv := newHasher("").chain(nil, runeTokens(prompt), 16, 100, "")
+	text := prefix.Hashes(nil, "llama", []byte(prompt), 0)
+	f.idx.Apply(
+		f.b.Meta().Address,
+		&kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.KindStored, Hashes: []uint64{7}}}},
+	)
+	f.route(t, prompt, f.b)
+	if got := f.resident.HotPrefixes("llama", 100); len(got) != 0 {
+		t.Fatalf("routed but not stored: %d hashes published", len(got))
+	}
+	f.idx.Apply(f.b.Meta().Address, &kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.KindStored, Hashes: kv[:8]}}})
+	got := f.resident.HotPrefixes("llama", 100)
+	// Text block i ends at 64(i+1) bytes, KV block 4(i+1)-1: blocks 0 and 1 are held.
+	if !sameSet(got, text[:2]) {
+		t.Errorf("published %x, want the first two text blocks %x", got, text[:2])
+	}
+	if got := f.resident.HotPrefixes("other-model", 100); len(got) != 0 {
+		t.Errorf("another model's sketch got %d hashes", len(got))
+	}
+}
+
+func sameSet(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[uint64]bool{}
+	for _, h := range a {
+		m[h] = true
+	}
+	for _, h := range b {
+		if !m[h] {
+			return false
+		}
+	}
+	return true
 }

@@ -26,6 +26,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PrefixSketchSource says what a gateway built a prefix sketch from.
+type PrefixSketchSource int32
+
+const (
+	// Not said: a gateway older than this field, which built it from its routing decisions.
+	PrefixSketchSource_PREFIX_SKETCH_SOURCE_UNSPECIFIED PrefixSketchSource = 0
+	// The prefix blocks of the prompts the gateway routed recently (whether or not a pod still
+	// holds them).
+	PrefixSketchSource_PREFIX_SKETCH_SOURCE_ROUTED PrefixSketchSource = 1
+	// The prefix blocks the cluster's pods hold, from their KV cache events: blocks of prompts the
+	// gateway routed, published while a pod serving the model reports holding them.
+	PrefixSketchSource_PREFIX_SKETCH_SOURCE_KV_EVENTS PrefixSketchSource = 2
+)
+
+// Enum value maps for PrefixSketchSource.
+var (
+	PrefixSketchSource_name = map[int32]string{
+		0: "PREFIX_SKETCH_SOURCE_UNSPECIFIED",
+		1: "PREFIX_SKETCH_SOURCE_ROUTED",
+		2: "PREFIX_SKETCH_SOURCE_KV_EVENTS",
+	}
+	PrefixSketchSource_value = map[string]int32{
+		"PREFIX_SKETCH_SOURCE_UNSPECIFIED": 0,
+		"PREFIX_SKETCH_SOURCE_ROUTED":      1,
+		"PREFIX_SKETCH_SOURCE_KV_EVENTS":   2,
+	}
+)
+
+func (x PrefixSketchSource) Enum() *PrefixSketchSource {
+	p := new(PrefixSketchSource)
+	*p = x
+	return p
+}
+
+func (x PrefixSketchSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PrefixSketchSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchyard_gossip_v1_gossip_proto_enumTypes[0].Descriptor()
+}
+
+func (PrefixSketchSource) Type() protoreflect.EnumType {
+	return &file_switchyard_gossip_v1_gossip_proto_enumTypes[0]
+}
+
+func (x PrefixSketchSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PrefixSketchSource.Descriptor instead.
+func (PrefixSketchSource) EnumDescriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{0}
+}
+
 // CapacitySummary is one gateway replica's view of its cluster's serving capacity. Each replica
 // publishes under its own node name with its own sequence; a reader keeps the summary with the
 // highest sequence per node.
@@ -424,7 +479,10 @@ type PrefixSketch struct {
 	// Seed mixed into each item's hash, so that filters of unrelated clusters do not collide alike.
 	Seed uint64 `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`
 	// Number of items added, for estimating the false-positive rate.
-	NumItems      uint32 `protobuf:"varint,5,opt,name=num_items,json=numItems,proto3" json:"num_items,omitempty"`
+	NumItems uint32 `protobuf:"varint,5,opt,name=num_items,json=numItems,proto3" json:"num_items,omitempty"`
+	// What the gateway built the filter from. Readers match every source alike; it says how far
+	// the filter can be trusted.
+	Source        PrefixSketchSource `protobuf:"varint,6,opt,name=source,proto3,enum=switchyard.gossip.v1.PrefixSketchSource" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -492,6 +550,13 @@ func (x *PrefixSketch) GetNumItems() uint32 {
 		return x.NumItems
 	}
 	return 0
+}
+
+func (x *PrefixSketch) GetSource() PrefixSketchSource {
+	if x != nil {
+		return x.Source
+	}
+	return PrefixSketchSource_PREFIX_SKETCH_SOURCE_UNSPECIFIED
 }
 
 // NodeState is what a node hands a peer during push/pull anti-entropy: the newest summary it holds
@@ -976,14 +1041,15 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"\rresident_pods\x18\x02 \x01(\rR\fresidentPods\x12\x1f\n" +
 	"\vqueue_depth\x18\x03 \x01(\rR\n" +
 	"queueDepth\x12\x18\n" +
-	"\arunning\x18\x04 \x01(\rR\arunning\"\x8d\x01\n" +
+	"\arunning\x18\x04 \x01(\rR\arunning\"\xcf\x01\n" +
 	"\fPrefixSketch\x12\x12\n" +
 	"\x04bits\x18\x01 \x01(\fR\x04bits\x12\x19\n" +
 	"\bnum_bits\x18\x02 \x01(\rR\anumBits\x12\x1d\n" +
 	"\n" +
 	"num_hashes\x18\x03 \x01(\rR\tnumHashes\x12\x12\n" +
 	"\x04seed\x18\x04 \x01(\x04R\x04seed\x12\x1b\n" +
-	"\tnum_items\x18\x05 \x01(\rR\bnumItems\"\x8d\x01\n" +
+	"\tnum_items\x18\x05 \x01(\rR\bnumItems\x12@\n" +
+	"\x06source\x18\x06 \x01(\x0e2(.switchyard.gossip.v1.PrefixSketchSourceR\x06source\"\x8d\x01\n" +
 	"\tNodeState\x12C\n" +
 	"\tsummaries\x18\x01 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\tsummaries\x12;\n" +
 	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xc2\x03\n" +
@@ -1017,7 +1083,11 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"figureMask\x12#\n" +
 	"\rfigure_values\x18\x04 \x03(\x04R\ffigureValues\"P\n" +
 	"\vAdapterList\x12A\n" +
-	"\badapters\x18\x01 \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badaptersB\xe7\x01\n" +
+	"\badapters\x18\x01 \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badapters*\x7f\n" +
+	"\x12PrefixSketchSource\x12$\n" +
+	" PREFIX_SKETCH_SOURCE_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bPREFIX_SKETCH_SOURCE_ROUTED\x10\x01\x12\"\n" +
+	"\x1ePREFIX_SKETCH_SOURCE_KV_EVENTS\x10\x02B\xe7\x01\n" +
 	"\x18com.switchyard.gossip.v1B\vGossipProtoP\x01ZLgithub.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1;gossipv1\xa2\x02\x03SGX\xaa\x02\x14Switchyard.Gossip.V1\xca\x02\x14Switchyard\\Gossip\\V1\xe2\x02 Switchyard\\Gossip\\V1\\GPBMetadata\xea\x02\x16Switchyard::Gossip::V1b\x06proto3"
 
 var (
@@ -1032,38 +1102,41 @@ func file_switchyard_gossip_v1_gossip_proto_rawDescGZIP() []byte {
 	return file_switchyard_gossip_v1_gossip_proto_rawDescData
 }
 
+var file_switchyard_gossip_v1_gossip_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_switchyard_gossip_v1_gossip_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_switchyard_gossip_v1_gossip_proto_goTypes = []any{
-	(*CapacitySummary)(nil), // 0: switchyard.gossip.v1.CapacitySummary
-	(*ModelCapacity)(nil),   // 1: switchyard.gossip.v1.ModelCapacity
-	(*AdapterCapacity)(nil), // 2: switchyard.gossip.v1.AdapterCapacity
-	(*PrefixSketch)(nil),    // 3: switchyard.gossip.v1.PrefixSketch
-	(*NodeState)(nil),       // 4: switchyard.gossip.v1.NodeState
-	(*SummaryDelta)(nil),    // 5: switchyard.gossip.v1.SummaryDelta
-	(*ModelDelta)(nil),      // 6: switchyard.gossip.v1.ModelDelta
-	(*AdapterDelta)(nil),    // 7: switchyard.gossip.v1.AdapterDelta
-	(*AdapterList)(nil),     // 8: switchyard.gossip.v1.AdapterList
+	(PrefixSketchSource)(0), // 0: switchyard.gossip.v1.PrefixSketchSource
+	(*CapacitySummary)(nil), // 1: switchyard.gossip.v1.CapacitySummary
+	(*ModelCapacity)(nil),   // 2: switchyard.gossip.v1.ModelCapacity
+	(*AdapterCapacity)(nil), // 3: switchyard.gossip.v1.AdapterCapacity
+	(*PrefixSketch)(nil),    // 4: switchyard.gossip.v1.PrefixSketch
+	(*NodeState)(nil),       // 5: switchyard.gossip.v1.NodeState
+	(*SummaryDelta)(nil),    // 6: switchyard.gossip.v1.SummaryDelta
+	(*ModelDelta)(nil),      // 7: switchyard.gossip.v1.ModelDelta
+	(*AdapterDelta)(nil),    // 8: switchyard.gossip.v1.AdapterDelta
+	(*AdapterList)(nil),     // 9: switchyard.gossip.v1.AdapterList
 }
 var file_switchyard_gossip_v1_gossip_proto_depIdxs = []int32{
-	1,  // 0: switchyard.gossip.v1.CapacitySummary.models:type_name -> switchyard.gossip.v1.ModelCapacity
-	3,  // 1: switchyard.gossip.v1.CapacitySummary.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
-	2,  // 2: switchyard.gossip.v1.ModelCapacity.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
-	3,  // 3: switchyard.gossip.v1.ModelCapacity.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
-	0,  // 4: switchyard.gossip.v1.NodeState.summaries:type_name -> switchyard.gossip.v1.CapacitySummary
-	0,  // 5: switchyard.gossip.v1.NodeState.bases:type_name -> switchyard.gossip.v1.CapacitySummary
-	6,  // 6: switchyard.gossip.v1.SummaryDelta.models:type_name -> switchyard.gossip.v1.ModelDelta
-	3,  // 7: switchyard.gossip.v1.SummaryDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
-	1,  // 8: switchyard.gossip.v1.ModelDelta.figures:type_name -> switchyard.gossip.v1.ModelCapacity
-	7,  // 9: switchyard.gossip.v1.ModelDelta.adapters:type_name -> switchyard.gossip.v1.AdapterDelta
-	8,  // 10: switchyard.gossip.v1.ModelDelta.adapter_list:type_name -> switchyard.gossip.v1.AdapterList
-	3,  // 11: switchyard.gossip.v1.ModelDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
-	2,  // 12: switchyard.gossip.v1.AdapterDelta.figures:type_name -> switchyard.gossip.v1.AdapterCapacity
-	2,  // 13: switchyard.gossip.v1.AdapterList.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	2,  // 0: switchyard.gossip.v1.CapacitySummary.models:type_name -> switchyard.gossip.v1.ModelCapacity
+	4,  // 1: switchyard.gossip.v1.CapacitySummary.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	3,  // 2: switchyard.gossip.v1.ModelCapacity.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
+	4,  // 3: switchyard.gossip.v1.ModelCapacity.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	0,  // 4: switchyard.gossip.v1.PrefixSketch.source:type_name -> switchyard.gossip.v1.PrefixSketchSource
+	1,  // 5: switchyard.gossip.v1.NodeState.summaries:type_name -> switchyard.gossip.v1.CapacitySummary
+	1,  // 6: switchyard.gossip.v1.NodeState.bases:type_name -> switchyard.gossip.v1.CapacitySummary
+	7,  // 7: switchyard.gossip.v1.SummaryDelta.models:type_name -> switchyard.gossip.v1.ModelDelta
+	4,  // 8: switchyard.gossip.v1.SummaryDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	2,  // 9: switchyard.gossip.v1.ModelDelta.figures:type_name -> switchyard.gossip.v1.ModelCapacity
+	8,  // 10: switchyard.gossip.v1.ModelDelta.adapters:type_name -> switchyard.gossip.v1.AdapterDelta
+	9,  // 11: switchyard.gossip.v1.ModelDelta.adapter_list:type_name -> switchyard.gossip.v1.AdapterList
+	4,  // 12: switchyard.gossip.v1.ModelDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
+	3,  // 13: switchyard.gossip.v1.AdapterDelta.figures:type_name -> switchyard.gossip.v1.AdapterCapacity
+	3,  // 14: switchyard.gossip.v1.AdapterList.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_gossip_v1_gossip_proto_init() }
@@ -1076,13 +1149,14 @@ func file_switchyard_gossip_v1_gossip_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_gossip_v1_gossip_proto_rawDesc), len(file_switchyard_gossip_v1_gossip_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_switchyard_gossip_v1_gossip_proto_goTypes,
 		DependencyIndexes: file_switchyard_gossip_v1_gossip_proto_depIdxs,
+		EnumInfos:         file_switchyard_gossip_v1_gossip_proto_enumTypes,
 		MessageInfos:      file_switchyard_gossip_v1_gossip_proto_msgTypes,
 	}.Build()
 	File_switchyard_gossip_v1_gossip_proto = out.File
