@@ -138,6 +138,32 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	}
 }
 
+// ReadOnce makes one Read from r into the body, growing the buffer first when it is full, for a
+// reader that looks at a body as it arrives and stops when it has seen enough. It returns the
+// bytes added (Bytes()[Len()-n:]) and io.EOF at the body's end; it fails like ReadFrom with a
+// *TooLargeError, a *BudgetError or r's error wrapped, keeping the bytes read.
+func (b *Buffer) ReadOnce(r io.Reader) (int, error) {
+	if b.opts.Declared > b.opts.Limit {
+		return 0, &TooLargeError{Limit: b.opts.Limit}
+	}
+	if len(b.data) == cap(b.data) {
+		if err := b.grow(int64(len(b.data)) + 1); err != nil {
+			return 0, err
+		}
+	}
+	n, err := r.Read(b.data[len(b.data):cap(b.data)])
+	b.data = b.data[:len(b.data)+n]
+	switch {
+	case int64(len(b.data)) > b.opts.Limit:
+		return n, &TooLargeError{Limit: b.opts.Limit}
+	case err == io.EOF:
+		return n, io.EOF
+	case err != nil:
+		return n, fmt.Errorf("read request body: %w", err)
+	}
+	return n, nil
+}
+
 // Release gives back the buffer (to Options.Pool, if any) and its budget; b is then empty and
 // keeps its options. Releasing an empty Buffer does nothing. Without Options.Pool the memory is
 // left to the garbage collector, so bytes of Bytes still referenced elsewhere (a request body an

@@ -250,3 +250,47 @@ func TestClearKeepsTheReservation(t *testing.T) {
 		t.Fatalf("after Release the budget holds %d bytes", budget.InUse())
 	}
 }
+
+// TestReadOnce: each call adds one read's bytes, io.EOF ends the body, and the limit and the
+// budget hold as in ReadFrom.
+func TestReadOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		size    int
+		o       body.Options
+		wantErr error
+	}{
+		{"whole", 10_000, body.Options{Limit: 10_000}, nil},
+		{"over the limit", 10_001, body.Options{Limit: 10_000}, body.ErrTooLarge},
+		{"declared over the limit", 10, body.Options{Limit: 10, Declared: 11}, body.ErrTooLarge},
+		{"budget", 10_000, body.Options{Limit: 1 << 20, Budget: body.NewBudget(8 << 10)}, body.ErrBudgetExhausted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b body.Buffer
+			b.Reset(tt.o)
+			defer b.Release()
+			r := iotest.OneByteReader(bytes.NewReader(bytes.Repeat([]byte("x"), tt.size)))
+			var err error
+			for calls := 0; err == nil; calls++ {
+				var n int
+				n, err = b.ReadOnce(r)
+				if n > 1 || (n == 1 && b.Len() != calls+1) {
+					t.Fatalf("call %d added %d bytes, length %d", calls, n, b.Len())
+				}
+			}
+			if tt.wantErr == nil {
+				if err != io.EOF || b.Len() != tt.size {
+					t.Fatalf("ended with %v after %d bytes, want io.EOF after %d", err, b.Len(), tt.size)
+				}
+				return
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if b.Reserved() > tt.o.Limit+1 {
+				t.Errorf("reserved %d bytes for a limit of %d", b.Reserved(), tt.o.Limit)
+			}
+		})
+	}
+}

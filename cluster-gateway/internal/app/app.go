@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/autoscale"
@@ -364,6 +365,7 @@ func (g *Gateway) buildFrontDoors() error {
 	pc.EndpointHeader, pc.MaxAttempts, pc.DrainTimeout, pc.Staleness =
 		g.cfg.EndpointHeader, g.cfg.MaxAttempts, g.cfg.DrainTimeout, g.cfg.Staleness
 	pc.EndpointHeaderAddress = g.cfg.EndpointHeaderAddress
+	pc.Passthrough, _ = openai.ParsePassthroughPaths(g.cfg.PassthroughPaths) // validated
 	if g.httpSrv, err = proxy.New(pc, pipe, g.store, g.log, g.reg); err != nil {
 		return err
 	}

@@ -364,6 +364,15 @@ func TestParseConfig(t *testing.T) {
 		{"bad profile", append(base, "--profile=fastest"), nil, nil, "fastest"},
 		{"bad log format", append(base, "--log-format=xml"), nil, nil, "--log-format"},
 		{"bad adapter map", append(base, "--adapter-map=a="), nil, nil, "--adapter-map"},
+		{"pass-through paths", append(base, "--passthrough-paths=/tokenize=json,/v1/audio/transcriptions=multipart"),
+			nil, func(c app.Config) bool {
+				return c.PassthroughPaths == "/tokenize=json,/v1/audio/transcriptions=multipart"
+			},
+			""},
+		{"pass-through path without a source", append(base, "--passthrough-paths=/tokenize"), nil, nil,
+			"--passthrough-paths"},
+		{"pass-through path the proxy serves", append(base, "--passthrough-paths=/v1/completions=json"), nil, nil,
+			"--passthrough-paths"},
 		{"join without bind", append(base, "--gossip-join=10.0.0.1:7946"), nil, nil, "--gossip-bind"},
 		{"bad advertise url", append(base, "--advertise-url=ftp://x"), nil, nil, "--advertise-url"},
 		{

@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/gossip"
 	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
@@ -129,6 +130,12 @@ type Config struct {
 	MemoryLimit string `flag:"memory-limit" default:"GOMEMLIMIT, else auto"`
 	// AdapterMap is "adapter=base,..." or a YAML file of adapter: base. Default empty.
 	AdapterMap string `flag:"adapter-map"`
+	// PassthroughPaths are the engine paths this pool's HTTP proxy forwards (POST) to a pod
+	// serving the request's model: PATH=json (the body's model member) or PATH=multipart (a
+	// form field, the rest of the body streamed), comma-separated; "none" for none. Default
+	// openai.DefaultPassthroughPaths (vLLM's tokenize, rerank, score, pooling, classify and
+	// audio paths).
+	PassthroughPaths string `flag:"passthrough-paths"`
 	// TenantLimitsFile is a YAML file of tenant name to limits (requests_per_second,
 	// max_concurrent, tokens_per_minute; "*" for every tenant it does not list), enforced on
 	// every request by its tenant header and re-read when it changes. Default "": no limits.
@@ -254,6 +261,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:     bbr.DefaultConfig().MaxBodyBytes,
 		EndpointHeader:   true,
 		SessionHeader:    contract.HeaderSessionID,
+		PassthroughPaths: openai.DefaultPassthroughPaths,
 		QueueLimit:       flowcontrol.DefaultConfig().MaxQueue,
 		QueueTTL:         flowcontrol.DefaultConfig().TTL,
 		MinPriority:      flowcontrol.DefaultMinPriority,
@@ -466,6 +474,9 @@ func (c Config) validateLimits() []error {
 	}
 	if _, err := bbr.ParseAdapterMap(c.AdapterMap); err != nil {
 		errs = append(errs, fmt.Errorf("--adapter-map: %w", err))
+	}
+	if _, err := openai.ParsePassthroughPaths(c.PassthroughPaths); err != nil {
+		errs = append(errs, fmt.Errorf("--passthrough-paths: %w", err))
 	}
 	return errs
 }

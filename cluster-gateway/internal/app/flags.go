@@ -93,7 +93,11 @@ var usage = map[string]string{
 	"memory-limit": "the Go runtime's soft memory limit (`runtime/debug.SetMemoryLimit`): bytes with a unit " +
 		"(`1536MiB`), `auto` for 90% of the cgroup's `/sys/fs/cgroup/memory.max` (none outside a memory-limited cgroup), " +
 		"or `none`; logged at start",
-	"adapter-map":     "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
+	"adapter-map": "LoRA adapters pods load on demand: `adapter=base,...` or a YAML file of `adapter: base`",
+	"passthrough-paths": "engine paths this pool forwards (POST) to a pod serving the request's model, scheduled on " +
+		"the model alone: `PATH=json` (the body's `model`) or `PATH=multipart` (the `model` form field; the rest of the " +
+		"body streams), comma-separated, `none` for none; any other path gets 404 (see " +
+		"[Pass-through paths](#pass-through-paths))",
 	"endpoint-header": "add `x-switchyard-endpoint` (the serving pod's name) to responses",
 	"endpoint-header-address": "debugging: show the pod's `ip:port` in `x-switchyard-endpoint` instead of its name (the " +
 		"address is internal to the cluster)",

@@ -103,6 +103,34 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	return Routed{Stream: b.Stream, IncludeUsage: b.IncludeUsage}, nil
 }
 
+// RouteModel fills req's Model, BaseModel and Adapter for a request whose model the front door
+// read itself (a pass-through path's JSON or multipart body): no prompt, so no prefix hashes and
+// no token estimate. A model nothing serves is a 404 *apierror.Error.
+func (r *Router) RouteModel(model string, req *framework.Request) error {
+	res, ok := resolve(r.src.Endpoints(), r.cfg.Adapters, model)
+	if !ok {
+		return apierror.ModelNotFound(model)
+	}
+	req.Model, req.BaseModel, req.Adapter = model, res.BaseModel, res.Adapter
+	return nil
+}
+
+// ParseModel reads the model of a pass-through path's JSON body with the inference paths'
+// reader (openai.Parse: the same model both tiers see, ambiguous keys refused), without keeping
+// its prompt. Errors are *apierror.Error values ready for the client (400 or 413).
+func (r *Router) ParseModel(body []byte) (string, error) {
+	if int64(len(body)) > r.cfg.MaxBodyBytes {
+		return "", apierror.TooLarge(r.cfg.MaxBodyBytes)
+	}
+	b := r.body()
+	defer r.release(b)
+	b.MaxPrompt = 1 // the prompt is not used: pass-through requests are not prefix-scored
+	if err := openai.Parse(body, b); err != nil {
+		return "", apierror.ParseError(err)
+	}
+	return b.Model, nil
+}
+
 // Release gives req's prefix hashes back to the router's pool and clears req.PrefixHashes.
 // Call it once per routed request, when nothing reads the hashes any more: the slice is
 // reused by the next request at once (and overwritten first in tests, see

@@ -26,6 +26,7 @@ const (
 	bodyTooLarge = "too_large"
 	bodyBudget   = "budget"
 	bodyTimeout  = "timeout"
+	bodyForm     = "malformed_form"
 )
 
 // budgetWarnEvery spaces the warnings of a spent body budget: under a flood of stalled uploads
@@ -80,6 +81,24 @@ func (p *Pipeline) RefuseBody(door string, err error) *apierror.Error {
 		return RequestTimeout(late)
 	}
 	return nil
+}
+
+// RefuseForm translates the error of a multipart body on a pass-through path (openai.ReadForm,
+// or the rest of the body read while it streamed to a model server) for the client: a
+// *openai.FormError (malformed, no model field, a second one) is a 400 naming the field, counted
+// and logged at debug level; the errors RefuseBody knows are answered as it answers them; any
+// other (the client's read failing) is a 400.
+func (p *Pipeline) RefuseForm(door string, err error) *apierror.Error {
+	var fe *openai.FormError
+	if errors.As(err, &fe) {
+		p.metrics.bodyRefused.WithLabelValues(door, bodyForm).Inc()
+		p.log.Debug("request body refused", "door", door, "reason", bodyForm, "err", err)
+		return apierror.BadRequest("invalid request body: "+fe.Reason, fe.Param)
+	}
+	if e := p.RefuseBody(door, err); e != nil {
+		return e
+	}
+	return apierror.BadRequest(err.Error(), "")
 }
 
 // SlowBody counts and logs a request body that did not arrive within its deadline. RefuseBody

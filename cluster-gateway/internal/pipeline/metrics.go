@@ -58,12 +58,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		bodyRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_gateway_request_body_refused_total",
 			Help: "Request bodies refused, by front door (http, ext_proc) and reason: too_large (over --max-body-bytes, 413), " +
-				"budget (the in-flight body budget --max-inflight-body-bytes was spent, 503) or timeout (the body did not arrive " +
-				"in time: 400 on the HTTP proxy, 408 on ext_proc).",
+				"budget (the in-flight body budget --max-inflight-body-bytes was spent, 503), timeout (the body did not arrive " +
+				"in time: 400 on the HTTP proxy, 408 on ext_proc) or malformed_form (a pass-through path's multipart body " +
+				"malformed, without a model field or with two, 400).",
 		}, []string{"door", "reason"}),
 	}
 	for _, door := range []string{DoorHTTP, DoorExtProc} {
-		for _, reason := range []string{bodyTooLarge, bodyBudget, bodyTimeout} {
+		for _, reason := range []string{bodyTooLarge, bodyBudget, bodyTimeout, bodyForm} {
 			m.bodyRefused.WithLabelValues(door, reason)
 		}
 	}

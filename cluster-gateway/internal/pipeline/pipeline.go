@@ -166,15 +166,57 @@ func (p *Pipeline) Decide(
 	}{}
 	d, req := &both.d, &both.req
 	d.Request, d.Started, req.SubsetHint, req.Body = req, p.now(), subset, body
-	req.ID = get("x-request-id")
-	if req.ID == "" {
-		req.ID = strconv.FormatUint(p.ids.Add(1), 36)
-	}
+	p.requestID(req, get)
 	routed, err := p.router.Route(body, req)
 	if err != nil {
 		return nil, p.reject(req, err)
 	}
 	d.Routed = routed
+	return p.decide(ctx, d, get)
+}
+
+// DecidePassthrough is Decide for a request on a pass-through path (openai.PassthroughPath):
+// it is scheduled on its model alone, with no prompt, so no prefix scoring and no prefix
+// learnt. model is the model the front door read (a multipart body's field), or "" to read it
+// from body, a JSON body, with the inference paths' reader.
+func (p *Pipeline) DecidePassthrough(
+	ctx context.Context,
+	body []byte,
+	model string,
+	get func(string) string,
+) (*Decision, *apierror.Error) {
+	both := &struct {
+		d   Decision
+		req framework.Request
+	}{}
+	d, req := &both.d, &both.req
+	d.Request, d.Started = req, p.now()
+	p.requestID(req, get)
+	var err error
+	if model == "" {
+		model, err = p.router.ParseModel(body)
+	}
+	if err == nil {
+		err = p.router.RouteModel(model, req)
+	}
+	if err != nil {
+		return nil, p.reject(req, err)
+	}
+	return p.decide(ctx, d, get)
+}
+
+// requestID sets req.ID from x-request-id, else a number of the pipeline's own.
+func (p *Pipeline) requestID(req *framework.Request, get func(string) string) {
+	req.ID = get("x-request-id")
+	if req.ID == "" {
+		req.ID = strconv.FormatUint(p.ids.Add(1), 36)
+	}
+}
+
+// decide classifies a routed request from its headers, admits it and runs the PreRequest hooks.
+func (p *Pipeline) decide(ctx context.Context, d *Decision, get func(string) string) (*Decision, *apierror.Error) {
+	req := d.Request
+	var err error
 	if req.Priority, req.Tenant, err = p.classify.Classify(get); err == nil {
 		req.HandBackAfter, err = flowcontrol.HandBackAfter(get)
 	}

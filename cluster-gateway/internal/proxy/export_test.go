@@ -41,5 +41,5 @@ func (s *Server) servePlainBody(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.pipe.Done(d)
-	s.forward(w, r, data, d)
+	s.forward(w, r, &payload{data: data}, d)
 }

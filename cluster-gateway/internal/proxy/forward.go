@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,8 +43,21 @@ func putCopyBuf(b *[]byte) {
 	}
 }
 
-// serveInference handles POST /v1/completions, /v1/chat/completions and /v1/embeddings.
+// serveInference handles POST /v1/completions, /v1/chat/completions, /v1/embeddings and
+// /v1/responses.
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
+	s.serveBody(w, r, func(r *http.Request, body []byte) (*pipeline.Decision, *apierror.Error) {
+		return s.pipe.Decide(r.Context(), body, headerGetter(r.Header), nil)
+	})
+}
+
+// serveBody reads a request's body whole, has decide route it (with the request as traced) and
+// forwards it.
+func (s *Server) serveBody(
+	w http.ResponseWriter,
+	r *http.Request,
+	decide func(r *http.Request, body []byte) (*pipeline.Decision, *apierror.Error),
+) {
 	if t := s.pipe.Tracer(); t.Enabled() {
 		var span trace.Span
 		r, span = s.startRequest(t, r)
@@ -66,13 +78,13 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	}
 	defer buf.Release() // the body's budget is held until the last attempt ended
 	body := buf.Bytes()
-	d, apiErr := s.pipe.Decide(r.Context(), body, headerGetter(r.Header), nil)
+	d, apiErr := decide(r, body)
 	if apiErr != nil {
 		s.errorAnswer(w, r, apiErr)
 		return
 	}
 	defer s.pipe.Done(d) // forward returns after the last attempt ended
-	s.forward(w, r, body, d)
+	s.forward(w, r, &payload{data: body}, d)
 }
 
 // readBody reads the request body within BodyReadTimeout into a buffer that grows as the bytes
@@ -106,7 +118,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body.Buffer,
 
 // forward tries the decision's targets in order, then asks the scheduler again, until one
 // answers with something other than a connect failure, 503 or 429, or MaxAttempts is reached.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d *pipeline.Decision) {
+// A body that streams (payload.once) gets one attempt.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body *payload, d *pipeline.Decision) {
 	tried := make(map[string]bool, s.cfg.MaxAttempts)
 	res := d.Result
 	for attempt := 1; ; attempt++ {
@@ -123,7 +136,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, d 
 			}
 		}
 		tried[ep.Address] = true
-		reason, done := s.try(w, r, body, d, res, ep, attempt >= s.cfg.MaxAttempts)
+		reason, done := s.try(w, r, body, d, res, ep, attempt >= s.cfg.MaxAttempts || body.once())
 		if done {
 			return
 		}
@@ -152,29 +165,36 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 func (s *Server) try(
 	w http.ResponseWriter,
 	r *http.Request,
-	body []byte,
+	body *payload,
 	d *pipeline.Decision,
 	res *framework.Result,
 	ep *datastore.Endpoint,
 	last bool,
 ) (string, bool) {
 	ctx := r.Context()
-	out, err := http.NewRequestWithContext(
-		ctx,
-		http.MethodPost,
-		"http://"+ep.Address+r.URL.RequestURI(),
-		bytes.NewReader(body),
-	)
+	rd, n, ok := body.open()
+	if !ok {
+		s.errorAnswer(w, r, apierror.Unavailable("the request body was streamed to a model server that did not "+
+			"answer, and cannot be sent again", 1))
+		return "", true
+	}
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ep.Address+r.URL.RequestURI(), rd)
 	if err != nil {
 		s.errorAnswer(w, r, apierror.BadRequest(err.Error(), ""))
 		return "", true
 	}
 	out.Header = upstreamHeader(r.Header, d, res)
-	out.ContentLength = int64(len(body))
+	out.ContentLength = n
 	a := s.pipe.Begin(ctx, d, ep)
 	s.pipe.Inject(a, propagation.HeaderCarrier(out.Header))
 	resp, err := s.transport.RoundTrip(out)
 	if err != nil {
+		if berr := body.err(); berr != nil {
+			// The client's body went bad on its way: not the model server's fault.
+			s.pipe.End(ctx, a, 0, nil, true)
+			s.errorAnswer(w, r, s.pipe.RefuseForm(pipeline.DoorHTTP, berr))
+			return "", true
+		}
 		if ctx.Err() != nil {
 			s.pipe.End(ctx, a, 0, nil, true)
 			return "", true

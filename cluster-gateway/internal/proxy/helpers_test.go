@@ -180,6 +180,8 @@ type envOptions struct {
 	budget *body.Budget
 	// tracer records the pipeline's and the proxy's spans; nil: tracing off.
 	tracer *telemetry.Tracer
+	// maxBody is the body limit; 0: 64 KiB.
+	maxBody int64
 }
 
 // newEnvWith is newEnv with o.
@@ -205,6 +207,9 @@ func newEnvWith(t testing.TB, o envOptions, upstreams ...string) *env {
 	e.sched = &orderScheduler{store: e.store, order: upstreams, watch: e.watch}
 	bcfg := bbr.DefaultConfig()
 	bcfg.MaxBodyBytes = 1 << 16
+	if o.maxBody > 0 {
+		bcfg.MaxBodyBytes = o.maxBody
+	}
 	router, err := bbr.NewRouter(bcfg, e.store)
 	if err != nil {
 		t.Fatal(err)

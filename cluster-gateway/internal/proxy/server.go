@@ -51,6 +51,10 @@ type Config struct {
 	// is lifted once the body is in, so the streamed answer is not bounded. Default 60 s;
 	// 0 means no bound.
 	BodyReadTimeout time.Duration
+	// Passthrough are the engine paths forwarded, POST only, to a pod serving the model the
+	// request names, read from a JSON body or a multipart form field (see
+	// openai.PassthroughPath); any other path is a 404. Default openai.DefaultPassthroughPaths.
+	Passthrough []openai.PassthroughPath
 }
 
 // Connection limits of the proxy's listener (the same as the router's front door).
@@ -84,7 +88,17 @@ func DefaultConfig() Config {
 		DialTimeout:    2 * time.Second,
 
 		BodyReadTimeout: time.Minute,
+		Passthrough:     mustPassthrough(openai.DefaultPassthroughPaths),
 	}
+}
+
+// mustPassthrough parses a pass-through list known to be valid.
+func mustPassthrough(s string) []openai.PassthroughPath {
+	p, err := openai.ParsePassthroughPaths(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // Validate checks the configuration.
@@ -98,6 +112,10 @@ func (c Config) Validate() error {
 		return errors.New("proxy: DrainTimeout, Staleness and DialTimeout must be positive")
 	case c.BodyReadTimeout < 0:
 		return fmt.Errorf("proxy: BodyReadTimeout must not be negative, got %s", c.BodyReadTimeout)
+	}
+	// The list's own checks (paths the front door serves itself, repeats, characters).
+	if _, err := openai.ParsePassthroughPaths(openai.FormatPassthroughPaths(c.Passthrough)); err != nil {
+		return fmt.Errorf("proxy: Passthrough: %w", err)
 	}
 	return nil
 }
@@ -171,12 +189,20 @@ func NewTransport(dialTimeout time.Duration) *http.Transport {
 }
 
 // Handler returns the front door's routes: the inference routes (completions, chat
-// completions, embeddings, responses), the model list and health. Any other request gets an
-// OpenAI-style 404 (405 for a served path and another method).
+// completions, embeddings, responses), the pass-through paths of Config.Passthrough, the model
+// list and health. Any other request gets an OpenAI-style 404 (405 for a served path and
+// another method).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range openai.InferencePaths {
 		mux.HandleFunc("POST "+p, withTiming(s.serveInference))
+	}
+	for _, p := range s.cfg.Passthrough {
+		h := s.servePassthrough
+		if p.Model == openai.ModelForm {
+			h = s.serveForm
+		}
+		mux.HandleFunc("POST "+p.Path, withTiming(h))
 	}
 	mux.HandleFunc("GET "+openai.PathModels, s.serveModels)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -212,6 +213,7 @@ func (r *Router) buildData(context.Context) error {
 	dc.Options.Spillover = r.cfg.RoutingMode == RoutingSpillover
 	dc.PolicyUnavailable = r.cfg.PolicyUnavailable
 	dc.SessionHeader = r.cfg.SessionHeader
+	dc.Passthrough, _ = openai.ParsePassthroughPaths(r.cfg.PassthroughPaths) // validated
 	dc.Tracer = r.tracing.Tracer()
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
+	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
@@ -149,6 +150,10 @@ type Config struct {
 	// (over the body's metadata.session_id or user); "" reads the body only. Default
 	// "x-session-id".
 	SessionHeader string `flag:"session-header"`
+	// PassthroughPaths are the engine paths forwarded (POST) to a cluster serving the request's
+	// model: PATH=json or PATH=multipart, comma-separated, "none" for none (see
+	// openai.ParsePassthroughPaths). Default openai.DefaultPassthroughPaths, the gateways' default.
+	PassthroughPaths string `flag:"passthrough-paths"`
 	// SimulatedRTT adds latency to requests forwarded to a region (local stack). Default none.
 	SimulatedRTT map[string]time.Duration `flag:"simulated-rtt"`
 	// LogFormat is "text" or "json". Default "text".
@@ -204,6 +209,7 @@ func DefaultConfig() Config {
 		RoutingMode:        RoutingGlobal,
 		PolicyUnavailable:  frontdoor.PolicyUnavailableRefuse,
 		SessionHeader:      contract.HeaderSessionID,
+		PassthroughPaths:   openai.DefaultPassthroughPaths,
 		LogFormat:          "text",
 		LogLevel:           "info",
 		TraceSampleRatio:   tracing.DefaultConfig().SampleRatio,
@@ -323,6 +329,9 @@ func (c *Config) validateValues() []error {
 		c.SessionHeader)
 	add(contract.IsReserved(c.SessionHeader), "--session-header: %q: x-switchyard-* and x-gateway-* names are reserved",
 		c.SessionHeader)
+	if _, err := openai.ParsePassthroughPaths(c.PassthroughPaths); err != nil {
+		errs = append(errs, fmt.Errorf("--passthrough-paths: %w", err))
+	}
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
 	if err := c.tracingConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))

@@ -107,6 +107,10 @@ var usage = map[string]string{
 		"(at most 256 bytes; longer is refused with 400): a session stays on the cluster that served it " +
 		"last while that one has room; without it the body's `metadata.session_id`, else `user`; " +
 		"`\"\"` reads the body only",
+	"passthrough-paths": "engine paths forwarded (POST) to a cluster serving the request's model, routed on the " +
+		"model alone: `PATH=json` (the body's `model`) or `PATH=multipart` (the `model` form field; the rest of the " +
+		"body streams), comma-separated, `none` for none; any other path gets 404 (see " +
+		"[Pass-through paths](#pass-through-paths))",
 }
 
 // command is the router's flags, bound to Config: each is read from the command line, then its

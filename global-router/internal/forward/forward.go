@@ -202,6 +202,10 @@ var ErrExhausted = errors.New("forward: every candidate refused the request")
 // whole answer.
 var ErrTruncated = errors.New("forward: the answer broke after it had started")
 
+// errResent is the error of an attempt whose body could not be sent again: it streamed from the
+// client to an earlier attempt.
+var errResent = errors.New("the request body streamed to an earlier attempt and cannot be sent again")
+
 // errHandedBack wraps a refusal that answered the attempt's hand-back offer (see handedBack).
 var errHandedBack = errors.New("handed back")
 
@@ -216,6 +220,26 @@ func handedBack(t Target, status int) bool {
 // the router knows now; tried are the URLs it has been refused at. It may return nil (nowhere
 // else to go).
 type Retarget func(tried []string) []Target
+
+// Body is a request body the forwarder sends, attempt by attempt. Implementations need not be
+// safe for concurrent use: one attempt runs at a time.
+type Body interface {
+	// Open returns a reader of the whole body for one attempt and its length (-1 when unknown);
+	// ok is false when the body cannot be sent again (an earlier attempt read part of it).
+	Open() (r io.Reader, n int64, ok bool)
+	// Once reports whether the body can be sent once only (it streams from the client): a
+	// refusal (503, 502, overflow 429) is then passed on to the client, not retried elsewhere.
+	Once() bool
+}
+
+// Bytes is a Body held in memory whole: sent again on every attempt.
+type Bytes []byte
+
+// Open implements Body.
+func (b Bytes) Open() (io.Reader, int64, bool) { return bytes.NewReader(b), int64(len(b)), true }
+
+// Once implements Body: a body in memory can be resent.
+func (Bytes) Once() bool { return false }
 
 // Forward sends r (whose body has been read into body) to targets in order and streams the first
 // accepted answer to w. It returns nil once an answer was written (whatever its status), an
@@ -232,6 +256,19 @@ func (f *Forwarder) Forward(
 	w http.ResponseWriter,
 	r *http.Request,
 	body []byte,
+	targets []Target,
+	again Retarget,
+) error {
+	return f.ForwardBody(w, r, Bytes(body), targets, again)
+}
+
+// ForwardBody is Forward for a body that may stream from the client (see Body): with Once, the
+// first answer is passed on whatever its status, and a failed attempt is retried only while the
+// body can be opened again.
+func (f *Forwarder) ForwardBody(
+	w http.ResponseWriter,
+	r *http.Request,
+	body Body,
 	targets []Target,
 	again Retarget,
 ) error {
@@ -255,8 +292,8 @@ func (f *Forwarder) Forward(
 		if err != nil {
 			endAttempt(span, err)
 			last = err
-			if r.Context().Err() != nil {
-				break // the client went away: nothing to retry for
+			if r.Context().Err() != nil || errors.Is(err, errResent) {
+				break // the client went away, or the body cannot be sent again: nothing to retry for
 			}
 			if errors.Is(err, errHandedBack) {
 				skip = t.Cluster
@@ -280,7 +317,7 @@ func (f *Forwarder) Forward(
 // start is when the attempt began.
 func (f *Forwarder) attempt(
 	r *http.Request,
-	body []byte,
+	body Body,
 	t Target,
 	start time.Time,
 	span trace.Span,
@@ -293,12 +330,12 @@ func (f *Forwarder) attempt(
 			return nil, err
 		}
 	}
-	out, err := http.NewRequestWithContext(
-		ctx,
-		r.Method,
-		strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(),
-		bytes.NewReader(body),
-	)
+	rd, n, ok := body.Open()
+	if !ok {
+		f.observe(Outcome{Target: t, Err: errResent, Abandoned: true})
+		return nil, errResent
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimSuffix(t.URL, "/")+r.URL.RequestURI(), rd)
 	if err != nil { // a target URL that cannot be used: the cluster's entry is broken
 		f.observe(Outcome{Target: t, Err: err, Retried: true})
 		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
@@ -308,7 +345,7 @@ func (f *Forwarder) attempt(
 		out.Header.Set(contract.HeaderHandBack, contract.FormatHandBack(t.HandBack))
 	}
 	f.inject(span, out.Header)
-	out.ContentLength = int64(len(body))
+	out.ContentLength = n
 	resp, err := f.client.Do(out)
 	o := Outcome{Target: t, Err: err, TTFB: time.Since(start)}
 	if err != nil {
@@ -319,7 +356,7 @@ func (f *Forwarder) attempt(
 	o.Status = resp.StatusCode
 	o.RTT = networkTime(o.TTFB, resp.Header)
 	traceStatus(span, resp.StatusCode)
-	if refused(resp) && ctx.Err() == nil {
+	if refused(resp) && ctx.Err() == nil && !body.Once() {
 		o.Retried = true
 		f.observe(o)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -99,6 +99,10 @@ type Config struct {
 	Tenants Tenants
 	// Limiter enforces the tenants' limits; nil: none enforced.
 	Limiter *limiter.Limiter
+	// Passthrough are the engine paths forwarded (POST) to a cluster serving the model the
+	// request names, read from a JSON body or a multipart form field (see
+	// openai.PassthroughPath); any other path is a 404. Default openai.DefaultPassthroughPaths.
+	Passthrough []openai.PassthroughPath
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -119,7 +123,17 @@ func DefaultConfig() Config {
 		PolicyUnavailable: PolicyUnavailableRefuse,
 		SessionHeader:     contract.HeaderSessionID,
 		Sessions:          routing.DefaultSessionConfig(),
+		Passthrough:       defaultPassthrough(),
 	}
+}
+
+// defaultPassthrough is openai.DefaultPassthroughPaths parsed.
+func defaultPassthrough() []openai.PassthroughPath {
+	p, err := openai.ParsePassthroughPaths(openai.DefaultPassthroughPaths)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // Server is the front door's handler. It is safe for concurrent use.
@@ -157,12 +171,20 @@ func New(cfg Config, table Table, policies Policies, fwd Forwarder, log *slog.Lo
 }
 
 // Handler returns the HTTP handler for the OpenAI endpoints: the inference routes
-// (completions, chat completions, embeddings, responses) and the model list. Any other request
-// gets an OpenAI-style 404 (405 for a served path and another method).
+// (completions, chat completions, embeddings, responses), the pass-through paths of
+// Config.Passthrough and the model list. Any other request gets an OpenAI-style 404 (405 for a
+// served path and another method).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range openai.InferencePaths {
 		mux.HandleFunc("POST "+p, s.serveInference)
+	}
+	for _, p := range s.cfg.Passthrough {
+		h := s.servePassthrough
+		if p.Model == openai.ModelForm {
+			h = s.serveForm
+		}
+		mux.HandleFunc("POST "+p.Path, h)
 	}
 	mux.HandleFunc("GET "+openai.PathModels, s.serveModels)
 	return openai.NoRoute(mux, s.noRoute)
@@ -262,7 +284,15 @@ func ttftSLO(h http.Header) time.Duration {
 	return d
 }
 
-func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
+// serveInference handles the inference paths: routed by the body's model and prompt.
+func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) { s.serveJSON(w, r, false) }
+
+// servePassthrough handles a pass-through path whose model is in a JSON body: read as the
+// inference paths' bodies are, routed on the model alone (no prompt, so no prefix sketch).
+func (s *Server) servePassthrough(w http.ResponseWriter, r *http.Request) { s.serveJSON(w, r, true) }
+
+// serveJSON reads a JSON body whole and routes it; passthrough drops its prompt.
+func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, passthrough bool) {
 	start := time.Now()
 	var span trace.Span
 	if s.cfg.Tracer.Enabled() {
@@ -290,6 +320,9 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 	defer buf.Release() // the body's budget is held until the answer has been forwarded
 	body := buf.Bytes()
 	parsed, perr := parseRequest(body)
+	if passthrough {
+		parsed.Prompt = nil
+	}
 	var sess session
 	if perr == nil {
 		sess, perr = s.sessionOf(r, parsed.SessionID)
@@ -302,8 +335,24 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	s.serveParsed(w, r, start, span, tenant, body, nil, &parsed, sess)
+}
+
+// serveParsed routes a request whose body was read: data held whole, or form streaming (data
+// nil). It charges the tenant, forwards, meters and counts the answer.
+func (s *Server) serveParsed(
+	w http.ResponseWriter,
+	r *http.Request,
+	start time.Time,
+	span trace.Span,
+	tenant string,
+	data []byte,
+	form *formBody,
+	parsed *openai.Body,
+	sess session,
+) {
 	model := parsed.Model
-	lease, perr := s.admitTenant(tenant, &parsed)
+	lease, perr := s.admitTenant(tenant, parsed)
 	if perr != nil {
 		perr.Write(w)
 		s.metrics.request("", outcomeOverLimit)
@@ -312,14 +361,23 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	var fb forward.Body = forward.Bytes(data)
+	if form != nil {
+		fb = form
+	}
 	var outcome string
 	var known bool
 	if lease == nil {
-		outcome, known = s.route(w, r, body, model, parsed.Prompt, sess)
+		outcome, known = s.route(w, r, fb, model, parsed.Prompt, sess)
 	} else {
-		fwdBody, strip, release := s.askUsage(r.URL.Path, body, &parsed, lease)
+		strip, release := false, func() {}
+		if form == nil {
+			var fwdBody []byte
+			fwdBody, strip, release = s.askUsage(r.URL.Path, data, parsed, lease)
+			fb = forward.Bytes(fwdBody)
+		}
 		meter := newUsageMeter(w, s.cfg.Bodies, strip)
-		outcome, known = s.route(meter, r, fwdBody, model, parsed.Prompt, sess)
+		outcome, known = s.route(meter, r, fb, model, parsed.Prompt, sess)
 		meter.finish()
 		release()
 		used, reported := meter.tokens()
@@ -374,7 +432,7 @@ const outcomeTruncated = "truncated"
 func (s *Server) route(
 	w http.ResponseWriter,
 	r *http.Request,
-	body []byte,
+	body forward.Body,
 	model string,
 	prompt []byte,
 	sess session,
@@ -416,7 +474,7 @@ func (s *Server) route(
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.logDecision(r.Context(), model, req.PromptTokens, view, d)
 			}
-			ferr := s.fwd.Forward(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
+			ferr := s.forward(w, r, body, s.targets(view, d, req.PromptTokens), s.retarget(model, hashes, req))
 			if ferr == nil {
 				s.observeOverflow(w.Header(), d)
 				return string(d.Route), known
@@ -424,6 +482,9 @@ func (s *Server) route(
 			if errors.Is(ferr, forward.ErrTruncated) {
 				s.log.Warn("gateway answer cut short; aborting it", "model", model, "err", ferr)
 				return outcomeTruncated, known
+			}
+			if out, done := s.formFailed(w, body); done {
+				return out, known
 			}
 			s.log.Debug("forward refused everywhere", "model", model, "err", ferr)
 		}

@@ -191,6 +191,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/embeddings", echoTraceparent(s.handleEmbeddings))
 	mux.HandleFunc("POST /v1/responses", echoTraceparent(s.handleResponses))
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	s.registerEnginePaths(mux)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
