@@ -23,8 +23,9 @@ var assets embed.FS
 // assetTypes are the assets served under /map/assets/ and their content types; nothing else
 // is.
 var assetTypes = map[string]string{
-	"app.js":    "text/javascript; charset=utf-8",
-	"style.css": "text/css; charset=utf-8",
+	"app.js":      "text/javascript; charset=utf-8",
+	"style.css":   "text/css; charset=utf-8",
+	"favicon.svg": "image/svg+xml",
 }
 
 // Templates of the two pages: the map and the login form.

@@ -64,7 +64,7 @@
     tile.appendChild(bar(c.total_kv_tokens > 0 ? c.free_kv_tokens / c.total_kv_tokens : 0));
     var dl = el("dl", "figs");
     fig(dl, "free KV", "free-kv", tokens(c.free_kv_tokens) + " / " + tokens(c.total_kv_tokens) +
-      " (" + pct(c.free_kv_tokens, c.total_kv_tokens) + "%)");
+      " · " + pct(c.free_kv_tokens, c.total_kv_tokens) + "%");
     fig(dl, "queue", "queue", num(c.queue_depth));
     fig(dl, "running", "running", num(c.running));
     fig(dl, "ready pods", "ready-pods", num(c.ready_pods));
@@ -148,7 +148,11 @@
   }
 
   function render(snap) {
-    var regions = snap.regions || [];
+    // This router's region first, then the others by name.
+    var regions = (snap.regions || []).slice().sort(function (a, b) {
+      if (a.local !== b.local) return a.local ? -1 : 1;
+      return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+    });
     regionsEl.replaceChildren();
     if (!regions.length) regionsEl.appendChild(el("p", "note", "No cluster known yet."));
     regions.forEach(function (r) { regionsEl.appendChild(renderRegion(r)); });
