@@ -3,6 +3,8 @@
 #   make run       the local stack (simulated GPU servers; see README)
 #   make test      the generated-code check and the unit and integration tests with the race
 #                  detector (fuzz targets on their seed corpus); ends with the time per package
+#   make chromium  Debian's chromium for the browser tests (tests/browser), installed when missing
+#   make screenshots  the browser tests, rewriting the screenshots under docs/img/
 #   make test-e2e  the end-to-end suites left out of `make test` (many processes, long scenarios)
 #   make fuzz      every fuzz target for FUZZTIME (default 30s) each
 #   make bench     Go benchmarks and the routing-quality benchmarks
@@ -60,7 +62,7 @@ TEST_BINARIES := ./cluster-gateway/cmd/cluster-gateway ./global-router/cmd/globa
 TEST_P        ?= 4
 GO_TEST_RACE   = SWITCHYARD_BIN_DIR=$(TEST_BIN) $(GO) test -race -json -p=$(TEST_P) -timeout=$(TEST_TIMEOUT) $(TEST_FLAGS)
 
-.PHONY: all build run pgo-profile bench-scale bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
+.PHONY: all build run chromium screenshots pgo-profile bench-scale bench-routing bench-traces test test-packages test-e2e test-binaries test-short bench generate generate-graph check-generate lint tidy tools fmt fuzz clean
 
 all: test
 
@@ -81,13 +83,29 @@ run: build
 test: $(BIN)/testtime
 	@$(MAKE) --no-print-directory -j2 check-generate test-packages
 
-test-packages: test-binaries
+test-packages: test-binaries chromium
 	SWITCHYARD_E2E=0 $(GO_TEST_RACE) $(TEST_PKGS) | $(BIN)/testtime
 
 ## test-e2e: the end-to-end suites (real binaries, fault injection, routing benchmarks' smoke runs)
 test-e2e: test-binaries $(BIN)/testtime
 	cd global-router && $(GO) build -race -o $(TEST_BIN)/etcd go.etcd.io/etcd/server/v3
 	$(GO_TEST_RACE) $(E2E_PKGS) | $(BIN)/testtime
+
+## chromium: a Chromium for the browser tests (tests/browser drives the router's capacity map in
+## it), Debian's package installed with apt-get when none is on PATH or in SWITCHYARD_CHROMIUM;
+## without apt-get the browser tests skip, saying so
+CHROMIUM_BINS := chromium chromium-browser google-chrome google-chrome-stable
+chromium:
+	@if [ -n "$${SWITCHYARD_CHROMIUM:-}" ]; then exit 0; fi; \
+	for b in $(CHROMIUM_BINS); do if command -v $$b >/dev/null; then exit 0; fi; done; \
+	if command -v apt-get >/dev/null; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; \
+	else echo "chromium: none found and no apt-get; the browser tests will skip (set SWITCHYARD_CHROMIUM)"; fi
+
+## screenshots: the browser tests, writing their screenshots to docs/img/ (commit them)
+screenshots: chromium
+	SWITCHYARD_UPDATE_SCREENSHOTS=1 $(GO) test -count=1 -run='^TestCapacityMapInBrowser$$' ./tests/browser/
 
 ## test-binaries: what the tests start, race-enabled, into .bin/race/
 test-binaries:

@@ -92,6 +92,13 @@ func (a *authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 	}
 }
 
+// ValidToken reports whether token is one of the accepted admin tokens now, compared as every
+// call's bearer token is (constant time, over SHA-256 digests). The capacity map's login and its
+// sessions use it, so a token removed from the file ends the sessions opened with it.
+func (s *Server) ValidToken(token string) bool {
+	return (&authInterceptor{tokens: &s.tokens}).valid(token)
+}
+
 // check compares the presented token with every accepted one in constant time (over SHA-256
 // digests, so the comparison reveals neither the token's length nor which token matched).
 func (a *authInterceptor) check(h http.Header) error {
@@ -99,15 +106,20 @@ func (a *authInterceptor) check(h http.Header) error {
 	if !ok {
 		return unauthenticated("missing bearer token (Authorization: Bearer <token>)")
 	}
-	digest := sha256.Sum256([]byte(presented))
+	if !a.valid(presented) {
+		return unauthenticated("invalid bearer token")
+	}
+	return nil
+}
+
+// valid compares token with every accepted one in constant time, over SHA-256 digests.
+func (a *authInterceptor) valid(token string) bool {
+	digest := sha256.Sum256([]byte(token))
 	match := 0
 	for _, d := range a.tokens.Load().digests {
 		match |= subtle.ConstantTimeCompare(digest[:], d[:])
 	}
-	if match != 1 {
-		return unauthenticated("invalid bearer token")
-	}
-	return nil
+	return match == 1
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header value.

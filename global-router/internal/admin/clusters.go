@@ -254,3 +254,9 @@ func pause(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// ClusterTable returns what ListClusters answers with no model filter: every cluster the router
+// has heard of, ordered by region then name. The capacity map shows it.
+func (s *Server) ClusterTable() []*adminv1.Cluster {
+	return s.clusters("", s.deps.Config.Snapshot())
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-dev/switchyard/contract/poll"
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
@@ -66,6 +67,10 @@ func TestListClusters(t *testing.T) {
 		m[0].GetSaturation() != 0.25 ||
 		!slices.Equal(m[0].GetAdapters(), []string{"sql-lora"}) {
 		t.Errorf("c1 models = %v", m)
+	}
+
+	if got := e.Admin.ClusterTable(); !sameClusters(got, cs) {
+		t.Errorf("ClusterTable() = %v, want what ListClusters answers: %v", got, cs)
 	}
 
 	e.Table.Sent("c1")
@@ -188,4 +193,19 @@ func TestListMembers(t *testing.T) {
 	if router.GetRole() != "router" || router.GetCluster() != "" || router.GetRegion() != "us-east-1" {
 		t.Errorf("router member = %v", router)
 	}
+}
+
+// sameClusters reports whether two cluster lists are equal but for the signals' ages.
+func sameClusters(a, b []*adminv1.Cluster) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := proto.CloneOf(a[i]), proto.CloneOf(b[i])
+		x.SignalAgeMs, y.SignalAgeMs = 0, 0
+		if !proto.Equal(x, y) {
+			return false
+		}
+	}
+	return true
 }

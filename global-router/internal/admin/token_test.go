@@ -56,6 +56,9 @@ func TestSetTokensRotates(t *testing.T) {
 				}
 				checkUnary(t, client(c.token), want)
 				checkStream(t, client(c.token), want)
+				if got := e.Admin.ValidToken(c.token); got != c.accept {
+					t.Errorf("ValidToken(%q) = %v, want %v", c.token, got, c.accept)
+				}
 			}
 		})
 	}

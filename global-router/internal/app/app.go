@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +22,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/openai"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
+	"github.com/switchyard-dev/switchyard/global-router/internal/capmap"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/configstore"
 	"github.com/switchyard-dev/switchyard/global-router/internal/embedetcd"
@@ -53,6 +56,10 @@ type Router struct {
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
 	admin  *admin.Server
+	// capmap is the capacity map (nil with --capacity-map=false); outcomes records the front
+	// door's outcomes for it.
+	capmap   *capmap.Server
+	outcomes *capmap.Recorder
 	// listenTLS and adminTLS serve the OpenAI port and the admin API over TLS; nil: plain
 	// HTTP/1.1 and h2c.
 	listenTLS, adminTLS *tls.Config
@@ -84,6 +91,7 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 		r.buildData,
 		r.buildToken,
 		r.buildAdmin,
+		r.buildCapacityMap,
 		r.buildTLS,
 		r.buildDNS,
 	}
@@ -222,6 +230,10 @@ func (r *Router) buildData(context.Context) error {
 	lc.Window = r.cfg.TenantTokenWindow
 	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
 	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
+	if r.cfg.CapacityMap {
+		r.outcomes = capmap.NewRecorder(capmap.DefaultDecisions)
+		dc.Outcomes = r.outcomes
+	}
 	r.front = frontdoor.New(
 		dc,
 		r.table,
@@ -257,6 +269,35 @@ func (r *Router) buildAdmin(context.Context) error {
 	}
 	r.admin = srv
 	return nil
+}
+
+// buildCapacityMap builds the capacity map served on the admin port (--capacity-map).
+func (r *Router) buildCapacityMap(context.Context) error {
+	if !r.cfg.CapacityMap {
+		return nil
+	}
+	mc := capmap.DefaultConfig()
+	mc.Region, mc.MaxStreams = r.cfg.Region, r.cfg.CapacityMapMaxStreams
+	m, err := capmap.New(mc, capmap.Deps{Clusters: r.admin, Regions: r.table, Tokens: r.admin, Outcomes: r.outcomes},
+		r.log.With("component", "capmap"), r.reg)
+	if err != nil {
+		return fmt.Errorf("capacity map: %w", err)
+	}
+	r.capmap = m
+	return nil
+}
+
+// adminHandler is the admin API and, with --capacity-map, the capacity map under /map/.
+func (r *Router) adminHandler() http.Handler {
+	if r.capmap == nil {
+		return r.admin.Handler()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", r.admin.Handler())
+	m := r.capmap.Handler()
+	mux.Handle(capmap.Prefix, m)
+	mux.Handle(strings.TrimSuffix(capmap.Prefix, "/"), m)
+	return mux
 }
 
 // buildTLS loads the TLS configurations of the OpenAI and admin ports (the metrics port stays
@@ -301,7 +342,10 @@ func (r *Router) run(ctx context.Context) error {
 	}
 	g.Go(func() error { return serveTLS(ctx, r.cfg.Listen, r.mainHandler(), r.listenTLS, r.log) })
 	g.Go(func() error { return serve(ctx, r.cfg.MetricsListen, r.metricsHandler(), r.log) })
-	g.Go(func() error { return serveTLS(ctx, r.cfg.AdminListen, r.admin.Handler(), r.adminTLS, r.log) })
+	if r.capmap != nil {
+		g.Go(func() error { return r.capmap.Run(ctx) })
+	}
+	g.Go(func() error { return serveTLS(ctx, r.cfg.AdminListen, r.adminHandler(), r.adminTLS, r.log) })
 	r.log.Info("global router started", "region", r.cfg.Region, "listen", r.cfg.Listen, "listen_tls", r.listenTLS != nil,
 		"admin", r.cfg.AdminListen, "admin_tls", r.adminTLS != nil, "metrics", r.cfg.MetricsListen,
 		"max_body_bytes", r.cfg.MaxBodyBytes, "max_inflight_body_bytes", r.bodies.Limit())

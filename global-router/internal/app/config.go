@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/contract/openai"
+	"github.com/switchyard-dev/switchyard/global-router/internal/capmap"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
@@ -95,6 +96,12 @@ type Config struct {
 	AdminTLSCertFile     string `flag:"admin-tls-cert-file"`
 	AdminTLSKeyFile      string `flag:"admin-tls-key-file"`
 	AdminTLSClientCAFile string `flag:"admin-tls-client-ca-file"`
+	// CapacityMap serves the capacity map, a live web page of the regions, clusters, flows and
+	// routing decisions, under /map/ on the admin port (login with the admin token). Default true.
+	CapacityMap bool `flag:"capacity-map"`
+	// CapacityMapMaxStreams bounds the capacity map's live event streams open at once (one per
+	// open map tab). Default 16.
+	CapacityMapMaxStreams int `flag:"capacity-map-max-streams"`
 	// GatewayCAFile verifies the certificates of https:// gateway URLs (forwarding across regions
 	// through a TLS listener in front of the gateways); empty: the system roots.
 	// GatewayCertFile and GatewayKeyFile, both or neither, are the client certificate the router
@@ -193,26 +200,28 @@ func RoutingModes() []string { return []string{RoutingGlobal, RoutingLocalOnly, 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{
-		Listen:             ":8080",
-		AdminListen:        ":9090",
-		MetricsListen:      ":9100",
-		DataDir:            "switchyard-data",
-		EmbeddedEtcdListen: "127.0.0.1:0",
-		GossipBind:         ":7946",
-		GossipProfile:      "wan",
-		MaxClockSkew:       30 * time.Second,
-		MaxBodyBytes:       32 << 20,
-		QueueWait:          2 * time.Second,
-		TenantTokenWindow:  time.Minute,
-		MaxAttempts:        3,
-		MaxEjectionPercent: clustertable.DefaultEjectionConfig().MaxEjectionPercent,
-		RoutingMode:        RoutingGlobal,
-		PolicyUnavailable:  frontdoor.PolicyUnavailableRefuse,
-		SessionHeader:      contract.HeaderSessionID,
-		PassthroughPaths:   openai.DefaultPassthroughPaths,
-		LogFormat:          "text",
-		LogLevel:           "info",
-		TraceSampleRatio:   tracing.DefaultConfig().SampleRatio,
+		Listen:                ":8080",
+		AdminListen:           ":9090",
+		CapacityMap:           true,
+		CapacityMapMaxStreams: capmap.DefaultConfig().MaxStreams,
+		MetricsListen:         ":9100",
+		DataDir:               "switchyard-data",
+		EmbeddedEtcdListen:    "127.0.0.1:0",
+		GossipBind:            ":7946",
+		GossipProfile:         "wan",
+		MaxClockSkew:          30 * time.Second,
+		MaxBodyBytes:          32 << 20,
+		QueueWait:             2 * time.Second,
+		TenantTokenWindow:     time.Minute,
+		MaxAttempts:           3,
+		MaxEjectionPercent:    clustertable.DefaultEjectionConfig().MaxEjectionPercent,
+		RoutingMode:           RoutingGlobal,
+		PolicyUnavailable:     frontdoor.PolicyUnavailableRefuse,
+		SessionHeader:         contract.HeaderSessionID,
+		PassthroughPaths:      openai.DefaultPassthroughPaths,
+		LogFormat:             "text",
+		LogLevel:              "info",
+		TraceSampleRatio:      tracing.DefaultConfig().SampleRatio,
 	}
 }
 
@@ -242,6 +251,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateTLS()...)
+	if c.CapacityMapMaxStreams < 1 {
+		errs = append(errs, fmt.Errorf("--capacity-map-max-streams=%d must be at least 1", c.CapacityMapMaxStreams))
+	}
 	if c.DNSListen != "" {
 		if _, _, err := net.SplitHostPort(c.DNSListen); err != nil {
 			errs = append(errs, fmt.Errorf("--dns-listen: %w", err))

@@ -62,6 +62,10 @@ var usage = map[string]string{
 	"admin-tls-key-file": "PEM key of `--admin-tls-cert-file`",
 	"admin-tls-client-ca-file": "PEM CAs whose client certificates the admin API requires (mutual TLS, besides the " +
 		"bearer token)",
+	"capacity-map": "serve the capacity map, a live web page of regions, clusters, flows and routing decisions, " +
+		"under `/map/` on the admin port (log in with the admin token; see operators.md)",
+	"capacity-map-max-streams": "live event streams the capacity map keeps open at once (one per open map tab); " +
+		"one more gets 503",
 	"gateway-ca-file": "PEM CAs that verify `https://` gateway URLs when forwarding across regions (empty: " +
 		"the system roots)",
 	"gateway-cert-file": "PEM client certificate presented to `https://` gateways, with " +

@@ -112,3 +112,30 @@ func (t *Table) regionCapacity(snap []gossip.Summary) map[string]*regionCapacity
 	}
 	return out
 }
+
+// RegionCapacity is one region's capacity as the region capacity metrics export it: summed over
+// its available clusters (fresh summary, not drained), each cluster counted once from its
+// freshest replica.
+type RegionCapacity struct {
+	// Region is the region's name, or promlabel.Other for the regions past the metrics' bound
+	// and names that cannot be a label value.
+	Region string
+	// Available and Unavailable count the region's clusters by state.
+	Available, Unavailable int
+	// ReadyPods, QueueDepth, FreeKVTokens and TotalKVTokens sum the available clusters' figures.
+	ReadyPods, QueueDepth       uint64
+	FreeKVTokens, TotalKVTokens uint64
+}
+
+// RegionCapacity returns every region's capacity, ordered by name: the figures of the
+// switchyard_router_region_* metrics, computed from the gossip snapshot now.
+func (t *Table) RegionCapacity() []RegionCapacity {
+	regions := t.regionCapacity(t.src.Snapshot())
+	out := make([]RegionCapacity, 0, len(regions))
+	for _, name := range slices.Sorted(maps.Keys(regions)) {
+		r := regions[name]
+		out = append(out, RegionCapacity{Region: name, Available: r.available, Unavailable: r.unavailable,
+			ReadyPods: r.readyPods, QueueDepth: r.queue, FreeKVTokens: r.freeKV, TotalKVTokens: r.totalKV})
+	}
+	return out
+}

@@ -95,3 +95,31 @@ func TestRegionCapacityBounded(t *testing.T) {
 		t.Fatalf("%d cluster-state series (err %v), want %d", out, err, 2*65)
 	}
 }
+
+// RegionCapacity returns the figures the region capacity metrics export, ordered by region.
+func TestRegionCapacity(t *testing.T) {
+	now := time.Unix(1000, 0)
+	src := source{
+		summary("c1", "us-east-1", "gw-a", "http://a", now.Add(-2*time.Second), false, model("llama", 4)),
+		summary("c1", "us-east-1", "gw-b", "http://b", now.Add(-time.Second), false, model("llama", 4)),
+		summary("c2", "us-east-1", "gw-c", "http://c", now, false, model("llama", 2), model("qwen", 1)),
+		summary("c3", "us-east-1", "gw-d", "http://d", now, true, model("llama", 8)),
+		summary("c4", "eu-west-1", "gw-e", "http://e", now, false, model("llama", 3)),
+		summary("c5", "eu-west-1", "gw-f", "http://f", now, false, model("llama", 3)),
+	}
+	got := clustertable.New(clustertable.Config{Region: "us-east-1"}, src, drains{"c5": true}).RegionCapacity()
+	want := []clustertable.RegionCapacity{
+		{Region: "eu-west-1", Available: 1, Unavailable: 1, ReadyPods: 3, QueueDepth: 2, FreeKVTokens: 300000,
+			TotalKVTokens: got[0].TotalKVTokens},
+		{Region: "us-east-1", Available: 2, Unavailable: 1, ReadyPods: 7, QueueDepth: 6, FreeKVTokens: 900000,
+			TotalKVTokens: got[1].TotalKVTokens},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d regions %+v, want %+v", len(got), got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] || got[i].TotalKVTokens < got[i].FreeKVTokens {
+			t.Errorf("region %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

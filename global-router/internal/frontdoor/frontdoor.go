@@ -103,6 +103,30 @@ type Config struct {
 	// request names, read from a JSON body or a multipart form field (see
 	// openai.PassthroughPath); any other path is a 404. Default openai.DefaultPassthroughPaths.
 	Passthrough []openai.PassthroughPath
+	// Outcomes receives what became of every routed request (the capacity map's decision list
+	// and flows); nil: none recorded.
+	Outcomes OutcomeRecorder
+}
+
+// Outcome is what became of one routed request.
+type Outcome struct {
+	// Time is when the outcome was known.
+	Time time.Time
+	// Model is the requested model when a fresh cluster lists it, else "".
+	Model string
+	// Cluster and Region name the cluster that answered, "" when none did.
+	Cluster, Region string
+	// Outcome is the request's outcome label: local, overflow, retry, or why it was not
+	// answered (not_found, not_allowed, policy_unavailable, no_room, cancelled, truncated).
+	Outcome string
+	// LeftBecause says why an overflow left the router's region ("" otherwise).
+	LeftBecause contract.Reason
+}
+
+// OutcomeRecorder receives the outcome of every routed request (past parsing and tenant
+// limits), on the request's goroutine, so it must be quick and safe for concurrent use.
+type OutcomeRecorder interface {
+	RecordOutcome(Outcome)
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -448,6 +472,10 @@ func (s *Server) route(
 		w = &sessionWriter{ResponseWriter: w, s: s, sess: sess}
 	}
 	req.TTFTSLO = ttftSLO(r.Header)
+	var left contract.Reason
+	if s.cfg.Outcomes != nil {
+		defer func() { s.recordOutcome(w.Header(), model, outcome, known, left) }()
+	}
 	for {
 		_, span := s.cfg.Tracer.Start(r.Context(), SpanRoute, trace.SpanKindInternal)
 		view, d, err := s.decide(model, hashes, req, true)
@@ -471,6 +499,7 @@ func (s *Server) route(
 			if d.LeftBecause != "" {
 				s.metrics.left.WithLabelValues(d.LeftBecause.String()).Inc()
 			}
+			left = d.LeftBecause
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.logDecision(r.Context(), model, req.PromptTokens, view, d)
 			}
@@ -496,6 +525,25 @@ func (s *Server) route(
 			return "no_room", known
 		}
 	}
+}
+
+// recordOutcome hands a routed request's outcome to Config.Outcomes: the cluster that answered
+// (from the answer's headers), and the model only when a fresh cluster lists it.
+func (s *Server) recordOutcome(h http.Header, model, outcome string, known bool, left contract.Reason) {
+	o := Outcome{Time: time.Now(), Outcome: outcome}
+	if known {
+		o.Model = model
+	}
+	if answered(outcome) {
+		o.Cluster, o.Region = h.Get(contract.HeaderCluster), h.Get(contract.HeaderRegion)
+		if route := h.Get(contract.HeaderRoute); outcome != outcomeTruncated && outcome != "cancelled" && route != "" {
+			o.Outcome = route
+		}
+	}
+	if o.Outcome == string(routing.RouteOverflow) {
+		o.LeftBecause = left
+	}
+	s.cfg.Outcomes.RecordOutcome(o)
 }
 
 // refuse answers a request for model that has no policy in force (err wraps
