@@ -202,6 +202,49 @@ func TestEnforcerReload(t *testing.T) {
 	}
 }
 
+// TestEnforcerReloadReleasesTenants: a reload releases the counters of every tenant the file no
+// longer lists and of every tenant whose limits changed (which then starts afresh); the others
+// keep theirs.
+func TestEnforcerReloadReleasesTenants(t *testing.T) {
+	e, _, path := newEnforcer(t, "kept: {tokens_per_minute: 1000}\ngone: {tokens_per_minute: 1000}\n"+
+		"changed: {tokens_per_minute: 1000}\n", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, name := range []string{"kept", "gone", "changed"} {
+		l, ref := e.Admit(name, 1000)
+		if ref != nil {
+			t.Fatal(ref)
+		}
+		l.Finish(1000)
+	}
+	if n := e.Tenants(); n != 3 {
+		t.Fatalf("%d tenants held, want 3", n)
+	}
+	if err := os.WriteFile(path, []byte("kept: {tokens_per_minute: 1000}\nchanged: {tokens_per_minute: 1500}\n"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return e.Tenants() == 1 })
+	if used, _ := e.Used("kept"); used != 1000 {
+		t.Fatalf("kept tenant charged %d, want its 1000", used)
+	}
+	if l, ref := e.Admit("changed", 1500); ref != nil {
+		t.Fatalf("a tenant with new limits did not start afresh: %+v", ref)
+	} else {
+		l.Refund()
+	}
+	if _, ref := e.Admit("kept", 1); ref == nil {
+		t.Fatal("the kept tenant's counters were released")
+	}
+}
+
 // reloadErrors is the value of the reload error counter.
 func reloadErrors(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
@@ -26,7 +27,6 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip"
 	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
@@ -51,6 +51,7 @@ type Router struct {
 	table  *clustertable.Table
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
+	limits *ratelimit.Limiter
 	admin  *admin.Server
 	// listenTLS and adminTLS serve the OpenAI port and the admin API over TLS; nil: plain
 	// HTTP/1.1 and h2c.
@@ -216,10 +217,14 @@ func (r *Router) buildData(context.Context) error {
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
-	lc := limiter.DefaultConfig()
+	lc := ratelimit.DefaultConfig()
 	lc.Window = r.cfg.TenantTokenWindow
 	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
-	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
+	r.limits = ratelimit.New(lc)
+	if err := registerLimiter(r.reg, r.limits); err != nil {
+		return err
+	}
+	dc.Tenants, dc.Limiter = tenantView{r.store}, r.limits
 	r.front = frontdoor.New(
 		dc,
 		r.table,
@@ -290,6 +295,9 @@ func (r *Router) run(ctx context.Context) error {
 		}.Run(
 			ctx,
 		)
+	})
+	g.Go(func() error {
+		return tenantSync{store: r.store, limits: r.limits, log: r.log.With("component", "tenants")}.Run(ctx)
 	})
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })

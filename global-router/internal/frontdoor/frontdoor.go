@@ -27,10 +27,10 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
@@ -98,7 +98,7 @@ type Config struct {
 	// no tenants, nothing limited.
 	Tenants Tenants
 	// Limiter enforces the tenants' limits; nil: none enforced.
-	Limiter *limiter.Limiter
+	Limiter *ratelimit.Limiter
 }
 
 // What a request gets while the routing policies are not loaded (Config.PolicyUnavailable).
@@ -328,7 +328,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 			s.log.Debug("part of an answer passed on unmetered: without a usage read, the tenant stays charged its reservation",
 				"tenant", tenant, "reason", meter.unmetered)
 		}
-		lease.Finish(used, reported, !answered(outcome))
+		finishLease(lease, used, reported, answered(outcome))
 	}
 	if span != nil {
 		endRequest(span, model, outcome)

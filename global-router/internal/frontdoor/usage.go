@@ -8,8 +8,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
-
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 )
 
 // askUsage returns the body to forward for a request charged to a token limit. A streamed
@@ -23,7 +22,7 @@ func (s *Server) askUsage(
 	path string,
 	data []byte,
 	b *openai.Body,
-	lease *limiter.Lease,
+	lease *ratelimit.Lease,
 ) (out []byte, strip bool, release func()) {
 	none := func() {}
 	if !lease.Metered() || !b.NeedsUsage() || (path != openai.PathChatCompletions && path != openai.PathCompletions) {

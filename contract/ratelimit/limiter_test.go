@@ -1,4 +1,4 @@
-package limiter_test
+package ratelimit_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 )
 
 // clock is a settable clock.
@@ -22,14 +22,14 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newLimiter(share float64) (*limiter.Limiter, *clock) {
+func newLimiter(share float64) (*ratelimit.Limiter, *clock) {
 	c := &clock{now: time.Unix(1_000_000_040, 0)} // 20 s into a minute
-	cfg := limiter.DefaultConfig()
+	cfg := ratelimit.DefaultConfig()
 	cfg.Now = c.Now
 	if share > 0 {
 		cfg.Share = func() float64 { return share }
 	}
-	return limiter.New(cfg), c
+	return ratelimit.New(cfg), c
 }
 
 // step is one action on a limiter: advance the clock, then admit (reserve) or finish the n-th
@@ -49,70 +49,70 @@ type step struct {
 func TestLimiter(t *testing.T) {
 	tests := []struct {
 		name  string
-		lim   limiter.Limits
+		lim   ratelimit.Limits
 		share float64
 		steps []step
 	}{
-		{"no limits", limiter.Limits{}, 0, []step{{admit: 1 << 40}, {admit: 1 << 40}}},
-		{"concurrency", limiter.Limits{MaxConcurrent: 2}, 0, []step{
-			{admit: 0}, {admit: 0}, {admit: 0, wantLimit: limiter.LimitConcurrency, wantRetry: time.Second},
+		{"no limits", ratelimit.Limits{}, 0, []step{{admit: 1 << 40}, {admit: 1 << 40}}},
+		{"concurrency", ratelimit.Limits{MaxConcurrent: 2}, 0, []step{
+			{admit: 0}, {admit: 0}, {admit: 0, wantLimit: ratelimit.LimitConcurrency, wantRetry: time.Second},
 			{admit: -1, finish: 0}, {admit: 0}, // a finished request gives its slot back
 		}},
-		{"concurrency released with unknown usage", limiter.Limits{MaxConcurrent: 1, TokensPerMinute: 1000}, 0, []step{
-			{admit: 10}, {admit: 10, wantLimit: limiter.LimitConcurrency},
+		{"concurrency released with unknown usage", ratelimit.Limits{MaxConcurrent: 1, TokensPerMinute: 1000}, 0, []step{
+			{admit: 10}, {admit: 10, wantLimit: ratelimit.LimitConcurrency},
 			{admit: -1, finish: 0, known: false}, {admit: 10},
 		}},
-		{"requests per second", limiter.Limits{RequestsPerSecond: 2}, 0, []step{
-			{admit: 0}, {admit: 0}, {admit: 0, wantLimit: limiter.LimitRequests, wantRetry: 500 * time.Millisecond},
-			{advance: 500 * time.Millisecond, admit: 0}, {admit: 0, wantLimit: limiter.LimitRequests},
+		{"requests per second", ratelimit.Limits{RequestsPerSecond: 2}, 0, []step{
+			{admit: 0}, {admit: 0}, {admit: 0, wantLimit: ratelimit.LimitRequests, wantRetry: 500 * time.Millisecond},
+			{advance: 500 * time.Millisecond, admit: 0}, {admit: 0, wantLimit: ratelimit.LimitRequests},
 		}},
-		{"fractional rate", limiter.Limits{RequestsPerSecond: 0.5}, 0, []step{
-			{admit: 0}, {admit: 0, wantLimit: limiter.LimitRequests, wantRetry: 2 * time.Second},
+		{"fractional rate", ratelimit.Limits{RequestsPerSecond: 0.5}, 0, []step{
+			{admit: 0}, {admit: 0, wantLimit: ratelimit.LimitRequests, wantRetry: 2 * time.Second},
 			{advance: 2 * time.Second, admit: 0},
 		}},
-		{"tokens reserved up front", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
-			{admit: 600}, {admit: 600, wantLimit: limiter.LimitTokens}, {admit: 400},
+		{"tokens reserved up front", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
+			{admit: 600}, {admit: 600, wantLimit: ratelimit.LimitTokens}, {admit: 400},
 		}},
-		{"reconciled down frees the budget", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
-			{admit: 900}, {admit: 200, wantLimit: limiter.LimitTokens},
+		{"reconciled down frees the budget", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
+			{admit: 900}, {admit: 200, wantLimit: ratelimit.LimitTokens},
 			{admit: -1, finish: 0, used: 100, known: true}, {admit: 800},
 		}},
-		{"reconciled up charges the excess", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
-			{admit: 100}, {admit: -1, finish: 0, used: 950, known: true}, {admit: 100, wantLimit: limiter.LimitTokens},
+		{"reconciled up charges the excess", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
+			{admit: 100}, {admit: -1, finish: 0, used: 950, known: true}, {admit: 100, wantLimit: ratelimit.LimitTokens},
 		}},
-		{"refund of an unanswered request", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
+		{"refund of an unanswered request", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
 			{admit: 1000}, {admit: -1, finish: 0, refund: true}, {admit: 1000},
 		}},
-		{"unknown usage keeps the reservation", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
-			{admit: 1000}, {admit: -1, finish: 0}, {admit: 1, wantLimit: limiter.LimitTokens},
+		{"unknown usage keeps the reservation", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
+			{admit: 1000}, {admit: -1, finish: 0}, {admit: 1, wantLimit: ratelimit.LimitTokens},
 		}},
-		{"sliding window ages the previous minute", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
+		{"sliding window ages the previous minute", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
 			// 1000 charged at 0:20; at 1:20 the window is one third through: 2/3 of it counts.
-			{admit: 1000}, {advance: time.Minute, admit: 400, wantLimit: limiter.LimitTokens, wantRetry: 4 * time.Second},
+			{admit: 1000}, {advance: time.Minute, admit: 400, wantLimit: ratelimit.LimitTokens, wantRetry: 4 * time.Second},
 			{admit: 300},
 			{advance: 2 * time.Minute, admit: 1000}, // two windows later nothing counts
 		}},
-		{"oversized request admitted into an idle window", limiter.Limits{TokensPerMinute: 1000}, 0, []step{
-			{admit: 5000}, {admit: 1, wantLimit: limiter.LimitTokens},
+		{"oversized request admitted into an idle window", ratelimit.Limits{TokensPerMinute: 1000}, 0, []step{
+			{admit: 5000}, {admit: 1, wantLimit: ratelimit.LimitTokens},
 		}},
-		{"token refusal gives back the request", limiter.Limits{TokensPerMinute: 100, RequestsPerSecond: 1}, 0, []step{
-			{admit: 100, wantLimit: "", advance: 0}, {advance: time.Second, admit: 50, wantLimit: limiter.LimitTokens},
+		{"token refusal gives back the request", ratelimit.Limits{TokensPerMinute: 100, RequestsPerSecond: 1}, 0, []step{
+			{admit: 100, wantLimit: "", advance: 0}, {advance: time.Second, admit: 50, wantLimit: ratelimit.LimitTokens},
 			{admit: -1, finish: 0, used: 0, known: true}, {admit: 50},
 		}},
-		{"a third share", limiter.Limits{TokensPerMinute: 3000, MaxConcurrent: 3, RequestsPerSecond: 3}, 1.0 / 3, []step{
-			{admit: 1000}, {admit: 1, wantLimit: limiter.LimitConcurrency},
-			{admit: -1, finish: 0, used: 1000, known: true}, {advance: time.Second, admit: 1, wantLimit: limiter.LimitTokens},
+		{"a third share", ratelimit.Limits{TokensPerMinute: 3000, MaxConcurrent: 3, RequestsPerSecond: 3}, 1.0 / 3, []step{
+			{admit: 1000}, {admit: 1, wantLimit: ratelimit.LimitConcurrency},
+			{admit: -1, finish: 0, used: 1000, known: true}, {advance: time.Second, admit: 1, wantLimit: ratelimit.LimitTokens},
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			l, c := newLimiter(tc.share)
-			var leases []*limiter.Lease
+			var leases []*ratelimit.Lease
 			for i, s := range tc.steps {
 				c.Add(s.advance)
 				if s.admit < 0 {
-					leases[s.finish].Finish(s.used, s.known, s.refund)
-					leases[s.finish].Finish(s.used, s.known, s.refund) // a second Finish does nothing
+					finish(leases[s.finish], s)
+					finish(leases[s.finish], s) // a second Finish does nothing
 					continue
 				}
 				lease, ref := l.Admit("acme", tc.lim, s.admit)
@@ -135,10 +135,22 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
+// finish ends lease as step s says: refunded, with its usage, or with its usage unknown.
+func finish(lease *ratelimit.Lease, s step) {
+	switch {
+	case s.refund:
+		lease.Refund()
+	case s.known:
+		lease.Finish(s.used)
+	default:
+		lease.Finish(ratelimit.UsageUnknown)
+	}
+}
+
 // TestTenantsAreIndependent: one tenant's use does not spend another's budget.
 func TestTenantsAreIndependent(t *testing.T) {
 	l, _ := newLimiter(0)
-	lim := limiter.Limits{MaxConcurrent: 1}
+	lim := ratelimit.Limits{MaxConcurrent: 1}
 	if _, ref := l.Admit("a", lim, 0); ref != nil {
 		t.Fatal(ref)
 	}
@@ -150,7 +162,7 @@ func TestTenantsAreIndependent(t *testing.T) {
 // TestConcurrentAdmissions: under concurrent use the concurrency limit holds exactly.
 func TestConcurrentAdmissions(t *testing.T) {
 	l, _ := newLimiter(0)
-	lim := limiter.Limits{MaxConcurrent: 5}
+	lim := ratelimit.Limits{MaxConcurrent: 5}
 	var mu sync.Mutex
 	inFlight, peak := 0, 0
 	var wg sync.WaitGroup
@@ -168,7 +180,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 				mu.Lock()
 				inFlight--
 				mu.Unlock()
-				lease.Finish(0, false, false)
+				lease.Finish(ratelimit.UsageUnknown)
 			}
 		})
 	}
@@ -179,8 +191,8 @@ func TestConcurrentAdmissions(t *testing.T) {
 }
 
 func BenchmarkAdmitFinish(b *testing.B) {
-	l := limiter.New(limiter.DefaultConfig())
-	lim := limiter.Limits{TokensPerMinute: 1 << 50, RequestsPerSecond: 1e6, MaxConcurrent: 1 << 20}
+	l := ratelimit.New(ratelimit.DefaultConfig())
+	lim := ratelimit.Limits{TokensPerMinute: 1 << 50, RequestsPerSecond: 1e6, MaxConcurrent: 1 << 20}
 	names := make([]string, 64)
 	for i := range names {
 		names[i] = fmt.Sprintf("tenant-%d", i)
@@ -191,7 +203,7 @@ func BenchmarkAdmitFinish(b *testing.B) {
 		for pb.Next() {
 			lease, ref := l.Admit(names[i%len(names)], lim, 500)
 			if ref == nil {
-				lease.Finish(400, true, false)
+				lease.Finish(400)
 			}
 			i++
 		}
