@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 )
 
 func TestMeterSSE(t *testing.T) {
@@ -253,7 +254,7 @@ func FuzzMeter(f *testing.F) {
 
 // TestMeterChargesTheBodyBudget: what the meter buffers of a JSON body is reserved from the
 // in-flight body budget and given back by Finish; a body the budget cannot hold, or one over
-// maxMeteredLine, is passed on unmetered instead of held.
+// usagemeter.MaxBuffered, is passed on unmetered instead of held.
 func TestMeterChargesTheBodyBudget(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	usage := `],"usage":{"prompt_tokens":4,"completion_tokens":2}}`
@@ -267,14 +268,14 @@ func TestMeterChargesTheBodyBudget(t *testing.T) {
 		unmetered string
 	}{
 		{"fits", 1 << 20, 1 << 20, []string{pad(100 << 10), usage}, 4, ""},
-		{"budget spent", 1 << 20, 64 << 10, []string{pad(100 << 10), usage}, -1, unmeteredBudget},
+		{"budget spent", 1 << 20, 64 << 10, []string{pad(100 << 10), usage}, -1, usagemeter.ReasonBudget},
 		{
 			"too large",
 			4 << 20,
 			4 << 20,
-			[]string{pad(maxMeteredLine - 100), strings.Repeat(" ", 200), usage},
+			[]string{pad(usagemeter.MaxBuffered - 100), strings.Repeat(" ", 200), usage},
 			-1,
-			unmeteredTooLarge,
+			usagemeter.ReasonTooLarge,
 		},
 	}
 	for _, tt := range tests {
@@ -308,7 +309,7 @@ func TestMeterChargesTheBodyBudget(t *testing.T) {
 	}
 }
 
-// TestMeterSkipsAnOverlongSSELine: an SSE line over maxMeteredLine is skipped whole (never
+// TestMeterSkipsAnOverlongSSELine: an SSE line over usagemeter.MaxBuffered is skipped whole (never
 // spliced from its first and last parts), and the lines after it are metered.
 func TestMeterSkipsAnOverlongSSELine(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -317,7 +318,7 @@ func TestMeterSkipsAnOverlongSSELine(t *testing.T) {
 	m.UseBudget(budget)
 	m.Reset(t0, true)
 	chunks := []string{
-		`data: {"choices":[],"x":"` + strings.Repeat("a", maxMeteredLine),
+		`data: {"choices":[],"x":"` + strings.Repeat("a", usagemeter.MaxBuffered),
 		strings.Repeat("a", 100),
 		// The tail alone would read as a usage chunk if it were joined to the line's start.
 		`","usage":{"prompt_tokens":999,"completion_tokens":999}}` + "\n\n",
@@ -328,8 +329,8 @@ func TestMeterSkipsAnOverlongSSELine(t *testing.T) {
 		m.Write([]byte(c), t0)
 	}
 	got := m.Finish()
-	if got.PromptTokens != 12 || got.OutputTokens != 3 || got.Unmetered != unmeteredTooLarge {
-		t.Fatalf("got %+v, want the last usage (12, 3) and unmetered %q", got, unmeteredTooLarge)
+	if got.PromptTokens != 12 || got.OutputTokens != 3 || got.Unmetered != usagemeter.ReasonTooLarge {
+		t.Fatalf("got %+v, want the last usage (12, 3) and unmetered %q", got, usagemeter.ReasonTooLarge)
 	}
 	if budget.InUse() != 0 {
 		t.Fatalf("after Finish the budget holds %d bytes", budget.InUse())

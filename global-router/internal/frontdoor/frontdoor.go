@@ -323,10 +323,10 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
 		meter.finish()
 		release()
 		used, reported := meter.tokens()
-		if meter.unmetered != "" {
-			s.metrics.unmeteredAnswer(meter.unmetered)
+		if reason := meter.unmetered(); reason != "" {
+			s.metrics.unmeteredAnswer(reason)
 			s.log.Debug("part of an answer passed on unmetered: without a usage read, the tenant stays charged its reservation",
-				"tenant", tenant, "reason", meter.unmetered)
+				"tenant", tenant, "reason", reason)
 		}
 		finishLease(lease, used, reported, answered(outcome))
 	}
