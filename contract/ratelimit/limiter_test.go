@@ -3,27 +3,22 @@ package ratelimit_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 )
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// clock is a settable clock, in unix nanoseconds.
+type clock struct{ ns atomic.Int64 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
 func newLimiter(share float64) (*ratelimit.Limiter, *clock) {
-	c := &clock{now: time.Unix(1_000_000_040, 0)} // 20 s into a minute
+	c := &clock{}
+	c.ns.Store(time.Unix(1_000_000_040, 0).UnixNano()) // 20 s into a minute
 	cfg := ratelimit.DefaultConfig()
 	cfg.Now = c.Now
 	if share > 0 {

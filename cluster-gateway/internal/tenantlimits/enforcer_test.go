@@ -154,15 +154,7 @@ switchyard_gateway_tenant_refused_total{limit="tokens_per_minute",tenant="tok"} 
 func TestEnforcerReload(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e, _, path := newEnforcer(t, "acme: {max_concurrent: 1}\n", reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	run(t, e)
 
 	held, _ := e.Admit("acme", 0)
 	if _, ref := e.Admit("acme", 0); ref == nil {
@@ -208,15 +200,7 @@ func TestEnforcerReload(t *testing.T) {
 func TestEnforcerReloadReleasesTenants(t *testing.T) {
 	e, _, path := newEnforcer(t, "kept: {tokens_per_minute: 1000}\ngone: {tokens_per_minute: 1000}\n"+
 		"changed: {tokens_per_minute: 1000}\n", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	run(t, e)
 	for _, name := range []string{"kept", "gone", "changed"} {
 		l, ref := e.Admit(name, 1000)
 		if ref != nil {
@@ -243,6 +227,20 @@ func TestEnforcerReloadReleasesTenants(t *testing.T) {
 	if _, ref := e.Admit("kept", 1); ref == nil {
 		t.Fatal("the kept tenant's counters were released")
 	}
+}
+
+// run runs e until the test ends.
+func run(t *testing.T, e *tenantlimits.Enforcer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // reloadErrors is the value of the reload error counter.
