@@ -2,23 +2,11 @@ package pipeline
 
 import (
 	"bytes"
-	"errors"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
-)
-
-// maxMeteredLine bounds what a Meter buffers of one SSE line or of a JSON response body.
-const maxMeteredLine = 1 << 20
-
-// Why a Meter gave up buffering (Measurement.Unmetered, the reason label of
-// switchyard_gateway_response_unmetered_total).
-const (
-	// unmeteredTooLarge: a JSON body or one SSE line longer than maxMeteredLine.
-	unmeteredTooLarge = "too_large"
-	// unmeteredBudget: the in-flight body budget could not hold the buffer's growth.
-	unmeteredBudget = "budget"
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 )
 
 // Meter watches a model server's response body as it passes through and measures time to first
@@ -33,23 +21,19 @@ const (
 // response.completed (or response.incomplete, response.failed), nested in its response. For JSON
 // bodies the first body byte stands for the first token.
 //
-// What a Meter buffers (a JSON body, or an SSE line that spans chunks) is reserved from the
-// budget of UseBudget, the in-flight body budget, as it grows, and given back by Finish: a body
-// or line longer than maxMeteredLine, or one the budget cannot hold, is passed on unmetered
-// (its usage unknown, Measurement.Unmetered says why) rather than held. A Meter is used by one
-// goroutine at a time.
+// What a Meter buffers (a JSON body, or an SSE line that spans chunks: usagemeter.Buffer) is
+// reserved from the budget of UseBudget, the in-flight body budget, as it grows, and given back
+// by Finish: a body or line longer than usagemeter.MaxBuffered, or one the budget cannot hold,
+// is passed on unmetered (its usage unknown, Measurement.Unmetered says why) rather than held. A
+// Meter is used by one goroutine at a time.
 type Meter struct {
 	start, first, last time.Time
 	sse                bool
 	events             int
 	budget             *body.Budget
-	carry              body.Buffer
-	// skip drops the rest of the JSON body, or of the SSE line, that did not fit; unmetered
-	// is why (the first reason).
-	skip      bool
-	unmetered string
-	usage     openai.Usage
-	hasUsage  bool
+	buf                usagemeter.Buffer
+	usage              openai.Usage
+	hasUsage           bool
 	// kind is what the SSE event being read is, by its event: line; named says it had a
 	// Responses API name.
 	kind  eventKind
@@ -104,8 +88,8 @@ type Measurement struct {
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens (input_tokens_details'), or -1
 	// when not reported.
 	CachedTokens int
-	// Unmetered is why part of the body was not metered (unmeteredTooLarge, unmeteredBudget),
-	// "" when all of it was.
+	// Unmetered is why part of the body was not metered (usagemeter.ReasonTooLarge,
+	// usagemeter.ReasonBudget), "" when all of it was.
 	Unmetered string
 }
 
@@ -115,29 +99,9 @@ func (m *Meter) UseBudget(budget *body.Budget) { m.budget = budget }
 // Reset prepares m for a response to a request sent at start; sse selects SSE parsing
 // (Content-Type text/event-stream) over JSON. It gives back what m buffered.
 func (m *Meter) Reset(start time.Time, sse bool) {
-	m.carry.Release()
+	m.buf.Release()
 	*m = Meter{start: start, sse: sse, budget: m.budget}
-	m.carry.Reset(body.Options{Limit: maxMeteredLine, Budget: m.budget})
-}
-
-// hold appends p to the buffer; when it does not fit (too long, or the budget is spent) the
-// buffer is given back and the rest of the body or line skipped.
-func (m *Meter) hold(p []byte) {
-	if m.skip {
-		return
-	}
-	err := m.carry.Append(p)
-	if err == nil {
-		return
-	}
-	m.skip = true
-	m.carry.Release()
-	if m.unmetered == "" {
-		m.unmetered = unmeteredTooLarge
-		if errors.Is(err, body.ErrBudgetExhausted) {
-			m.unmetered = unmeteredBudget
-		}
-	}
+	m.buf.Reset(sse, m.budget)
 }
 
 // Write observes a chunk of the body that arrived at now.
@@ -150,27 +114,8 @@ func (m *Meter) Write(p []byte, now time.Time) {
 			m.first = now
 		}
 		m.last = now
-		m.hold(p)
-		return
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			m.hold(p)
-			return
-		}
-		line := p[:i]
-		if m.carry.Len() > 0 {
-			m.hold(line)
-			line = m.carry.Bytes()
-		}
-		if !m.skip {
-			m.line(line, now)
-		}
-		m.carry.Clear()
-		m.skip = false // the next line starts afresh
-		p = p[i+1:]
-	}
+	m.buf.Write(p, func(line []byte) { m.line(line, now) })
 }
 
 // line handles one complete SSE line: a blank line ends an event, an event: line names it, a
@@ -251,11 +196,11 @@ func (m *Meter) TTFT() time.Duration {
 // Finish returns the measurement and gives back the buffer. For JSON bodies it parses the
 // buffered body's usage.
 func (m *Meter) Finish() Measurement {
-	if !m.sse && !m.skip && m.carry.Len() > 0 {
-		m.parseUsage(m.carry.Bytes())
+	if u, ok := m.buf.Usage(); ok {
+		m.usage, m.hasUsage = u, true
 	}
-	m.carry.Release()
-	out := Measurement{PromptTokens: -1, CachedTokens: -1, OutputTokens: m.events, Unmetered: m.unmetered}
+	m.buf.Release()
+	out := Measurement{PromptTokens: -1, CachedTokens: -1, OutputTokens: m.events, Unmetered: m.buf.Unmetered()}
 	if !m.first.IsZero() {
 		out.TTFT = m.first.Sub(m.start)
 		if m.events > 1 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 )
 
 func TestMeterSSE(t *testing.T) {
@@ -251,64 +252,7 @@ func FuzzMeter(f *testing.F) {
 	})
 }
 
-// TestMeterChargesTheBodyBudget: what the meter buffers of a JSON body is reserved from the
-// in-flight body budget and given back by Finish; a body the budget cannot hold, or one over
-// maxMeteredLine, is passed on unmetered instead of held.
-func TestMeterChargesTheBodyBudget(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	usage := `],"usage":{"prompt_tokens":4,"completion_tokens":2}}`
-	pad := func(n int) string { return `{"choices":[` + strings.Repeat(" ", n) }
-	tests := []struct {
-		name      string
-		budget    int64
-		held      int64 // budget bytes free once other requests hold the rest
-		chunks    []string
-		prompt    int
-		unmetered string
-	}{
-		{"fits", 1 << 20, 1 << 20, []string{pad(100 << 10), usage}, 4, ""},
-		{"budget spent", 1 << 20, 64 << 10, []string{pad(100 << 10), usage}, -1, unmeteredBudget},
-		{
-			"too large",
-			4 << 20,
-			4 << 20,
-			[]string{pad(maxMeteredLine - 100), strings.Repeat(" ", 200), usage},
-			-1,
-			unmeteredTooLarge,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			budget := body.NewBudget(tt.budget)
-			if err := budget.Reserve(tt.budget - tt.held); err != nil {
-				t.Fatal(err)
-			}
-			var m Meter
-			m.UseBudget(budget)
-			m.Reset(t0, false)
-			var peak int64
-			for _, c := range tt.chunks {
-				m.Write([]byte(c), t0)
-				peak = max(peak, budget.InUse())
-			}
-			if peak > tt.budget {
-				t.Fatalf("budget in use %d past its %d", peak, tt.budget)
-			}
-			if tt.unmetered == "" && peak == tt.budget-tt.held {
-				t.Fatal("the buffered body was not charged to the budget")
-			}
-			got := m.Finish()
-			if got.PromptTokens != tt.prompt || got.Unmetered != tt.unmetered {
-				t.Fatalf("prompt tokens %d, unmetered %q; want %d, %q", got.PromptTokens, got.Unmetered, tt.prompt, tt.unmetered)
-			}
-			if in := budget.InUse(); in != tt.budget-tt.held {
-				t.Fatalf("after Finish the budget holds %d bytes, want the others' %d", in, tt.budget-tt.held)
-			}
-		})
-	}
-}
-
-// TestMeterSkipsAnOverlongSSELine: an SSE line over maxMeteredLine is skipped whole (never
+// TestMeterSkipsAnOverlongSSELine: an SSE line over usagemeter.MaxBuffered is skipped whole (never
 // spliced from its first and last parts), and the lines after it are metered.
 func TestMeterSkipsAnOverlongSSELine(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -317,7 +261,7 @@ func TestMeterSkipsAnOverlongSSELine(t *testing.T) {
 	m.UseBudget(budget)
 	m.Reset(t0, true)
 	chunks := []string{
-		`data: {"choices":[],"x":"` + strings.Repeat("a", maxMeteredLine),
+		`data: {"choices":[],"x":"` + strings.Repeat("a", usagemeter.MaxBuffered),
 		strings.Repeat("a", 100),
 		// The tail alone would read as a usage chunk if it were joined to the line's start.
 		`","usage":{"prompt_tokens":999,"completion_tokens":999}}` + "\n\n",
@@ -328,8 +272,8 @@ func TestMeterSkipsAnOverlongSSELine(t *testing.T) {
 		m.Write([]byte(c), t0)
 	}
 	got := m.Finish()
-	if got.PromptTokens != 12 || got.OutputTokens != 3 || got.Unmetered != unmeteredTooLarge {
-		t.Fatalf("got %+v, want the last usage (12, 3) and unmetered %q", got, unmeteredTooLarge)
+	if got.PromptTokens != 12 || got.OutputTokens != 3 || got.Unmetered != usagemeter.ReasonTooLarge {
+		t.Fatalf("got %+v, want the last usage (12, 3) and unmetered %q", got, usagemeter.ReasonTooLarge)
 	}
 	if budget.InUse() != 0 {
 		t.Fatalf("after Finish the budget holds %d bytes", budget.InUse())

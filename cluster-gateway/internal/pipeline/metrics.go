@@ -6,11 +6,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
-	"github.com/switchyard-dev/switchyard/contract"
-	"github.com/switchyard-dev/switchyard/contract/promlabel"
 )
 
 // maxCodes caps the distinct values of the code label: a pod may answer any three-digit status.
@@ -84,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"MiB) or budget (the in-flight body budget --max-inflight-body-bytes, which the buffered response is charged to, " +
 			"was spent).",
 	}, []string{"reason"})
-	for _, reason := range []string{unmeteredTooLarge, unmeteredBudget} {
+	for _, reason := range usagemeter.Reasons {
 		m.unmetered.WithLabelValues(reason)
 	}
 	m.slo = newSLOMetrics()

@@ -7,12 +7,34 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 )
+
+// Which limit refused a request: the limit label of the refusal metric, as the router names it.
+const (
+	LimitTokens      = ratelimit.LimitTokens
+	LimitRequests    = ratelimit.LimitRequests
+	LimitConcurrency = ratelimit.LimitConcurrency
+)
+
+// Refusal says why a request was refused and when to try again.
+type Refusal struct {
+	// Tenant is the tenant named in the answer (the request's, even when charged to Others).
+	Tenant string
+	// Limit is the limit that refused it (LimitTokens, LimitRequests, LimitConcurrency).
+	Limit string
+	// RetryAfter is when the request would fit, at the rate the limit refills.
+	RetryAfter time.Duration
+}
+
+// Lease is an admitted request's hold on its tenant's limits: Finish it with the tokens used
+// (ratelimit.UsageUnknown when not seen), or Refund it, exactly once.
+type Lease = ratelimit.Lease
 
 // Config configures an Enforcer.
 type Config struct {
@@ -42,13 +64,12 @@ func (c Config) Validate() error {
 // Enforcer charges requests to their tenants' limits from a watched file. It is safe for
 // concurrent use.
 type Enforcer struct {
-	cfg      Config
-	log      *slog.Logger
-	metrics  *Metrics
-	table    atomic.Pointer[Table]
-	last     []byte // the content of the file in force
-	mu       sync.Mutex
-	counters map[string]*counters
+	cfg     Config
+	log     *slog.Logger
+	metrics *Metrics
+	table   atomic.Pointer[Table]
+	last    []byte // the content of the file in force
+	limiter *ratelimit.Limiter
 }
 
 // New loads the file and returns an enforcer of its limits; a file that cannot be read or does
@@ -64,9 +85,11 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Enforcer, er
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Enforcer{cfg: cfg, log: log, counters: map[string]*counters{}}
+	lc := ratelimit.DefaultConfig()
+	lc.Now = cfg.Now
+	e := &Enforcer{cfg: cfg, log: log, limiter: ratelimit.New(lc)}
 	e.metrics = newMetrics(reg)
-	if _, err := e.reload(); err != nil {
+	if _, _, err := e.reload(); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -84,57 +107,44 @@ func (e *Enforcer) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if changed, err := e.reload(); err != nil {
+		if changed, released, err := e.reload(); err != nil {
 			e.metrics.reloadErrors.Inc()
 			e.log.Warn("tenant limits file rejected, keeping the limits in force", "path", e.cfg.Path, "err", err)
 		} else if changed {
-			e.log.Info("tenant limits file reloaded", "path", e.cfg.Path, "tenants", e.table.Load().Len())
+			e.log.Info("tenant limits file reloaded", "path", e.cfg.Path, "tenants", e.table.Load().Len(),
+				"released", released)
 		}
 	}
 }
 
-// reload reads the file and applies it when its content changed.
-func (e *Enforcer) reload() (changed bool, err error) {
+// reload reads the file and applies it when its content changed; released is the number of
+// tenants whose counters it released (no longer listed, or listed with other limits).
+func (e *Enforcer) reload() (changed bool, released int, err error) {
 	raw, err := os.ReadFile(e.cfg.Path)
 	if err != nil {
-		return false, fmt.Errorf("tenantlimits: read %s: %w", e.cfg.Path, err)
+		return false, 0, fmt.Errorf("tenantlimits: read %s: %w", e.cfg.Path, err)
 	}
 	if e.last != nil && bytes.Equal(raw, e.last) {
-		return false, nil
+		return false, 0, nil
 	}
 	t, err := Parse(raw)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", e.cfg.Path, err)
+		return false, 0, fmt.Errorf("%s: %w", e.cfg.Path, err)
 	}
 	e.last = raw
 	e.table.Store(t)
-	e.mu.Lock()
-	for name := range e.counters { // a tenant no longer listed starts afresh if listed again
-		if !t.lists(name) {
-			delete(e.counters, name)
-		}
-	}
-	e.mu.Unlock()
+	// A tenant no longer listed, or listed with other limits, starts afresh if it comes back.
+	released = e.limiter.Sync(func(key string) (ratelimit.Limits, bool) {
+		lim, ok := t.tenants[key]
+		return ratelimit.Limits(lim), ok
+	})
 	e.metrics.tenants.Set(float64(t.Len()))
-	return true, nil
+	return true, released, nil
 }
 
-// lists reports whether the table has an entry of its own for name.
-func (t *Table) lists(name string) bool {
-	_, ok := t.tenants[name]
-	return ok
-}
-
-func (e *Enforcer) countersOf(key string) *counters {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.counters[key]
-	if c == nil {
-		c = &counters{bucket: -1}
-		e.counters[key] = c
-	}
-	return c
-}
+// Tenants returns the number of tenants (file entries, Others included) whose counters the
+// enforcer holds: those that sent requests under limits still in force.
+func (e *Enforcer) Tenants() int { return e.limiter.Tenants() }
 
 // Admit charges a request of tenant ("" for none) reserving reserve tokens (its prompt
 // estimate plus its output bound) to the tenant's limits, or to the Others entry's when the
@@ -145,46 +155,14 @@ func (e *Enforcer) Admit(tenant string, reserve int64) (*Lease, *Refusal) {
 	if !ok || lim == (Limits{}) {
 		return nil, nil
 	}
-	c := e.countersOf(key)
-	now := e.cfg.Now()
-	reserved, w, limit, wait := c.admit(lim, reserve, now)
-	if limit != "" {
-		e.metrics.refused(key, limit)
-		return nil, &Refusal{Tenant: tenant, Limit: limit, RetryAfter: wait}
+	lease, ref := e.limiter.Admit(key, ratelimit.Limits(lim), reserve)
+	if ref != nil {
+		e.metrics.refused(key, ref.Limit)
+		return nil, &Refusal{Tenant: tenant, Limit: ref.Limit, RetryAfter: ref.RetryAfter}
 	}
-	return &Lease{e: e, c: c, reserved: reserved, window: w}, nil
+	return lease, nil
 }
 
 // Used returns the tokens the counters of key (a tenant's name, or Others) hold now over the
 // sliding minute (reservations in flight included) and its requests in flight.
-func (e *Enforcer) Used(key string) (tokens, inFlight int64) {
-	e.mu.Lock()
-	c := e.counters[key]
-	e.mu.Unlock()
-	if c == nil {
-		return 0, 0
-	}
-	return c.used(e.cfg.Now())
-}
-
-// Lease is an admitted request's hold on its tenant's limits.
-type Lease struct {
-	e        *Enforcer
-	c        *counters
-	reserved int64 // -1: no token limit
-	window   int64
-	done     atomic.Bool
-}
-
-// Finish ends the request: its concurrency slot is given back and its token reservation
-// replaced by used, the input plus output tokens it took, when known (used >= 0); unknown
-// usage keeps the reservation charged. Finish on a nil or finished lease does nothing.
-func (x *Lease) Finish(used int64) {
-	if x == nil || x.done.Swap(true) {
-		return
-	}
-	x.c.finish(x.reserved, x.window, used, x.e.cfg.Now())
-}
-
-// Refund ends a request no model server answered: it is charged nothing.
-func (x *Lease) Refund() { x.Finish(0) }
+func (e *Enforcer) Used(key string) (tokens, inFlight int64) { return e.limiter.Used(key) }

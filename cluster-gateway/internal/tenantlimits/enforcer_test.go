@@ -154,15 +154,7 @@ switchyard_gateway_tenant_refused_total{limit="tokens_per_minute",tenant="tok"} 
 func TestEnforcerReload(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e, _, path := newEnforcer(t, "acme: {max_concurrent: 1}\n", reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	run(t, e)
 
 	held, _ := e.Admit("acme", 0)
 	if _, ref := e.Admit("acme", 0); ref == nil {
@@ -200,6 +192,55 @@ func TestEnforcerReload(t *testing.T) {
 	if _, err := tenantlimits.New(cfg, nil, nil); err == nil {
 		t.Fatal("New on a missing file succeeded")
 	}
+}
+
+// TestEnforcerReloadReleasesTenants: a reload releases the counters of every tenant the file no
+// longer lists and of every tenant whose limits changed (which then starts afresh); the others
+// keep theirs.
+func TestEnforcerReloadReleasesTenants(t *testing.T) {
+	e, _, path := newEnforcer(t, "kept: {tokens_per_minute: 1000}\ngone: {tokens_per_minute: 1000}\n"+
+		"changed: {tokens_per_minute: 1000}\n", nil)
+	run(t, e)
+	for _, name := range []string{"kept", "gone", "changed"} {
+		l, ref := e.Admit(name, 1000)
+		if ref != nil {
+			t.Fatal(ref)
+		}
+		l.Finish(1000)
+	}
+	if n := e.Tenants(); n != 3 {
+		t.Fatalf("%d tenants held, want 3", n)
+	}
+	if err := os.WriteFile(path, []byte("kept: {tokens_per_minute: 1000}\nchanged: {tokens_per_minute: 1500}\n"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return e.Tenants() == 1 })
+	if used, _ := e.Used("kept"); used != 1000 {
+		t.Fatalf("kept tenant charged %d, want its 1000", used)
+	}
+	if l, ref := e.Admit("changed", 1500); ref != nil {
+		t.Fatalf("a tenant with new limits did not start afresh: %+v", ref)
+	} else {
+		l.Refund()
+	}
+	if _, ref := e.Admit("kept", 1); ref == nil {
+		t.Fatal("the kept tenant's counters were released")
+	}
+}
+
+// run runs e until the test ends.
+func run(t *testing.T, e *tenantlimits.Enforcer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // reloadErrors is the value of the reload error counter.

@@ -5,7 +5,7 @@
 // the router's 429 rate_limit_exceeded and Retry-After. The limits are requests per second (a
 // token bucket holding one second's worth), requests in flight, and input plus output tokens
 // per minute over a sliding window (a reservation at admission, reconciled with the measured
-// usage when the answer ends), counted as the router counts them.
+// usage when the answer ends), counted by contract/ratelimit, as the router counts them.
 package tenantlimits
 
 import (

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/memlimit"
 	"github.com/switchyard-dev/switchyard/contract/openai"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/admin"
 	"github.com/switchyard-dev/switchyard/global-router/internal/capmap"
@@ -30,7 +31,6 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/identity"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip"
 	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
@@ -55,6 +55,7 @@ type Router struct {
 	table  *clustertable.Table
 	fwd    *forward.Forwarder
 	front  *frontdoor.Server
+	limits *ratelimit.Limiter
 	admin  *admin.Server
 	// capmap is the capacity map (nil with --capacity-map=false); outcomes records the front
 	// door's outcomes for it.
@@ -226,10 +227,14 @@ func (r *Router) buildData(context.Context) error {
 	if len(r.cfg.SimulatedRTT) > 0 {
 		dc.Delay = func(region string) time.Duration { return r.cfg.SimulatedRTT[region] }
 	}
-	lc := limiter.DefaultConfig()
+	lc := ratelimit.DefaultConfig()
 	lc.Window = r.cfg.TenantTokenWindow
 	lc.Share = (&regionShare{region: r.cfg.Region, nodes: r.node}).Share
-	dc.Tenants, dc.Limiter = tenantView{r.store}, limiter.New(lc)
+	r.limits = ratelimit.New(lc)
+	if err := registerLimiter(r.reg, r.limits); err != nil {
+		return err
+	}
+	dc.Tenants, dc.Limiter = tenantView{r.store}, r.limits
 	if r.cfg.CapacityMap {
 		r.outcomes = capmap.NewRecorder(capmap.DefaultDecisions)
 		dc.Outcomes = r.outcomes
@@ -333,6 +338,9 @@ func (r *Router) run(ctx context.Context) error {
 		}.Run(
 			ctx,
 		)
+	})
+	g.Go(func() error {
+		return tenantSync{store: r.store, limits: r.limits, log: r.log.With("component", "tenants")}.Run(ctx)
 	})
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })

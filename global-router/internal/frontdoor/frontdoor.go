@@ -27,10 +27,10 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
 	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
@@ -98,7 +98,7 @@ type Config struct {
 	// no tenants, nothing limited.
 	Tenants Tenants
 	// Limiter enforces the tenants' limits; nil: none enforced.
-	Limiter *limiter.Limiter
+	Limiter *ratelimit.Limiter
 	// Passthrough are the engine paths forwarded (POST) to a cluster serving the model the
 	// request names, read from a JSON body or a multipart form field (see
 	// openai.PassthroughPath); any other path is a 404. Default openai.DefaultPassthroughPaths.
@@ -405,12 +405,12 @@ func (s *Server) serveParsed(
 		meter.finish()
 		release()
 		used, reported := meter.tokens()
-		if meter.unmetered != "" {
-			s.metrics.unmeteredAnswer(meter.unmetered)
+		if reason := meter.unmetered(); reason != "" {
+			s.metrics.unmeteredAnswer(reason)
 			s.log.Debug("part of an answer passed on unmetered: without a usage read, the tenant stays charged its reservation",
-				"tenant", tenant, "reason", meter.unmetered)
+				"tenant", tenant, "reason", reason)
 		}
-		lease.Finish(used, reported, !answered(outcome))
+		finishLease(lease, used, reported, answered(outcome))
 	}
 	if span != nil {
 		endRequest(span, model, outcome)

@@ -9,6 +9,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 )
 
 // Metrics are the front door's Prometheus collectors. The model label of requests_total takes
@@ -101,7 +102,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range contract.Reasons(contract.UsePolicy) {
 		m.unavailable.WithLabelValues(r.String())
 	}
-	for _, r := range []string{unmeteredTooLarge, unmeteredBudget} {
+	for _, r := range usagemeter.Reasons {
 		m.tenant.unmetered.WithLabelValues(r)
 	}
 	if reg != nil {

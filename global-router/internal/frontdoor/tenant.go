@@ -11,8 +11,7 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/openai"
 	"github.com/switchyard-dev/switchyard/contract/promlabel"
-
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
 )
 
 // Tenants is the tenant directory the front door charges requests to (the config store's view,
@@ -24,7 +23,7 @@ type Tenants interface {
 	ByKeyDigest(d [32]byte) (string, bool)
 	// Limits returns tenant's limits; configured is false for a tenant with none stored, and
 	// unreadable true when its stored value cannot be read.
-	Limits(tenant string) (lim limiter.Limits, configured, unreadable bool)
+	Limits(tenant string) (lim ratelimit.Limits, configured, unreadable bool)
 }
 
 // tenantOf identifies the tenant of r. With API keys configured the tenant is the key's
@@ -66,7 +65,7 @@ func bearer(v string) (string, bool) {
 // admitTenant charges a request of tenant to its limits, reserving its input estimate plus its
 // output bound; it returns the lease to finish when the request ends (nil for a tenant without
 // limits) or the refusal to answer.
-func (s *Server) admitTenant(tenant string, b *openai.Body) (*limiter.Lease, *openai.Error) {
+func (s *Server) admitTenant(tenant string, b *openai.Body) (*ratelimit.Lease, *openai.Error) {
 	if s.cfg.Tenants == nil || s.cfg.Limiter == nil {
 		return nil, nil
 	}
@@ -96,6 +95,19 @@ func (s *Server) admitTenant(tenant string, b *openai.Body) (*limiter.Lease, *op
 	return lease, nil
 }
 
+// finishLease ends a tenant's request: one no cluster answered is charged nothing, one whose
+// usage was reported is charged it, and any other stays charged its reservation.
+func finishLease(lease *ratelimit.Lease, used int64, reported, answered bool) {
+	switch {
+	case !answered:
+		lease.Refund()
+	case reported:
+		lease.Finish(used)
+	default:
+		lease.Finish(ratelimit.UsageUnknown)
+	}
+}
+
 // reserveOf is a request's token reservation: its prompt (about four bytes a token, plus
 // prompt token ids) and its output bound (max_tokens).
 func reserveOf(b *openai.Body) int64 {
@@ -108,7 +120,7 @@ const (
 	refusedUnavailable = "unavailable"
 )
 
-func rateLimited(tenant string, ref *limiter.Refusal) *openai.Error {
+func rateLimited(tenant string, ref *ratelimit.Refusal) *openai.Error {
 	return &openai.Error{
 		Status:            http.StatusTooManyRequests,
 		Type:              openai.TypeRateLimit,

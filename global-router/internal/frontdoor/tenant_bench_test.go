@@ -11,10 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 )
 
 // BenchmarkServeInferenceTenant is BenchmarkServeInference for a request charged to a tenant
@@ -24,15 +25,15 @@ import (
 func BenchmarkServeInferenceTenant(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
-		limits limiter.Limits
+		limits ratelimit.Limits
 		body   string
 	}{
-		{"untenanted", limiter.Limits{}, ""},
-		{"requests_only", limiter.Limits{RequestsPerSecond: 1e9, MaxConcurrent: 1 << 20}, benchBody},
-		{"tokens_stream_asked", limiter.Limits{TokensPerMinute: 1 << 50, RequestsPerSecond: 1e9}, benchBody},
+		{"untenanted", ratelimit.Limits{}, ""},
+		{"requests_only", ratelimit.Limits{RequestsPerSecond: 1e9, MaxConcurrent: 1 << 20}, benchBody},
+		{"tokens_stream_asked", ratelimit.Limits{TokensPerMinute: 1 << 50, RequestsPerSecond: 1e9}, benchBody},
 		{
 			"tokens_stream_with_usage",
-			limiter.Limits{TokensPerMinute: 1 << 50},
+			ratelimit.Limits{TokensPerMinute: 1 << 50},
 			strings.Replace(benchBody, `"stream":true`, `"stream":true,"stream_options":{"include_usage":true}`, 1),
 		},
 	} {
@@ -41,9 +42,9 @@ func BenchmarkServeInferenceTenant(b *testing.B) {
 			cfg := frontdoor.DefaultConfig()
 			cfg.Region = "us-east-1"
 			body := bc.body
-			if bc.limits != (limiter.Limits{}) {
-				cfg.Tenants = directory{limits: map[string]limiter.Limits{"acme": bc.limits}}
-				cfg.Limiter = limiter.New(limiter.DefaultConfig())
+			if bc.limits != (ratelimit.Limits{}) {
+				cfg.Tenants = directory{limits: map[string]ratelimit.Limits{"acme": bc.limits}}
+				cfg.Limiter = ratelimit.New(ratelimit.DefaultConfig())
 			} else {
 				body = benchBody
 			}

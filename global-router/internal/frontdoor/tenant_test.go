@@ -12,16 +12,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 )
 
 // directory is a Tenants of fixed keys and limits.
 type directory struct {
 	keys   map[[32]byte]string
-	limits map[string]limiter.Limits
+	limits map[string]ratelimit.Limits
 }
 
 func (d directory) HasAPIKeys() bool { return len(d.keys) > 0 }
@@ -29,7 +30,7 @@ func (d directory) ByKeyDigest(k [32]byte) (string, bool) {
 	n, ok := d.keys[k]
 	return n, ok
 }
-func (d directory) Limits(t string) (limiter.Limits, bool, bool) {
+func (d directory) Limits(t string) (ratelimit.Limits, bool, bool) {
 	l, ok := d.limits[t]
 	return l, ok, t == "broken"
 }
@@ -78,7 +79,7 @@ func tenantServer(t *testing.T, dir directory, fwd *usageForwarder, reg promethe
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1"}, f, nil)
 	cfg := frontdoor.DefaultConfig()
 	cfg.Region, cfg.QueueWait = "us-east-1", 0
-	cfg.Tenants, cfg.Limiter = dir, limiter.New(limiter.DefaultConfig())
+	cfg.Tenants, cfg.Limiter = dir, ratelimit.New(ratelimit.DefaultConfig())
 	return frontdoor.New(cfg, tb, policies{}, fwd, nil, frontdoor.NewMetrics(reg)).Handler()
 }
 
@@ -101,7 +102,7 @@ const smallBody = `{"model":"llama","prompt":"abcd","max_tokens":10}`
 func TestAPIKeysIdentifyTheTenant(t *testing.T) {
 	dir := directory{
 		keys:   map[[32]byte]string{sha256.Sum256([]byte("sk-acme")): "acme"},
-		limits: map[string]limiter.Limits{},
+		limits: map[string]ratelimit.Limits{},
 	}
 	fwd := &usageForwarder{usage: `{"prompt_tokens":1,"completion_tokens":1}`}
 	reg := prometheus.NewRegistry()
@@ -147,7 +148,7 @@ func TestAPIKeysIdentifyTheTenant(t *testing.T) {
 }
 
 func TestTenantConcurrencyReleasedOnEndAndCancel(t *testing.T) {
-	dir := directory{limits: map[string]limiter.Limits{"acme": {MaxConcurrent: 1}}}
+	dir := directory{limits: map[string]ratelimit.Limits{"acme": {MaxConcurrent: 1}}}
 	fwd := &usageForwarder{
 		usage:   `{"prompt_tokens":1,"completion_tokens":1}`,
 		gate:    make(chan struct{}),
@@ -182,7 +183,7 @@ func TestTenantConcurrencyReleasedOnEndAndCancel(t *testing.T) {
 }
 
 func TestTenantTokensChargedFromUsage(t *testing.T) {
-	dir := directory{limits: map[string]limiter.Limits{"acme": {TokensPerMinute: 1000}}}
+	dir := directory{limits: map[string]ratelimit.Limits{"acme": {TokensPerMinute: 1000}}}
 	fwd := &usageForwarder{usage: `{"prompt_tokens":100,"completion_tokens":500}`}
 	h := tenantServer(t, dir, fwd, nil)
 	acme := map[string]string{contract.HeaderTenant: "acme"}
@@ -223,7 +224,7 @@ func FuzzTenantIdentity(f *testing.F) {
 	f.Add("Bearer sk-acme\x00", "x")
 	dir := directory{
 		keys:   map[[32]byte]string{sha256.Sum256([]byte("sk-acme")): "acme"},
-		limits: map[string]limiter.Limits{},
+		limits: map[string]ratelimit.Limits{},
 	}
 	fwd := &usageForwarder{usage: `null`}
 	h := tenantServer(&testing.T{}, dir, fwd, nil)

@@ -9,10 +9,11 @@ import (
 
 	"github.com/switchyard-dev/switchyard/contract"
 	"github.com/switchyard-dev/switchyard/contract/body"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 )
 
 // bigAnswerForwarder answers a JSON body of pad bytes of whitespace, then the usage, in 16 KiB
@@ -70,8 +71,8 @@ func TestAnswerBufferChargedToTheBodyBudget(t *testing.T) {
 			tb := clustertable.New(clustertable.Config{Region: "us-east-1"}, f, nil)
 			cfg := frontdoor.DefaultConfig()
 			cfg.Region, cfg.QueueWait, cfg.Bodies = "us-east-1", 0, budget
-			cfg.Tenants = directory{limits: map[string]limiter.Limits{"acme": {TokensPerMinute: 1000}}}
-			cfg.Limiter = limiter.New(limiter.DefaultConfig())
+			cfg.Tenants = directory{limits: map[string]ratelimit.Limits{"acme": {TokensPerMinute: 1000}}}
+			cfg.Limiter = ratelimit.New(ratelimit.DefaultConfig())
 			reg := prometheus.NewRegistry()
 			h := frontdoor.New(cfg, tb, policies{}, fwd, nil, frontdoor.NewMetrics(reg)).Handler()
 			acme := map[string]string{contract.HeaderTenant: "acme"}

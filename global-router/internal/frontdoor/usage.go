@@ -2,14 +2,13 @@ package frontdoor
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/switchyard-dev/switchyard/contract/body"
 	"github.com/switchyard-dev/switchyard/contract/openai"
-
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 )
 
 // askUsage returns the body to forward for a request charged to a token limit. A streamed
@@ -23,7 +22,7 @@ func (s *Server) askUsage(
 	path string,
 	data []byte,
 	b *openai.Body,
-	lease *limiter.Lease,
+	lease *ratelimit.Lease,
 ) (out []byte, strip bool, release func()) {
 	none := func() {}
 	if !lease.Metered() || !b.NeedsUsage() || (path != openai.PathChatCompletions && path != openai.PathCompletions) {
@@ -50,44 +49,36 @@ func (s *Server) askUsage(
 // event back until the blank line that ends it and drops the usage-only chunk
 // (openai.IsUsageChunk), so the client receives the events it asked for.
 //
-// What it buffers (a JSON body, an SSE line spanning writes, a held event) is reserved from the
-// in-flight body budget as it grows, at most maxMeteredBytes, and given back by tokens. A body or
-// line that does not fit is passed on unmetered (skipped whole, never spliced) and an event that
-// does not fit is written through as it comes: its usage is not read.
+// What it buffers (a JSON body or an SSE line spanning writes: usagemeter.Buffer; a held event)
+// is reserved from the in-flight body budget as it grows, at most usagemeter.MaxBuffered, and
+// given back by tokens. A body or line that does not fit is passed on unmetered (skipped whole,
+// never spliced) and an event that does not fit is written through as it comes: its usage is not
+// read.
 type usageMeter struct {
 	http.ResponseWriter
 	strip bool
 	sse   bool
 	head  bool
-	// carry holds the current line (SSE) or the body (JSON) when not stripping, and the current
-	// event's bytes, its current line from lineAt on, when stripping.
-	carry  body.Buffer
+	// buf holds the current line (SSE) or the body (JSON) when not stripping.
+	buf usagemeter.Buffer
+	// held holds the current event's bytes, its current line from lineAt on, when stripping.
+	held   body.Buffer
 	lineAt int
-	// skip drops the rest of the JSON body or SSE line that did not fit; unmetered is why
-	// something was not read.
-	skip      bool
-	unmetered string
-	spill     bool // strip: the current event outgrew the buffer and is written through
-	mid       bool // spill: the current line has more than white space so far
-	drop      bool // strip: the current event is the usage chunk
-	usage     openai.Usage
-	found     bool
+	// spilled is why an event held back did not fit ("" when none did).
+	spilled string
+	spill   bool // strip: the current event outgrew the buffer and is written through
+	mid     bool // spill: the current line has more than white space so far
+	drop    bool // strip: the current event is the usage chunk
+	usage   openai.Usage
+	found   bool
+	budget  *body.Budget
 }
-
-// maxMeteredBytes bounds what the meter buffers of one SSE line or event, or of a JSON body.
-const maxMeteredBytes = 1 << 20
-
-// Why a usageMeter gave up buffering (the reason label of the unmetered counter).
-const (
-	unmeteredTooLarge = "too_large"
-	unmeteredBudget   = "budget"
-)
 
 // newUsageMeter returns a meter of the answer written to w, buffering from budget (nil: none),
 // stripping the usage-only chunk when strip is set.
 func newUsageMeter(w http.ResponseWriter, budget *body.Budget, strip bool) *usageMeter {
-	m := &usageMeter{ResponseWriter: w, strip: strip}
-	m.carry.Reset(body.Options{Limit: maxMeteredBytes, Budget: budget})
+	m := &usageMeter{ResponseWriter: w, strip: strip, budget: budget}
+	m.held.Reset(body.Options{Limit: usagemeter.MaxBuffered, Budget: budget})
 	return m
 }
 
@@ -97,9 +88,10 @@ func (m *usageMeter) Write(p []byte) (int, error) {
 	if !m.head {
 		m.head = true
 		m.sse = strings.HasPrefix(m.Header().Get("Content-Type"), "text/event-stream")
+		m.buf.Reset(m.sse, m.budget)
 	}
 	if !m.sse || !m.strip {
-		m.observe(p)
+		m.buf.Write(p, func(line []byte) { m.line(line) })
 		return m.ResponseWriter.Write(p)
 	}
 	if err := m.filter(p); err != nil {
@@ -108,53 +100,12 @@ func (m *usageMeter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// observe reads usage from p, passed through as it is.
-func (m *usageMeter) observe(p []byte) {
-	if !m.sse {
-		m.hold(p)
-		return
+// unmetered is why something of the answer was not read, "" when all of it was.
+func (m *usageMeter) unmetered() string {
+	if r := m.buf.Unmetered(); r != "" {
+		return r
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			m.hold(p)
-			return
-		}
-		line := p[:i]
-		if m.carry.Len() > 0 {
-			m.hold(line)
-			line = m.carry.Bytes()
-		}
-		if !m.skip {
-			m.line(line)
-		}
-		m.carry.Clear()
-		m.skip, p = false, p[i+1:]
-	}
-}
-
-// hold appends p to the buffer; when it does not fit (too long, or the budget is spent) the
-// buffer is given back and the rest of the body or line skipped.
-func (m *usageMeter) hold(p []byte) {
-	if m.skip {
-		return
-	}
-	if err := m.carry.Append(p); err != nil {
-		m.skip = true
-		m.carry.Release() // the buffer is given back: the rest is not read
-		m.gaveUp(err)
-	}
-}
-
-// gaveUp records why the meter could not buffer (the first reason).
-func (m *usageMeter) gaveUp(err error) {
-	if m.unmetered != "" {
-		return
-	}
-	m.unmetered = unmeteredTooLarge
-	if errors.Is(err, body.ErrBudgetExhausted) {
-		m.unmetered = unmeteredBudget
-	}
+	return m.spilled
 }
 
 // line reads the usage of one complete SSE line and reports whether it is the usage-only chunk.
@@ -190,7 +141,7 @@ func (m *usageMeter) filter(p []byte) error {
 // does not fit.
 func (m *usageMeter) partial(p []byte) error {
 	if !m.spill {
-		err := m.carry.Append(p)
+		err := m.held.Append(p)
 		if err == nil {
 			return nil
 		}
@@ -206,11 +157,13 @@ func (m *usageMeter) partial(p []byte) error {
 // spillHeld writes what is held of the current event and passes the rest of it through: it did
 // not fit in the buffer (err).
 func (m *usageMeter) spillHeld(err error) error {
-	m.gaveUp(err)
+	if m.spilled == "" {
+		m.spilled = usagemeter.Reason(err)
+	}
 	m.spill = true
-	m.mid = len(bytes.TrimSpace(m.carry.Bytes()[m.lineAt:])) > 0
+	m.mid = len(bytes.TrimSpace(m.held.Bytes()[m.lineAt:])) > 0
 	err = m.writeHeld()
-	m.carry.Release() // the buffer is given back while the event passes through
+	m.held.Release() // the buffer is given back while the event passes through
 	return err
 }
 
@@ -218,7 +171,7 @@ func (m *usageMeter) spillHeld(err error) error {
 // (or dropped, the usage chunk) at its blank line.
 func (m *usageMeter) endLine(p []byte) error {
 	if !m.spill {
-		err := m.carry.Append(p)
+		err := m.held.Append(p)
 		if err == nil {
 			return m.heldLine()
 		}
@@ -235,7 +188,7 @@ func (m *usageMeter) endLine(p []byte) error {
 // heldLine reads the line just completed in the held event, and at the event's blank line writes
 // the event, or drops it when it is the usage chunk.
 func (m *usageMeter) heldLine() error {
-	held := m.carry.Bytes()
+	held := m.held.Bytes()
 	line := held[m.lineAt : len(held)-1]
 	m.lineAt = len(held)
 	if len(bytes.TrimSpace(line)) > 0 {
@@ -245,7 +198,7 @@ func (m *usageMeter) heldLine() error {
 		return nil
 	}
 	if m.drop {
-		m.carry.Clear()
+		m.held.Clear()
 		m.lineAt, m.drop = 0, false
 		return nil
 	}
@@ -254,12 +207,12 @@ func (m *usageMeter) heldLine() error {
 
 // writeHeld writes what is held of the current event.
 func (m *usageMeter) writeHeld() error {
-	held := m.carry.Bytes()
+	held := m.held.Bytes()
 	var err error
 	if len(held) > 0 {
 		_, err = m.ResponseWriter.Write(held)
 	}
-	m.carry.Clear()
+	m.held.Clear()
 	m.lineAt, m.drop = 0, false
 	return err
 }
@@ -270,11 +223,11 @@ func (m *usageMeter) finish() {
 	if !m.strip || !m.sse {
 		return
 	}
-	if m.carry.Len() > m.lineAt && m.line(m.carry.Bytes()[m.lineAt:]) {
+	if m.held.Len() > m.lineAt && m.line(m.held.Bytes()[m.lineAt:]) {
 		m.drop = true
 	}
 	if m.drop {
-		m.carry.Clear()
+		m.held.Clear()
 		m.lineAt, m.drop = 0, false
 		return
 	}
@@ -284,11 +237,10 @@ func (m *usageMeter) finish() {
 // tokens returns the input plus output tokens reported, and whether any usage was; it gives
 // back the buffer, so it is called once, when the answer has been forwarded (after finish).
 func (m *usageMeter) tokens() (int64, bool) {
-	if !m.sse && !m.skip && m.carry.Len() > 0 {
-		if u, ok := openai.ParseUsage(m.carry.Bytes()); ok {
-			m.usage, m.found = u, true
-		}
+	if u, ok := m.buf.Usage(); ok {
+		m.usage, m.found = u, true
 	}
-	m.carry.Release()
+	m.buf.Release()
+	m.held.Release()
 	return int64(m.usage.PromptTokens) + int64(m.usage.CompletionTokens), m.found
 }

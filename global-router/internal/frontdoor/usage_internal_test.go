@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/switchyard-dev/switchyard/contract/usagemeter"
 )
 
 // TestUsageMeterStrips feeds streams to a stripping meter split at every byte: the client
@@ -14,7 +16,7 @@ func TestUsageMeterStrips(t *testing.T) {
 		usage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n"
 		done  = "data: [DONE]\n\n"
 	)
-	big := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("x", maxMeteredBytes) + "\"}}]}\n\n"
+	big := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("x", usagemeter.MaxBuffered) + "\"}}]}\n\n"
 	tests := []struct {
 		name, in, want string
 		tokens         int64

@@ -11,10 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-dev/switchyard/contract"
+	"github.com/switchyard-dev/switchyard/contract/ratelimit"
+
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
 	"github.com/switchyard-dev/switchyard/global-router/internal/forward"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
-	"github.com/switchyard-dev/switchyard/global-router/internal/limiter"
 )
 
 // streamForwarder answers like a model server streaming three tokens, written a few bytes at a
@@ -82,7 +83,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 		`"stream_options":{"include_usage":true},"max_tokens":50}`
 	tests := []struct {
 		name, path, body string
-		limits           limiter.Limits
+		limits           ratelimit.Limits
 		wantBody         string // forwarded; "" is the body as sent
 		wantStream       string
 		wantCharged      int64
@@ -91,7 +92,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 			name:   "stream without usage",
 			path:   "/v1/chat/completions",
 			body:   `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`,
-			limits: limiter.Limits{TokensPerMinute: 10_000},
+			limits: ratelimit.Limits{TokensPerMinute: 10_000},
 			wantBody: `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,` +
 				`"max_tokens":50,"stream_options":{"include_usage":true}}`,
 			wantStream:  streamTokens + streamDone,
@@ -102,7 +103,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 			path: "/v1/completions",
 			body: `{"model":"llama","prompt":"hi","stream":true,"stream_options":{"include_usage":false},` +
 				`"max_tokens":50}`,
-			limits:      limiter.Limits{TokensPerMinute: 10_000},
+			limits:      ratelimit.Limits{TokensPerMinute: 10_000},
 			wantBody:    `{"model":"llama","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_tokens":50}`,
 			wantStream:  streamTokens + streamDone,
 			wantCharged: 40,
@@ -111,7 +112,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 			name:        "client asked for usage",
 			path:        "/v1/chat/completions",
 			body:        asks,
-			limits:      limiter.Limits{TokensPerMinute: 10_000},
+			limits:      ratelimit.Limits{TokensPerMinute: 10_000},
 			wantStream:  streamTokens + streamUsage + streamDone,
 			wantCharged: 40,
 		},
@@ -119,7 +120,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 			name:        "no token limit: forwarded as sent",
 			path:        "/v1/chat/completions",
 			body:        `{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":50}`,
-			limits:      limiter.Limits{RequestsPerSecond: 100},
+			limits:      ratelimit.Limits{RequestsPerSecond: 100},
 			wantStream:  streamTokens + streamDone,
 			wantCharged: 0,
 		},
@@ -127,7 +128,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 			name:       "responses API: forwarded as sent",
 			path:       "/v1/responses",
 			body:       `{"model":"llama","input":"hi","stream":true,"max_output_tokens":50}`,
-			limits:     limiter.Limits{TokensPerMinute: 10_000},
+			limits:     ratelimit.Limits{TokensPerMinute: 10_000},
 			wantStream: streamTokens + streamDone,
 			// no usage reported: the reservation, 0 prompt tokens (2 bytes) + 50, stays charged
 			wantCharged: 50,
@@ -136,7 +137,7 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fwd := &streamForwarder{}
-			lim := limiter.New(limiter.DefaultConfig())
+			lim := ratelimit.New(ratelimit.DefaultConfig())
 			reg := prometheus.NewRegistry()
 			h := streamServer(t, tt.limits, lim, fwd, reg)
 			req := httptest.NewRequest(http.MethodPost, tt.path, strings.NewReader(tt.body))
@@ -178,8 +179,8 @@ func TestStreamsChargedFromUsage(t *testing.T) {
 
 func streamServer(
 	t *testing.T,
-	lim limiter.Limits,
-	l *limiter.Limiter,
+	lim ratelimit.Limits,
+	l *ratelimit.Limiter,
 	fwd frontdoor.Forwarder,
 	reg prometheus.Registerer,
 ) http.Handler {
@@ -188,7 +189,7 @@ func streamServer(
 	tb := clustertable.New(clustertable.Config{Region: "us-east-1"}, f, nil)
 	cfg := frontdoor.DefaultConfig()
 	cfg.Region, cfg.QueueWait = "us-east-1", 0
-	cfg.Tenants = directory{limits: map[string]limiter.Limits{"acme": lim}}
+	cfg.Tenants = directory{limits: map[string]ratelimit.Limits{"acme": lim}}
 	cfg.Limiter = l
 	return frontdoor.New(cfg, tb, policies{}, fwd, nil, frontdoor.NewMetrics(reg)).Handler()
 }

@@ -1,9 +1,7 @@
 package routing_test
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -131,110 +129,6 @@ func TestDecideSession(t *testing.T) {
 				t.Fatalf("a remote session cluster was kept %d times while local clusters had room", stuck)
 			}
 		})
-	}
-}
-
-func TestSessions(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	t.Run("ttl", func(t *testing.T) {
-		s := routing.NewSessions(routing.SessionConfig{TTL: time.Minute})
-		k := s.Key("t", "conv")
-		s.Record(k, "east-a", t0)
-		if c, ok := s.Lookup(k, t0.Add(59*time.Second)); !ok || c != "east-a" {
-			t.Fatalf("Lookup before the TTL = %q, %v", c, ok)
-		}
-		s.Record(k, "east-b", t0.Add(59*time.Second)) // renews and moves
-		if c, ok := s.Lookup(k, t0.Add(118*time.Second)); !ok || c != "east-b" {
-			t.Fatalf("Lookup after a renewal = %q, %v", c, ok)
-		}
-		if _, ok := s.Lookup(k, t0.Add(120*time.Second)); ok {
-			t.Fatal("session kept past its TTL")
-		}
-		if _, expired := s.Evictions(); expired != 1 {
-			t.Fatalf("%d expired, want 1", expired)
-		}
-	})
-	t.Run("entries bounded, least recently used evicted", func(t *testing.T) {
-		s := routing.NewSessions(routing.SessionConfig{MaxSessions: 2})
-		s.Record(s.Key("", "1"), "a", t0)
-		s.Record(s.Key("", "2"), "b", t0)
-		s.Lookup(s.Key("", "1"), t0)
-		s.Record(s.Key("", "1"), "a", t0) // 1 is now the most recent
-		s.Record(s.Key("", "3"), "c", t0)
-		if _, ok := s.Lookup(s.Key("", "2"), t0); ok {
-			t.Fatal("the least recently used session was kept")
-		}
-		if n, _ := s.Size(); n != 2 {
-			t.Fatalf("%d sessions, want 2", n)
-		}
-		if capacity, _ := s.Evictions(); capacity != 1 {
-			t.Fatalf("%d evicted for capacity, want 1", capacity)
-		}
-	})
-	t.Run("bytes bounded", func(t *testing.T) {
-		s := routing.NewSessions(routing.SessionConfig{MaxBytes: 200})
-		for i := range 10 {
-			s.Record(s.Key("", fmt.Sprint(i)), strings.Repeat("c", 20), t0)
-		}
-		if n, b := s.Size(); n != 2 || b > 200 {
-			t.Fatalf("%d sessions, %d bytes; want 2 within 200", n, b)
-		}
-		s.Record(s.Key("", "huge"), strings.Repeat("c", 300), t0)
-		if _, ok := s.Lookup(s.Key("", "huge"), t0); ok {
-			t.Fatal("an entry over the byte bound on its own was kept")
-		}
-	})
-	t.Run("tenants do not share sessions", func(t *testing.T) {
-		s := routing.NewSessions(routing.SessionConfig{})
-		s.Record(s.Key("t1", "conv"), "east-a", t0)
-		for _, k := range []uint64{s.Key("t2", "conv"), s.Key("", "conv"), s.Key("t1c", "onv"), s.Key("t", "1conv")} {
-			if c, ok := s.Lookup(k, t0); ok {
-				t.Fatalf("another tenant's key found %q", c)
-			}
-		}
-	})
-}
-
-// FuzzSessionKey records two arbitrary (tenant, session id) pairs: each finds its own cluster,
-// distinct pairs never find each other's, and the table stays within its bounds.
-func FuzzSessionKey(f *testing.F) {
-	f.Add("", "s", "t", "s")
-	f.Add("a\x00", "b", "a", "\x00b")
-	f.Fuzz(func(t *testing.T, t1, s1, t2, s2 string) {
-		now := time.Unix(0, 0)
-		s := routing.NewSessions(routing.SessionConfig{MaxSessions: 2, MaxBytes: 400})
-		s.Record(s.Key(t1, s1), "one", now)
-		s.Record(s.Key(t2, s2), "two", now)
-		if c, _ := s.Lookup(s.Key(t2, s2), now); c != "two" {
-			t.Fatalf("(%q, %q) finds %q, want two", t2, s2, c)
-		}
-		if t1 != t2 || s1 != s2 {
-			if c, _ := s.Lookup(s.Key(t1, s1), now); c != "one" {
-				t.Fatalf("(%q, %q) finds %q, want one", t1, s1, c)
-			}
-		}
-		if n, b := s.Size(); n > 2 || b > 400 {
-			t.Fatalf("over the bounds: %d, %d bytes", n, b)
-		}
-	})
-}
-
-// BenchmarkSessions looks up and records a session in a full table of 100,000.
-func BenchmarkSessions(b *testing.B) {
-	s := routing.NewSessions(routing.SessionConfig{})
-	now := time.Now()
-	ids := make([]string, 200_000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("conv-%d", i)
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		k := s.Key("tenant", ids[i%len(ids)])
-		if _, ok := s.Lookup(k, now); !ok {
-			s.Record(k, "east-a", now)
-		}
-		i++
 	}
 }
 

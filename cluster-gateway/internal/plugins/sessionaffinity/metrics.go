@@ -34,12 +34,15 @@ func (s *Scorer) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (s *Scorer) Collect(ch chan<- prometheus.Metric) {
-	n, b := s.sessions.size()
+	n, b := s.sessions.Size()
 	ch <- prometheus.MustNewConstMetric(s.desc.sessions, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(s.desc.bytes, prometheus.GaugeValue, float64(b))
-	ev := s.sessions.evictions()
-	for i, name := range evictNames {
-		ch <- prometheus.MustNewConstMetric(s.desc.evictions, prometheus.CounterValue, float64(ev[i]), name)
+	ev := s.sessions.Evictions()
+	for _, e := range []struct {
+		reason string
+		n      uint64
+	}{{"capacity", ev.Capacity}, {"expired", ev.Expired}, {"endpoint_removed", ev.Removed}} {
+		ch <- prometheus.MustNewConstMetric(s.desc.evictions, prometheus.CounterValue, float64(e.n), e.reason)
 	}
 	for i, name := range outcomeNames {
 		ch <- prometheus.MustNewConstMetric(s.desc.decisions, prometheus.CounterValue, float64(s.counts[i].Load()), name)

@@ -15,13 +15,13 @@ package sessionaffinity
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard-dev/switchyard/contract/sessions"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
@@ -76,8 +76,7 @@ var outcomeNames = [outcomes]string{"stuck", "moved", "new"}
 type Scorer struct {
 	name     string
 	sat      framework.Saturation
-	seed     maphash.Seed
-	sessions *table
+	sessions *sessions.Table
 	log      *slog.Logger
 	now      func() time.Time
 	desc     descs
@@ -101,7 +100,7 @@ func Factory(name string, params json.RawMessage, h framework.Handle) (framework
 	}
 	if h != nil {
 		s.log, s.now = h.Logger(), h.Now
-		h.OnRemove(s.sessions.removeAddr)
+		h.OnRemove(s.sessions.RemoveValue)
 	}
 	return s, nil
 }
@@ -118,15 +117,20 @@ func New(name string, p Params) (*Scorer, error) {
 		return nil, fmt.Errorf("sessionTTL must be > 0, got %s", ttl)
 	case maxSessions < 0:
 		return nil, fmt.Errorf("maxSessions must be > 0, got %d", maxSessions)
-	case maxBytes < entryBytes:
-		return nil, fmt.Errorf("maxBytes must be at least %d (one session), got %d", entryBytes, maxBytes)
+	case maxBytes < sessions.IndexedEntryBytes:
+		return nil, fmt.Errorf("maxBytes must be at least %d (one session), got %d", sessions.IndexedEntryBytes, maxBytes)
 	}
 	sat, err := p.saturation()
 	if err != nil {
 		return nil, err
 	}
-	return &Scorer{name: name, sat: sat, seed: maphash.MakeSeed(), sessions: newTable(maxSessions, maxBytes, ttl),
-		log: slog.New(slog.DiscardHandler), now: time.Now, desc: newDescs(name)}, nil
+	table, err := sessions.New(sessions.Config{TTL: ttl, MaxEntries: maxSessions, MaxBytes: maxBytes,
+		IndexValues: true})
+	if err != nil {
+		return nil, err
+	}
+	return &Scorer{name: name, sat: sat, sessions: table, log: slog.New(slog.DiscardHandler), now: time.Now,
+		desc: newDescs(name)}, nil
 }
 
 func (p Params) saturation() (framework.Saturation, error) {
@@ -152,17 +156,8 @@ func (s *Scorer) TypedName() framework.TypedName {
 }
 
 // Key is the table key of a session: a hash, seeded per scorer, of the tenant and the session id
-// (each length-prefixed, so no pair of strings runs into another).
-func (s *Scorer) Key(tenant, sessionID string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(tenant)))
-	_, _ = h.Write(n[:])
-	_, _ = h.WriteString(tenant)
-	_, _ = h.WriteString(sessionID)
-	return h.Sum64()
-}
+// (sessions.Table.Key).
+func (s *Scorer) Key(tenant, sessionID string) uint64 { return s.sessions.Key(tenant, sessionID) }
 
 // Score writes 1 for the endpoint that served req's session last when it has room, 0 for every
 // other endpoint (and for all of them when the request has no known session).
@@ -177,7 +172,7 @@ func (s *Scorer) Score(
 	if req.SessionID == "" {
 		return
 	}
-	addr, ok := s.sessions.lookup(s.Key(req.Tenant, req.SessionID), cs.Now)
+	addr, ok := s.sessions.Lookup(s.Key(req.Tenant, req.SessionID), cs.Now)
 	if !ok {
 		return
 	}
@@ -214,7 +209,7 @@ func (s *Scorer) PreRequest(ctx context.Context, req *framework.Request, res *fr
 	}
 	now := s.now()
 	addr := res.Targets[0].Meta().Address
-	prev := s.sessions.record(s.Key(req.Tenant, req.SessionID), addr, now)
+	prev := s.sessions.Record(s.Key(req.Tenant, req.SessionID), addr, now)
 	switch prev {
 	case "":
 		s.counts[outcomeNew].Add(1)
@@ -227,7 +222,7 @@ func (s *Scorer) PreRequest(ctx context.Context, req *framework.Request, res *fr
 }
 
 // Sessions returns the number of sessions held and the bytes they are charged.
-func (s *Scorer) Sessions() (entries int, bytes int64) { return s.sessions.size() }
+func (s *Scorer) Sessions() (entries int, bytes int64) { return s.sessions.Size() }
 
 func cmpOr[T int | int64](v, def T) T {
 	if v == 0 {
