@@ -3,10 +3,12 @@ package bbr
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/apierror"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 )
 
@@ -50,6 +52,18 @@ func resolve(eps []*datastore.Endpoint, adapters map[string]string, model string
 		}
 	}
 	return Resolution{}, false
+}
+
+// notServed is the error for a model resolve found no endpoint for: 404 model_not_found, unless
+// there are endpoints but none's model list has been read yet (a gateway just started, or its
+// pods just came up). Then the gateway cannot tell a model that does not exist from one its pods
+// will list in a moment, and answers 503 with Retry-After, which a router or client retries,
+// rather than telling the client that a model it serves does not exist.
+func notServed(eps []*datastore.Endpoint, model string) error {
+	if len(eps) == 0 || slices.ContainsFunc(eps, func(ep *datastore.Endpoint) bool { return ep.Models() != nil }) {
+		return apierror.ModelNotFound(model)
+	}
+	return apierror.Unavailable("no model server's model list has been read yet", 1)
 }
 
 func hasLoRA(ep *datastore.Endpoint, model string) bool {

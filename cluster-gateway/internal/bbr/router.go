@@ -85,9 +85,10 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 	if err := openai.Parse(body, b); err != nil {
 		return Routed{}, apierror.ParseError(err)
 	}
-	res, ok := resolve(r.src.Endpoints(), r.cfg.Adapters, b.Model)
+	eps := r.src.Endpoints()
+	res, ok := resolve(eps, r.cfg.Adapters, b.Model)
 	if !ok {
-		return Routed{}, apierror.ModelNotFound(b.Model)
+		return Routed{}, notServed(eps, b.Model)
 	}
 	req.Model, req.BaseModel, req.Adapter = b.Model, res.BaseModel, res.Adapter
 	req.PromptTokens = b.EstimatedPromptTokens()
@@ -107,9 +108,10 @@ func (r *Router) Route(body []byte, req *framework.Request) (Routed, error) {
 // read itself (a pass-through path's JSON or multipart body): no prompt, so no prefix hashes and
 // no token estimate. A model nothing serves is a 404 *apierror.Error.
 func (r *Router) RouteModel(model string, req *framework.Request) error {
-	res, ok := resolve(r.src.Endpoints(), r.cfg.Adapters, model)
+	eps := r.src.Endpoints()
+	res, ok := resolve(eps, r.cfg.Adapters, model)
 	if !ok {
-		return apierror.ModelNotFound(model)
+		return notServed(eps, model)
 	}
 	req.Model, req.BaseModel, req.Adapter = model, res.BaseModel, res.Adapter
 	return nil

@@ -218,3 +218,53 @@ func BenchmarkParse1MB(b *testing.B) {
 		}
 	}
 }
+
+// TestRouteBeforeAnyModelList checks what a model no endpoint is known to serve gets: 503 with
+// Retry-After while no endpoint's model list has been read (a gateway just started: the model
+// may well be served), 404 model_not_found once one has, and 404 with no endpoints at all.
+func TestRouteBeforeAnyModelList(t *testing.T) {
+	unread := func() staticSource {
+		return staticSource{datastore.NewEndpoint("10.0.0.1:8000", "", "", nil),
+			datastore.NewEndpoint("10.0.0.2:8000", "", "", nil)}
+	}
+	read := unread()
+	read[1].SetModels(&datastore.Models{Base: "llama"})
+	tests := []struct {
+		name   string
+		src    staticSource
+		model  string
+		status int
+	}{
+		{"no list read yet", unread(), "llama", http.StatusServiceUnavailable},
+		{"one list read, model unknown", read, "gpt-9", http.StatusNotFound},
+		{"one list read, model served", read, "llama", 0},
+		{"no endpoints", staticSource{}, "llama", http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewRouter(DefaultConfig(), tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, route := range []func() error{
+				func() error {
+					var req framework.Request
+					_, err := r.Route([]byte(`{"model":"`+tt.model+`","prompt":"hi"}`), &req)
+					return err
+				},
+				func() error { var req framework.Request; return r.RouteModel(tt.model, &req) },
+			} {
+				err := route()
+				var ae *apierror.Error
+				switch {
+				case tt.status == 0 && err != nil:
+					t.Fatalf("error %v, want the model routed", err)
+				case tt.status != 0 && (!errors.As(err, &ae) || ae.Status != tt.status):
+					t.Fatalf("error %v, want status %d", err, tt.status)
+				case tt.status == http.StatusServiceUnavailable && ae.RetryAfterSeconds < 1:
+					t.Fatalf("503 without Retry-After: %+v", ae)
+				}
+			}
+		})
+	}
+}
