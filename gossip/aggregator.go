@@ -10,7 +10,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,10 +27,6 @@ type AggregatorConfig struct {
 	// Regional is the node in the region's pool (required), Aggregators the node in the pool of
 	// aggregators (required). Both must be running (their Run called) for the aggregator to work.
 	Regional, Aggregators *Node
-	// SigningKey signs every digest (the region's Ed25519 key); nil publishes unsigned digests,
-	// which routers accept only while no cluster or region is registered. SetSigningKey replaces
-	// it while running.
-	SigningKey ed25519.PrivateKey
 	// Interval is the heartbeat: the longest time between two digests. Default 1 s.
 	Interval time.Duration
 	// MinInterval is the least time between two digests; a significant change (see significant)
@@ -67,10 +62,6 @@ func (c *AggregatorConfig) Validate() error {
 	} else if c.Regional == c.Aggregators {
 		errs = append(errs, errors.New("gossip: aggregator: Regional and Aggregators must be two nodes"))
 	}
-	if c.SigningKey != nil && len(c.SigningKey) != ed25519.PrivateKeySize {
-		errs = append(errs, fmt.Errorf("gossip: aggregator: SigningKey is %d bytes, want %d", len(c.SigningKey),
-			ed25519.PrivateKeySize))
-	}
 	if c.MinInterval <= 0 || c.Interval < c.MinInterval || c.FullInterval < c.Interval {
 		errs = append(errs, fmt.Errorf("gossip: aggregator: want 0 < MinInterval (%v) <= Interval (%v) <= FullInterval (%v)",
 			c.MinInterval, c.Interval, c.FullInterval))
@@ -84,11 +75,13 @@ func (c *AggregatorConfig) Validate() error {
 
 // Aggregator publishes its region's clusters as region digests in the pool of aggregators, and
 // relays the digests of other regions from that pool into its region's pool, where every router
-// reads them (Node.Digests). Create it with NewAggregator and start it with Run.
+// reads them (Node.Digests). Digests are signed with the Aggregators node's signing key (the
+// region's Ed25519 key: Config.SigningKey, SetSigningKey or a SigningKeyFileWatcher on that node,
+// which publishes no summaries); without one they are unsigned, and routers accept them only
+// while no cluster or region is registered. Create it with NewAggregator and start it with Run.
 type Aggregator struct {
 	cfg     AggregatorConfig
 	log     *slog.Logger
-	key     atomic.Pointer[ed25519.PrivateKey]
 	metrics aggregatorMetrics
 
 	// Publishing state; only Run's goroutine touches it.
@@ -115,9 +108,6 @@ func NewAggregator(cfg AggregatorConfig) (*Aggregator, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.SigningKey != nil {
-		a.SetSigningKey(cfg.SigningKey)
-	}
 	const ns, sub = "switchyard", "gossip"
 	a.metrics = aggregatorMetrics{
 		clusters: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "aggregator_clusters",
@@ -137,16 +127,6 @@ func NewAggregator(cfg AggregatorConfig) (*Aggregator, error) {
 		}
 	}
 	return a, nil
-}
-
-// SetSigningKey replaces the key that signs digests (nil: unsigned). Safe for concurrent use.
-func (a *Aggregator) SetSigningKey(key ed25519.PrivateKey) {
-	if key == nil {
-		a.key.Store(nil)
-		return
-	}
-	k := slices.Clone(key)
-	a.key.Store((*ed25519.PrivateKey)(&k))
 }
 
 // Run publishes and relays digests until ctx ends; it returns nil then.
@@ -237,7 +217,7 @@ func (a *Aggregator) published(state map[string]*gossipv1.DigestCluster, now tim
 }
 
 func (a *Aggregator) signingKey() ed25519.PrivateKey {
-	if k := a.key.Load(); k != nil {
+	if k := a.cfg.Aggregators.signingKey.Load(); k != nil {
 		return *k
 	}
 	return nil

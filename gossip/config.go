@@ -182,6 +182,10 @@ type Config struct {
 	// Timings are the memberlist protocol periods. Default LANTimings or WANTimings.
 	Timings Timings
 
+	// MetricsSubsystem is the middle part of the node's metric names (switchyard_<it>_...), so
+	// that two nodes of one process (a router's region pool and pool of aggregators) register
+	// apart. Default "gossip".
+	MetricsSubsystem string
 	// Logger receives the node's and memberlist's logs. Default: discard.
 	Logger *slog.Logger
 	// Registerer receives the node's metrics. Default: none registered.

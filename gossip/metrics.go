@@ -50,8 +50,8 @@ type metrics struct {
 	ownBytes, relayedBytes, appliedCount           atomic.Uint64
 }
 
-func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics, error) {
-	const ns, sub = "switchyard", "gossip"
+func newMetrics(reg prometheus.Registerer, sub string, queueDepth func() float64) (*metrics, error) {
+	const ns = "switchyard"
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
 	}

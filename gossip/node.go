@@ -107,7 +107,11 @@ func New(cfg Config) (*Node, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(reg, func() float64 {
+	sub := cfg.MetricsSubsystem
+	if sub == "" {
+		sub = "gossip"
+	}
+	m, err := newMetrics(reg, sub, func() float64 {
 		return float64(n.queue.NumQueued() + n.beatQueue.NumQueued() + n.deltaQueue.NumQueued() +
 			n.digestQueue.NumQueued())
 	})

@@ -101,10 +101,11 @@ func TestRegionalPools(t *testing.T) {
 		c.Region = []string{"a", "b"}[i]
 		c.NodeName = "wan-" + c.Region
 		c.DigestVerifier, c.DigestTTL = keys, 2*time.Second
+		c.SigningKey = []ed25519.PrivateKey{keyA, keyB}[i]
 	})
 	for i, r := range []*region{a, b} {
 		cfg := gossip.DefaultAggregatorConfig()
-		cfg.Region, cfg.Regional, cfg.Aggregators, cfg.SigningKey = r.name, r.pool.Node(1), wan.Node(i), r.key
+		cfg.Region, cfg.Regional, cfg.Aggregators = r.name, r.pool.Node(1), wan.Node(i)
 		cfg.Interval, cfg.MinInterval, cfg.FullInterval = 300*time.Millisecond, 100*time.Millisecond, 3*time.Second
 		agg, err := gossip.NewAggregator(cfg)
 		if err != nil {
