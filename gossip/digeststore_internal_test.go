@@ -104,3 +104,37 @@ func TestDigestStoreRejects(t *testing.T) {
 		t.Fatalf("store holds %d states, want none", len(s.all()))
 	}
 }
+
+// TestStateCarriesDigests: push/pull state carries digest messages after the summaries, a
+// reader of summaries only is unaffected, and a node merges the digests it receives so.
+func TestStateCarriesDigests(t *testing.T) {
+	full, _ := EncodeDigest(storeDigest(10, 0, "c1"))
+	delta, _ := EncodeDigest(storeDigest(20, 10, "c2"))
+	sum := &gossipv1.CapacitySummary{Node: "gw", Sequence: 5, Cluster: "c9", Region: "a"}
+	st, err := encodeStateWith([]heldSummary{{summary: sum}}, [][]byte{full, delta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, digests, err := decodeStateWith(st, 1<<20)
+	if err != nil || len(held) != 1 || len(digests) != 2 {
+		t.Fatalf("decoded %d summaries, %d digests, err %v", len(held), len(digests), err)
+	}
+	if only, err := decodeState(st, 1<<20); err != nil || len(only) != 1 {
+		t.Fatalf("summaries only: %d, err %v", len(only), err)
+	}
+	cfg := DefaultLANConfig()
+	cfg.NodeName, cfg.Role, cfg.Region, cfg.Insecure = "r", RoleRouter, "a", true
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&delegate{n: n}).MergeRemoteState(st, true)
+	ds := n.Digests()
+	if len(ds) != 1 || ds[0].Digest.GetSequence() != 20 ||
+		!slices.Equal(clusterNames(ds[0].Digest), []string{"c1", "c2"}) {
+		t.Fatalf("digests after push/pull: %+v", ds)
+	}
+	if blobs := n.digestBlobs(); len(blobs) != 2 {
+		t.Fatalf("the node hands on %d digest messages, want the full digest and its delta", len(blobs))
+	}
+}
