@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
@@ -136,5 +138,34 @@ func TestStateCarriesDigests(t *testing.T) {
 	}
 	if blobs := n.digestBlobs(); len(blobs) != 2 {
 		t.Fatalf("the node hands on %d digest messages, want the full digest and its delta", len(blobs))
+	}
+}
+
+// TestDigestFromTheFuture: a digest whose sequence is beyond the allowed clock skew (it would
+// hold back the aggregator's real digests, newest sequence winning) is refused and counted.
+func TestDigestFromTheFuture(t *testing.T) {
+	cfg := DefaultLANConfig()
+	cfg.NodeName, cfg.Role, cfg.Region, cfg.Insecure = "r", RoleRouter, "a", true
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := uint64(time.Now().Add(time.Hour).UnixNano())
+	blob, _ := EncodeDigest(storeDigest(future, 0, "c1"))
+	if _, err := n.RelayDigest(blob); !errors.Is(err, ErrFuture) {
+		t.Fatalf("RelayDigest: %v, want ErrFuture", err)
+	}
+	msgs, err := encodeParts(msgDigest, "agg-b", future, blob, 1336, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		n.handleDigestChunk(m)
+	}
+	if len(n.Digests()) != 0 {
+		t.Fatalf("digest from the future stored: %v", n.Digests())
+	}
+	if got := testutil.ToFloat64(n.metrics.digests.WithLabelValues("clock_skew")); got != 2 {
+		t.Fatalf("clock_skew counted %v times, want 2", got)
 	}
 }
