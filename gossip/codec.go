@@ -24,6 +24,8 @@ import (
 //	want:   0x05 | uvarint len(node) | node  (sent to a publisher: "send a full summary")
 //	linked chunk: 0x06 | chunk header | 16-byte head | 16-byte link | payload   (count ≥ 2)
 //	linked delta: 0x07 | same layout as a linked chunk
+//	digest: 0x08 | same layout as chunk, node = the aggregator   (payloads form a RegionDigest blob)
+//	linked digest: 0x09 | same layout as a linked chunk
 //
 // A summary (or delta) is encoded as a blob and cut into chunk payloads of at most one packet
 // each; the concatenated payloads of chunks 0..count-1 are the blob. A blob is a codec byte
@@ -40,6 +42,10 @@ const (
 	msgWantFull    byte = 0x05
 	msgLinked      byte = 0x06
 	msgLinkedDelta byte = 0x07
+	// msgDigest and msgLinkedDigest carry region digests (digest.go); nodes that predate them
+	// count them as undecodable and drop them.
+	msgDigest       byte = 0x08
+	msgLinkedDigest byte = 0x09
 
 	codecRaw     byte = 0x00
 	codecDeflate byte = 0x01
@@ -210,12 +216,14 @@ func checkSummary(s *gossipv1.CapacitySummary) error {
 
 // chunk is one piece of an encoded summary or delta.
 type chunk struct {
-	node    string
-	seq     uint64
-	index   int
-	count   int
-	delta   bool // the payloads form a SummaryDelta blob
-	payload []byte
+	node  string
+	seq   uint64
+	index int
+	count int
+	delta bool // the payloads form a SummaryDelta blob
+	// regional is set on digest chunks: the payloads form a RegionDigest blob.
+	regional bool
+	payload  []byte
 	// linked chunks (msgLinked, msgLinkedDelta) carry the digest of the first chunk (head, the
 	// same in every chunk of one message) and of the next chunk (link; zero in the last).
 	linked     bool
@@ -239,7 +247,7 @@ func encodeParts(kind byte, node string, seq uint64, blob []byte, maxMsg int, li
 	if linked && len(blob) > room {
 		header += 2 * digestSize
 		room -= 2 * digestSize
-		kind = map[byte]byte{msgChunk: msgLinked, msgDelta: msgLinkedDelta}[kind]
+		kind = map[byte]byte{msgChunk: msgLinked, msgDelta: msgLinkedDelta, msgDigest: msgLinkedDigest}[kind]
 	} else {
 		linked = false
 	}
@@ -277,9 +285,10 @@ func encodeParts(kind byte, node string, seq uint64, blob []byte, maxMsg int, li
 	return msgs, nil
 }
 
-// isChunk reports whether a message type is one of the chunk types.
+// isChunk reports whether a message type is one of the chunk types (summaries, deltas, digests).
 func isChunk(kind byte) bool {
-	return kind == msgChunk || kind == msgDelta || kind == msgLinked || kind == msgLinkedDelta
+	return kind == msgChunk || kind == msgDelta || kind == msgLinked || kind == msgLinkedDelta ||
+		kind == msgDigest || kind == msgLinkedDigest
 }
 
 // decodeChunk parses a chunk or delta message, linked or not (type byte included). The payload
@@ -302,7 +311,8 @@ func decodeChunk(b []byte) (chunk, error) {
 		return chunk{}, fmt.Errorf("%w: chunk node name", ErrMalformed)
 	}
 	c := chunk{node: string(r[:nameLen]), delta: b[0] == msgDelta || b[0] == msgLinkedDelta,
-		linked: b[0] == msgLinked || b[0] == msgLinkedDelta}
+		linked:   b[0] == msgLinked || b[0] == msgLinkedDelta || b[0] == msgLinkedDigest,
+		regional: b[0] == msgDigest || b[0] == msgLinkedDigest}
 	r = r[nameLen:]
 	seq, ok1 := next()
 	idx, ok2 := next()
@@ -328,7 +338,11 @@ func decodeChunk(b []byte) (chunk, error) {
 // encodeState encodes the push/pull state message: a NodeState whose bases are interleaved with
 // the summaries on the wire (each right after its node's summary), so that DEFLATE, whose window
 // is 32 KiB, finds a base's repetition of its summary.
-func encodeState(held []heldSummary) ([]byte, error) {
+func encodeState(held []heldSummary) ([]byte, error) { return encodeStateWith(held, nil) }
+
+// encodeStateWith is encodeState with region digest messages (NodeState.digests) after the
+// summaries.
+func encodeStateWith(held []heldSummary, digests [][]byte) ([]byte, error) {
 	opts := proto.MarshalOptions{Deterministic: true}
 	var raw []byte
 	for _, h := range held {
@@ -344,6 +358,10 @@ func encodeState(held []heldSummary) ([]byte, error) {
 			}
 		}
 	}
+	for _, d := range digests {
+		raw = protowire.AppendTag(raw, stateDigestsField, protowire.BytesType)
+		raw = protowire.AppendBytes(raw, d)
+	}
 	return append([]byte{msgState}, compressBlob(raw)...), nil
 }
 
@@ -351,12 +369,22 @@ func encodeState(held []heldSummary) ([]byte, error) {
 // it was rebuilt from a delta, its base. Summaries without node or sequence are dropped, and so
 // are bases without a summary of their node or not older than it.
 func decodeState(b []byte, limit int) ([]heldSummary, error) {
+	held, _, err := decodeStateWith(b, limit)
+	return held, err
+}
+
+// stateDigestsField is NodeState.digests' field number.
+var stateDigestsField = (&gossipv1.NodeState{}).ProtoReflect().Descriptor().Fields().ByName("digests").Number()
+
+// decodeStateWith is decodeState that also returns the state's region digest messages (each
+// still to be decoded and checked).
+func decodeStateWith(b []byte, limit int) ([]heldSummary, [][]byte, error) {
 	if len(b) < 1 || b[0] != msgState {
-		return nil, fmt.Errorf("%w: not a state message", ErrMalformed)
+		return nil, nil, fmt.Errorf("%w: not a state message", ErrMalformed)
 	}
 	var st gossipv1.NodeState
 	if err := decodeBlob(b[1:], &st, limit); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bases := make(map[string]*gossipv1.CapacitySummary, len(st.GetBases()))
 	for _, s := range st.GetBases() {
@@ -375,7 +403,7 @@ func decodeState(b []byte, limit int) ([]heldSummary, error) {
 		}
 		out = append(out, h)
 	}
-	return out, nil
+	return out, st.GetDigests(), nil
 }
 
 // encodeDelta encodes a delta as a blob, compressed when smaller, with the compact header: the

@@ -159,6 +159,17 @@ type Config struct {
 	// Verifier, when set, must accept every summary received before it is stored (a router
 	// checking cluster registrations). Default none: every well-formed summary is stored.
 	Verifier SummaryVerifier
+	// DigestVerifier, when set, must accept every region digest received before it is stored
+	// and relayed (a router checking region keys). Default none: every well-formed digest is
+	// stored.
+	DigestVerifier DigestVerifier
+	// MaxDigestBytes bounds an encoded region digest, decompressed. Default 1 MiB.
+	MaxDigestBytes int
+	// DigestTTL is the age after which a region digest's state is marked stale (Digest.Stale):
+	// its aggregator has not been heard from, directly or relayed, for that long. A digest
+	// crosses two pools and waits up to an aggregator's heartbeat interval, so this is longer
+	// than SummaryTTL. Default 10 s.
+	DigestTTL time.Duration
 	// MaxClockSkew is how far ahead of this node's clock a received summary's sequence number
 	// and generation time may be; chunks and summaries beyond it are dropped, so that a forged
 	// sequence (sequences are the publisher's clock in nanoseconds) cannot make a node's real
@@ -171,6 +182,10 @@ type Config struct {
 	// Timings are the memberlist protocol periods. Default LANTimings or WANTimings.
 	Timings Timings
 
+	// MetricsSubsystem is the middle part of the node's metric names (switchyard_<it>_...), so
+	// that two nodes of one process (a router's region pool and pool of aggregators) register
+	// apart. Default "gossip".
+	MetricsSubsystem string
 	// Logger receives the node's and memberlist's logs. Default: discard.
 	Logger *slog.Logger
 	// Registerer receives the node's metrics. Default: none registered.
@@ -198,6 +213,8 @@ func DefaultLANConfig() Config {
 		Precision:           DefaultPrecision(),
 		MaxClockSkew:        30 * time.Second,
 		MaxStreamBytes:      8 << 20,
+		MaxDigestBytes:      1 << 20,
+		DigestTTL:           10 * time.Second,
 	}
 }
 
@@ -291,6 +308,7 @@ func (c *Config) validateDurations() []error {
 	pos("LeaveTimeout", c.LeaveTimeout)
 	pos("FullSummaryInterval", c.FullSummaryInterval)
 	pos("MaxClockSkew", c.MaxClockSkew)
+	pos("DigestTTL", c.DigestTTL)
 	if c.MaxStreamBytes < 64<<10 {
 		errs = append(errs, fmt.Errorf("gossip: MaxStreamBytes %d, want at least 65536", c.MaxStreamBytes))
 	}
@@ -312,6 +330,9 @@ func (c *Config) validateDurations() []error {
 	}
 	if c.BroadcastBudget < 0 {
 		errs = append(errs, fmt.Errorf("gossip: BroadcastBudget %d bytes/s, want 0 (off) or more", c.BroadcastBudget))
+	}
+	if c.MaxDigestBytes < 1024 {
+		errs = append(errs, fmt.Errorf("gossip: MaxDigestBytes %d, want at least 1024", c.MaxDigestBytes))
 	}
 	if c.MaxSummaryBytes < 1024 {
 		errs = append(errs, fmt.Errorf("gossip: MaxSummaryBytes %d, want at least 1024", c.MaxSummaryBytes))

@@ -42,19 +42,22 @@ func (d *delegate) NotifyMsg(b []byte) {
 		d.n.handleLeave(b)
 	case msgWantFull:
 		d.n.handleWantFull(b)
+	case msgDigest, msgLinkedDigest:
+		d.n.handleDigestChunk(b)
 	default:
 		d.n.metrics.decodeErrors.Inc()
 	}
 }
 
 // GetBroadcasts returns queued summary chunks that fit limit, counting own and relayed bytes:
-// full summaries and leaves first, then heartbeat deltas, then other deltas in the room left. A
+// full summaries and leaves first, then heartbeat deltas, then other deltas, then region digest
+// chunks in the room left. A
 // delta the broadcast budget held back is queued first once its time has come.
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	d.n.flushHeld()
 	var msgs [][]byte
 	used := 0
-	for _, q := range []*memberlist.TransmitLimitedQueue{d.n.queue, d.n.beatQueue, d.n.deltaQueue} {
+	for _, q := range []*memberlist.TransmitLimitedQueue{d.n.queue, d.n.beatQueue, d.n.deltaQueue, d.n.digestQueue} {
 		got := q.GetBroadcasts(overhead, limit-used)
 		for _, m := range got {
 			used += overhead + len(m)
@@ -68,9 +71,10 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	return msgs
 }
 
-// LocalState returns every summary this node holds, for push/pull anti-entropy.
+// LocalState returns every summary and region digest this node holds, for push/pull
+// anti-entropy.
 func (d *delegate) LocalState(join bool) []byte {
-	b, err := encodeState(d.n.store.all())
+	b, err := encodeStateWith(d.n.store.all(), d.n.digestBlobs())
 	if err != nil {
 		d.n.log.Error("gossip encode state", "err", err)
 		return nil
@@ -83,14 +87,14 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	if len(buf) == 0 {
 		return
 	}
-	held, err := decodeState(buf, stateLimit(d.n.cfg.MaxSummaryBytes))
+	held, digests, err := decodeStateWith(buf, stateLimit(d.n.cfg.MaxSummaryBytes))
 	if err != nil {
 		d.n.metrics.decodeErrors.Inc()
 		d.n.log.Debug("gossip bad remote state", "err", err)
 		return
 	}
-	applied := false
 	now := d.n.now()
+	applied := d.n.mergeDigests(digests, now)
 	for _, h := range held {
 		s := h.summary
 		d.n.metrics.received.WithLabelValues("pushpull").Inc()

@@ -294,7 +294,7 @@ func TestStreamGuard(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			server, client := net.Pipe()
-			m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 })
+			m, err := newMetrics(prometheus.NewRegistry(), "gossip", func() float64 { return 0 })
 			if err != nil {
 				t.Fatal(err)
 			}

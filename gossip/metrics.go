@@ -43,13 +43,15 @@ type metrics struct {
 	signingKeyErrors prometheus.Counter
 	streamsCut       prometheus.Counter
 	joinAttempts     *prometheus.CounterVec
+	digests          *prometheus.CounterVec
+	digestBytes      *prometheus.HistogramVec
 
 	packetSent, packetRecv, streamSent, streamRecv atomic.Uint64
 	ownBytes, relayedBytes, appliedCount           atomic.Uint64
 }
 
-func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics, error) {
-	const ns, sub = "switchyard", "gossip"
+func newMetrics(reg prometheus.Registerer, sub string, queueDepth func() float64) (*metrics, error) {
+	const ns = "switchyard"
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: ns, Subsystem: sub, Name: name, Help: help}
 	}
@@ -137,6 +139,17 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 			prometheus.CounterOpts(opts("join_attempts_total", "Attempts to join the seeds, by result.")),
 			[]string{"result"},
 		),
+		digests: prometheus.NewCounterVec(prometheus.CounterOpts(opts(
+			"digests_total",
+			"Region digest messages by event: published here, relayed here from another pool, applied, parked for want "+
+				"of their full digest, rejected (by the digest verifier), clock_skew, forged_chunk, too_large (not "+
+				"published: over MaxDigestBytes), and chunk_received.",
+		)), []string{"event"}),
+		digestBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "digest_published_bytes",
+			Help:    "Encoded size of the region digests this node published, by kind (full, delta).",
+			Buckets: prometheus.ExponentialBuckets(64, 2, 14),
+		}, []string{"kind"}),
 	}
 	queue := prometheus.NewGaugeFunc(
 		prometheus.GaugeOpts(opts("broadcast_queue_depth", "Summary chunks waiting to be gossiped.")),
@@ -144,7 +157,7 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) (*metrics,
 	)
 	for _, c := range []prometheus.Collector{m.members, m.summaryAge, m.received, m.applied, m.stale, m.rejected,
 		m.decodeErrors, m.invalidMeta, m.propagation, m.bytes, m.broadcastBytes, m.published, m.deltas, m.keyChanges,
-		m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, queue} {
+		m.keyErrors, m.signingKeyErrors, m.streamsCut, m.joinAttempts, m.digests, m.digestBytes, queue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

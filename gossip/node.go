@@ -40,14 +40,17 @@ type Node struct {
 	// (Timings.RetransmitMult), and never fewer times than in a 100-node pool (see
 	// peers.beatPoolSize). Deltas are a few dozen bytes when nothing changed.
 	beatQueue *memberlist.TransmitLimitedQueue
-	pub       publisher
-	wanted    fullRequests
-	store     *store
-	metrics   *metrics
-	coords    *vivaldi.Client
-	seq       sequencer
-	subs      subscribers
-	peers     peers
+	// digestQueue holds region digest chunks, after every summary message.
+	digestQueue *memberlist.TransmitLimitedQueue
+	digests     *digestStore
+	pub         publisher
+	wanted      fullRequests
+	store       *store
+	metrics     *metrics
+	coords      *vivaldi.Client
+	seq         sequencer
+	subs        subscribers
+	peers       peers
 
 	// signingKey signs published summaries; nil: unsigned.
 	signingKey atomic.Pointer[ed25519.PrivateKey]
@@ -76,6 +79,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.store.baseWait = baseWaitFor(cfg.Timings.GossipInterval)
 	n.store.accept = n.accept
+	n.digests = newDigestStore(cfg.MaxDigestBytes)
+	n.digests.accept = n.acceptDigest
 	if cfg.SigningKey != nil {
 		key := cfg.SigningKey
 		n.signingKey.Store(&key)
@@ -92,6 +97,8 @@ func New(cfg Config) (*Node, error) {
 		NumNodes:       n.peers.aliveCount,
 		RetransmitMult: cfg.Timings.DeltaRetransmitMult,
 	}
+	n.digestQueue = &memberlist.TransmitLimitedQueue{NumNodes: n.peers.aliveCount,
+		RetransmitMult: cfg.Timings.RetransmitMult}
 	n.beatQueue = &memberlist.TransmitLimitedQueue{
 		NumNodes:       n.peers.beatPoolSize,
 		RetransmitMult: cfg.Timings.RetransmitMult,
@@ -100,8 +107,13 @@ func New(cfg Config) (*Node, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(reg, func() float64 {
-		return float64(n.queue.NumQueued() + n.beatQueue.NumQueued() + n.deltaQueue.NumQueued())
+	sub := cfg.MetricsSubsystem
+	if sub == "" {
+		sub = "gossip"
+	}
+	m, err := newMetrics(reg, sub, func() float64 {
+		return float64(n.queue.NumQueued() + n.beatQueue.NumQueued() + n.deltaQueue.NumQueued() +
+			n.digestQueue.NumQueued())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gossip: register metrics: %w", err)

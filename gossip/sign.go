@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
@@ -48,23 +47,7 @@ func signedBytes(s *gossipv1.CapacitySummary) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gossip: encode summary for signing: %w", err)
 	}
-	out := make([]byte, 0, len(signingDomain)+len(raw))
-	out = append(out, signingDomain...)
-	for len(raw) > 0 {
-		num, typ, n := protowire.ConsumeTag(raw)
-		if n < 0 {
-			return nil, fmt.Errorf("gossip: encode summary for signing: %w", protowire.ParseError(n))
-		}
-		m := protowire.ConsumeFieldValue(num, typ, raw[n:])
-		if m < 0 {
-			return nil, fmt.Errorf("gossip: encode summary for signing: %w", protowire.ParseError(m))
-		}
-		if num != signatureField {
-			out = append(out, raw[:n+m]...)
-		}
-		raw = raw[n+m:]
-	}
-	return out, nil
+	return withoutField(signingDomain, raw, signatureField)
 }
 
 // SignSummary sets s's signing key id and signature with key. It modifies s.

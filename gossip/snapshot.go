@@ -147,6 +147,9 @@ func (n *Node) sweep() {
 		return n.age(e, now) > n.cfg.SummaryTTL || n.departed(e)
 	})
 	n.peers.forget(forget)
+	if n.digests.forget(forget) {
+		changed = true
+	}
 	if changed {
 		n.subs.notify()
 	}

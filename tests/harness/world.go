@@ -36,11 +36,14 @@ type World struct {
 	KeyFile, TokenFile string
 	// TimeScale multiplies every simulated duration of the pods started after it is set.
 	TimeScale float64
+	// RegionalPools gives each region a gossip pool of its own (its gateways and routers), as
+	// regional pools with aggregators run; by default every node joins one pool.
+	RegionalPools bool
 
 	mu    sync.Mutex
 	nodes []*Node
 	seq   int
-	seed  string // gossip address of the first gossip Node: the others join through it
+	seeds map[string]string // gossip address of the first gossip Node of each pool: the others join through it
 	toxic *toxiproxy.ApiServer
 }
 
@@ -142,7 +145,7 @@ func (w *World) Gateway(cluster, region string, pods []string, extra ...string) 
 		"--gossip-key-file=" + w.KeyFile,
 		"--advertise-url=" + scheme + "://" + n.Listen,
 	},
-		w.joinArgs(n.Gossip)...)
+		w.joinArgs(region, n.Gossip)...)
 	if pods != nil { // nil: extra names the endpoints (--endpoints-file)
 		n.args = append(n.args, "--endpoints="+strings.Join(pods, ","))
 	}
@@ -172,7 +175,7 @@ func (w *World) router(region, etcd, health string, extra []string) *Node {
 		"--admin-listen=" + n.Admin, "--metrics-listen=" + n.Metrics, "--gossip-bind=" + n.Gossip,
 		"--gossip-key-file=" + w.KeyFile, "--gossip-profile=lan", "--admin-token-file=" + w.TokenFile,
 		"--data-dir=" + filepath.Join(w.dir, n.name)}
-	n.args = append(n.args, w.joinArgs(n.Gossip)...)
+	n.args = append(n.args, w.joinArgs(region, n.Gossip)...)
 	if etcd == "" {
 		n.args = append(n.args, "--embedded-etcd-listen="+w.port())
 	} else {
@@ -193,15 +196,24 @@ func (n *Node) EtcdURL() string {
 	return ""
 }
 
-// joinArgs makes the first gossip Node of the World the seed of every later one.
-func (w *World) joinArgs(self string) []string {
+// joinArgs makes the first gossip Node of the World (of its region, with RegionalPools) the seed
+// of every later one.
+func (w *World) joinArgs(region, self string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.seed == "" {
-		w.seed = self
+	pool := ""
+	if w.RegionalPools {
+		pool = region
+	}
+	if w.seeds == nil {
+		w.seeds = map[string]string{}
+	}
+	seed, ok := w.seeds[pool]
+	if !ok {
+		w.seeds[pool] = self
 		return nil
 	}
-	return []string{"--gossip-join=" + w.seed}
+	return []string{"--gossip-join=" + seed}
 }
 
 func (w *World) name(base string) string {

@@ -97,6 +97,19 @@ type RegistrationStore interface {
 	ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegistration, error)
 }
 
+// RegionRegistrationStore reads and writes region registrations with optimistic concurrency.
+// *configstore.Store implements it, with RegistrationStore's error contract; it must be safe for
+// concurrent use.
+type RegionRegistrationStore interface {
+	PutRegionRegistration(
+		ctx context.Context,
+		r *adminv1.RegionRegistration,
+		expectedRevision int64,
+	) (*adminv1.RegionRegistration, error)
+	DeleteRegionRegistration(ctx context.Context, region string, expectedRevision int64) error
+	ListRegionRegistrations(ctx context.Context) ([]*adminv1.RegionRegistration, error)
+}
+
 // IdentityMode reports how the router checks capacity summaries now. *identity.Verifier
 // implements it. It must be safe for concurrent use.
 type IdentityMode interface {
@@ -119,6 +132,9 @@ type Deps struct {
 	Explainer Explainer
 	// Registrations reads and writes cluster registrations (the config store).
 	Registrations RegistrationStore
+	// Regions reads and writes region registrations (the config store); nil answers
+	// RegisterRegion and RevokeRegion Unimplemented and lists no regions.
+	Regions RegionRegistrationStore
 	// Identity is the router's summary verifier (its mode).
 	Identity IdentityMode
 	// Tenants reads and writes tenants' limits and API key digests (the config store).

@@ -51,12 +51,19 @@ type Router struct {
 	client *clientv3.Client
 	store  *configstore.Store
 	node   *gossip.Node
-	ident  *identity.Verifier
-	table  *clustertable.Table
-	fwd    *forward.Forwarder
-	front  *frontdoor.Server
-	limits *ratelimit.Limiter
-	admin  *admin.Server
+	// wan and agg are the aggregator's node in the pool of aggregators and its digest publisher
+	// (nil unless --gossip-aggregator).
+	wan *gossip.Node
+	agg *gossip.Aggregator
+	// clusters is the cluster table's source: the region pool's summaries and the clusters of
+	// other regions' digests.
+	clusters *clustertable.Regional
+	ident    *identity.Verifier
+	table    *clustertable.Table
+	fwd      *forward.Forwarder
+	front    *frontdoor.Server
+	limits   *ratelimit.Limiter
+	admin    *admin.Server
 	// capmap is the capacity map (nil with --capacity-map=false); outcomes records the front
 	// door's outcomes for it.
 	capmap   *capmap.Server
@@ -89,6 +96,7 @@ func build(ctx context.Context, cfg Config, log *slog.Logger) (*Router, error) {
 		r.buildEtcd,
 		r.buildStore,
 		r.buildGossip,
+		r.buildAggregator,
 		r.buildData,
 		r.buildToken,
 		r.buildAdmin,
@@ -181,8 +189,55 @@ func (r *Router) buildGossip(context.Context) error {
 	if r.ident, err = identity.New(ic, r.store, r.log.With("component", "identity"), r.reg); err != nil {
 		return err
 	}
-	gc.Verifier, gc.MaxClockSkew = r.ident, r.cfg.MaxClockSkew
-	r.node, err = gossip.New(gc)
+	gc.Verifier, gc.DigestVerifier, gc.MaxClockSkew = r.ident, r.ident, r.cfg.MaxClockSkew
+	if r.node, err = gossip.New(gc); err != nil {
+		return err
+	}
+	r.clusters = clustertable.NewRegional(r.cfg.Region, r.node, r.node, r.ident, gc.DigestTTL,
+		func() int64 { return r.store.Snapshot().RegistrationsRevision() })
+	return nil
+}
+
+// buildAggregator joins the pool of aggregators (--gossip-aggregator): a second gossip node with
+// WAN timings whose signing key is the region key, and the aggregator that publishes the
+// region's digest there and relays the other regions' into the region's pool.
+func (r *Router) buildAggregator(context.Context) error {
+	if !r.cfg.GossipAggregator {
+		return nil
+	}
+	keyFile := r.cfg.GossipWANKeyFile
+	if keyFile == "" {
+		keyFile = r.cfg.GossipKeyFile
+	}
+	keys, err := gossip.LoadKeyFile(keyFile)
+	if err != nil {
+		return fmt.Errorf("--gossip-wan-key-file: %w", err)
+	}
+	gc := gossip.DefaultWANConfig()
+	gc.NodeName, gc.Role, gc.Region, gc.Version = r.nodeName(), gossip.RoleRouter, r.cfg.Region, Version
+	if gc.BindAddr, gc.BindPort, err = gossip.ParseAddr(r.cfg.GossipWANBind); err != nil {
+		return fmt.Errorf("--gossip-wan-bind: %w", err)
+	}
+	if r.cfg.GossipWANAdvertise != "" {
+		if gc.AdvertiseAddr, gc.AdvertisePort, err = gossip.ParseAddr(r.cfg.GossipWANAdvertise); err != nil {
+			return fmt.Errorf("--gossip-wan-advertise: %w", err)
+		}
+	}
+	if r.cfg.RegionSigningKeyFile != "" {
+		if gc.SigningKey, err = gossip.LoadSigningKeyFile(r.cfg.RegionSigningKeyFile); err != nil {
+			return fmt.Errorf("--region-signing-key-file: %w", err)
+		}
+	}
+	gc.Seeds, gc.Keys, gc.MetricsSubsystem = r.cfg.GossipWANJoin, keys, "gossip_wan"
+	gc.Logger, gc.Registerer = r.log.With("component", "gossip-wan"), r.reg
+	gc.Verifier, gc.DigestVerifier, gc.MaxClockSkew = r.ident, r.ident, r.cfg.MaxClockSkew
+	if r.wan, err = gossip.New(gc); err != nil {
+		return fmt.Errorf("pool of aggregators: %w", err)
+	}
+	ac := gossip.DefaultAggregatorConfig()
+	ac.Region, ac.Regional, ac.Aggregators = r.cfg.Region, r.node, r.wan
+	ac.Logger, ac.Registerer = r.log.With("component", "aggregator"), r.reg
+	r.agg, err = gossip.NewAggregator(ac)
 	return err
 }
 
@@ -198,7 +253,7 @@ func (r *Router) buildData(context.Context) error {
 	ej := clustertable.DefaultEjectionConfig()
 	ej.MaxEjectionPercent = r.cfg.MaxEjectionPercent
 	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT, Ejection: ej,
-		Logger: r.log.With("component", "clustertable"), Registerer: r.reg}, r.node, drainView{r.store})
+		Logger: r.log.With("component", "clustertable"), Registerer: r.reg}, r.clusters, drainView{r.store})
 	fc := forward.DefaultConfig()
 	fc.MaxAttempts = r.cfg.MaxAttempts
 	tc, err := r.cfg.gatewayTLS()
@@ -263,8 +318,18 @@ func (r *Router) buildToken(context.Context) error {
 func (r *Router) buildAdmin(context.Context) error {
 	ac := admin.DefaultConfig()
 	ac.Token, ac.Region, ac.AllowCleartextGateways = r.tokens[0], r.cfg.Region, r.cfg.AllowCleartextGateways
-	srv, err := admin.New(ac, admin.Deps{Policies: r.store, Drains: r.store, Config: r.store,
-		Clusters: r.table, Gossip: r.node, Explainer: r.front, Registrations: r.store, Identity: r.ident, Tenants: r.store},
+	srv, err := admin.New(ac, admin.Deps{
+		Policies:      r.store,
+		Drains:        r.store,
+		Config:        r.store,
+		Clusters:      r.table,
+		Gossip:        r.node,
+		Explainer:     r.front,
+		Registrations: r.store,
+		Regions:       r.store,
+		Identity:      r.ident,
+		Tenants:       r.store,
+	},
 		r.log.With("component", "admin"), r.reg)
 	if err == nil {
 		err = srv.SetTokens(r.tokens)
@@ -345,6 +410,9 @@ func (r *Router) run(ctx context.Context) error {
 	if r.etcd != nil {
 		g.Go(func() error { return r.etcd.Run(ctx) })
 	}
+	if r.agg != nil {
+		r.runAggregator(ctx, g)
+	}
 	for _, c := range r.extra {
 		g.Go(func() error { return c.Run(ctx) })
 	}
@@ -362,6 +430,36 @@ func (r *Router) run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// runAggregator runs the aggregator's node in the pool of aggregators, its key watchers and the
+// aggregator itself.
+func (r *Router) runAggregator(ctx context.Context, g *errgroup.Group) {
+	keyFile := r.cfg.GossipWANKeyFile
+	if keyFile == "" {
+		keyFile = r.cfg.GossipKeyFile
+	}
+	g.Go(func() error { return r.wan.Run(ctx) })
+	g.Go(func() error { return gossip.KeyFileWatcher{Node: r.wan, Path: keyFile}.Run(ctx) })
+	if r.cfg.RegionSigningKeyFile != "" {
+		g.Go(func() error {
+			return gossip.SigningKeyFileWatcher{Node: r.wan, Path: r.cfg.RegionSigningKeyFile}.Run(ctx)
+		})
+	}
+	g.Go(func() error {
+		return identity.Watch{Config: r.store, Verifier: r.ident, Node: r.wan,
+			Logger: r.log.With("component", "identity", "pool", "aggregators")}.Run(ctx)
+	})
+	g.Go(func() error {
+		select { // the aggregator reads both pools: start it once both are up
+		case <-ctx.Done():
+			return nil
+		case <-r.wan.Ready():
+		}
+		return r.agg.Run(ctx)
+	})
+	r.log.Info("region aggregator started", "region", r.cfg.Region, "wan_bind", r.cfg.GossipWANBind,
+		"wan_join", r.cfg.GossipWANJoin, "region_key_id", r.wan.SigningKeyID())
 }
 
 func (r *Router) close() {
@@ -387,7 +485,7 @@ func (r *Router) ready() (bool, string) {
 	if !r.store.Snapshot().Loaded() {
 		return false, "configuration not loaded from etcd"
 	}
-	for _, s := range r.node.Snapshot() {
+	for _, s := range r.clusters.Snapshot() {
 		if !s.Stale {
 			return true, "ok"
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-dev/switchyard/global-router/internal/etcdclient"
 	"github.com/switchyard-dev/switchyard/global-router/internal/frontdoor"
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
+	"github.com/switchyard-dev/switchyard/gossip"
 	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
@@ -87,6 +88,17 @@ type Config struct {
 	GossipKeyFile string `flag:"gossip-key-file"`
 	// GossipProfile selects memberlist timings: "wan" (default, one pool across regions) or "lan".
 	GossipProfile string `flag:"gossip-profile"`
+	// GossipAggregator makes the router one of its region's aggregators: it also joins the pool
+	// of aggregators at GossipWANBind (seeds GossipWANJoin, keyring GossipWANKeyFile or else
+	// GossipKeyFile, WAN timings), publishes its region's clusters there as a region digest
+	// signed with RegionSigningKeyFile, and relays the other regions' digests into its region's
+	// pool. Default false: one pool, no digests published.
+	GossipAggregator     bool     `flag:"gossip-aggregator"`
+	GossipWANBind        string   `flag:"gossip-wan-bind"`
+	GossipWANAdvertise   string   `flag:"gossip-wan-advertise"`
+	GossipWANJoin        []string `flag:"gossip-wan-join"`
+	GossipWANKeyFile     string   `flag:"gossip-wan-key-file" default:"--gossip-key-file"`
+	RegionSigningKeyFile string   `flag:"region-signing-key-file"`
 	// AdminTokenFile holds the admin bearer token; empty generates one in DataDir.
 	AdminTokenFile string `flag:"admin-token-file"`
 	// AdminTLSCertFile and AdminTLSKeyFile, both or neither, serve the admin API over TLS (HTTP/2
@@ -209,6 +221,7 @@ func DefaultConfig() Config {
 		EmbeddedEtcdListen:    "127.0.0.1:0",
 		GossipBind:            ":7946",
 		GossipProfile:         "wan",
+		GossipWANBind:         ":7947",
 		MaxClockSkew:          30 * time.Second,
 		MaxBodyBytes:          32 << 20,
 		QueueWait:             2 * time.Second,
@@ -263,6 +276,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateValues()...)
+	errs = append(errs, c.validateAggregator()...)
 	if err := memlimit.Check(c.MemoryLimit); err != nil {
 		errs = append(errs, fmt.Errorf("--memory-limit: %q: %w", c.MemoryLimit, err))
 	}
@@ -272,6 +286,39 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateAggregator checks the flags of the pool of aggregators: only with --gossip-aggregator,
+// and the region key when one is named.
+func (c *Config) validateAggregator() []error {
+	if !c.GossipAggregator {
+		if len(c.GossipWANJoin) > 0 || c.GossipWANAdvertise != "" || c.GossipWANKeyFile != "" ||
+			c.RegionSigningKeyFile != "" {
+			return []error{errors.New("--gossip-wan-join, --gossip-wan-advertise, --gossip-wan-key-file and " +
+				"--region-signing-key-file need --gossip-aggregator")}
+		}
+		return nil
+	}
+	var errs []error
+	for _, l := range []struct{ flag, addr string }{{"--gossip-wan-bind", c.GossipWANBind},
+		{"--gossip-wan-advertise", c.GossipWANAdvertise}} {
+		if l.addr == "" && l.flag == "--gossip-wan-advertise" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.flag, err))
+		}
+	}
+	if c.GossipWANBind == c.GossipBind {
+		errs = append(errs, fmt.Errorf("--gossip-wan-bind %q is --gossip-bind's address: the pools need a port each",
+			c.GossipWANBind))
+	}
+	if c.RegionSigningKeyFile != "" {
+		if _, err := gossip.LoadSigningKeyFile(c.RegionSigningKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--region-signing-key-file: %w", err))
+		}
+	}
+	return errs
 }
 
 // validateTLS checks that certificates come with their keys, and client CAs with both.

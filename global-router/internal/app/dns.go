@@ -52,9 +52,10 @@ func (r *Router) dnsComponents(ctx context.Context) ([]component, error) {
 }
 
 // regionReady reports whether region has a fresh, undrained cluster: where DNS may send clients.
+// With regional pools, other regions' clusters come from their digests.
 func (r *Router) regionReady(region string) bool {
 	v := r.store.Snapshot()
-	for _, s := range r.node.Snapshot() {
+	for _, s := range r.clusters.Snapshot() {
 		if s.Region == region && !s.Stale && !v.Drained(s.Cluster, s.Region) {
 			return true
 		}

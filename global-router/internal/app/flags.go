@@ -54,7 +54,19 @@ var usage = map[string]string{
 	"gossip-join":        "gossip seed addresses, comma-separated",
 	"gossip-key-file": "gossip keyring (required): base64 32-byte keys, one per line; the first sends, all " +
 		"are accepted",
-	"gossip-profile": "memberlist timings: `wan` (one pool across regions) or `lan`",
+	"gossip-profile": "memberlist timings: `wan` (one pool across regions) or `lan` (a region's pool, with " +
+		"`--gossip-aggregator` routers joining the pool of aggregators)",
+	"gossip-aggregator": "make this router one of its region's aggregators: it also joins the pool of aggregators " +
+		"(`--gossip-wan-bind`, `--gossip-wan-join`; WAN timings), publishes its region's clusters there as a region " +
+		"digest and relays other regions' digests into its region's pool (see scale.md)",
+	"gossip-wan-bind":      "an aggregator's address `host:port` in the pool of aggregators",
+	"gossip-wan-advertise": "an aggregator's address peers in the pool of aggregators use (empty: the bind address)",
+	"gossip-wan-join":      "seed addresses of the pool of aggregators (other regions' aggregators), comma-separated",
+	"gossip-wan-key-file": "keyring of the pool of aggregators, as `--gossip-key-file` (empty: the same keyring " +
+		"as the region's pool)",
+	"region-signing-key-file": "an aggregator's Ed25519 region key (PEM PKCS #8 or base64 of the seed) that signs " +
+		"its region digests; register its public key with `switchyardctl register-region` (empty: unsigned, " +
+		"accepted only while nothing is registered); reloaded when the file changes",
 	"admin-token-file": "admin bearer token file (empty: a token is generated into " +
 		"`<data-dir>/admin-token`, mode 0600)",
 	"admin-tls-cert-file": "PEM certificate that serves the admin API over TLS (HTTP/2 by ALPN), with " +

@@ -187,3 +187,35 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Errorf("%d problems, want %d:\n%v", n, len(want), err)
 	}
 }
+
+// The flags of the pool of aggregators apply with --gossip-aggregator only, need a port of their
+// own, and a region key that loads.
+func TestAggregatorFlags(t *testing.T) {
+	base := []string{"--region=r", "--gossip-key-file=k"}
+	tests := []struct {
+		name string
+		args []string
+		want string // "" = valid
+	}{
+		{"off", nil, ""},
+		{"aggregator", []string{"--gossip-aggregator", "--gossip-wan-join=10.0.0.1:7947"}, ""},
+		{"WAN join without aggregator", []string{"--gossip-wan-join=10.0.0.1:7947"}, "need --gossip-aggregator"},
+		{"region key without aggregator", []string{"--region-signing-key-file=x"}, "need --gossip-aggregator"},
+		{"same port as the region pool", []string{"--gossip-aggregator", "--gossip-wan-bind=:7946"},
+			"the pools need a port each"},
+		{"bad WAN address", []string{"--gossip-aggregator", "--gossip-wan-bind=nowhere"}, "--gossip-wan-bind"},
+		{"unreadable region key", []string{"--gossip-aggregator", "--region-signing-key-file=/nonexistent/key"},
+			"--region-signing-key-file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := app.ParseFlags(append(append([]string(nil), base...), tt.args...), io.Discard)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}

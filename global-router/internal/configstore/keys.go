@@ -1,6 +1,7 @@
 // Package configstore keeps the global router's shared configuration in etcd: per-model routing
 // policies, drains of clusters and regions, cluster registrations (the identity a cluster's
-// capacity summaries must match) and tenants (limits and API key digests), under the key prefix
+// capacity summaries must match), region registrations (the keys a region's digests must verify
+// with) and tenants (limits and API key digests), under the key prefix
 // /switchyard/v1/. Writes use
 // optimistic concurrency (a stale revision gets ErrConflict, never a silent overwrite). Store.Run
 // loads the prefix and then watches it, publishing every change as a new immutable View that the

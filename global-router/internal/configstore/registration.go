@@ -226,7 +226,7 @@ func (s *Store) PutRegistration(
 	}
 	if !resp.Succeeded {
 		s.metrics.write("register_cluster", "conflict")
-		return nil, registrationConflict(stored.GetCluster(), expectedRevision, resp, ErrConflict)
+		return nil, registrationConflict("cluster", stored.GetCluster(), expectedRevision, resp, ErrConflict)
 	}
 	s.metrics.write("register_cluster", "ok")
 	stored = withKeyIDs(stored)
@@ -256,7 +256,7 @@ func (s *Store) DeleteRegistration(ctx context.Context, cluster string, expected
 	}
 	if !resp.Succeeded {
 		s.metrics.write("revoke_cluster", "conflict")
-		return registrationConflict(cluster, expectedRevision, resp, ErrNotFound)
+		return registrationConflict("cluster", cluster, expectedRevision, resp, ErrNotFound)
 	}
 	s.metrics.write("revoke_cluster", "ok")
 	return nil
@@ -285,19 +285,20 @@ func (s *Store) ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegist
 	return out, nil
 }
 
-// registrationConflict explains a failed compare from the Else branch's Get; missing is the
-// error when no registration is stored at all.
-func registrationConflict(cluster string, expected int64, resp *clientv3.TxnResponse, missing error) error {
+// registrationConflict explains a failed compare from the Else branch's Get of the registration of
+// kind ("cluster" or "region") name; missing is the error when no registration is stored at all.
+func registrationConflict(kind, name string, expected int64, resp *clientv3.TxnResponse, missing error) error {
 	var current int64
 	if rr := resp.Responses[0].GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
 		current = rr.Kvs[0].ModRevision
 	}
 	switch {
 	case current == 0:
-		return fmt.Errorf("%w: no registration for cluster %q (expected revision %d)", missing, cluster, expected)
+		return fmt.Errorf("%w: no registration for %s %q (expected revision %d)", missing, kind, name, expected)
 	case expected == 0:
-		return fmt.Errorf("%w: cluster %q is already registered at revision %d", ErrConflict, cluster, current)
+		return fmt.Errorf("%w: %s %q is already registered at revision %d", ErrConflict, kind, name, current)
 	default:
-		return fmt.Errorf("%w: registration of cluster %q is at revision %d, not %d", ErrConflict, cluster, current, expected)
+		return fmt.Errorf("%w: registration of %s %q is at revision %d, not %d", ErrConflict, kind, name, current,
+			expected)
 	}
 }

@@ -30,6 +30,9 @@ type View struct {
 	// invalidRegistrations holds the clusters whose stored registration value cannot be read:
 	// their summaries are refused (the cluster counts as registered, so identity is strict).
 	invalidRegistrations map[string]InvalidRegistration
+	// regionRegistrations are the region registrations by region (invalid ones marked); their
+	// changes move registrationsRevision too.
+	regionRegistrations map[string]RegionRegistration
 	// tenants are the readable stored tenants by name; unreadableTenants the names whose stored
 	// value cannot be read (refused); keys the API key digests (hex) by tenant, and keyList the
 	// same, decoded, for the constant-time lookup.
@@ -81,6 +84,7 @@ func emptyView() *View {
 
 		registrations:        map[string]Registration{},
 		invalidRegistrations: map[string]InvalidRegistration{},
+		regionRegistrations:  map[string]RegionRegistration{},
 
 		tenants:           map[string]*adminv1.Tenant{},
 		unreadableTenants: map[string]UnreadableTenant{},
@@ -101,6 +105,7 @@ func (v *View) clone(rev int64) *View {
 		registrations:         maps.Clone(v.registrations),
 		registrationsRevision: v.registrationsRevision,
 		invalidRegistrations:  maps.Clone(v.invalidRegistrations),
+		regionRegistrations:   maps.Clone(v.regionRegistrations),
 
 		tenants:           maps.Clone(v.tenants),
 		unreadableTenants: maps.Clone(v.unreadableTenants),

@@ -147,6 +147,8 @@ func (s *Store) put(next, prev *View, key string, value []byte, modRev int64) {
 		next.regions[strings.TrimPrefix(key, RegionDrainPrefix)] = struct{}{}
 	case strings.HasPrefix(key, ClusterPrefix):
 		s.putRegistration(next, prev, strings.TrimPrefix(key, ClusterPrefix), value, modRev)
+	case strings.HasPrefix(key, RegionPrefix):
+		s.putRegionRegistration(next, prev, strings.TrimPrefix(key, RegionPrefix), value, modRev)
 	case strings.HasPrefix(key, TenantPrefix):
 		s.putTenant(next, prev, strings.TrimPrefix(key, TenantPrefix), value, modRev)
 	}
@@ -214,6 +216,9 @@ func (s *Store) remove(next *View, key string) {
 	case strings.HasPrefix(key, ClusterPrefix):
 		delete(next.registrations, strings.TrimPrefix(key, ClusterPrefix))
 		delete(next.invalidRegistrations, strings.TrimPrefix(key, ClusterPrefix))
+		next.registrationsRevision = next.revision
+	case strings.HasPrefix(key, RegionPrefix):
+		delete(next.regionRegistrations, strings.TrimPrefix(key, RegionPrefix))
 		next.registrationsRevision = next.revision
 	case strings.HasPrefix(key, TenantPrefix):
 		next.dropTenant(strings.TrimPrefix(key, TenantPrefix))

@@ -41,6 +41,10 @@ func (inv *invocation) prepare() (command, error) {
 		return inv.revokeCluster()
 	case "registrations":
 		return inv.registrations()
+	case "register-region":
+		return inv.registerRegion()
+	case "revoke-region":
+		return inv.revokeRegion()
 	case "tenant set":
 		return inv.tenantSet()
 	case "tenant get":

@@ -117,6 +117,10 @@ Commands:
                                                    nothing when it already matches (idempotent)
   revoke-cluster CLUSTER [--revision=N]            remove a cluster's registration
   registrations                                    every registration and the identity mode
+  register-region REGION --public-key-file=FILE[,FILE] [--revision=N]
+                                                   register (or update) the keys a region's
+                                                   aggregators sign its region digests with
+  revoke-region REGION [--revision=N]              remove a region's registration
   tenant set NAME [--tokens-per-minute=N] [--requests-per-second=F] [--max-concurrent=N]
              [--api-key-sha256=HEX[,HEX]] [--revision=N]
                                                    create or replace a tenant's limits (0: no

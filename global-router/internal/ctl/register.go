@@ -182,5 +182,8 @@ func (c *caller) registrationTable(resp *adminv1.ListRegistrationsResponse) erro
 			strings.Join(r.GetKeyIds(), ","), fmt.Sprint(r.GetRevision())})
 	}
 	fmt.Fprintf(c.out, "identity mode: %s\n", resp.GetIdentityMode())
-	return c.table("CLUSTER\tREGION\tGATEWAY URLS\tMODELS\tKEY IDS\tREVISION", rows)
+	if err := c.table("CLUSTER\tREGION\tGATEWAY URLS\tMODELS\tKEY IDS\tREVISION", rows); err != nil {
+		return err
+	}
+	return c.regionTable(resp.GetRegions())
 }

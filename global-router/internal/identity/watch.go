@@ -11,7 +11,14 @@ type Revalidator interface {
 	Revalidate() []string
 }
 
-// Watch makes Node re-check its summaries whenever the registrations in Config change, so that a
+// DigestRevalidator is an optional interface of a Revalidator: it also re-checks the region
+// digests it holds (*gossip.Node implements it). Concurrency contract as Revalidator's.
+type DigestRevalidator interface {
+	RevalidateDigests() []string
+}
+
+// Watch makes Node re-check its summaries (and region digests) whenever the cluster or region
+// registrations in Config change, so that a
 // revoked cluster, or an unverified summary accepted before the first registration, stops being
 // routed to at once rather than when it would have gone stale.
 type Watch struct {
@@ -43,8 +50,13 @@ func (w Watch) Run(ctx context.Context) error {
 		if rev := view.RegistrationsRevision(); rev != last {
 			last = rev
 			dropped := w.Node.Revalidate()
+			var digests []string
+			if d, ok := w.Node.(DigestRevalidator); ok {
+				digests = d.RevalidateDigests()
+			}
 			log.Info("cluster registrations changed", "registered", view.RegistrationCount(),
-				"identity_mode", w.Verifier.mode(view), "summaries_dropped", len(dropped), "nodes", dropped)
+				"regions_registered", view.RegionRegistrationCount(), "identity_mode", w.Verifier.mode(view),
+				"summaries_dropped", len(dropped), "nodes", dropped, "digests_dropped", digests)
 		}
 	}
 }

@@ -98,7 +98,7 @@ func Start(t testing.TB, etcd *etcdtest.Cluster) *Env {
 	srv, err := admin.New(cfg, admin.Deps{
 		Policies: e.Store, Drains: e.Store, Config: e.Store,
 		Clusters: e.Table, Gossip: e.Pool.Node(0), Explainer: e.Front,
-		Registrations: e.Store, Identity: ident, Tenants: e.Store,
+		Registrations: e.Store, Regions: e.Store, Identity: ident, Tenants: e.Store,
 	}, slog.New(slog.NewTextHandler(e.Logs, nil)), e.Reg)
 	if err != nil {
 		t.Fatal(err)

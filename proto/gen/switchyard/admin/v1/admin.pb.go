@@ -2174,7 +2174,9 @@ type ListRegistrationsResponse struct {
 	// How this router checks summaries now: "compatibility" (no cluster registered: unsigned
 	// summaries accepted), "strict" (only signed summaries of registered clusters) or "required"
 	// (strict, and nothing is accepted while no cluster is registered: --require-cluster-identity).
-	IdentityMode  string `protobuf:"bytes,2,opt,name=identity_mode,json=identityMode,proto3" json:"identity_mode,omitempty"`
+	IdentityMode string `protobuf:"bytes,2,opt,name=identity_mode,json=identityMode,proto3" json:"identity_mode,omitempty"`
+	// The region registrations, ordered by region.
+	Regions       []*RegionRegistration `protobuf:"bytes,3,rep,name=regions,proto3" json:"regions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2223,6 +2225,283 @@ func (x *ListRegistrationsResponse) GetIdentityMode() string {
 	return ""
 }
 
+func (x *ListRegistrationsResponse) GetRegions() []*RegionRegistration {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+// RegionRegistration is a region's identity, stored in etcd under /switchyard/v1/regions/<region>:
+// the public keys of the region's aggregators, which sign the region digests that carry the
+// region's clusters to other regions.
+type RegionRegistration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Region name.
+	Region string `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	// Raw 32-byte Ed25519 public keys that verify the region's digests; more than one while the
+	// key rotates.
+	PublicKeys [][]byte `protobuf:"bytes,2,rep,name=public_keys,json=publicKeys,proto3" json:"public_keys,omitempty"`
+	// Revision for optimistic concurrency, as in ClusterRegistration.
+	Revision int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Key ids of public_keys, in the same order, as digests name them (signing_key_id). Output
+	// only.
+	KeyIds        []string `protobuf:"bytes,4,rep,name=key_ids,json=keyIds,proto3" json:"key_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionRegistration) Reset() {
+	*x = RegionRegistration{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionRegistration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionRegistration) ProtoMessage() {}
+
+func (x *RegionRegistration) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionRegistration.ProtoReflect.Descriptor instead.
+func (*RegionRegistration) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RegionRegistration) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *RegionRegistration) GetPublicKeys() [][]byte {
+	if x != nil {
+		return x.PublicKeys
+	}
+	return nil
+}
+
+func (x *RegionRegistration) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *RegionRegistration) GetKeyIds() []string {
+	if x != nil {
+		return x.KeyIds
+	}
+	return nil
+}
+
+// RegisterRegionRequest writes a region registration.
+type RegisterRegionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The registration; registration.revision is the expected stored revision (0 = create only).
+	Registration  *RegionRegistration `protobuf:"bytes,1,opt,name=registration,proto3" json:"registration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterRegionRequest) Reset() {
+	*x = RegisterRegionRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterRegionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterRegionRequest) ProtoMessage() {}
+
+func (x *RegisterRegionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterRegionRequest.ProtoReflect.Descriptor instead.
+func (*RegisterRegionRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RegisterRegionRequest) GetRegistration() *RegionRegistration {
+	if x != nil {
+		return x.Registration
+	}
+	return nil
+}
+
+// RegisterRegionResponse carries the registration as stored, with its new revision.
+type RegisterRegionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored registration.
+	Registration  *RegionRegistration `protobuf:"bytes,1,opt,name=registration,proto3" json:"registration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterRegionResponse) Reset() {
+	*x = RegisterRegionResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterRegionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterRegionResponse) ProtoMessage() {}
+
+func (x *RegisterRegionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterRegionResponse.ProtoReflect.Descriptor instead.
+func (*RegisterRegionResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RegisterRegionResponse) GetRegistration() *RegionRegistration {
+	if x != nil {
+		return x.Registration
+	}
+	return nil
+}
+
+// RevokeRegionRequest removes a region's registration.
+type RevokeRegionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Region name.
+	Region string `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	// Expected stored revision; 0 removes whatever is stored.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRegionRequest) Reset() {
+	*x = RevokeRegionRequest{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRegionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRegionRequest) ProtoMessage() {}
+
+func (x *RevokeRegionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRegionRequest.ProtoReflect.Descriptor instead.
+func (*RevokeRegionRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RevokeRegionRequest) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *RevokeRegionRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// RevokeRegionResponse confirms the removal.
+type RevokeRegionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Region name.
+	Region        string `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRegionResponse) Reset() {
+	*x = RevokeRegionResponse{}
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRegionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRegionResponse) ProtoMessage() {}
+
+func (x *RevokeRegionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRegionResponse.ProtoReflect.Descriptor instead.
+func (*RevokeRegionResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RevokeRegionResponse) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
 // Tenant is one tenant's budget, stored in etcd under /switchyard/v1/tenants/<name> and enforced
 // by every router at its front door. A limit of 0 is no limit. The region's routers share each
 // limit (each enforces its part; see docs/router.md).
@@ -2250,7 +2529,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2541,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2554,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Tenant) GetName() string {
@@ -2331,7 +2610,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2622,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2635,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -2377,7 +2656,7 @@ type GetTenantResponse struct {
 
 func (x *GetTenantResponse) Reset() {
 	*x = GetTenantResponse{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2668,7 @@ func (x *GetTenantResponse) String() string {
 func (*GetTenantResponse) ProtoMessage() {}
 
 func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2681,7 @@ func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetTenantResponse) GetTenant() *Tenant {
@@ -2423,7 +2702,7 @@ type PutTenantRequest struct {
 
 func (x *PutTenantRequest) Reset() {
 	*x = PutTenantRequest{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2714,7 @@ func (x *PutTenantRequest) String() string {
 func (*PutTenantRequest) ProtoMessage() {}
 
 func (x *PutTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2727,7 @@ func (x *PutTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTenantRequest.ProtoReflect.Descriptor instead.
 func (*PutTenantRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PutTenantRequest) GetTenant() *Tenant {
@@ -2469,7 +2748,7 @@ type PutTenantResponse struct {
 
 func (x *PutTenantResponse) Reset() {
 	*x = PutTenantResponse{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2760,7 @@ func (x *PutTenantResponse) String() string {
 func (*PutTenantResponse) ProtoMessage() {}
 
 func (x *PutTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2773,7 @@ func (x *PutTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTenantResponse.ProtoReflect.Descriptor instead.
 func (*PutTenantResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PutTenantResponse) GetTenant() *Tenant {
@@ -2517,7 +2796,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2808,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2821,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -2570,7 +2849,7 @@ type DeleteTenantResponse struct {
 
 func (x *DeleteTenantResponse) Reset() {
 	*x = DeleteTenantResponse{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2861,7 @@ func (x *DeleteTenantResponse) String() string {
 func (*DeleteTenantResponse) ProtoMessage() {}
 
 func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2874,7 @@ func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DeleteTenantResponse) GetName() string {
@@ -2614,7 +2893,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2905,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2918,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 // ListTenantsResponse holds every stored tenant, ordered by name.
@@ -2653,7 +2932,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2944,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_switchyard_admin_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +2957,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_switchyard_admin_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -2840,10 +3119,26 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\"1\n" +
 	"\x15RevokeClusterResponse\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\"\x1a\n" +
-	"\x18ListRegistrationsRequest\"\x90\x01\n" +
+	"\x18ListRegistrationsRequest\"\xd3\x01\n" +
 	"\x19ListRegistrationsResponse\x12N\n" +
 	"\rregistrations\x18\x01 \x03(\v2(.switchyard.admin.v1.ClusterRegistrationR\rregistrations\x12#\n" +
-	"\ridentity_mode\x18\x02 \x01(\tR\fidentityMode\"\xe1\x01\n" +
+	"\ridentity_mode\x18\x02 \x01(\tR\fidentityMode\x12A\n" +
+	"\aregions\x18\x03 \x03(\v2'.switchyard.admin.v1.RegionRegistrationR\aregions\"\x82\x01\n" +
+	"\x12RegionRegistration\x12\x16\n" +
+	"\x06region\x18\x01 \x01(\tR\x06region\x12\x1f\n" +
+	"\vpublic_keys\x18\x02 \x03(\fR\n" +
+	"publicKeys\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision\x12\x17\n" +
+	"\akey_ids\x18\x04 \x03(\tR\x06keyIds\"d\n" +
+	"\x15RegisterRegionRequest\x12K\n" +
+	"\fregistration\x18\x01 \x01(\v2'.switchyard.admin.v1.RegionRegistrationR\fregistration\"e\n" +
+	"\x16RegisterRegionResponse\x12K\n" +
+	"\fregistration\x18\x01 \x01(\v2'.switchyard.admin.v1.RegionRegistrationR\fregistration\"I\n" +
+	"\x13RevokeRegionRequest\x12\x16\n" +
+	"\x06region\x18\x01 \x01(\tR\x06region\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\".\n" +
+	"\x14RevokeRegionResponse\x12\x16\n" +
+	"\x06region\x18\x01 \x01(\tR\x06region\"\xe1\x01\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x11tokens_per_minute\x18\x02 \x01(\x03R\x0ftokensPerMinute\x12.\n" +
@@ -2872,7 +3167,7 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\x12MEMBER_STATE_ALIVE\x10\x01\x12\x18\n" +
 	"\x14MEMBER_STATE_SUSPECT\x10\x02\x12\x15\n" +
 	"\x11MEMBER_STATE_DEAD\x10\x03\x12\x15\n" +
-	"\x11MEMBER_STATE_LEFT\x10\x042\xb6\r\n" +
+	"\x11MEMBER_STATE_LEFT\x10\x042\x86\x0f\n" +
 	"\fAdminService\x12c\n" +
 	"\fListClusters\x12(.switchyard.admin.v1.ListClustersRequest\x1a).switchyard.admin.v1.ListClustersResponse\x12h\n" +
 	"\rWatchClusters\x12).switchyard.admin.v1.WatchClustersRequest\x1a*.switchyard.admin.v1.WatchClustersResponse0\x01\x12c\n" +
@@ -2886,7 +3181,9 @@ const file_switchyard_admin_v1_admin_proto_rawDesc = "" +
 	"\vListMembers\x12'.switchyard.admin.v1.ListMembersRequest\x1a(.switchyard.admin.v1.ListMembersResponse\x12l\n" +
 	"\x0fRegisterCluster\x12+.switchyard.admin.v1.RegisterClusterRequest\x1a,.switchyard.admin.v1.RegisterClusterResponse\x12f\n" +
 	"\rRevokeCluster\x12).switchyard.admin.v1.RevokeClusterRequest\x1a*.switchyard.admin.v1.RevokeClusterResponse\x12r\n" +
-	"\x11ListRegistrations\x12-.switchyard.admin.v1.ListRegistrationsRequest\x1a..switchyard.admin.v1.ListRegistrationsResponse\x12Z\n" +
+	"\x11ListRegistrations\x12-.switchyard.admin.v1.ListRegistrationsRequest\x1a..switchyard.admin.v1.ListRegistrationsResponse\x12i\n" +
+	"\x0eRegisterRegion\x12*.switchyard.admin.v1.RegisterRegionRequest\x1a+.switchyard.admin.v1.RegisterRegionResponse\x12c\n" +
+	"\fRevokeRegion\x12(.switchyard.admin.v1.RevokeRegionRequest\x1a).switchyard.admin.v1.RevokeRegionResponse\x12Z\n" +
 	"\tGetTenant\x12%.switchyard.admin.v1.GetTenantRequest\x1a&.switchyard.admin.v1.GetTenantResponse\x12Z\n" +
 	"\tPutTenant\x12%.switchyard.admin.v1.PutTenantRequest\x1a&.switchyard.admin.v1.PutTenantResponse\x12c\n" +
 	"\fDeleteTenant\x12(.switchyard.admin.v1.DeleteTenantRequest\x1a).switchyard.admin.v1.DeleteTenantResponse\x12`\n" +
@@ -2907,7 +3204,7 @@ func file_switchyard_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_switchyard_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(MemberState)(0),                  // 0: switchyard.admin.v1.MemberState
 	(*Cluster)(nil),                   // 1: switchyard.admin.v1.Cluster
@@ -2943,20 +3240,25 @@ var file_switchyard_admin_v1_admin_proto_goTypes = []any{
 	(*RevokeClusterResponse)(nil),     // 31: switchyard.admin.v1.RevokeClusterResponse
 	(*ListRegistrationsRequest)(nil),  // 32: switchyard.admin.v1.ListRegistrationsRequest
 	(*ListRegistrationsResponse)(nil), // 33: switchyard.admin.v1.ListRegistrationsResponse
-	(*Tenant)(nil),                    // 34: switchyard.admin.v1.Tenant
-	(*GetTenantRequest)(nil),          // 35: switchyard.admin.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),         // 36: switchyard.admin.v1.GetTenantResponse
-	(*PutTenantRequest)(nil),          // 37: switchyard.admin.v1.PutTenantRequest
-	(*PutTenantResponse)(nil),         // 38: switchyard.admin.v1.PutTenantResponse
-	(*DeleteTenantRequest)(nil),       // 39: switchyard.admin.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil),      // 40: switchyard.admin.v1.DeleteTenantResponse
-	(*ListTenantsRequest)(nil),        // 41: switchyard.admin.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),       // 42: switchyard.admin.v1.ListTenantsResponse
-	nil,                               // 43: switchyard.admin.v1.Policy.ScorerWeightsEntry
+	(*RegionRegistration)(nil),        // 34: switchyard.admin.v1.RegionRegistration
+	(*RegisterRegionRequest)(nil),     // 35: switchyard.admin.v1.RegisterRegionRequest
+	(*RegisterRegionResponse)(nil),    // 36: switchyard.admin.v1.RegisterRegionResponse
+	(*RevokeRegionRequest)(nil),       // 37: switchyard.admin.v1.RevokeRegionRequest
+	(*RevokeRegionResponse)(nil),      // 38: switchyard.admin.v1.RevokeRegionResponse
+	(*Tenant)(nil),                    // 39: switchyard.admin.v1.Tenant
+	(*GetTenantRequest)(nil),          // 40: switchyard.admin.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),         // 41: switchyard.admin.v1.GetTenantResponse
+	(*PutTenantRequest)(nil),          // 42: switchyard.admin.v1.PutTenantRequest
+	(*PutTenantResponse)(nil),         // 43: switchyard.admin.v1.PutTenantResponse
+	(*DeleteTenantRequest)(nil),       // 44: switchyard.admin.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),      // 45: switchyard.admin.v1.DeleteTenantResponse
+	(*ListTenantsRequest)(nil),        // 46: switchyard.admin.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),       // 47: switchyard.admin.v1.ListTenantsResponse
+	nil,                               // 48: switchyard.admin.v1.Policy.ScorerWeightsEntry
 }
 var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	2,  // 0: switchyard.admin.v1.Cluster.models:type_name -> switchyard.admin.v1.ClusterModel
-	43, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
+	48, // 1: switchyard.admin.v1.Policy.scorer_weights:type_name -> switchyard.admin.v1.Policy.ScorerWeightsEntry
 	0,  // 2: switchyard.admin.v1.Member.state:type_name -> switchyard.admin.v1.MemberState
 	1,  // 3: switchyard.admin.v1.ListClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
 	1,  // 4: switchyard.admin.v1.WatchClustersResponse.clusters:type_name -> switchyard.admin.v1.Cluster
@@ -2971,49 +3273,56 @@ var file_switchyard_admin_v1_admin_proto_depIdxs = []int32{
 	27, // 13: switchyard.admin.v1.RegisterClusterRequest.registration:type_name -> switchyard.admin.v1.ClusterRegistration
 	27, // 14: switchyard.admin.v1.RegisterClusterResponse.registration:type_name -> switchyard.admin.v1.ClusterRegistration
 	27, // 15: switchyard.admin.v1.ListRegistrationsResponse.registrations:type_name -> switchyard.admin.v1.ClusterRegistration
-	34, // 16: switchyard.admin.v1.GetTenantResponse.tenant:type_name -> switchyard.admin.v1.Tenant
-	34, // 17: switchyard.admin.v1.PutTenantRequest.tenant:type_name -> switchyard.admin.v1.Tenant
-	34, // 18: switchyard.admin.v1.PutTenantResponse.tenant:type_name -> switchyard.admin.v1.Tenant
-	34, // 19: switchyard.admin.v1.ListTenantsResponse.tenants:type_name -> switchyard.admin.v1.Tenant
-	6,  // 20: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
-	8,  // 21: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
-	10, // 22: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
-	12, // 23: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
-	14, // 24: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
-	16, // 25: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
-	18, // 26: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
-	20, // 27: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
-	23, // 28: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
-	25, // 29: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
-	28, // 30: switchyard.admin.v1.AdminService.RegisterCluster:input_type -> switchyard.admin.v1.RegisterClusterRequest
-	30, // 31: switchyard.admin.v1.AdminService.RevokeCluster:input_type -> switchyard.admin.v1.RevokeClusterRequest
-	32, // 32: switchyard.admin.v1.AdminService.ListRegistrations:input_type -> switchyard.admin.v1.ListRegistrationsRequest
-	35, // 33: switchyard.admin.v1.AdminService.GetTenant:input_type -> switchyard.admin.v1.GetTenantRequest
-	37, // 34: switchyard.admin.v1.AdminService.PutTenant:input_type -> switchyard.admin.v1.PutTenantRequest
-	39, // 35: switchyard.admin.v1.AdminService.DeleteTenant:input_type -> switchyard.admin.v1.DeleteTenantRequest
-	41, // 36: switchyard.admin.v1.AdminService.ListTenants:input_type -> switchyard.admin.v1.ListTenantsRequest
-	7,  // 37: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
-	9,  // 38: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
-	11, // 39: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
-	13, // 40: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
-	15, // 41: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
-	17, // 42: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
-	19, // 43: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
-	21, // 44: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
-	24, // 45: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
-	26, // 46: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
-	29, // 47: switchyard.admin.v1.AdminService.RegisterCluster:output_type -> switchyard.admin.v1.RegisterClusterResponse
-	31, // 48: switchyard.admin.v1.AdminService.RevokeCluster:output_type -> switchyard.admin.v1.RevokeClusterResponse
-	33, // 49: switchyard.admin.v1.AdminService.ListRegistrations:output_type -> switchyard.admin.v1.ListRegistrationsResponse
-	36, // 50: switchyard.admin.v1.AdminService.GetTenant:output_type -> switchyard.admin.v1.GetTenantResponse
-	38, // 51: switchyard.admin.v1.AdminService.PutTenant:output_type -> switchyard.admin.v1.PutTenantResponse
-	40, // 52: switchyard.admin.v1.AdminService.DeleteTenant:output_type -> switchyard.admin.v1.DeleteTenantResponse
-	42, // 53: switchyard.admin.v1.AdminService.ListTenants:output_type -> switchyard.admin.v1.ListTenantsResponse
-	37, // [37:54] is the sub-list for method output_type
-	20, // [20:37] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	34, // 16: switchyard.admin.v1.ListRegistrationsResponse.regions:type_name -> switchyard.admin.v1.RegionRegistration
+	34, // 17: switchyard.admin.v1.RegisterRegionRequest.registration:type_name -> switchyard.admin.v1.RegionRegistration
+	34, // 18: switchyard.admin.v1.RegisterRegionResponse.registration:type_name -> switchyard.admin.v1.RegionRegistration
+	39, // 19: switchyard.admin.v1.GetTenantResponse.tenant:type_name -> switchyard.admin.v1.Tenant
+	39, // 20: switchyard.admin.v1.PutTenantRequest.tenant:type_name -> switchyard.admin.v1.Tenant
+	39, // 21: switchyard.admin.v1.PutTenantResponse.tenant:type_name -> switchyard.admin.v1.Tenant
+	39, // 22: switchyard.admin.v1.ListTenantsResponse.tenants:type_name -> switchyard.admin.v1.Tenant
+	6,  // 23: switchyard.admin.v1.AdminService.ListClusters:input_type -> switchyard.admin.v1.ListClustersRequest
+	8,  // 24: switchyard.admin.v1.AdminService.WatchClusters:input_type -> switchyard.admin.v1.WatchClustersRequest
+	10, // 25: switchyard.admin.v1.AdminService.DrainCluster:input_type -> switchyard.admin.v1.DrainClusterRequest
+	12, // 26: switchyard.admin.v1.AdminService.DrainRegion:input_type -> switchyard.admin.v1.DrainRegionRequest
+	14, // 27: switchyard.admin.v1.AdminService.GetPolicy:input_type -> switchyard.admin.v1.GetPolicyRequest
+	16, // 28: switchyard.admin.v1.AdminService.PutPolicy:input_type -> switchyard.admin.v1.PutPolicyRequest
+	18, // 29: switchyard.admin.v1.AdminService.DeletePolicy:input_type -> switchyard.admin.v1.DeletePolicyRequest
+	20, // 30: switchyard.admin.v1.AdminService.ListPolicies:input_type -> switchyard.admin.v1.ListPoliciesRequest
+	23, // 31: switchyard.admin.v1.AdminService.ExplainRoute:input_type -> switchyard.admin.v1.ExplainRouteRequest
+	25, // 32: switchyard.admin.v1.AdminService.ListMembers:input_type -> switchyard.admin.v1.ListMembersRequest
+	28, // 33: switchyard.admin.v1.AdminService.RegisterCluster:input_type -> switchyard.admin.v1.RegisterClusterRequest
+	30, // 34: switchyard.admin.v1.AdminService.RevokeCluster:input_type -> switchyard.admin.v1.RevokeClusterRequest
+	32, // 35: switchyard.admin.v1.AdminService.ListRegistrations:input_type -> switchyard.admin.v1.ListRegistrationsRequest
+	35, // 36: switchyard.admin.v1.AdminService.RegisterRegion:input_type -> switchyard.admin.v1.RegisterRegionRequest
+	37, // 37: switchyard.admin.v1.AdminService.RevokeRegion:input_type -> switchyard.admin.v1.RevokeRegionRequest
+	40, // 38: switchyard.admin.v1.AdminService.GetTenant:input_type -> switchyard.admin.v1.GetTenantRequest
+	42, // 39: switchyard.admin.v1.AdminService.PutTenant:input_type -> switchyard.admin.v1.PutTenantRequest
+	44, // 40: switchyard.admin.v1.AdminService.DeleteTenant:input_type -> switchyard.admin.v1.DeleteTenantRequest
+	46, // 41: switchyard.admin.v1.AdminService.ListTenants:input_type -> switchyard.admin.v1.ListTenantsRequest
+	7,  // 42: switchyard.admin.v1.AdminService.ListClusters:output_type -> switchyard.admin.v1.ListClustersResponse
+	9,  // 43: switchyard.admin.v1.AdminService.WatchClusters:output_type -> switchyard.admin.v1.WatchClustersResponse
+	11, // 44: switchyard.admin.v1.AdminService.DrainCluster:output_type -> switchyard.admin.v1.DrainClusterResponse
+	13, // 45: switchyard.admin.v1.AdminService.DrainRegion:output_type -> switchyard.admin.v1.DrainRegionResponse
+	15, // 46: switchyard.admin.v1.AdminService.GetPolicy:output_type -> switchyard.admin.v1.GetPolicyResponse
+	17, // 47: switchyard.admin.v1.AdminService.PutPolicy:output_type -> switchyard.admin.v1.PutPolicyResponse
+	19, // 48: switchyard.admin.v1.AdminService.DeletePolicy:output_type -> switchyard.admin.v1.DeletePolicyResponse
+	21, // 49: switchyard.admin.v1.AdminService.ListPolicies:output_type -> switchyard.admin.v1.ListPoliciesResponse
+	24, // 50: switchyard.admin.v1.AdminService.ExplainRoute:output_type -> switchyard.admin.v1.ExplainRouteResponse
+	26, // 51: switchyard.admin.v1.AdminService.ListMembers:output_type -> switchyard.admin.v1.ListMembersResponse
+	29, // 52: switchyard.admin.v1.AdminService.RegisterCluster:output_type -> switchyard.admin.v1.RegisterClusterResponse
+	31, // 53: switchyard.admin.v1.AdminService.RevokeCluster:output_type -> switchyard.admin.v1.RevokeClusterResponse
+	33, // 54: switchyard.admin.v1.AdminService.ListRegistrations:output_type -> switchyard.admin.v1.ListRegistrationsResponse
+	36, // 55: switchyard.admin.v1.AdminService.RegisterRegion:output_type -> switchyard.admin.v1.RegisterRegionResponse
+	38, // 56: switchyard.admin.v1.AdminService.RevokeRegion:output_type -> switchyard.admin.v1.RevokeRegionResponse
+	41, // 57: switchyard.admin.v1.AdminService.GetTenant:output_type -> switchyard.admin.v1.GetTenantResponse
+	43, // 58: switchyard.admin.v1.AdminService.PutTenant:output_type -> switchyard.admin.v1.PutTenantResponse
+	45, // 59: switchyard.admin.v1.AdminService.DeleteTenant:output_type -> switchyard.admin.v1.DeleteTenantResponse
+	47, // 60: switchyard.admin.v1.AdminService.ListTenants:output_type -> switchyard.admin.v1.ListTenantsResponse
+	42, // [42:61] is the sub-list for method output_type
+	23, // [23:42] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_admin_v1_admin_proto_init() }
@@ -3028,7 +3337,7 @@ func file_switchyard_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_admin_v1_admin_proto_rawDesc), len(file_switchyard_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   43,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

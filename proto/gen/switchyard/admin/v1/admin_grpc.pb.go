@@ -38,6 +38,8 @@ const (
 	AdminService_RegisterCluster_FullMethodName   = "/switchyard.admin.v1.AdminService/RegisterCluster"
 	AdminService_RevokeCluster_FullMethodName     = "/switchyard.admin.v1.AdminService/RevokeCluster"
 	AdminService_ListRegistrations_FullMethodName = "/switchyard.admin.v1.AdminService/ListRegistrations"
+	AdminService_RegisterRegion_FullMethodName    = "/switchyard.admin.v1.AdminService/RegisterRegion"
+	AdminService_RevokeRegion_FullMethodName      = "/switchyard.admin.v1.AdminService/RevokeRegion"
 	AdminService_GetTenant_FullMethodName         = "/switchyard.admin.v1.AdminService/GetTenant"
 	AdminService_PutTenant_FullMethodName         = "/switchyard.admin.v1.AdminService/PutTenant"
 	AdminService_DeleteTenant_FullMethodName      = "/switchyard.admin.v1.AdminService/DeleteTenant"
@@ -95,6 +97,17 @@ type AdminServiceClient interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(ctx context.Context, in *ListRegistrationsRequest, opts ...grpc.CallOption) (*ListRegistrationsResponse, error)
+	// RegisterRegion creates or replaces a region's registration: the public keys that verify the
+	// region digests its aggregators publish. registration.revision is the revision the caller
+	// read (0 creates one that must not exist yet); a mismatch is FAILED_PRECONDITION; an invalid
+	// registration is INVALID_ARGUMENT naming the field. Once any cluster or region is registered,
+	// routers accept a digest's clusters only when the region's key verifies the digest and each
+	// cluster is registered for that region.
+	RegisterRegion(ctx context.Context, in *RegisterRegionRequest, opts ...grpc.CallOption) (*RegisterRegionResponse, error)
+	// RevokeRegion removes a region's registration, so routers ignore its digests. A non-zero
+	// revision must match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is
+	// stored.
+	RevokeRegion(ctx context.Context, in *RevokeRegionRequest, opts ...grpc.CallOption) (*RevokeRegionResponse, error)
 	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
 	GetTenant(ctx context.Context, in *GetTenantRequest, opts ...grpc.CallOption) (*GetTenantResponse, error)
 	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
@@ -256,6 +269,26 @@ func (c *adminServiceClient) ListRegistrations(ctx context.Context, in *ListRegi
 	return out, nil
 }
 
+func (c *adminServiceClient) RegisterRegion(ctx context.Context, in *RegisterRegionRequest, opts ...grpc.CallOption) (*RegisterRegionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegisterRegionResponse)
+	err := c.cc.Invoke(ctx, AdminService_RegisterRegion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RevokeRegion(ctx context.Context, in *RevokeRegionRequest, opts ...grpc.CallOption) (*RevokeRegionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeRegionResponse)
+	err := c.cc.Invoke(ctx, AdminService_RevokeRegion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) GetTenant(ctx context.Context, in *GetTenantRequest, opts ...grpc.CallOption) (*GetTenantResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetTenantResponse)
@@ -347,6 +380,17 @@ type AdminServiceServer interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(context.Context, *ListRegistrationsRequest) (*ListRegistrationsResponse, error)
+	// RegisterRegion creates or replaces a region's registration: the public keys that verify the
+	// region digests its aggregators publish. registration.revision is the revision the caller
+	// read (0 creates one that must not exist yet); a mismatch is FAILED_PRECONDITION; an invalid
+	// registration is INVALID_ARGUMENT naming the field. Once any cluster or region is registered,
+	// routers accept a digest's clusters only when the region's key verifies the digest and each
+	// cluster is registered for that region.
+	RegisterRegion(context.Context, *RegisterRegionRequest) (*RegisterRegionResponse, error)
+	// RevokeRegion removes a region's registration, so routers ignore its digests. A non-zero
+	// revision must match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is
+	// stored.
+	RevokeRegion(context.Context, *RevokeRegionRequest) (*RevokeRegionResponse, error)
 	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
 	GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error)
 	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
@@ -407,6 +451,12 @@ func (UnimplementedAdminServiceServer) RevokeCluster(context.Context, *RevokeClu
 }
 func (UnimplementedAdminServiceServer) ListRegistrations(context.Context, *ListRegistrationsRequest) (*ListRegistrationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRegistrations not implemented")
+}
+func (UnimplementedAdminServiceServer) RegisterRegion(context.Context, *RegisterRegionRequest) (*RegisterRegionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegisterRegion not implemented")
+}
+func (UnimplementedAdminServiceServer) RevokeRegion(context.Context, *RevokeRegionRequest) (*RevokeRegionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeRegion not implemented")
 }
 func (UnimplementedAdminServiceServer) GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTenant not implemented")
@@ -668,6 +718,42 @@ func _AdminService_ListRegistrations_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_RegisterRegion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegisterRegionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RegisterRegion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RegisterRegion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RegisterRegion(ctx, req.(*RegisterRegionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RevokeRegion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeRegionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RevokeRegion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RevokeRegion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RevokeRegion(ctx, req.(*RevokeRegionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_GetTenant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetTenantRequest)
 	if err := dec(in); err != nil {
@@ -794,6 +880,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRegistrations",
 			Handler:    _AdminService_ListRegistrations_Handler,
+		},
+		{
+			MethodName: "RegisterRegion",
+			Handler:    _AdminService_RegisterRegion_Handler,
+		},
+		{
+			MethodName: "RevokeRegion",
+			Handler:    _AdminService_RevokeRegion_Handler,
 		},
 		{
 			MethodName: "GetTenant",

@@ -570,7 +570,12 @@ type NodeState struct {
 	// up to date by push/pull can apply the publisher's next deltas. A writer may interleave bases
 	// with summaries on the wire (each base after its node's summary) so that compression finds the
 	// repetition; readers match them by node name.
-	Bases         []*CapacitySummary `protobuf:"bytes,2,rep,name=bases,proto3" json:"bases,omitempty"`
+	Bases []*CapacitySummary `protobuf:"bytes,2,rep,name=bases,proto3" json:"bases,omitempty"`
+	// Region digests: for every aggregator this node holds a digest of, its newest full digest and,
+	// when newer, its newest delta, each one RegionDigest message encoded as a blob (codec byte and
+	// protobuf, as a digest travels), so that a node that joins or missed a full digest learns the
+	// remote regions at once. Each is verified on its own, as when it arrives by broadcast.
+	Digests       [][]byte `protobuf:"bytes,3,rep,name=digests,proto3" json:"digests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -615,6 +620,13 @@ func (x *NodeState) GetSummaries() []*CapacitySummary {
 func (x *NodeState) GetBases() []*CapacitySummary {
 	if x != nil {
 		return x.Bases
+	}
+	return nil
+}
+
+func (x *NodeState) GetDigests() [][]byte {
+	if x != nil {
+		return x.Digests
 	}
 	return nil
 }
@@ -997,6 +1009,248 @@ func (x *AdapterList) GetAdapters() []*AdapterCapacity {
 	return nil
 }
 
+// RegionDigest is one region's clusters as one of the region's aggregators sees them in its
+// regional (LAN) pool, published in the pool of aggregators (WAN) and relayed by each region's
+// aggregators into their own regional pool. It carries per cluster and model the figures overflow
+// routing needs, not the prefix sketches. A region has several aggregators, each publishing under
+// its own node name (origin) with its own sequence; a reader keeps the newest digest per origin.
+//
+// A full digest (base_sequence 0) lists every fresh cluster of the region. A delta (base_sequence
+// set) is the aggregator's state as differences from its last full digest, the one with sequence
+// base_sequence: the clusters that differ from the base (in full) and the base's clusters that are
+// gone; every other cluster of the base is unchanged and current as of the delta. Deltas are
+// cumulative (each against the full digest, not the previous delta), so the newest one alone
+// rebuilds the state. Every message, full or delta, is signed on its own.
+type RegionDigest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Version of this message's schema: 1 for the fields below.
+	SchemaVersion uint32 `protobuf:"varint,1,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	// Region whose clusters the digest lists.
+	Region string `protobuf:"bytes,2,opt,name=region,proto3" json:"region,omitempty"`
+	// Gossip node name of the publishing aggregator.
+	Origin string `protobuf:"bytes,3,opt,name=origin,proto3" json:"origin,omitempty"`
+	// Sequence number assigned by the aggregator (its clock in nanoseconds, strictly increasing).
+	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Time the digest was generated, in nanoseconds since the Unix epoch (aggregator's clock).
+	GeneratedAtUnixNano int64 `protobuf:"varint,5,opt,name=generated_at_unix_nano,json=generatedAtUnixNano,proto3" json:"generated_at_unix_nano,omitempty"`
+	// Sequence of the full digest this delta is against; 0 for a full digest.
+	BaseSequence uint64 `protobuf:"varint,6,opt,name=base_sequence,json=baseSequence,proto3" json:"base_sequence,omitempty"`
+	// A full digest: every fresh cluster. A delta: the clusters that differ from the base's.
+	Clusters []*DigestCluster `protobuf:"bytes,7,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	// A delta only: names of the base's clusters that the aggregator no longer lists.
+	Removed []string `protobuf:"bytes,8,rep,name=removed,proto3" json:"removed,omitempty"`
+	// Ed25519 signature by the region's signing key: the bytes "switchyard.gossip.v1.RegionDigest\x00"
+	// followed by the digest's deterministic protobuf encoding with this field cleared. Empty when
+	// the aggregator signs nothing. Fields added later take numbers above every existing one.
+	Signature []byte `protobuf:"bytes,9,opt,name=signature,proto3" json:"signature,omitempty"`
+	// Identifies the public key that verifies signature (as CapacitySummary.signing_key_id).
+	SigningKeyId  string `protobuf:"bytes,10,opt,name=signing_key_id,json=signingKeyId,proto3" json:"signing_key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionDigest) Reset() {
+	*x = RegionDigest{}
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionDigest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionDigest) ProtoMessage() {}
+
+func (x *RegionDigest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionDigest.ProtoReflect.Descriptor instead.
+func (*RegionDigest) Descriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RegionDigest) GetSchemaVersion() uint32 {
+	if x != nil {
+		return x.SchemaVersion
+	}
+	return 0
+}
+
+func (x *RegionDigest) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *RegionDigest) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *RegionDigest) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *RegionDigest) GetGeneratedAtUnixNano() int64 {
+	if x != nil {
+		return x.GeneratedAtUnixNano
+	}
+	return 0
+}
+
+func (x *RegionDigest) GetBaseSequence() uint64 {
+	if x != nil {
+		return x.BaseSequence
+	}
+	return 0
+}
+
+func (x *RegionDigest) GetClusters() []*DigestCluster {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *RegionDigest) GetRemoved() []string {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *RegionDigest) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *RegionDigest) GetSigningKeyId() string {
+	if x != nil {
+		return x.SigningKeyId
+	}
+	return ""
+}
+
+// DigestCluster is one cluster in a region digest: what the aggregator holds of its freshest
+// gateway replica's summary.
+type DigestCluster struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Cluster name.
+	Cluster string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// URLs of the cluster's fresh gateway replicas, freshest first.
+	GatewayUrls []string `protobuf:"bytes,2,rep,name=gateway_urls,json=gatewayUrls,proto3" json:"gateway_urls,omitempty"`
+	// Gossip node name of the freshest replica.
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// Sequence of that replica's summary.
+	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Age of that summary at the aggregator when the digest was generated, in milliseconds.
+	AgeMs uint32 `protobuf:"varint,5,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	// Signing key id of that summary (empty when unsigned): the cluster key the aggregator
+	// verified it with.
+	SummaryKeyId string `protobuf:"bytes,6,opt,name=summary_key_id,json=summaryKeyId,proto3" json:"summary_key_id,omitempty"`
+	// Capacity per base model, as in the summary, without prefix sketches.
+	Models        []*ModelCapacity `protobuf:"bytes,7,rep,name=models,proto3" json:"models,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DigestCluster) Reset() {
+	*x = DigestCluster{}
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DigestCluster) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DigestCluster) ProtoMessage() {}
+
+func (x *DigestCluster) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_gossip_v1_gossip_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DigestCluster.ProtoReflect.Descriptor instead.
+func (*DigestCluster) Descriptor() ([]byte, []int) {
+	return file_switchyard_gossip_v1_gossip_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DigestCluster) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *DigestCluster) GetGatewayUrls() []string {
+	if x != nil {
+		return x.GatewayUrls
+	}
+	return nil
+}
+
+func (x *DigestCluster) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DigestCluster) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *DigestCluster) GetAgeMs() uint32 {
+	if x != nil {
+		return x.AgeMs
+	}
+	return 0
+}
+
+func (x *DigestCluster) GetSummaryKeyId() string {
+	if x != nil {
+		return x.SummaryKeyId
+	}
+	return ""
+}
+
+func (x *DigestCluster) GetModels() []*ModelCapacity {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
 var File_switchyard_gossip_v1_gossip_proto protoreflect.FileDescriptor
 
 const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
@@ -1049,10 +1303,11 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"num_hashes\x18\x03 \x01(\rR\tnumHashes\x12\x12\n" +
 	"\x04seed\x18\x04 \x01(\x04R\x04seed\x12\x1b\n" +
 	"\tnum_items\x18\x05 \x01(\rR\bnumItems\x12@\n" +
-	"\x06source\x18\x06 \x01(\x0e2(.switchyard.gossip.v1.PrefixSketchSourceR\x06source\"\x8d\x01\n" +
+	"\x06source\x18\x06 \x01(\x0e2(.switchyard.gossip.v1.PrefixSketchSourceR\x06source\"\xa7\x01\n" +
 	"\tNodeState\x12C\n" +
 	"\tsummaries\x18\x01 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\tsummaries\x12;\n" +
-	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\"\xc2\x03\n" +
+	"\x05bases\x18\x02 \x03(\v2%.switchyard.gossip.v1.CapacitySummaryR\x05bases\x12\x18\n" +
+	"\adigests\x18\x03 \x03(\fR\adigests\"\xc2\x03\n" +
 	"\fSummaryDelta\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12#\n" +
@@ -1083,7 +1338,27 @@ const file_switchyard_gossip_v1_gossip_proto_rawDesc = "" +
 	"figureMask\x12#\n" +
 	"\rfigure_values\x18\x04 \x03(\x04R\ffigureValues\"P\n" +
 	"\vAdapterList\x12A\n" +
-	"\badapters\x18\x01 \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badapters*\x7f\n" +
+	"\badapters\x18\x01 \x03(\v2%.switchyard.gossip.v1.AdapterCapacityR\badapters\"\xfa\x02\n" +
+	"\fRegionDigest\x12%\n" +
+	"\x0eschema_version\x18\x01 \x01(\rR\rschemaVersion\x12\x16\n" +
+	"\x06region\x18\x02 \x01(\tR\x06region\x12\x16\n" +
+	"\x06origin\x18\x03 \x01(\tR\x06origin\x12\x1a\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\x123\n" +
+	"\x16generated_at_unix_nano\x18\x05 \x01(\x03R\x13generatedAtUnixNano\x12#\n" +
+	"\rbase_sequence\x18\x06 \x01(\x04R\fbaseSequence\x12?\n" +
+	"\bclusters\x18\a \x03(\v2#.switchyard.gossip.v1.DigestClusterR\bclusters\x12\x18\n" +
+	"\aremoved\x18\b \x03(\tR\aremoved\x12\x1c\n" +
+	"\tsignature\x18\t \x01(\fR\tsignature\x12$\n" +
+	"\x0esigning_key_id\x18\n" +
+	" \x01(\tR\fsigningKeyId\"\xf6\x01\n" +
+	"\rDigestCluster\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12!\n" +
+	"\fgateway_urls\x18\x02 \x03(\tR\vgatewayUrls\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x1a\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12\x15\n" +
+	"\x06age_ms\x18\x05 \x01(\rR\x05ageMs\x12$\n" +
+	"\x0esummary_key_id\x18\x06 \x01(\tR\fsummaryKeyId\x12;\n" +
+	"\x06models\x18\a \x03(\v2#.switchyard.gossip.v1.ModelCapacityR\x06models*\x7f\n" +
 	"\x12PrefixSketchSource\x12$\n" +
 	" PREFIX_SKETCH_SOURCE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bPREFIX_SKETCH_SOURCE_ROUTED\x10\x01\x12\"\n" +
@@ -1103,7 +1378,7 @@ func file_switchyard_gossip_v1_gossip_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_gossip_v1_gossip_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_switchyard_gossip_v1_gossip_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_switchyard_gossip_v1_gossip_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_switchyard_gossip_v1_gossip_proto_goTypes = []any{
 	(PrefixSketchSource)(0), // 0: switchyard.gossip.v1.PrefixSketchSource
 	(*CapacitySummary)(nil), // 1: switchyard.gossip.v1.CapacitySummary
@@ -1115,6 +1390,8 @@ var file_switchyard_gossip_v1_gossip_proto_goTypes = []any{
 	(*ModelDelta)(nil),      // 7: switchyard.gossip.v1.ModelDelta
 	(*AdapterDelta)(nil),    // 8: switchyard.gossip.v1.AdapterDelta
 	(*AdapterList)(nil),     // 9: switchyard.gossip.v1.AdapterList
+	(*RegionDigest)(nil),    // 10: switchyard.gossip.v1.RegionDigest
+	(*DigestCluster)(nil),   // 11: switchyard.gossip.v1.DigestCluster
 }
 var file_switchyard_gossip_v1_gossip_proto_depIdxs = []int32{
 	2,  // 0: switchyard.gossip.v1.CapacitySummary.models:type_name -> switchyard.gossip.v1.ModelCapacity
@@ -1132,11 +1409,13 @@ var file_switchyard_gossip_v1_gossip_proto_depIdxs = []int32{
 	4,  // 12: switchyard.gossip.v1.ModelDelta.prefix_sketch:type_name -> switchyard.gossip.v1.PrefixSketch
 	3,  // 13: switchyard.gossip.v1.AdapterDelta.figures:type_name -> switchyard.gossip.v1.AdapterCapacity
 	3,  // 14: switchyard.gossip.v1.AdapterList.adapters:type_name -> switchyard.gossip.v1.AdapterCapacity
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	11, // 15: switchyard.gossip.v1.RegionDigest.clusters:type_name -> switchyard.gossip.v1.DigestCluster
+	2,  // 16: switchyard.gossip.v1.DigestCluster.models:type_name -> switchyard.gossip.v1.ModelCapacity
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_gossip_v1_gossip_proto_init() }
@@ -1150,7 +1429,7 @@ func file_switchyard_gossip_v1_gossip_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_gossip_v1_gossip_proto_rawDesc), len(file_switchyard_gossip_v1_gossip_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

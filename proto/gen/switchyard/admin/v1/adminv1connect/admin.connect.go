@@ -75,6 +75,12 @@ const (
 	// AdminServiceListRegistrationsProcedure is the fully-qualified name of the AdminService's
 	// ListRegistrations RPC.
 	AdminServiceListRegistrationsProcedure = "/switchyard.admin.v1.AdminService/ListRegistrations"
+	// AdminServiceRegisterRegionProcedure is the fully-qualified name of the AdminService's
+	// RegisterRegion RPC.
+	AdminServiceRegisterRegionProcedure = "/switchyard.admin.v1.AdminService/RegisterRegion"
+	// AdminServiceRevokeRegionProcedure is the fully-qualified name of the AdminService's RevokeRegion
+	// RPC.
+	AdminServiceRevokeRegionProcedure = "/switchyard.admin.v1.AdminService/RevokeRegion"
 	// AdminServiceGetTenantProcedure is the fully-qualified name of the AdminService's GetTenant RPC.
 	AdminServiceGetTenantProcedure = "/switchyard.admin.v1.AdminService/GetTenant"
 	// AdminServicePutTenantProcedure is the fully-qualified name of the AdminService's PutTenant RPC.
@@ -132,6 +138,17 @@ type AdminServiceClient interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error)
+	// RegisterRegion creates or replaces a region's registration: the public keys that verify the
+	// region digests its aggregators publish. registration.revision is the revision the caller
+	// read (0 creates one that must not exist yet); a mismatch is FAILED_PRECONDITION; an invalid
+	// registration is INVALID_ARGUMENT naming the field. Once any cluster or region is registered,
+	// routers accept a digest's clusters only when the region's key verifies the digest and each
+	// cluster is registered for that region.
+	RegisterRegion(context.Context, *connect.Request[v1.RegisterRegionRequest]) (*connect.Response[v1.RegisterRegionResponse], error)
+	// RevokeRegion removes a region's registration, so routers ignore its digests. A non-zero
+	// revision must match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is
+	// stored.
+	RevokeRegion(context.Context, *connect.Request[v1.RevokeRegionRequest]) (*connect.Response[v1.RevokeRegionResponse], error)
 	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
 	GetTenant(context.Context, *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error)
 	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
@@ -235,6 +252,18 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListRegistrations")),
 			connect.WithClientOptions(opts...),
 		),
+		registerRegion: connect.NewClient[v1.RegisterRegionRequest, v1.RegisterRegionResponse](
+			httpClient,
+			baseURL+AdminServiceRegisterRegionProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RegisterRegion")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeRegion: connect.NewClient[v1.RevokeRegionRequest, v1.RevokeRegionResponse](
+			httpClient,
+			baseURL+AdminServiceRevokeRegionProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RevokeRegion")),
+			connect.WithClientOptions(opts...),
+		),
 		getTenant: connect.NewClient[v1.GetTenantRequest, v1.GetTenantResponse](
 			httpClient,
 			baseURL+AdminServiceGetTenantProcedure,
@@ -277,6 +306,8 @@ type adminServiceClient struct {
 	registerCluster   *connect.Client[v1.RegisterClusterRequest, v1.RegisterClusterResponse]
 	revokeCluster     *connect.Client[v1.RevokeClusterRequest, v1.RevokeClusterResponse]
 	listRegistrations *connect.Client[v1.ListRegistrationsRequest, v1.ListRegistrationsResponse]
+	registerRegion    *connect.Client[v1.RegisterRegionRequest, v1.RegisterRegionResponse]
+	revokeRegion      *connect.Client[v1.RevokeRegionRequest, v1.RevokeRegionResponse]
 	getTenant         *connect.Client[v1.GetTenantRequest, v1.GetTenantResponse]
 	putTenant         *connect.Client[v1.PutTenantRequest, v1.PutTenantResponse]
 	deleteTenant      *connect.Client[v1.DeleteTenantRequest, v1.DeleteTenantResponse]
@@ -348,6 +379,16 @@ func (c *adminServiceClient) ListRegistrations(ctx context.Context, req *connect
 	return c.listRegistrations.CallUnary(ctx, req)
 }
 
+// RegisterRegion calls switchyard.admin.v1.AdminService.RegisterRegion.
+func (c *adminServiceClient) RegisterRegion(ctx context.Context, req *connect.Request[v1.RegisterRegionRequest]) (*connect.Response[v1.RegisterRegionResponse], error) {
+	return c.registerRegion.CallUnary(ctx, req)
+}
+
+// RevokeRegion calls switchyard.admin.v1.AdminService.RevokeRegion.
+func (c *adminServiceClient) RevokeRegion(ctx context.Context, req *connect.Request[v1.RevokeRegionRequest]) (*connect.Response[v1.RevokeRegionResponse], error) {
+	return c.revokeRegion.CallUnary(ctx, req)
+}
+
 // GetTenant calls switchyard.admin.v1.AdminService.GetTenant.
 func (c *adminServiceClient) GetTenant(ctx context.Context, req *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error) {
 	return c.getTenant.CallUnary(ctx, req)
@@ -413,6 +454,17 @@ type AdminServiceHandler interface {
 	// ListRegistrations returns every cluster registration, ordered by cluster, and the identity
 	// mode this router applies.
 	ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error)
+	// RegisterRegion creates or replaces a region's registration: the public keys that verify the
+	// region digests its aggregators publish. registration.revision is the revision the caller
+	// read (0 creates one that must not exist yet); a mismatch is FAILED_PRECONDITION; an invalid
+	// registration is INVALID_ARGUMENT naming the field. Once any cluster or region is registered,
+	// routers accept a digest's clusters only when the region's key verifies the digest and each
+	// cluster is registered for that region.
+	RegisterRegion(context.Context, *connect.Request[v1.RegisterRegionRequest]) (*connect.Response[v1.RegisterRegionResponse], error)
+	// RevokeRegion removes a region's registration, so routers ignore its digests. A non-zero
+	// revision must match the stored one (FAILED_PRECONDITION otherwise); NOT_FOUND when none is
+	// stored.
+	RevokeRegion(context.Context, *connect.Request[v1.RevokeRegionRequest]) (*connect.Response[v1.RevokeRegionResponse], error)
 	// GetTenant returns a tenant's stored limits; NOT_FOUND when none are stored.
 	GetTenant(context.Context, *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error)
 	// PutTenant creates or replaces a tenant's limits and API keys. tenant.revision is the
@@ -512,6 +564,18 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListRegistrations")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceRegisterRegionHandler := connect.NewUnaryHandler(
+		AdminServiceRegisterRegionProcedure,
+		svc.RegisterRegion,
+		connect.WithSchema(adminServiceMethods.ByName("RegisterRegion")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceRevokeRegionHandler := connect.NewUnaryHandler(
+		AdminServiceRevokeRegionProcedure,
+		svc.RevokeRegion,
+		connect.WithSchema(adminServiceMethods.ByName("RevokeRegion")),
+		connect.WithHandlerOptions(opts...),
+	)
 	adminServiceGetTenantHandler := connect.NewUnaryHandler(
 		AdminServiceGetTenantProcedure,
 		svc.GetTenant,
@@ -564,6 +628,10 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceRevokeClusterHandler.ServeHTTP(w, r)
 		case AdminServiceListRegistrationsProcedure:
 			adminServiceListRegistrationsHandler.ServeHTTP(w, r)
+		case AdminServiceRegisterRegionProcedure:
+			adminServiceRegisterRegionHandler.ServeHTTP(w, r)
+		case AdminServiceRevokeRegionProcedure:
+			adminServiceRevokeRegionHandler.ServeHTTP(w, r)
 		case AdminServiceGetTenantProcedure:
 			adminServiceGetTenantHandler.ServeHTTP(w, r)
 		case AdminServicePutTenantProcedure:
@@ -631,6 +699,14 @@ func (UnimplementedAdminServiceHandler) RevokeCluster(context.Context, *connect.
 
 func (UnimplementedAdminServiceHandler) ListRegistrations(context.Context, *connect.Request[v1.ListRegistrationsRequest]) (*connect.Response[v1.ListRegistrationsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.ListRegistrations is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RegisterRegion(context.Context, *connect.Request[v1.RegisterRegionRequest]) (*connect.Response[v1.RegisterRegionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.RegisterRegion is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RevokeRegion(context.Context, *connect.Request[v1.RevokeRegionRequest]) (*connect.Response[v1.RevokeRegionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("switchyard.admin.v1.AdminService.RevokeRegion is not implemented"))
 }
 
 func (UnimplementedAdminServiceHandler) GetTenant(context.Context, *connect.Request[v1.GetTenantRequest]) (*connect.Response[v1.GetTenantResponse], error) {
