@@ -25,6 +25,9 @@ const (
 type Tracer struct {
 	t    trace.Tracer
 	prop propagation.TextMapPropagator
+	// newRoot makes a span whose parent is remote (a caller's traceparent) a new trace's root,
+	// linked to the caller's span (RemoteParentIgnore).
+	newRoot bool
 }
 
 // Enabled reports whether the tracer records spans. Instrumentation that builds attributes
@@ -32,11 +35,20 @@ type Tracer struct {
 func (t *Tracer) Enabled() bool { return t != nil && t.t != nil }
 
 // Start starts a span named name of kind as a child of the span in ctx (or of the remote
-// parent Extract put there). Disabled, it returns ctx and the span already in ctx, a
-// non-recording one, without allocating.
+// parent Extract put there; with RemoteParentIgnore, the root of a new trace linked to that
+// remote parent). Disabled, it returns ctx and the span already in ctx, a non-recording one,
+// without allocating.
 func (t *Tracer) Start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
 	if !t.Enabled() {
 		return ctx, trace.SpanFromContext(ctx)
+	}
+	if t.newRoot {
+		if parent := trace.SpanContextFromContext(ctx); parent.IsRemote() {
+			// The link names the caller's span; its tracestate (up to 32 members of 512
+			// bytes, chosen by the caller) is not copied into the span.
+			link := trace.Link{SpanContext: parent.WithTraceState(trace.TraceState{})}
+			return t.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithNewRoot(), trace.WithLinks(link))
+		}
 	}
 	return t.t.Start(ctx, name, trace.WithSpanKind(kind))
 }
