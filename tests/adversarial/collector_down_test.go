@@ -61,7 +61,13 @@ func TestTracingCollectorDown(t *testing.T) {
 		"--otlp-endpoint="+stalledCollector(t), "--otlp-insecure", "--trace-sample-ratio=1")
 	router := w.Router("us-east-1", "",
 		"--otlp-endpoint=http://"+stalledCollector(t), "--otlp-protocol=http", "--trace-sample-ratio=1")
-	if err := harness.WaitClusters(context.Background(), "http://"+router.Admin, w.Token(), 1, 60*time.Second); err != nil {
+	if err := harness.WaitClusters(
+		context.Background(),
+		"http://"+router.Admin,
+		w.Token(),
+		1,
+		60*time.Second,
+	); err != nil {
 		t.Fatal(err)
 	}
 	const requests = 40 // three spans each in each tier: well over two queues' worth

@@ -363,6 +363,13 @@ func TestParseConfig(t *testing.T) {
 		{"two discoveries", append(base, "--pool-name=p"), nil, nil, "exactly one"},
 		{"bad profile", append(base, "--profile=fastest"), nil, nil, "fastest"},
 		{"bad log format", append(base, "--log-format=xml"), nil, nil, "--log-format"},
+		{"remote parent respected by default", base, nil, func(c app.Config) bool {
+			return c.TraceRemoteParent == "respect"
+		}, ""},
+		{"remote parent ratio", append(base, "--trace-remote-parent=ratio"), nil, func(c app.Config) bool {
+			return c.TraceRemoteParent == "ratio"
+		}, ""},
+		{"bad remote parent", append(base, "--trace-remote-parent=trust"), nil, nil, "--trace-remote-parent"},
 		{"bad adapter map", append(base, "--adapter-map=a="), nil, nil, "--adapter-map"},
 		{"join without bind", append(base, "--gossip-join=10.0.0.1:7946"), nil, nil, "--gossip-bind"},
 		{"bad advertise url", append(base, "--advertise-url=ftp://x"), nil, nil, "--advertise-url"},
