@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +142,45 @@ func TestRemoteRatioNotByTraceID(t *testing.T) {
 	// Expected 100, standard deviation under 9: the bounds are more than six deviations away.
 	if got := len(exp.GetSpans()); got < 40 || got > 160 {
 		t.Fatalf("%d of %d requests recorded at ratio 0.25, want about %d", got, n, n/4)
+	}
+}
+
+// TestInjectReplacesCallersTracestate: what is sent on carries this process's trace context
+// alone: with ignore the caller's tracestate is removed from the outgoing headers (the new trace
+// has none), with respect the caller's trace and tracestate are sent on.
+func TestInjectReplacesCallersTracestate(t *testing.T) {
+	for _, tc := range []struct {
+		mode, wantTrace, wantState string
+	}{
+		{RemoteParentIgnore, "", ""},
+		{RemoteParentRespect, clientTrace, "vendor=client-chosen"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.RemoteParent = tc.mode
+			p, _ := newTestProvider(t, cfg)
+			tr := p.Tracer()
+			h := http.Header{
+				"Traceparent": {"00-" + clientTrace + "-" + clientSpan + "-01"},
+				"Tracestate":  {"vendor=client-chosen"},
+			}
+			ctx, span := tr.Start(tr.Extract(context.Background(), propagation.HeaderCarrier(h)), "s", trace.SpanKindServer)
+			defer span.End()
+			out := h.Clone() // a forwarder's outgoing headers start as the client's
+			tr.Inject(ctx, propagation.HeaderCarrier(out))
+			if got := out.Get("Tracestate"); got != tc.wantState {
+				t.Errorf("tracestate sent on %q, want %q", got, tc.wantState)
+			}
+			joined := strings.Contains(out.Get("Traceparent"), clientTrace)
+			if joined != (tc.wantTrace != "") ||
+				!strings.Contains(out.Get("Traceparent"), span.SpanContext().SpanID().String()) {
+				t.Errorf("traceparent sent on %q (span %s)", out.Get("Traceparent"), span.SpanContext().SpanID())
+			}
+			m := propagation.MapCarrier{"tracestate": "vendor=client-chosen"}
+			tr.Inject(ctx, m)
+			if got := m["tracestate"]; got != tc.wantState {
+				t.Errorf("map carrier tracestate %q, want %q", got, tc.wantState)
+			}
+		})
 	}
 }

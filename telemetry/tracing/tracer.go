@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -63,13 +64,26 @@ func (t *Tracer) Extract(ctx context.Context, carrier propagation.TextMapCarrier
 }
 
 // Inject writes the traceparent (and tracestate) of the span in ctx into carrier, replacing
-// what the client sent, so the next hop's spans are children of that span.
+// what the client sent, so the next hop's spans are children of that span. A span with no
+// tracestate (a new trace's, RemoteParentIgnore's included) removes the caller's tracestate
+// from an http.Header or map carrier, so the next hop does not adopt it into this trace.
 func (t *Tracer) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
 	if !t.Enabled() {
 		return
 	}
+	if trace.SpanContextFromContext(ctx).TraceState().Len() == 0 {
+		switch c := carrier.(type) {
+		case propagation.HeaderCarrier:
+			http.Header(c).Del(headerTracestate)
+		case propagation.MapCarrier:
+			delete(c, headerTracestate)
+		}
+	}
 	t.prop.Inject(ctx, carrier)
 }
+
+// headerTracestate is W3C trace context's tracestate header (as the propagator writes it).
+const headerTracestate = "tracestate"
 
 // String is a string attribute whose value is cut to MaxAttributeLength bytes (at a rune
 // boundary, invalid UTF-8 replaced), so no request can make a span large.
