@@ -150,6 +150,25 @@ const (
 	HeaderPrefillEndpoint = "x-switchyard-prefill-endpoint"
 )
 
+// podAddressHeaders are the other headers llm-d's routing sidecar (beside a decode pod) reads a
+// peer's address from and sends the request, with its prompt, to: earlier and later spellings
+// of the prefiller header, the encoder, KV-cache source and data-parallel rank headers. The
+// gateway never sets them, and a client's value would reach the sidecar unchecked (a current
+// sidecar reads x-llm-d-prefiller-host-port when x-prefiller-host-port is absent; an older one
+// reads x-prefiller-url), so both tiers drop them, with every x-llm-d-* header (llm-d's
+// namespace for what its endpoint picker tells its sidecar), as they drop HeaderPrefillerHostPort.
+var podAddressHeaders = [...]string{
+	HeaderPrefillerHostPort,
+	"x-prefiller-url",
+	"x-encoder-hosts-ports",
+	"x-kv-cache-source-host-port",
+	"x-data-parallel-host-port",
+}
+
+// podAddressPrefix starts llm-d's endpoint-picker-to-sidecar headers
+// (x-llm-d-prefiller-host-port, x-llm-d-encoder-hosts-ports, x-llm-d-kv-cache-source-host-port).
+const podAddressPrefix = "x-llm-d-"
+
 // Route is the value of HeaderRoute: how the router placed the request.
 type Route string
 
@@ -170,11 +189,12 @@ var clientHeaders = [...]string{HeaderPriority, HeaderTenant, HeaderObjective, H
 
 // IsReserved reports whether a client-supplied header named name must be dropped: every
 // x-switchyard-* and x-gateway-* header but the four a client may set (priority, tenant,
-// objective, fairness id), and HeaderPrefillerHostPort. The comparison ignores case and does
-// not allocate.
+// objective, fairness id), HeaderPrefillerHostPort and the other headers that name a peer a
+// model server's sidecar sends the request to (every x-llm-d-* header included). The
+// comparison ignores case and does not allocate.
 func IsReserved(name string) bool {
 	if !hasPrefixFold(name, "x-switchyard-") && !hasPrefixFold(name, "x-gateway-") {
-		return isPrefiller(name)
+		return isPodAddress(name)
 	}
 	for _, c := range clientHeaders {
 		if len(name) == len(c) && strings.EqualFold(name, c) {
@@ -185,14 +205,25 @@ func IsReserved(name string) bool {
 }
 
 // IsRouting reports whether name is any x-switchyard-* or x-gateway-* header, the client's own
-// included, or HeaderPrefillerHostPort. A gateway reads the client's headers first, then drops
-// every routing header before it forwards to a model server.
+// included, HeaderPrefillerHostPort or another header naming a peer of a model server (as
+// IsReserved). A gateway reads the client's headers first, then drops every routing header
+// before it forwards to a model server.
 func IsRouting(name string) bool {
-	return hasPrefixFold(name, "x-switchyard-") || hasPrefixFold(name, "x-gateway-") || isPrefiller(name)
+	return hasPrefixFold(name, "x-switchyard-") || hasPrefixFold(name, "x-gateway-") || isPodAddress(name)
 }
 
-func isPrefiller(name string) bool {
-	return len(name) == len(HeaderPrefillerHostPort) && strings.EqualFold(name, HeaderPrefillerHostPort)
+// isPodAddress reports whether name is HeaderPrefillerHostPort or another header that tells a
+// model server's sidecar where to send the request.
+func isPodAddress(name string) bool {
+	if hasPrefixFold(name, podAddressPrefix) {
+		return true
+	}
+	for _, h := range podAddressHeaders {
+		if len(name) == len(h) && strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,10 +36,15 @@ type Config struct {
 	// Default false: TLS, verified against the system roots, unless OTEL_EXPORTER_OTLP_INSECURE
 	// says otherwise.
 	Insecure bool
-	// SampleRatio is the share of new traces recorded (0..1), by trace ID. Sampling is
-	// parent-based: a request carrying a traceparent is recorded when its caller recorded it,
-	// whatever the ratio. Default 1.
+	// SampleRatio is the share of new traces recorded (0..1), by trace ID. A span whose parent
+	// is in this process follows its parent; one whose parent is a caller's traceparent is
+	// decided as RemoteParent says. Default 1.
 	SampleRatio float64
+	// RemoteParent says how a request's remote parent (the caller's traceparent) is treated:
+	// RemoteParentRespect, RemoteParentRatio or RemoteParentIgnore. Default
+	// RemoteParentIgnore, the one safe for callers that are not trusted; each binary sets its
+	// own (the router ignore, the gateway respect).
+	RemoteParent string
 	// ServiceName names the process in every span's resource (service.name); the
 	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables override it. Default
 	// "switchyard"; each binary sets its own ("cluster-gateway", "global-router").
@@ -57,6 +63,27 @@ type Config struct {
 	MetricNamespace string
 }
 
+// How a caller's traceparent is treated (Config.RemoteParent).
+const (
+	// RemoteParentRespect follows the caller's sampling decision: a traceparent with the sampled
+	// flag is recorded, one without is not, whatever SampleRatio says; the spans join the
+	// caller's trace. Only for trusted callers (a router in front of a gateway, an API gateway
+	// that owns sampling): any caller can otherwise make every one of its requests recorded.
+	RemoteParentRespect = "respect"
+	// RemoteParentRatio keeps the caller's trace ID and tracestate, so the spans join its trace,
+	// but ignores its sampled flag: the request is recorded with probability SampleRatio, drawn
+	// at random per request (never from the trace ID, which the caller chooses).
+	RemoteParentRatio = "ratio"
+	// RemoteParentIgnore starts a new trace, sampled by SampleRatio like any new trace, with a
+	// span link to the caller's span (trace and span ID only) for correlation.
+	RemoteParentIgnore = "ignore"
+)
+
+// RemoteParentModes lists the Config.RemoteParent values.
+func RemoteParentModes() []string {
+	return []string{RemoteParentRespect, RemoteParentRatio, RemoteParentIgnore}
+}
+
 // Resource attribute keys of Config.Cluster and Config.Region.
 const (
 	AttrCluster = "switchyard.cluster"
@@ -67,6 +94,7 @@ const (
 func DefaultConfig() Config {
 	return Config{
 		SampleRatio:     1,
+		RemoteParent:    RemoteParentIgnore,
 		ServiceName:     "switchyard",
 		Scope:           "github.com/switchyard-dev/switchyard",
 		MetricNamespace: "switchyard",
@@ -81,6 +109,9 @@ func (c Config) Validate() error {
 	switch {
 	case c.SampleRatio < 0 || c.SampleRatio > 1 || c.SampleRatio != c.SampleRatio:
 		return fmt.Errorf("tracing: SampleRatio must be in 0..1, got %g", c.SampleRatio)
+	case !slices.Contains(RemoteParentModes(), c.RemoteParent):
+		return fmt.Errorf("tracing: RemoteParent must be one of %s, got %q",
+			strings.Join(RemoteParentModes(), ", "), c.RemoteParent)
 	case c.Protocol != "" && c.Protocol != ProtocolGRPC && c.Protocol != ProtocolHTTP:
 		return fmt.Errorf("tracing: Protocol must be %q or %q, got %q", ProtocolGRPC, ProtocolHTTP, c.Protocol)
 	case strings.ContainsAny(c.Endpoint, " \t\r\n"):

@@ -22,6 +22,7 @@ const (
 	MaxAttributeLength = 256
 	maxAttributes      = 64
 	maxEvents          = 16
+	maxLinks           = 4
 )
 
 // Provider owns the tracer provider and its exporter. Shutdown flushes the spans still queued.
@@ -68,28 +69,47 @@ func New(
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	qcfg := queueConfigFromEnv(getenv)
-	queue, err := newExportQueue(exp, qcfg, cfg.MetricNamespace, reg, log)
+	p, err := newProvider(cfg, exp, res, qcfg, reg, log)
 	if err != nil {
 		_ = exp.Shutdown(ctx)
+		return nil, err
+	}
+	shown := endpoint
+	if shown == "" {
+		shown = "from OTEL_EXPORTER_OTLP_*"
+	}
+	log.Info("tracing on", "endpoint", shown, "protocol", proto, "sample_ratio", cfg.SampleRatio,
+		"remote_parent", cfg.RemoteParent, "max_queue", qcfg.MaxQueue, "export_timeout", qcfg.Timeout)
+	return p, nil
+}
+
+// newProvider returns the provider of cfg exporting through exp behind a bounded export queue.
+func newProvider(
+	cfg Config,
+	exp sdktrace.SpanExporter,
+	res *resource.Resource,
+	qcfg QueueConfig,
+	reg prometheus.Registerer,
+	log *slog.Logger,
+) (*Provider, error) {
+	queue, err := newExportQueue(exp, qcfg, cfg.MetricNamespace, reg, log)
+	if err != nil {
 		return nil, err
 	}
 	limits := sdktrace.NewSpanLimits() // the OTEL_SPAN_* variables, then the bounds below
 	limits.AttributeValueLengthLimit = bound(limits.AttributeValueLengthLimit, MaxAttributeLength)
 	limits.AttributeCountLimit = bound(limits.AttributeCountLimit, maxAttributes)
 	limits.EventCountLimit = bound(limits.EventCountLimit, maxEvents)
+	limits.LinkCountLimit = bound(limits.LinkCountLimit, maxLinks)
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithSpanProcessor(queue), // OTEL_BSP_* tune it
 		sdktrace.WithResource(res),
 		sdktrace.WithRawSpanLimits(limits),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
+		sdktrace.WithSampler(newSampler(cfg)),
 	)
-	shown := endpoint
-	if shown == "" {
-		shown = "from OTEL_EXPORTER_OTLP_*"
-	}
-	log.Info("tracing on", "endpoint", shown, "protocol", proto, "sample_ratio", cfg.SampleRatio,
-		"max_queue", qcfg.MaxQueue, "export_timeout", qcfg.Timeout)
-	return &Provider{sdk: tp, tracer: NewTracer(tp, cfg.Scope)}, nil
+	tracer := NewTracer(tp, cfg.Scope)
+	tracer.newRoot = cfg.RemoteParent == RemoteParentIgnore
+	return &Provider{sdk: tp, tracer: tracer}, nil
 }
 
 // bound returns limit capped at max (a negative limit is unlimited).

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -25,6 +26,9 @@ const (
 type Tracer struct {
 	t    trace.Tracer
 	prop propagation.TextMapPropagator
+	// newRoot makes a span whose parent is remote (a caller's traceparent) a new trace's root,
+	// linked to the caller's span (RemoteParentIgnore).
+	newRoot bool
 }
 
 // Enabled reports whether the tracer records spans. Instrumentation that builds attributes
@@ -32,11 +36,20 @@ type Tracer struct {
 func (t *Tracer) Enabled() bool { return t != nil && t.t != nil }
 
 // Start starts a span named name of kind as a child of the span in ctx (or of the remote
-// parent Extract put there). Disabled, it returns ctx and the span already in ctx, a
-// non-recording one, without allocating.
+// parent Extract put there; with RemoteParentIgnore, the root of a new trace linked to that
+// remote parent). Disabled, it returns ctx and the span already in ctx, a non-recording one,
+// without allocating.
 func (t *Tracer) Start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
 	if !t.Enabled() {
 		return ctx, trace.SpanFromContext(ctx)
+	}
+	if t.newRoot {
+		if parent := trace.SpanContextFromContext(ctx); parent.IsRemote() {
+			// The link names the caller's span; its tracestate (up to 32 members of 512
+			// bytes, chosen by the caller) is not copied into the span.
+			link := trace.Link{SpanContext: parent.WithTraceState(trace.TraceState{})}
+			return t.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithNewRoot(), trace.WithLinks(link))
+		}
 	}
 	return t.t.Start(ctx, name, trace.WithSpanKind(kind))
 }
@@ -51,13 +64,26 @@ func (t *Tracer) Extract(ctx context.Context, carrier propagation.TextMapCarrier
 }
 
 // Inject writes the traceparent (and tracestate) of the span in ctx into carrier, replacing
-// what the client sent, so the next hop's spans are children of that span.
+// what the client sent, so the next hop's spans are children of that span. A span with no
+// tracestate (a new trace's, RemoteParentIgnore's included) removes the caller's tracestate
+// from an http.Header or map carrier, so the next hop does not adopt it into this trace.
 func (t *Tracer) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
 	if !t.Enabled() {
 		return
 	}
+	if trace.SpanContextFromContext(ctx).TraceState().Len() == 0 {
+		switch c := carrier.(type) {
+		case propagation.HeaderCarrier:
+			http.Header(c).Del(headerTracestate)
+		case propagation.MapCarrier:
+			delete(c, headerTracestate)
+		}
+	}
 	t.prop.Inject(ctx, carrier)
 }
+
+// headerTracestate is W3C trace context's tracestate header (as the propagator writes it).
+const headerTracestate = "tracestate"
 
 // String is a string attribute whose value is cut to MaxAttributeLength bytes (at a rune
 // boundary, invalid UTF-8 replaced), so no request can make a span large.

@@ -19,8 +19,9 @@ import (
 // prefill pod and a decode pod (roles from the endpoints file). A long prompt is prefilled on
 // the prefill pod, which the gateway names to the decode pod in x-prefiller-host-port, and
 // decoded on the decode pod; a short one skips the prefill pod. Every request carries a
-// client-set x-prefiller-host-port aimed at a decoy server: the gateway drops it, so no pod is
-// ever pointed at the client's address.
+// client-set x-prefiller-host-port and x-llm-d-prefiller-host-port (the later spelling, which
+// llm-d's sidecar, and modelsim, read when the first is absent) aimed at a decoy server: the
+// gateway drops both, so no pod is ever pointed at the client's address.
 func TestPrefillDecodeDisaggregation(t *testing.T) {
 	var decoyHits atomic.Int64
 	decoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -54,6 +55,7 @@ func TestPrefillDecodeDisaggregation(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(contract.HeaderPrefillerHostPort, hostile)
+		req.Header.Set("x-llm-d-prefiller-host-port", hostile)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

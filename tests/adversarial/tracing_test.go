@@ -144,7 +144,8 @@ func attr(s *tracepb.Span, key string) string {
 
 // TestTraceAcrossTiers sends one completion with a sampled W3C traceparent through a real router
 // and gateway exporting to an in-process OTLP receiver, with a sample ratio of 0 so that only
-// parent-based sampling records it, once over OTLP/gRPC and once over OTLP/HTTP (the gateway
+// parent-based sampling records it (the router told to respect the client's decision), once over OTLP/gRPC and once
+// over OTLP/HTTP (the gateway
 // given the collector as a URL with its path, the router as host:port). Once both processes are
 // stopped (SIGTERM flushes their spans), the receiver holds one trace under the client's trace
 // id: the router's request span is a child of the client's span, its routing decision names the
@@ -161,12 +162,12 @@ func TestTraceAcrossTiers(t *testing.T) {
 func traceAcrossTiers(t *testing.T, protocol string) {
 	recv, otlp := startReceiver(t, protocol)
 	gwTracing := []string{"--otlp-endpoint=" + otlp, "--otlp-insecure", "--trace-sample-ratio=0"}
-	routerTracing := gwTracing
+	routerTracing := append(gwTracing, "--trace-remote-parent=respect") // the client is trusted here
 	if protocol == "http" {
 		gwTracing = []string{"--otlp-endpoint=http://" + otlp + "/v1/traces", "--otlp-protocol=http",
 			"--trace-sample-ratio=0"}
 		routerTracing = []string{"--otlp-endpoint=" + otlp, "--otlp-protocol=http", "--otlp-insecure",
-			"--trace-sample-ratio=0"}
+			"--trace-sample-ratio=0", "--trace-remote-parent=respect"}
 	}
 	w := newWorld(t)
 	pod := w.Pod("h100")

@@ -46,6 +46,11 @@ var gatewayValueSets = map[string]map[string]any{
 			"gossipFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.20.0.0/16"}}},
 		},
 	},
+	"KV events, tenant limits from a ConfigMap, tracing": {
+		"kvEvents":     map[string]any{"enabled": true, "trustTopic": true},
+		"tenantLimits": map[string]any{"existingConfigMap": "team-limits"},
+		"tracing":      map[string]any{"otlpEndpoint": "c:4317", "insecure": true, "remoteParent": "ratio"},
+	},
 	"standalone, other pool namespace": {
 		"gossip":          map[string]any{"enabled": false},
 		"pool":            map[string]any{"name": "llama", "namespace": "models"},
@@ -195,6 +200,9 @@ func checkGatewayDeployment(t *testing.T, dep *appsv1.Deployment, vals map[strin
 func checkGatewayService(t *testing.T, svc *corev1.Service, vals map[string]any) {
 	t.Helper()
 	want := map[string]int32{"http": 8080, "grpc-ext-proc": 9002, "metrics": 9090}
+	if kv, _ := vals["kvEvents"].(map[string]any); kv["enabled"] == true {
+		want["kv-events"] = 5557
+	}
 	secure := extProcSecure(vals)
 	for _, p := range svc.Spec.Ports {
 		if want[p.Name] != p.Port {

@@ -10,10 +10,12 @@ import (
 )
 
 // TestChartsTracing renders both charts with tracing values set and checks that the collector,
-// protocol, TLS choice and sample ratio reach the container's flags and the headers Secret its
-// environment; with the defaults (no endpoint) no tracing flag or variable is rendered; and a
-// protocol or ratio the binaries would refuse fails the render.
+// protocol, TLS choice, sample ratio and remote-parent mode (by default ignore for the router,
+// the internet edge, and respect for the gateway behind it) reach the container's flags and the
+// headers Secret its environment; with the defaults (no endpoint) no tracing flag or variable is
+// rendered; and a protocol, ratio or mode the binaries would refuse fails the render.
 func TestChartsTracing(t *testing.T) {
+	defaultRemoteParent := map[string]string{"cluster-gateway": "respect", "global-router": "ignore"}
 	for _, chart := range charts {
 		for _, tc := range []struct {
 			name    string
@@ -28,7 +30,7 @@ func TestChartsTracing(t *testing.T) {
 				map[string]any{"otlpEndpoint": "otel-collector.observability:4317", "insecure": true, "sampleRatio": 0.1},
 				[]string{
 					"--otlp-endpoint=otel-collector.observability:4317", "--otlp-protocol=grpc",
-					"--otlp-insecure=true", "--trace-sample-ratio=0.1",
+					"--otlp-insecure=true", "--trace-sample-ratio=0.1", "--trace-remote-parent=" + defaultRemoteParent[chart],
 				},
 				"",
 			},
@@ -40,9 +42,18 @@ func TestChartsTracing(t *testing.T) {
 				},
 				[]string{
 					"--otlp-endpoint=https://otlp.example.com:4318/v1/traces", "--otlp-protocol=http",
-					"--otlp-insecure=false", "--trace-sample-ratio=0.25",
+					"--otlp-insecure=false", "--trace-sample-ratio=0.25", "--trace-remote-parent=" + defaultRemoteParent[chart],
 				},
 				"otlp-headers",
+			},
+			{
+				"remote parents sampled by the ratio",
+				map[string]any{"otlpEndpoint": "c:4317", "insecure": true, "sampleRatio": 0.5, "remoteParent": "ratio"},
+				[]string{
+					"--otlp-endpoint=c:4317", "--otlp-protocol=grpc", "--otlp-insecure=true",
+					"--trace-sample-ratio=0.5", "--trace-remote-parent=ratio",
+				},
+				"",
 			},
 		} {
 			t.Run(chart+"/"+tc.name, func(t *testing.T) {
@@ -94,6 +105,7 @@ func TestChartsTracingRenderFailures(t *testing.T) {
 			{"unknown protocol", map[string]any{"otlpEndpoint": "c:4317", "protocol": "udp"}, "tracing.protocol"},
 			{"ratio above 1", map[string]any{"otlpEndpoint": "c:4317", "sampleRatio": 2}, "tracing.sampleRatio"},
 			{"negative ratio", map[string]any{"otlpEndpoint": "c:4317", "sampleRatio": -0.5}, "tracing.sampleRatio"},
+			{"unknown remote parent", map[string]any{"otlpEndpoint": "c:4317", "remoteParent": "trust"}, "tracing.remoteParent"},
 		} {
 			t.Run(chart+"/"+tc.name, func(t *testing.T) {
 				_, err := renderChart(t, chart, map[string]any{"tracing": tc.tracing})

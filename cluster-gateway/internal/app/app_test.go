@@ -363,6 +363,13 @@ func TestParseConfig(t *testing.T) {
 		{"two discoveries", append(base, "--pool-name=p"), nil, nil, "exactly one"},
 		{"bad profile", append(base, "--profile=fastest"), nil, nil, "fastest"},
 		{"bad log format", append(base, "--log-format=xml"), nil, nil, "--log-format"},
+		{"remote parent respected by default", base, nil, func(c app.Config) bool {
+			return c.TraceRemoteParent == "respect"
+		}, ""},
+		{"remote parent ratio", append(base, "--trace-remote-parent=ratio"), nil, func(c app.Config) bool {
+			return c.TraceRemoteParent == "ratio"
+		}, ""},
+		{"bad remote parent", append(base, "--trace-remote-parent=trust"), nil, nil, "--trace-remote-parent"},
 		{"bad adapter map", append(base, "--adapter-map=a="), nil, nil, "--adapter-map"},
 		{"pass-through paths", append(base, "--passthrough-paths=/tokenize=json,/v1/audio/transcriptions=multipart"),
 			nil, func(c app.Config) bool {

@@ -106,12 +106,15 @@ type Config struct {
 	// empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, and with
 	// neither tracing is off. OTLPProtocol is grpc or http (empty: the OTEL_* protocol
 	// variables, else grpc); OTLPInsecure exports without TLS to a host:port endpoint;
-	// TraceSampleRatio is the share of new traces recorded (parent-based: a sampled caller's
-	// traceparent is always followed). Defaults: off, grpc, TLS, 1.
-	OTLPEndpoint     string  `flag:"otlp-endpoint"`
-	OTLPProtocol     string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
-	OTLPInsecure     bool    `flag:"otlp-insecure"`
-	TraceSampleRatio float64 `flag:"trace-sample-ratio"`
+	// TraceSampleRatio is the share of new traces recorded; TraceRemoteParent says how a
+	// caller's traceparent is treated: respect (its sampled flag decides), ratio (its trace is
+	// kept, the ratio decides) or ignore (a new trace, linked to the caller's span). Defaults:
+	// off, grpc, TLS, 1, respect.
+	OTLPEndpoint      string  `flag:"otlp-endpoint"`
+	OTLPProtocol      string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	OTLPInsecure      bool    `flag:"otlp-insecure"`
+	TraceSampleRatio  float64 `flag:"trace-sample-ratio"`
+	TraceRemoteParent string  `flag:"trace-remote-parent"`
 	// ScrapeInterval is the per-pod metrics scrape interval for small fleets. Default 50 ms.
 	ScrapeInterval time.Duration `flag:"scrape-interval"`
 	// Staleness is the metrics age beyond which a pod is not counted for readiness. Default 2 s.
@@ -255,19 +258,20 @@ func DefaultConfig() Config {
 		LogFormat:      "text",
 		LogLevel:       "info",
 
-		TraceSampleRatio: tracing.DefaultConfig().SampleRatio,
-		ScrapeInterval:   50 * time.Millisecond,
-		Staleness:        2 * time.Second,
-		MaxBodyBytes:     bbr.DefaultConfig().MaxBodyBytes,
-		EndpointHeader:   true,
-		SessionHeader:    contract.HeaderSessionID,
-		PassthroughPaths: openai.DefaultPassthroughPaths,
-		QueueLimit:       flowcontrol.DefaultConfig().MaxQueue,
-		QueueTTL:         flowcontrol.DefaultConfig().TTL,
-		MinPriority:      flowcontrol.DefaultMinPriority,
-		MaxPriority:      flowcontrol.DefaultMaxPriority,
-		MaxAttempts:      3,
-		DrainTimeout:     30 * time.Second,
+		TraceSampleRatio:  tracing.DefaultConfig().SampleRatio,
+		TraceRemoteParent: tracing.DefaultConfig().RemoteParent,
+		ScrapeInterval:    50 * time.Millisecond,
+		Staleness:         2 * time.Second,
+		MaxBodyBytes:      bbr.DefaultConfig().MaxBodyBytes,
+		EndpointHeader:    true,
+		SessionHeader:     contract.HeaderSessionID,
+		PassthroughPaths:  openai.DefaultPassthroughPaths,
+		QueueLimit:        flowcontrol.DefaultConfig().MaxQueue,
+		QueueTTL:          flowcontrol.DefaultConfig().TTL,
+		MinPriority:       flowcontrol.DefaultMinPriority,
+		MaxPriority:       flowcontrol.DefaultMaxPriority,
+		MaxAttempts:       3,
+		DrainTimeout:      30 * time.Second,
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
 		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
@@ -586,7 +590,10 @@ func (c Config) validateLogging() []error {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
 	}
 	if err := c.tracingConfig().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
+		errs = append(
+			errs,
+			fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio, --trace-remote-parent: %w", err),
+		)
 	}
 	return errs
 }
@@ -594,8 +601,8 @@ func (c Config) validateLogging() []error {
 // tracingConfig is the tracing configuration of the flags.
 func (c Config) tracingConfig() telemetry.Config {
 	tc := tracing.DefaultConfig()
-	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio =
-		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio, tc.RemoteParent =
+		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio, c.TraceRemoteParent
 	tc.ServiceVersion, tc.Cluster, tc.Region = Version, c.Cluster, c.Region
 	return tc
 }

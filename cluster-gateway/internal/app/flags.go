@@ -81,8 +81,12 @@ var usage = map[string]string{
 	"otlp-protocol": "OTLP protocol: `grpc` (port 4317) or `http` (protobuf, port 4318); empty: " +
 		"`OTEL_EXPORTER_OTLP_PROTOCOL`, else `grpc`",
 	"otlp-insecure": "export spans without TLS to a `host:port` `--otlp-endpoint` (a URL's scheme says it itself)",
-	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; parent-based: a request whose `traceparent` " +
-		"is sampled is always recorded",
+	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; a request with a `traceparent` is decided " +
+		"by `--trace-remote-parent`",
+	"trace-remote-parent": "how a caller's `traceparent` is treated: `respect` follows its sampled flag (the " +
+		"default: the gateway's callers are routers, Envoy and in-cluster clients); `ratio` keeps its trace but records " +
+		"the request with probability `--trace-sample-ratio`, drawn at random; `ignore` starts a new trace linked to the " +
+		"caller's span. Choose `ratio` or `ignore` when untrusted clients reach the gateway",
 	"log-level":       "log level: `debug`, `info`, `warn`, `error`",
 	"scrape-interval": "per-pod metrics scrape interval (grows with the pod count)",
 	"staleness":       "metrics age beyond which a pod does not count towards readiness",

@@ -14,7 +14,8 @@ import (
 )
 
 // TestPrefillerHeader: with a prefill pod, ext_proc has Envoy send the decode pod
-// x-prefiller-host-port (overwriting a client's value); without one, a client's value is removed.
+// x-prefiller-host-port (overwriting a client's value); without one, a client's value is removed,
+// and so is, always, a client's value of any other header a sidecar sends the request to.
 // The response carries the decision.
 func TestPrefillerHeader(t *testing.T) {
 	const hostile = "169.254.169.254:80"
@@ -34,7 +35,13 @@ func TestPrefillerHeader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sendRequest(t, s, bigBody(4096), nil, contract.HeaderPrefillerHostPort, hostile)
+			peers := []string{"x-llm-d-prefiller-host-port", "x-prefiller-url", "x-data-parallel-host-port",
+				"x-kv-cache-source-host-port", "x-llm-d-encoder-hosts-ports"}
+			extra := []string{contract.HeaderPrefillerHostPort, hostile}
+			for _, h := range peers {
+				extra = append(extra, h, hostile)
+			}
+			sendRequest(t, s, bigBody(4096), nil, extra...)
 			r, err := s.Recv()
 			if err != nil {
 				t.Fatal(err)
@@ -44,6 +51,11 @@ func TestPrefillerHeader(t *testing.T) {
 			removed := slices.Contains(m.GetRemoveHeaders(), contract.HeaderPrefillerHostPort)
 			if got != tt.prefill || removed == (tt.prefill != "") {
 				t.Fatalf("%s set to %q (removed %v), want %q", contract.HeaderPrefillerHostPort, got, removed, tt.prefill)
+			}
+			for _, h := range peers { // other headers a sidecar sends the request to: always removed
+				if !slices.Contains(m.GetRemoveHeaders(), h) || headerValue(m, h) != "" {
+					t.Errorf("the client's %s is not removed: %v", h, m.GetRemoveHeaders())
+				}
 			}
 			for { // the body comes back
 				r, err := s.Recv()

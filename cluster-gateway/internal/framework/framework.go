@@ -141,6 +141,10 @@ type ResponseInfo struct {
 	TTFT time.Duration
 	// MeanITL is the mean gap between output tokens after the first (0 with fewer than 2 tokens).
 	MeanITL time.Duration
+	// ClientStalled is set when the client held the answer back (the gateway waited on it to
+	// accept what it wrote for more than a tenth of the attempt): TTFT and MeanITL then measure
+	// the client's pace, not the pod's, and latency learning must skip them.
+	ClientStalled bool
 	// Err is the transport error, if the request failed without a status.
 	Err error
 }

@@ -29,8 +29,10 @@ type Attempt struct {
 	meter    Meter
 	status   int
 	sawFirst bool
-	ctx      context.Context // carries span; the request's context when tracing is off
-	span     trace.Span      // nil when tracing is off
+	// clientWait is the time spent writing and flushing the answer to the client (see ClientWrite).
+	clientWait time.Duration
+	ctx        context.Context // carries span; the request's context when tracing is off
+	span       trace.Span      // nil when tracing is off
 }
 
 // Decision is the decision the attempt tries.
@@ -88,7 +90,8 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 	}
 	if h, ok := p.hooks.(firstTokenHook); ok {
 		h.FirstToken(ctx, a.d.Request, &framework.ResponseInfo{Endpoint: a.ep, Status: a.status, TTFT: a.meter.TTFT(),
-			CachedTokens: -1, PromptTokens: a.d.Request.PromptTokens, OutputTokens: 1})
+			CachedTokens: -1, PromptTokens: a.d.Request.PromptTokens, OutputTokens: 1,
+			ClientStalled: a.clientStalled(now)})
 	}
 }
 
@@ -108,6 +111,12 @@ func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, f
 	info := &framework.ResponseInfo{
 		Endpoint: a.ep, Status: status, Err: err, CachedTokens: m.CachedTokens,
 		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, TTFT: m.TTFT, MeanITL: m.MeanITL,
+		ClientStalled: a.clientStalled(now),
+	}
+	if info.ClientStalled {
+		p.metrics.clientStalled.Inc()
+		p.log.Debug("client held the answer back: its latency is not learned", "request", a.d.Request.ID,
+			"endpoint", a.ep.Name, "client_wait", a.clientWait, "attempt", now.Sub(a.sentAt))
 	}
 	if info.PromptTokens < 0 {
 		info.PromptTokens = a.d.Request.PromptTokens

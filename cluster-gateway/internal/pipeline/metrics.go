@@ -35,6 +35,8 @@ type Metrics struct {
 	slo *sloMetrics
 	// unmetered counts responses whose usage was not read, by reason.
 	unmetered *prometheus.CounterVec
+	// clientStalled counts attempts whose client held the answer back (latencies not learned).
+	clientStalled prometheus.Counter
 }
 
 // NewMetrics creates the request metrics and registers them on reg (nil registers nothing).
@@ -88,10 +90,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, reason := range usagemeter.Reasons {
 		m.unmetered.WithLabelValues(reason)
 	}
+	m.clientStalled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "switchyard_gateway_client_stalled_total",
+		Help: "Answers (attempts) whose client held them back: the HTTP proxy waited on it to accept what it wrote " +
+			"for more than a tenth of the attempt, so the measured time to first token and inter-token latency were the " +
+			"client's pace; they are not learned as the pod's speed.",
+	})
 	m.slo = newSLOMetrics()
 	if reg != nil {
 		for _, c := range []prometheus.Collector{
-			m.requests, m.duration, m.ttft, m.invalid, m.bodyRefused, m.slo.requests, m.unmetered,
+			m.requests, m.duration, m.ttft, m.invalid, m.bodyRefused, m.slo.requests, m.unmetered, m.clientStalled,
 		} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

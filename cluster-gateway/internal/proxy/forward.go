@@ -243,9 +243,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	// The headers leave now, not with the first token: a client (or a global router) sees the
 	// answer start, and the time it waits for them is the time Server-Timing reports plus the
 	// network, not the prefill behind them.
+	start := time.Now()
 	_ = rc.Flush()
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	a.Respond(resp.StatusCode, sse)
+	a.ClientWrite(time.Since(start)) // a client that does not read holds the pod's answer back
 	boundary, upErr := s.copyBody(w, r, rc, resp.Body, a)
 	if upErr == nil {
 		s.pipe.End(r.Context(), a, resp.StatusCode, nil, true)
@@ -278,12 +280,14 @@ func (s *Server) copyBody(
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
-			s.pipe.Observe(r.Context(), a, buf[:n], time.Now())
+			now := time.Now()
+			s.pipe.Observe(r.Context(), a, buf[:n], now)
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return boundary, nil // the client went away; its context cancels the upstream request
 			}
 			boundary = endsEvent(boundary, buf[:n])
 			_ = rc.Flush()
+			a.ClientWrite(time.Since(now)) // the time the pod's answer was not read
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || r.Context().Err() != nil {

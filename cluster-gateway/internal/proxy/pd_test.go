@@ -11,8 +11,16 @@ import (
 	"github.com/switchyard-dev/switchyard/contract"
 )
 
+// peerHeaders are the headers llm-d's routing sidecar reads a peer's address from (besides
+// x-prefiller-host-port): a client's value must never reach a pod.
+var peerHeaders = []string{
+	"x-llm-d-prefiller-host-port", "x-prefiller-url", "x-llm-d-encoder-hosts-ports", "x-encoder-hosts-ports",
+	"x-llm-d-kv-cache-source-host-port", "x-kv-cache-source-host-port", "x-data-parallel-host-port",
+}
+
 // TestPrefillerHeader: the decode pod is told the prefill pod's host:port in
-// x-prefiller-host-port, and only by the gateway: a client's value never reaches a pod.
+// x-prefiller-host-port, and only by the gateway: a client's value never reaches a pod, nor
+// does its value of any other header a sidecar would send the request to.
 func TestPrefillerHeader(t *testing.T) {
 	const hostile = "169.254.169.254:80"
 	var mu sync.Mutex
@@ -20,6 +28,11 @@ func TestPrefillerHeader(t *testing.T) {
 	decode := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		got = append(got, r.Header.Get(contract.HeaderPrefillerHostPort))
+		for _, h := range peerHeaders {
+			if v := r.Header.Get(h); v != "" {
+				t.Errorf("the decode pod received the client's %s: %q", h, v)
+			}
+		}
 		mu.Unlock()
 		w.Header().Set(contract.HeaderPD, "forged by the pod")
 		_, _ = io.WriteString(w, `{"choices":[{"text":"ok"}]}`)
@@ -42,8 +55,11 @@ func TestPrefillerHeader(t *testing.T) {
 			mu.Lock()
 			got = nil
 			mu.Unlock()
-			resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"hi"}`,
-				map[string]string{contract.HeaderPrefillerHostPort: hostile})
+			hdr := map[string]string{contract.HeaderPrefillerHostPort: hostile}
+			for _, h := range peerHeaders {
+				hdr[h] = hostile
+			}
+			resp := post(t, e.url+"/v1/completions", `{"model":"llama","prompt":"hi"}`, hdr)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {

@@ -54,10 +54,13 @@ const (
 const MaxTopScores = 5
 
 // DefaultConfig returns the gateway's tracing defaults: the shared ones with the gateway's
-// service name (cluster-gateway), scope and metric namespace (switchyard_gateway_trace_*).
+// service name (cluster-gateway), scope and metric namespace (switchyard_gateway_trace_*), and
+// its callers' sampling decisions respected: its ports face routers, Envoy and in-cluster
+// clients, not the internet (docs/gateway.md#tracing says when to choose ratio or ignore).
 func DefaultConfig() telemetry.Config {
 	c := telemetry.DefaultConfig()
 	c.ServiceName, c.Scope, c.MetricNamespace = "cluster-gateway", Scope, "switchyard_gateway"
+	c.RemoteParent = telemetry.RemoteParentRespect
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // TestDefaultConfigIsTheGateways checks the names the gateway's spans and metrics carry
@@ -12,6 +13,9 @@ func TestDefaultConfigIsTheGateways(t *testing.T) {
 	c := tracing.DefaultConfig()
 	if c.ServiceName != "cluster-gateway" || c.Scope != tracing.Scope || c.MetricNamespace != "switchyard_gateway" {
 		t.Fatalf("DefaultConfig() = %+v, want the gateway's service name, scope and metric namespace", c)
+	}
+	if c.RemoteParent != telemetry.RemoteParentRespect {
+		t.Errorf("RemoteParent = %q, want %q", c.RemoteParent, telemetry.RemoteParentRespect)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -242,6 +242,12 @@ func TestParseFlags(t *testing.T) {
 		},
 		{name: "negative ejection cap", args: append(base, "--max-ejection-percent=-1"), wantErr: "--max-ejection-percent"},
 		{name: "bad log format", args: append(base, "--log-format=xml"), wantErr: "--log-format"},
+		{name: "remote parent ignored by default", args: base, check: func(t *testing.T, c app.Config) {
+			if c.TraceRemoteParent != "ignore" {
+				t.Errorf("trace remote parent %q, want ignore", c.TraceRemoteParent)
+			}
+		}},
+		{name: "bad remote parent", args: append(base, "--trace-remote-parent=trust"), wantErr: "--trace-remote-parent"},
 		{name: "stray argument", args: append(base, "extra"), wantErr: "unexpected argument"},
 		{name: "body budget and memory limit", args: append(base, "--max-inflight-body-bytes=512MiB", "--memory-limit=2GiB"),
 			check: func(t *testing.T, c app.Config) {

@@ -183,12 +183,15 @@ type Config struct {
 	// empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, and with
 	// neither tracing is off. OTLPProtocol is grpc or http (empty: the OTEL_* protocol
 	// variables, else grpc); OTLPInsecure exports without TLS to a host:port endpoint;
-	// TraceSampleRatio is the share of new traces recorded (parent-based: a sampled caller's
-	// traceparent is always followed). Defaults: off, grpc, TLS, 1.
-	OTLPEndpoint     string  `flag:"otlp-endpoint"`
-	OTLPProtocol     string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
-	OTLPInsecure     bool    `flag:"otlp-insecure"`
-	TraceSampleRatio float64 `flag:"trace-sample-ratio"`
+	// TraceSampleRatio is the share of new traces recorded; TraceRemoteParent says how a
+	// caller's traceparent is treated: respect (its sampled flag decides), ratio (its trace is
+	// kept, the ratio decides) or ignore (a new trace, linked to the caller's span). Defaults:
+	// off, grpc, TLS, 1, ignore.
+	OTLPEndpoint      string  `flag:"otlp-endpoint"`
+	OTLPProtocol      string  `flag:"otlp-protocol" default:"OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	OTLPInsecure      bool    `flag:"otlp-insecure"`
+	TraceSampleRatio  float64 `flag:"trace-sample-ratio"`
+	TraceRemoteParent string  `flag:"trace-remote-parent"`
 	// ConfigFile is a file of flag values, one name=value a line (flagenv's format); the command
 	// line and the environment win over it. Default none.
 	ConfigFile string `flag:"config"`
@@ -235,14 +238,15 @@ func DefaultConfig() Config {
 		LogFormat:             "text",
 		LogLevel:              "info",
 		TraceSampleRatio:      tracing.DefaultConfig().SampleRatio,
+		TraceRemoteParent:     tracing.DefaultConfig().RemoteParent,
 	}
 }
 
 // tracingConfig is the tracing configuration of the flags.
 func (c *Config) tracingConfig() telemetry.Config {
 	tc := tracing.DefaultConfig()
-	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio =
-		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio
+	tc.Endpoint, tc.Protocol, tc.Insecure, tc.SampleRatio, tc.RemoteParent =
+		c.OTLPEndpoint, c.OTLPProtocol, c.OTLPInsecure, c.TraceSampleRatio, c.TraceRemoteParent
 	tc.ServiceVersion, tc.Region = Version, c.Region
 	return tc
 }
@@ -393,7 +397,10 @@ func (c *Config) validateValues() []error {
 	}
 	add(c.LogFormat != "text" && c.LogFormat != "json", "--log-format: %q must be text or json", c.LogFormat)
 	if err := c.tracingConfig().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio: %w", err))
+		errs = append(
+			errs,
+			fmt.Errorf("--otlp-endpoint, --otlp-protocol, --trace-sample-ratio, --trace-remote-parent: %w", err),
+		)
 	}
 	return errs
 }

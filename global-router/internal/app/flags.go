@@ -115,8 +115,12 @@ var usage = map[string]string{
 	"otlp-protocol": "OTLP protocol: `grpc` (port 4317) or `http` (protobuf, port 4318); empty: " +
 		"`OTEL_EXPORTER_OTLP_PROTOCOL`, else `grpc`",
 	"otlp-insecure": "export spans without TLS to a `host:port` `--otlp-endpoint` (a URL's scheme says it itself)",
-	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; parent-based: a request whose `traceparent` " +
-		"is sampled is always recorded",
+	"trace-sample-ratio": "share of new traces recorded, 0..1, by trace ID; a request with a `traceparent` is decided " +
+		"by `--trace-remote-parent`",
+	"trace-remote-parent": "how a client's `traceparent` is treated: `ignore` (the default) starts a new trace linked " +
+		"to the client's span, so no client chooses which of its requests are recorded or their trace; `ratio` keeps " +
+		"the client's trace but records the request with probability `--trace-sample-ratio`, drawn at random; " +
+		"`respect` follows its sampled flag (only behind a trusted front that owns sampling)",
 	"log-level": "log level: `debug`, `info`, `warn`, `error`",
 	"config":    "file of flag values, one `name=value` a line; the command line and the environment win over it",
 	"session-header": "request header that names the conversation for session affinity " +

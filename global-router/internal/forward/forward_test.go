@@ -237,6 +237,8 @@ func TestRoutingHeadersStripped(t *testing.T) {
 	req.Header.Set("X-Gateway-Destination-Endpoint", "10.0.0.1:8000")
 	req.Header.Set("X-Switchyard-Route", "local")
 	req.Header.Set("X-Prefiller-Host-Port", "169.254.169.254:80")
+	req.Header.Set("X-Llm-D-Prefiller-Host-Port", "169.254.169.254:80")
+	req.Header.Set("X-Data-Parallel-Host-Port", "169.254.169.254:80")
 	req.Header.Set("X-Switchyard-Priority", "2")
 	req.Header.Set("Authorization", "Bearer k")
 	resp, err := http.DefaultClient.Do(req)
@@ -246,7 +248,8 @@ func TestRoutingHeadersStripped(t *testing.T) {
 	resp.Body.Close()
 	h := <-got
 	if h.Get("X-Gateway-Destination-Endpoint") != "" || h.Get("X-Switchyard-Route") != "" ||
-		h.Get("X-Prefiller-Host-Port") != "" {
+		h.Get("X-Prefiller-Host-Port") != "" || h.Get("X-Llm-D-Prefiller-Host-Port") != "" ||
+		h.Get("X-Data-Parallel-Host-Port") != "" {
 		t.Fatalf("routing headers reached the gateway: %v", h)
 	}
 	if h.Get("X-Switchyard-Priority") != "2" || h.Get("Authorization") != "Bearer k" {

@@ -45,10 +45,13 @@ const (
 )
 
 // DefaultConfig returns the router's tracing defaults: the shared ones with the router's
-// service name (global-router), scope and metric namespace (switchyard_router_trace_*).
+// service name (global-router), scope and metric namespace (switchyard_router_trace_*), and a
+// client's traceparent ignored (a new trace linked to it): the router is the internet edge, and
+// no client may choose which of its requests are recorded or into which trace they go.
 func DefaultConfig() telemetry.Config {
 	c := telemetry.DefaultConfig()
 	c.ServiceName, c.Scope, c.MetricNamespace = "global-router", Scope, "switchyard_router"
+	c.RemoteParent = telemetry.RemoteParentIgnore
 	return c
 }
 

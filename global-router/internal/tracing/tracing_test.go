@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/tracing"
+	telemetry "github.com/switchyard-dev/switchyard/telemetry/tracing"
 )
 
 // TestDefaultConfigIsTheRouters checks the names the router's spans and metrics carry
@@ -14,6 +15,9 @@ func TestDefaultConfigIsTheRouters(t *testing.T) {
 	c := tracing.DefaultConfig()
 	if c.ServiceName != "global-router" || c.Scope != tracing.Scope || c.MetricNamespace != "switchyard_router" {
 		t.Fatalf("DefaultConfig() = %+v, want the router's service name, scope and metric namespace", c)
+	}
+	if c.RemoteParent != telemetry.RemoteParentIgnore {
+		t.Errorf("RemoteParent = %q, want %q", c.RemoteParent, telemetry.RemoteParentIgnore)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 		if req.remoteDecode {
 			s.pd.forRemote.Inc()
 		}
-		if peer := r.Header.Get(PrefillerHeader); peer != "" {
+		if peer := prefillPeer(r.Header); peer != "" {
 			if apiErr := s.remotePrefill(r, req, peer, &ereq); apiErr != nil {
 				writeError(w, apiErr)
 				return

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 )
 
@@ -84,4 +85,23 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("accepted an unusable request: %+v", r)
 		}
 	})
+}
+
+// TestPrefillPeer: modelsim reads the prefill pod as llm-d's sidecar does, from
+// x-prefiller-host-port, else from its later spelling x-llm-d-prefiller-host-port.
+func TestPrefillPeer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want string
+	}{
+		{"none", http.Header{}, ""},
+		{"legacy", http.Header{"X-Prefiller-Host-Port": {"a:1"}}, "a:1"},
+		{"canonical", http.Header{"X-Llm-D-Prefiller-Host-Port": {"b:2"}}, "b:2"},
+		{"both: legacy wins", http.Header{"X-Prefiller-Host-Port": {"a:1"}, "X-Llm-D-Prefiller-Host-Port": {"b:2"}}, "a:1"},
+	} {
+		if got := prefillPeer(tc.h); got != tc.want {
+			t.Errorf("%s: prefillPeer = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

@@ -17,6 +17,20 @@ import (
 // PrefillerHeader is llm-d's header naming the prefill pod (host:port) to a decode pod.
 const PrefillerHeader = "x-prefiller-host-port"
 
+// PrefillerHeaderCanonical is the header's later spelling, which llm-d's routing sidecar reads
+// when PrefillerHeader is absent; modelsim reads it the same way, so tests see what a client's
+// value would do to a pod if a gateway let it through.
+const PrefillerHeaderCanonical = "x-llm-d-prefiller-host-port"
+
+// prefillPeer returns the prefill pod h names, as llm-d's sidecar reads it: PrefillerHeader,
+// else PrefillerHeaderCanonical.
+func prefillPeer(h http.Header) string {
+	if peer := h.Get(PrefillerHeader); peer != "" {
+		return peer
+	}
+	return h.Get(PrefillerHeaderCanonical)
+}
+
 // prefillTimeout bounds a remote prefill in real time (a prompt of the context length on the
 // slowest profile, unscaled, takes well under it).
 const prefillTimeout = 10 * time.Minute

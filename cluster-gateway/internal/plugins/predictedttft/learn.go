@@ -79,9 +79,11 @@ func decodeBatch(atFirst, atEnd float64) float64 {
 }
 
 // usable reports whether info is a successful answer from the endpoint the request was routed to
-// (a retry on a fallback endpoint teaches nothing about either).
+// (a retry on a fallback endpoint teaches nothing about either) whose client did not hold it back
+// (its latencies would be the client's).
 func (s *Scorer) usable(d dispatch, info *framework.ResponseInfo) bool {
-	return info != nil && info.Status/100 == 2 && info.TTFT > 0 && (info.Endpoint == nil || info.Endpoint == d.ep)
+	return info != nil && info.Status/100 == 2 && info.TTFT > 0 && !info.ClientStalled &&
+		(info.Endpoint == nil || info.Endpoint == d.ep)
 }
 
 // prefillDone removes the request from its pod's prefill backlog, once.
@@ -112,7 +114,7 @@ func (s *Scorer) drained(d *dispatch, info *framework.ResponseInfo) {
 		return
 	}
 	busy := st.firstToken(d.at, s.now())
-	if d.uncached >= 1 {
+	if d.uncached >= 1 && (info == nil || !info.ClientStalled) {
 		st.drained(d.uncached, busy)
 	}
 }

@@ -136,6 +136,36 @@ func TestFailedResponsesTeachNothing(t *testing.T) {
 	}
 }
 
+// TestClientStalledTeachesNothing: answers whose client held them back (ClientStalled) measure
+// the client's pace: however slow they look, at the first token or at the end, the pod keeps
+// the speed its other answers showed.
+func TestClientStalledTeachesNothing(t *testing.T) {
+	f := newFixture(t, 2)
+	for range 10 {
+		f.serve(0, 1000, 60*time.Millisecond, 10*time.Millisecond)
+		f.serve(1, 1000, 60*time.Millisecond, 10*time.Millisecond)
+	}
+	before := f.s.Predict(f.eps[0], 1000, 0)
+	for range 50 { // a slow client's answers on pod 0: 100 times the time to first token and ITL
+		req := &framework.Request{PromptTokens: 1000}
+		f.s.PreRequest(context.Background(), req, &framework.Result{Targets: f.eps[:1]})
+		stalled := &framework.ResponseInfo{Endpoint: f.eps[0], Status: 200, TTFT: 6 * time.Second,
+			CachedTokens: -1, ClientStalled: true}
+		f.s.FirstToken(context.Background(), req, stalled)
+		stalled.MeanITL, stalled.OutputTokens, stalled.PromptTokens = time.Second, 100, 1000
+		f.s.PostResponse(context.Background(), req, stalled)
+	}
+	f.h.Advance(time.Hour) // the dispatches no longer count as load
+	plugintest.SetLoad(f.fakes[0], 0, 0, 0, f.h.Now())
+	plugintest.SetLoad(f.fakes[1], 0, 0, 0, f.h.Now())
+	if after := f.s.Predict(f.eps[0], 1000, 0); after != before {
+		t.Fatalf("predicted TTFT on the pod went from %v to %v after stalled answers, want unchanged", before, after)
+	}
+	if s := f.scores(1000); s[0] != s[1] {
+		t.Fatalf("scores %v: stalled answers made the pod look slower than its twin", s)
+	}
+}
+
 func TestRemovedEndpointForgotten(t *testing.T) {
 	f := newFixture(t, 2)
 	for range 5 {

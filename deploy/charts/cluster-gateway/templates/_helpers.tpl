@@ -61,6 +61,16 @@ gossip.summarySigning.key; empty when summaries go unsigned. */}}
 {{- default (printf "%s-epp" (include "cluster-gateway.fullname" .)) .Values.existingConfigMap }}
 {{- end }}
 
+{{/* The ConfigMap holding the tenant limits file: the existing one, or the chart's own made
+from tenantLimits.limits; empty when the gateway enforces no tenant limits. */}}
+{{- define "cluster-gateway.tenantLimitsConfigMap" -}}
+{{- if .Values.tenantLimits.existingConfigMap }}
+{{- .Values.tenantLimits.existingConfigMap }}
+{{- else if .Values.tenantLimits.limits }}
+{{- printf "%s-tenant-limits" (include "cluster-gateway.fullname" .) }}
+{{- end }}
+{{- end }}
+
 {{- define "cluster-gateway.hasConfig" -}}
 {{- if or .Values.existingConfigMap .Values.endpointPickerConfig }}true{{ end }}
 {{- end }}
@@ -98,6 +108,18 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- if not (and .deployment .model) }}{{ fail "autoscaling.keda.targets: each needs deployment and model" }}{{ end }}
 {{- if not (regexMatch "^[A-Za-z0-9._/:@-]+$" .model) }}{{ fail (printf "autoscaling.keda.targets: model %q: letters, digits and ._/:@- only" .model) }}{{ end }}
 {{- if lt (int (default 10 .maxReplicas)) (int (default 1 .minReplicas)) }}{{ fail (printf "autoscaling.keda.targets: %s: maxReplicas below minReplicas" .deployment) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if and .Values.kvEvents.trustTopic (not .Values.kvEvents.enabled) }}{{ fail "kvEvents.trustTopic needs kvEvents.enabled" }}{{ end }}
+{{- with .Values.tenantLimits }}
+{{- if and .limits .existingConfigMap }}{{ fail "set tenantLimits.limits or tenantLimits.existingConfigMap, not both" }}{{ end }}
+{{- if not (regexMatch "^[-._a-zA-Z0-9]+$" (toString .key)) }}{{ fail (printf "tenantLimits.key %q: a ConfigMap key (letters, digits, -._)" (toString .key)) }}{{ end }}
+{{- if not (kindIs "map" (.limits | default dict)) }}{{ fail "tenantLimits.limits must map tenant names to limits" }}{{ end }}
+{{- range $tenant, $l := .limits }}
+{{- if not (kindIs "map" ($l | default dict)) }}{{ fail (printf "tenantLimits.limits.%s must be an object of limits" $tenant) }}{{ end }}
+{{- range $k, $_ := $l }}
+{{- if not (has $k (list "requests_per_second" "max_concurrent" "tokens_per_minute")) }}{{ fail (printf "tenantLimits.limits.%s: unknown limit %q (requests_per_second, max_concurrent, tokens_per_minute)" $tenant $k) }}{{ end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
@@ -165,11 +187,22 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- if or (lt (float64 .sampleRatio) 0.0) (gt (float64 .sampleRatio) 1.0) }}
 {{- fail (printf "tracing.sampleRatio must be in 0..1, got %v" .sampleRatio) }}
 {{- end }}
+{{- if not (has .remoteParent (list "respect" "ratio" "ignore")) }}
+{{- fail (printf "tracing.remoteParent must be respect, ratio or ignore, got %q" (toString .remoteParent)) }}
+{{- end }}
 - --otlp-endpoint={{ .otlpEndpoint }}
 - --otlp-protocol={{ .protocol }}
 - --otlp-insecure={{ .insecure }}
 - --trace-sample-ratio={{ .sampleRatio }}
+- --trace-remote-parent={{ .remoteParent }}
 {{- end }}
+{{- end }}
+{{- if .Values.kvEvents.enabled }}
+- --kv-events-endpoint=tcp://*:{{ .Values.ports.kvEvents }}
+- --kv-events-trust-topic={{ .Values.kvEvents.trustTopic }}
+{{- end }}
+{{- if include "cluster-gateway.tenantLimitsConfigMap" . }}
+- --tenant-limits-file=/etc/switchyard/tenant-limits/{{ .Values.tenantLimits.key }}
 {{- end }}
 {{- with .Values.autoscaling.signal }}
 - --autoscale-interval={{ .interval }}

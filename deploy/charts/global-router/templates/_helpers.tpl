@@ -219,10 +219,14 @@ default) being --listen's port. Empty when the Service is not a LoadBalancer. */
 {{- if or (lt (float64 .sampleRatio) 0.0) (gt (float64 .sampleRatio) 1.0) }}
 {{- fail (printf "tracing.sampleRatio must be in 0..1, got %v" .sampleRatio) }}
 {{- end }}
+{{- if not (has .remoteParent (list "respect" "ratio" "ignore")) }}
+{{- fail (printf "tracing.remoteParent must be respect, ratio or ignore, got %q" (toString .remoteParent)) }}
+{{- end }}
 - --otlp-endpoint={{ .otlpEndpoint }}
 - --otlp-protocol={{ .protocol }}
 - --otlp-insecure={{ .insecure }}
 - --trace-sample-ratio={{ .sampleRatio }}
+- --trace-remote-parent={{ .remoteParent }}
 {{- end }}
 {{- end }}
 - --log-format={{ .Values.logFormat }}
