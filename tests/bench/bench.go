@@ -248,6 +248,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Report, res.Samples = rep, lres
+	res.Affinity = groupAffinity(sim, lres)
 	for i, st := range stacks {
 		res.Policies = append(res.Policies, st.podStats(rep.Targets[i].EndpointShare, kv[i]))
 	}

@@ -55,6 +55,9 @@ type Figures struct {
 	Policies []PolicyStats  `json:"policies"`
 	// Regional holds a Tier 2 scenario's figures (nil for Tier 1 ones).
 	Regional *RegionalFigures `json:"regional,omitempty"`
+	// Affinity holds, per policy, where a shared-prefix workload's repeats went (nil for other
+	// workloads).
+	Affinity []GroupAffinity `json:"group_affinity,omitempty"`
 }
 
 func (f Figures) target(policy string) *report.Target {

@@ -289,7 +289,9 @@ func (st *stack) podStats(share map[string]float64, maxKV []float64) PolicyStats
 
 // decisions reads the gateway's scheduling outcomes (switchyard_gateway_scheduling_decisions_total
 // by outcome: ok, saturated, ...) and flow-control outcomes (switchyard_gateway_flow_outcomes_total,
-// keyed "flow_" + outcome); nil when the gateway exports neither.
+// keyed "flow_" + outcome), and how the precise-prefix-cache-scorer scored requests
+// (switchyard_gateway_precise_prefix_decisions_total, keyed by preciseDecision); nil when the
+// gateway exports none of them.
 func (st *stack) decisions() map[string]float64 {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + st.metrics + "/metrics")
@@ -306,6 +308,12 @@ func (st *stack) decisions() map[string]float64 {
 	}
 	for sc.Scan() {
 		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, preciseFamily); ok {
+			if key, v, ok := preciseDecision(rest); ok {
+				out[key] += v
+			}
+			continue
+		}
 		for family, prefix := range families {
 			if rest, ok := strings.CutPrefix(line, family); ok {
 				if outcome, v, ok := outcomeValue(rest); ok {
@@ -318,6 +326,34 @@ func (st *stack) decisions() map[string]float64 {
 		return nil
 	}
 	return out
+}
+
+// preciseFamily counts how the precise-prefix-cache-scorer scored requests, by mode and reason.
+const preciseFamily = "switchyard_gateway_precise_prefix_decisions_total{"
+
+// preciseDecision parses `mode="approximate",reason="x"} 12` into the key "prefix_approximate_x"
+// (a fallback and its reason), or `mode="precise",...} 12` into "prefix_precise".
+func preciseDecision(rest string) (string, float64, bool) {
+	labels, value, ok := strings.Cut(rest, "} ")
+	mode, reason := labelValue(labels, "mode"), labelValue(labels, "reason")
+	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	if !ok || err != nil || mode == "" {
+		return "", 0, false
+	}
+	if mode == "precise" {
+		return "prefix_precise", v, true
+	}
+	return "prefix_" + mode + "_" + reason, v, true
+}
+
+// labelValue returns label name's value in a Prometheus label list (`a="x",b="y"`), or "".
+func labelValue(labels, name string) string {
+	for _, l := range strings.Split(labels, ",") {
+		if v, ok := strings.CutPrefix(l, name+`="`); ok {
+			return strings.TrimSuffix(v, `"`)
+		}
+	}
+	return ""
 }
 
 // outcomeValue parses `outcome="x"} 12` (other labels allowed before it).

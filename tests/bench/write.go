@@ -68,6 +68,7 @@ func Markdown(cfg *Config, res *Result) ([]byte, error) {
 	if res.Regional == nil {
 		b.WriteString("\n## Per-pod figures\n\n")
 		writePods(&b, res.Policies)
+		writeAffinity(&b, res.Affinity)
 	}
 	b.WriteString("\n## loadgen report\n\n")
 	var lg bytes.Buffer
