@@ -28,7 +28,9 @@ func definedMetrics(t *testing.T) map[string]bool {
 			for _, m := range fullName.FindAllStringSubmatch(src, -1) {
 				names[m[1]] = true
 			}
-			if mod == "gossip" && strings.Contains(src, `ns, sub = "switchyard", "gossip"`) {
+			// The gossip node's metrics are switchyard_<subsystem>_<name>, subsystem "gossip" unless
+			// Config.MetricsSubsystem says otherwise (the aggregator's WAN node: gossip_wan).
+			if mod == "gossip" && strings.Contains(src, `Namespace: ns, Subsystem: sub`) {
 				for _, m := range gossipSuffix.FindAllStringSubmatch(src, -1) {
 					names["switchyard_gossip_"+m[1]] = true
 				}
