@@ -83,8 +83,10 @@ func startEtcd(t *testing.T, mutate func(*embedetcd.Config)) *embedetcd.Server {
 // seconds.
 func roundTrip(cli *clientv3.Client) error { return roundTripKey(cli, "/switchyard/v1/test") }
 
+// roundTripKey puts and gets key. The deadline is generous: with authentication on, etcd checks
+// the password with bcrypt, which the race detector on a loaded machine makes take seconds.
 func roundTripKey(cli *clientv3.Client, key string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, key, "v"); err != nil {
 		return err
