@@ -51,6 +51,9 @@ var gatewayValueSets = map[string]map[string]any{
 		"tenantLimits": map[string]any{"existingConfigMap": "team-limits"},
 		"tracing":      map[string]any{"otlpEndpoint": "c:4317", "insecure": true, "remoteParent": "ratio"},
 	},
+	"pass-through paths of the pool": {
+		"passthroughPaths": []any{"/tokenize=json", "/detokenize=json", "/v1/audio/translations=multipart"},
+	},
 	"standalone, other pool namespace": {
 		"gossip":          map[string]any{"enabled": false},
 		"pool":            map[string]any{"name": "llama", "namespace": "models"},

@@ -28,9 +28,10 @@ func definedMetrics(t *testing.T) map[string]bool {
 			for _, m := range fullName.FindAllStringSubmatch(src, -1) {
 				names[m[1]] = true
 			}
-			// The gossip node's metrics are switchyard_<subsystem>_<name>, subsystem "gossip" unless
-			// Config.MetricsSubsystem says otherwise (the aggregator's WAN node: gossip_wan).
-			if mod == "gossip" && strings.Contains(src, `Namespace: ns, Subsystem: sub`) {
+			// The gossip module names its metrics switchyard_<subsystem>_..., the subsystem "gossip"
+			// by default (Config.MetricsSubsystem; a router's pool of aggregators uses another).
+			if mod == "gossip" && (strings.Contains(src, `ns, sub = "switchyard", "gossip"`) ||
+				strings.Contains(src, `const ns = "switchyard"`)) {
 				for _, m := range gossipSuffix.FindAllStringSubmatch(src, -1) {
 					names["switchyard_gossip_"+m[1]] = true
 				}

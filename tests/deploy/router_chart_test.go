@@ -71,6 +71,30 @@ var routerValueSets = map[string]map[string]any{
 	"compatibility mode allowed, cleartext gateways": {
 		"clusterIdentity": map[string]any{"required": false, "allowCleartextGateways": true, "maxClockSkew": "10s"},
 	},
+	"aggregator behind a load balancer, pass-through paths, capacity map": {
+		"gossip": map[string]any{"profile": "lan", "join": []any{"sy-global-router-gossip.switchyard.svc:7946"}},
+		"aggregator": map[string]any{
+			"enabled":          true,
+			"wanJoin":          []any{"gossip-wan-us-west-2.example.com:7947", "gossip-wan-eu-west-1.example.com:7947"},
+			"wanFrom":          []any{"10.10.0.0/16", "10.20.0.0/16", "10.30.0.0/16"},
+			"wanKey":           map[string]any{"key": testGossipKey},
+			"regionSigningKey": map[string]any{"key": testSigningKeyPEM},
+			"service": map[string]any{"type": "LoadBalancer", "annotations": map[string]any{
+				"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}},
+		},
+		"passthroughPaths": []any{"/tokenize=json", "/v1/rerank=json", "/v1/audio/transcriptions=multipart"},
+		"capacityMap":      map[string]any{"maxStreams": 32},
+	},
+	"aggregator with existing secrets, no capacity map": {
+		"aggregator": map[string]any{
+			"enabled":          true,
+			"port":             8947,
+			"regionSigningKey": map[string]any{"existingSecret": "use1-region-key"},
+			"wanKey":           map[string]any{"existingSecret": "wan-keyring", "secretKey": "keys"},
+		},
+		"passthroughPaths": []any{"none"},
+		"capacityMap":      map[string]any{"enabled": false},
+	},
 	"OpenAI port over TLS, own health check": {
 		"tls": map[string]any{"secretName": "router-tls"},
 		"service": map[string]any{"annotations": map[string]any{

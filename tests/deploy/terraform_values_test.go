@@ -159,6 +159,21 @@ router_admin_tls = { secret_name = "admin-tls", require_client_certificates = tr
 	{"registrations behind admin mutual TLS", testRegistrationVars + `
 router_admin_tls = { secret_name = "admin-tls", require_client_certificates = true, client_secret_name = ` +
 		`"registrar-tls" }`, "", false},
+	// Regional gossip pools.
+	{"aggregator", `aggregator = { wan_join = ["gossip-wan-us-west-2.example.com:7947"] }`, "", false},
+	{"aggregator, first region", `aggregator = {}`, "", false},
+	{
+		"aggregator seed without a port",
+		`aggregator = { wan_join = ["gossip-wan-us-west-2.example.com"] }`,
+		"Each of aggregator.wan_join must be host:port",
+		false,
+	},
+	{
+		"aggregator beside a fleet-wide pool",
+		"aggregator = {}\ngossip_join = [\"gossip-us-west-2.example.com:7946\"]",
+		"leave gossip_join empty",
+		true,
+	},
 	{"previous key not PEM", `previous_signing_public_keys = ["AAAA"]`, "must be a PEM PUBLIC KEY block", false},
 	{"model with a comma", `cluster_models = ["a,b"]`, "without commas or spaces", false},
 }

@@ -8,12 +8,18 @@ locals {
     "eu-west-1" = { short = "euw1", cidr = "10.30.0.0/16" }
   }
   zone_suffix = join(".", slice(split(".", var.record_name), 1, length(split(".", var.record_name))))
-  # Every region joins the others' gossip through the seed records the global module keeps.
+  # Every region joins the others' gossip through the seed records the global module keeps; with
+  # regional_pools each region's gossip stays inside it, and its routers, the region's
+  # aggregators, join the other regions' aggregators through the gossip-wan-<region> records.
   seeds       = { for r, _ in local.regions : r => "gossip-${r}.${local.zone_suffix}:7946" }
-  gossip_join = { for r, _ in local.regions : r => [for o, s in local.seeds : s if o != r] }
-  peer_cidrs  = { for r, _ in local.regions : r => [for o, v in local.regions : v.cidr if o != r] }
-  az_count    = 3
-  etcd        = length(var.etcd_endpoints) > 0 ? { region = "us-east-1", endpoints = var.etcd_endpoints } : null
+  gossip_join = { for r, _ in local.regions : r => var.regional_pools ? [] : [for o, s in local.seeds : s if o != r] }
+  wan_seeds   = { for r, _ in local.regions : r => "gossip-wan-${r}.${local.zone_suffix}:7947" }
+  aggregator = { for r, _ in local.regions : r => var.regional_pools ? {
+    wan_join = [for o, s in local.wan_seeds : s if o != r]
+  } : null }
+  peer_cidrs = { for r, _ in local.regions : r => [for o, v in local.regions : v.cidr if o != r] }
+  az_count   = 3
+  etcd       = length(var.etcd_endpoints) > 0 ? { region = "us-east-1", endpoints = var.etcd_endpoints } : null
 
   # With gateway_tls, each region's gateways advertise the gateway-<region> record the global
   # module keeps, and every router trusts (and, with client certificates, authenticates to) them.
@@ -70,9 +76,11 @@ module "global" {
   etcd            = local.etcd
   router_tls      = local.router_tls
   gateway_records = var.gateway_tls != null || var.cluster_identity
+  # With regional_pools: gossip-wan-<region>.<zone>, the seeds of the pool of aggregators.
+  wan_seed_records = var.regional_pools
   regions = {
-    "us-east-1" = { lb_dns_name = module.us_east_1.router_lb_dns_name, lb_zone_id = module.us_east_1.router_lb_zone_id, gossip_lb_dns_name = module.us_east_1.gossip_lb_dns_name, gateway_lb_dns_name = module.us_east_1.gateway_lb_dns_name }
-    "us-west-2" = { lb_dns_name = module.us_west_2.router_lb_dns_name, lb_zone_id = module.us_west_2.router_lb_zone_id, gossip_lb_dns_name = module.us_west_2.gossip_lb_dns_name, gateway_lb_dns_name = module.us_west_2.gateway_lb_dns_name }
-    "eu-west-1" = { lb_dns_name = module.eu_west_1.router_lb_dns_name, lb_zone_id = module.eu_west_1.router_lb_zone_id, gossip_lb_dns_name = module.eu_west_1.gossip_lb_dns_name, gateway_lb_dns_name = module.eu_west_1.gateway_lb_dns_name }
+    "us-east-1" = { lb_dns_name = module.us_east_1.router_lb_dns_name, lb_zone_id = module.us_east_1.router_lb_zone_id, gossip_lb_dns_name = module.us_east_1.gossip_lb_dns_name, gateway_lb_dns_name = module.us_east_1.gateway_lb_dns_name, wan_lb_dns_name = module.us_east_1.wan_lb_dns_name }
+    "us-west-2" = { lb_dns_name = module.us_west_2.router_lb_dns_name, lb_zone_id = module.us_west_2.router_lb_zone_id, gossip_lb_dns_name = module.us_west_2.gossip_lb_dns_name, gateway_lb_dns_name = module.us_west_2.gateway_lb_dns_name, wan_lb_dns_name = module.us_west_2.wan_lb_dns_name }
+    "eu-west-1" = { lb_dns_name = module.eu_west_1.router_lb_dns_name, lb_zone_id = module.eu_west_1.router_lb_zone_id, gossip_lb_dns_name = module.eu_west_1.gossip_lb_dns_name, gateway_lb_dns_name = module.eu_west_1.gateway_lb_dns_name, wan_lb_dns_name = module.eu_west_1.wan_lb_dns_name }
   }
 }

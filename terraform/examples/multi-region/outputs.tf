@@ -44,3 +44,12 @@ output "signing_public_keys" {
     "eu-west-1" = module.eu_west_1.signing_public_key_pem
   }
 }
+
+output "region_registrations" {
+  description = "With regional_pools: each region's registration (region, public keys of its region key), to register with every region's routers: switchyardctl register-region REGION --public-key-file=FILE (docs/deploy.md, regional gossip pools)."
+  value = var.regional_pools ? {
+    "us-east-1" = module.us_east_1.region_registration
+    "us-west-2" = module.us_west_2.region_registration
+    "eu-west-1" = module.eu_west_1.region_registration
+  } : {}
+}

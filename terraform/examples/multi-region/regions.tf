@@ -62,6 +62,7 @@ module "us_east_1" {
   gateway_advertise_url        = local.gateway_advertise_url["us-east-1"]
   cluster_registrations        = local.cluster_registrations
   previous_signing_public_keys = local.previous_signing_public_keys["us-east-1"]
+  aggregator                   = local.aggregator["us-east-1"]
 }
 
 module "us_west_2" {
@@ -87,6 +88,7 @@ module "us_west_2" {
   gateway_advertise_url        = local.gateway_advertise_url["us-west-2"]
   cluster_registrations        = local.cluster_registrations
   previous_signing_public_keys = local.previous_signing_public_keys["us-west-2"]
+  aggregator                   = local.aggregator["us-west-2"]
 }
 
 module "eu_west_1" {
@@ -112,6 +114,7 @@ module "eu_west_1" {
   gateway_advertise_url        = local.gateway_advertise_url["eu-west-1"]
   cluster_registrations        = local.cluster_registrations
   previous_signing_public_keys = local.previous_signing_public_keys["eu-west-1"]
+  aggregator                   = local.aggregator["eu-west-1"]
 }
 
 # Full mesh of VPC peering between the three regions.

@@ -90,3 +90,9 @@ variable "previous_signing_public_keys" {
   type        = map(list(string))
   default     = {}
 }
+
+variable "regional_pools" {
+  description = "Give each region a gossip pool of its own (LAN timings for the routers), and make its routers the region's aggregators: they join the other regions' aggregators on port 7947 through the gossip-wan-<region>.<zone> records and sign the region's digests with a region key Terraform generates (output region_registrations: register each with every region's routers, docs/deploy.md, regional gossip pools). Only 7947 and the gateways' 8080 are then open between the regions. false: one gossip pool across the three regions."
+  type        = bool
+  default     = false
+}

@@ -1,6 +1,7 @@
 # Fleet-wide pieces: the shared gossip keyring in Secrets Manager, Route 53 latency records for the
-# regional endpoint with health checks on the routers' /readyz, gossip seed records and, for
-# gateways that serve TLS, the names they advertise.
+# regional endpoint with health checks on the routers' /readyz, gossip seed records (and, with
+# regional gossip pools, the aggregators' seed records) and, for gateways that serve TLS, the
+# names they advertise.
 
 locals {
   zone_suffix = join(".", slice(split(".", var.record_name), 1, length(split(".", var.record_name))))
@@ -93,6 +94,24 @@ resource "aws_route53_record" "gateway" {
     precondition {
       condition     = each.value.gateway_lb_dns_name != null
       error_message = "gateway_records needs every region's gateway_lb_dns_name (the region module's output, with gateway_tls set)."
+    }
+  }
+}
+
+# gossip-wan-<region>.<zone>: the seeds of the pool of aggregators (regional gossip pools).
+resource "aws_route53_record" "wan_seed" {
+  for_each = var.wan_seed_records ? var.regions : {}
+
+  zone_id = var.zone_id
+  name    = "gossip-wan-${each.key}.${local.zone_suffix}"
+  type    = "CNAME"
+  ttl     = var.record_ttl
+  records = [each.value.wan_lb_dns_name]
+
+  lifecycle {
+    precondition {
+      condition     = each.value.wan_lb_dns_name != null
+      error_message = "wan_seed_records needs every region's wan_lb_dns_name (the region module's output, with aggregator set)."
     }
   }
 }

@@ -8,6 +8,11 @@ output "gateway_names" {
   value       = { for r, rec in aws_route53_record.gateway : r => rec.name }
 }
 
+output "wan_seeds" {
+  description = "With wan_seed_records: each region's seed of the pool of aggregators, host:port, by region; empty without."
+  value       = { for r, rec in aws_route53_record.wan_seed : r => "${rec.name}:7947" }
+}
+
 output "gossip_keys" {
   description = "The gossip keyring every gateway and router uses."
   value       = local.gossip_keys

@@ -29,12 +29,13 @@ variable "record_name" {
 }
 
 variable "regions" {
-  description = "Every region's router load balancer, by Switchyard region name: the NLB's DNS name and canonical zone id, the gossip load balancer's DNS name and, with gateway_records, the gateways' internal load balancer (the region module's gateway_lb_dns_name)."
+  description = "Every region's router load balancer, by Switchyard region name: the NLB's DNS name and canonical zone id, the gossip load balancer's DNS name, with gateway_records the gateways' internal load balancer (the region module's gateway_lb_dns_name) and with wan_seed_records the aggregators' (its wan_lb_dns_name)."
   type = map(object({
     lb_dns_name         = string
     lb_zone_id          = string
     gossip_lb_dns_name  = string
     gateway_lb_dns_name = optional(string)
+    wan_lb_dns_name     = optional(string)
   }))
 
   validation {
@@ -78,6 +79,12 @@ variable "router_tls" {
 
 variable "gateway_records" {
   description = "Keep gateway-<region>.<zone> CNAME records to each region's gateway_lb_dns_name: the names gateways with TLS advertise (the region module's gateway_tls.advertise_url is then https://gateway-<region>.<zone>:8080, and the gateways' certificates name it). Every region must then give gateway_lb_dns_name."
+  type        = bool
+  default     = false
+}
+
+variable "wan_seed_records" {
+  description = "Keep gossip-wan-<region>.<zone> CNAME records to each region's wan_lb_dns_name: the seeds of the pool of aggregators that the regions' aggregator.wan_join name (regional gossip pools, port 7947). Every region must then give wan_lb_dns_name."
   type        = bool
   default     = false
 }

@@ -104,9 +104,13 @@ resource "helm_release" "router" {
     # The NLB health-checks the pods from its addresses in this VPC (IP targets), on the
     # metrics port when --listen serves TLS, which metricsFrom narrows.
     networkPolicy = { gossipFrom = local.router_gossip_from, healthCheckFrom = local.lb_health_check_from }
+    # Regional gossip pools (aggregator.tf): the region's pool runs LAN timings, and the routers
+    # are its aggregators.
+    aggregator = local.router_aggregator
     gossip = {
-      key  = var.gossip_key
-      join = var.gossip_join
+      key     = var.gossip_key
+      join    = var.gossip_join
+      profile = local.aggregator ? "lan" : "wan"
       service = {
         type = "LoadBalancer"
         annotations = {
@@ -130,7 +134,19 @@ resource "helm_release" "router" {
     nodeSelector = { "switchyard.dev/role" = "system" }
   })]
 
+  # The region key (aggregator.tf), kept out of the plan's output; the chart stores it in the
+  # Secret the aggregators mount at --region-signing-key-file.
+  set_sensitive = [for k in tls_private_key.region_signing : {
+    name  = "aggregator.regionSigningKey.key"
+    value = k.private_key_pem_pkcs8
+    type  = "string"
+  }]
+
   lifecycle {
+    precondition {
+      condition     = var.aggregator == null || length(var.gossip_join) == 0
+      error_message = "With aggregator (regional gossip pools) the region's gossip stays inside the region: leave gossip_join empty, the other regions are reached through aggregator.wan_join."
+    }
     precondition {
       condition     = !try(var.gateway_tls.require_client_certificates, false) || try(var.router_gateway_tls.client_certificate, false)
       error_message = "gateway_tls.require_client_certificates needs router_gateway_tls with client_certificate = true: this region's routers reach its gateways at gateway_tls.advertise_url too, and must present a certificate signed by the gateway Secret's ca.crt (so must every other region's routers)."

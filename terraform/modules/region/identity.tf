@@ -29,6 +29,7 @@ locals {
   # cluster's own Switchyard pods by label; the routers' gossip port is also reached through its
   # internal load balancer, which does not keep TCP clients' addresses (IP targets), so the
   # routers admit this VPC's addresses too.
-  peer_gossip_from   = [for c in var.peer_cidrs : { ipBlock = { cidr = c } }]
+  # With regional gossip pools (aggregator) no other region gossips with this one's pool.
+  peer_gossip_from   = local.aggregator ? [] : [for c in var.peer_cidrs : { ipBlock = { cidr = c } }]
   router_gossip_from = concat([{ ipBlock = { cidr = var.vpc_cidr } }], local.peer_gossip_from)
 }

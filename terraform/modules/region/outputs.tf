@@ -73,3 +73,21 @@ output "cluster_registration" {
     public_keys  = concat([tls_private_key.signing.public_key_pem], var.previous_signing_public_keys)
   }
 }
+
+output "wan_lb_dns_name" {
+  description = "With aggregator: DNS name of the internal load balancer in front of the aggregators' WAN port (7947), the seed other regions' aggregator.wan_join name (the global module's wan_seed_records); null without."
+  value       = one(data.aws_lb.wan[*].dns_name)
+}
+
+output "region_signing_public_key_pem" {
+  description = "With aggregator: PEM public key (PKIX) of the region key that signs this region's digests; null without."
+  value       = one(tls_private_key.region_signing[*].public_key_pem)
+}
+
+output "region_registration" {
+  description = "With aggregator: this region's registration, region and public keys, to register with every region's routers (switchyardctl register-region REGION --public-key-file=FILE; see docs/deploy.md, regional gossip pools); null without."
+  value = local.aggregator ? {
+    region      = var.region
+    public_keys = [one(tls_private_key.region_signing[*].public_key_pem)]
+  } : null
+}

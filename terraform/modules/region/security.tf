@@ -1,13 +1,20 @@
 # Other regions' routers forward to this region's gateways (8080) and gossip with its pods (7946).
 # With gateway_tls they reach the gateways through the internal gateway NLB instead, whose security
 # groups the AWS Load Balancer Controller manages (from the proxy Service's source ranges, this VPC
-# and peer_cidrs, and for the traffic and health check ports behind it).
+# and peer_cidrs, and for the traffic and health check ports behind it). With regional gossip
+# pools (aggregator) the gossip port stays inside the region and only the aggregators' WAN port
+# (7947) is open to the other regions.
 locals {
-  peer_rules = merge([for cidr in var.peer_cidrs : {
-    "${cidr}-gossip-tcp" = { cidr = cidr, protocol = "tcp", port = 7946 }
-    "${cidr}-gossip-udp" = { cidr = cidr, protocol = "udp", port = 7946 }
-    "${cidr}-proxy"      = { cidr = cidr, protocol = "tcp", port = 8080 }
-  }]...)
+  peer_rules = merge([for cidr in var.peer_cidrs : merge(
+    { "${cidr}-proxy" = { cidr = cidr, protocol = "tcp", port = 8080 } },
+    local.aggregator ? {
+      "${cidr}-wan-tcp" = { cidr = cidr, protocol = "tcp", port = local.wan_port }
+      "${cidr}-wan-udp" = { cidr = cidr, protocol = "udp", port = local.wan_port }
+      } : {
+      "${cidr}-gossip-tcp" = { cidr = cidr, protocol = "tcp", port = 7946 }
+      "${cidr}-gossip-udp" = { cidr = cidr, protocol = "udp", port = 7946 }
+    },
+  )]...)
 }
 
 resource "aws_vpc_security_group_ingress_rule" "peers" {

@@ -379,3 +379,16 @@ variable "previous_signing_public_keys" {
     error_message = "Each previous signing public key must be a PEM PUBLIC KEY block (the signing_public_key_pem output)."
   }
 }
+
+variable "aggregator" {
+  description = "Regional gossip pools (docs/deploy.md, regional gossip pools): this region's gateways and routers gossip only among themselves (LAN timings for the routers; leave gossip_join empty) and the routers are the region's aggregators, which join the pool of aggregators on port 7947 (TCP and UDP, opened to peer_cidrs) through an internal load balancer (output wan_lb_dns_name), seeded by wan_join (the other regions' aggregators, host:port, e.g. gossip-wan-<region>.<zone>:7947), and sign the region's digests with an Ed25519 region key generated here (output region_registration, to register with switchyardctl register-region in every region). Null: one gossip pool across the regions (gossip_join)."
+  type = object({
+    wan_join = optional(list(string), [])
+  })
+  default = null
+
+  validation {
+    condition     = var.aggregator == null || try(alltrue([for s in var.aggregator.wan_join : can(regex("^[^:/ ,]+:[0-9]{1,5}$", s))]), false)
+    error_message = "Each of aggregator.wan_join must be host:port, e.g. gossip-wan-us-west-2.example.com:7947."
+  }
+}

@@ -122,6 +122,20 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if not (kindIs "slice" (.Values.passthroughPaths | default list)) }}{{ fail "passthroughPaths must be a list of PATH=json or PATH=multipart entries" }}{{ end }}
+{{- $seen := dict }}
+{{- range .Values.passthroughPaths }}
+{{- $e := toString . }}
+{{- if eq $e "none" }}
+{{- if gt (len $.Values.passthroughPaths) 1 }}{{ fail "passthroughPaths: none stands alone" }}{{ end }}
+{{- else if not (regexMatch "^/[A-Za-z0-9._~/-]+=(json|multipart)$" $e) }}
+{{- fail (printf "passthroughPaths: %q must be PATH=json or PATH=multipart, PATH starting with /" $e) }}
+{{- else }}
+{{- $path := regexReplaceAll "=.*$" $e "" }}
+{{- if hasKey $seen $path }}{{ fail (printf "passthroughPaths: %s is listed twice" $path) }}{{ end }}
+{{- $_ := set $seen $path true }}
+{{- end }}
+{{- end }}
 {{- if not (has .Values.podAntiAffinity (list "" "soft" "hard")) }}{{ fail "podAntiAffinity must be soft, hard or empty" }}{{ end }}
 {{- if and .Values.podDisruptionBudget.enabled (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) (gt (int .Values.replicaCount) 1) }}{{ fail "podDisruptionBudget.minAvailable must be below replicaCount, or no node could ever be drained" }}{{ end }}
 {{- end }}
@@ -210,6 +224,9 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 - --autoscale-target-queue={{ .targetQueuePerPod }}
 - --autoscale-target-ttft={{ .targetTTFT }}
 - --autoscale-scale-down-window={{ .scaleDownWindow }}
+{{- end }}
+{{- with .Values.passthroughPaths }}
+- --passthrough-paths={{ join "," . }}
 {{- end }}
 - --log-format={{ .Values.logFormat }}
 - --log-level={{ .Values.logLevel }}

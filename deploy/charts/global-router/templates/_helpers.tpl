@@ -83,6 +83,65 @@ app.kubernetes.io/component: registrar
 {{- default (printf "%s-gossip" (include "global-router.fullname" .)) .Values.gossip.existingSecret }}
 {{- end }}
 
+{{/* The Secret of the pool of aggregators' keyring; empty: the region pool's keyring. */}}
+{{- define "global-router.wanKeySecretName" -}}
+{{- with .Values.aggregator.wanKey }}
+{{- if .existingSecret }}{{ .existingSecret }}
+{{- else if .key }}{{ printf "%s-gossip-wan" (include "global-router.fullname" $) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret of the region signing key; empty: none (unsigned region digests). */}}
+{{- define "global-router.regionSigningSecretName" -}}
+{{- with .Values.aggregator.regionSigningKey }}
+{{- if .existingSecret }}{{ .existingSecret }}
+{{- else if .key }}{{ printf "%s-region-signing" (include "global-router.fullname" $) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Fails rendering on aggregator values the router would refuse or that cannot work together. */}}
+{{- define "global-router.validateAggregator" -}}
+{{- $a := .Values.aggregator }}
+{{- if not $a.enabled }}
+{{- if or $a.wanJoin $a.advertise $a.wanFrom $a.wanKey.key $a.wanKey.existingSecret $a.regionSigningKey.key $a.regionSigningKey.existingSecret }}
+{{- fail "aggregator.wanJoin, .advertise, .wanFrom, .wanKey and .regionSigningKey configure an aggregator: set aggregator.enabled=true (or leave them empty)" }}
+{{- end }}
+{{- else }}
+{{- $port := int $a.port }}
+{{- if or (lt $port 1) (gt $port 65535) }}{{ fail (printf "aggregator.port %v must be a port number" $a.port) }}{{ end }}
+{{- range $name, $p := .Values.ports }}
+{{- if eq (int $p) $port }}{{ fail (printf "aggregator.port %d is ports.%s too: the pool of aggregators needs a port of its own" $port $name) }}{{ end }}
+{{- end }}
+{{- if and $a.advertise (not (regexMatch "^([^:/ ,]+|[[][0-9a-fA-F:]+[]]):[0-9]{1,5}$" (toString $a.advertise))) }}{{ fail (printf "aggregator.advertise %q must be host:port" (toString $a.advertise)) }}{{ end }}
+{{- if and $a.advertise (gt (int .Values.replicaCount) 1) }}{{ fail "aggregator.advertise is one address, but replicaCount runs several aggregators: leave it empty (each advertises its pod IP) or run one replica per release" }}{{ end }}
+{{- range $a.wanJoin }}
+{{- if not (regexMatch "^([^:/ ,]+|[[][0-9a-fA-F:]+[]]):[0-9]{1,5}$" (toString .)) }}{{ fail (printf "aggregator.wanJoin: %q must be host:port" (toString .)) }}{{ end }}
+{{- end }}
+{{- range $a.wanFrom }}
+{{- if not (regexMatch "^[0-9]{1,3}([.][0-9]{1,3}){3}/[0-9]{1,2}$|^[0-9a-fA-F:]+/[0-9]{1,3}$" (toString .)) }}{{ fail (printf "aggregator.wanFrom: %q must be a CIDR, e.g. 10.20.0.0/16" (toString .)) }}{{ end }}
+{{- end }}
+{{- if and .Values.networkPolicy.enabled $a.wanJoin (not $a.wanFrom) }}
+{{- fail "aggregator.wanJoin names other regions' aggregators, but the NetworkPolicy admits aggregator.port only from this release's routers: set aggregator.wanFrom to their CIDRs (and the subnets of a load balancer in front of the port), or networkPolicy.enabled=false" }}
+{{- end }}
+{{- if not (has $a.service.type (list "ClusterIP" "NodePort" "LoadBalancer")) }}{{ fail (printf "aggregator.service.type %q must be ClusterIP, NodePort or LoadBalancer" (toString $a.service.type)) }}{{ end }}
+{{- if and $a.wanKey.key $a.wanKey.existingSecret }}{{ fail "set aggregator.wanKey.key or aggregator.wanKey.existingSecret, not both" }}{{ end }}
+{{- with $a.wanKey.key }}
+{{- range splitList "\n" (trim .) }}
+{{- if not (regexMatch "^[A-Za-z0-9+/]{43}=$" (trim .)) }}{{ fail "aggregator.wanKey.key must hold base64-encoded 32-byte keys, one per line" }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if and $a.regionSigningKey.key $a.regionSigningKey.existingSecret }}{{ fail "set aggregator.regionSigningKey.key or aggregator.regionSigningKey.existingSecret, not both" }}{{ end }}
+{{- with $a.regionSigningKey.key }}
+{{- if not (or (hasPrefix "-----BEGIN PRIVATE KEY-----" (trim .)) (regexMatch "^[A-Za-z0-9+/]{43}=$" (trim .))) }}{{ fail "aggregator.regionSigningKey.key must be a PEM PRIVATE KEY block (PKCS #8, e.g. Terraform's tls_private_key private_key_pem_pkcs8) or the base64 of a 32-byte Ed25519 seed" }}{{ end }}
+{{- end }}
+{{- if and .Values.clusterIdentity.required (not (include "global-router.regionSigningSecretName" .)) }}
+{{- fail "aggregator.enabled with clusterIdentity.required: every router refuses unsigned region digests, so this region's clusters would reach no other region; set aggregator.regionSigningKey.key or .existingSecret (and register its public key with switchyardctl register-region), or clusterIdentity.required=false" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "global-router.adminSecretName" -}}
 {{- default (printf "%s-admin" (include "global-router.fullname" .)) .Values.admin.existingSecret }}
 {{- end }}
@@ -141,6 +200,28 @@ default) being --listen's port. Empty when the Service is not a LoadBalancer. */
 {{- if not (has .Values.logFormat (list "text" "json")) }}{{ fail "logFormat must be text or json" }}{{ end }}
 {{- if not (has .Values.policyUnavailable (list "refuse" "local")) }}{{ fail "policyUnavailable must be refuse or local" }}{{ end }}
 {{- include "global-router.validateRegistrations" . }}
+{{- include "global-router.validateAggregator" . }}
+{{- if not (kindIs "slice" (.Values.passthroughPaths | default list)) }}{{ fail "passthroughPaths must be a list of PATH=json or PATH=multipart entries" }}{{ end }}
+{{- include "global-router.validatePassthroughPaths" (dict "paths" .Values.passthroughPaths) }}
+{{- if not (regexMatch "^[0-9]+$" (toString (.Values.capacityMap.maxStreams | default 0))) }}{{ fail "capacityMap.maxStreams must be 0 (the router's default) or more" }}{{ end }}
+{{- end }}
+
+{{/* Fails rendering on a pass-through list the binaries would refuse: PATH=json or
+PATH=multipart entries, each path once, or "none" alone. */}}
+{{- define "global-router.validatePassthroughPaths" -}}
+{{- $seen := dict }}
+{{- range .paths }}
+{{- $e := toString . }}
+{{- if eq $e "none" }}
+{{- if gt (len $.paths) 1 }}{{ fail "passthroughPaths: none stands alone" }}{{ end }}
+{{- else if not (regexMatch "^/[A-Za-z0-9._~/-]+=(json|multipart)$" $e) }}
+{{- fail (printf "passthroughPaths: %q must be PATH=json or PATH=multipart, PATH starting with /" $e) }}
+{{- else }}
+{{- $path := regexReplaceAll "=.*$" $e "" }}
+{{- if hasKey $seen $path }}{{ fail (printf "passthroughPaths: %s is listed twice" $path) }}{{ end }}
+{{- $_ := set $seen $path true }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* The router's command-line flags, one per line. */}}
@@ -180,6 +261,22 @@ default) being --listen's port. Empty when the Service is not a LoadBalancer. */
 {{- with .Values.gossip.join }}
 - --gossip-join={{ join "," . }}
 {{- end }}
+{{- with .Values.aggregator }}
+{{- if .enabled }}
+- --gossip-aggregator=true
+- --gossip-wan-bind=0.0.0.0:{{ .port }}
+- --gossip-wan-advertise={{ .advertise | default (printf "$(POD_IP):%v" .port) }}
+{{- with .wanJoin }}
+- --gossip-wan-join={{ join "," . }}
+{{- end }}
+{{- if include "global-router.wanKeySecretName" $ }}
+- --gossip-wan-key-file=/etc/switchyard/gossip-wan/{{ .wanKey.secretKey }}
+{{- end }}
+{{- if include "global-router.regionSigningSecretName" $ }}
+- --region-signing-key-file=/etc/switchyard/region-signing/{{ .regionSigningKey.secretKey }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if .Values.clusterIdentity.required }}
 - --require-cluster-identity=true
 {{- end }}
@@ -211,6 +308,14 @@ default) being --listen's port. Empty when the Service is not a LoadBalancer. */
 {{- end }}
 {{- end }}
 - --policy-unavailable={{ .Values.policyUnavailable }}
+{{- with .Values.passthroughPaths }}
+- --passthrough-paths={{ join "," . }}
+{{- end }}
+{{- if not .Values.capacityMap.enabled }}
+- --capacity-map=false
+{{- else if .Values.capacityMap.maxStreams }}
+- --capacity-map-max-streams={{ .Values.capacityMap.maxStreams }}
+{{- end }}
 {{- with .Values.tracing }}
 {{- if .otlpEndpoint }}
 {{- if not (has .protocol (list "grpc" "http")) }}
