@@ -117,9 +117,10 @@ Commands:
                                                    nothing when it already matches (idempotent)
   revoke-cluster CLUSTER [--revision=N]            remove a cluster's registration
   registrations                                    every registration and the identity mode
-  register-region REGION --public-key-file=FILE[,FILE] [--revision=N]
+  register-region REGION --public-key-file=FILE[,FILE] [--revision=N | --replace]
                                                    register (or update) the keys a region's
-                                                   aggregators sign its region digests with
+                                                   aggregators sign its region digests with;
+                                                   --replace writes over whatever is stored
   revoke-region REGION [--revision=N]              remove a region's registration
   tenant set NAME [--tokens-per-minute=N] [--requests-per-second=F] [--max-concurrent=N]
              [--api-key-sha256=HEX[,HEX]] [--revision=N]

@@ -64,7 +64,7 @@ var commandFlags = map[string][]string{
 	"register-cluster": {"region", "gateway-urls", "models", "public-key-file", "revision", "replace"},
 	"revoke-cluster":   {"revision"},
 	"registrations":    nil,
-	"register-region":  {"public-key-file", "revision"},
+	"register-region":  {"public-key-file", "revision", "replace"},
 	"revoke-region":    {"revision"},
 	// Tenants' budgets.
 	"tenant set":    {"tokens-per-minute", "requests-per-second", "max-concurrent", "api-key-sha256", "revision"},

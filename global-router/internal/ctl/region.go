@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"connectrpc.com/connect"
+
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
 )
 
@@ -15,8 +17,11 @@ func (inv *invocation) registerRegion() (command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(splitList(inv.publicKeyFiles)) == 0 {
+	switch {
+	case len(splitList(inv.publicKeyFiles)) == 0:
 		return nil, fmt.Errorf("missing --public-key-file")
+	case inv.replace && inv.set["revision"]:
+		return nil, fmt.Errorf("--replace reads the stored revision itself: give --replace or --revision, not both")
 	}
 	return func(ctx context.Context, c *caller) error {
 		keys, err := readPublicKeys(splitList(inv.publicKeyFiles))
@@ -24,9 +29,50 @@ func (inv *invocation) registerRegion() (command, error) {
 			return err
 		}
 		r := &adminv1.RegionRegistration{Region: name, PublicKeys: keys, Revision: inv.revision}
+		if inv.replace {
+			return c.replaceRegion(ctx, r)
+		}
 		return unary(&adminv1.RegisterRegionRequest{Registration: r}, adminClient.RegisterRegion,
 			(*caller).regionRegistered)(ctx, c)
 	}, nil
+}
+
+// replaceRegion makes r the region's registration whatever is stored (--replace), as
+// replaceRegistration does for a cluster: it writes r over the stored revision (creating it when
+// none is stored), writes nothing when the stored one has the same keys, and still fails with
+// FailedPrecondition when another writer changed it between the read and the write. A deploy
+// job can therefore run it on every upgrade.
+func (c *caller) replaceRegion(ctx context.Context, r *adminv1.RegionRegistration) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	listCtx, cancel := c.callCtx(ctx)
+	defer cancel()
+	list, err := cl.ListRegistrations(listCtx, connect.NewRequest(&adminv1.ListRegistrationsRequest{}))
+	if err != nil {
+		return err
+	}
+	for _, stored := range list.Msg.GetRegions() {
+		if stored.GetRegion() != r.GetRegion() {
+			continue
+		}
+		if sameSet(keyStrings(stored.GetPublicKeys()), keyStrings(r.GetPublicKeys())) {
+			return c.print(&adminv1.RegisterRegionResponse{Registration: stored}, func() error {
+				_, err := fmt.Fprintf(c.out, "region %s unchanged at revision %d (keys %s)\n", stored.GetRegion(),
+					stored.GetRevision(), strings.Join(stored.GetKeyIds(), ", "))
+				return err
+			})
+		}
+		r.Revision = stored.GetRevision()
+	}
+	putCtx, cancelPut := c.callCtx(ctx)
+	defer cancelPut()
+	resp, err := cl.RegisterRegion(putCtx, connect.NewRequest(&adminv1.RegisterRegionRequest{Registration: r}))
+	if err != nil {
+		return err
+	}
+	return c.print(resp.Msg, func() error { return c.regionRegistered(resp.Msg) })
 }
 
 func (inv *invocation) revokeRegion() (command, error) {
