@@ -288,8 +288,10 @@ func (st *stack) podStats(share map[string]float64, maxKV []float64) PolicyStats
 }
 
 // decisions reads the gateway's scheduling outcomes (switchyard_gateway_scheduling_decisions_total
-// by outcome: ok, saturated, ...) and flow-control outcomes (switchyard_gateway_flow_outcomes_total,
-// keyed "flow_" + outcome); nil when the gateway exports neither.
+// by outcome: ok, saturated, ...), flow-control outcomes (switchyard_gateway_flow_outcomes_total,
+// keyed "flow_" + outcome) and, under a pd profile, its prefill/decode decisions
+// (switchyard_gateway_pd_decisions_total, keyed "pd_" + decision); nil when the gateway exports
+// none.
 func (st *stack) decisions() map[string]float64 {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + st.metrics + "/metrics")
@@ -300,16 +302,17 @@ func (st *stack) decisions() map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	families := map[string]string{
-		"switchyard_gateway_scheduling_decisions_total{": "",
-		"switchyard_gateway_flow_outcomes_total{":        "flow_",
+	families := map[string][2]string{ // family: key prefix, label
+		"switchyard_gateway_scheduling_decisions_total{": {"", "outcome"},
+		"switchyard_gateway_flow_outcomes_total{":        {"flow_", "outcome"},
+		"switchyard_gateway_pd_decisions_total{":         {"pd_", "decision"},
 	}
 	for sc.Scan() {
 		line := sc.Text()
-		for family, prefix := range families {
+		for family, f := range families {
 			if rest, ok := strings.CutPrefix(line, family); ok {
-				if outcome, v, ok := outcomeValue(rest); ok {
-					out[prefix+outcome] += v
+				if outcome, v, ok := labelValue(rest, f[1]); ok {
+					out[f[0]+outcome] += v
 				}
 			}
 		}
@@ -320,10 +323,10 @@ func (st *stack) decisions() map[string]float64 {
 	return out
 }
 
-// outcomeValue parses `outcome="x"} 12` (other labels allowed before it).
-func outcomeValue(rest string) (string, float64, bool) {
+// labelValue parses `label="x"} 12` (other labels allowed before it).
+func labelValue(rest, label string) (string, float64, bool) {
 	labels, value, ok := strings.Cut(rest, "} ")
-	_, outcome, found := strings.Cut(labels, `outcome="`)
+	_, outcome, found := strings.Cut(labels, label+`="`)
 	outcome, _, _ = strings.Cut(outcome, `"`)
 	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 	return outcome, v, ok && found && err == nil
