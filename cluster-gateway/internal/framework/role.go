@@ -105,10 +105,12 @@ type DisaggregationHandler interface {
 }
 
 // PrefillWeigher is an optional DisaggregationHandler extension, found by type assertion: once
-// the prefill profile has picked prefill for req (whose decode endpoint is decode, cs the decode
-// profile's cycle state and pcs the prefill profile's), SplitPays reports whether sending the
-// prompt there costs less than decode prefilling it itself. False makes the decision
+// the prefill profile has picked prefills for req (its targets, best first; decode is the decode
+// endpoint, cs the decode profile's cycle state and pcs the prefill profile's), SplitPays
+// returns the index of the prefill endpoint that would compute the prompt soonest and whether
+// sending it there costs less than decode prefilling it itself. False makes the decision
 // PDLocalPrefill. Implementations must be safe for concurrent use.
 type PrefillWeigher interface {
-	SplitPays(ctx context.Context, cs, pcs *CycleState, req *Request, decode, prefill Endpoint) bool
+	SplitPays(ctx context.Context, cs, pcs *CycleState, req *Request, decode Endpoint,
+		prefills []Endpoint) (best int, pays bool)
 }

@@ -25,7 +25,7 @@ func (s *Scheduler) disaggregate(ctx context.Context, req *framework.Request, re
 		case p == nil:
 			s.release(sc)
 			res.Disaggregation = framework.PDNoPrefill
-		case !s.splitPays(ctx, res.State, &sc.cs, req, decode, p.Targets[0]):
+		case !s.splitPays(ctx, res.State, &sc.cs, req, decode, p.Targets):
 			s.release(sc)
 			res.Disaggregation = framework.PDLocalPrefill
 		default:
@@ -44,16 +44,25 @@ func (s *Scheduler) disaggregate(ctx context.Context, req *framework.Request, re
 	}
 }
 
-// splitPays asks the handler, when it weighs the split, whether prefill computing the prompt
-// beats decode prefilling it itself; a handler that does not weigh always splits.
+// splitPays asks the handler, when it weighs the split, whether one of the prefill profile's
+// targets computing the prompt beats decode prefilling it itself, and moves the one it found
+// best to the front; a handler that does not weigh always splits on the profile's pick.
 func (s *Scheduler) splitPays(
 	ctx context.Context,
 	cs, pcs *framework.CycleState,
 	req *framework.Request,
-	decode, prefill framework.Endpoint,
+	decode framework.Endpoint,
+	prefills []framework.Endpoint,
 ) bool {
 	w, ok := s.profile.PD.(framework.PrefillWeigher)
-	return !ok || w.SplitPays(ctx, cs, pcs, req, decode, prefill)
+	if !ok {
+		return true
+	}
+	best, pays := w.SplitPays(ctx, cs, pcs, req, decode, prefills)
+	if best > 0 && best < len(prefills) {
+		prefills[0], prefills[best] = prefills[best], prefills[0]
+	}
+	return pays
 }
 
 // pickPrefill runs the prefill profile over the pre-filtered endpoints but decode; nil when

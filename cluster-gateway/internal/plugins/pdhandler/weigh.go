@@ -25,31 +25,39 @@ type Cost struct {
 // Total is the cost compared between the two ways.
 func (c Cost) Total() float64 { return c.TTFT + c.Stall }
 
-// SplitPays implements framework.PrefillWeigher. Without selective it always splits; with it,
-// the split pays when its cost (prefill's, plus the transfer, plus the stall prefill's own batch
-// takes when it is a both endpoint that decodes too) is at most decode's cost of prefilling
+// SplitPays implements framework.PrefillWeigher. Without selective it always splits on the
+// prefill profile's pick; with it, it finds the cheapest of the prefill profile's targets (its
+// backlog, the transfer, and the stall its own batch takes when it is a both endpoint that
+// decodes too), and the split pays when that cost is at most decode's cost of prefilling
 // locally.
 func (h *Handler) SplitPays(
 	ctx context.Context,
 	cs, pcs *framework.CycleState,
 	req *framework.Request,
-	decode, prefill framework.Endpoint,
-) bool {
-	if h.load == nil {
-		return true
+	decode framework.Endpoint,
+	prefills []framework.Endpoint,
+) (int, bool) {
+	if h.load == nil || len(prefills) == 0 {
+		return 0, len(prefills) > 0
 	}
 	local := h.cost(decode, uncached(req, cs, decode), 0)
-	tokens := uncached(req, pcs, prefill)
-	remote := h.cost(prefill, tokens, tokens*h.params.TransferPerToken.Seconds())
+	best, remote := 0, Cost{}
+	for i, p := range prefills {
+		tokens := uncached(req, pcs, p)
+		c := h.cost(p, tokens, tokens*h.params.TransferPerToken.Seconds())
+		if i == 0 || c.Total() < remote.Total() {
+			best, remote = i, c
+		}
+	}
 	pays := remote.Total() <= local.Total()
 	if h.log.Enabled(ctx, slog.LevelDebug) {
 		h.log.LogAttrs(ctx, slog.LevelDebug, "prefill/decode weighed", slog.String("request", req.ID),
-			slog.String("decode", decode.Meta().Address), slog.String("prefill", prefill.Meta().Address),
+			slog.String("decode", decode.Meta().Address), slog.String("prefill", prefills[best].Meta().Address),
 			slog.Float64("local_ttft_s", local.TTFT), slog.Float64("local_stall_s", local.Stall),
 			slog.Float64("split_ttft_s", remote.TTFT), slog.Float64("split_stall_s", remote.Stall),
 			slog.Bool("split", pays))
 	}
-	return pays
+	return best, pays
 }
 
 // cost is the cost of e prefilling tokens uncached tokens, extra seconds (the KV transfer) added

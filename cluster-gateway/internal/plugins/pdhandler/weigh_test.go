@@ -33,6 +33,12 @@ func selective(t *testing.T, h *plugintest.Handle, extra string) *pdhandler.Hand
 	return p.(*pdhandler.Handler)
 }
 
+// splits reports whether hd splits req between decode d and prefill p.
+func splits(hd *pdhandler.Handler, req *framework.Request, d, p framework.Endpoint) bool {
+	_, pays := hd.SplitPays(context.Background(), nil, nil, req, d, []framework.Endpoint{p})
+	return pays
+}
+
 func request(tokens int) *framework.Request {
 	return &framework.Request{ID: "r", Model: "m", BaseModel: "m", PromptTokens: tokens}
 }
@@ -71,7 +77,7 @@ func TestSplitPays(t *testing.T) {
 			d := pod(h, "10.0.0.1:8000", "decode", tt.decodeQueue, tt.decodeRunning)
 			p := pod(h, "10.0.0.2:8000", tt.prefillRole, tt.prefillQueue, tt.prefillRun)
 			hd := selective(t, h, "")
-			if got := hd.SplitPays(context.Background(), nil, nil, request(tt.tokens), d, p); got != tt.want {
+			if got := splits(hd, request(tt.tokens), d, p); got != tt.want {
 				t.Fatalf("SplitPays = %v, want %v", got, tt.want)
 			}
 		})
@@ -85,7 +91,7 @@ func TestNotSelectiveAlwaysSplits(t *testing.T) {
 	d := pod(h, "10.0.0.1:8000", "decode", 0, 0)
 	p := pod(h, "10.0.0.2:8000", "prefill", 50, 8)
 	hd := pdhandler.New("pd", pdhandler.DefaultParams(), h)
-	if !hd.SplitPays(context.Background(), nil, nil, request(4000), d, p) {
+	if !splits(hd, request(4000), d, p) {
 		t.Fatal("a handler without selective kept a prompt on the decode pod")
 	}
 }
@@ -103,7 +109,7 @@ func TestBacklogFromRoutedRequests(t *testing.T) {
 	for i := range 3 {
 		req := request(4000)
 		req.ID = fmt.Sprint(i)
-		if !hd.SplitPays(ctx, nil, nil, req, d, p) {
+		if !splits(hd, req, d, p) {
 			t.Fatalf("request %d: local prefill with %d prefills ahead on the prefill pod", i, i)
 		}
 		res := &framework.Result{Targets: []framework.Endpoint{d}, Disaggregation: framework.PDSplit,
@@ -112,14 +118,14 @@ func TestBacklogFromRoutedRequests(t *testing.T) {
 		sent = append(sent, req)
 	}
 	// 3 × 4,000 tokens ahead: 1.62 s split against 1.6 s local (0.4 s and 3 × 0.4 s stall).
-	if hd.SplitPays(ctx, nil, nil, request(4000), d, p) {
+	if splits(hd, request(4000), d, p) {
 		t.Fatal("split onto a prefill pod with 1.2 s of prefill ahead")
 	}
 	h.Advance(time.Second)
 	for _, req := range sent[:2] {
 		hd.FirstToken(ctx, req, &framework.ResponseInfo{Endpoint: d, Status: 200, TTFT: time.Second})
 	}
-	if !hd.SplitPays(ctx, nil, nil, request(4000), d, p) {
+	if !splits(hd, request(4000), d, p) {
 		t.Fatal("local prefill after the prefill pod's backlog drained")
 	}
 	// A request that fails leaves the backlog too.
@@ -137,7 +143,7 @@ func TestLearnsPrefillSpeed(t *testing.T) {
 	p := pod(h, "10.0.0.2:8000", "prefill", 4, 0)
 	hd := selective(t, h, "")
 	ctx := context.Background()
-	if hd.SplitPays(ctx, nil, nil, request(4000), d, p) {
+	if splits(hd, request(4000), d, p) {
 		t.Fatal("split onto a backed-up prefill pod before any speed was measured")
 	}
 	split := &framework.Result{Targets: []framework.Endpoint{d}, Disaggregation: framework.PDSplit,
@@ -156,7 +162,30 @@ func TestLearnsPrefillSpeed(t *testing.T) {
 	learn(local, 400*time.Millisecond)
 	plugintest.SetLoad(p, 4, 0, 0.1, h.Now())
 	plugintest.SetLoad(d, 0, 2, 0.1, h.Now())
-	if !hd.SplitPays(ctx, nil, nil, request(4000), d, p) {
+	if !splits(hd, request(4000), d, p) {
 		t.Fatal("local prefill although the prefill pod was measured fast enough")
+	}
+}
+
+// TestPicksLeastBackedUpPrefill: among the prefill profile's targets the handler names the one
+// that computes the prompt soonest, by the prefills it sent since the last scrape (a burst
+// within one scrape interval does not pile onto the profile's first pick).
+func TestPicksLeastBackedUpPrefill(t *testing.T) {
+	h := plugintest.NewHandle()
+	d := pod(h, "10.0.0.1:8000", "decode", 0, 8)
+	p1 := pod(h, "10.0.0.2:8000", "prefill", 0, 0)
+	p2 := pod(h, "10.0.0.3:8000", "prefill", 0, 0)
+	hd := selective(t, h, "")
+	ctx := context.Background()
+	prefills := []framework.Endpoint{p1, p2}
+	for i, want := range []int{0, 1, 0, 1} {
+		req := request(4000)
+		req.ID = fmt.Sprint(i)
+		best, pays := hd.SplitPays(ctx, nil, nil, req, d, prefills)
+		if best != want || !pays {
+			t.Fatalf("request %d: prefill %d (split %v), want %d", i, best, pays, want)
+		}
+		hd.PreRequest(ctx, req, &framework.Result{Targets: []framework.Endpoint{d}, Disaggregation: framework.PDSplit,
+			Prefill: &framework.Result{Targets: []framework.Endpoint{prefills[best]}}})
 	}
 }
