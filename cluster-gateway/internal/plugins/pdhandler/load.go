@@ -10,10 +10,15 @@ import (
 
 // Learning constants of the prefill-load model.
 const (
-	// speedAlpha is the weight of a new prefill-speed sample in an endpoint's moving average.
+	// speedAlpha is the weight of a new prompt in the moving average of the prompt size.
 	speedAlpha = 0.25
+	// speedDecay is how much of an endpoint's measured work and busy time each finished prefill
+	// keeps: its speed is a ratio of exponentially decayed sums, over about the last ten prefills.
+	speedDecay = 0.9
 	// minSampleTokens: prefills of fewer uncached tokens say too little about an endpoint's speed.
 	minSampleTokens = 64
+	// minBusy is the busy time an endpoint's speed needs before it is trusted.
+	minBusy = 10 * time.Millisecond
 	// pendingLimit bounds the remembered prefills (two generations, see framework.PendingMap):
 	// a request whose first token and response never arrive is forgotten.
 	pendingLimit = 4096
@@ -33,10 +38,20 @@ type load struct {
 
 // podLoad is one endpoint's prefill backlog from this gateway and its measured speed.
 type podLoad struct {
-	tokens   float64   // uncached prompt tokens sent to prefill, not yet done
-	n        int       // prefills sent, not yet done
-	speed    float64   // measured tokens per second (0: none yet)
-	lastDone time.Time // when its latest prefill finished
+	tokens float64 // uncached prompt tokens sent to prefill, not yet done
+	n      int     // prefills sent, not yet done
+	// done and busy are the decayed sums of the tokens of its finished prefills and of the time
+	// it was busy with prefills from this gateway; their ratio is its speed.
+	done, busy float64
+	mark       time.Time // start of the busy time not yet counted
+}
+
+// speed is the measured tokens per second, 0 before enough was measured.
+func (p *podLoad) speed() float64 {
+	if p.busy < minBusy.Seconds() {
+		return 0
+	}
+	return p.done / p.busy
 }
 
 // work is one request's prefill: where it runs, its uncached tokens, when it was sent.
@@ -62,8 +77,8 @@ func (l *load) add(req *framework.Request, e framework.Endpoint, tokens float64,
 		p = &podLoad{}
 		l.pods[addr] = p
 	}
-	if p.n == 0 && p.lastDone.Before(now) {
-		p.lastDone = now // idle until now: the next prefill's time starts at its dispatch
+	if p.n == 0 {
+		p.mark = now // idle until now: its busy time starts with this prefill
 	}
 	p.tokens += tokens
 	p.n++
@@ -84,9 +99,10 @@ func (l *load) finish(req *framework.Request, now time.Time, learn bool) {
 	}
 }
 
-// done removes w from its endpoint's backlog. A learning sample is w's tokens over the time the
-// endpoint spent on them: since w was sent or since its previous prefill finished, whichever
-// is later (a busy endpoint works through its backlog one prefill after another).
+// done removes w from its endpoint's backlog. When learn is set, w's tokens and the time the
+// endpoint was busy since the previous prefill finished (or since it last went busy) join its
+// speed's sums: engines prefill several prompts in the same steps, so two prefills finishing a
+// millisecond apart must not read as one done in a millisecond, as a per-prefill rate would.
 func (l *load) done(w work, now time.Time, learn bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -99,21 +115,14 @@ func (l *load) done(w work, now time.Time, learn bool) {
 	if p.n == 0 {
 		p.tokens = 0 // heal rounding drift
 	}
-	start := w.at
-	if p.lastDone.After(start) {
-		start = p.lastDone
+	if !now.After(p.mark) {
+		return
 	}
-	if learn && w.tokens >= minSampleTokens && now.After(start) {
-		sample := w.tokens / now.Sub(start).Seconds()
-		if p.speed == 0 {
-			p.speed = sample
-		} else {
-			p.speed += speedAlpha * (sample - p.speed)
-		}
+	if learn && w.tokens >= minSampleTokens {
+		p.done = p.done*speedDecay + w.tokens
+		p.busy = p.busy*speedDecay + now.Sub(p.mark).Seconds()
 	}
-	if now.After(p.lastDone) {
-		p.lastDone = now
-	}
+	p.mark = now
 }
 
 // forget drops the state of an endpoint that left the pool.
@@ -131,7 +140,7 @@ func (l *load) backlog(e framework.Endpoint, tokens float64) (ahead, speed float
 	defer l.mu.Unlock()
 	own, n := 0.0, 0
 	if p := l.pods[e.Meta().Address]; p != nil {
-		own, n, speed = p.tokens, p.n, p.speed
+		own, n, speed = p.tokens, p.n, p.speed()
 	}
 	if speed <= 0 {
 		speed = l.fleetSpeed()
@@ -156,8 +165,8 @@ func (l *load) backlog(e framework.Endpoint, tokens float64) (ahead, speed float
 func (l *load) fleetSpeed() float64 {
 	sum, n := 0.0, 0
 	for _, p := range l.pods {
-		if p.speed > 0 {
-			sum += p.speed
+		if v := p.speed(); v > 0 {
+			sum += v
 			n++
 		}
 	}

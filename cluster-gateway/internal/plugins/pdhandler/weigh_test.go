@@ -189,3 +189,35 @@ func TestPicksLeastBackedUpPrefill(t *testing.T) {
 			Prefill: &framework.Result{Targets: []framework.Endpoint{prefills[best]}}})
 	}
 }
+
+// TestSpeedFromConcurrentPrefills: an engine prefills prompts sent together in the same steps,
+// so their first tokens come close together. Two 4,000-token prefills sent at once and done
+// after 0.4 s and 0.401 s measure 8,000 tokens in 0.401 s (about 20,000 tokens/s), not the
+// 4,000,000 tokens/s the second's last millisecond alone would say: the pod still looks backed
+// up to a split that would wait behind 3 more such prompts.
+func TestSpeedFromConcurrentPrefills(t *testing.T) {
+	h := plugintest.NewHandle()
+	d := pod(h, "10.0.0.1:8000", "decode", 0, 20)
+	p := pod(h, "10.0.0.2:8000", "prefill", 0, 0)
+	hd := selective(t, h, "")
+	ctx := context.Background()
+	split := &framework.Result{Targets: []framework.Endpoint{d}, Disaggregation: framework.PDSplit,
+		Prefill: &framework.Result{Targets: []framework.Endpoint{p}}}
+	a, b := request(4000), request(4000)
+	hd.PreRequest(ctx, a, split)
+	hd.PreRequest(ctx, b, split)
+	h.Advance(400 * time.Millisecond)
+	hd.FirstToken(ctx, a, &framework.ResponseInfo{Endpoint: d, Status: 200, TTFT: 400 * time.Millisecond})
+	h.Advance(time.Millisecond)
+	hd.FirstToken(ctx, b, &framework.ResponseInfo{Endpoint: d, Status: 200, TTFT: 401 * time.Millisecond})
+	// The decode pod prefills at the fleet's 20,000 tokens/s: 0.2 s and a 20 × 0.2 s stall, 4.2 s.
+	// The prefill pod, 20 prompts waiting: 84,000 tokens at 20,000/s, 4.2 s and the transfer.
+	plugintest.SetLoad(p, 20, 0, 0.1, h.Now())
+	if splits(hd, request(4000), d, p) {
+		t.Fatal("split onto a prefill pod whose speed was read from two prefills finishing together")
+	}
+	plugintest.SetLoad(p, 18, 0, 0.1, h.Now()) // 3.8 s and the transfer: the split pays
+	if !splits(hd, request(4000), d, p) {
+		t.Fatal("local prefill though the split costs less")
+	}
+}
