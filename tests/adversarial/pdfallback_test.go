@@ -70,6 +70,11 @@ func TestPrefillDecodeSelective(t *testing.T) {
 	poll.Until(t, 30*time.Second, func() bool {
 		return harness.MetricValue(t, decode.Listen, "vllm:num_requests_running") == 0
 	}, "the decode pod's batch to end")
+	// and the gateway to have scraped both pods since (a couple of scrapes each).
+	scrapes := harness.MetricValue(t, gw.Metrics, "switchyard_gateway_scrape_duration_seconds_count")
+	poll.Until(t, 30*time.Second, func() bool {
+		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_scrape_duration_seconds_count") >= scrapes+6
+	}, "the gateway to scrape the idle decode pod")
 	resp = pdSend(t, gw, strings.Repeat("prefill here ", 600), 8) // no prefix in common with the first
 	if pd := resp.Header.Get(contract.HeaderPD); resp.StatusCode != http.StatusOK || pd != "local-prefill" ||
 		resp.Header.Get(contract.HeaderPrefillEndpoint) != "" {
