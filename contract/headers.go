@@ -143,7 +143,8 @@ const (
 	// point a decode pod at an address of its choosing.
 	HeaderPrefillerHostPort = "x-prefiller-host-port"
 	// HeaderPD is the gateway's prefill/decode decision (response), with a pd-profile-handler:
-	// "prefill-decode", "below-threshold" or "no-prefill-endpoint".
+	// "prefill-decode", "below-threshold", "no-prefill-endpoint", "local-prefill", or
+	// "prefill-failed" (the prefill pod failed and the decode pod prefilled the prompt itself).
 	HeaderPD = "x-switchyard-pd"
 	// HeaderPrefillEndpoint names the pod that prefilled the request (response; shown as
 	// HeaderEndpoint shows the decode pod), when the decision is "prefill-decode".

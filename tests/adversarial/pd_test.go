@@ -15,13 +15,55 @@ import (
 	"github.com/switchyard-dev/switchyard/tests/harness"
 )
 
-// TestPrefillDecodeDisaggregation runs the real gateway with the pd profile over a modelsim
-// prefill pod and a decode pod (roles from the endpoints file). A long prompt is prefilled on
-// the prefill pod, which the gateway names to the decode pod in x-prefiller-host-port, and
-// decoded on the decode pod; a short one skips the prefill pod. Every request carries a
-// client-set x-prefiller-host-port and x-llm-d-prefiller-host-port (the later spelling, which
-// llm-d's sidecar, and modelsim, read when the first is absent) aimed at a decoy server: the
-// gateway drops both, so no pod is ever pointed at the client's address.
+// pdFixedConfig is the pd profile with llm-d's fixed threshold (selective off): every prompt of
+// 256 uncached tokens or more is split, whatever the pods' state.
+const pdFixedConfig = `apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: pd-profile-handler
+  parameters: {threshold: 256}
+- type: decode-filter
+- type: prefill-filter
+- type: queue-scorer
+- type: max-score-picker
+schedulingProfiles:
+- name: decode
+  plugins:
+  - pluginRef: decode-filter
+  - pluginRef: queue-scorer
+- name: prefill
+  plugins:
+  - pluginRef: prefill-filter
+  - pluginRef: queue-scorer
+`
+
+// pdWorld starts in w a modelsim prefill pod and a decode pod (roles from the endpoints file)
+// and a gateway over them run with extra (its scheduling flag), and waits until it counts both
+// ready.
+func pdWorld(t *testing.T, w *harness.World, extra string) (prefill, decode, gw *harness.Node) {
+	t.Helper()
+	prefill = w.Pod("h100", "--role=prefill")
+	decode = w.Pod("h100", "--role=decode")
+	file := w.Write("pd-endpoints.yaml", fmt.Sprintf(
+		"- {address: %s, name: prefill-0, role: prefill}\n- {address: %s, name: decode-0, role: decode}\n",
+		prefill.Listen, decode.Listen))
+	gw = w.Gateway("adv-pd", "us-east-1", nil, extra, "--endpoints-file="+file, "--autoscale-interval=100ms")
+	// The gateway serves once one pod is in; a split needs both, so wait until the pool counts
+	// two ready pods (the autoscaler's figure, recomputed every 100 ms here).
+	poll.Until(t, 60*time.Second, func() bool {
+		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_ready_replicas",
+			"model="+harness.TestModel) >= 2
+	}, "the gateway to count the prefill and decode pods ready")
+	return prefill, decode, gw
+}
+
+// TestPrefillDecodeDisaggregation runs the real gateway with llm-d's fixed-threshold pd config
+// over a modelsim prefill pod and a decode pod (roles from the endpoints file). A long prompt is
+// prefilled on the prefill pod, which the gateway names to the decode pod in
+// x-prefiller-host-port, and decoded on the decode pod; a short one skips the prefill pod.
+// Every request carries a client-set x-prefiller-host-port and x-llm-d-prefiller-host-port (the
+// later spelling, which llm-d's sidecar, and modelsim, read when the first is absent) aimed at a
+// decoy server: the gateway drops both, so no pod is ever pointed at the client's address.
 func TestPrefillDecodeDisaggregation(t *testing.T) {
 	var decoyHits atomic.Int64
 	decoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -32,19 +74,7 @@ func TestPrefillDecodeDisaggregation(t *testing.T) {
 	hostile := strings.TrimPrefix(decoy.URL, "http://")
 
 	w := newWorld(t)
-	prefill := w.Pod("h100", "--role=prefill")
-	decode := w.Pod("h100", "--role=decode")
-	file := w.Write("pd-endpoints.yaml", fmt.Sprintf(
-		"- {address: %s, name: prefill-0, role: prefill}\n- {address: %s, name: decode-0, role: decode}\n",
-		prefill.Listen, decode.Listen))
-	gw := w.Gateway("adv-pd", "us-east-1", nil, "--profile=pd", "--endpoints-file="+file,
-		"--autoscale-interval=100ms")
-	// The gateway serves once one pod is in; a split needs both, so wait until the pool counts
-	// two ready pods (the autoscaler's figure, recomputed every 100 ms here).
-	poll.Until(t, 60*time.Second, func() bool {
-		return harness.MetricValue(t, gw.Metrics, "switchyard_gateway_ready_replicas",
-			"model="+harness.TestModel) >= 2
-	}, "the gateway to count the prefill and decode pods ready")
+	prefill, decode, gw := pdWorld(t, w, "--config="+w.Write("pd-fixed.yaml", pdFixedConfig))
 
 	send := func(prompt string) *http.Response {
 		t.Helper()
@@ -109,7 +139,9 @@ func TestPrefillDecodeDisaggregation(t *testing.T) {
 	if n := harness.MetricValue(t, decode.Listen, "modelsim_remote_prefills_total", "result=failed"); n != 0 {
 		t.Fatalf("decode pod saw %v bad prefiller headers", n)
 	}
-	for decision, want := range map[string]float64{"prefill-decode": 1, "below-threshold": 1, "no-prefill-endpoint": 0} {
+	for decision, want := range map[string]float64{
+		"prefill-decode": 1, "below-threshold": 1, "no-prefill-endpoint": 0, "local-prefill": 0,
+	} {
 		got := harness.MetricValue(t, gw.Metrics, "switchyard_gateway_pd_decisions_total", "decision="+decision)
 		if got != want {
 			t.Errorf("switchyard_gateway_pd_decisions_total{decision=%q} = %v, want %v", decision, got, want)

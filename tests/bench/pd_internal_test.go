@@ -19,8 +19,10 @@ func TestPDScenarioFleets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for policy, want := range map[string][]string{
-		"pd":      {"prefill", "prefill", "decode", "decode"},
-		"default": {"both", "both", "both", "both"},
+		PolicyPD:       {"prefill", "prefill", "decode", "decode"},
+		PolicyPDFixed:  {"prefill", "prefill", "decode", "decode"},
+		PolicyPD3Plus1: {"prefill", "prefill", "prefill", "decode"},
+		"default":      {"both", "both", "both", "both"},
 	} {
 		cfgs, _ := fleetConfigs(sc.forPolicy(policy), w, 1)
 		if len(cfgs) != len(want) {
@@ -41,6 +43,11 @@ func TestPDScenarioFleets(t *testing.T) {
 	}
 	if got := pools(sc); !strings.Contains(got, "pd: 2 × h100 prefill + 2 × h100 decode") {
 		t.Fatalf("report's fleet line %q does not show pd's fleet", got)
+	}
+	// The 3 + 1 policy runs the built-in pd profile's handler; the fixed one llm-d's threshold.
+	if !strings.Contains(sc.PolicyConfigs[PolicyPD3Plus1], "selective: true") ||
+		strings.Contains(sc.PolicyConfigs[PolicyPDFixed], "selective") {
+		t.Fatalf("pd configs: %v", sc.PolicyConfigs)
 	}
 	for _, s := range Tier1Scenarios() {
 		if s.Name == sc.Name {

@@ -288,10 +288,11 @@ func (st *stack) podStats(share map[string]float64, maxKV []float64) PolicyStats
 }
 
 // decisions reads the gateway's scheduling outcomes (switchyard_gateway_scheduling_decisions_total
-// by outcome: ok, saturated, ...) and flow-control outcomes (switchyard_gateway_flow_outcomes_total,
-// keyed "flow_" + outcome), and how the precise-prefix-cache-scorer scored requests
-// (switchyard_gateway_precise_prefix_decisions_total, keyed by preciseDecision); nil when the
-// gateway exports none of them.
+// by outcome: ok, saturated, ...), flow-control outcomes (switchyard_gateway_flow_outcomes_total,
+// keyed "flow_" + outcome), under a pd profile its prefill/decode decisions
+// (switchyard_gateway_pd_decisions_total, keyed "pd_" + decision), and how the
+// precise-prefix-cache-scorer scored requests (switchyard_gateway_precise_prefix_decisions_total,
+// keyed by preciseDecision); nil when the gateway exports none of them.
 func (st *stack) decisions() map[string]float64 {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + st.metrics + "/metrics")
@@ -302,9 +303,10 @@ func (st *stack) decisions() map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	families := map[string]string{
-		"switchyard_gateway_scheduling_decisions_total{": "",
-		"switchyard_gateway_flow_outcomes_total{":        "flow_",
+	families := map[string][2]string{ // family: key prefix, label
+		"switchyard_gateway_scheduling_decisions_total{": {"", "outcome"},
+		"switchyard_gateway_flow_outcomes_total{":        {"flow_", "outcome"},
+		"switchyard_gateway_pd_decisions_total{":         {"pd_", "decision"},
 	}
 	for sc.Scan() {
 		line := sc.Text()
@@ -314,10 +316,10 @@ func (st *stack) decisions() map[string]float64 {
 			}
 			continue
 		}
-		for family, prefix := range families {
+		for family, f := range families {
 			if rest, ok := strings.CutPrefix(line, family); ok {
-				if outcome, v, ok := outcomeValue(rest); ok {
-					out[prefix+outcome] += v
+				if outcome, v, ok := labelValue(rest, f[1]); ok {
+					out[f[0]+outcome] += v
 				}
 			}
 		}
@@ -335,7 +337,7 @@ const preciseFamily = "switchyard_gateway_precise_prefix_decisions_total{"
 // (a fallback and its reason), or `mode="precise",...} 12` into "prefix_precise".
 func preciseDecision(rest string) (string, float64, bool) {
 	labels, value, ok := strings.Cut(rest, "} ")
-	mode, reason := labelValue(labels, "mode"), labelValue(labels, "reason")
+	mode, reason := labelOf(labels, "mode"), labelOf(labels, "reason")
 	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 	if !ok || err != nil || mode == "" {
 		return "", 0, false
@@ -346,8 +348,8 @@ func preciseDecision(rest string) (string, float64, bool) {
 	return "prefix_" + mode + "_" + reason, v, true
 }
 
-// labelValue returns label name's value in a Prometheus label list (`a="x",b="y"`), or "".
-func labelValue(labels, name string) string {
+// labelOf returns label name's value in a Prometheus label list (`a="x",b="y"`), or "".
+func labelOf(labels, name string) string {
 	for _, l := range strings.Split(labels, ",") {
 		if v, ok := strings.CutPrefix(l, name+`="`); ok {
 			return strings.TrimSuffix(v, `"`)
@@ -356,10 +358,10 @@ func labelValue(labels, name string) string {
 	return ""
 }
 
-// outcomeValue parses `outcome="x"} 12` (other labels allowed before it).
-func outcomeValue(rest string) (string, float64, bool) {
+// labelValue parses `label="x"} 12` (other labels allowed before it).
+func labelValue(rest, label string) (string, float64, bool) {
 	labels, value, ok := strings.Cut(rest, "} ")
-	_, outcome, found := strings.Cut(labels, `outcome="`)
+	_, outcome, found := strings.Cut(labels, label+`="`)
 	outcome, _, _ = strings.Cut(outcome, `"`)
 	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 	return outcome, v, ok && found && err == nil

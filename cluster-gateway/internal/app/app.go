@@ -190,7 +190,7 @@ func (g *Gateway) buildDiscovery() error {
 			return fmt.Errorf("kubernetes clients: %w", cerr)
 		}
 		pc := discovery.DefaultPoolConfig()
-		pc.Name, pc.Namespace = c.PoolName, c.PoolNamespace
+		pc.Name, pc.Namespace, pc.RoleLabel = c.PoolName, c.PoolNamespace, c.RoleLabel
 		src, err = discovery.NewPool(pc, kube, inf, g.store, g.log, g.reg)
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/autoscale"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/bbr"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
@@ -75,6 +76,9 @@ type Config struct {
 	PoolName      string `flag:"pool-name"`
 	PoolNamespace string `flag:"pool-namespace" default:"NAMESPACE, else default"`
 	Kubeconfig    string `flag:"kubeconfig"`
+	// RoleLabel is the pod label that gives an InferencePool pod's prefill/decode role (prefill,
+	// decode, both). Default "llm-d.ai/role", llm-d's.
+	RoleLabel string `flag:"role-label"`
 	// ConfigFile is a GIE EndpointPickerConfig file; Profile a built-in profile used without it.
 	// Default profile "default".
 	ConfigFile string `flag:"config"`
@@ -255,6 +259,7 @@ func DefaultConfig() Config {
 		MetricsListen:  ":9090",
 		GRPCHealthPort: 9003,
 		Profile:        scheduling.ProfileDefault,
+		RoleLabel:      discovery.DefaultPoolConfig().RoleLabel,
 		LogFormat:      "text",
 		LogLevel:       "info",
 

@@ -58,7 +58,9 @@ var usage = map[string]string{
 	"pool-namespace": "namespace of `--pool-name`; empty: the `NAMESPACE` environment variable (GIE's chart sets it " +
 		"to the pod's namespace), else `default`",
 	"kubeconfig": "kubeconfig file for `--pool-name` (empty: in-cluster credentials)",
-	"config":     "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
+	"role-label": "pod label giving an `--pool-name` pod's prefill/decode role (`prefill`, `decode`, `both`) to " +
+		"the `pd` profile's filters (docs/scheduling.md)",
+	"config": "GIE `EndpointPickerConfig` YAML file; replaces `--profile`",
 	"profile": "built-in scheduling profile: `default`, `gie-default`, `gie-lora`, `pd` (prefill/decode " +
 		"disaggregation), or a baseline: `round-robin`, `least-request`, `random`, `weighted-round-robin`, `p2c`, " +
 		"`leastconn` (docs/scheduling.md)",

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -18,6 +20,8 @@ import (
 	inferenceclient "sigs.k8s.io/gateway-api-inference-extension/client-go/clientset/versioned"
 	inferenceinformers "sigs.k8s.io/gateway-api-inference-extension/client-go/informers/externalversions"
 	inferencelisters "sigs.k8s.io/gateway-api-inference-extension/client-go/listers/api/v1"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // PoolConfig names the InferencePool to follow (--pool-name, --pool-namespace).
@@ -28,10 +32,16 @@ type PoolConfig struct {
 	Namespace string
 	// Resync is the informers' periodic full resync; 0 disables it. Default 0 (watch events suffice).
 	Resync time.Duration
+	// RoleLabel is the pod label holding a pod's prefill/decode role; its value becomes the
+	// endpoint's framework.RoleLabel label, which the role filters read. Default
+	// framework.RoleLabel ("llm-d.ai/role", llm-d's).
+	RoleLabel string
 }
 
 // DefaultPoolConfig returns the defaults; Name must still be set.
-func DefaultPoolConfig() PoolConfig { return PoolConfig{Namespace: "default"} }
+func DefaultPoolConfig() PoolConfig {
+	return PoolConfig{Namespace: "default", RoleLabel: framework.RoleLabel}
+}
 
 // Validate reports the first invalid field.
 func (c PoolConfig) Validate() error {
@@ -42,6 +52,11 @@ func (c PoolConfig) Validate() error {
 		return errors.New("discovery: PoolConfig.Namespace (--pool-namespace) is empty")
 	case c.Resync < 0:
 		return errors.New("discovery: PoolConfig.Resync must not be negative")
+	case c.RoleLabel == "":
+		return errors.New("discovery: PoolConfig.RoleLabel (--role-label) is empty")
+	}
+	if errs := validation.IsQualifiedName(c.RoleLabel); len(errs) > 0 {
+		return fmt.Errorf("discovery: PoolConfig.RoleLabel (--role-label) %q: %s", c.RoleLabel, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -170,7 +185,7 @@ func (p *Pool) publish(pools inferencelisters.InferencePoolLister, pods corelist
 		p.logger.Error("pod list failed", "err", err)
 		return
 	}
-	specs := PoolEndpoints(pool, all)
+	specs := PoolEndpoints(pool, all, p.cfg.RoleLabel)
 	p.dst.Sync(specs)
 	p.metrics.syncs.Inc()
 	p.logger.Debug("inference pool endpoints", "endpoints", len(specs))

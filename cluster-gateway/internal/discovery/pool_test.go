@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/discovery"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 const ns = "inference"
@@ -87,7 +89,7 @@ func TestPoolEndpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			specs := discovery.PoolEndpoints(tt.pool, tt.pods)
+			specs := discovery.PoolEndpoints(tt.pool, tt.pods, framework.RoleLabel)
 			var addrs, names []string
 			for _, s := range specs {
 				addrs = append(addrs, s.Address)
@@ -111,7 +113,8 @@ func TestPoolEngineLabel(t *testing.T) {
 			if label != "" {
 				lbls[discovery.EngineLabel] = label
 			}
-			specs := discovery.PoolEndpoints(testPool(8000), []*corev1.Pod{testPod("a", "10.0.0.1", true, lbls)})
+			specs := discovery.PoolEndpoints(testPool(8000), []*corev1.Pod{testPod("a", "10.0.0.1", true, lbls)},
+				framework.RoleLabel)
 			if len(specs) != 1 || specs[0].Engine != want || specs[0].Labels["app"] != "llama" {
 				t.Fatalf("got %+v, want engine %q", specs, want)
 			}
@@ -208,3 +211,70 @@ func TestPoolConfigValidate(t *testing.T) {
 }
 
 var _ runtime.Object = (*inferencev1.InferencePool)(nil)
+
+// TestPoolRoleLabel: a pod's prefill/decode role comes from the configured label, llm-d's
+// llm-d.ai/role unless set otherwise, and reaches the endpoint as framework.RoleLabel (where
+// the role filters read it); with another key, a pod's own llm-d.ai/role is not its role.
+func TestPoolRoleLabel(t *testing.T) {
+	tests := []struct {
+		name, key string
+		labels    map[string]string
+		want      string // the endpoint's framework.RoleLabel value; "-" for none
+	}{
+		{"llm-d's label", framework.RoleLabel, map[string]string{framework.RoleLabel: "prefill"}, "prefill"},
+		{"llm-d's label, none set", framework.RoleLabel, nil, "-"},
+		{"own key", "example.com/pd-role", map[string]string{"example.com/pd-role": "decode"}, "decode"},
+		{"own key wins over llm-d's", "example.com/pd-role",
+			map[string]string{"example.com/pd-role": "both", framework.RoleLabel: "prefill"}, "both"},
+		{"own key unset: no role", "example.com/pd-role", map[string]string{framework.RoleLabel: "prefill"}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lbls := map[string]string{"app": "llama"}
+			for k, v := range tt.labels {
+				lbls[k] = v
+			}
+			kube := kubefake.NewClientset(testPod("a", "10.0.0.1", true, lbls))
+			inf := inferencefake.NewSimpleClientset(testPool(8000))
+			store := datastore.NewStore(nil, nil)
+			cfg := discovery.DefaultPoolConfig()
+			cfg.Name, cfg.Namespace, cfg.RoleLabel = "llama", ns, tt.key
+			src, err := discovery.NewPool(cfg, kube, inf, store, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- src.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+			poll.Until(t, waitTimeout, func() bool { return len(store.Endpoints()) == 1 }, "the pod")
+			meta := store.Endpoints()[0].Meta()
+			got, ok := meta.Labels[framework.RoleLabel]
+			if !ok {
+				got = "-"
+			}
+			if got != tt.want || meta.Labels["app"] != "llama" {
+				t.Fatalf("role label %q (labels %v), want %q", got, meta.Labels, tt.want)
+			}
+			roles := map[string]framework.Role{"prefill": framework.RolePrefill, "decode": framework.RoleDecode}
+			if want := roles[tt.want]; framework.RoleOf(meta) != want {
+				t.Fatalf("RoleOf = %v, want %v", framework.RoleOf(meta), want)
+			}
+		})
+	}
+}
+
+func TestPoolRoleLabelValidate(t *testing.T) {
+	for _, key := range []string{"", "not a label", "-x"} {
+		cfg := discovery.DefaultPoolConfig()
+		cfg.Name, cfg.RoleLabel = "llama", key
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "RoleLabel") {
+			t.Errorf("role label %q: err = %v", key, err)
+		}
+	}
+}

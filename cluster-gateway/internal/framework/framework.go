@@ -105,7 +105,7 @@ type Result struct {
 	// and chose to, is the prefill profile's decision: its Targets[0] computes the prompt's KV
 	// cache and the destination (Targets[0] of this result) pulls it. Nil otherwise.
 	Prefill *Result
-	// Disaggregation is the prefill/decode decision (PDSplit, PDBelowThreshold, PDNoPrefill);
+	// Disaggregation is the prefill/decode decision (one of PDDecisions);
 	// "" when the profile has no DisaggregationHandler.
 	Disaggregation string
 	// State is the scheduling cycle's state, kept for the PreRequest hooks (e.g. the prefix match

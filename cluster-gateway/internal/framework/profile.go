@@ -148,7 +148,22 @@ func (b *builder) build(used map[string]bool) (*Profile, error) {
 		return nil, err
 	}
 	dp.PD = h
+	addHooks(dp, h)
 	return dp, nil
+}
+
+// addHooks adds the request hooks pl implements to p's (a handler's own, which no profile
+// references).
+func addHooks(p *Profile, pl Plugin) {
+	if x, ok := pl.(PreRequest); ok {
+		p.PreRequests = append(p.PreRequests, x)
+	}
+	if x, ok := pl.(FirstToken); ok {
+		p.FirstTokens = append(p.FirstTokens, x)
+	}
+	if x, ok := pl.(PostResponse); ok {
+		p.PostResponses = append(p.PostResponses, x)
+	}
 }
 
 // handler returns the config's DisaggregationHandler, if any (at most one).

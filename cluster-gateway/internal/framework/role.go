@@ -58,6 +58,18 @@ func RoleOf(m *EndpointMeta) Role {
 	return r
 }
 
+// CanPrefillForOthers reports whether the endpoint m describes may compute prompts for other
+// endpoints to decode: its RoleLabel is "prefill", or "both" or "prefill-decode" given
+// explicitly. A pod without the label serves whole requests, as every pod of an aggregated
+// fleet does, and is never made another pod's prefill endpoint.
+func CanPrefillForOthers(m *EndpointMeta) bool {
+	switch m.Labels[RoleLabel] {
+	case "prefill", "both", "prefill-decode":
+		return true
+	}
+	return false
+}
+
 // Prefill/decode decisions, the value of Result.Disaggregation (and of the x-switchyard-pd
 // response header) when the profile has a DisaggregationHandler.
 const (
@@ -69,7 +81,15 @@ const (
 	// PDNoPrefill: no prefill endpoint was left after the prefill profile's filters (none in the
 	// pool, all saturated or ejected), so the decode endpoint prefills itself.
 	PDNoPrefill = "no-prefill-endpoint"
+	// PDLocalPrefill: a prefill endpoint was found, but the handler judged that the decode
+	// endpoint prefilling the prompt itself costs less (the prefill endpoints are backed up, or
+	// the decode endpoint has no batch to stall), so the decode endpoint prefills it.
+	PDLocalPrefill = "local-prefill"
 )
+
+// PDDecisions are the values of Result.Disaggregation a DisaggregationHandler's profile
+// produces, a fixed set (the label values of switchyard_gateway_pd_decisions_total).
+var PDDecisions = []string{PDSplit, PDBelowThreshold, PDNoPrefill, PDLocalPrefill}
 
 // DisaggregationHandler runs a request through two scheduling profiles, llm-d's
 // pd-profile-handler: the decode profile picks the destination, and, when NeedsPrefill says so,
@@ -82,4 +102,15 @@ type DisaggregationHandler interface {
 	// NeedsPrefill reports whether req, for which the decode profile chose decode (its cycle
 	// state cs holds the scorers' results, e.g. the prefix match), is worth a prefill endpoint.
 	NeedsPrefill(ctx context.Context, cs *CycleState, req *Request, decode Endpoint) bool
+}
+
+// PrefillWeigher is an optional DisaggregationHandler extension, found by type assertion: once
+// the prefill profile has picked prefills for req (its targets, best first; decode is the decode
+// endpoint, cs the decode profile's cycle state and pcs the prefill profile's), SplitPays
+// returns the index of the prefill endpoint that would compute the prompt soonest and whether
+// sending it there costs less than decode prefilling it itself. False makes the decision
+// PDLocalPrefill. Implementations must be safe for concurrent use.
+type PrefillWeigher interface {
+	SplitPays(ctx context.Context, cs, pcs *CycleState, req *Request, decode Endpoint,
+		prefills []Endpoint) (best int, pays bool)
 }

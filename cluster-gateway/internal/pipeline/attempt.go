@@ -33,7 +33,20 @@ type Attempt struct {
 	clientWait time.Duration
 	ctx        context.Context // carries span; the request's context when tracing is off
 	span       trace.Span      // nil when tracing is off
+	// prefill is the prefill pod the decode pod was told of (nil: none); prefillFailed moves
+	// the attempt's result from ep's passive health to prefill's (see PrefillFailed).
+	prefill       *datastore.Endpoint
+	prefillFailed bool
 }
+
+// UsePrefill notes that the attempt asks its endpoint to have prefill compute the prompt: a
+// success then counts toward prefill's passive health as well as the endpoint's.
+func (a *Attempt) UsePrefill(prefill *datastore.Endpoint) { a.prefill = prefill }
+
+// PrefillFailed notes that the attempt failed because its prefill pod did (the decode pod's
+// sidecar answered 5xx for it): End records the failure against the prefill pod's passive
+// health, not the decode pod's, which only relayed it.
+func (a *Attempt) PrefillFailed() { a.prefillFailed = a.prefill != nil }
 
 // Decision is the decision the attempt tries.
 func (a *Attempt) Decision() *Decision { return a.d }
@@ -101,7 +114,7 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, final bool) {
 	now := p.now()
 	a.ep.AddInFlight(-1)
-	a.ep.ObserveResult(status, err, now)
+	a.observeHealth(status, err, now)
 	m := a.meter.Finish()
 	if m.Unmetered != "" {
 		p.metrics.unmetered.WithLabelValues(m.Unmetered).Inc()
@@ -139,6 +152,20 @@ func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, f
 	}
 	endUpstream(a.span, status, err, m)
 	a.span = nil
+}
+
+// observeHealth feeds the attempt's result to passive health: the decode pod's, and the prefill
+// pod's on success, or only the prefill pod's when it was the one that failed.
+func (a *Attempt) observeHealth(status int, err error, now time.Time) {
+	switch {
+	case a.prefillFailed:
+		a.prefill.ObserveResult(status, err, now)
+	default:
+		a.ep.ObserveResult(status, err, now)
+		if a.prefill != nil && err == nil && status/100 == 2 {
+			a.prefill.ObserveResult(status, nil, now)
+		}
+	}
 }
 
 // countedStatus is the status label of a finished request: the pod's status, 502 when the pod

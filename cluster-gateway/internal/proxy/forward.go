@@ -122,6 +122,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body.Buffer,
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, body *payload, d *pipeline.Decision) {
 	tried := make(map[string]bool, s.cfg.MaxAttempts)
 	res := d.Result
+	fellBack := false // a prefill pod failed: the request's later attempts prefill on the decode pod
 	for attempt := 1; ; attempt++ {
 		ep := nextTarget(res, tried)
 		if ep == nil {
@@ -136,9 +137,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body *payload, 
 			}
 		}
 		tried[ep.Address] = true
-		reason, done := s.try(w, r, body, d, res, ep, attempt >= s.cfg.MaxAttempts || body.once())
+		reason, done := s.try(w, r, body, d, res, ep, fellBack, attempt >= s.cfg.MaxAttempts || body.once())
 		if done {
 			return
+		}
+		if reason == retryPrefill { // the same decode pod again, prefilling itself
+			delete(tried, ep.Address)
+			fellBack = true
 		}
 		s.metrics.retry(reason)
 		s.log.Debug("retrying on another endpoint", "request", d.Request.ID, "endpoint", ep.Address, "reason", reason)
@@ -159,9 +164,10 @@ func nextTarget(res *framework.Result, tried map[string]bool) *datastore.Endpoin
 	return nil
 }
 
-// try sends the request to ep, a target of res (d's decision or a rescheduled one). It returns
-// done=false with a reason when the attempt failed before any byte reached the client and may be
-// retried elsewhere (never when last).
+// try sends the request to ep, a target of res (d's decision or a rescheduled one), naming res's
+// prefill pod to it unless fellBack. It returns done=false with a reason when the attempt failed
+// before any byte reached the client and may be retried elsewhere (never when last), or, for
+// retryPrefill, on ep without the prefill pod.
 func (s *Server) try(
 	w http.ResponseWriter,
 	r *http.Request,
@@ -169,7 +175,7 @@ func (s *Server) try(
 	d *pipeline.Decision,
 	res *framework.Result,
 	ep *datastore.Endpoint,
-	last bool,
+	fellBack, last bool,
 ) (string, bool) {
 	ctx := r.Context()
 	rd, n, ok := body.open()
@@ -183,9 +189,17 @@ func (s *Server) try(
 		s.errorAnswer(w, r, apierror.BadRequest(err.Error(), ""))
 		return "", true
 	}
-	out.Header = upstreamHeader(r.Header, d, res)
+	prefill := prefillOf(res, fellBack)
+	prefillAddr := ""
+	if prefill != nil {
+		prefillAddr = prefill.Address
+	}
+	out.Header = upstreamHeader(r.Header, d, prefillAddr)
 	out.ContentLength = n
 	a := s.pipe.Begin(ctx, d, ep)
+	if prefill != nil {
+		a.UsePrefill(prefill)
+	}
 	s.pipe.Inject(a, propagation.HeaderCarrier(out.Header))
 	resp, err := s.transport.RoundTrip(out)
 	if err != nil {
@@ -221,7 +235,11 @@ func (s *Server) try(
 		s.pipe.End(ctx, a, resp.StatusCode, nil, false)
 		return fmt.Sprint(resp.StatusCode), false
 	}
-	s.setPD(w.Header(), res)
+	if prefill != nil && prefillFailed(resp.StatusCode) && !last {
+		s.fallBack(a, d, resp, prefillAddr)
+		return retryPrefill, false
+	}
+	s.setPD(w.Header(), res, fellBack)
 	s.stream(w, r, resp, a)
 	return "", true
 }

@@ -18,10 +18,10 @@ var hopHeaders = []string{
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// upstreamHeader builds the header sent to the model server from the client's, for the decision
-// res (d's, or a rescheduled one): with a prefill pod, its host:port in x-prefiller-host-port
-// (a client's value, like every routing header, is dropped).
-func upstreamHeader(in http.Header, d *pipeline.Decision, res *framework.Result) http.Header {
+// upstreamHeader builds the header sent to the model server from the client's: with a prefill
+// pod (prefill, its host:port; "" for none), x-prefiller-host-port (a client's value, like every
+// routing header, is dropped).
+func upstreamHeader(in http.Header, d *pipeline.Decision, prefill string) http.Header {
 	out := make(http.Header, len(in)+2)
 	for k, v := range in {
 		if contract.IsRouting(k) || k == "Content-Length" {
@@ -32,8 +32,8 @@ func upstreamHeader(in http.Header, d *pipeline.Decision, res *framework.Result)
 	removeHop(out, in)
 	out.Set(contract.HeaderModelName, d.Request.Model)
 	out.Set(contract.HeaderBaseModelName, d.Request.BaseModel)
-	if p := pipeline.PrefillAddress(res); p != "" {
-		out.Set(contract.HeaderPrefillerHostPort, p)
+	if prefill != "" {
+		out.Set(contract.HeaderPrefillerHostPort, prefill)
 	}
 	return out
 }
@@ -76,8 +76,12 @@ func (s *Server) setServedBy(h http.Header, ep *datastore.Endpoint) {
 }
 
 // setPD sets the prefill/decode decision's response headers of res (none without a pd profile).
-func (s *Server) setPD(h http.Header, res *framework.Result) {
+func (s *Server) setPD(h http.Header, res *framework.Result, fellBack bool) {
 	if res == nil || res.Disaggregation == "" {
+		return
+	}
+	if fellBack && res.Prefill != nil {
+		h.Set(contract.HeaderPD, PDPrefillFailed)
 		return
 	}
 	h.Set(contract.HeaderPD, res.Disaggregation)

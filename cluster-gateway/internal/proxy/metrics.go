@@ -23,6 +23,9 @@ type metrics struct {
 	// noRoute counts requests for a path the proxy does not serve (404) or with a method the
 	// path is not served with (405), by status.
 	noRoute *prometheus.CounterVec
+	// pdFallbacks counts split requests retried on their decode pod without the prefill pod,
+	// which failed, by the decode pod's status.
+	pdFallbacks *prometheus.CounterVec
 }
 
 // newMetrics creates the proxy's metrics and registers them on reg (nil registers nothing).
@@ -42,6 +45,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Requests refused because the HTTP proxy serves no such route, by status: 404 (unknown path) or 405 (a path " +
 				"served with another method).",
 		}, []string{"code"}),
+		pdFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_gateway_pd_fallbacks_total",
+			Help: "Prefill/decode requests whose decode pod answered 500, 502 or 504 for a failed remote prefill and " +
+				"that were retried on it without the prefill pod, by that status.",
+		}, []string{"code"}),
+	}
+	for _, c := range prefillFallbackStatuses {
+		m.pdFallbacks.WithLabelValues(strconv.Itoa(c))
 	}
 	for _, b := range []string{bodyStream, bodyJSON} {
 		m.truncated.WithLabelValues(b)
@@ -50,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.noRoute.WithLabelValues(strconv.Itoa(c))
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.retries, m.truncated, m.noRoute} {
+		for _, c := range []prometheus.Collector{m.retries, m.truncated, m.noRoute, m.pdFallbacks} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

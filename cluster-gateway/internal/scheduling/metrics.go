@@ -49,10 +49,10 @@ func newMetrics(reg prometheus.Registerer, profile string, pd bool) *metrics {
 	pdVec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_gateway_pd_decisions_total",
 		Help: "Prefill/decode decisions of a pd profile: prefill-decode (a prefill endpoint computes the prompt), " +
-			"below-threshold and no-prefill-endpoint (the decode endpoint prefills itself).",
+			"below-threshold, no-prefill-endpoint and local-prefill (the decode endpoint prefills itself).",
 	}, []string{"decision"})
 	m.pd = map[string]prometheus.Counter{}
-	for _, d := range []string{framework.PDSplit, framework.PDBelowThreshold, framework.PDNoPrefill} {
+	for _, d := range framework.PDDecisions {
 		m.pd[d] = pdVec.WithLabelValues(d)
 	}
 	m.ok = m.decisions.WithLabelValues(outcomeOK)

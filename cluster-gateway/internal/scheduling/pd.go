@@ -10,7 +10,8 @@ import (
 // disaggregate completes the decode decision res of a prefill/decode profile: when the profile's
 // handler finds req worth a prefill endpoint, the prefill profile picks one (res.Prefill), and
 // res.Disaggregation records what was decided. Finding no prefill endpoint is not an error: the
-// decode endpoint then prefills the prompt itself.
+// decode endpoint then prefills the prompt itself, as it does when a handler that weighs the
+// two (framework.PrefillWeigher) finds the split does not pay.
 func (s *Scheduler) disaggregate(ctx context.Context, req *framework.Request, res *framework.Result) {
 	decode := res.Targets[0]
 	switch {
@@ -19,12 +20,17 @@ func (s *Scheduler) disaggregate(ctx context.Context, req *framework.Request, re
 	default:
 		sc := s.acquire()
 		sc.cs.Now = res.State.Now
-		if p := s.pickPrefill(ctx, req, sc, decode); p != nil {
-			p.State = &sc.cs
-			res.Prefill, res.Disaggregation = p, framework.PDSplit
-		} else {
+		p := s.pickPrefill(ctx, req, sc, decode)
+		switch {
+		case p == nil:
 			s.release(sc)
 			res.Disaggregation = framework.PDNoPrefill
+		case !s.splitPays(ctx, res.State, &sc.cs, req, decode, p.Targets):
+			s.release(sc)
+			res.Disaggregation = framework.PDLocalPrefill
+		default:
+			p.State = &sc.cs
+			res.Prefill, res.Disaggregation = p, framework.PDSplit
 		}
 	}
 	s.metrics.pd[res.Disaggregation].Inc()
@@ -36,6 +42,27 @@ func (s *Scheduler) disaggregate(ctx context.Context, req *framework.Request, re
 		s.log.LogAttrs(ctx, slog.LevelDebug, "prefill/decode decision", slog.String("decision", res.Disaggregation),
 			slog.String("decode", decode.Meta().Address), slog.String("prefill", prefill))
 	}
+}
+
+// splitPays asks the handler, when it weighs the split, whether one of the prefill profile's
+// targets computing the prompt beats decode prefilling it itself, and moves the one it found
+// best to the front; a handler that does not weigh always splits on the profile's pick.
+func (s *Scheduler) splitPays(
+	ctx context.Context,
+	cs, pcs *framework.CycleState,
+	req *framework.Request,
+	decode framework.Endpoint,
+	prefills []framework.Endpoint,
+) bool {
+	w, ok := s.profile.PD.(framework.PrefillWeigher)
+	if !ok {
+		return true
+	}
+	best, pays := w.SplitPays(ctx, cs, pcs, req, decode, prefills)
+	if best > 0 && best < len(prefills) {
+		prefills[0], prefills[best] = prefills[best], prefills[0]
+	}
+	return pays
 }
 
 // pickPrefill runs the prefill profile over the pre-filtered endpoints but decode; nil when

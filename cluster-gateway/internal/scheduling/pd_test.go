@@ -68,9 +68,11 @@ func TestPDProfilePicksPrefillAndDecode(t *testing.T) {
 	}
 	want := `
 # HELP switchyard_gateway_pd_decisions_total Prefill/decode decisions of a pd profile: prefill-decode (a prefill ` +
-		`endpoint computes the prompt), below-threshold and no-prefill-endpoint (the decode endpoint prefills itself).
+		`endpoint computes the prompt), below-threshold, no-prefill-endpoint and local-prefill (the decode endpoint ` +
+		`prefills itself).
 # TYPE switchyard_gateway_pd_decisions_total counter
 switchyard_gateway_pd_decisions_total{decision="below-threshold"} 0
+switchyard_gateway_pd_decisions_total{decision="local-prefill"} 0
 switchyard_gateway_pd_decisions_total{decision="no-prefill-endpoint"} 0
 switchyard_gateway_pd_decisions_total{decision="prefill-decode"} 1
 `
@@ -131,9 +133,9 @@ func TestPDThreshold(t *testing.T) {
 
 func TestPDWithoutPrefillPods(t *testing.T) {
 	h := plugintest.NewHandle()
-	both := roleEndpoint(h, "10.0.0.1:8000", "both", 0, 0, 0)
+	decode := roleEndpoint(h, "10.0.0.1:8000", "decode", 0, 0, 0)
 	bare := roleEndpoint(h, "10.0.0.2:8000", "", 0, 0, 0)
-	h.Set(plugintest.Endpoints(both, bare)...)
+	h.Set(plugintest.Endpoints(decode, bare)...)
 	s := newScheduler(t, scheduling.ProfilePD, h)
 	res, err := s.Schedule(context.Background(), pdRequest(strings.Repeat("z", 8192)))
 	if err != nil {
@@ -143,6 +145,39 @@ func TestPDWithoutPrefillPods(t *testing.T) {
 	if res.Disaggregation != framework.PDNoPrefill || res.Prefill != nil || len(res.Targets) != 2 {
 		t.Fatalf("decision %q, prefill %v, %d targets; want decode-only over both pods",
 			res.Disaggregation, res.Prefill, len(res.Targets))
+	}
+}
+
+// TestPDBothPodPrefills: a pod labelled both takes part in either role: the decode profile may
+// pick it, and the prefill profile may pick it to prefill for a decode pod.
+func TestPDBothPodPrefills(t *testing.T) {
+	h := plugintest.NewHandle()
+	both := roleEndpoint(h, "10.0.0.1:8000", "both", 0, 30, 0.7)
+	decode := roleEndpoint(h, "10.0.0.2:8000", "decode", 0, 0, 0.1)
+	h.Set(plugintest.Endpoints(both, decode)...)
+	s := newConfigScheduler(t, h, pdConfig(0))
+	seen := map[string]int{}
+	for range 16 {
+		res, err := s.Schedule(context.Background(), pdRequest(strings.Repeat("z", 8192)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch res.Targets[0] {
+		case framework.Endpoint(decode):
+			if res.Disaggregation != framework.PDSplit || res.Prefill.Targets[0] != framework.Endpoint(both) {
+				t.Fatalf("on the decode pod: decision %q, want the both pod to prefill", res.Disaggregation)
+			}
+		case framework.Endpoint(both):
+			if res.Disaggregation != framework.PDNoPrefill {
+				t.Fatalf("on the both pod: decision %q, want %q (a decode pod never prefills for others)",
+					res.Disaggregation, framework.PDNoPrefill)
+			}
+		}
+		seen[res.Disaggregation]++
+		s.Discard(res)
+	}
+	if seen[framework.PDSplit] == 0 {
+		t.Fatalf("decisions %v: the both pod never prefilled", seen)
 	}
 }
 

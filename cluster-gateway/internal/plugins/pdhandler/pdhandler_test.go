@@ -16,6 +16,12 @@ func TestParams(t *testing.T) {
 		{"negative threshold", `{"threshold": -1}`, "threshold", "", ""},
 		{"same profiles", `{"decodeProfile": "x", "prefillProfile": "x"}`, "both", "", ""},
 		{"unknown parameter", `{"primaryPort": 8000}`, "unknown field", "", ""},
+		{"selective", `{"selective": true, "itlBudget": "20ms", "transferPerToken": "2us", ` +
+			`"prefillTokensPerSecond": 30000}`, "", "decode", "prefill"},
+		{"negative ITL budget", `{"selective": true, "itlBudget": "-1ms"}`, "itlBudget", "", ""},
+		{"negative transfer", `{"transferPerToken": "-1us"}`, "transferPerToken", "", ""},
+		{"zero prefill speed", `{"prefillTokensPerSecond": 0}`, "prefillTokensPerSecond", "", ""},
+		{"duration not a string", `{"itlBudget": 50}`, "duration", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 // Package rolefilter provides llm-d's prefill-filter and decode-filter: they keep the endpoints
 // whose role (the llm-d.ai/role label, framework.RoleOf) lets them do one half of a
-// disaggregated request. prefill-filter keeps role prefill; decode-filter keeps decode and both
-// (prefill-decode, or no label: an unlabelled pod serves whole requests and can decode).
+// disaggregated request. prefill-filter keeps role prefill and the pods labelled both (or
+// prefill-decode), which take part in either role; decode-filter keeps decode and both
+// (prefill-decode, or no label: an unlabelled pod serves whole requests and can decode, but is
+// never another pod's prefill endpoint).
 package rolefilter
 
 import (
@@ -56,6 +58,14 @@ func (f *Filter) Keeps(r framework.Role) bool {
 	return r != framework.RolePrefill
 }
 
+// keepsMeta reports whether the filter keeps the endpoint m describes.
+func (f *Filter) keepsMeta(m *framework.EndpointMeta) bool {
+	if f.prefill {
+		return framework.CanPrefillForOthers(m)
+	}
+	return f.Keeps(framework.RoleOf(m))
+}
+
 // Filter keeps the endpoints of the accepted roles, in order, in eps's backing array.
 func (f *Filter) Filter(
 	_ context.Context,
@@ -65,7 +75,7 @@ func (f *Filter) Filter(
 ) []framework.Endpoint {
 	out := eps[:0]
 	for _, e := range eps {
-		if f.Keeps(framework.RoleOf(e.Meta())) {
+		if f.keepsMeta(e.Meta()) {
 			out = append(out, e)
 		}
 	}

@@ -23,7 +23,7 @@ func TestFilters(t *testing.T) {
 		typ  string
 		want []string
 	}{
-		{rolefilter.PrefillType, []string{"p"}},
+		{rolefilter.PrefillType, []string{"p", "b", "pd"}},
 		{rolefilter.DecodeType, []string{"d", "b", "pd", "none", "odd"}},
 	}
 	for _, tt := range tests {
