@@ -56,6 +56,7 @@ func (p *Pipeline) Inject(a *Attempt, carrier propagation.TextMapCarrier) {
 // on, the attempt's upstream span (a child of the span in ctx).
 func (p *Pipeline) Begin(ctx context.Context, d *Decision, ep *datastore.Endpoint) *Attempt {
 	ep.AddInFlight(1)
+	ep.AddInFlightTokens(int64(d.Request.PromptTokens))
 	a := &Attempt{d: d, ep: ep, sentAt: p.now(), ctx: ctx}
 	a.ctx, a.span = p.startUpstream(ctx, d, ep)
 	a.meter.UseBudget(p.bodies)
@@ -98,6 +99,7 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, final bool) {
 	now := p.now()
 	a.ep.AddInFlight(-1)
+	a.ep.AddInFlightTokens(-int64(a.d.Request.PromptTokens))
 	a.ep.ObserveResult(status, err, now)
 	m := a.meter.Finish()
 	if m.Unmetered != "" {

@@ -79,21 +79,41 @@ func (s *Scorer) backlog(
 		}
 	}
 	inFlight := e.InFlight()
-	if st != nil && inFlight <= 0 {
+	peers, peerSize, peerSince := peerLoad(e, avg)
+	own := inFlight - peers // this gateway's own requests: the ones st accounts for
+	if st != nil && own <= 0 {
 		st.resetBacklog() // idle: heal any drift from requests whose hooks never came
 	}
-	if st != nil && s.firstTokens.Load() && inFlight > 0 {
-		ours := float64(min(max(0, st.prefillN.Load()), inFlight))
+	if st != nil && s.firstTokens.Load() && own > 0 {
+		ours := float64(min(max(0, st.prefillN.Load()), own))
 		others := max(0, float64(waiting+sent)-ours)
 		mine := float64(max(0, st.prefillTokens.Load()))
 		if ours > 0 {
 			mine = st.remaining(mine, ours, drain, now)
 		}
-		return ours + others, mine + others*avg
+		return ours + others + peerSince, mine + others*avg + peerSince*peerSize
 	}
-	load := max(waiting+running+sent, int(inFlight))
+	load := max(waiting+running+sent+int(peerSince), int(inFlight))
 	ahead = float64(load - min(running, load))
 	return ahead, ahead * avg
+}
+
+// peerLoad returns what peer gateway replicas have in flight to e (framework.PeerLoad; zeros for
+// an endpoint without peers): their requests, the prefill size to count each at (the pod's
+// average uncached prompt, avg, or the peers' average prompt when smaller: a request's uncached
+// part is never more than its prompt) and how many they sent since the newest scrape, which the
+// scraped queue cannot show yet.
+func peerLoad(e framework.Endpoint, avg float64) (requests int64, size, sinceScrape float64) {
+	pl, ok := e.(framework.PeerLoad)
+	if !ok {
+		return 0, avg, 0
+	}
+	requests, tokens := pl.PeerInFlight()
+	size = avg
+	if requests > 0 && tokens > 0 {
+		size = min(avg, float64(tokens)/float64(requests))
+	}
+	return requests, size, float64(pl.PeerInFlightSinceScrape())
 }
 
 // request is what the model needs of the request being placed.
