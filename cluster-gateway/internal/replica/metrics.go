@@ -79,6 +79,10 @@ func newMetrics(s *Sharer, reg prometheus.Registerer) *metrics {
 			Help: "Estimated memory of the replica sharing state: the peers' load figures and the prefix batch.",
 		}, func() float64 { return float64(s.StateBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchyard_gateway_replica_peer_inflight_requests",
+			Help: "Requests the peer replicas report in flight, over every pod (what this replica adds to its own).",
+		}, func() float64 { return float64(s.PeerInFlight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "switchyard_gateway_replica_report_age_seconds",
 			Help: "Age of the stalest peer's newest load report (0 with no peer).",
 		}, func() float64 { return s.OldestReport().Seconds() }),

@@ -155,6 +155,16 @@ func (s *Sharer) StateBytes() int {
 	return s.table.bytes() + s.out.memBytes()
 }
 
+// PeerInFlight is the requests the peers report in flight, over every pod.
+func (s *Sharer) PeerInFlight() int64 {
+	var n int64
+	for _, ep := range s.pods.Endpoints() {
+		r, _ := ep.PeerInFlight()
+		n += r
+	}
+	return n
+}
+
 // OldestReport is the age of the stalest peer's newest load report.
 func (s *Sharer) OldestReport() time.Duration {
 	s.mu.Lock()
