@@ -304,8 +304,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery,
-		c.validateScheduling, c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateReplicas, c.validateLogging,
-		c.validateGIE, c.validateAutoscale} {
+		c.validateScheduling, c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateReplicas,
+		c.validateLogging, c.validateGIE, c.validateAutoscale} {
 		errs = append(errs, check()...)
 	}
 	return errors.Join(errs...)

@@ -116,7 +116,7 @@ func (c *guardedConn) exceed() error {
 		if c.onCut != nil {
 			c.onCut()
 		}
-		_ = c.Conn.Close()
+		_ = c.Close()
 	}
 	return errStreamTooLarge
 }
