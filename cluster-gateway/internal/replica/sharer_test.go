@@ -3,6 +3,7 @@ package replica_test
 import (
 	"context"
 	"crypto/rand"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -211,4 +212,30 @@ func (g gathered) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(g.name, "", nil, nil), prometheus.CounterValue, v)
 		}
 	}
+}
+
+// A stranger without the key cannot make a replica buffer a large pre-authentication TCP
+// stream: one that declares 16 MiB is cut after its 5-byte header, and counted.
+func TestLargePreAuthStreamIsCut(t *testing.T) {
+	a := startReplica(t, "c1", "a", key(t))
+	conn, err := net.Dial("tcp", a.sharer.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	header := []byte{10, 0x01, 0x00, 0x00, 0x00} // memberlist's encryptMsg, 16 MiB declared
+	if _, err := conn.Write(header); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, func() bool {
+		return testutil.ToFloat64(counter(t, a.reg, "switchyard_gateway_replica_streams_cut_total")) == 1
+	}, "the stream is cut")
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	junk := make([]byte, 64<<10)
+	for range 256 { // the replica closed the stream: writes fail long before 16 MiB
+		if _, err := conn.Write(junk); err != nil {
+			return
+		}
+	}
+	t.Fatal("16 MiB written to a cut stream")
 }
