@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -104,7 +105,7 @@ func (st *stack) startReplicas(ctx context.Context, cfg *Config, sc Scenario, r 
 			return err
 		}
 	}
-	front, err := newRoundRobinFront(urls)
+	front, err := newRoundRobinFront(urls, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ type roundRobinFront struct {
 	url string
 }
 
-func newRoundRobinFront(backends []string) (*roundRobinFront, error) {
+func newRoundRobinFront(backends []string, logger *slog.Logger) (*roundRobinFront, error) {
 	targets := make([]*url.URL, len(backends))
 	for i, b := range backends {
 		u, err := url.Parse(b)
@@ -134,6 +135,7 @@ func newRoundRobinFront(backends []string) (*roundRobinFront, error) {
 			r.SetURL(targets[(next.Add(1)-1)%uint64(len(targets))])
 		},
 		FlushInterval: -1, // SSE token by token
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second},
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
