@@ -37,17 +37,18 @@ const (
 
 // replicasScenario measures what active-active replica sharing buys: the shipped default profile
 // on one gateway, on three replicas behind round robin that share their state, and on the same
-// three deciding alone, all on the same requests. The shared-prefix workload is reshaped so that
-// prefix affinity matters and the fleet runs busy: 40 groups of 3,000-token system prompts with
-// 600-token questions on four H100 pods at 0.8 of their capacity.
+// three deciding alone, all on the same requests. It takes the precise-prefix scenario's shape,
+// where prefix affinity decides the hit rate: 100 groups, each a 1,500-token system prompt and
+// 300-token questions, on four A10G pods whose 120,000 tokens of KV cache cannot hold the
+// groups' 150,000 tokens of prefixes, so a group whose requests are spread over several pods is
+// evicted from each of them more often than one kept on its pod.
 var replicasScenario = Scenario{
 	Name: "replicas", Workload: "shared-prefix",
-	Pools: []Pool{{"h100", 4}},
+	Pools: []Pool{{"a10g", 4}},
 	Shape: func(w *workload.Workload) {
-		w.SharedPrefix.Groups, w.SharedPrefix.SystemTokens, w.SharedPrefix.QuestionTokens = 40, 3000, 600
-		w.Load = 0.8
+		w.SharedPrefix.Groups, w.SharedPrefix.SystemTokens, w.SharedPrefix.QuestionTokens = 100, 1500, 300
 	},
-	Quick:    30 * time.Second,
+	Quick:    60 * time.Second, // fewer requests would rarely repeat a group
 	Policies: []string{PolicySingle, PolicyReplicasShared, PolicyReplicasAlone},
 	Baseline: PolicySingle,
 	Replicas: map[string]Replicas{

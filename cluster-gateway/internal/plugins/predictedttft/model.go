@@ -25,8 +25,9 @@ type Estimate struct {
 const defaultPromptTokens = 256
 
 // estimate predicts the request's TTFT on e. Load is the larger of the scrape (waiting + running,
-// plus what this gateway sent since the scrape) and the gateway's own in-flight count, so a burst
-// is seen at once, before the next scrape; running requests are already past prefill, the rest
+// plus what this gateway and its peer replicas sent since the scrape) and the in-flight count
+// (this gateway's and its peers', framework.PeerLoad), so a burst is seen at once, before the next
+// scrape; running requests are already past prefill, the rest
 // are ahead of this request. Once first-token reports arrive, this gateway's own requests ahead
 // are counted by the uncached tokens they still have to prefill (a fluid queue drained at the
 // pod's measured drain rate; by their whole prompts until that rate is measured), and only the
