@@ -2,8 +2,8 @@ package replica
 
 // outbox collects the prefix routes this replica made since the last batch, bounded by bytes.
 // A chain's hashes identify its whole prefix (each block's hash covers every block before it), so
-// a route is cut to the blocks after the last one already queued for the same pod: a shared
-// system prompt routed a hundred times in a batch is sent once. Callers hold the Sharer's mutex.
+// a route is cut to the blocks after those already queued for the same pod: a shared system
+// prompt routed a hundred times in a batch is sent once. Callers hold the Sharer's mutex.
 type outbox struct {
 	limit  int
 	routes []prefixRoute
@@ -18,11 +18,8 @@ func newOutbox(limit int) *outbox {
 // add queues a route; it returns false when the batch has no room left for it (dropped).
 func (o *outbox) add(model, addr string, hashes []uint64) bool {
 	seen := o.queued[addr]
-	for k := len(hashes) - 1; k >= 0 && seen != nil; k-- {
-		if _, ok := seen[hashes[k]]; ok {
-			hashes = hashes[k+1:]
-			break
-		}
+	if seen != nil {
+		hashes = hashes[queuedPrefix(seen, hashes):]
 	}
 	if len(hashes) == 0 {
 		return true
@@ -43,11 +40,33 @@ func (o *outbox) add(model, addr string, hashes []uint64) bool {
 	return true
 }
 
+// queuedPrefix returns how many leading hashes of a chain are queued already. What is queued
+// for a pod is prefix-closed (a chain's block is queued only with every block before it), so the
+// queued blocks are a leading run of the chain, found by binary search.
+func queuedPrefix(seen map[uint64]struct{}, hashes []uint64) int {
+	lo, hi := 0, len(hashes) // hashes[:lo] queued; hashes[hi:] not
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if _, ok := seen[hashes[mid]]; ok {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // take returns the queued routes and empties the outbox.
 func (o *outbox) take() []prefixRoute {
 	r := o.routes
 	o.routes, o.bytes = nil, 0
-	clear(o.queued)
+	for addr, seen := range o.queued {
+		if len(seen) == 0 { // idle for a batch: let its memory go
+			delete(o.queued, addr)
+			continue
+		}
+		clear(seen) // keeps its buckets: the next batch's routes to the pod need no growth
+	}
 	return r
 }
 
