@@ -54,14 +54,14 @@ type Endpoint struct {
 	metrics  atomic.Pointer[Metrics]
 	models   atomic.Pointer[Models]
 	inFlight atomic.Int64
-	// inFlightTokens are the prompt tokens of this gateway's in-flight requests to the pod.
-	inFlightTokens atomic.Int64
+	// prefilling and prefillTokens count this gateway's in-flight requests to the pod still
+	// waiting for their first token, and their prompt tokens.
+	prefilling, prefillTokens atomic.Int64
 	// inFlightAtScrape is inFlight when the newest scrape was stored (see InFlightSinceScrape).
 	inFlightAtScrape atomic.Int64
-	// peerInFlight and peerTokens are the in-flight requests (and their prompt tokens) the peer
-	// replicas last reported for the pod; peerAtScrape is peerInFlight when the newest scrape was
-	// stored.
-	peerInFlight, peerTokens, peerAtScrape atomic.Int64
+	// peerInFlight, peerPrefilling and peerPrefillTokens are what the peer replicas last reported
+	// for the pod; peerAtScrape is peerInFlight when the newest scrape was stored.
+	peerInFlight, peerPrefilling, peerPrefillTokens, peerAtScrape atomic.Int64
 	// scrapeFailures counts consecutive failed scrapes (0 after a success).
 	scrapeFailures atomic.Int32
 	// health is the passive outlier detector fed by proxied results (health.go).
@@ -132,16 +132,20 @@ func (e *Endpoint) SetModels(m *Models) { e.models.Store(m) }
 // plus those its peer replicas last reported (SetPeerInFlight).
 func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() + e.peerInFlight.Load() }
 
-// OwnInFlight is the number of requests this gateway replica has sent to the pod that have not
-// finished, and their prompt tokens: what it reports to its peers.
-func (e *Endpoint) OwnInFlight() (requests, tokens int64) {
-	return e.inFlight.Load(), e.inFlightTokens.Load()
+// OwnInFlight is what this gateway replica has in flight to the pod: what it reports to its
+// peers.
+func (e *Endpoint) OwnInFlight() framework.InFlightLoad {
+	return framework.InFlightLoad{
+		Requests: e.inFlight.Load(), Prefilling: e.prefilling.Load(), PrefillTokens: e.prefillTokens.Load(),
+	}
 }
 
-// PeerInFlight returns the in-flight requests and prompt tokens the peer replicas last reported
-// (framework.PeerLoad).
-func (e *Endpoint) PeerInFlight() (requests, tokens int64) {
-	return e.peerInFlight.Load(), e.peerTokens.Load()
+// PeerInFlight returns what the peer replicas last reported in flight (framework.PeerLoad).
+func (e *Endpoint) PeerInFlight() framework.InFlightLoad {
+	return framework.InFlightLoad{
+		Requests: e.peerInFlight.Load(), Prefilling: e.peerPrefilling.Load(),
+		PrefillTokens: e.peerPrefillTokens.Load(),
+	}
 }
 
 // PeerInFlightSinceScrape is how much the peers' in-flight count grew since the newest scrape
@@ -152,9 +156,10 @@ func (e *Endpoint) PeerInFlightSinceScrape() int64 {
 
 // SetPeerInFlight stores the sum of the peer replicas' reports for the pod (negative values are
 // stored as 0).
-func (e *Endpoint) SetPeerInFlight(requests, tokens int64) {
-	e.peerInFlight.Store(max(0, requests))
-	e.peerTokens.Store(max(0, tokens))
+func (e *Endpoint) SetPeerInFlight(l framework.InFlightLoad) {
+	e.peerInFlight.Store(max(0, l.Requests))
+	e.peerPrefilling.Store(max(0, l.Prefilling))
+	e.peerPrefillTokens.Store(max(0, l.PrefillTokens))
 }
 
 // InFlightSinceScrape is how much this gateway's in-flight count to the pod has grown since the
@@ -169,6 +174,10 @@ func (e *Endpoint) InFlightSinceScrape() int64 {
 // AddInFlight adjusts the in-flight count by delta (+1 when a request is sent, -1 when it ends).
 func (e *Endpoint) AddInFlight(delta int64) { e.inFlight.Add(delta) }
 
-// AddInFlightTokens adjusts the in-flight prompt tokens by delta (the request's prompt tokens
-// when it is sent, minus them when it ends).
-func (e *Endpoint) AddInFlightTokens(delta int64) { e.inFlightTokens.Add(delta) }
+// AddPrefill adjusts the requests waiting for their first token and their prompt tokens (+1
+// and the prompt when a request is sent, -1 and minus it at its first token or its end before
+// one).
+func (e *Endpoint) AddPrefill(requests, tokens int64) {
+	e.prefilling.Add(requests)
+	e.prefillTokens.Add(tokens)
+}

@@ -39,12 +39,21 @@ type Endpoint interface {
 // replicas routed (datastore.Endpoint). Plugins that keep their own account of this gateway's
 // requests (the predicted-TTFT scorer) find it by type assertion to count the peers' apart.
 type PeerLoad interface {
-	// PeerInFlight returns the requests the peer replicas last reported in flight to the pod and
-	// their prompt tokens (zeros with no peers, or when their reports have aged out).
-	PeerInFlight() (requests, tokens int64)
+	// PeerInFlight returns what the peer replicas last reported in flight to the pod (zeros with
+	// no peers, or when their reports have aged out).
+	PeerInFlight() InFlightLoad
 	// PeerInFlightSinceScrape is how much the peers' in-flight requests grew since the newest
 	// scrape was stored (0 when they did not): requests that scrape cannot show.
 	PeerInFlightSinceScrape() int64
+}
+
+// InFlightLoad is what one or more gateway replicas have in flight to a pod.
+type InFlightLoad struct {
+	// Requests are the requests sent that have not finished.
+	Requests int64
+	// Prefilling are those of them still waiting for their first token, and PrefillTokens their
+	// prompt tokens: the prefill work they may still put on the pod.
+	Prefilling, PrefillTokens int64
 }
 
 // EndpointMeta is an endpoint's identity, set when discovery reports it and never changed.

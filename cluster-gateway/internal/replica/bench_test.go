@@ -2,6 +2,8 @@ package replica
 
 import (
 	"testing"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // BenchmarkOutboxAdd prices what a routed request costs its replica (Sharer.Routed's work under
@@ -28,7 +30,9 @@ func BenchmarkDecodeLoad(b *testing.B) {
 	h := header{kind: kindLoad, cluster: "c1", sender: "gateway-c1-a"}
 	var entries []loadEntry
 	for i := range 40 {
-		entries = append(entries, loadEntry{addr: "10.0.0." + string(rune('0'+i%10)) + ":8000", requests: 3, tokens: 900})
+		entries = append(entries, loadEntry{addr: "10.0.0." + string(rune('0'+i%10)) + ":8000", load: framework.InFlightLoad{
+			Requests: 3, Prefilling: 1, PrefillTokens: 900,
+		}})
 	}
 	msg := packets(h, 1200, len(entries), func(buf []byte, i int) []byte { return appendLoad(buf, entries[i]) })[0]
 	b.ReportAllocs()

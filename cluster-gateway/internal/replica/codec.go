@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // Wire format of one message (one UDP packet), version 1:
@@ -11,7 +13,8 @@ import (
 //	magic "SR", version 1, kind (1 load, 2 prefix)
 //	cluster: uvarint length + bytes; sender: uvarint length + bytes
 //	entries until the end of the packet:
-//	  load:   pod address (uvarint length + bytes), requests (uvarint), prompt tokens (uvarint)
+//	  load:   pod address (uvarint length + bytes), requests, those waiting for their first token,
+//	          and their prompt tokens (three uvarints)
 //	  prefix: base model (uvarint length + bytes), pod address (uvarint length + bytes),
 //	          block count (uvarint), that many 8-byte little-endian block hashes
 //
@@ -48,8 +51,8 @@ type header struct {
 
 // loadEntry is one pod's figures in a load report.
 type loadEntry struct {
-	addr             string
-	requests, tokens int64
+	addr string
+	load framework.InFlightLoad
 }
 
 // prefixRoute is one routed prompt: its base model, the pod it went to and its block hashes.
@@ -71,8 +74,9 @@ func appendHeader(b []byte, h header) []byte {
 
 func appendLoad(b []byte, e loadEntry) []byte {
 	b = appendString(b, e.addr)
-	b = binary.AppendUvarint(b, uint64(max(0, e.requests)))
-	return binary.AppendUvarint(b, uint64(max(0, e.tokens)))
+	b = binary.AppendUvarint(b, uint64(max(0, e.load.Requests)))
+	b = binary.AppendUvarint(b, uint64(max(0, e.load.Prefilling)))
+	return binary.AppendUvarint(b, uint64(max(0, e.load.PrefillTokens)))
 }
 
 func appendPrefix(b []byte, r prefixRoute) []byte {
@@ -154,8 +158,9 @@ func decodeHeader(b []byte) (header, *decoder, error) {
 func decodeLoad(d *decoder, f func(loadEntry)) error {
 	for len(d.b) > 0 && d.err == nil {
 		e := loadEntry{addr: d.str("address")}
-		e.requests = int64(d.uvarint("requests", maxCount))
-		e.tokens = int64(d.uvarint("tokens", maxCount))
+		e.load.Requests = int64(d.uvarint("requests", maxCount))
+		e.load.Prefilling = int64(d.uvarint("prefilling", maxCount))
+		e.load.PrefillTokens = int64(d.uvarint("prefill tokens", maxCount))
 		if d.err == nil && e.addr == "" {
 			d.fail("empty address")
 		}

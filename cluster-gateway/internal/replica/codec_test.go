@@ -5,11 +5,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 func TestCodecRoundTrip(t *testing.T) {
 	h := header{kind: kindLoad, cluster: "c1", sender: "gw-a"}
-	loads := []loadEntry{{addr: "10.0.0.1:8000", requests: 3, tokens: 900}, {addr: "10.0.0.2:8000"}}
+	loads := []loadEntry{{addr: "10.0.0.1:8000", load: framework.InFlightLoad{Requests: 3, Prefilling: 2,
+		PrefillTokens: 900}}, {addr: "10.0.0.2:8000"}}
 	msgs := packets(h, 1200, len(loads), func(b []byte, i int) []byte { return appendLoad(b, loads[i]) })
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
@@ -85,8 +88,9 @@ func TestDecodeRejects(t *testing.T) {
 		body []byte
 	}{
 		{"load without figures", kindLoad, []byte("\x03a:1")},
-		{"load count too large", kindLoad, []byte("\x03a:1\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x00")},
-		{"load empty address", kindLoad, []byte("\x00\x01\x01")},
+		{"load missing prefill tokens", kindLoad, []byte("\x03a:1\x01\x01")},
+		{"load count too large", kindLoad, []byte("\x03a:1\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x00\x00")},
+		{"load empty address", kindLoad, []byte("\x00\x01\x01\x01")},
 		{"prefix count past the end", kindPrefix, []byte("\x01m\x03a:1\x05\x01\x02\x03\x04\x05\x06\x07\x08")},
 		{"prefix no blocks", kindPrefix, []byte("\x01m\x03a:1\x00")},
 	}
@@ -115,7 +119,7 @@ func TestDecodeRejects(t *testing.T) {
 // message that decodes to the same entries.
 func FuzzDecode(f *testing.F) {
 	f.Add(appendLoad(appendHeader(nil, header{kind: kindLoad, cluster: "c", sender: "s"}),
-		loadEntry{addr: "a:1", requests: 2, tokens: 5}))
+		loadEntry{addr: "a:1", load: framework.InFlightLoad{Requests: 2, Prefilling: 1, PrefillTokens: 5}}))
 	f.Add(appendPrefix(appendHeader(nil, header{kind: kindPrefix, cluster: "c", sender: "s"}),
 		prefixRoute{model: "m", addr: "a:1", hashes: []uint64{1, 2}}))
 	f.Add([]byte("SR\x01\x02\x01c\x01s\x01m"))
@@ -128,7 +132,7 @@ func FuzzDecode(f *testing.F) {
 		n := 0
 		if h.kind == kindLoad {
 			err = decodeLoad(d, func(e loadEntry) {
-				if e.requests < 0 || e.tokens < 0 || len(e.addr) > maxName {
+				if e.load.Requests < 0 || e.load.Prefilling < 0 || e.load.PrefillTokens < 0 || len(e.addr) > maxName {
 					t.Fatalf("entry out of range: %+v", e)
 				}
 				again = appendLoad(again, e)

@@ -5,7 +5,8 @@
 // their own (encrypted with its own keyring, apart from the main gossip that spans regions) and,
 // every Interval, sends every peer two things as UDP packets of at most PacketBytes:
 //
-//   - a load report: per pod, the requests this replica has in flight and their prompt tokens.
+//   - a load report: per pod, the requests this replica has in flight, how many of them wait for
+//     their first token and those ones' prompt tokens.
 //     Each receiver adds the peers' last reports to its own counts (datastore.Endpoint's
 //     InFlight), so its scorers and saturation filter see the load all replicas put on the pod.
 //     A report older than MaxAge counts for nothing, and a peer that leaves the pool or dies is

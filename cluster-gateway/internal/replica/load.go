@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/datastore"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
 )
 
 // Pods is the endpoint store the Sharer reads its own load from and writes the peers' into
@@ -15,8 +16,8 @@ type Pods interface {
 
 // podFigures is one peer's last report for one pod.
 type podFigures struct {
-	requests, tokens int64
-	at               time.Time
+	load framework.InFlightLoad
+	at   time.Time
 }
 
 // peerState is what one peer last reported.
@@ -40,7 +41,7 @@ func (t *peerTable) apply(pods Pods, peer string, e loadEntry, now time.Time) bo
 		return false
 	}
 	p := t.peers[peer]
-	p.pods[e.addr] = podFigures{requests: e.requests, tokens: e.tokens, at: now}
+	p.pods[e.addr] = podFigures{load: e.load, at: now}
 	p.reported = now
 	return true
 }
@@ -51,14 +52,15 @@ func (t *peerTable) sum(pods Pods, addr string, now time.Time, maxAge time.Durat
 	if ep == nil {
 		return
 	}
-	var req, tok int64
+	var sum framework.InFlightLoad
 	for _, p := range t.peers {
 		if f, ok := p.pods[addr]; ok && now.Sub(f.at) <= maxAge {
-			req += f.requests
-			tok += f.tokens
+			sum.Requests += f.load.Requests
+			sum.Prefilling += f.load.Prefilling
+			sum.PrefillTokens += f.load.PrefillTokens
 		}
 	}
-	ep.SetPeerInFlight(req, tok)
+	ep.SetPeerInFlight(sum)
 }
 
 // expire forgets the figures older than maxAge at now and of pods no longer in the store, and
@@ -118,20 +120,20 @@ const zeroRepeats = 3
 // dropped to zero in the last zeroRepeats reports. zeros tracks the latter across calls.
 func ownLoad(pods Pods, zeros map[string]int, out []loadEntry) []loadEntry {
 	for _, ep := range pods.Endpoints() {
-		req, tok := ep.OwnInFlight()
+		l := ep.OwnInFlight()
 		switch {
-		case req > 0:
+		case l.Requests > 0:
 			zeros[ep.Address] = zeroRepeats
 		case zeros[ep.Address] > 0:
 			zeros[ep.Address]--
-			req, tok = 0, 0
+			l = framework.InFlightLoad{}
 			if zeros[ep.Address] == 0 {
 				delete(zeros, ep.Address)
 			}
 		default:
 			continue
 		}
-		out = append(out, loadEntry{addr: ep.Address, requests: req, tokens: max(0, tok)})
+		out = append(out, loadEntry{addr: ep.Address, load: l})
 	}
 	for addr := range zeros {
 		if pods.Get(addr) == nil {

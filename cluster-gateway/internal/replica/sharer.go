@@ -159,8 +159,7 @@ func (s *Sharer) StateBytes() int {
 func (s *Sharer) PeerInFlight() int64 {
 	var n int64
 	for _, ep := range s.pods.Endpoints() {
-		r, _ := ep.PeerInFlight()
-		n += r
+		n += ep.PeerInFlight().Requests
 	}
 	return n
 }

@@ -95,19 +95,18 @@ func TestLoadIsShared(t *testing.T) {
 
 	epA, epB := a.store.Get(pods[0]), b.store.Get(pods[0])
 	epA.AddInFlight(3)
-	epA.AddInFlightTokens(1200)
+	epA.AddPrefill(2, 1200)
 	poll.Until(t, 10*time.Second, func() bool { return epB.InFlight() == 3 }, "b counts a's 3 in-flight requests")
-	if req, tok := epB.PeerInFlight(); req != 3 || tok != 1200 {
-		t.Fatalf("b's peer figures %d requests, %d tokens; want 3, 1200", req, tok)
-	}
-	if own, _ := epB.OwnInFlight(); own != 0 {
-		t.Fatalf("b's own in-flight %d, want 0", own)
+	want := framework.InFlightLoad{Requests: 3, Prefilling: 2, PrefillTokens: 1200}
+	poll.Until(t, 10*time.Second, func() bool { return epB.PeerInFlight() == want }, "b holds a's figures")
+	if own := epB.OwnInFlight(); own != (framework.InFlightLoad{}) {
+		t.Fatalf("b's own in-flight %+v, want none", own)
 	}
 	epB.AddInFlight(2)
 	poll.Until(t, 10*time.Second, func() bool { return epA.InFlight() == 5 && epB.InFlight() == 5 },
 		"both replicas count 5")
 	epA.AddInFlight(-3)
-	epA.AddInFlightTokens(-1200)
+	epA.AddPrefill(-2, -1200)
 	poll.Until(t, 10*time.Second, func() bool { return epB.InFlight() == 2 }, "a's finished requests leave b's count")
 
 	// A peer that leaves is forgotten at once, not after MaxAge.

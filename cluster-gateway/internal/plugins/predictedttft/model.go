@@ -80,41 +80,50 @@ func (s *Scorer) backlog(
 		}
 	}
 	inFlight := e.InFlight()
-	peers, peerSize, peerSince := peerLoad(e, avg)
-	own := inFlight - peers // this gateway's own requests: the ones st accounts for
+	peer := peerLoad(e, avg)
+	own := inFlight - peer.Requests // this gateway's own requests: the ones st accounts for
 	if st != nil && own <= 0 {
 		st.resetBacklog() // idle: heal any drift from requests whose hooks never came
 	}
-	if st != nil && s.firstTokens.Load() && own > 0 {
-		ours := float64(min(max(0, st.prefillN.Load()), own))
-		others := max(0, float64(waiting+sent)-ours)
+	if st != nil && s.firstTokens.Load() && inFlight > 0 {
+		ours := float64(min(max(0, st.prefillN.Load()), max(0, own)))
+		theirs := float64(peer.Prefilling)
+		others := max(0, float64(waiting+sent)+peer.sinceScrape-ours-theirs)
 		mine := float64(max(0, st.prefillTokens.Load()))
 		if ours > 0 {
 			mine = st.remaining(mine, ours, drain, now)
 		}
-		return ours + others + peerSince, mine + others*avg + peerSince*peerSize
+		return ours + theirs + others, mine + theirs*peer.size + others*avg
 	}
-	load := max(waiting+running+sent+int(peerSince), int(inFlight))
+	load := max(waiting+running+sent+int(peer.sinceScrape), int(inFlight))
 	ahead = float64(load - min(running, load))
 	return ahead, ahead * avg
 }
 
-// peerLoad returns what peer gateway replicas have in flight to e (framework.PeerLoad; zeros for
-// an endpoint without peers): their requests, the prefill size to count each at (the pod's
-// average uncached prompt, avg, or the peers' average prompt when smaller: a request's uncached
-// part is never more than its prompt) and how many they sent since the newest scrape, which the
-// scraped queue cannot show yet.
-func peerLoad(e framework.Endpoint, avg float64) (requests int64, size, sinceScrape float64) {
+// peers is what peer gateway replicas have in flight to a pod, as the model counts it.
+type peers struct {
+	framework.InFlightLoad
+	// size is the prefill tokens to count each of their requests at: the pod's average uncached
+	// prompt, or the peers' average prompt when smaller (a request's uncached part is never more
+	// than its prompt).
+	size float64
+	// sinceScrape is how many requests they sent since the newest scrape, which the scraped
+	// queue cannot show yet.
+	sinceScrape float64
+}
+
+// peerLoad returns what peer replicas have in flight to e (framework.PeerLoad; zeros for an
+// endpoint without peers); avg is the pod's average uncached prompt.
+func peerLoad(e framework.Endpoint, avg float64) peers {
 	pl, ok := e.(framework.PeerLoad)
 	if !ok {
-		return 0, avg, 0
+		return peers{size: avg}
 	}
-	requests, tokens := pl.PeerInFlight()
-	size = avg
-	if requests > 0 && tokens > 0 {
-		size = min(avg, float64(tokens)/float64(requests))
+	p := peers{InFlightLoad: pl.PeerInFlight(), size: avg, sinceScrape: float64(pl.PeerInFlightSinceScrape())}
+	if p.Prefilling > 0 && p.PrefillTokens > 0 {
+		p.size = min(avg, float64(p.PrefillTokens)/float64(p.Prefilling))
 	}
-	return requests, size, float64(pl.PeerInFlightSinceScrape())
+	return p
 }
 
 // request is what the model needs of the request being placed.

@@ -13,7 +13,7 @@ import (
 // datastore.Endpoint does with --replica-bind: InFlight includes them.
 type peerEndpoint struct {
 	*plugintest.FakeEndpoint
-	peers, tokens, sinceScrape int64
+	peers, prefilling, tokens, sinceScrape int64
 }
 
 var _ framework.PeerLoad = (*peerEndpoint)(nil)
@@ -24,7 +24,9 @@ func (e *peerEndpoint) InFlightSinceScrape() int64 {
 	return e.FakeEndpoint.InFlightSinceScrape() + e.sinceScrape
 }
 
-func (e *peerEndpoint) PeerInFlight() (int64, int64) { return e.peers, e.tokens }
+func (e *peerEndpoint) PeerInFlight() framework.InFlightLoad {
+	return framework.InFlightLoad{Requests: e.peers, Prefilling: e.prefilling, PrefillTokens: e.tokens}
+}
 
 func (e *peerEndpoint) PeerInFlightSinceScrape() int64 { return e.sinceScrape }
 
@@ -41,7 +43,7 @@ func TestPeerRequestsCount(t *testing.T) {
 			quiet := plugintest.Endpoint("10.0.0.1:8000", "m", 0, 1, 0.1, plugintest.Epoch)
 			busy := &peerEndpoint{
 				FakeEndpoint: plugintest.Endpoint("10.0.0.2:8000", "m", 0, 1, 0.1, plugintest.Epoch),
-				peers:        4, tokens: 4000, sinceScrape: 4,
+				peers:        4, prefilling: 4, tokens: 4000, sinceScrape: 4,
 			}
 			eps := []framework.Endpoint{quiet, busy}
 			h := plugintest.NewHandle(eps...)
