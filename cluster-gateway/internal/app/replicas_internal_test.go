@@ -47,7 +47,10 @@ func TestPeerRoutesReachTheSummarySketch(t *testing.T) {
 		t.Cleanup(func() {
 			cancel()
 			select {
-			case <-done:
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
 			case <-time.After(15 * time.Second):
 				t.Error("gateway did not stop")
 			}
