@@ -107,6 +107,7 @@ func TestScenarios(t *testing.T) {
 		"bursty":                8,
 		"shared-prefix":         8,
 		"precise-prefix":        4,
+		"replicas":              4,
 		"multi-lora":            8,
 		"uniform-steady":        8,
 		"pd-long-prompt":        4,

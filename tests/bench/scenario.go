@@ -60,6 +60,9 @@ type Scenario struct {
 	// Shape, when set, adjusts a copy of the loaded workload (its shared-prefix groups, say)
 	// before its rate is set from the fleet's capacity.
 	Shape func(w *workload.Workload)
+	// Replicas runs a policy as several gateway replicas behind a round-robin front (a
+	// Kubernetes Service's spread) instead of one gateway.
+	Replicas map[string]Replicas
 	// KVEvents makes every pod publish KV cache events to its gateway's --kv-events-endpoint
 	// (the precise-prefix-cache-scorer's input).
 	KVEvents bool
@@ -208,6 +211,7 @@ var scenarios = []Scenario{
 		},
 	},
 	precisePrefix,
+	replicasScenario,
 	pdLongPrompt,
 	regionBurst,
 	regionBurstOverload,

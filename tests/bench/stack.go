@@ -30,9 +30,14 @@ type stack struct {
 	roles   []string // pod roles ("" for both), in fleet order
 	gateway *harness.Process
 	url     string
-	metrics string // the gateway's metrics address
-	stop    context.CancelFunc
-	done    chan error
+	metrics string // the (first) gateway's metrics address
+	// metricsAddrs are every gateway's metrics addresses (replicas have several); extra every
+	// gateway process started, stopped by close; front the round-robin front of replicas.
+	metricsAddrs []string
+	extra        []*harness.Process
+	front        *roundRobinFront
+	stop         context.CancelFunc
+	done         chan error
 	// kvEvents is the host:port of the gateway's KV events SUB socket ("" when the scenario has
 	// no KV events).
 	kvEvents string
@@ -110,15 +115,6 @@ func startStack(ctx context.Context, cfg *Config, sc Scenario, w *workload.Workl
 }
 
 func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) error {
-	listen, err := harness.FreePort()
-	if err != nil {
-		return err
-	}
-	metrics, err := harness.FreePort()
-	if err != nil {
-		return err
-	}
-	scale := func(d time.Duration) string { return time.Duration(float64(d) * cfg.TimeScale).String() }
 	endpoints := filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-endpoints.yaml", sc.Name, st.policy))
 	if err := os.WriteFile(
 		endpoints,
@@ -126,6 +122,9 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 		0o644,
 	); err != nil {
 		return fmt.Errorf("bench: %w", err)
+	}
+	if r, ok := sc.Replicas[st.policy]; ok {
+		return st.startReplicas(ctx, cfg, sc, r, endpoints)
 	}
 	scheduling := cfg.schedulingFlag(st.policy)
 	if _, own := cfg.PolicyConfigs[st.policy]; !own {
@@ -135,10 +134,38 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 			scheduling = "--config=" + path
 		}
 	}
-	st.gateway = &harness.Process{
-		Name: "cluster-gateway/" + st.policy,
+	g, listen, metrics, err := st.runGateway(ctx, cfg, sc, "", endpoints, scheduling)
+	if err != nil {
+		return err
+	}
+	st.gateway, st.url, st.metrics = g, "http://"+listen, metrics
+	st.metricsAddrs = []string{metrics}
+	return waitModel(ctx, st.url, 30*time.Second)
+}
+
+// runGateway starts one gateway process (suffix tells replicas apart in names and logs) in front
+// of the fleet's endpoints file, with scheduling and extra flags, and waits until it is healthy;
+// it returns the process and its HTTP and metrics addresses.
+func (st *stack) runGateway(
+	ctx context.Context,
+	cfg *Config,
+	sc Scenario,
+	suffix, endpoints, scheduling string,
+	extra ...string,
+) (*harness.Process, string, string, error) {
+	listen, err := harness.FreePort()
+	if err != nil {
+		return nil, "", "", err
+	}
+	metrics, err := harness.FreePort()
+	if err != nil {
+		return nil, "", "", err
+	}
+	scale := func(d time.Duration) string { return time.Duration(float64(d) * cfg.TimeScale).String() }
+	g := &harness.Process{
+		Name: "cluster-gateway/" + st.policy + suffix,
 		Bin:  cfg.GatewayBin,
-		Args: []string{
+		Args: append([]string{
 			"--cluster=bench-" + st.policy, "--region=local",
 			"--listen=" + listen, "--metrics-listen=" + metrics, "--ext-proc-listen=", "--grpc-health-port=0",
 			"--endpoints-file=" + endpoints,
@@ -149,21 +176,21 @@ func (st *stack) startGateway(ctx context.Context, cfg *Config, sc Scenario) err
 			"--scrape-interval=" + scale(cfg.ScrapeInterval),
 			"--staleness=" + scale(2*time.Second),
 			"--log-level=" + cfg.logLevel(),
-		},
+		}, extra...),
 		Health:  "http://" + metrics + "/readyz",
-		LogPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s-gateway.log", sc.Name, st.policy)),
+		LogPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s%s-gateway.log", sc.Name, st.policy, suffix)),
 	}
 	if st.kvEvents != "" {
-		st.gateway.Args = append(st.gateway.Args, "--kv-events-endpoint=tcp://"+st.kvEvents)
+		g.Args = append(g.Args, "--kv-events-endpoint=tcp://"+st.kvEvents)
 	}
-	if err := st.gateway.Start(); err != nil {
-		return err
+	if err := g.Start(); err != nil {
+		return nil, "", "", err
 	}
-	if err := st.gateway.WaitHealthy(ctx, 30*time.Second); err != nil {
-		return err
+	st.extra = append(st.extra, g) // stopped by close
+	if err := g.WaitHealthy(ctx, 30*time.Second); err != nil {
+		return nil, "", "", err
 	}
-	st.url, st.metrics = "http://"+listen, metrics
-	return waitModel(ctx, st.url, 30*time.Second)
+	return g, listen, metrics, nil
 }
 
 // schedulingFlag is the gateway flag that selects policy: --config=FILE for a policy with an
@@ -234,8 +261,11 @@ func waitModel(ctx context.Context, url string, timeout time.Duration) error {
 // close stops the gateway, then the fleet.
 func (st *stack) close() error {
 	var errs []error
-	if st.gateway != nil {
-		if err := st.gateway.Stop(15 * time.Second); err != nil {
+	if st.front != nil {
+		st.front.close()
+	}
+	for _, g := range st.extra {
+		if err := g.Stop(15 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -294,13 +324,24 @@ func (st *stack) podStats(share map[string]float64, maxKV []float64) PolicyStats
 // precise-prefix-cache-scorer scored requests (switchyard_gateway_precise_prefix_decisions_total,
 // keyed by preciseDecision); nil when the gateway exports none of them.
 func (st *stack) decisions() map[string]float64 {
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + st.metrics + "/metrics")
-	if err != nil {
+	out := map[string]float64{}
+	for _, addr := range st.metricsAddrs {
+		st.addDecisions(addr, out)
+	}
+	if len(out) == 0 {
 		return nil
 	}
+	return out
+}
+
+// addDecisions adds the outcomes on the gateway metrics page at addr to out.
+func (st *stack) addDecisions(addr string, out map[string]float64) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return
+	}
 	defer resp.Body.Close()
-	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	families := map[string][2]string{ // family: key prefix, label
@@ -324,10 +365,6 @@ func (st *stack) decisions() map[string]float64 {
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 // preciseFamily counts how the precise-prefix-cache-scorer scored requests, by mode and reason.

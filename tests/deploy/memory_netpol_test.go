@@ -67,6 +67,7 @@ func TestChartsNetworkPolicy(t *testing.T) {
 			9002: "app.kubernetes.io/managed-by",
 			9090: "kubernetes.io/metadata.name",
 			7946: "app.kubernetes.io/part-of",
+			7947: "app.kubernetes.io/instance", // the replica pool: the release's own gateways
 		},
 		"global-router": {9090: "", 9100: "kubernetes.io/metadata.name", 7946: "app.kubernetes.io/part-of"},
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/pipeline"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/proxy"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/replica"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tenantlimits"
@@ -131,6 +132,7 @@ type Gateway struct {
 	// resident is the gossiped prefix sketch's source when it is built from kvIndex (KV events,
 	// gossip and a precise-prefix-cache-scorer to feed it); nil otherwise.
 	resident *kvevents.ResidentPrefixes
+	replicas *replica.Sharer // the active-active replicas' shared state, nil without --replica-bind
 }
 
 // New builds every component and opens the listeners (so their addresses are known before Run).
@@ -155,6 +157,7 @@ func New(cfg Config, logger *slog.Logger) (*Gateway, error) {
 		g.buildDiscovery,
 		g.buildScraper,
 		g.buildKVEvents,
+		g.buildReplicas,
 		g.buildScheduling,
 		g.buildFrontDoors,
 		g.buildHealth,
@@ -276,6 +279,9 @@ func (g *Gateway) buildScheduling() error {
 	if g.resident != nil {
 		sc.Services[framework.ServiceKVResidentPrefixes] = g.resident
 	}
+	if g.replicas != nil {
+		sc.Services[framework.ServicePeerPrefixes] = g.replicas
+	}
 	s, err := scheduling.New(sc, g.store.View(), g.log, g.reg)
 	if err != nil {
 		return err
@@ -337,7 +343,7 @@ func (g *Gateway) buildFrontDoors() error {
 	po := pipeline.Options{
 		Router:        router,
 		Flow:          g.flow,
-		Hooks:         hooks{g.sched, g.recent},
+		Hooks:         hooks{g.sched, g.recent, g.replicas},
 		Classify:      g.flow.Config(),
 		SessionHeader: g.cfg.SessionHeader,
 		MapError:      mapSchedulingError,
@@ -429,6 +435,9 @@ func (g *Gateway) listenTLS() (*tls.Config, error) {
 func (g *Gateway) closeListeners() {
 	if g.kvSub != nil {
 		_ = g.kvSub.Close()
+	}
+	if g.replicas != nil {
+		_ = g.replicas.Close()
 	}
 	for _, ln := range []net.Listener{g.httpLn, g.extLn, g.metricsLn, g.healthLn} {
 		if ln != nil {

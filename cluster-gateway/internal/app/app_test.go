@@ -42,11 +42,20 @@ func startGateway(t *testing.T, n int, extra ...string) *gateway {
 // nil: it is reached at https:// with client.
 func startGatewayWith(t *testing.T, n int, client *http.Client, extra ...string) *gateway {
 	t.Helper()
-	g := &gateway{}
-	var addrs []string
+	var pods []*fakeVLLM
 	for range n {
-		p := newFakeVLLM(t)
-		g.pods = append(g.pods, p)
+		pods = append(pods, newFakeVLLM(t))
+	}
+	return startGatewayOn(t, pods, client, extra...)
+}
+
+// startGatewayOn is startGatewayWith in front of the given fake servers (several gateways may
+// share them, as replicas do).
+func startGatewayOn(t *testing.T, pods []*fakeVLLM, client *http.Client, extra ...string) *gateway {
+	t.Helper()
+	g := &gateway{pods: pods}
+	var addrs []string
+	for _, p := range pods {
 		addrs = append(addrs, p.addr())
 	}
 	args := append([]string{

@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/extproc"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/flowcontrol"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/kvevents"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/replica"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scrape"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/tracing"
@@ -98,6 +99,19 @@ type Config struct {
 	GossipJoin    string `flag:"gossip-join"`
 	GossipKeyFile string `flag:"gossip-key-file"`
 	AdvertiseURL  string `flag:"advertise-url"`
+	// ReplicaBind, when set, joins this gateway to its cluster's active-active replicas (package
+	// replica): a memberlist pool of their own on this host:port, where each replica shares its
+	// in-flight requests per pod and its prefix routes every ReplicaInterval, so the replicas
+	// decide as one. ReplicaJoin lists host:port seeds (a headless Service's DNS name resolves to
+	// every replica); ReplicaKeyFile is the pool's keyring (the gossip key file's format; empty:
+	// unencrypted); ReplicaAdvertise is the address peers dial when not the bound one.
+	// ReplicaMaxAge is the staleness bound of a peer's report. Defaults: off, 75ms, 1s.
+	ReplicaBind      string        `flag:"replica-bind"`
+	ReplicaJoin      string        `flag:"replica-join"`
+	ReplicaKeyFile   string        `flag:"replica-key-file"`
+	ReplicaAdvertise string        `flag:"replica-advertise"`
+	ReplicaInterval  time.Duration `flag:"replica-interval"`
+	ReplicaMaxAge    time.Duration `flag:"replica-max-age"`
 	// SummarySigningKeyFile holds the cluster's Ed25519 signing key (PEM PKCS #8 or the base64 of
 	// the 32-byte seed); every capacity summary is signed with it, and routers that have the
 	// cluster registered accept only summaries its public key verifies. Re-read every 10 s.
@@ -279,6 +293,8 @@ func DefaultConfig() Config {
 		DrainTimeout:      30 * time.Second,
 
 		MaxEjectionPercent: datastore.DefaultMaxEjectionPercent,
+		ReplicaInterval:    replica.DefaultConfig().Interval,
+		ReplicaMaxAge:      replica.DefaultConfig().MaxAge,
 		ExtProcBodyTimeout: extproc.DefaultBodyTimeout,
 
 		AutoscaleInterval:        autoscale.DefaultConfig().Interval,
@@ -305,8 +321,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	for _, check := range []func() []error{c.validateIdentity, c.validateListeners, c.validateDiscovery,
-		c.validateScheduling, c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateLogging, c.validateGIE,
-		c.validateAutoscale} {
+		c.validateScheduling, c.validateLimits, c.validateFlowControl, c.validateGossip, c.validateReplicas,
+		c.validateLogging, c.validateGIE, c.validateAutoscale} {
 		errs = append(errs, check()...)
 	}
 	return errors.Join(errs...)
@@ -568,6 +584,42 @@ func (c Config) validateGossip() []error {
 		} else if _, err := gossip.LoadSigningKeyFile(c.SummarySigningKeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("--summary-signing-key-file: %w", err))
 		}
+	}
+	return errs
+}
+
+func (c Config) validateReplicas() []error {
+	var errs []error
+	if c.ReplicaBind == "" {
+		for flag, v := range map[string]string{"--replica-join": c.ReplicaJoin, "--replica-key-file": c.ReplicaKeyFile,
+			"--replica-advertise": c.ReplicaAdvertise} {
+			if v != "" {
+				errs = append(errs, fmt.Errorf("%s needs --replica-bind", flag))
+			}
+		}
+		return errs
+	}
+	if _, _, err := gossip.ParseAddr(c.ReplicaBind); err != nil {
+		errs = append(errs, fmt.Errorf("--replica-bind=%q: want host:port: %v", c.ReplicaBind, err))
+	}
+	if c.ReplicaAdvertise != "" {
+		if _, _, err := gossip.ParseAddr(c.ReplicaAdvertise); err != nil {
+			errs = append(errs, fmt.Errorf("--replica-advertise=%q: want host:port: %v", c.ReplicaAdvertise, err))
+		}
+	}
+	for _, peer := range splitList(c.ReplicaJoin) {
+		if _, _, err := net.SplitHostPort(peer); err != nil {
+			errs = append(errs, fmt.Errorf("--replica-join: %q: want host:port: %v", peer, err))
+		}
+	}
+	if c.ReplicaKeyFile != "" {
+		if _, err := ReadGossipKeys(c.ReplicaKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--replica-key-file: %w", err))
+		}
+	}
+	if c.ReplicaInterval <= 0 || c.ReplicaMaxAge <= c.ReplicaInterval {
+		errs = append(errs, fmt.Errorf("--replica-interval=%v, --replica-max-age=%v: want 0 < interval < max age",
+			c.ReplicaInterval, c.ReplicaMaxAge))
 	}
 	return errs
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,14 @@ type fakeVLLM struct {
 	failing atomic.Bool
 	// triton exports Triton's TensorRT-LLM metric families instead of vLLM's.
 	triton atomic.Bool
+	// hold, when set, holds every completion whose body contains holdMarker until it is closed
+	// (or the client goes away); holding counts the completions held.
+	hold    atomic.Pointer[chan struct{}]
+	holding atomic.Int64
 }
+
+// holdMarker in a prompt makes a fake server with hold set keep the request in flight.
+const holdMarker = "hold-me"
 
 func newFakeVLLM(t *testing.T) *fakeVLLM {
 	t.Helper()
@@ -79,9 +87,21 @@ func (f *fakeVLLM) complete(w http.ResponseWriter, r *http.Request) {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	raw, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(raw, &req)
+	}
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	if hold := f.hold.Load(); hold != nil && strings.Contains(string(raw), holdMarker) {
+		f.holding.Add(1)
+		select {
+		case <-*hold:
+		case <-r.Context().Done():
+		}
+		f.holding.Add(-1)
 	}
 	usage := `{"prompt_tokens":4,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":0}}`
 	if !req.Stream {

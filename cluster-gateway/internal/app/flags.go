@@ -73,6 +73,17 @@ var usage = map[string]string{
 	"gossip-key-file": "gossip keyring: base64 32-byte keys, one per line; the first sends, all are accepted; " +
 		"re-read every 10 s",
 	"advertise-url": "URL routers use to reach this gateway (default: from `--listen`)",
+	"replica-bind": "active-active replicas: the replica pool's address `host:port` (TCP and UDP), where this " +
+		"gateway shares its in-flight requests per pod and its prefix routes with the other replicas of its cluster " +
+		"(empty: off; see Active-active replicas)",
+	"replica-join": "replica pool peers to join: `host:port,...`, e.g. a headless Service's DNS name, which " +
+		"resolves to every replica (needs `--replica-bind`)",
+	"replica-key-file": "replica pool keyring, the `--gossip-key-file` format; every packet is encrypted with it " +
+		"(empty: unencrypted, for local tests only)",
+	"replica-advertise": "address `host:port` peers dial, when not the bound one (default: the bound address, or " +
+		"the host's private IP when bound to every interface)",
+	"replica-interval": "how often the load report and the batched prefix routes are sent to the peers",
+	"replica-max-age":  "age past which a peer's load report counts for nothing (the shared load's staleness bound)",
 	"summary-signing-key-file": "the cluster's Ed25519 signing key (PEM `PRIVATE KEY`, PKCS #8, or the base64 of the " +
 		"32-byte seed); every capacity summary is signed with it, and routers with registered clusters accept only " +
 		"summaries a registered key verifies (see gossip.md); re-read every 10 s. Empty: summaries are unsigned",

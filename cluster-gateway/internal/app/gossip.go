@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/autoscale"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/framework"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/plugins/prefixcache"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/publish"
+	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/replica"
 	"github.com/switchyard-dev/switchyard/cluster-gateway/internal/scheduling"
 	"github.com/switchyard-dev/switchyard/gossip"
 	"github.com/switchyard-dev/switchyard/gossip/prefix"
@@ -144,16 +147,74 @@ func (g *Gateway) advertiseURL() string {
 }
 
 // hooks are the scheduler's request hooks plus recording of routed prompt prefixes for the
-// capacity summary's prefix sketch.
+// capacity summary's prefix sketch and for the peer replicas.
 type hooks struct {
 	*scheduling.Scheduler
-	recent *publish.RecentPrefixes
+	recent   *publish.RecentPrefixes
+	replicas *replica.Sharer
 }
 
 // PreRequest records the request's prefix blocks, then runs the scheduler's hooks.
 func (h hooks) PreRequest(ctx context.Context, req *framework.Request, res *framework.Result) {
-	if h.recent != nil && res != nil && len(req.PrefixHashes) > 0 {
-		h.recent.Record(req.BaseModel, req.PrefixHashes)
+	if res != nil && len(req.PrefixHashes) > 0 {
+		if h.recent != nil {
+			h.recent.Record(req.BaseModel, req.PrefixHashes)
+		}
+		if h.replicas != nil && len(res.Targets) > 0 {
+			hashes := req.PrefixHashes[:min(len(req.PrefixHashes), sharedPrefixBlocks)]
+			h.replicas.Routed(req.BaseModel, res.Targets[0].Meta().Address, hashes)
+		}
 	}
 	h.Scheduler.PreRequest(ctx, req, res)
+}
+
+// sharedPrefixBlocks is the most leading blocks of a prompt shared with the peer replicas: the
+// prefix-cache scorer matches no more by default.
+const sharedPrefixBlocks = prefixcache.DefaultMaxPrefixBlocksToMatch
+
+// buildReplicas joins the cluster's active-active replica pool when --replica-bind is set.
+func (g *Gateway) buildReplicas() error {
+	if g.cfg.ReplicaBind == "" {
+		return nil
+	}
+	rc := replica.DefaultConfig()
+	rc.Cluster = g.cfg.Cluster
+	host, _ := os.Hostname()
+	// A random suffix keeps names unique even for replicas in one process (tests) or a restarted
+	// pod that reuses its name before the pool forgot it.
+	rc.NodeName = fmt.Sprintf("gateway-%s-%s-%d-%s", g.cfg.Cluster, host, os.Getpid(), rand.Text()[:8])
+	rc.BindAddr, rc.BindPort, _ = gossip.ParseAddr(g.cfg.ReplicaBind) // validated
+	if g.cfg.ReplicaAdvertise != "" {
+		rc.AdvertiseAddr, rc.AdvertisePort, _ = gossip.ParseAddr(g.cfg.ReplicaAdvertise)
+	}
+	rc.Seeds, rc.Interval, rc.MaxAge = splitList(g.cfg.ReplicaJoin), g.cfg.ReplicaInterval, g.cfg.ReplicaMaxAge
+	if g.cfg.ReplicaKeyFile != "" {
+		keys, err := ReadGossipKeys(g.cfg.ReplicaKeyFile)
+		if err != nil {
+			return fmt.Errorf("--replica-key-file: %w", err)
+		}
+		rc.Keys = keys
+	} else {
+		g.log.Warn("replica pool unencrypted: set --replica-key-file outside local tests")
+	}
+	rc.Logger, rc.Registerer = g.log.With("component", "replica"), g.reg
+	s, err := replica.New(rc, g.store)
+	if err != nil {
+		return fmt.Errorf("--replica-bind: %w", err)
+	}
+	if g.recent != nil {
+		s.OnPeerModelPrefix(g.recent.Record) // the summary's sketch covers every replica's routes
+	}
+	g.replicas = s
+	g.components = append(g.components, s)
+	g.log.Info("replica pool", "addr", s.Addr(), "join", g.cfg.ReplicaJoin, "interval", rc.Interval)
+	return nil
+}
+
+// ReplicaAddr is the replica pool's address ("" without --replica-bind).
+func (g *Gateway) ReplicaAddr() string {
+	if g.replicas == nil {
+		return ""
+	}
+	return g.replicas.Addr()
 }

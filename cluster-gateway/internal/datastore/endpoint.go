@@ -54,8 +54,14 @@ type Endpoint struct {
 	metrics  atomic.Pointer[Metrics]
 	models   atomic.Pointer[Models]
 	inFlight atomic.Int64
+	// prefilling and prefillTokens count this gateway's in-flight requests to the pod still
+	// waiting for their first token, and their prompt tokens.
+	prefilling, prefillTokens atomic.Int64
 	// inFlightAtScrape is inFlight when the newest scrape was stored (see InFlightSinceScrape).
 	inFlightAtScrape atomic.Int64
+	// peerInFlight, peerPrefilling and peerPrefillTokens are what the peer replicas last reported
+	// for the pod; peerAtScrape is peerInFlight when the newest scrape was stored.
+	peerInFlight, peerPrefilling, peerPrefillTokens, peerAtScrape atomic.Int64
 	// scrapeFailures counts consecutive failed scrapes (0 after a success).
 	scrapeFailures atomic.Int32
 	// health is the passive outlier detector fed by proxied results (health.go).
@@ -73,7 +79,10 @@ func NewEndpoint(address, name string, engine Engine, labels map[string]string) 
 	return &Endpoint{EndpointMeta: framework.EndpointMeta{Address: address, Name: name, Labels: labels}, Engine: engine}
 }
 
-var _ framework.Endpoint = (*Endpoint)(nil)
+var (
+	_ framework.Endpoint = (*Endpoint)(nil)
+	_ framework.PeerLoad = (*Endpoint)(nil)
+)
 
 // Meta returns the endpoint's identity (framework.Endpoint).
 func (e *Endpoint) Meta() *framework.EndpointMeta { return &e.EndpointMeta }
@@ -84,6 +93,7 @@ func (e *Endpoint) Metrics() *Metrics { return e.metrics.Load() }
 // SetMetrics stores a new successful scrape and clears the scrape-failure count.
 func (e *Endpoint) SetMetrics(m *Metrics) {
 	e.inFlightAtScrape.Store(e.inFlight.Load())
+	e.peerAtScrape.Store(e.peerInFlight.Load())
 	e.metrics.Store(m)
 	e.scrapeFailures.Store(0)
 }
@@ -118,8 +128,39 @@ func (e *Endpoint) Models() *Models { return e.models.Load() }
 // SetModels stores the pod's model list.
 func (e *Endpoint) SetModels(m *Models) { e.models.Store(m) }
 
-// InFlight is the number of requests the gateway has sent to the pod that have not finished.
-func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() }
+// InFlight is the number of requests the gateway has sent to the pod that have not finished,
+// plus those its peer replicas last reported (SetPeerInFlight).
+func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() + e.peerInFlight.Load() }
+
+// OwnInFlight is what this gateway replica has in flight to the pod: what it reports to its
+// peers.
+func (e *Endpoint) OwnInFlight() framework.InFlightLoad {
+	return framework.InFlightLoad{
+		Requests: e.inFlight.Load(), Prefilling: e.prefilling.Load(), PrefillTokens: e.prefillTokens.Load(),
+	}
+}
+
+// PeerInFlight returns what the peer replicas last reported in flight (framework.PeerLoad).
+func (e *Endpoint) PeerInFlight() framework.InFlightLoad {
+	return framework.InFlightLoad{
+		Requests: e.peerInFlight.Load(), Prefilling: e.peerPrefilling.Load(),
+		PrefillTokens: e.peerPrefillTokens.Load(),
+	}
+}
+
+// PeerInFlightSinceScrape is how much the peers' in-flight count grew since the newest scrape
+// was stored (framework.PeerLoad).
+func (e *Endpoint) PeerInFlightSinceScrape() int64 {
+	return max(0, e.peerInFlight.Load()-e.peerAtScrape.Load())
+}
+
+// SetPeerInFlight stores the sum of the peer replicas' reports for the pod (negative values are
+// stored as 0).
+func (e *Endpoint) SetPeerInFlight(l framework.InFlightLoad) {
+	e.peerInFlight.Store(max(0, l.Requests))
+	e.peerPrefilling.Store(max(0, l.Prefilling))
+	e.peerPrefillTokens.Store(max(0, l.PrefillTokens))
+}
 
 // InFlightSinceScrape is how much this gateway's in-flight count to the pod has grown since the
 // newest scrape was stored (0 when it has not): the requests sent since then, less those that
@@ -127,8 +168,16 @@ func (e *Endpoint) InFlight() int64 { return e.inFlight.Load() }
 // the next scrape would show; a request sent while the scrape was in the air (after the pod
 // answered, before the answer was stored) is in neither until the scrape after.
 func (e *Endpoint) InFlightSinceScrape() int64 {
-	return max(0, e.inFlight.Load()-e.inFlightAtScrape.Load())
+	return max(0, e.inFlight.Load()-e.inFlightAtScrape.Load()) + e.PeerInFlightSinceScrape()
 }
 
 // AddInFlight adjusts the in-flight count by delta (+1 when a request is sent, -1 when it ends).
 func (e *Endpoint) AddInFlight(delta int64) { e.inFlight.Add(delta) }
+
+// AddPrefill adjusts the requests waiting for their first token and their prompt tokens (+1
+// and the prompt when a request is sent, -1 and minus it at its first token or its end before
+// one).
+func (e *Endpoint) AddPrefill(requests, tokens int64) {
+	e.prefilling.Add(requests)
+	e.prefillTokens.Add(tokens)
+}

@@ -21,7 +21,9 @@ type Endpoint interface {
 	Metrics() *Metrics
 	// Models returns what the pod serves, or nil while that is not known yet. Immutable.
 	Models() *Models
-	// InFlight is the number of requests this gateway sent to the pod that have not finished.
+	// InFlight is the number of requests this gateway sent to the pod that have not finished,
+	// plus those its peer replicas (same cluster, --replica-bind) last reported: with active-active
+	// replicas every one sees the load all of them put on the pod.
 	InFlight() int64
 	// InFlightSinceScrape is how much InFlight grew since the newest scrape was stored (0 when it
 	// has not): requests sent since then, less those that finished, which that scrape cannot show.
@@ -31,6 +33,27 @@ type Endpoint interface {
 	Stale(now time.Time, limit time.Duration) bool
 	// Ejected reports whether passive health holds the pod in an ejection backoff at now.
 	Ejected(now time.Time) bool
+}
+
+// PeerLoad is implemented by endpoints whose InFlight includes requests that peer gateway
+// replicas routed (datastore.Endpoint). Plugins that keep their own account of this gateway's
+// requests (the predicted-TTFT scorer) find it by type assertion to count the peers' apart.
+type PeerLoad interface {
+	// PeerInFlight returns what the peer replicas last reported in flight to the pod (zeros with
+	// no peers, or when their reports have aged out).
+	PeerInFlight() InFlightLoad
+	// PeerInFlightSinceScrape is how much the peers' in-flight requests grew since the newest
+	// scrape was stored (0 when they did not): requests that scrape cannot show.
+	PeerInFlightSinceScrape() int64
+}
+
+// InFlightLoad is what one or more gateway replicas have in flight to a pod.
+type InFlightLoad struct {
+	// Requests are the requests sent that have not finished.
+	Requests int64
+	// Prefilling are those of them still waiting for their first token, and PrefillTokens their
+	// prompt tokens: the prefill work they may still put on the pod.
+	Prefilling, PrefillTokens int64
 }
 
 // EndpointMeta is an endpoint's identity, set when discovery reports it and never changed.

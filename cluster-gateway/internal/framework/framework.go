@@ -265,7 +265,20 @@ const (
 	ServiceKVResidentPrefixes = "kv-resident-prefixes"
 	// ServiceRegisterer is the gateway's prometheus.Registerer.
 	ServiceRegisterer = "prometheus-registerer"
+	// ServicePeerPrefixes is the PeerPrefixes of active-active replica sharing (--replica-bind).
+	ServicePeerPrefixes = "peer-prefixes"
 )
+
+// PeerPrefixes delivers the prompt prefixes that peer gateway replicas of the same cluster
+// routed, so that a prefix one replica sent to a pod is found there by the others. It must be
+// safe for concurrent use.
+type PeerPrefixes interface {
+	// OnPeerPrefix registers f, called for every prefix a peer routed: the pod it went to and
+	// the prompt's chained block hashes (gossip/prefix; leading blocks the peer reported in the
+	// same batch may be left out). f runs on the sharing component's goroutine: it must be safe
+	// for concurrent use, must not block and must not keep hashes.
+	OnPeerPrefix(f func(e Endpoint, hashes []uint64))
+}
 
 // LookupService returns the service name of h, or nil when h offers none.
 func LookupService(h Handle, name string) any {

@@ -71,6 +71,7 @@ func (p *Pipeline) Inject(a *Attempt, carrier propagation.TextMapCarrier) {
 // on, the attempt's upstream span (a child of the span in ctx).
 func (p *Pipeline) Begin(ctx context.Context, d *Decision, ep *datastore.Endpoint) *Attempt {
 	ep.AddInFlight(1)
+	ep.AddPrefill(1, int64(d.Request.PromptTokens))
 	a := &Attempt{d: d, ep: ep, sentAt: p.now(), ctx: ctx}
 	a.ctx, a.span = p.startUpstream(ctx, d, ep)
 	a.meter.UseBudget(p.bodies)
@@ -95,6 +96,7 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 		return
 	}
 	a.sawFirst = true
+	a.ep.AddPrefill(-1, -int64(a.d.Request.PromptTokens))
 	if a.span != nil && a.span.IsRecording() {
 		a.span.AddEvent(
 			tracing.EventFirstToken,
@@ -114,6 +116,9 @@ func (p *Pipeline) Observe(ctx context.Context, a *Attempt, chunk []byte, now ti
 func (p *Pipeline) End(ctx context.Context, a *Attempt, status int, err error, final bool) {
 	now := p.now()
 	a.ep.AddInFlight(-1)
+	if !a.sawFirst {
+		a.ep.AddPrefill(-1, -int64(a.d.Request.PromptTokens))
+	}
 	a.observeHealth(status, err, now)
 	m := a.meter.Finish()
 	if m.Unmetered != "" {

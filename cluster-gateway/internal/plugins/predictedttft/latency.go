@@ -30,6 +30,9 @@ func batchWith(e framework.Endpoint, st *pod) int {
 		if st != nil {
 			load += st.sentSince(m.ScrapedAt)
 		}
+		if pl, ok := e.(framework.PeerLoad); ok {
+			load += int(pl.PeerInFlightSinceScrape())
+		}
 	}
 	return max(load, int(e.InFlight())) + 1
 }

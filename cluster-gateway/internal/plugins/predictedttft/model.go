@@ -25,8 +25,9 @@ type Estimate struct {
 const defaultPromptTokens = 256
 
 // estimate predicts the request's TTFT on e. Load is the larger of the scrape (waiting + running,
-// plus what this gateway sent since the scrape) and the gateway's own in-flight count, so a burst
-// is seen at once, before the next scrape; running requests are already past prefill, the rest
+// plus what this gateway and its peer replicas sent since the scrape) and the in-flight count
+// (this gateway's and its peers', framework.PeerLoad), so a burst is seen at once, before the next
+// scrape; running requests are already past prefill, the rest
 // are ahead of this request. Once first-token reports arrive, this gateway's own requests ahead
 // are counted by the uncached tokens they still have to prefill (a fluid queue drained at the
 // pod's measured drain rate; by their whole prompts until that rate is measured), and only the
@@ -79,21 +80,50 @@ func (s *Scorer) backlog(
 		}
 	}
 	inFlight := e.InFlight()
-	if st != nil && inFlight <= 0 {
+	peer := peerLoad(e, avg)
+	own := inFlight - peer.Requests // this gateway's own requests: the ones st accounts for
+	if st != nil && own <= 0 {
 		st.resetBacklog() // idle: heal any drift from requests whose hooks never came
 	}
 	if st != nil && s.firstTokens.Load() && inFlight > 0 {
-		ours := float64(min(max(0, st.prefillN.Load()), inFlight))
-		others := max(0, float64(waiting+sent)-ours)
+		ours := float64(min(max(0, st.prefillN.Load()), max(0, own)))
+		theirs := float64(peer.Prefilling)
+		others := max(0, float64(waiting+sent)+peer.sinceScrape-ours-theirs)
 		mine := float64(max(0, st.prefillTokens.Load()))
 		if ours > 0 {
 			mine = st.remaining(mine, ours, drain, now)
 		}
-		return ours + others, mine + others*avg
+		return ours + theirs + others, mine + theirs*peer.size + others*avg
 	}
-	load := max(waiting+running+sent, int(inFlight))
+	load := max(waiting+running+sent+int(peer.sinceScrape), int(inFlight))
 	ahead = float64(load - min(running, load))
 	return ahead, ahead * avg
+}
+
+// peers is what peer gateway replicas have in flight to a pod, as the model counts it.
+type peers struct {
+	framework.InFlightLoad
+	// size is the prefill tokens to count each of their requests at: the pod's average uncached
+	// prompt, or the peers' average prompt when smaller (a request's uncached part is never more
+	// than its prompt).
+	size float64
+	// sinceScrape is how many requests they sent since the newest scrape, which the scraped
+	// queue cannot show yet.
+	sinceScrape float64
+}
+
+// peerLoad returns what peer replicas have in flight to e (framework.PeerLoad; zeros for an
+// endpoint without peers); avg is the pod's average uncached prompt.
+func peerLoad(e framework.Endpoint, avg float64) peers {
+	pl, ok := e.(framework.PeerLoad)
+	if !ok {
+		return peers{size: avg}
+	}
+	p := peers{InFlightLoad: pl.PeerInFlight(), size: avg, sinceScrape: float64(pl.PeerInFlightSinceScrape())}
+	if p.Prefilling > 0 && p.PrefillTokens > 0 {
+		p.size = min(avg, float64(p.PrefillTokens)/float64(p.Prefilling))
+	}
+	return p
 }
 
 // request is what the model needs of the request being placed.

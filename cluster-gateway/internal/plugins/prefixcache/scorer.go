@@ -4,7 +4,8 @@
 // learned from routing decisions (PreRequest records the chosen pod now holds the prompt) and
 // corrected by observed cached-token counts (PostResponse: when a pod reports far fewer cached
 // tokens than predicted, its LRU is shrunk, evicting the oldest blocks; when predictions hold, it
-// grows back). Each pod's LRU is bounded, and pods that leave the store are dropped.
+// grows back). With active-active replicas the decisions of the peer replicas are learned too
+// (framework.PeerPrefixes). Each pod's LRU is bounded, and pods that leave the store are dropped.
 package prefixcache
 
 import (
@@ -72,6 +73,9 @@ func Factory(name string, params json.RawMessage, h framework.Handle) (framework
 	if h != nil {
 		warnBlockSize(h.Logger(), name, p)
 		h.OnRemove(func(string) { s.idx.retain(h.Endpoints()) })
+		if peers, ok := framework.LookupService(h, framework.ServicePeerPrefixes).(framework.PeerPrefixes); ok {
+			peers.OnPeerPrefix(s.LearnPeer)
+		}
 	}
 	return s, nil
 }
@@ -145,6 +149,18 @@ func (s *Scorer) PreRequest(_ context.Context, req *framework.Request, res *fram
 	e := res.Targets[0]
 	s.pending.Put(req, prediction{ep: e, blocks: s.idx.prefixLen(e, hashes)})
 	s.idx.insert(e, s.capacityFor(e), hashes)
+}
+
+// LearnPeer records that a peer gateway replica routed a prompt with hashes to e, so e now holds
+// them, as PreRequest does for this gateway's own decisions (without a prediction to correct:
+// the peer corrects its own).
+func (s *Scorer) LearnPeer(e framework.Endpoint, hashes []uint64) {
+	if len(hashes) > s.maxBlocks {
+		hashes = hashes[:s.maxBlocks]
+	}
+	if len(hashes) > 0 {
+		s.idx.insert(e, s.capacityFor(e), hashes)
+	}
 }
 
 func (s *Scorer) capacityFor(e framework.Endpoint) int {

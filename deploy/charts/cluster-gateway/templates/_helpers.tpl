@@ -43,6 +43,15 @@ app.kubernetes.io/part-of: switchyard
 {{- default .Release.Namespace .Values.pool.namespace }}
 {{- end }}
 
+{{/* "true" when the replicas share state (replicaSharing.enabled and more than one replica). */}}
+{{- define "cluster-gateway.replicaSharing" -}}
+{{- if and .Values.replicaSharing.enabled (gt (int .Values.replicaCount) 1) }}true{{ end }}
+{{- end }}
+
+{{- define "cluster-gateway.replicaSecretName" -}}
+{{- default (printf "%s-replica" (include "cluster-gateway.fullname" .)) .Values.replicaSharing.existingSecret }}
+{{- end }}
+
 {{- define "cluster-gateway.gossipSecretName" -}}
 {{- default (printf "%s-gossip" (include "cluster-gateway.fullname" .)) .Values.gossip.existingSecret }}
 {{- end }}
@@ -185,6 +194,11 @@ being the HTTP port. Empty without a proxy Service of type LoadBalancer. */}}
 {{- if include "cluster-gateway.signingSecretName" . }}
 - --summary-signing-key-file=/etc/switchyard/signing/{{ .Values.gossip.summarySigning.secretKey }}
 {{- end }}
+{{- end }}
+{{- if include "cluster-gateway.replicaSharing" . }}
+- --replica-bind=$(POD_IP):{{ .Values.ports.replica }}
+- --replica-join={{ include "cluster-gateway.fullname" . }}-replicas.{{ .Release.Namespace }}.svc:{{ .Values.ports.replica }}
+- --replica-key-file=/etc/switchyard/replica/{{ .Values.replicaSharing.secretKey }}
 {{- end }}
 {{- if .Values.tls.secretName }}
 - --tls-cert-file=/etc/switchyard/tls/tls.crt
