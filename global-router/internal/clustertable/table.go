@@ -8,8 +8,10 @@ package clustertable
 import (
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +52,10 @@ type Config struct {
 	// Rand returns a uniform number in [0,1) for slow start's admissions (default
 	// math/rand/v2.Float64). It must be safe for concurrent use.
 	Rand func() float64
+	// IndexInterval is the least time between two rebuilds of the candidate index when the source
+	// signals its changes (gossip.Node): a change reaches the routing decisions at most this long
+	// after gossip applied it (default DefaultIndexInterval; see index.go).
+	IndexInterval time.Duration
 	// Logger receives the table's warnings (ejections refused by the cap); nil discards them.
 	Logger *slog.Logger
 	// Registerer, when set, registers the table's metrics.
@@ -68,6 +74,12 @@ type Table struct {
 	seq uint64
 	// sketchHolders counts the states holding decoded prefix sketches.
 	sketchHolders int
+
+	// idx is the current candidate index (index.go); building serialises its rebuilds for a
+	// source that signals changes on changes.
+	idx      atomic.Pointer[index]
+	building sync.Mutex
+	changes  <-chan struct{}
 
 	metrics       *metrics
 	refusalLogged time.Time // when a refused ejection was last logged; t.mu guards it
@@ -105,6 +117,9 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.IndexInterval <= 0 {
+		cfg.IndexInterval = DefaultIndexInterval
+	}
 	t := &Table{
 		cfg:     cfg,
 		src:     src,
@@ -114,6 +129,10 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(capacityCollector{t})
+	}
+	if s, ok := src.(subscriber); ok {
+		// The subscription lasts as long as the source: a table is made once per node.
+		t.changes, _ = s.Subscribe()
 	}
 	return t
 }
@@ -139,7 +158,8 @@ type Entry struct {
 
 	// Filled while the view is built.
 	probeTurn time.Time               // the probe turn this view took (zero: none), for Release
-	best      *gossip.Summary         // the chosen replica's summary, in the snapshot
+	best      *gossip.Summary         // the chosen replica's summary, in the index's snapshot
+	at        int                     // best's position in the index's sorted snapshot
 	model     *gossipv1.ModelCapacity // the summary's figures for the model; nil if it does not serve it
 	state     *clusterState           // the table's state of the cluster
 	health    health                  // a copy of its health, with the summary's signal noted
@@ -156,14 +176,25 @@ type Entry struct {
 // it first, and Release after the decision. (The table keeps the prefix sketches it decodes for
 // the next views: a cache, which changes no view.)
 //
-// The table's lock is held only while the cluster states are read: the summaries' figures are
-// copied before, and the prompt is matched against the prefix sketches after.
+// The entries come from the table's candidate index (index.go), built when gossip changes, not
+// per request; the table's lock is held only while the cluster states are read, and the prompt is
+// matched against the prefix sketches after.
 func (t *Table) View(model string, prefixHashes []uint64) []Entry {
 	now := t.cfg.Now()
-	out := t.candidates(t.src.Snapshot(), model)
-	misses := t.applyStates(out, len(prefixHashes) > 0, now)
+	idx, snap := t.current(now)
+	out := slices.Clone(t.modelEntries(idx, model))
+	for i := range out {
+		e := &out[i]
+		e.Age = idx.age(e.at, snap, now)
+		e.Cluster.Drained = t.drains != nil && t.drains.Drained(e.Cluster.Name, e.Cluster.Region)
+	}
+	t.applyStates(out, now)
 	if len(prefixHashes) > 0 {
-		t.matchSketches(out, prefixHashes, misses)
+		for i := range out {
+			if b := out[i].bloom; b != nil {
+				out[i].Cluster.CachedPrefixTokens = b.LongestPrefix(prefixHashes) * tokensPerBlock
+			}
+		}
 	}
 	return out
 }
@@ -196,29 +227,15 @@ func (t *Table) Claim(view []Entry) {
 }
 
 // applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
-// health, slow start and probes, the measured round trip, requests sent since the summary, and
-// the cached prefix sketch (when wantSketch). It returns how many sketches must be decoded. It
-// changes no cluster's state but the cache (Claim records what the view saw).
-func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses int) {
+// health, slow start and probes, the measured round trip, and requests sent since the summary. It
+// changes no cluster's state (Claim records what the view saw).
+func (t *Table) applyStates(out []Entry, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seq++
 	for i := range out {
-		e := &out[i]
-		st := t.stateOf(e.Cluster.Name)
-		st.seen, e.state = t.seq, st
-		t.applyState(e, st, now)
-		if wantSketch && e.model.GetPrefixSketch() != nil {
-			if e.bloom, e.known = st.sketches.get(e.Summary, e.model); !e.known {
-				misses++
-			}
-		}
+		t.applyState(&out[i], out[i].state, now)
 	}
 	t.withhold(out, false, now)
-	if t.sketchHolders > len(out) {
-		t.forgetSketches()
-	}
-	return misses
 }
 
 // applyState fills in one cluster's health, round trip, requests sent since its summary (and
@@ -245,52 +262,14 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	}
 }
 
-// forgetSketches drops the decoded sketches of clusters the last view did not see (gossip
-// forgot them).
+// forgetSketches drops the decoded sketches of clusters the last index does not have (gossip
+// forgot them); t.mu must be held.
 func (t *Table) forgetSketches() {
 	for _, st := range t.states {
 		if st.seen != t.seq && st.sketches.held() {
 			st.sketches.reset(nil)
 			t.sketchHolders--
 		}
-	}
-}
-
-// matchSketches sets each candidate's cached prompt tokens from its prefix sketch, decoding the
-// sketches the table did not hold yet (misses of them) and keeping them for the next views.
-func (t *Table) matchSketches(out []Entry, hashes []uint64, misses int) {
-	var decoded []int
-	if misses > 0 {
-		decoded = make([]int, 0, misses)
-	}
-	for i := range out {
-		e := &out[i]
-		ps := e.model.GetPrefixSketch()
-		if ps == nil {
-			continue
-		}
-		if !e.known {
-			e.bloom, _ = sketch.FromProto(ps) // nil when invalid: nothing of the prompt is cached
-			decoded = append(decoded, i)
-		}
-		if e.bloom != nil {
-			e.Cluster.CachedPrefixTokens = e.bloom.LongestPrefix(hashes) * tokensPerBlock
-		}
-	}
-	if len(decoded) == 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, i := range decoded {
-		e := &out[i]
-		if t.states[e.Cluster.Name] != e.state { // defensive: states are never replaced
-			continue
-		}
-		if !e.state.sketches.held() {
-			t.sketchHolders++
-		}
-		e.state.sketches.put(e.Summary, e.model, e.bloom)
 	}
 }
 

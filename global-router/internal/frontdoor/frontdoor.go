@@ -223,9 +223,15 @@ func (s *Server) decide(
 	if standIn && route {
 		s.metrics.unloadedLocal.Inc()
 	}
-	view := s.table.View(model, hashes)
+	var view []clustertable.Entry
 	if route {
+		// The prompt is matched only against the prefix sketches of the clusters that may be
+		// among the best (clustertable.MatchPrefixes); a dry run matches every cluster's.
+		view = s.table.View(model, nil)
 		s.table.Claim(view)
+		clustertable.MatchPrefixes(view, hashes, s.cfg.Region, pol, req, clustertable.DefaultPrefixTopK)
+	} else {
+		view = s.table.View(model, hashes)
 	}
 	cs := make([]routing.Cluster, len(view))
 	for i := range view {
