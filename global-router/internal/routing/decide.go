@@ -499,20 +499,32 @@ func returningShare(pool []int, clusters []Cluster, rng *rand.Rand) int {
 	return -1
 }
 
-// smallest appends to dst up to k members of idx that pass keep, in increasing order of estimate
-// (ties by position), by repeated selection: O(len(idx)·k), with k small.
+// smallest appends to dst up to k members of idx that pass keep and are not in dst already, in
+// increasing order of estimate (ties by position), in one pass over idx keeping the k best so far:
+// O(len(idx)), with k small, and keep is asked only about members that would make the cut.
 func smallest(dst, idx []int, ex []Explanation, k int, keep func(int) bool) []int {
-	for len(dst) < k {
-		pick := -1
-		for _, i := range idx {
-			if keep(i) && !slices.Contains(dst, i) && (pick < 0 || ex[i].Estimate < ex[pick].Estimate) {
-				pick = i
-			}
+	start := len(dst)
+	if start >= k {
+		return dst
+	}
+	for _, i := range idx {
+		full := len(dst) == k
+		if full && ex[i].Estimate >= ex[dst[k-1]].Estimate {
+			continue
 		}
-		if pick < 0 {
-			break
+		if slices.Contains(dst, i) || !keep(i) {
+			continue
 		}
-		dst = append(dst, pick)
+		// After the members of the new part with an estimate at most i's: earlier ones win ties.
+		at := len(dst)
+		for at > start && ex[dst[at-1]].Estimate > ex[i].Estimate {
+			at--
+		}
+		if !full {
+			dst = append(dst, 0)
+		}
+		copy(dst[at+1:], dst[at:len(dst)-1])
+		dst[at] = i
 	}
 	return dst
 }
