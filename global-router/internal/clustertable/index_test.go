@@ -179,3 +179,30 @@ func brief(d routing.Decision) string {
 	return fmt.Sprintf("targets %v route %s hand-back %v best %d near-best %v", d.Targets, d.Route, d.HandBack,
 		d.Best, d.NearBest)
 }
+
+// Views while the source changes read whole indexes (run with -race).
+func TestIndexConcurrentViews(t *testing.T) {
+	src := &signalling{ch: make(chan struct{}, 1)}
+	now := time.Now()
+	src.set(summary("a", "r", "a-gw", "http://a", now, false, model("llama", 1)))
+	tb := clustertable.New(clustertable.Config{Region: "r", IndexInterval: time.Microsecond}, src, nil)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				if g == 0 {
+					src.set(summary("a", "r", "a-gw", "http://a", now, false, model("llama", uint32(1+i%8))))
+					continue
+				}
+				v := tb.View("llama", nil)
+				tb.Claim(v)
+				if len(v) != 1 || v[0].Cluster.ReadyPods < 1 || v[0].Cluster.ReadyPods > 8 {
+					t.Errorf("view %+v", v)
+					return
+				}
+				tb.Release(v, 0)
+			}
+		})
+	}
+	wg.Wait()
+}
