@@ -56,10 +56,33 @@ type index struct {
 	perm   []int            // sorted[i] is snap[perm[i]]; nil when snap was sorted
 	at     time.Time        // when the snapshot was taken
 	listed map[string]bool  // the models and adapters some summary lists
-	// models holds, per model asked about, every cluster's entry (see Table.modelEntries);
-	// "" is the entry list of a model no summary lists.
-	models atomic.Pointer[map[string][]Entry]
+	// models holds, per model asked about, every cluster's entry and bounds (see
+	// Table.modelEntries); "" is that of a model no summary lists.
+	models atomic.Pointer[map[string]*modelIndex]
 	mu     sync.Mutex // serialises building a model's entries
+
+	// Per cluster, in the order of every model's entries (a cluster's ordinal): set by rebuild
+	// under the table's lock before the index is published (subset.go).
+	seq     uint64            // the table's seq when it was built
+	byName  map[string]int    // ordinals
+	best    []*gossip.Summary // the chosen replica's summary, in sorted
+	gens    []int64           // its generation time (Unix nanoseconds)
+	priors  []time.Duration   // the prior of the round trip
+	regions []int             // the position of the cluster's region in regionNames
+	// regionNames lists the regions of the clusters, the router's own first when it has any.
+	regionNames []string
+	// rttLow is a floor of the cluster's round trip (the prior, or less if measured less),
+	// lowered by Observe as measurements come: nanoseconds.
+	rttLow []atomic.Int64
+	// noted is set once every cluster's summary signal has been noted in its health (Claim's
+	// note of the clusters a reduced decision leaves out: noting is idempotent).
+	noted atomic.Bool
+}
+
+// modelIndex is one model's entries and, per cluster, the figures that bound its estimate.
+type modelIndex struct {
+	entries []Entry
+	slots   []slot
 }
 
 func newIndex(snap []gossip.Summary, now time.Time) *index {
@@ -84,7 +107,7 @@ func newIndex(snap []gossip.Summary, now time.Time) *index {
 			}
 		}
 	}
-	empty := map[string][]Entry{}
+	empty := map[string]*modelIndex{}
 	idx.models.Store(&empty)
 	return idx
 }
@@ -155,44 +178,62 @@ func (t *Table) due(idx *index, now time.Time) bool {
 	return age >= indexMaxAge || age < 0 || (len(t.changes) > 0 && age >= t.cfg.IndexInterval)
 }
 
-// rebuild publishes a new index of snap and drops the decoded sketches of the clusters it no
-// longer has (gossip forgot them).
+// rebuild publishes a new index of snap, with its clusters' ordinals set in their states and
+// its round-trip floors, and drops the decoded sketches of the clusters it no longer has
+// (gossip forgot them).
 func (t *Table) rebuild(snap []gossip.Summary, now time.Time) *index {
 	idx := newIndex(snap, now)
-	t.idx.Store(idx)
+	t.describe(idx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
-	for i := range idx.sorted {
-		if st := t.states[idx.sorted[i].Cluster]; st != nil {
-			st.seen = t.seq
+	idx.seq = t.seq
+	t.hot = t.hot[:0]
+	for name, st := range t.states {
+		st.hot = false
+		ord, ok := idx.byName[name]
+		if !ok {
+			continue
+		}
+		st.seen, st.ord = t.seq, ord
+		idx.rttLow[ord].Store(int64(t.rttFloor(st, time.Duration(idx.rttLow[ord].Load()))))
+		if !t.quiet(st, idx, now) {
+			t.markHot(st)
 		}
 	}
 	t.forgetSketches()
+	t.idx.Store(idx)
 	return idx
 }
 
 // modelEntries returns every cluster's entry for model in idx, building them on the first call
 // for the model. The entries are shared: callers copy them.
 func (t *Table) modelEntries(idx *index, model string) []Entry {
+	return t.modelIndex(idx, model).entries
+}
+
+// modelIndex returns model's entries and bounds in idx, building them on the first call for the
+// model.
+func (t *Table) modelIndex(idx *index, model string) *modelIndex {
 	if !idx.listed[model] {
 		model = ""
 	}
-	if e, ok := (*idx.models.Load())[model]; ok {
-		return e
+	if m, ok := (*idx.models.Load())[model]; ok {
+		return m
 	}
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	cur := *idx.models.Load()
-	if e, ok := cur[model]; ok {
-		return e
+	if m, ok := cur[model]; ok {
+		return m
 	}
 	entries := t.candidates(idx.sorted, model)
 	t.prepare(entries)
+	m := &modelIndex{entries: entries, slots: t.slots(idx, entries)}
 	next := maps.Clone(cur)
-	next[model] = entries
+	next[model] = m
 	idx.models.Store(&next)
-	return entries
+	return m
 }
 
 // prepare fills in each entry's cluster state and decoded prefix sketch, decoding the sketches

@@ -56,6 +56,10 @@ type Config struct {
 	// signals its changes (gossip.Node): a change reaches the routing decisions at most this long
 	// after gossip applied it (default DefaultIndexInterval; see index.go).
 	IndexInterval time.Duration
+	// TopK is how many clusters of each group (the router's region under the overflow threshold,
+	// over it, elsewhere) with the lowest bounds of their estimates Route decides over, besides
+	// the clusters it must see (default DefaultTopK, at most 32; see subset.go).
+	TopK int
 	// Logger receives the table's warnings (ejections refused by the cap); nil discards them.
 	Logger *slog.Logger
 	// Registerer, when set, registers the table's metrics.
@@ -80,6 +84,12 @@ type Table struct {
 	idx      atomic.Pointer[index]
 	building sync.Mutex
 	changes  <-chan struct{}
+	// hot lists the states with something of this router's own a reduced decision must see
+	// (subset.go); t.mu guards it.
+	hot []*clusterState
+	// decisions counts Route's decisions by path; coversOff (tests) skips routing.Covers.
+	decisions [2]atomic.Uint64
+	coversOff bool
 
 	metrics       *metrics
 	refusalLogged time.Time // when a refused ejection was last logged; t.mu guards it
@@ -91,7 +101,9 @@ type clusterState struct {
 	sends    sendTimes
 	rtt      rttMeter
 	sketches sketchCache
-	seen     uint64 // the last view that saw the cluster
+	seen     uint64 // the last index that has the cluster
+	ord      int    // its ordinal in that index
+	hot      bool   // on the table's hot list
 	// waiting counts this router's accepted streams there without a first token yet, and
 	// waitingTokens sums their prompt tokens.
 	waiting       int
@@ -120,6 +132,10 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.IndexInterval <= 0 {
 		cfg.IndexInterval = DefaultIndexInterval
 	}
+	if cfg.TopK <= 0 {
+		cfg.TopK = DefaultTopK
+	}
+	cfg.TopK = min(cfg.TopK, maxTopK)
 	t := &Table{
 		cfg:     cfg,
 		src:     src,
@@ -224,6 +240,13 @@ func (t *Table) Claim(view []Entry) {
 		e.Cluster.Returning = false
 	}
 	t.withhold(view, true, now)
+	if idx := t.idx.Load(); idx != nil {
+		for i := range view {
+			if st := view[i].state; st != nil && !t.quiet(st, idx, now) {
+				t.markHot(st)
+			}
+		}
+	}
 }
 
 // applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
@@ -322,8 +345,10 @@ func (t *Table) Observe(o forward.Outcome) {
 	if st.health.observe(o, now, t.cfg.Ejection, func() bool { return t.admitEjection(o.Target.Cluster, fresh, now) }) {
 		t.refused(o.Target.Cluster, fresh, now)
 	}
+	t.markHot(st)
 	if o.RTT > 0 {
 		st.rtt.add(o.RTT, now, t.cfg.MeasuredRTT)
+		t.lowerRTT(st)
 	}
 	if o.Status > 0 && !o.Retried {
 		st.sends.add(now, o.Target.PromptTokens)
@@ -341,6 +366,7 @@ func (t *Table) Dispatched(target forward.Target) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.stateOf(target.Cluster)
+	t.markHot(st)
 	st.pending++
 	st.pendingTokens += int64(max(target.PromptTokens, 0))
 }
@@ -363,7 +389,9 @@ func (t *Table) FirstToken(target forward.Target) {
 func (t *Table) Sent(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stateOf(cluster).sends.add(t.cfg.Now(), 0)
+	st := t.stateOf(cluster)
+	st.sends.add(t.cfg.Now(), 0)
+	t.markHot(st)
 }
 
 var (
@@ -378,6 +406,11 @@ func (t *Table) stateOf(cluster string) *clusterState {
 	if st == nil {
 		st = &clusterState{}
 		t.states[cluster] = st
+		if idx := t.idx.Load(); idx != nil {
+			if ord, ok := idx.byName[cluster]; ok {
+				st.seen, st.ord = idx.seq, ord
+			}
+		}
 	}
 	return st
 }

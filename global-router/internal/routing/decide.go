@@ -63,8 +63,14 @@ type Decision struct {
 	// kept for session affinity (Request.SessionCluster) rather than drawn.
 	Session bool
 
-	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill.
+	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill;
+	// commonUsed is true when an eligible local cluster is backlogged (the throughput rule or the
+	// hand-back offer may read common). pool is what the choice was made among (after
+	// meetingSLO) and local whether it was the router's region's clusters. Covers reads them.
 	remote, common time.Duration
+	commonUsed     bool
+	local          bool
+	pool           []int
 }
 
 // leftOrder ranks why a request left the router's region (Decision.LeftBecause), from the
@@ -249,6 +255,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 		return d, ErrNoRoom
 	}
 	pool = meetingSLO(pool, req, d.Explain)
+	d.pool, d.local = pool, route == contract.ReasonChosenLocal
 	var left contract.Reason
 	if route == contract.ReasonChosenOverflow {
 		left = leftBecause(region, clusters, d.Explain)
@@ -377,6 +384,9 @@ func choosePool(
 	local := buf[:0]
 	for _, i := range eligible {
 		e := &d.Explain[i]
+		if clusters[i].Region == region && backlogged(&clusters[i], opt.BacklogPerPod) {
+			d.commonUsed = true
+		}
 		switch {
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
@@ -413,6 +423,11 @@ func choosePool(
 // leftBecause names why no local cluster kept a request, from the local clusters' reasons as
 // choosePool left them: the one nearest to keeping it (leftOrder).
 func leftBecause(region string, clusters []Cluster, ex []Explanation) contract.Reason {
+	return leftOrder[leftRank(region, clusters, ex)]
+}
+
+// leftRank is leftBecause's position in leftOrder.
+func leftRank(region string, clusters []Cluster, ex []Explanation) int {
 	best := 0
 	for i := range clusters {
 		if clusters[i].Region != region || (!clusters[i].Serves && !clusters[i].Lists) {
@@ -424,7 +439,7 @@ func leftBecause(region string, clusters []Cluster, ex []Explanation) contract.R
 		}
 		best = max(best, r)
 	}
-	return leftOrder[best]
+	return best
 }
 
 // powerOfD samples opt.D distinct candidates among the near-best of pool and returns the one with
