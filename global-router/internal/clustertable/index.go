@@ -83,6 +83,13 @@ type index struct {
 type modelIndex struct {
 	entries []Entry
 	slots   []slot
+	warm    atomic.Pointer[warmPicks] // the last reduced decision's picks
+}
+
+// warmPicks are the ordinals a reduced decision picked (Route offers them first).
+type warmPicks struct {
+	seq  uint64 // the index's
+	ords []int
 }
 
 func newIndex(snap []gossip.Summary, now time.Time) *index {

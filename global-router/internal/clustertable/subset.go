@@ -162,10 +162,12 @@ func (t *Table) markHot(st *clusterState) {
 	}
 }
 
-// hotOrdinals prunes the hot list at now and appends to dst the ordinals in idx of the hot
-// clusters. It reports false when idx is no longer the current index. It notes every cluster's summary signal
-// once per index, as Claim would. t.mu must be held.
-func (t *Table) hotOrdinals(idx *index, now time.Time, dst []int) ([]int, bool) {
+// hotOrdinals prunes the hot list at now, sets the bits of the hot clusters' ordinals in idx in
+// hot and appends to dst those of the clusters in slow start (a returning cluster's share depends
+// on the whole pool, and its admission is drawn in view order: a reduced decision must see it).
+// It reports false when idx is no longer the current index. It notes every cluster's summary
+// signal once per index, as Claim would. t.mu must be held.
+func (t *Table) hotOrdinals(idx *index, now time.Time, hot []uint64, dst []int) ([]int, bool) {
 	if t.idx.Load() != idx {
 		return dst, false
 	}
@@ -186,7 +188,11 @@ func (t *Table) hotOrdinals(idx *index, now time.Time, dst []int) ([]int, bool) 
 			continue
 		}
 		kept = append(kept, st)
-		if st.seen == idx.seq {
+		if st.seen != idx.seq {
+			continue
+		}
+		hot[st.ord/64] |= 1 << (st.ord % 64)
+		if h := &st.health; !h.ejected(now) && h.share(now, t.cfg.Ejection.SlowStart) < 1 {
 			dst = append(dst, st.ord)
 		}
 	}
@@ -207,16 +213,19 @@ type picks struct {
 // maxTopK bounds Config.TopK.
 const maxTopK = 32
 
-// wants reports whether a cluster with bound lo would be kept.
-func (p *picks) wants(lo time.Duration, k int) bool { return p.n < k+1 || lo < p.lo[k] }
+// wants reports whether the cluster at ord with bound lo would be kept: bounds are ordered by
+// value, then ordinal (Decide's ties go by position).
+func (p *picks) wants(lo time.Duration, ord, k int) bool {
+	return p.n < k+1 || lo < p.lo[k] || lo == p.lo[k] && ord < p.ord[k]
+}
 
 // add offers the cluster at ord with bound lo (cached as picks.cached); k+1 are kept.
 func (p *picks) add(lo time.Duration, ord, cached, k int) {
-	if !p.wants(lo, k) {
+	if !p.wants(lo, ord, k) {
 		return
 	}
 	at := min(p.n, k)
-	for at > 0 && p.lo[at-1] > lo {
+	for at > 0 && (p.lo[at-1] > lo || p.lo[at-1] == lo && p.ord[at-1] > ord) {
 		at--
 	}
 	if p.n < k+1 {
@@ -228,9 +237,8 @@ func (p *picks) add(lo time.Duration, ord, cached, k int) {
 	p.lo[at], p.ord[at], p.cached[at] = lo, ord, cached
 }
 
-// rest bounds the group's clusters left out (routing.NoBound: none). The clusters are offered
-// in ordinal order and a bound equal to the k+1-th is not kept, so it is the least bound, and
-// of those equal to it the least ordinal.
+// rest bounds the group's clusters left out (routing.NoBound: none): the least of their bounds
+// in the order of wants.
 func (p *picks) rest(k int) routing.Bound {
 	if p.n <= k {
 		return routing.NoBound
@@ -308,16 +316,22 @@ func (t *Table) routeReduced(
 	n := len(mi.slots)
 	k := t.cfg.TopK
 
-	var forcedBuf [32]uint64 // clusters decided over whatever their bounds
-	forced := forcedBuf[:]
+	var forcedBuf, hotBuf [32]uint64 // clusters decided over whatever their bounds; the hot ones
+	forced, hot := forcedBuf[:], hotBuf[:]
 	if words := (n + 63) / 64; words > len(forced) {
-		forced = make([]uint64, words)
+		forced, hot = make([]uint64, words), make([]uint64, words)
 	}
 	var ordBuf [3*maxTopK + 16]int
 	ords := ordBuf[:0]
+	// The lock is held through the bounds: a hot cluster's bound is its estimate.
 	t.mu.Lock()
-	ords, ok = t.hotOrdinals(idx, now, ords)
-	t.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			t.mu.Unlock()
+		}
+	}()
+	ords, ok = t.hotOrdinals(idx, now, hot, ords)
 	if !ok {
 		return nil, d, false, nil
 	}
@@ -357,11 +371,12 @@ func (t *Table) routeReduced(
 		return s.quiet.Estimate(rtt, age, uncached), s.quiet.Prefill(uncached)
 	}
 	var groups [3]picks
+	var scratch Entry
 	prefillLo := routing.NoBound.Lo
-	for ord := range mi.slots {
+	offer := func(ord int) {
 		s := &mi.slots[ord]
 		if s.flags&slotCandidate == 0 || !allowed[idx.regions[ord]] || forced[ord/64]&(1<<(ord%64)) != 0 {
-			continue
+			return
 		}
 		g := 2
 		if local && idx.regions[ord] == 0 {
@@ -372,14 +387,55 @@ func (t *Table) routeReduced(
 		}
 		cached := -1
 		lo, prefill := bound(ord, cached)
-		if s.flags&slotSketch != 0 && len(hashes) > 0 && groups[g].wants(lo, k) {
-			// It may be among the best: its sketch tells how much of the prompt it holds.
+		if !groups[g].wants(lo, ord, k) {
+			prefillLo = min(prefillLo, prefill)
+			return
+		}
+		// It may be among the best: a hot cluster's state tells what this router has sent it, and
+		// its sketch how much of the prompt it holds (the dearer of the two).
+		sketched := s.flags&slotSketch != 0 && len(hashes) > 0
+		var e *Entry
+		if hot[ord/64]&(1<<(ord%64)) != 0 {
+			e = &scratch
+			*e = mi.entries[ord]
+			e.Age = idx.age(e.at, snap, now)
+			t.applyState(e, e.state, now)
+			if sketched {
+				e.Cluster.CachedPrefixTokens = full
+			}
+			lo = max(lo, routing.Estimate(&e.Cluster, req))
+		}
+		if sketched && groups[g].wants(lo, ord, k) {
 			cached = mi.entries[ord].bloom.LongestPrefix(hashes) * tokensPerBlock
 			lo, prefill = bound(ord, cached)
+			if e != nil {
+				e.Cluster.CachedPrefixTokens = cached
+				lo = max(lo, routing.Estimate(&e.Cluster, req))
+			}
 		}
 		prefillLo = min(prefillLo, prefill)
 		groups[g].add(lo, ord, cached, k)
 	}
+	// The last reduced decision's picks first: the bounds to beat are low at once. They are
+	// then forced, so that the pass skips them.
+	var warmed []int
+	if warm := mi.warm.Load(); warm != nil && warm.seq == idx.seq {
+		warmed = warm.ords
+	}
+	for _, o := range warmed {
+		offer(o)
+		forced[o/64] |= 1 << (o % 64)
+	}
+	for ord := range mi.slots {
+		offer(ord)
+	}
+	for _, o := range warmed {
+		if !slices.Contains(ords, o) {
+			forced[o/64] &^= 1 << (o % 64)
+		}
+	}
+	t.mu.Unlock()
+	locked = false
 	var matchedBuf [3 * maxTopK]struct{ ord, cached int }
 	matched := matchedBuf[:0] // the sketches matched already
 	for g := range groups {
@@ -391,6 +447,13 @@ func (t *Table) routeReduced(
 				matched = append(matched, struct{ ord, cached int }{o, groups[g].cached[i]})
 			}
 		}
+	}
+	if len(matched) > 0 || groups[0].n+groups[1].n+groups[2].n > 0 {
+		picked := &warmPicks{seq: idx.seq}
+		for g := range groups {
+			picked.ords = append(picked.ords, groups[g].ord[:min(groups[g].n, k)]...)
+		}
+		mi.warm.Store(picked)
 	}
 	slices.Sort(ords)
 	ords = slices.Compact(ords)
@@ -437,7 +500,7 @@ func (t *Table) routeReduced(
 				if idx.regions[ord] != 0 || s.flags&slotLists == 0 || forced[ord/64]&(1<<(ord%64)) != 0 {
 					continue
 				}
-				l := routing.LeftOut{Busy: s.flags&slotBusy != 0}
+				l := routing.LeftOut{Busy: s.flags&slotBusy != 0, Hot: hot[ord/64]&(1<<(ord%64)) != 0}
 				if s.flags&slotCandidate != 0 && allowed[0] {
 					l.Lo, _ = bound(ord, -1)
 					l.Under, l.Over = s.util < pol.OverflowThreshold, s.util >= pol.OverflowThreshold

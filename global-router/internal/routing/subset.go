@@ -80,9 +80,9 @@ func (q Quiet) Estimate(rtt, age time.Duration, uncached int) time.Duration {
 func (q Quiet) Prefill(uncached int) time.Duration { return seconds(float64(uncached) / q.Rate) }
 
 // Rest bounds the clusters a decision over a subset of the candidates was not given. Each of
-// them is assumed not to be the request's session cluster, not Returning, and to have nothing of
-// this router in flight or waiting (so its group below is exact and it is busy only with a
-// queue); it may be ineligible.
+// them is assumed not to be the request's session cluster and not Returning; it may be
+// ineligible. Its group below is that of its summary's figures: this router's requests in flight
+// there can only move it over the threshold.
 type Rest struct {
 	// At is each given cluster's position among every cluster (increasing: the given clusters
 	// keep their order).
@@ -107,6 +107,10 @@ type LeftOut struct {
 	Under, Over bool
 	// Busy is true when its summary has a queue.
 	Busy bool
+	// Hot is true when this router has requests in flight or waiting there, or its passive
+	// health of it is not clear: it may be busy or backlogged without a queue, or over the
+	// threshold while Under.
+	Hot bool
 }
 
 // Covers reports whether d, which Decide returned over clusters, is the decision Decide would
@@ -190,9 +194,14 @@ func Covers(region string, clusters []Cluster, req Request, opt Options, d *Deci
 				ok = false
 				return false
 			}
-			r = 4 // past the preference margin, or missing the objective (3)
-			if slo {
+			// Missing the objective (3) comes first; else past the preference margin (4), or
+			// past its throughput (5) when it may be backlogged.
+			r = 4
+			switch {
+			case slo:
 				r = 3
+			case l.Hot:
+				r = 5
 			}
 		}
 		ok = r <= rank
