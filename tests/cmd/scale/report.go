@@ -14,6 +14,11 @@ import (
 // Report is everything one sweep measured, as written to results.json.
 type Report struct {
 	Timings     string     `json:"timings"`
+	Network     string     `json:"network"`
+	Latency     string     `json:"latency"`
+	Loss        float64    `json:"loss"`
+	Dilation    float64    `json:"dilation"`
+	DilatePer   int        `json:"dilate_per,omitempty"`
 	Routers     int        `json:"routers"`
 	Models      int        `json:"models"`
 	Adapters    int        `json:"adapters"`
@@ -95,22 +100,29 @@ func (r *Report) write(dir string) error {
 // markdown writes the measured table, the fits and the targets at the target size.
 func (r *Report) markdown(w io.Writer) {
 	fmt.Fprintf(w, "Gossip pool: %s timings, %d routers, %d models × %d adapters per cluster, %.0f%% of "+
-		"gateways busy (every figure changing every 250 ms), the rest heartbeating every second.\n\n",
+		"gateways busy (every figure changing every 250 ms), the rest heartbeating every second.\n",
 		r.Timings, r.Routers, r.Models, r.Adapters, 100*r.Busy)
+	net := "UDP and TCP on 127.0.0.1"
+	if r.Network == "sim" {
+		net = fmt.Sprintf("the in-memory network (one-way latency %s, loss %.2g%%)", r.Latency, 100*r.Loss)
+	}
+	fmt.Fprintf(w, "Network: %s; time dilated ×%g, or N/%d where more (periods, intervals and latency "+
+		"stretched, figures converted back to the modelled clock; CPU per real second).\n\n",
+		net, r.Dilation, r.DilatePer)
 	fmt.Fprintln(w, "| N gateways | sent B/s per node | relayed B/s per node | own B/s per gateway | "+
 		"change → a router p50 / p99 | → every router p50 / p99 | summary age p99 | stale | heap per node | "+
-		"Snapshot p50 / p99 | CPU per node | form | load average |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		"Snapshot p50 / p99 | CPU per node | form | dilation | load average |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, x := range r.Results {
 		if x.Stopped != "" {
-			fmt.Fprintf(w, "| %d | stopped: %s | | | | | | | | | | | %s |\n", x.Gateways, x.Stopped, x.LoadAverage)
+			fmt.Fprintf(w, "| %d | stopped: %s | | | | | | | | | | | | %s |\n", x.Gateways, x.Stopped, x.LoadAverage)
 			continue
 		}
 		fmt.Fprintf(w, "| %d | %s | %s | %s | %.0f / %.0f ms | %.0f / %.0f ms | %.0f ms | %.1f%% | %.2f MiB | "+
-			"%.0f / %.0f µs | %.1f ms/s | %.0f s | %s |\n",
+			"%.0f / %.0f µs | %.1f ms/s | %.0f s | ×%g | %s |\n",
 			x.Gateways, kb(x.SentPerNode), kb(x.RelayedPerNode), kb(x.OwnPerGateway), x.ArrivalP50, x.ArrivalP99,
 			x.AllP50, x.AllP99, x.AgeP99, 100*x.StaleFraction, x.HeapPerNode/(1<<20), x.SnapshotP50, x.SnapshotP99,
-			1000*x.CPUPerNode, x.FormSeconds, x.LoadAverage)
+			1000*x.CPUPerNode, x.FormSeconds, x.Dilation, x.LoadAverage)
 	}
 	fmt.Fprintf(w, "\nFits over the measured sizes: sent per node %s B/s; every router p99 %s ms; "+
 		"heap per node %s B; Snapshot p99 %s µs.\n\n",
