@@ -1,18 +1,13 @@
 package clustertable_test
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchyard-dev/switchyard/global-router/internal/clustertable"
-	"github.com/switchyard-dev/switchyard/global-router/internal/routing"
 	"github.com/switchyard-dev/switchyard/gossip"
-	"github.com/switchyard-dev/switchyard/gossip/prefix"
-	"github.com/switchyard-dev/switchyard/gossip/sketch"
 )
 
 // signalling is a source that signals its changes, as gossip.Node does, and counts its reads.
@@ -112,72 +107,6 @@ func TestIndexSeesUnsignalledChange(t *testing.T) {
 	if v := tb.View("llama", nil); v[0].Cluster.ReadyPods != 6 {
 		t.Errorf("%d ready pods after the summary changed, want 6", v[0].Cluster.ReadyPods)
 	}
-}
-
-// MatchPrefixes gives the routing decision that matching every cluster's sketch gives: the same
-// chosen cluster, fallbacks, route and hand-back offer, over pools of clusters of every size.
-func TestMatchPrefixesDecidesAsFullMatch(t *testing.T) {
-	prompt := []byte(fmt.Sprintf("%01600d", 3))
-	hashes := prefix.Hashes(nil, "llama", prompt, 0)
-	req := routing.Request{PromptTokens: len(prompt) / 4, AvgTokens: len(prompt)/4 + 200}
-	regions := []string{"r0", "r1", "r2"}
-	for _, n := range []int{3, 20, 200, 1000} {
-		t.Run(fmt.Sprintf("clusters=%d", n), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(n), 1))
-			now := time.Unix(1000, 0)
-			var src source
-			for i := range n {
-				b, err := sketch.NewForCapacity(256, 0.01, uint64(i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, h := range hashes[:rng.IntN(len(hashes)+1)] {
-					b.Add(h)
-				}
-				m := model("llama", uint32(1+rng.IntN(8)))
-				m.QueueDepth = uint32(rng.IntN(4))
-				m.PredictedTtftMs = float32(60 + rng.IntN(400))
-				m.MeanPredictedTtftMs = m.PredictedTtftMs * 1.5
-				m.FreeKvTokens = uint64(rng.IntN(400_000))
-				m.PrefillTokensPerSecond = float32(5_000 + rng.IntN(40_000))
-				m.PrefixSketch = b.Proto()
-				name := fmt.Sprintf("c%04d", i)
-				src = append(src, summary(name, regions[i%3], name+"-gw", "http://"+name, now, false, m))
-			}
-			tb := clustertable.New(clustertable.Config{Region: "r0", Now: func() time.Time { return now },
-				RTT: map[string]time.Duration{"r1": 40 * time.Millisecond, "r2": 90 * time.Millisecond}}, src, nil)
-			for _, pol := range []routing.Policy{routing.DefaultPolicy(), {OverflowThreshold: 0.3}, {OverflowThreshold: 0}} {
-				full := tb.View("llama", hashes)
-				bounded := tb.View("llama", nil)
-				clustertable.MatchPrefixes(bounded, hashes, "r0", pol, req, clustertable.DefaultPrefixTopK)
-				want := decide(t, full, pol, req)
-				got := decide(t, bounded, pol, req)
-				if !slices.Equal(got.Targets, want.Targets) || got.Route != want.Route || got.HandBack != want.HandBack ||
-					got.Best != want.Best || got.NearBest != want.NearBest {
-					t.Errorf("threshold %v: bounded matching decided %+v, full matching %+v",
-						pol.OverflowThreshold, brief(got), brief(want))
-				}
-			}
-		})
-	}
-}
-
-func decide(t *testing.T, view []clustertable.Entry, pol routing.Policy, req routing.Request) routing.Decision {
-	t.Helper()
-	cs := make([]routing.Cluster, len(view))
-	for i := range view {
-		cs[i] = view[i].Cluster
-	}
-	d, err := routing.Decide("r0", cs, pol, req, routing.DefaultOptions(), rand.New(rand.NewPCG(5, 5)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func brief(d routing.Decision) string {
-	return fmt.Sprintf("targets %v route %s hand-back %v best %d near-best %v", d.Targets, d.Route, d.HandBack,
-		d.Best, d.NearBest)
 }
 
 // Views while the source changes read whole indexes (run with -race).

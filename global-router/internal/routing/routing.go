@@ -210,10 +210,3 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{NearBest: 0.2, MaxChoices: 3, D: 2, LocalPreference: 3, BacklogPerPod: 2, SessionSlack: 0.5}
 }
-
-// Eligible reports whether c could take req under pol at all (Decide's first test: it serves
-// the model with ready pods in an allowed region, is not drained, stale or unhealthy, and is
-// not saturated).
-func Eligible(c *Cluster, pol Policy, req Request) bool {
-	return ineligibleReason(c, pol, c.Utilization(req.AvgTokens)) == ""
-}
