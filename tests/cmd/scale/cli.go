@@ -41,6 +41,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"dilate each pool size N by at least N divided by this (0: --dilate for every size)")
 	out := fs.String("out", "scale-results", "directory for results.json, scale.md and the PNG plots")
 	routerBench := fs.Bool("router-bench", true, "also run the global-router at-scale Go benchmarks")
+	from := fs.String("from", "", "no sweep: merge these results.json files (comma-separated) into one report")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,8 +63,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	rep := Sweep(ctx, cfg, stderr)
-	if *routerBench {
+	var rep *Report
+	if *from != "" {
+		if rep, err = mergeReports(strings.Split(*from, ",")); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	} else {
+		rep = Sweep(ctx, cfg, stderr)
+	}
+	if *routerBench && *from == "" {
 		root, err := harness.WorkspaceRoot()
 		if err == nil {
 			rep.Router, err = runRouterBenchmarks(ctx, root, stderr)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -37,6 +38,39 @@ type Fits struct {
 	AllP50      Fit `json:"all_routers_p50_ms"`
 	HeapPerNode Fit `json:"heap_bytes_per_node"`
 	SnapshotP99 Fit `json:"snapshot_p99_us"`
+}
+
+// mergeReports reads the reports of several sweeps (results.json) and merges their results, by
+// pool size, into one report with the first's settings and its router benchmarks, fitted anew:
+// sizes measured with different dilations in one table.
+func mergeReports(paths []string) (*Report, error) {
+	var out *Report
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("scale: %w", err)
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("scale: %s: %w", p, err)
+		}
+		for i := range r.Results {
+			if r.Results[i].Dilation == 0 { // written before results recorded their dilation
+				r.Results[i].Dilation = max(r.Dilation, 1)
+			}
+		}
+		if out == nil {
+			out = &r
+			continue
+		}
+		out.Results = append(out.Results, r.Results...)
+	}
+	if out == nil {
+		return nil, errors.New("scale: no report to merge")
+	}
+	slices.SortStableFunc(out.Results, func(a, b Result) int { return a.Gateways - b.Gateways })
+	out.fit()
+	return out, nil
 }
 
 // measured returns the results that have figures.
