@@ -78,12 +78,24 @@ func (r *Report) measured() []Result {
 	return slices.DeleteFunc(slices.Clone(r.Results), func(x Result) bool { return x.Stopped != "" })
 }
 
+// collapsed reports whether the pool stopped carrying summaries: most of those the routers held
+// were stale, or no marked change reached a router.
+func (x *Result) collapsed() bool {
+	return x.StaleFraction >= 0.5 || x.Marks > 0 && x.Missed >= x.Marks*max(x.Routers, 1)
+}
+
+// carrying returns the measured results of pools that still carried their summaries: the
+// curves are fitted to them (a collapsed pool's figures measure the collapse).
+func (r *Report) carrying() []Result {
+	return slices.DeleteFunc(r.measured(), func(x Result) bool { return x.collapsed() })
+}
+
 // fit fits the curves to the measured sizes: bandwidth as a power law, convergence as
 // a + b·ln N (an epidemic reaches N nodes in O(log N) rounds while it has bandwidth), memory per
 // node and the Snapshot as linear in N (every node holds every summary; Snapshot copies them).
 func (r *Report) fit() {
 	var ns, sent, p99, p50, heap, snap []float64
-	for _, x := range r.measured() {
+	for _, x := range r.carrying() {
 		ns = append(ns, float64(x.Gateways))
 		sent, p99, p50 = append(sent, x.SentPerNode), append(p99, x.AllP99), append(p50, x.AllP50)
 		heap, snap = append(heap, x.HeapPerNode), append(snap, x.SnapshotP99)
@@ -100,7 +112,7 @@ func (r *Report) fit() {
 // atTarget returns a figure at the target size: measured when the sweep reached it, else the
 // fit's value, with a note saying which.
 func (r *Report) atTarget(measured func(Result) float64, f Fit) (float64, string) {
-	for _, x := range r.measured() {
+	for _, x := range r.carrying() {
 		if x.Gateways == r.Target {
 			return measured(x), "measured"
 		}
@@ -152,15 +164,26 @@ func (r *Report) markdown(w io.Writer) {
 			fmt.Fprintf(w, "| %d | stopped: %s | | | | | | | | | | | | %s |\n", x.Gateways, x.Stopped, x.LoadAverage)
 			continue
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %.0f / %.0f ms | %.0f / %.0f ms | %.0f ms | %.1f%% | %.2f MiB | "+
+		arrival := fmt.Sprintf("%.0f / %.0f ms", x.ArrivalP50, x.ArrivalP99)
+		all := fmt.Sprintf("%.0f / %.0f ms", x.AllP50, x.AllP99)
+		if x.collapsed() {
+			arrival, all = "collapsed: "+arrival, "collapsed: "+all
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %.0f ms | %.1f%% | %.2f MiB | "+
 			"%.0f / %.0f µs | %.1f ms/s | %.0f s | ×%g | %s |\n",
-			x.Gateways, kb(x.SentPerNode), kb(x.RelayedPerNode), kb(x.OwnPerGateway), x.ArrivalP50, x.ArrivalP99,
-			x.AllP50, x.AllP99, x.AgeP99, 100*x.StaleFraction, x.HeapPerNode/(1<<20), x.SnapshotP50, x.SnapshotP99,
+			x.Gateways, kb(x.SentPerNode), kb(x.RelayedPerNode), kb(x.OwnPerGateway), arrival,
+			all, x.AgeP99, 100*x.StaleFraction, x.HeapPerNode/(1<<20), x.SnapshotP50, x.SnapshotP99,
 			1000*x.CPUPerNode, x.FormSeconds, x.Dilation, x.LoadAverage)
 	}
-	fmt.Fprintf(w, "\nFits over the measured sizes: sent per node %s B/s; every router p99 %s ms; "+
-		"heap per node %s B; Snapshot p99 %s µs.\n\n",
-		r.Fits.SentPerNode, r.Fits.AllP99, r.Fits.HeapPerNode, r.Fits.SnapshotP99)
+	fmt.Fprintf(
+		w,
+		"\nFits over the measured sizes whose pool still carried its summaries: sent per node %s B/s; every router p99 %s ms; "+
+			"heap per node %s B; Snapshot p99 %s µs.\n\n",
+		r.Fits.SentPerNode,
+		r.Fits.AllP99,
+		r.Fits.HeapPerNode,
+		r.Fits.SnapshotP99,
+	)
 	r.targets(w)
 }
 
@@ -214,7 +237,7 @@ func (r *Report) targets(w io.Writer) {
 // plots writes the curves: bandwidth, convergence and memory against N.
 func (r *Report) plots(dir string) error {
 	var ns, sent, p50, p99, heap, snap []float64
-	for _, x := range r.measured() {
+	for _, x := range r.carrying() {
 		ns = append(ns, float64(x.Gateways))
 		sent, p50, p99 = append(sent, x.SentPerNode/1000), append(p50, x.AllP50), append(p99, x.AllP99)
 		heap, snap = append(heap, x.HeapPerNode/(1<<20)), append(snap, x.SnapshotP99)
