@@ -177,7 +177,8 @@ func (r *Report) markdown(w io.Writer) {
 	}
 	fmt.Fprintf(
 		w,
-		"\nFits over the measured sizes whose pool still carried its summaries: sent per node %s B/s; every router p99 %s ms; "+
+		"\nFits over the measured sizes whose pool still carried its summaries: sent per node %s B/s; "+
+			"every router p99 %s ms; "+
 			"heap per node %s B; Snapshot p99 %s µs.\n\n",
 		r.Fits.SentPerNode,
 		r.Fits.AllP99,
