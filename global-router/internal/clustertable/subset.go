@@ -16,20 +16,23 @@ import (
 //     the figures a quiet cluster's estimate needs (routing.Quiet), its load, its summary's age
 //     and a few flags. Per cluster it keeps a floor of the round trip (the prior, lowered as
 //     measurements come).
-//   - This router's own state of a cluster (requests in flight or waiting, ejections, slow
-//     start, a stale spell) only adds to its estimate or takes it out; the table keeps the
-//     clusters that have any of it on a short list, the hot ones.
+//   - This router's own state of a cluster (requests sent since its summary, in flight or
+//     waiting, an ejection, a probe, slow start) only adds to its estimate or takes it out; the
+//     table keeps the clusters that have any of it on a short list, the hot ones.
 //   - Per request, a lower bound of every cluster's estimate comes from its slot (the whole
 //     prompt cached where it has a sketch, the round-trip floor) in one pass without allocation.
-//     The hot clusters, the session's and the TopK with the lowest bounds in each group (the
-//     router's region under the overflow threshold, over it, elsewhere) are built into entries,
-//     their state applied and their sketches matched, and routing.Decide runs over them only.
+//     Per group (the router's region under the overflow threshold, over it, elsewhere) the TopK
+//     lowest bounds are kept, ordered by bound and then position as Decide breaks ties; a cluster
+//     that may make the cut is refined first (its sketch matched, a hot one's state applied).
+//     The last decision's picks are offered first, so that the bounds to beat are low at once.
+//   - The picks, the session's cluster and the hot clusters in slow start (whose admissions are
+//     drawn in view order) are built into entries, their state applied, claimed and their
+//     sketches matched, and routing.Decide runs over them only.
 //   - routing.Covers then checks the decision against the bounds of the clusters left out (their
 //     group's lowest); when it cannot tell that deciding over every cluster gives the same
 //     decision (a returning cluster's share, for one, depends on how many clusters the pool
-//     has), the request is decided over every cluster, as View and Claim do. The hot clusters
-//     are all decided over, in the order of every cluster's view, so slow start draws the same
-//     admissions in both.
+//     has), the turns taken are given back and the request is decided over every cluster, as
+//     View and Claim do.
 //
 // The decision is therefore the one over every cluster (TestRouteDecidesAsEveryCluster), and
 // a request touches O(TopK) entries and O(clusters) slots. The returned view holds only the
