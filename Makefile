@@ -132,8 +132,8 @@ pgo-profile:
 ## SCALE_FLAGS adds flags, e.g. SCALE_FLAGS="--timings=wan --busy=0.5".
 SCALE_NODES         ?= 10,30,100,300,1000
 SCALE_DILATE_PER    ?= 100
-SCALE_MAX_DURATION  ?= 30m
-SCALE_PER_N_TIMEOUT ?= 8m
+SCALE_MAX_DURATION  ?= 60m
+SCALE_PER_N_TIMEOUT ?= 25m
 SCALE_OUT           ?= scale-results
 SCALE_FLAGS         ?=
 bench-scale:

@@ -37,7 +37,8 @@ type Config struct {
 	// MarkEvery is how often a marked change is published whose arrival at every router is
 	// timed. Default 250 ms.
 	MarkEvery time.Duration
-	// FormTimeout bounds how long a pool may take to form (every router sees every node alive).
+	// FormTimeout bounds how long a pool may take to form (every router sees every node alive),
+	// in the modelled clock (it is dilated).
 	FormTimeout time.Duration
 	// PerNTimeout bounds one pool size from start to its last measurement; a size that runs out
 	// is reported as where the sweep stopped. Default 8 min.

@@ -101,7 +101,7 @@ func startPool(ctx context.Context, cfg Config, n int, sim *simNet, progress fun
 		}
 		p.routers = append(p.routers, node)
 	}
-	if err := p.waitFormed(ctx, cfg.FormTimeout, progress); err != nil {
+	if err := p.waitFormed(ctx, cfg.stretch(cfg.FormTimeout), progress); err != nil {
 		p.stop()
 		return nil, err
 	}
