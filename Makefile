@@ -143,17 +143,20 @@ pgo-profile:
 	@echo "wrote $(PGO_PROFILE)"
 
 ## bench-scale: the scale sweep (docs/scale.md): pools of SCALE_NODES simulated gateways and a few
-## routers as real gossip nodes in one process, then the router's at-scale Go benchmarks; writes
+## routers as real gossip nodes in one process over an in-memory network, each size N time-dilated
+## by N/SCALE_DILATE_PER (at least 1) so that it fits the CPU, then the router's at-scale Go benchmarks; writes
 ## the table, results.json and PNG curves into SCALE_OUT. Progress goes to stderr; no pool size
 ## starts after SCALE_MAX_DURATION and each is cut at SCALE_PER_N_TIMEOUT (the table says where).
 ## SCALE_FLAGS adds flags, e.g. SCALE_FLAGS="--timings=wan --busy=0.5".
-SCALE_NODES         ?= 100,300,1000
-SCALE_MAX_DURATION  ?= 30m
-SCALE_PER_N_TIMEOUT ?= 8m
+SCALE_NODES         ?= 10,30,100,300,1000
+SCALE_DILATE_PER    ?= 100
+SCALE_MAX_DURATION  ?= 60m
+SCALE_PER_N_TIMEOUT ?= 25m
 SCALE_OUT           ?= scale-results
 SCALE_FLAGS         ?=
 bench-scale:
-	$(GO) run ./tests/cmd/scale --nodes=$(SCALE_NODES) --max-duration=$(SCALE_MAX_DURATION) \
+	$(GO) run ./tests/cmd/scale --nodes=$(SCALE_NODES) --dilate-per=$(SCALE_DILATE_PER) \
+	  --max-duration=$(SCALE_MAX_DURATION) \
 	  --per-n-timeout=$(SCALE_PER_N_TIMEOUT) --out=$(SCALE_OUT) $(SCALE_FLAGS)
 
 ## bench-routing: routing quality (docs/benchmarks.md): the Tier 1 load sweep (every scenario at

@@ -181,6 +181,12 @@ type Config struct {
 	MaxStreamBytes int
 	// Timings are the memberlist protocol periods. Default LANTimings or WANTimings.
 	Timings Timings
+	// Transport, when set, makes the node's memberlist transport instead of UDP and TCP sockets
+	// on BindAddr:BindPort: a simulated network that runs many nodes in one process without
+	// sockets (the scale harness). The node still counts the bytes it moves and bounds the
+	// streams it accepts; the transport's FinalAdvertiseAddr(AdvertiseAddr, AdvertisePort) is
+	// the node's address. Default nil: sockets.
+	Transport func() (memberlist.NodeAwareTransport, error)
 
 	// MetricsSubsystem is the middle part of the node's metric names (switchyard_<it>_...), so
 	// that two nodes of one process (a router's region pool and pool of aggregators) register

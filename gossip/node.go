@@ -162,15 +162,19 @@ func (n *Node) Run(ctx context.Context) error {
 // create builds the transport and the memberlist.
 func (n *Node) create() (*memberlist.Memberlist, error) {
 	mlog := newMemberlistLogger(n.log)
-	tr, err := newCountingTransport(
-		n.cfg.BindAddr,
-		n.cfg.BindPort,
-		mlog,
-		n.metrics,
-		streamLimits{maxBytes: n.cfg.MaxStreamBytes, timeout: n.cfg.Timings.TCPTimeout},
-	)
-	if err != nil {
-		return nil, err
+	limits := streamLimits{maxBytes: n.cfg.MaxStreamBytes, timeout: n.cfg.Timings.TCPTimeout}
+	var tr *countingTransport
+	if n.cfg.Transport != nil {
+		inner, err := n.cfg.Transport()
+		if err != nil {
+			return nil, fmt.Errorf("gossip: make transport: %w", err)
+		}
+		tr = wrapTransport(inner, n.metrics, limits)
+	} else {
+		var err error
+		if tr, err = newCountingTransport(n.cfg.BindAddr, n.cfg.BindPort, mlog, n.metrics, limits); err != nil {
+			return nil, err
+		}
 	}
 	c := n.memberlistConfig(tr)
 	c.Logger = mlog
@@ -187,10 +191,11 @@ func (n *Node) memberlistConfig(tr *countingTransport) *memberlist.Config {
 	c := memberlist.DefaultLANConfig()
 	c.Name = n.cfg.NodeName
 	c.Transport = tr
-	c.BindAddr, c.BindPort = n.cfg.BindAddr, tr.port()
+	port := tr.port(n.cfg.AdvertiseAddr, n.cfg.AdvertisePort)
+	c.BindAddr, c.BindPort = n.cfg.BindAddr, port
 	c.AdvertiseAddr, c.AdvertisePort = n.cfg.AdvertiseAddr, n.cfg.AdvertisePort
 	if c.AdvertisePort == 0 {
-		c.AdvertisePort = tr.port()
+		c.AdvertisePort = port
 	}
 	c.GossipInterval, c.GossipNodes, c.RetransmitMult = t.GossipInterval, t.GossipNodes, t.RetransmitMult
 	c.ProbeInterval, c.ProbeTimeout, c.SuspicionMult = t.ProbeInterval, t.ProbeTimeout, t.SuspicionMult

@@ -10,9 +10,10 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// countingTransport wraps memberlist's UDP/TCP transport and counts the bytes it moves.
+// countingTransport wraps memberlist's UDP/TCP transport (or Config.Transport's) and counts the
+// bytes it moves.
 type countingTransport struct {
-	inner   *memberlist.NetTransport
+	inner   memberlist.NodeAwareTransport
 	m       *metrics
 	limits  streamLimits
 	packets chan *memberlist.Packet
@@ -40,16 +41,21 @@ func newCountingTransport(
 	for range attempts {
 		var nt *memberlist.NetTransport
 		if nt, err = memberlist.NewNetTransport(cfg); err == nil {
-			t := &countingTransport{inner: nt, m: m, limits: limits, packets: make(chan *memberlist.Packet),
-				streams: make(chan net.Conn), done: make(chan struct{})}
-			go t.forward()
-			return t, nil
+			return wrapTransport(nt, m, limits), nil
 		}
 		if !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
 	}
 	return nil, fmt.Errorf("gossip: bind %s:%d: %w", addr, port, err)
+}
+
+// wrapTransport counts what inner moves and bounds the streams it accepts.
+func wrapTransport(inner memberlist.NodeAwareTransport, m *metrics, limits streamLimits) *countingTransport {
+	t := &countingTransport{inner: inner, m: m, limits: limits, packets: make(chan *memberlist.Packet),
+		streams: make(chan net.Conn), done: make(chan struct{})}
+	go t.forward()
+	return t
 }
 
 // forward moves received packets and accepted streams from the inner transport, counting them;
@@ -77,8 +83,17 @@ func (t *countingTransport) forward() {
 	}
 }
 
-// port returns the bound port.
-func (t *countingTransport) port() int { return t.inner.GetAutoBindPort() }
+// port returns the bound port (a supplied transport's advertised one).
+func (t *countingTransport) port(advertiseAddr string, advertisePort int) int {
+	if nt, ok := t.inner.(*memberlist.NetTransport); ok {
+		return nt.GetAutoBindPort()
+	}
+	_, port, err := t.inner.FinalAdvertiseAddr(advertiseAddr, advertisePort)
+	if err != nil {
+		return advertisePort
+	}
+	return port
+}
 
 func (t *countingTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
 	return t.inner.FinalAdvertiseAddr(ip, port)

@@ -67,7 +67,11 @@ const (
 // metrics are the table's collectors.
 type metrics struct {
 	ejections *prometheus.CounterVec
+	decisions [2]prometheus.Counter // by path: pathReduced, pathFull
 }
+
+// decision counts a Route decision made over path.
+func (m *metrics) decision(path int) { m.decisions[path].Inc() }
 
 // newMetrics creates the table's collectors and registers them on reg (nil: not registered).
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -79,8 +83,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{ejectionEjected, ejectionRefused} {
 		m.ejections.WithLabelValues(r)
 	}
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_router_decisions_total",
+		Help: "Routing decisions of requests, by path: reduced (over the clusters that can matter, proven to decide as " +
+			"over every cluster) or full (over every cluster: the proof did not hold, or a cluster is in slow start).",
+	}, []string{"path"})
+	m.decisions[pathReduced] = decisions.WithLabelValues("reduced")
+	m.decisions[pathFull] = decisions.WithLabelValues("full")
 	if reg != nil {
-		reg.MustRegister(m.ejections)
+		reg.MustRegister(m.ejections, decisions)
 	}
 	return m
 }

@@ -8,8 +8,10 @@ package clustertable
 import (
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +52,14 @@ type Config struct {
 	// Rand returns a uniform number in [0,1) for slow start's admissions (default
 	// math/rand/v2.Float64). It must be safe for concurrent use.
 	Rand func() float64
+	// IndexInterval is the least time between two rebuilds of the candidate index when the source
+	// signals its changes (gossip.Node): a change reaches the routing decisions at most this long
+	// after gossip applied it (default DefaultIndexInterval; see index.go).
+	IndexInterval time.Duration
+	// TopK is how many clusters of each group (the router's region under the overflow threshold,
+	// over it, elsewhere) with the lowest bounds of their estimates Route decides over, besides
+	// the clusters it must see (default DefaultTopK, at most 32; see subset.go).
+	TopK int
 	// Logger receives the table's warnings (ejections refused by the cap); nil discards them.
 	Logger *slog.Logger
 	// Registerer, when set, registers the table's metrics.
@@ -69,6 +79,18 @@ type Table struct {
 	// sketchHolders counts the states holding decoded prefix sketches.
 	sketchHolders int
 
+	// idx is the current candidate index (index.go); building serialises its rebuilds for a
+	// source that signals changes on changes.
+	idx      atomic.Pointer[index]
+	building sync.Mutex
+	changes  <-chan struct{}
+	// hot lists the states with something of this router's own a reduced decision must see
+	// (subset.go); t.mu guards it.
+	hot []*clusterState
+	// decisions counts Route's decisions by path; coversOff (tests) skips routing.Covers.
+	decisions [2]atomic.Uint64
+	coversOff bool
+
 	metrics       *metrics
 	refusalLogged time.Time // when a refused ejection was last logged; t.mu guards it
 }
@@ -79,7 +101,9 @@ type clusterState struct {
 	sends    sendTimes
 	rtt      rttMeter
 	sketches sketchCache
-	seen     uint64 // the last view that saw the cluster
+	seen     uint64 // the last index that has the cluster
+	ord      int    // its ordinal in that index
+	hot      bool   // on the table's hot list
 	// waiting counts this router's accepted streams there without a first token yet, and
 	// waitingTokens sums their prompt tokens.
 	waiting       int
@@ -105,6 +129,13 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.IndexInterval <= 0 {
+		cfg.IndexInterval = DefaultIndexInterval
+	}
+	if cfg.TopK <= 0 {
+		cfg.TopK = DefaultTopK
+	}
+	cfg.TopK = min(cfg.TopK, maxTopK)
 	t := &Table{
 		cfg:     cfg,
 		src:     src,
@@ -114,6 +145,10 @@ func New(cfg Config, src Source, drains DrainView) *Table {
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(capacityCollector{t})
+	}
+	if s, ok := src.(subscriber); ok {
+		// The subscription lasts as long as the source: a table is made once per node.
+		t.changes, _ = s.Subscribe()
 	}
 	return t
 }
@@ -139,7 +174,8 @@ type Entry struct {
 
 	// Filled while the view is built.
 	probeTurn time.Time               // the probe turn this view took (zero: none), for Release
-	best      *gossip.Summary         // the chosen replica's summary, in the snapshot
+	best      *gossip.Summary         // the chosen replica's summary, in the index's snapshot
+	at        int                     // best's position in the index's sorted snapshot
 	model     *gossipv1.ModelCapacity // the summary's figures for the model; nil if it does not serve it
 	state     *clusterState           // the table's state of the cluster
 	health    health                  // a copy of its health, with the summary's signal noted
@@ -156,14 +192,25 @@ type Entry struct {
 // it first, and Release after the decision. (The table keeps the prefix sketches it decodes for
 // the next views: a cache, which changes no view.)
 //
-// The table's lock is held only while the cluster states are read: the summaries' figures are
-// copied before, and the prompt is matched against the prefix sketches after.
+// The entries come from the table's candidate index (index.go), built when gossip changes, not
+// per request; the table's lock is held only while the cluster states are read, and the prompt is
+// matched against the prefix sketches after.
 func (t *Table) View(model string, prefixHashes []uint64) []Entry {
 	now := t.cfg.Now()
-	out := t.candidates(t.src.Snapshot(), model)
-	misses := t.applyStates(out, len(prefixHashes) > 0, now)
+	idx, snap := t.current(now)
+	out := slices.Clone(t.modelEntries(idx, model))
+	for i := range out {
+		e := &out[i]
+		e.Age = idx.age(e.at, snap, now)
+		e.Cluster.Drained = t.drains != nil && t.drains.Drained(e.Cluster.Name, e.Cluster.Region)
+	}
+	t.applyStates(out, now)
 	if len(prefixHashes) > 0 {
-		t.matchSketches(out, prefixHashes, misses)
+		for i := range out {
+			if b := out[i].bloom; b != nil {
+				out[i].Cluster.CachedPrefixTokens = b.LongestPrefix(prefixHashes) * tokensPerBlock
+			}
+		}
 	}
 	return out
 }
@@ -193,32 +240,25 @@ func (t *Table) Claim(view []Entry) {
 		e.Cluster.Returning = false
 	}
 	t.withhold(view, true, now)
-}
-
-// applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
-// health, slow start and probes, the measured round trip, requests sent since the summary, and
-// the cached prefix sketch (when wantSketch). It returns how many sketches must be decoded. It
-// changes no cluster's state but the cache (Claim records what the view saw).
-func (t *Table) applyStates(out []Entry, wantSketch bool, now time.Time) (misses int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.seq++
-	for i := range out {
-		e := &out[i]
-		st := t.stateOf(e.Cluster.Name)
-		st.seen, e.state = t.seq, st
-		t.applyState(e, st, now)
-		if wantSketch && e.model.GetPrefixSketch() != nil {
-			if e.bloom, e.known = st.sketches.get(e.Summary, e.model); !e.known {
-				misses++
+	if idx := t.idx.Load(); idx != nil {
+		for i := range view {
+			if st := view[i].state; st != nil && !t.quiet(st, idx, now) {
+				t.markHot(st)
 			}
 		}
 	}
-	t.withhold(out, false, now)
-	if t.sketchHolders > len(out) {
-		t.forgetSketches()
+}
+
+// applyStates fills in, under the table's lock, what the table keeps about each cluster: passive
+// health, slow start and probes, the measured round trip, and requests sent since the summary. It
+// changes no cluster's state (Claim records what the view saw).
+func (t *Table) applyStates(out []Entry, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range out {
+		t.applyState(&out[i], out[i].state, now)
 	}
-	return misses
+	t.withhold(out, false, now)
 }
 
 // applyState fills in one cluster's health, round trip, requests sent since its summary (and
@@ -245,52 +285,14 @@ func (t *Table) applyState(e *Entry, st *clusterState, now time.Time) {
 	}
 }
 
-// forgetSketches drops the decoded sketches of clusters the last view did not see (gossip
-// forgot them).
+// forgetSketches drops the decoded sketches of clusters the last index does not have (gossip
+// forgot them); t.mu must be held.
 func (t *Table) forgetSketches() {
 	for _, st := range t.states {
 		if st.seen != t.seq && st.sketches.held() {
 			st.sketches.reset(nil)
 			t.sketchHolders--
 		}
-	}
-}
-
-// matchSketches sets each candidate's cached prompt tokens from its prefix sketch, decoding the
-// sketches the table did not hold yet (misses of them) and keeping them for the next views.
-func (t *Table) matchSketches(out []Entry, hashes []uint64, misses int) {
-	var decoded []int
-	if misses > 0 {
-		decoded = make([]int, 0, misses)
-	}
-	for i := range out {
-		e := &out[i]
-		ps := e.model.GetPrefixSketch()
-		if ps == nil {
-			continue
-		}
-		if !e.known {
-			e.bloom, _ = sketch.FromProto(ps) // nil when invalid: nothing of the prompt is cached
-			decoded = append(decoded, i)
-		}
-		if e.bloom != nil {
-			e.Cluster.CachedPrefixTokens = e.bloom.LongestPrefix(hashes) * tokensPerBlock
-		}
-	}
-	if len(decoded) == 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, i := range decoded {
-		e := &out[i]
-		if t.states[e.Cluster.Name] != e.state { // defensive: states are never replaced
-			continue
-		}
-		if !e.state.sketches.held() {
-			t.sketchHolders++
-		}
-		e.state.sketches.put(e.Summary, e.model, e.bloom)
 	}
 }
 
@@ -343,8 +345,10 @@ func (t *Table) Observe(o forward.Outcome) {
 	if st.health.observe(o, now, t.cfg.Ejection, func() bool { return t.admitEjection(o.Target.Cluster, fresh, now) }) {
 		t.refused(o.Target.Cluster, fresh, now)
 	}
+	t.markHot(st)
 	if o.RTT > 0 {
 		st.rtt.add(o.RTT, now, t.cfg.MeasuredRTT)
+		t.lowerRTT(st)
 	}
 	if o.Status > 0 && !o.Retried {
 		st.sends.add(now, o.Target.PromptTokens)
@@ -362,6 +366,7 @@ func (t *Table) Dispatched(target forward.Target) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.stateOf(target.Cluster)
+	t.markHot(st)
 	st.pending++
 	st.pendingTokens += int64(max(target.PromptTokens, 0))
 }
@@ -384,7 +389,9 @@ func (t *Table) FirstToken(target forward.Target) {
 func (t *Table) Sent(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stateOf(cluster).sends.add(t.cfg.Now(), 0)
+	st := t.stateOf(cluster)
+	st.sends.add(t.cfg.Now(), 0)
+	t.markHot(st)
 }
 
 var (
@@ -399,6 +406,11 @@ func (t *Table) stateOf(cluster string) *clusterState {
 	if st == nil {
 		st = &clusterState{}
 		t.states[cluster] = st
+		if idx := t.idx.Load(); idx != nil {
+			if ord, ok := idx.byName[cluster]; ok {
+				st.seen, st.ord = idx.seq, ord
+			}
+		}
 	}
 	return st
 }

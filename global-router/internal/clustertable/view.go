@@ -10,7 +10,7 @@ import (
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
-// candidates turns a gossip snapshot into one entry per cluster, sorted by name, with the figures
+// candidates turns a gossip snapshot (the index's) into one entry per cluster, sorted by name, with the figures
 // its summaries give for model. It needs no lock: the table's own state is applied afterwards.
 // c.RTT holds the prior round trip until then.
 //
@@ -35,6 +35,7 @@ func (t *Table) candidates(snap []gossip.Summary, model string) []Entry {
 			j++
 		}
 		urls = t.candidate(&out[k], snap[i:j], model, urls)
+		out[k].at += i
 		i = j
 	}
 	return out
@@ -55,7 +56,7 @@ func (t *Table) candidate(e *Entry, reps []gossip.Summary, model string, urls []
 	best := &reps[0]
 	for i := range reps[1:] {
 		if fresher(reps[i+1], *best) {
-			best = &reps[i+1]
+			best, e.at = &reps[i+1], i+1
 		}
 	}
 	e.Summary, e.Age, e.best = best.Summary, best.Age, best

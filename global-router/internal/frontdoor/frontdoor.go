@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -45,6 +46,17 @@ type Table interface {
 	View(model string, prefixHashes []uint64) []clustertable.Entry
 	Claim(view []clustertable.Entry)
 	Release(view []clustertable.Entry, used int)
+	// Route decides a request that will be routed and returns the claimed view it decided over
+	// (which may hold only the clusters that can matter) and the decision (see
+	// clustertable.Table.Route); the view is Released after it as a claimed View is.
+	Route(
+		model string,
+		prefixHashes []uint64,
+		pol routing.Policy,
+		req routing.Request,
+		opt routing.Options,
+		src rand.Source,
+	) ([]clustertable.Entry, routing.Decision, error)
 }
 
 // Policies returns the routing policy of a model: the stored one, or the defaults when none is
@@ -269,17 +281,23 @@ func (s *Server) decide(
 	if standIn && route {
 		s.metrics.unloadedLocal.Inc()
 	}
-	view := s.table.View(model, hashes)
+	var view []clustertable.Entry
+	var d routing.Decision
 	if route {
-		s.table.Claim(view)
+		// The table decides over the clusters that can matter, proven to give the decision over
+		// every cluster (clustertable.Route); power-of-d draws from math/rand/v2's global source:
+		// safe for concurrent use without a lock, so concurrent decisions do not queue behind one
+		// another.
+		view, d, err = s.table.Route(model, hashes, pol, req, s.cfg.Options, nil)
+	} else {
+		// A dry run explains every cluster.
+		view = s.table.View(model, hashes)
+		cs := make([]routing.Cluster, len(view))
+		for i := range view {
+			cs[i] = view[i].Cluster
+		}
+		d, err = routing.Decide(s.cfg.Region, cs, pol, req, s.cfg.Options, nil)
 	}
-	cs := make([]routing.Cluster, len(view))
-	for i := range view {
-		cs[i] = view[i].Cluster
-	}
-	// power-of-d draws from math/rand/v2's global source: safe for concurrent use without a
-	// lock, so concurrent decisions do not queue behind one another.
-	d, err := routing.Decide(s.cfg.Region, cs, pol, req, s.cfg.Options, nil)
 	if standIn && errors.Is(err, routing.ErrNotAllowed) {
 		err = fmt.Errorf(
 			"%w: meanwhile only region %s is used, and no cluster there serves the model (%w)",

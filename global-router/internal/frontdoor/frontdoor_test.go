@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -526,6 +527,12 @@ type emptyTable struct{}
 func (emptyTable) View(string, []uint64) []clustertable.Entry { return nil }
 func (emptyTable) Claim([]clustertable.Entry)                 {}
 func (emptyTable) Release([]clustertable.Entry, int)          {}
+
+func (emptyTable) Route(
+	string, []uint64, routing.Policy, routing.Request, routing.Options, rand.Source,
+) ([]clustertable.Entry, routing.Decision, error) {
+	return nil, routing.Decision{}, routing.ErrNoCandidate
+}
 
 // recordTargets is a forwarder that answers 200 at once and keeps the targets it was given.
 type recordTargets struct {

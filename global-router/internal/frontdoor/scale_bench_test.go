@@ -72,7 +72,8 @@ func scaleTable(src clustertable.Source) *clustertable.Table {
 // BenchmarkServeInference, over N clusters × M models: body, prefix hashes, the cluster table's
 // view (every cluster serving the model is a candidate), the routing decision and the forward
 // targets. Besides ns/op (the mean) it reports the p50 and p99 of single requests, the CPU per
-// 1,000 requests and the heap the table, its source and their decoded sketches hold. The
+// 1,000 requests, the heap the table, its source and their decoded sketches hold and the share
+// of the decisions made over a subset of the clusters (clustertable.Route). The
 // gossip node's Snapshot, which the router's table reads per request, is measured on a real
 // pool by tests/cmd/scale (docs/scale.md) and is not included here: the source hands back its
 // slice as it is.
@@ -115,6 +116,9 @@ func BenchmarkRouteAtScale(b *testing.B) {
 				b.ReportMetric(usec(quantile(times, 0.99)), "p99-us")
 				b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(len(times))*1000, "cpu-ms/1000req")
 				b.ReportMetric(float64(heap)/(1<<20), "table-MiB")
+				if reduced, full := table.DecisionPaths(); reduced+full > 0 {
+					b.ReportMetric(100*float64(reduced)/float64(reduced+full), "reduced-%")
+				}
 			})
 		}
 	}

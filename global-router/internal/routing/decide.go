@@ -63,8 +63,14 @@ type Decision struct {
 	// kept for session affinity (Request.SessionCluster) rather than drawn.
 	Session bool
 
-	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill.
+	// remote and common are choosePool's best estimate elsewhere (-1: none) and least prefill;
+	// commonUsed is true when an eligible local cluster is backlogged (the throughput rule or the
+	// hand-back offer may read common). pool is what the choice was made among (after
+	// meetingSLO) and local whether it was the router's region's clusters. Covers reads them.
 	remote, common time.Duration
+	commonUsed     bool
+	local          bool
+	pool           []int
 }
 
 // leftOrder ranks why a request left the router's region (Decision.LeftBecause), from the
@@ -249,6 +255,7 @@ func Decide(region string, clusters []Cluster, pol Policy, req Request, opt Opti
 		return d, ErrNoRoom
 	}
 	pool = meetingSLO(pool, req, d.Explain)
+	d.pool, d.local = pool, route == contract.ReasonChosenLocal
 	var left contract.Reason
 	if route == contract.ReasonChosenOverflow {
 		left = leftBecause(region, clusters, d.Explain)
@@ -377,6 +384,9 @@ func choosePool(
 	local := buf[:0]
 	for _, i := range eligible {
 		e := &d.Explain[i]
+		if clusters[i].Region == region && backlogged(&clusters[i], opt.BacklogPerPod) {
+			d.commonUsed = true
+		}
 		switch {
 		case clusters[i].Region != region:
 		case e.Utilization >= pol.OverflowThreshold:
@@ -413,6 +423,11 @@ func choosePool(
 // leftBecause names why no local cluster kept a request, from the local clusters' reasons as
 // choosePool left them: the one nearest to keeping it (leftOrder).
 func leftBecause(region string, clusters []Cluster, ex []Explanation) contract.Reason {
+	return leftOrder[leftRank(region, clusters, ex)]
+}
+
+// leftRank is leftBecause's position in leftOrder.
+func leftRank(region string, clusters []Cluster, ex []Explanation) int {
 	best := 0
 	for i := range clusters {
 		if clusters[i].Region != region || (!clusters[i].Serves && !clusters[i].Lists) {
@@ -424,7 +439,7 @@ func leftBecause(region string, clusters []Cluster, ex []Explanation) contract.R
 		}
 		best = max(best, r)
 	}
-	return leftOrder[best]
+	return best
 }
 
 // powerOfD samples opt.D distinct candidates among the near-best of pool and returns the one with
@@ -501,20 +516,32 @@ func returningShare(pool []int, clusters []Cluster, rng *rand.Rand) int {
 	return -1
 }
 
-// smallest appends to dst up to k members of idx that pass keep, in increasing order of estimate
-// (ties by position), by repeated selection: O(len(idx)·k), with k small.
+// smallest appends to dst up to k members of idx that pass keep and are not in dst already, in
+// increasing order of estimate (ties by position), in one pass over idx keeping the k best so far:
+// O(len(idx)), with k small, and keep is asked only about members that would make the cut.
 func smallest(dst, idx []int, ex []Explanation, k int, keep func(int) bool) []int {
-	for len(dst) < k {
-		pick := -1
-		for _, i := range idx {
-			if keep(i) && !slices.Contains(dst, i) && (pick < 0 || ex[i].Estimate < ex[pick].Estimate) {
-				pick = i
-			}
+	start := len(dst)
+	if start >= k {
+		return dst
+	}
+	for _, i := range idx {
+		full := len(dst) == k
+		if full && ex[i].Estimate >= ex[dst[k-1]].Estimate {
+			continue
 		}
-		if pick < 0 {
-			break
+		if slices.Contains(dst, i) || !keep(i) {
+			continue
 		}
-		dst = append(dst, pick)
+		// After the members of the new part with an estimate at most i's: earlier ones win ties.
+		at := len(dst)
+		for at > start && ex[dst[at-1]].Estimate > ex[i].Estimate {
+			at--
+		}
+		if !full {
+			dst = append(dst, 0)
+		}
+		copy(dst[at+1:], dst[at:len(dst)-1])
+		dst[at] = i
 	}
 	return dst
 }

@@ -31,8 +31,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.PerNTimeout, "per-n-timeout", cfg.PerNTimeout, "longest one pool size may take")
 	fs.DurationVar(&cfg.MaxDuration, "max-duration", cfg.MaxDuration, "no pool size starts after this")
 	fs.IntVar(&cfg.Target, "target", cfg.Target, "size the fitted curves are extrapolated to")
+	fs.StringVar(&cfg.Network, "net", cfg.Network, "network: sim (in memory, no sockets) or loopback (UDP/TCP)")
+	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "simulated one-way latency")
+	fs.DurationVar(&cfg.Jitter, "jitter", cfg.Jitter, "simulated latency jitter (uniform, added)")
+	fs.Float64Var(&cfg.Loss, "loss", cfg.Loss, "simulated datagram loss (0..1)")
+	fs.Float64Var(&cfg.Dilation, "dilate", cfg.Dilation,
+		"time dilation factor: gossip periods and intervals stretched by it, figures converted back")
+	fs.IntVar(&cfg.DilatePer, "dilate-per", cfg.DilatePer,
+		"dilate each pool size N by at least N divided by this (0: --dilate for every size)")
 	out := fs.String("out", "scale-results", "directory for results.json, scale.md and the PNG plots")
 	routerBench := fs.Bool("router-bench", true, "also run the global-router at-scale Go benchmarks")
+	from := fs.String("from", "", "no sweep: merge these results.json files (comma-separated) into one report")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -54,8 +63,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	rep := Sweep(ctx, cfg, stderr)
-	if *routerBench {
+	var rep *Report
+	if *from != "" {
+		if rep, err = mergeReports(strings.Split(*from, ",")); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	} else {
+		rep = Sweep(ctx, cfg, stderr)
+	}
+	if *routerBench && *from == "" {
 		root, err := harness.WorkspaceRoot()
 		if err == nil {
 			rep.Router, err = runRouterBenchmarks(ctx, root, stderr)
@@ -80,7 +97,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // that stops (formation failed or its time ran out) ends the sweep: the larger ones would too.
 func Sweep(ctx context.Context, cfg Config, log io.Writer) *Report {
 	rep := &Report{Timings: cfg.TimingsName, Routers: cfg.Routers, Models: cfg.Models, Adapters: cfg.Adapters,
-		Busy: cfg.Busy, Target: cfg.Target}
+		Busy: cfg.Busy, Target: cfg.Target, Network: cfg.Network, Latency: cfg.Latency.String(), Loss: cfg.Loss,
+		Dilation: cfg.Dilation, DilatePer: cfg.DilatePer}
 	start := time.Now()
 	for i, n := range cfg.Nodes {
 		if reason := sweepStop(ctx, start, cfg, rep); reason != "" {

@@ -37,7 +37,8 @@ type Config struct {
 	// MarkEvery is how often a marked change is published whose arrival at every router is
 	// timed. Default 250 ms.
 	MarkEvery time.Duration
-	// FormTimeout bounds how long a pool may take to form (every router sees every node alive).
+	// FormTimeout bounds how long a pool may take to form (every router sees every node alive),
+	// in the modelled clock (it is dilated).
 	FormTimeout time.Duration
 	// PerNTimeout bounds one pool size from start to its last measurement; a size that runs out
 	// is reported as where the sweep stopped. Default 8 min.
@@ -46,6 +47,29 @@ type Config struct {
 	MaxDuration time.Duration
 	// Target is the extrapolation point of the fitted curves. Default 1,000.
 	Target int
+
+	// Network is "sim" (the nodes gossip over an in-memory network, simNet: no sockets) or
+	// "loopback" (UDP and TCP on 127.0.0.1). Default sim.
+	Network string
+	// Latency and Jitter are the simulated network's one-way latency (plus up to Jitter) and
+	// Loss its datagram loss. Defaults 500 µs, 500 µs, 0.
+	Latency, Jitter time.Duration
+	Loss            float64
+	// Dilation stretches time: every gossip period, the summary TTL and full-summary interval,
+	// the publication intervals, the measurement's intervals and the simulated latency are
+	// multiplied by it and the broadcast budget divided by it, so that a pool needs 1/Dilation of
+	// the CPU per second; the measured times are divided by it and the rates multiplied by it.
+	// The gossip module's own fixed pauses (a 1 s heartbeat gap, a 500 ms delta hold-back, a
+	// 250 ms staleness sweep) are not stretched. Default 1.
+	Dilation float64
+	// DilatePer, when above 0, dilates each pool size N by at least N/DilatePer, so that every
+	// size needs about the CPU of DilatePer nodes in real time. Default 0.
+	DilatePer int
+}
+
+// stretch returns d dilated.
+func (c *Config) stretch(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.Dilation)
 }
 
 // DefaultConfig returns the sweep `make bench-scale` runs.
@@ -66,6 +90,10 @@ func DefaultConfig() Config {
 		PerNTimeout: 8 * time.Minute,
 		MaxDuration: 40 * time.Minute,
 		Target:      1000,
+		Network:     "sim",
+		Latency:     500 * time.Microsecond,
+		Jitter:      500 * time.Microsecond,
+		Dilation:    1,
 	}
 }
 
@@ -106,6 +134,13 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("scale: %s %v: want > 0", name, d))
 		}
+	}
+	if c.Network != "sim" && c.Network != "loopback" {
+		errs = append(errs, fmt.Errorf("scale: Network %q: want sim or loopback", c.Network))
+	}
+	if c.Dilation < 1 || c.Loss < 0 || c.Loss >= 1 || c.Latency < 0 || c.Jitter < 0 {
+		errs = append(errs, fmt.Errorf("scale: Dilation %v (want ≥ 1), Loss %v (0..1), Latency %v, Jitter %v (≥ 0)",
+			c.Dilation, c.Loss, c.Latency, c.Jitter))
 	}
 	if c.Target < 1 {
 		errs = append(errs, fmt.Errorf("scale: Target %d: want ≥ 1", c.Target))

@@ -21,8 +21,9 @@ const (
 // gateway is the generated load of one simulated cluster gateway: its summary's figures move in
 // a random walk, every publication when it is busy, and only when marked otherwise.
 type gateway struct {
-	node *gossip.Node
-	busy bool
+	node      *gossip.Node
+	busy      bool
+	heartbeat time.Duration // heartbeatInterval, dilated
 
 	mu      sync.Mutex
 	rng     *rand.Rand
@@ -56,7 +57,8 @@ func newGateway(cfg Config, i int, node *gossip.Node, busy bool) *gateway {
 		}
 		s.Models = append(s.Models, mc)
 	}
-	return &gateway{node: node, busy: busy, rng: rand.New(rand.NewPCG(uint64(i), 17)), summary: s}
+	return &gateway{node: node, busy: busy, heartbeat: cfg.stretch(heartbeatInterval),
+		rng: rand.New(rand.NewPCG(uint64(i), 17)), summary: s}
 }
 
 // move takes one random-walk step of every model's moving figures (beyond the rounding the
@@ -80,7 +82,7 @@ func (g *gateway) move() {
 func (g *gateway) tick(now time.Time) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.busy && now.Sub(g.last) < heartbeatInterval {
+	if !g.busy && now.Sub(g.last) < g.heartbeat {
 		return nil
 	}
 	if g.busy {
@@ -107,11 +109,11 @@ func (g *gateway) publish(now time.Time) (uint64, time.Time, error) {
 	return sent.GetSequence(), time.Unix(0, sent.GetGeneratedAtUnixNano()), nil
 }
 
-// runLoad ticks every gateway every changeInterval, spread evenly over the interval, until ctx
+// runLoad ticks every gateway every changeInterval (dilated), spread evenly over the interval, until ctx
 // is done.
-func runLoad(ctx context.Context, gws []*gateway) error {
+func runLoad(ctx context.Context, cfg Config, gws []*gateway) error {
 	const slots = 25
-	t := time.NewTicker(changeInterval / slots)
+	t := time.NewTicker(cfg.stretch(changeInterval) / slots)
 	defer t.Stop()
 	for slot := 0; ; slot = (slot + 1) % slots {
 		select {

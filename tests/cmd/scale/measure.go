@@ -50,10 +50,10 @@ func measureWindow(ctx context.Context, cfg Config, gws []*gateway, routers []*g
 	rng := rand.New(rand.NewPCG(3, 5))
 	var w window
 	var pending []*mark
-	end := time.Now().Add(cfg.Window)
+	end := time.Now().Add(cfg.stretch(cfg.Window))
 	nextMark := time.Now()
-	grace := end.Add(6 * time.Second)
-	tick := time.NewTicker(watchInterval)
+	grace := end.Add(cfg.stretch(6 * time.Second))
+	tick := time.NewTicker(cfg.stretch(watchInterval))
 	defer tick.Stop()
 	for {
 		now := time.Now()
@@ -63,7 +63,7 @@ func measureWindow(ctx context.Context, cfg Config, gws []*gateway, routers []*g
 				pending = append(pending, &mark{node: g.node.Name(), seq: seq, at: at, seen: make([]bool, len(routers))})
 				w.marks++
 			}
-			nextMark = nextMark.Add(cfg.MarkEvery)
+			nextMark = nextMark.Add(cfg.stretch(cfg.MarkEvery))
 		}
 		pending = w.observe(routers, pending, now.Before(end))
 		if (len(pending) == 0 && !now.Before(end)) || now.After(grace) {

@@ -11,7 +11,8 @@ import (
 	"github.com/switchyard-dev/switchyard/gossip/gossiptest"
 )
 
-// pool is one gossip pool of real nodes on 127.0.0.1: gateways publishing and routers reading.
+// pool is one gossip pool of real nodes, on the simulated network or 127.0.0.1: gateways
+// publishing and routers reading.
 type pool struct {
 	gateways []*gossip.Node
 	routers  []*gossip.Node
@@ -25,7 +26,7 @@ type pool struct {
 func regionName(i int) string { return fmt.Sprintf("region-%d", i) }
 
 // nodeConfig is the configuration of one node of the pool.
-func nodeConfig(cfg Config, name string, role gossip.Role, region int) gossip.Config {
+func nodeConfig(cfg Config, name string, role gossip.Role, region int, sim *simNet) gossip.Config {
 	c := gossip.DefaultLANConfig()
 	c.NodeName, c.Role, c.Region = name, role, regionName(region)
 	if role == gossip.RoleGateway {
@@ -35,6 +36,17 @@ func nodeConfig(cfg Config, name string, role gossip.Role, region int) gossip.Co
 	c.BindAddr, c.BindPort = "127.0.0.1", 0
 	c.Keys = [][]byte{gossiptest.TestKey}
 	c.Timings = cfg.Timings
+	if sim != nil {
+		c.BindAddr, c.Transport = "10.0.0.0", sim.transport
+	}
+	if cfg.Dilation > 1 {
+		t := &c.Timings
+		for _, d := range []*time.Duration{&t.GossipInterval, &t.ProbeInterval, &t.ProbeTimeout, &t.PushPullInterval,
+			&t.TCPTimeout, &t.GossipToTheDeadTime, &c.SummaryTTL, &c.FullSummaryInterval, &c.ForgetAfter} {
+			*d = cfg.stretch(*d)
+		}
+		c.BroadcastBudget = int(float64(c.BroadcastBudget) / cfg.Dilation)
+	}
 	c.JoinBackoffMin, c.JoinBackoffMax = 100*time.Millisecond, 2*time.Second
 	c.LeaveTimeout = 200 * time.Millisecond
 	c.SkipLeave = true // the whole pool stops at once: nobody is left to tell
@@ -44,7 +56,7 @@ func nodeConfig(cfg Config, name string, role gossip.Role, region int) gossip.Co
 // startPool starts n gateways and cfg.Routers routers and waits until every router sees every
 // node alive. The first node is the seed; the others join it and two more, in batches, so that a
 // large pool forms without a join storm on one node.
-func startPool(ctx context.Context, cfg Config, n int, progress func(string)) (*pool, error) {
+func startPool(ctx context.Context, cfg Config, n int, sim *simNet, progress func(string)) (*pool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &pool{cancel: cancel}
 	var seeds []string
@@ -70,7 +82,7 @@ func startPool(ctx context.Context, cfg Config, n int, progress func(string)) (*
 		return node, nil
 	}
 	for i := range n {
-		node, err := start(nodeConfig(cfg, fmt.Sprintf("gw-%04d", i), gossip.RoleGateway, i%cfg.Regions))
+		node, err := start(nodeConfig(cfg, fmt.Sprintf("gw-%04d", i), gossip.RoleGateway, i%cfg.Regions, sim))
 		if err != nil {
 			p.stop()
 			return nil, err
@@ -78,18 +90,18 @@ func startPool(ctx context.Context, cfg Config, n int, progress func(string)) (*
 		p.gateways = append(p.gateways, node)
 		if i%100 == 99 {
 			progress(fmt.Sprintf("started %d of %d gateways", i+1, n))
-			time.Sleep(500 * time.Millisecond) // let the joins of this batch settle
+			time.Sleep(cfg.stretch(500 * time.Millisecond)) // let the joins of this batch settle
 		}
 	}
 	for i := range cfg.Routers {
-		node, err := start(nodeConfig(cfg, fmt.Sprintf("router-%02d", i), gossip.RoleRouter, i%cfg.Regions))
+		node, err := start(nodeConfig(cfg, fmt.Sprintf("router-%02d", i), gossip.RoleRouter, i%cfg.Regions, sim))
 		if err != nil {
 			p.stop()
 			return nil, err
 		}
 		p.routers = append(p.routers, node)
 	}
-	if err := p.waitFormed(ctx, cfg.FormTimeout, progress); err != nil {
+	if err := p.waitFormed(ctx, cfg.stretch(cfg.FormTimeout), progress); err != nil {
 		p.stop()
 		return nil, err
 	}

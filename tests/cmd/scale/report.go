@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,11 @@ import (
 // Report is everything one sweep measured, as written to results.json.
 type Report struct {
 	Timings     string     `json:"timings"`
+	Network     string     `json:"network"`
+	Latency     string     `json:"latency"`
+	Loss        float64    `json:"loss"`
+	Dilation    float64    `json:"dilation"`
+	DilatePer   int        `json:"dilate_per,omitempty"`
 	Routers     int        `json:"routers"`
 	Models      int        `json:"models"`
 	Adapters    int        `json:"adapters"`
@@ -34,9 +40,54 @@ type Fits struct {
 	SnapshotP99 Fit `json:"snapshot_p99_us"`
 }
 
+// mergeReports reads the reports of several sweeps (results.json) and merges their results, by
+// pool size, into one report with the first's settings and its router benchmarks, fitted anew:
+// sizes measured with different dilations in one table.
+func mergeReports(paths []string) (*Report, error) {
+	var out *Report
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("scale: %w", err)
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("scale: %s: %w", p, err)
+		}
+		for i := range r.Results {
+			if r.Results[i].Dilation == 0 { // written before results recorded their dilation
+				r.Results[i].Dilation = max(r.Dilation, 1)
+			}
+		}
+		if out == nil {
+			out = &r
+			continue
+		}
+		out.Results = append(out.Results, r.Results...)
+	}
+	if out == nil {
+		return nil, errors.New("scale: no report to merge")
+	}
+	slices.SortStableFunc(out.Results, func(a, b Result) int { return a.Gateways - b.Gateways })
+	out.fit()
+	return out, nil
+}
+
 // measured returns the results that have figures.
 func (r *Report) measured() []Result {
 	return slices.DeleteFunc(slices.Clone(r.Results), func(x Result) bool { return x.Stopped != "" })
+}
+
+// collapsed reports whether the pool stopped carrying summaries: most of those the routers held
+// were stale, or no marked change reached a router.
+func (x *Result) collapsed() bool {
+	return x.StaleFraction >= 0.5 || x.Marks > 0 && x.Missed >= x.Marks*max(x.Routers, 1)
+}
+
+// carrying returns the measured results of pools that still carried their summaries: the
+// curves are fitted to them (a collapsed pool's figures measure the collapse).
+func (r *Report) carrying() []Result {
+	return slices.DeleteFunc(r.measured(), func(x Result) bool { return x.collapsed() })
 }
 
 // fit fits the curves to the measured sizes: bandwidth as a power law, convergence as
@@ -44,7 +95,7 @@ func (r *Report) measured() []Result {
 // node and the Snapshot as linear in N (every node holds every summary; Snapshot copies them).
 func (r *Report) fit() {
 	var ns, sent, p99, p50, heap, snap []float64
-	for _, x := range r.measured() {
+	for _, x := range r.carrying() {
 		ns = append(ns, float64(x.Gateways))
 		sent, p99, p50 = append(sent, x.SentPerNode), append(p99, x.AllP99), append(p50, x.AllP50)
 		heap, snap = append(heap, x.HeapPerNode), append(snap, x.SnapshotP99)
@@ -61,7 +112,7 @@ func (r *Report) fit() {
 // atTarget returns a figure at the target size: measured when the sweep reached it, else the
 // fit's value, with a note saying which.
 func (r *Report) atTarget(measured func(Result) float64, f Fit) (float64, string) {
-	for _, x := range r.measured() {
+	for _, x := range r.carrying() {
 		if x.Gateways == r.Target {
 			return measured(x), "measured"
 		}
@@ -95,26 +146,45 @@ func (r *Report) write(dir string) error {
 // markdown writes the measured table, the fits and the targets at the target size.
 func (r *Report) markdown(w io.Writer) {
 	fmt.Fprintf(w, "Gossip pool: %s timings, %d routers, %d models × %d adapters per cluster, %.0f%% of "+
-		"gateways busy (every figure changing every 250 ms), the rest heartbeating every second.\n\n",
+		"gateways busy (every figure changing every 250 ms), the rest heartbeating every second.\n",
 		r.Timings, r.Routers, r.Models, r.Adapters, 100*r.Busy)
+	net := "UDP and TCP on 127.0.0.1"
+	if r.Network == "sim" {
+		net = fmt.Sprintf("the in-memory network (one-way latency %s, loss %.2g%%)", r.Latency, 100*r.Loss)
+	}
+	fmt.Fprintf(w, "Network: %s; time dilated ×%g, or N/%d where more (periods, intervals and latency "+
+		"stretched, figures converted back to the modelled clock; CPU per real second).\n\n",
+		net, r.Dilation, r.DilatePer)
 	fmt.Fprintln(w, "| N gateways | sent B/s per node | relayed B/s per node | own B/s per gateway | "+
 		"change → a router p50 / p99 | → every router p50 / p99 | summary age p99 | stale | heap per node | "+
-		"Snapshot p50 / p99 | CPU per node | form | load average |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		"Snapshot p50 / p99 | CPU per node | form | dilation | load average |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, x := range r.Results {
 		if x.Stopped != "" {
-			fmt.Fprintf(w, "| %d | stopped: %s | | | | | | | | | | | %s |\n", x.Gateways, x.Stopped, x.LoadAverage)
+			fmt.Fprintf(w, "| %d | stopped: %s | | | | | | | | | | | | %s |\n", x.Gateways, x.Stopped, x.LoadAverage)
 			continue
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %.0f / %.0f ms | %.0f / %.0f ms | %.0f ms | %.1f%% | %.2f MiB | "+
-			"%.0f / %.0f µs | %.1f ms/s | %.0f s | %s |\n",
-			x.Gateways, kb(x.SentPerNode), kb(x.RelayedPerNode), kb(x.OwnPerGateway), x.ArrivalP50, x.ArrivalP99,
-			x.AllP50, x.AllP99, x.AgeP99, 100*x.StaleFraction, x.HeapPerNode/(1<<20), x.SnapshotP50, x.SnapshotP99,
-			1000*x.CPUPerNode, x.FormSeconds, x.LoadAverage)
+		arrival := fmt.Sprintf("%.0f / %.0f ms", x.ArrivalP50, x.ArrivalP99)
+		all := fmt.Sprintf("%.0f / %.0f ms", x.AllP50, x.AllP99)
+		if x.collapsed() {
+			arrival, all = "collapsed: "+arrival, "collapsed: "+all
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %.0f ms | %.1f%% | %.2f MiB | "+
+			"%.0f / %.0f µs | %.1f ms/s | %.0f s | ×%g | %s |\n",
+			x.Gateways, kb(x.SentPerNode), kb(x.RelayedPerNode), kb(x.OwnPerGateway), arrival,
+			all, x.AgeP99, 100*x.StaleFraction, x.HeapPerNode/(1<<20), x.SnapshotP50, x.SnapshotP99,
+			1000*x.CPUPerNode, x.FormSeconds, x.Dilation, x.LoadAverage)
 	}
-	fmt.Fprintf(w, "\nFits over the measured sizes: sent per node %s B/s; every router p99 %s ms; "+
-		"heap per node %s B; Snapshot p99 %s µs.\n\n",
-		r.Fits.SentPerNode, r.Fits.AllP99, r.Fits.HeapPerNode, r.Fits.SnapshotP99)
+	fmt.Fprintf(
+		w,
+		"\nFits over the measured sizes whose pool still carried its summaries: sent per node %s B/s; "+
+			"every router p99 %s ms; "+
+			"heap per node %s B; Snapshot p99 %s µs.\n\n",
+		r.Fits.SentPerNode,
+		r.Fits.AllP99,
+		r.Fits.HeapPerNode,
+		r.Fits.SnapshotP99,
+	)
 	r.targets(w)
 }
 
@@ -168,7 +238,7 @@ func (r *Report) targets(w io.Writer) {
 // plots writes the curves: bandwidth, convergence and memory against N.
 func (r *Report) plots(dir string) error {
 	var ns, sent, p50, p99, heap, snap []float64
-	for _, x := range r.measured() {
+	for _, x := range r.carrying() {
 		ns = append(ns, float64(x.Gateways))
 		sent, p50, p99 = append(sent, x.SentPerNode/1000), append(p50, x.AllP50), append(p99, x.AllP99)
 		heap, snap = append(heap, x.HeapPerNode/(1<<20)), append(snap, x.SnapshotP99)

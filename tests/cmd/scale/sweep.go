@@ -16,7 +16,8 @@ import (
 	"github.com/switchyard-dev/switchyard/gossip"
 )
 
-// Result is what one pool size measured. Rates are per second of the measured window.
+// Result is what one pool size measured. Rates are per second of the measured window, and times
+// in milliseconds, of the modelled clock (Config.Dilation taken out); CPU is per real second.
 type Result struct {
 	Gateways int `json:"gateways"`
 	Routers  int `json:"routers"`
@@ -60,17 +61,30 @@ type Result struct {
 	// machine had (LoadAverage).
 	CPUPerNode  float64 `json:"cpu_seconds_per_second_per_node"`
 	LoadAverage string  `json:"load_average"`
+	// LostPackets and OverflowedPackets are the simulated network's datagrams lost (Loss, or
+	// sent to a node that had left) and dropped at a full receive queue, over the whole run.
+	// Dilation is the time dilation this size ran with (Config.Dilation, DilatePer).
+	Dilation          float64 `json:"dilation"`
+	LostPackets       uint64  `json:"lost_packets,omitempty"`
+	OverflowedPackets uint64  `json:"overflowed_packets,omitempty"`
 }
 
 // runSize starts a pool of n gateways, loads it, measures one window and stops it.
 func runSize(ctx context.Context, cfg Config, n int, log io.Writer) Result {
-	res := Result{Gateways: n, Routers: cfg.Routers, LoadAverage: loadAverage()}
+	if cfg.DilatePer > 0 {
+		cfg.Dilation = max(cfg.Dilation, float64(n)/float64(cfg.DilatePer))
+	}
+	res := Result{Gateways: n, Routers: cfg.Routers, LoadAverage: loadAverage(), Dilation: cfg.Dilation}
 	progress := func(msg string) { fmt.Fprintf(log, "  N=%d: %s\n", n, msg) }
 	ctx, cancel := context.WithTimeout(ctx, cfg.PerNTimeout)
 	defer cancel()
 	base := heapInUse()
 	start := time.Now()
-	p, err := startPool(ctx, cfg, n, progress)
+	var sim *simNet
+	if cfg.Network == "sim" {
+		sim = newSimNet(cfg.stretch(cfg.Latency), cfg.stretch(cfg.Jitter), cfg.Loss, uint64(n))
+	}
+	p, err := startPool(ctx, cfg, n, sim, progress)
 	if err != nil {
 		res.Stopped = stopReason(err)
 		return res
@@ -90,16 +104,16 @@ func runSize(ctx context.Context, cfg Config, n int, log io.Writer) Result {
 	}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(loadCtx)
-	g.Go(func() error { return runLoad(gctx, gws) })
+	g.Go(func() error { return runLoad(gctx, cfg, gws) })
 	defer func() { stopLoad(); _ = g.Wait() }()
 
 	select {
 	case <-ctx.Done():
 		res.Stopped = stopReason(ctx.Err())
 		return res
-	case <-time.After(cfg.Warmup):
+	case <-time.After(cfg.stretch(cfg.Warmup)):
 	}
-	progress(fmt.Sprintf("measuring %v", cfg.Window))
+	progress(fmt.Sprintf("measuring %v (%v of real time)", cfg.Window, cfg.stretch(cfg.Window)))
 	nodes := p.all()
 	before, routersBefore, cpuBefore, t0 := traffic(nodes), traffic(p.routers), cpuTime(), time.Now()
 	w := measureWindow(gctx, cfg, gws, p.routers)
@@ -116,8 +130,13 @@ func runSize(ctx context.Context, cfg Config, n int, log io.Writer) Result {
 	}
 	heap := heapInUse()
 	res.HeapPerNode = float64(heap-min(base, heap)) / float64(len(nodes))
-	fill(&res, w, before, after, elapsed, len(nodes), n)
-	res.SentPerRouter = float64(sent(routersAfter)-sent(routersBefore)) / float64(len(p.routers)) / elapsed
+	// Rates are per second and times in milliseconds of the modelled (undilated) clock.
+	modelled := elapsed / cfg.Dilation
+	fill(&res, w, before, after, modelled, cfg.Dilation, len(nodes), n)
+	res.SentPerRouter = float64(sent(routersAfter)-sent(routersBefore)) / float64(len(p.routers)) / modelled
+	if sim != nil {
+		res.LostPackets, res.OverflowedPackets = sim.lost.Load(), sim.overflowed.Load()
+	}
 	res.CPUPerNode = cpu.Seconds() / elapsed / float64(len(nodes))
 	return res
 }
@@ -155,13 +174,13 @@ func sent(s gossip.Stats) uint64     { return s.PacketBytesSent + s.StreamBytesS
 func received(s gossip.Stats) uint64 { return s.PacketBytesReceived + s.StreamBytesReceived }
 
 // fill sets the traffic and convergence figures of res from one window.
-func fill(res *Result, w window, before, after gossip.Stats, elapsed float64, nodes, gateways int) {
+func fill(res *Result, w window, before, after gossip.Stats, elapsed, dilation float64, nodes, gateways int) {
 	per := func(x uint64, by int) float64 { return float64(x) / float64(by) / elapsed }
 	res.SentPerNode = per(sent(after)-sent(before), nodes)
 	res.ReceivedPerNode = per(received(after)-received(before), nodes)
 	res.OwnPerGateway = per(after.OwnBroadcastBytes-before.OwnBroadcastBytes, gateways)
 	res.RelayedPerNode = per(after.RelayedBroadcastBytes-before.RelayedBroadcastBytes, nodes)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / dilation }
 	res.Marks, res.Missed = w.marks, w.missed
 	res.ArrivalP50, res.ArrivalP99 = ms(quantile(w.arrivals, 0.5)), ms(quantile(w.arrivals, 0.99))
 	res.AllP50, res.AllP99 = ms(quantile(w.lasts, 0.5)), ms(quantile(w.lasts, 0.99))

@@ -26,6 +26,31 @@ type Republishing struct {
 	at time.Time
 }
 
+// Subscribe signals on the returned channel every Interval, when the next publication is due, as
+// gossip.Node signals a summary applied: a cluster table over the source reads it then, not per
+// request. The returned function stops the signals.
+func (s *Republishing) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	t := time.NewTicker(s.Interval)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			case <-done:
+				t.Stop()
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ch, func() { once.Do(func() { close(done) }) }
+}
+
 // Snapshot returns the clusters' summaries, publishing new ones when the interval has passed.
 func (s *Republishing) Snapshot() []gossip.Summary {
 	s.mu.Lock()
