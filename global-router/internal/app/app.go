@@ -253,7 +253,7 @@ func (r *Router) buildData(context.Context) error {
 	ej := clustertable.DefaultEjectionConfig()
 	ej.MaxEjectionPercent = r.cfg.MaxEjectionPercent
 	r.table = clustertable.New(clustertable.Config{Region: r.cfg.Region, RTT: r.cfg.SimulatedRTT, Ejection: ej,
-		Logger: r.log.With("component", "clustertable"), Registerer: r.reg}, r.clusters, drainView{r.store})
+		Logger: r.log.With("component", "clustertable"), Registerer: r.reg}, r.clusters.Source(), drainView{r.store})
 	fc := forward.DefaultConfig()
 	fc.MaxAttempts = r.cfg.MaxAttempts
 	tc, err := r.cfg.gatewayTLS()

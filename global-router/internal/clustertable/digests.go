@@ -76,6 +76,24 @@ func NewRegional(
 
 var _ Source = (*Regional)(nil)
 
+// Source returns r as the table's source: with the change signal of its pool when the pool has
+// one (a *gossip.Node signals summary, member and digest changes alike), so the table's index is
+// rebuilt on change rather than compared on every view; r itself otherwise.
+func (r *Regional) Source() Source {
+	if sub, ok := r.pool.(subscriber); ok {
+		return subscribedRegional{Regional: r, sub: sub}
+	}
+	return r
+}
+
+// subscribedRegional is a Regional whose pool signals changes.
+type subscribedRegional struct {
+	*Regional
+	sub subscriber
+}
+
+func (s subscribedRegional) Subscribe() (<-chan struct{}, func()) { return s.sub.Subscribe() }
+
 // Snapshot returns the pool's summaries and the digest clusters, sorted by cluster then node.
 func (r *Regional) Snapshot() []gossip.Summary {
 	snap := r.pool.Snapshot()

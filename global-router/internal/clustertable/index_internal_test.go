@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-dev/switchyard/gossip"
 	gossipv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/gossip/v1"
 )
 
@@ -30,3 +31,29 @@ func TestIndexKeepsOnlyListedModels(t *testing.T) {
 		t.Errorf("the index holds %d entry lists, want 3 (m, m-sql and the unlisted one)", got)
 	}
 }
+
+// TestRegionalSourceSignals checks that a Regional over a pool that signals changes (a gossip
+// node) hands the table that signal, so the index is rebuilt on change instead of being compared
+// with a fresh snapshot on every view, and that one over a pool without a signal stays as it is.
+func TestRegionalSourceSignals(t *testing.T) {
+	signalling := NewRegional("us-east-1", signalPool{}, noDigests{}, nil, time.Minute, nil)
+	if _, ok := signalling.Source().(subscriber); !ok {
+		t.Fatal("a Regional over a signalling pool does not pass its signal on")
+	}
+	plain := NewRegional("us-east-1", plainPool{}, noDigests{}, nil, time.Minute, nil)
+	if _, ok := plain.Source().(subscriber); ok {
+		t.Fatal("a Regional over a pool without a signal claims one")
+	}
+}
+
+type plainPool struct{}
+
+func (plainPool) Snapshot() []gossip.Summary { return nil }
+
+type signalPool struct{ plainPool }
+
+func (signalPool) Subscribe() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+type noDigests struct{}
+
+func (noDigests) Digests() []gossip.Digest { return nil }
