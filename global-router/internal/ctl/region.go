@@ -7,7 +7,10 @@ import (
 
 	"connectrpc.com/connect"
 
+	"google.golang.org/protobuf/proto"
+
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 )
 
 // registerRegion registers (or, with the revision read, updates) a region's keys: the public
@@ -43,36 +46,30 @@ func (inv *invocation) registerRegion() (command, error) {
 // FailedPrecondition when another writer changed it between the read and the write. A deploy
 // job can therefore run it on every upgrade.
 func (c *caller) replaceRegion(ctx context.Context, r *adminv1.RegionRegistration) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	listCtx, cancel := c.callCtx(ctx)
-	defer cancel()
-	list, err := cl.ListRegistrations(listCtx, connect.NewRequest(&adminv1.ListRegistrationsRequest{}))
-	if err != nil {
-		return err
-	}
-	for _, stored := range list.Msg.GetRegions() {
-		if stored.GetRegion() != r.GetRegion() {
-			continue
-		}
-		if sameSet(keyStrings(stored.GetPublicKeys()), keyStrings(r.GetPublicKeys())) {
-			return c.print(&adminv1.RegisterRegionResponse{Registration: stored}, func() error {
-				_, err := fmt.Fprintf(c.out, "region %s unchanged at revision %d (keys %s)\n", stored.GetRegion(),
-					stored.GetRevision(), strings.Join(stored.GetKeyIds(), ", "))
-				return err
-			})
-		}
-		r.Revision = stored.GetRevision()
-	}
-	putCtx, cancelPut := c.callCtx(ctx)
-	defer cancelPut()
-	resp, err := cl.RegisterRegion(putCtx, connect.NewRequest(&adminv1.RegisterRegionRequest{Registration: r}))
-	if err != nil {
-		return err
-	}
-	return c.print(resp.Msg, func() error { return c.regionRegistered(resp.Msg) })
+	return c.replace(ctx,
+		func(list *adminv1.ListRegistrationsResponse) (proto.Message, func() error) {
+			for _, stored := range list.GetRegions() {
+				if stored.GetRegion() != r.GetRegion() {
+					continue
+				}
+				if sameSet(keyStrings(stored.GetPublicKeys()), keyStrings(r.GetPublicKeys())) {
+					return &adminv1.RegisterRegionResponse{Registration: stored}, func() error {
+						_, err := fmt.Fprintf(c.out, "region %s unchanged at revision %d (keys %s)\n", stored.GetRegion(),
+							stored.GetRevision(), strings.Join(stored.GetKeyIds(), ", "))
+						return err
+					}
+				}
+				r.Revision = stored.GetRevision()
+			}
+			return nil, nil
+		},
+		func(ctx context.Context, cl adminv1connect.AdminServiceClient) (proto.Message, func() error, error) {
+			resp, err := cl.RegisterRegion(ctx, connect.NewRequest(&adminv1.RegisterRegionRequest{Registration: r}))
+			if err != nil {
+				return nil, nil, err
+			}
+			return resp.Msg, func() error { return c.regionRegistered(resp.Msg) }, nil
+		})
 }
 
 func (inv *invocation) revokeRegion() (command, error) {

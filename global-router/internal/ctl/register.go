@@ -9,7 +9,10 @@ import (
 
 	"connectrpc.com/connect"
 
+	"google.golang.org/protobuf/proto"
+
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
+	"github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1/adminv1connect"
 
 	"github.com/switchyard-dev/switchyard/gossip"
 )
@@ -57,6 +60,37 @@ func (inv *invocation) registerCluster() (command, error) {
 // changed between the read and the write still fails with FailedPrecondition, so a concurrent
 // writer is never overwritten unseen; running the command again applies r over the new one.
 func (c *caller) replaceRegistration(ctx context.Context, r *adminv1.ClusterRegistration) error {
+	return c.replace(ctx,
+		func(list *adminv1.ListRegistrationsResponse) (proto.Message, func() error) {
+			for _, stored := range list.GetRegistrations() {
+				if stored.GetCluster() != r.GetCluster() {
+					continue
+				}
+				if sameRegistration(stored, r) {
+					return &adminv1.RegisterClusterResponse{Registration: stored},
+						func() error { return c.unchanged(stored) }
+				}
+				r.Revision = stored.GetRevision()
+			}
+			return nil, nil
+		},
+		func(ctx context.Context, cl adminv1connect.AdminServiceClient) (proto.Message, func() error, error) {
+			resp, err := cl.RegisterCluster(ctx, connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: r}))
+			if err != nil {
+				return nil, nil, err
+			}
+			return resp.Msg, func() error { return c.registered(resp.Msg) }, nil
+		})
+}
+
+// replace is --replace for a registration: find looks r up in the stored registrations and
+// returns the answer to print when the stored one already says the same (setting r's revision
+// to the stored one's otherwise); else write writes r and returns the answer to print.
+func (c *caller) replace(
+	ctx context.Context,
+	find func(*adminv1.ListRegistrationsResponse) (proto.Message, func() error),
+	write func(context.Context, adminv1connect.AdminServiceClient) (proto.Message, func() error, error),
+) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -67,22 +101,16 @@ func (c *caller) replaceRegistration(ctx context.Context, r *adminv1.ClusterRegi
 	if err != nil {
 		return err
 	}
-	for _, stored := range list.Msg.GetRegistrations() {
-		if stored.GetCluster() != r.GetCluster() {
-			continue
-		}
-		if sameRegistration(stored, r) {
-			return c.print(&adminv1.RegisterClusterResponse{Registration: stored}, func() error { return c.unchanged(stored) })
-		}
-		r.Revision = stored.GetRevision()
+	if msg, table := find(list.Msg); msg != nil {
+		return c.print(msg, table)
 	}
 	putCtx, cancelPut := c.callCtx(ctx)
 	defer cancelPut()
-	resp, err := cl.RegisterCluster(putCtx, connect.NewRequest(&adminv1.RegisterClusterRequest{Registration: r}))
+	msg, table, err := write(putCtx, cl)
 	if err != nil {
 		return err
 	}
-	return c.print(resp.Msg, func() error { return c.registered(resp.Msg) })
+	return c.print(msg, table)
 }
 
 // sameRegistration reports whether two registrations of a cluster allow the same: region,
