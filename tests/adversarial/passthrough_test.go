@@ -24,6 +24,7 @@ import (
 // serving the model named; and per pool: a pool whose gateway enables /tokenize only refuses
 // /v1/rerank with 404, and a gateway lists only what its own pods serve.
 func TestPassthroughPathsEndToEnd(t *testing.T) {
+	t.Parallel() // correctness only, no timing: runs beside the suite's other parallel tests
 	w := newWorld(t)
 	gwA := w.Gateway("adv-pt-a", "us-east-1", []string{w.Pod("h100", "--lora=whisper-lora").Listen})
 	gwB := w.Gateway("adv-pt-b", "us-west-2", []string{w.Pod("h100").Listen}, "--passthrough-paths=/tokenize=json")

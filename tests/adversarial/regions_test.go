@@ -25,6 +25,7 @@ import (
 // with another key, sent into us-east-1's pool by a holder of the gossip key, is ignored and
 // counted. When eu-west-1's aggregators stop, its clusters go stale at the us-east-1 router.
 func TestRegionalPoolsDigestTrust(t *testing.T) {
+	t.Parallel() // correctness only, no timing: runs beside the suite's other parallel tests
 	w := newWorld(t)
 	w.RegionalPools = true
 	const east, west = "us-east-1", "eu-west-1"

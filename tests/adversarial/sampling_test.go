@@ -21,6 +21,7 @@ import (
 // the same region run with --trace-remote-parent=respect, the client's sampled flag is
 // followed, and the router's and the gateway's spans are exported under the client's trace.
 func TestClientCannotForceSampling(t *testing.T) {
+	t.Parallel() // correctness only, no timing: runs beside the suite's other parallel tests
 	recv, otlp := startReceiver(t, "grpc")
 	tracingFlags := []string{"--otlp-endpoint=" + otlp, "--otlp-insecure", "--trace-sample-ratio=0"}
 	w := newWorld(t)
