@@ -24,6 +24,7 @@ type Sharer struct {
 	pods    Pods
 	metrics *metrics
 	ml      *memberlist.Memberlist
+	tr      *guardedTransport
 	inbox   chan []byte
 	now     func() time.Time
 
@@ -86,7 +87,8 @@ func (s *Sharer) start() (*memberlist.Memberlist, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: bind %s:%d: %w", c.BindAddr, c.BindPort, err)
 	}
-	c.Transport = newGuardedTransport(nt, s.cfg.MaxStreamBytes, c.TCPTimeout, s.metrics.cut.Inc)
+	s.tr = newGuardedTransport(nt, s.cfg.MaxStreamBytes, c.TCPTimeout, s.metrics.cut.Inc)
+	c.Transport = s.tr
 	if c.BindPort == 0 {
 		c.BindPort = nt.GetAutoBindPort()
 	}
@@ -172,7 +174,8 @@ func (s *Sharer) OldestReport() time.Duration {
 }
 
 // Run joins the seeds, then sends the load report and the prefix batch every Interval and
-// applies the peers' messages until ctx ends; it then leaves the pool.
+// applies the peers' messages until ctx ends; it then leaves the pool. It returns promptly on
+// cancel even while a join waits on a silent seed: the join's stream is cut.
 func (s *Sharer) Run(ctx context.Context) error {
 	defer func() {
 		if err := s.ml.Leave(time.Second); err != nil {
@@ -180,14 +183,13 @@ func (s *Sharer) Run(ctx context.Context) error {
 		}
 		_ = s.ml.Shutdown()
 	}()
-	s.join()
 	var wg sync.WaitGroup
-	wg.Go(func() { s.applyLoop(ctx) })
 	defer wg.Wait()
+	defer s.tr.abortDials() // before the wait: a join blocked on a seed returns now
+	wg.Go(func() { s.applyLoop(ctx) })
+	wg.Go(func() { s.joinLoop(ctx) })
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
-	rejoin := time.NewTicker(s.cfg.RejoinInterval)
-	defer rejoin.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,8 +197,25 @@ func (s *Sharer) Run(ctx context.Context) error {
 		case <-tick.C:
 			s.flush()
 			s.expire()
+		}
+	}
+}
+
+// joinLoop joins the seeds, and again every RejoinInterval while this replica has no peer, until
+// ctx ends. It runs beside the batches: a join can take memberlist's TCP timeout per seed.
+func (s *Sharer) joinLoop(ctx context.Context) {
+	if len(s.cfg.Seeds) == 0 {
+		return
+	}
+	s.join()
+	rejoin := time.NewTicker(s.cfg.RejoinInterval)
+	defer rejoin.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
 		case <-rejoin.C:
-			if s.Peers() == 0 {
+			if s.Peers() == 0 && ctx.Err() == nil {
 				s.join()
 			}
 		}
@@ -291,12 +310,16 @@ func (s *Sharer) send(nodes []*memberlist.Node, h header, msgs [][]byte) {
 	}
 }
 
-// peerNodes returns the live members of this cluster other than this replica.
+// peerNodes returns the live members of this cluster other than this replica. It reads
+// memberlist's members before it takes s.mu: memberlist calls the event delegate (memberUp,
+// memberDown, which take s.mu) with its node lock held, so calling memberlist with s.mu held
+// would take the two locks in the opposite order and could deadlock the pool.
 func (s *Sharer) peerNodes() []*memberlist.Node {
+	all := s.ml.Members()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*memberlist.Node
-	for _, n := range s.ml.Members() {
+	for _, n := range all {
 		if s.members[n.Name] {
 			out = append(out, n)
 		}

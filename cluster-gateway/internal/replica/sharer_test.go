@@ -3,7 +3,9 @@ package replica_test
 import (
 	"context"
 	"crypto/rand"
+	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -46,9 +48,27 @@ type replicaNode struct {
 func (n *replicaNode) stop(t *testing.T) {
 	t.Helper()
 	n.cancel()
-	<-n.done
-	if n.err != nil {
+	if n.wait(t) && n.err != nil {
 		t.Errorf("Run: %v", n.err)
+	}
+}
+
+// runReturnBound bounds how long Run may take to return after cancel (a leave of at most 1 s
+// and a shutdown); only a hang exceeds it.
+const runReturnBound = 30 * time.Second
+
+// wait waits for Run to return after cancel, and fails t with every goroutine's stack if it does
+// not within runReturnBound: a test fails, it never hangs.
+func (n *replicaNode) wait(t *testing.T) bool {
+	t.Helper()
+	select {
+	case <-n.done:
+		return true
+	case <-time.After(runReturnBound):
+		buf := make([]byte, 1<<20)
+		t.Errorf("Run did not return within %v of cancel; goroutines:\n%s", runReturnBound,
+			buf[:runtime.Stack(buf, true)])
+		return false
 	}
 }
 
@@ -73,7 +93,7 @@ func startReplica(t *testing.T, cluster, name string, keys [][]byte, seeds ...st
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-n.done
+		n.wait(t)
 	})
 	return n
 }
@@ -237,4 +257,62 @@ func TestLargePreAuthStreamIsCut(t *testing.T) {
 		}
 	}
 	t.Fatal("16 MiB written to a cut stream")
+}
+
+// A seed that accepts the join's stream and never answers holds memberlist's join for its TCP
+// timeout (10 s) per seed. Run must still return promptly on cancel, or a gateway whose seeds
+// hang would not stop on SIGTERM: the join's stream is cut.
+func TestRunReturnsWhileJoinWaitsOnSilentSeeds(t *testing.T) {
+	accepted := make(chan net.Conn, 16)
+	var seeds []string
+	for range 4 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- c // held open, never answered
+			}
+		}()
+		seeds = append(seeds, ln.Addr().String())
+	}
+	t.Cleanup(func() {
+		for {
+			select {
+			case c := <-accepted:
+				_ = c.Close()
+			default:
+				return
+			}
+		}
+	})
+	n := startReplica(t, "c1", "a", nil, seeds...)
+	var first net.Conn
+	select {
+	case first = <-accepted:
+		accepted <- first // closed by the cleanup
+	case <-time.After(runReturnBound):
+		t.Fatal("the replica never dialled its seed")
+	}
+	n.cancel()
+	// Unfixed, the join waits out 10 s per seed: 30 s or more for the three still to come.
+	const bound = 15 * time.Second
+	select {
+	case <-n.done:
+	case <-time.After(bound):
+		t.Fatalf("Run still running %v after cancel: the join on silent seeds holds it", bound)
+	}
+	if n.err != nil {
+		t.Fatalf("Run: %v", n.err)
+	}
+	_ = first.SetReadDeadline(time.Now().Add(runReturnBound))
+	if _, err := io.Copy(io.Discard, first); err != nil { // the replica closed the join's stream
+		t.Fatalf("the join's stream at the seed: %v", err)
+	}
 }
