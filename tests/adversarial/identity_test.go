@@ -234,6 +234,18 @@ func idMemberName(t *testing.T, admin, token, url string) string {
 // idClusterState returns a cluster's gateway URLs, staleness and signal age as the router lists it.
 func idClusterState(t *testing.T, admin, token, name string) (urls []string, stale bool, ageMs int) {
 	t.Helper()
+	urls, stale, ageMs, listed := listedCluster(t, admin, token, name)
+	if listed == nil {
+		return urls, stale, ageMs
+	}
+	t.Fatalf("cluster %s not listed: %v", name, listed)
+	return nil, false, 0
+}
+
+// listedCluster returns a cluster's gateway URLs, staleness and signal age as the router lists
+// it; when it is not listed, the names of the clusters that are (non-nil, perhaps empty).
+func listedCluster(t *testing.T, admin, token, name string) (urls []string, stale bool, ageMs int, listed []string) {
+	t.Helper()
 	var resp struct {
 		Clusters []struct {
 			Name        string   `json:"name"`
@@ -243,11 +255,12 @@ func idClusterState(t *testing.T, admin, token, name string) (urls []string, sta
 		} `json:"clusters"`
 	}
 	idAdminCall(t, admin, token, "ListClusters", map[string]any{}, &resp)
+	listed = []string{}
 	for _, c := range resp.Clusters {
 		if c.Name == name {
-			return c.GatewayURLs, c.Stale, c.SignalAgeMs
+			return c.GatewayURLs, c.Stale, c.SignalAgeMs, nil
 		}
+		listed = append(listed, c.Name)
 	}
-	t.Fatalf("cluster %s not listed: %+v", name, resp.Clusters)
-	return nil, false, 0
+	return nil, false, 0, listed
 }

@@ -169,21 +169,11 @@ func regionsForger(t *testing.T, w *harness.World, seed string) *gossip.Node {
 // lists it (nil URLs and stale when it is not listed).
 func regionsClusterState(t *testing.T, admin, token, name string) (urls []string, stale bool, ageMs int) {
 	t.Helper()
-	var resp struct {
-		Clusters []struct {
-			Name        string   `json:"name"`
-			GatewayURLs []string `json:"gatewayUrls"`
-			Stale       bool     `json:"stale"`
-			SignalAgeMs int      `json:"signalAgeMs"`
-		} `json:"clusters"`
+	urls, stale, ageMs, listed := listedCluster(t, admin, token, name)
+	if listed != nil {
+		return nil, true, 0
 	}
-	idAdminCall(t, admin, token, "ListClusters", map[string]any{}, &resp)
-	for _, c := range resp.Clusters {
-		if c.Name == name {
-			return c.GatewayURLs, c.Stale, c.SignalAgeMs
-		}
-	}
-	return nil, true, 0
+	return urls, stale, ageMs
 }
 
 // regionsComplete sends one completion to a router and returns the serving region, the route

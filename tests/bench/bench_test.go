@@ -19,11 +19,7 @@ import (
 // TestSmoke runs the whole harness end to end on a tiny scenario: 2 pods, 2 policies, 3 s.
 func TestSmoke(t *testing.T) {
 	harness.EndToEnd(t)
-	bin, cleanup, err := bench.GatewayBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	bin := gatewayBinary(t)
 	out := t.TempDir()
 	cfg := bench.DefaultConfig()
 	cfg.Scenario = bench.Scenario{
@@ -136,11 +132,7 @@ func TestScenarios(t *testing.T) {
 // round-robin and default, the whole trace (8 requests over about 2 s).
 func TestTraceSmoke(t *testing.T) {
 	harness.EndToEnd(t)
-	bin, cleanup, err := bench.GatewayBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	bin := gatewayBinary(t)
 	for _, tc := range []struct {
 		scenario, file, attribution string
 	}{
@@ -224,16 +216,7 @@ func TestRegionalSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 6 gateways and 6 routers")
 	}
-	gw, cleanGW, err := bench.GatewayBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanGW()
-	rt, cleanRT, err := bench.RouterBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanRT()
+	gw, rt := gatewayBinary(t), routerBinary(t)
 	sc, err := bench.Lookup("region-burst")
 	if err != nil {
 		t.Fatal(err)
@@ -322,11 +305,7 @@ func TestSlowPodAvoided(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway processes and a fleet for ~30 s")
 	}
-	bin, cleanup, err := bench.GatewayBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	bin := gatewayBinary(t)
 	cfg := bench.DefaultConfig()
 	cfg.Scenario = bench.Scenario{Name: "slow-pod", Workload: "mixed-fleet",
 		Pools: []bench.Pool{{Profile: "h100", Count: 1}, {Profile: "a10g", Count: 1}}}

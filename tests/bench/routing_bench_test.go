@@ -37,16 +37,7 @@ func BenchmarkRouting(b *testing.B) {
 			scs = append(scs, sc)
 		}
 	}
-	bin, cleanup, err := bench.GatewayBinary("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanup()
-	router, cleanupRouter, err := bench.RouterBinary("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupRouter()
+	bin, router := gatewayBinary(b), routerBinary(b)
 	for _, sc := range scs {
 		b.Run(sc.Name, func(b *testing.B) { runScenario(b, sc, bin, router) })
 	}

@@ -1,22 +1,15 @@
 package admin_test
 
 import (
-	"crypto/ed25519"
-	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
-
-	"github.com/switchyard-dev/switchyard/gossip"
 )
 
 func testRegionRegistration() *adminv1.RegionRegistration {
-	seed := make([]byte, ed25519.SeedSize)
-	seed[0] = 8
-	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
-	return &adminv1.RegionRegistration{Region: "eu-west-1", PublicKeys: [][]byte{pub}}
+	return &adminv1.RegionRegistration{Region: "eu-west-1", PublicKeys: [][]byte{testPublicKey(8)}}
 }
 
 // TestRegionRegistrationLifecycle: a region registration is created once (a second create is a
@@ -33,16 +26,8 @@ func TestRegionRegistrationLifecycle(t *testing.T) {
 		}
 		return resp.Msg.GetRegistration(), nil
 	}
-	stored, err := register(testRegionRegistration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantID := gossip.KeyID(testRegionRegistration().GetPublicKeys()[0])
-	if stored.GetRevision() == 0 || len(stored.GetKeyIds()) != 1 || stored.GetKeyIds()[0] != wantID {
-		t.Fatalf("stored = %v, want a revision and key id %s", stored, wantID)
-	}
-	_, err = register(testRegionRegistration())
-	wantCode(t, err, connect.CodeFailedPrecondition)
+	stored := wantCreatedOnce(t, register, testRegionRegistration)
+	wantID := stored.GetKeyIds()[0]
 	list, err := c.ListRegistrations(ctx, connect.NewRequest(&adminv1.ListRegistrationsRequest{}))
 	if err != nil {
 		t.Fatal(err)
@@ -51,24 +36,16 @@ func TestRegionRegistrationLifecycle(t *testing.T) {
 		got[0].GetKeyIds()[0] != wantID {
 		t.Fatalf("listed regions %v", got)
 	}
-	for _, b := range []struct {
-		name, field string
-		edit        func(r *adminv1.RegionRegistration)
-	}{
+	wantInvalid(t, register, func() *adminv1.RegionRegistration {
+		r := testRegionRegistration()
+		r.Revision = stored.GetRevision()
+		return r
+	}, []invalidEdit[*adminv1.RegionRegistration]{
 		{"no key", "public_keys", func(r *adminv1.RegionRegistration) { r.PublicKeys = nil }},
 		{"short key", "public_keys[0]", func(r *adminv1.RegionRegistration) { r.PublicKeys = [][]byte{{1, 2}} }},
 		{"no region", "region", func(r *adminv1.RegionRegistration) { r.Region = "" }},
 		{"bad region", "region", func(r *adminv1.RegionRegistration) { r.Region = "a b" }},
-	} {
-		r := testRegionRegistration()
-		r.Revision = stored.GetRevision()
-		b.edit(r)
-		_, err := register(r)
-		wantCode(t, err, connect.CodeInvalidArgument)
-		if !strings.Contains(err.Error(), b.field) {
-			t.Errorf("%s: error %q does not name %s", b.name, err, b.field)
-		}
-	}
+	})
 	revoke := func(region string, rev int64) error {
 		_, err := c.RevokeRegion(ctx, connect.NewRequest(&adminv1.RevokeRegionRequest{Region: region, Revision: rev}))
 		return err

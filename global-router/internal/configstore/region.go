@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
-
-	"github.com/switchyard-dev/switchyard/gossip"
 )
 
 // RegionPrefix + region holds a region's registration (protobuf JSON of
@@ -53,10 +49,7 @@ func ValidateRegionRegistration(r *adminv1.RegionRegistration) error {
 // withRegionKeyIDs returns r with its key ids filled in (r is not modified).
 func withRegionKeyIDs(r *adminv1.RegionRegistration) *adminv1.RegionRegistration {
 	c := proto.CloneOf(r)
-	c.KeyIds = make([]string, len(c.GetPublicKeys()))
-	for i, k := range c.GetPublicKeys() {
-		c.KeyIds[i] = gossip.KeyID(k)
-	}
+	c.KeyIds = keyIDs(c.GetPublicKeys())
 	return c
 }
 
@@ -104,20 +97,13 @@ func (s *Store) PutRegionRegistration(
 	if err != nil {
 		return nil, fmt.Errorf("configstore: encode region registration %q: %w", stored.GetRegion(), err)
 	}
-	key := RegionKey(stored.GetRegion())
-	resp, err := s.client.Txn(ctx).If(revisionIs(key, expectedRevision)).
-		Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key)).Commit()
+	revision, err := s.putRegistrationValue(ctx, "region", stored.GetRegion(), RegionKey(stored.GetRegion()), value,
+		expectedRevision)
 	if err != nil {
-		s.metrics.write("register_region", "error")
-		return nil, fmt.Errorf("configstore: register region %q: %w", stored.GetRegion(), err)
+		return nil, err
 	}
-	if !resp.Succeeded {
-		s.metrics.write("register_region", "conflict")
-		return nil, registrationConflict("region", stored.GetRegion(), expectedRevision, resp, ErrConflict)
-	}
-	s.metrics.write("register_region", "ok")
 	stored = withRegionKeyIDs(stored)
-	stored.Revision = resp.Header.Revision
+	stored.Revision = revision
 	return stored, nil
 }
 
@@ -125,47 +111,13 @@ func (s *Store) PutRegionRegistration(
 // (0: whatever is stored); ErrNotFound when none is stored, ErrConflict when the revision
 // differs.
 func (s *Store) DeleteRegionRegistration(ctx context.Context, region string, expectedRevision int64) error {
-	if err := ValidateName("region", region); err != nil {
-		return err
-	}
-	if expectedRevision < 0 {
-		return fmt.Errorf("%w: revision %d is negative", ErrInvalid, expectedRevision)
-	}
-	key := RegionKey(region)
-	cmp := clientv3.Compare(clientv3.CreateRevision(key), ">", 0)
-	if expectedRevision > 0 {
-		cmp = revisionIs(key, expectedRevision)
-	}
-	resp, err := s.client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit()
-	if err != nil {
-		s.metrics.write("revoke_region", "error")
-		return fmt.Errorf("configstore: revoke region %q: %w", region, err)
-	}
-	if !resp.Succeeded {
-		s.metrics.write("revoke_region", "conflict")
-		return registrationConflict("region", region, expectedRevision, resp, ErrNotFound)
-	}
-	s.metrics.write("revoke_region", "ok")
-	return nil
+	return s.deleteRegistrationKey(ctx, "region", region, RegionKey(region), expectedRevision)
 }
 
 // ListRegionRegistrations returns every stored region registration, ordered by region. A stored
 // value that cannot be read fails the list with an error naming its region.
 func (s *Store) ListRegionRegistrations(ctx context.Context) ([]*adminv1.RegionRegistration, error) {
-	resp, err := s.client.Get(ctx, RegionPrefix, clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
-	if err != nil {
-		return nil, fmt.Errorf("configstore: list region registrations: %w", err)
-	}
-	out := make([]*adminv1.RegionRegistration, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		r, err := DecodeRegionRegistration(strings.TrimPrefix(string(kv.Key), RegionPrefix), kv.Value, kv.ModRevision)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return listRegistrations(ctx, s, RegionPrefix, "region registrations", DecodeRegionRegistration)
 }
 
 // putRegionRegistration applies one stored region registration to next; an invalid value fails
@@ -186,11 +138,7 @@ func (s *Store) putRegionRegistration(next, prev *View, region string, value []b
 			"key", RegionKey(region), "revision", modRev, "err", err)
 		return
 	}
-	keys := make(map[string]ed25519.PublicKey, len(r.GetPublicKeys()))
-	for i, k := range r.GetPublicKeys() {
-		keys[r.GetKeyIds()[i]] = ed25519.PublicKey(k)
-	}
-	next.regionRegistrations[region] = RegionRegistration{Stored: r, Keys: keys}
+	next.regionRegistrations[region] = RegionRegistration{Stored: r, Keys: keysByID(r.GetPublicKeys(), r.GetKeyIds())}
 }
 
 // RegionRegistration returns region's registration (perhaps Invalid), if one is stored.

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	adminv1 "github.com/switchyard-dev/switchyard/proto/gen/switchyard/admin/v1"
-
-	"github.com/switchyard-dev/switchyard/gossip"
 )
 
 // Limits of a cluster registration.
@@ -143,10 +140,7 @@ func validatePublicKeys(keys [][]byte) error {
 // withKeyIDs returns r with its key ids filled in (r is not modified).
 func withKeyIDs(r *adminv1.ClusterRegistration) *adminv1.ClusterRegistration {
 	c := proto.CloneOf(r)
-	c.KeyIds = make([]string, len(c.GetPublicKeys()))
-	for i, k := range c.GetPublicKeys() {
-		c.KeyIds[i] = gossip.KeyID(k)
-	}
+	c.KeyIds = keyIDs(c.GetPublicKeys())
 	return c
 }
 
@@ -185,11 +179,7 @@ func DecodeRegistration(cluster string, value []byte, revision int64) (*adminv1.
 
 // newRegistration indexes a decoded registration's keys.
 func newRegistration(r *adminv1.ClusterRegistration) Registration {
-	keys := make(map[string]ed25519.PublicKey, len(r.GetPublicKeys()))
-	for i, k := range r.GetPublicKeys() {
-		keys[r.GetKeyIds()[i]] = ed25519.PublicKey(k)
-	}
-	return Registration{Stored: r, Keys: keys}
+	return Registration{Stored: r, Keys: keysByID(r.GetPublicKeys(), r.GetKeyIds())}
 }
 
 // PutRegistration stores r if the stored registration's revision is expectedRevision (0: only if
@@ -217,20 +207,13 @@ func (s *Store) PutRegistration(
 	if err != nil {
 		return nil, err
 	}
-	key := ClusterKey(stored.GetCluster())
-	resp, err := s.client.Txn(ctx).If(revisionIs(key, expectedRevision)).
-		Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key)).Commit()
+	revision, err := s.putRegistrationValue(ctx, "cluster", stored.GetCluster(), ClusterKey(stored.GetCluster()),
+		value, expectedRevision)
 	if err != nil {
-		s.metrics.write("register_cluster", "error")
-		return nil, fmt.Errorf("configstore: register cluster %q: %w", stored.GetCluster(), err)
+		return nil, err
 	}
-	if !resp.Succeeded {
-		s.metrics.write("register_cluster", "conflict")
-		return nil, registrationConflict("cluster", stored.GetCluster(), expectedRevision, resp, ErrConflict)
-	}
-	s.metrics.write("register_cluster", "ok")
 	stored = withKeyIDs(stored)
-	stored.Revision = resp.Header.Revision
+	stored.Revision = revision
 	return stored, nil
 }
 
@@ -238,51 +221,13 @@ func (s *Store) PutRegistration(
 // whatever is stored). It returns ErrNotFound when none is stored and ErrConflict when the
 // revision differs.
 func (s *Store) DeleteRegistration(ctx context.Context, cluster string, expectedRevision int64) error {
-	if err := ValidateName("cluster", cluster); err != nil {
-		return err
-	}
-	if expectedRevision < 0 {
-		return fmt.Errorf("%w: revision %d is negative", ErrInvalid, expectedRevision)
-	}
-	key := ClusterKey(cluster)
-	cmp := clientv3.Compare(clientv3.CreateRevision(key), ">", 0)
-	if expectedRevision > 0 {
-		cmp = revisionIs(key, expectedRevision)
-	}
-	resp, err := s.client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit()
-	if err != nil {
-		s.metrics.write("revoke_cluster", "error")
-		return fmt.Errorf("configstore: revoke cluster %q: %w", cluster, err)
-	}
-	if !resp.Succeeded {
-		s.metrics.write("revoke_cluster", "conflict")
-		return registrationConflict("cluster", cluster, expectedRevision, resp, ErrNotFound)
-	}
-	s.metrics.write("revoke_cluster", "ok")
-	return nil
+	return s.deleteRegistrationKey(ctx, "cluster", cluster, ClusterKey(cluster), expectedRevision)
 }
 
 // ListRegistrations returns every stored registration, ordered by cluster. A stored value that
 // is not a valid registration fails the whole list with an error naming its cluster.
 func (s *Store) ListRegistrations(ctx context.Context) ([]*adminv1.ClusterRegistration, error) {
-	resp, err := s.client.Get(
-		ctx,
-		ClusterPrefix,
-		clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("configstore: list registrations: %w", err)
-	}
-	out := make([]*adminv1.ClusterRegistration, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		r, err := DecodeRegistration(strings.TrimPrefix(string(kv.Key), ClusterPrefix), kv.Value, kv.ModRevision)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return listRegistrations(ctx, s, ClusterPrefix, "registrations", DecodeRegistration)
 }
 
 // registrationConflict explains a failed compare from the Else branch's Get of the registration of

@@ -21,14 +21,14 @@ import (
 // registerRegion stores a region registration and waits until the store's view has it.
 func registerRegion(t *testing.T, s *configstore.Store, r *adminv1.RegionRegistration) {
 	t.Helper()
-	stored, err := s.PutRegionRegistration(context.Background(), r, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, waitTimeout, func() bool {
-		got, ok := s.Snapshot().RegionRegistration(r.GetRegion())
-		return ok && got.Stored.GetRevision() == stored.GetRevision()
-	}, "region registration watched")
+	putWatched(t, "region registration",
+		func() (*adminv1.RegionRegistration, error) {
+			return s.PutRegionRegistration(context.Background(), r, 0)
+		},
+		func() (*adminv1.RegionRegistration, bool) {
+			got, ok := s.Snapshot().RegionRegistration(r.GetRegion())
+			return got.Stored, ok
+		})
 }
 
 // regionDigest returns a digest of us-east-1 listing c1, signed with k (nil: unsigned).

@@ -76,14 +76,33 @@ func pub(k ed25519.PrivateKey) []byte { return k.Public().(ed25519.PublicKey) }
 // register stores a registration of c1 and waits until the store's view has it.
 func register(t *testing.T, s *configstore.Store, r *adminv1.ClusterRegistration) {
 	t.Helper()
-	stored, err := s.PutRegistration(context.Background(), r, 0, true)
+	putWatched(t, "registration",
+		func() (*adminv1.ClusterRegistration, error) {
+			return s.PutRegistration(context.Background(), r, 0, true)
+		},
+		func() (*adminv1.ClusterRegistration, bool) {
+			got, ok := s.Snapshot().Registration(r.GetCluster())
+			return got.Stored, ok
+		})
+}
+
+// putWatched stores a registration with put and waits until watched, the store's view of it,
+// has its new revision; what names it in the wait.
+func putWatched[R interface{ GetRevision() int64 }](
+	t *testing.T,
+	what string,
+	put func() (R, error),
+	watched func() (R, bool),
+) {
+	t.Helper()
+	stored, err := put()
 	if err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, waitTimeout, func() bool {
-		got, ok := s.Snapshot().Registration(r.GetCluster())
-		return ok && got.Stored.GetRevision() == stored.GetRevision()
-	}, "registration watched")
+		got, ok := watched()
+		return ok && got.GetRevision() == stored.GetRevision()
+	}, what+" watched")
 }
 
 // summary returns a summary of c1 as its gateway publishes it, signed with k (nil: unsigned).
